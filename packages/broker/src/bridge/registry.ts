@@ -1,0 +1,180 @@
+import { EventEmitter } from "node:events";
+import type {
+  BridgeEvent,
+  BridgeMethod,
+  BridgeResult,
+  ParamsOf,
+  Result,
+  ResultOf,
+  WireError,
+} from "@tabrelay/protocol";
+
+/** What the registry needs from a socket: send a frame, close it. Keeps ws out of this module. */
+export interface BridgeSocket {
+  send(frame: string): void;
+  close(code: number, reason: string): void;
+}
+
+export interface BrowserInfo {
+  browserId: string;
+  label: string;
+  userAgent: string;
+  extensionVersion: string;
+  connectedAt: number;
+  kind: "extension";
+}
+
+interface Pending {
+  method: BridgeMethod;
+  resolve: (result: Result<unknown>) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+export interface CallOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** One connected browser. Calls in flight fail at once with browser_disconnected when it goes away. */
+export class BrowserConnection {
+  readonly info: BrowserInfo;
+  readonly #socket: BridgeSocket;
+  readonly #pending = new Map<number, Pending>();
+  readonly #defaultTimeoutMs: number;
+  #nextId = 1;
+  #closed = false;
+
+  constructor(info: BrowserInfo, socket: BridgeSocket, defaultTimeoutMs: number) {
+    this.info = info;
+    this.#socket = socket;
+    this.#defaultTimeoutMs = defaultTimeoutMs;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  get inFlight(): number {
+    return this.#pending.size;
+  }
+
+  call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options: CallOptions = {}): Promise<Result<ResultOf<M>>> {
+    if (this.#closed) return Promise.resolve(disconnected(this.info));
+    const id = this.#nextId++;
+    const timeoutMs = options.timeoutMs ?? this.#defaultTimeoutMs;
+    return new Promise<Result<ResultOf<M>>>((resolve) => {
+      const settle = (result: Result<unknown>) => {
+        clearTimeout(timer);
+        this.#pending.delete(id);
+        options.signal?.removeEventListener("abort", onAbort);
+        // The browser answers with the method's result type; the protocol package is the contract.
+        resolve(result as Result<ResultOf<M>>);
+      };
+      const timer = setTimeout(
+        () => settle({ ok: false, error: { code: "timeout", message: `the browser did not answer ${method} within ${timeoutMs} ms` } }),
+        timeoutMs,
+      );
+      const onAbort = () => settle({ ok: false, error: { code: "timeout", message: `${method} was cancelled by the client` } });
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      this.#pending.set(id, { method, resolve: settle, timer });
+      try {
+        this.#socket.send(JSON.stringify({ type: "call", id, method, params }));
+      } catch {
+        settle(disconnected(this.info));
+      }
+    });
+  }
+
+  /** A result frame from the browser. Late or unknown ids (already timed out) are dropped. */
+  onResult(frame: BridgeResult): void {
+    const pending = this.#pending.get(frame.id);
+    if (!pending) return;
+    pending.resolve(frame.ok ? { ok: true, value: frame.result } : { ok: false, error: frame.error });
+  }
+
+  /** The socket closed: fail everything in flight now, never after a timeout. */
+  markClosed(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const pending of [...this.#pending.values()]) pending.resolve(disconnected(this.info));
+  }
+
+  close(reason: string): void {
+    this.markClosed();
+    try {
+      this.#socket.close(1000, reason);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function disconnected(info: BrowserInfo): { ok: false; error: WireError } {
+  return {
+    ok: false,
+    error: {
+      code: "browser_disconnected",
+      message: `browser "${info.label}" (${info.browserId}) disconnected before answering; check that it is running, then call list_browsers and retry`,
+    },
+  };
+}
+
+export interface RegistryEvents {
+  connected: [BrowserConnection];
+  disconnected: [BrowserConnection];
+  event: [BrowserConnection, BridgeEvent];
+}
+
+/** All connected browsers, by stable id. A new browser never evicts another; a reconnect replaces itself. */
+export class BrowserRegistry extends EventEmitter<RegistryEvents> {
+  readonly #browsers = new Map<string, BrowserConnection>();
+
+  add(connection: BrowserConnection): void {
+    const previous = this.#browsers.get(connection.info.browserId);
+    // Same browser id: the extension reconnected (worker restart, network blip). The old socket is stale.
+    if (previous && previous !== connection) previous.close("replaced by a newer connection from the same browser");
+    this.#browsers.set(connection.info.browserId, connection);
+    this.emit("connected", connection);
+  }
+
+  remove(connection: BrowserConnection): void {
+    connection.markClosed();
+    if (this.#browsers.get(connection.info.browserId) === connection) {
+      this.#browsers.delete(connection.info.browserId);
+      this.emit("disconnected", connection);
+    }
+  }
+
+  list(): BrowserConnection[] {
+    return [...this.#browsers.values()].sort((a, b) => b.info.connectedAt - a.info.connectedAt);
+  }
+
+  /** By id or label; without a selector, the most recently connected browser. */
+  pick(selector?: string): Result<BrowserConnection> {
+    const browsers = this.list();
+    if (browsers.length === 0) {
+      return {
+        ok: false,
+        error: {
+          code: "not_connected",
+          message: "no browser is connected to tabrelay; start one with `tabrelay launch` or pair your Chrome with `tabrelay pair`, then retry",
+        },
+      };
+    }
+    if (!selector) return { ok: true, value: browsers[0]! };
+    const match = browsers.find((b) => b.info.browserId === selector) ?? browsers.filter((b) => b.info.label === selector);
+    if (match instanceof BrowserConnection) return { ok: true, value: match };
+    if (match.length === 1) return { ok: true, value: match[0]! };
+    if (match.length > 1) {
+      return { ok: false, error: { code: "unknown_browser", message: `several browsers are labelled "${selector}"; pass the browser id from list_browsers instead` } };
+    }
+    return { ok: false, error: { code: "unknown_browser", message: `no connected browser has id or label "${selector}"; call list_browsers to see them` } };
+  }
+
+  closeAll(reason: string): void {
+    for (const connection of this.list()) {
+      connection.close(reason);
+      this.remove(connection);
+    }
+  }
+}

@@ -1,0 +1,196 @@
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { compileReadPolicy, type CompiledReadPolicy } from "../policy/readPolicy.js";
+import { loadRanking, shippedRankingPath } from "../policy/topSites.js";
+
+/** The extension's ID, fixed by the `key` in its manifest; the bridge accepts only these origins. */
+export const BUILTIN_EXTENSION_ID = "bkcjhkpmfjmfjkljdlooigoilajjfhpb";
+
+const regex = z.string().superRefine((value, ctx) => {
+  try {
+    new RegExp(value, "u");
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: `not a valid regular expression: ${error instanceof Error ? error.message : String(error)}` });
+  }
+});
+
+const fileSchema = z
+  .object({
+    host: z.string().optional().describe("address to listen on"),
+    port: z.number().int().min(0).max(65535).optional(),
+    mcp: z
+      .object({
+        allowed_origins: z.array(z.string()).optional(),
+        allowed_hosts: z.array(z.string()).optional(),
+      })
+      .strict()
+      .optional(),
+    bridge: z
+      .object({
+        extension_ids: z.array(z.string().regex(/^[a-p]{32}$/, "an extension ID is 32 letters a-p")).optional(),
+        call_timeout_ms: z.number().int().positive().optional(),
+      })
+      .strict()
+      .optional(),
+    read: z
+      .object({
+        max_chars: z.number().int().min(1000).max(1_000_000).optional(),
+        load_timeout_ms: z.number().int().positive().optional(),
+      })
+      .strict()
+      .optional(),
+    policy: z
+      .object({
+        deny: z.array(z.object({ host: z.string(), path: regex.default(".*") }).strict()).optional(),
+        read: z
+          .object({
+            enabled: z.boolean().optional(),
+            top_sites: z.number().int().min(0).optional(),
+            allow: z.record(z.string(), z.array(regex)).optional(),
+          })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export type ConfigFile = z.infer<typeof fileSchema>;
+
+export interface BrokerConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  configPath: string;
+  mcpToken: string;
+  pairingToken: string;
+  allowedOrigins: string[];
+  /** Host header values /mcp accepts (DNS-rebinding defence). */
+  allowedHosts: string[];
+  extensionIds: string[];
+  callTimeoutMs: number;
+  readMaxChars: number;
+  loadTimeoutMs: number;
+  policy: CompiledReadPolicy;
+  rankingPath: string;
+}
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+export interface ConfigOptions {
+  host?: string;
+  port?: number;
+  configPath?: string;
+  dataDir?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(env["TABRELAY_DATA_DIR"] || join(homedir(), ".tabrelay"));
+}
+
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** Reads and validates the YAML file; an unknown key or a bad regex stops start-up naming file, key and reason. */
+export function readConfigFile(path: string): ConfigFile {
+  if (!existsSync(path)) return {};
+  let raw: unknown;
+  try {
+    raw = parseYaml(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new ConfigError(`${path}: not valid YAML: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (raw === null || raw === undefined) return {};
+  const parsed = fileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const key = issue.path.map(String).join(".") || "(top level)";
+      const keys = issue.code === "unrecognized_keys" ? ` ${issue.keys.join(", ")}` : "";
+      return `  ${key}${keys}: ${issue.message}`;
+    });
+    throw new ConfigError(`${path}: invalid configuration:\n${lines.join("\n")}\nFix the file (see README, "Configuration") and start again.`);
+  }
+  return parsed.data;
+}
+
+function loadOrCreateToken(dataDir: string, file: string, fromEnv: string | undefined): string {
+  if (fromEnv) {
+    if (fromEnv.length < 16) throw new ConfigError(`the token given in the environment for ${file} is shorter than 16 characters; use a longer random value`);
+    return fromEnv;
+  }
+  const path = join(dataDir, file);
+  if (existsSync(path)) {
+    const token = readFileSync(path, "utf8").trim();
+    if (token.length >= 16) return token;
+  }
+  const token = randomBytes(24).toString("base64url"); // 192 bits
+  writeFileSync(path, `${token}\n`, { mode: 0o600 });
+  chmodSync(path, 0o600);
+  return token;
+}
+
+export function ensureDataDir(dataDir: string): void {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+}
+
+export function rankingFile(dataDir: string): string {
+  return join(dataDir, "top-sites.csv");
+}
+
+export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
+  const env = options.env ?? process.env;
+  const dataDir = options.dataDir ? resolve(options.dataDir) : defaultDataDir(env);
+  ensureDataDir(dataDir);
+  const configPath = resolve(options.configPath ?? join(dataDir, "config.yaml"));
+  if (options.configPath && !existsSync(configPath)) {
+    throw new ConfigError(`${configPath}: no such file; pass an existing --config or omit it to use ${join(dataDir, "config.yaml")}`);
+  }
+  const file = readConfigFile(configPath);
+  const host = options.host ?? file.host ?? "127.0.0.1";
+  const port = options.port ?? file.port ?? 9333;
+  const userRanking = rankingFile(dataDir);
+  const rankingPath = existsSync(userRanking) ? userRanking : shippedRankingPath();
+  let policy: CompiledReadPolicy;
+  try {
+    policy = compileReadPolicy(
+      {
+        deny: (file.policy?.deny ?? []).map((d) => ({ host: d.host, path: d.path })),
+        read: {
+          enabled: file.policy?.read?.enabled ?? true,
+          top_sites: file.policy?.read?.top_sites ?? 500,
+          allow: file.policy?.read?.allow ?? {},
+        },
+      },
+      loadRanking(rankingPath),
+    );
+  } catch (error) {
+    throw new ConfigError(`${configPath}: policy: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const mcpToken = loadOrCreateToken(dataDir, "mcp-token", env["TABRELAY_MCP_TOKEN"]);
+  const pairingToken = loadOrCreateToken(dataDir, "pairing-token", env["TABRELAY_PAIRING_TOKEN"]);
+  return {
+    host,
+    port,
+    dataDir,
+    configPath,
+    mcpToken,
+    pairingToken,
+    allowedOrigins: file.mcp?.allowed_origins ?? [],
+    allowedHosts: file.mcp?.allowed_hosts ?? [],
+    extensionIds: file.bridge?.extension_ids ?? [BUILTIN_EXTENSION_ID],
+    callTimeoutMs: file.bridge?.call_timeout_ms ?? 30_000,
+    readMaxChars: file.read?.max_chars ?? 24_000,
+    loadTimeoutMs: file.read?.load_timeout_ms ?? 20_000,
+    policy,
+    rankingPath,
+  };
+}

@@ -1,0 +1,702 @@
+/**
+ * HTML -> Markdown extraction.
+ *
+ * The extension sends the serialized DOM of the rendered page (no computed styles), the broker turns it into
+ * compact Markdown for the agent. Pipeline (the HTML is parsed exactly once):
+ *
+ *   parse (linkedom) -> prune hidden/non-content elements from <body>
+ *     readable: clone the document, run Readability on the clone, keep its article unless it found nothing useful
+ *     full (or fallback): use the pruned <body> of the original document
+ *   -> absolutize/sanitize links and images -> Turndown -> tidy.
+ */
+import { isProbablyReaderable, Readability } from "@mozilla/readability";
+import { parseHTML } from "linkedom";
+import TurndownService from "turndown";
+
+export type ExtractMode = "readable" | "full";
+
+export interface ExtractInput {
+  html: string;
+  url: string;
+  title?: string;
+  mode: ExtractMode;
+}
+
+export interface Extracted {
+  title: string;
+  url: string;
+  markdown: string;
+  /** What was actually used. */
+  mode: ExtractMode;
+  /** Readable was requested but Readability found nothing useful, so the full page was converted. */
+  fellBack: boolean;
+  byline?: string;
+  wordCount: number;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The subset of the DOM we use. The broker compiles without the DOM lib, so linkedom's and Turndown's typings (which
+// refer to browser globals) are loose; these structural types keep this module checked.
+
+interface DomNode {
+  readonly nodeType: number;
+  readonly nodeName: string;
+  readonly parentNode: DomNode | null;
+  readonly childNodes: ArrayLike<DomNode>;
+  readonly nextSibling: DomNode | null;
+  readonly previousSibling: DomNode | null;
+  readonly textContent: string | null;
+  readonly nodeValue: string | null;
+}
+
+interface DomElement extends DomNode {
+  readonly tagName: string;
+  readonly firstElementChild: DomElement | null;
+  readonly nextElementSibling: DomElement | null;
+  getAttribute(name: string): string | null;
+  setAttribute(name: string, value: string): void;
+  removeAttribute(name: string): void;
+  hasAttribute(name: string): boolean;
+  querySelector(selectors: string): DomElement | null;
+  querySelectorAll(selectors: string): ArrayLike<DomElement>;
+  remove(): void;
+  replaceWith(...nodes: string[]): void;
+}
+
+interface DomDocument extends DomNode {
+  readonly documentElement: DomElement | null;
+  readonly body: DomElement | null;
+  readonly title: string;
+  querySelector(selectors: string): DomElement | null;
+  cloneNode(deep: boolean): DomDocument;
+}
+
+const ELEMENT_NODE = 1;
+const TEXT_NODE = 3;
+
+function isElement(node: DomNode | null | undefined): node is DomElement {
+  return node != null && node.nodeType === ELEMENT_NODE;
+}
+
+function parseDocument(html: string): DomDocument {
+  // Parsing boundary: linkedom is typed as returning a browser Window; we only rely on the DomDocument subset.
+  const { document } = parseHTML(normalizeHtml(html)) as unknown as { document: DomDocument };
+  return document;
+}
+
+/**
+ * linkedom is not a spec-complete HTML parser: without explicit <html> and <body> tags it loses the content
+ * (a bare fragment becomes the documentElement and body is empty). Serialized browser DOMs always have both, so this
+ * only rewrites unusual inputs (fragments, hand-written pages).
+ */
+function normalizeHtml(html: string): string {
+  if (/<html[\s>]/i.test(html) && /<body[\s>]/i.test(html)) return html;
+  const inner = html
+    .replace(/<!doctype[^>]*>/i, "")
+    .replace(/<\/?html(?:\s[^>]*)?>/gi, "")
+    .replace(/<\/?body(?:\s[^>]*)?>/gi, "");
+  const head = /<head[\s>][\s\S]*?<\/head>/i.exec(inner);
+  const headHtml = head ? head[0] : "<head></head>";
+  const bodyHtml = head ? inner.replace(headHtml, "") : inner;
+  return `<!DOCTYPE html><html>${headHtml}<body>${bodyHtml}</body></html>`;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Pruning: non-content and hidden elements.
+
+/** Elements that never carry readable page text (or whose text is code/markup, not content). */
+const DROP_TAGS = new Set([
+  "SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "SVG", "CANVAS", "IFRAME", "FRAME", "FRAMESET", "OBJECT", "EMBED",
+  "APPLET", "LINK", "META", "BASE",
+  // A closed <select> shows one option; its option list (e.g. 250 countries) is noise.
+  "SELECT", "DATALIST",
+]);
+
+/** Inline styles that hide an element. Only inline styles are visible to us: the extension sends serialized HTML. */
+const HIDDEN_STYLE =
+  /(?:^|[;\s])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|content-visibility\s*:\s*hidden)\s*(?:!\s*important\s*)?(?:;|$)/i;
+
+/** Landmarks that mark an aria-hidden element as the page's app root hidden behind an open modal. */
+const MAIN_CONTENT_SELECTOR = "main, article, h1, [role=main]";
+
+function isJsonLd(el: DomElement): boolean {
+  return el.tagName === "SCRIPT" && (el.getAttribute("type") ?? "").trim().toLowerCase() === "application/ld+json";
+}
+
+function isHidden(el: DomElement): boolean {
+  if (el.hasAttribute("hidden")) return true;
+  const style = el.getAttribute("style");
+  if (style !== null && style.length > 7 && HIDDEN_STYLE.test(style)) return true;
+  if (el.tagName === "DIALOG" && !el.hasAttribute("open")) return true;
+  const ariaHidden = el.getAttribute("aria-hidden");
+  if (ariaHidden !== null && ariaHidden.trim().toLowerCase() === "true") {
+    // aria-hidden alone does not hide anything visually. Sites set it on their whole app root while a modal (often
+    // the cookie dialog) is open; dropping that would drop the page. Such roots hold the main landmarks; hidden
+    // injection text does not need them (and if it is also visually hidden, the checks above catch it).
+    return el.querySelector(MAIN_CONTENT_SELECTOR) === null;
+  }
+  return false;
+}
+
+/** Finds the code language of a <pre> from the usual highlighter markup (Prism, highlight.js, GitHub, Pygments). */
+function codeLanguage(pre: DomElement): string | undefined {
+  const code = pre.firstElementChild !== null && pre.firstElementChild.tagName === "CODE" ? pre.firstElementChild : null;
+  const sources: (DomElement | null)[] = [pre, code, pre.parentNode && isElement(pre.parentNode) ? pre.parentNode : null];
+  const grand = sources[2]?.parentNode;
+  sources.push(isElement(grand) ? grand : null);
+  for (const el of sources) {
+    if (el === null) continue;
+    const attr = el.getAttribute("data-lang") ?? el.getAttribute("data-language");
+    if (attr !== null && /^[\w#+.-]{1,30}$/.test(attr.trim())) return attr.trim().toLowerCase();
+    const cls = el.getAttribute("class");
+    if (cls === null) continue;
+    const m = /(?:^|\s)(?:lang(?:uage)?-|highlight-(?:source-)?)([\w#+.-]{1,30})(?:\s|$)/i.exec(cls);
+    if (m?.[1] !== undefined && !/^(?:none|plain|plaintext|nohighlight)$/i.test(m[1])) return m[1].toLowerCase();
+  }
+  return undefined;
+}
+
+/**
+ * Removes non-content and hidden elements below `root` in one pass, and records code languages on <pre> elements as
+ * data-lang (Readability strips class attributes). JSON-LD scripts are kept on request: Readability reads metadata
+ * (title, byline) from them.
+ */
+function prune(root: DomElement, keepJsonLd: boolean): void {
+  const doomed: DomElement[] = [];
+  const stack: DomElement[] = [root];
+  for (let el = stack.pop(); el !== undefined; el = stack.pop()) {
+    for (let child = el.firstElementChild; child !== null; child = child.nextElementSibling) {
+      if (DROP_TAGS.has(child.tagName) ? !(keepJsonLd && isJsonLd(child)) : isHidden(child)) {
+        doomed.push(child);
+        continue;
+      }
+      if (child.tagName === "PRE") {
+        const lang = codeLanguage(child);
+        if (lang !== undefined) child.setAttribute("data-lang", lang);
+      }
+      stack.push(child);
+    }
+  }
+  for (const el of doomed) el.remove();
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Links and images.
+
+const LINK_PROTOCOLS = new Set(["http:", "https:", "mailto:", "tel:", "ftp:"]);
+const IMAGE_PROTOCOLS = new Set(["http:", "https:"]);
+const INVISIBLE = /[\s\u200b-\u200d\u2060\ufeff]+/g;
+
+function resolveUrl(raw: string, base: URL | undefined): URL | undefined {
+  try {
+    // The URL parser strips tabs/newlines and surrounding control characters, so "java\tscript:" and " JAVASCRIPT:"
+    // come out with protocol "javascript:" and are rejected by the protocol allow-lists.
+    return new URL(raw, base);
+  } catch {
+    return undefined;
+  }
+}
+
+function firstSrcsetUrl(srcset: string | null): string | null {
+  if (srcset === null) return null;
+  const first = srcset.trim().split(/\s+/)[0];
+  return first === undefined || first === "" ? null : first.replace(/,$/, "");
+}
+
+function imageUrl(img: DomElement, base: URL | undefined): string | undefined {
+  // Lazy-loading pages put a data: placeholder in src and the real image in data-src / srcset.
+  const candidates = [
+    img.getAttribute("src"),
+    img.getAttribute("data-src"),
+    img.getAttribute("data-original"),
+    img.getAttribute("data-lazy-src"),
+    firstSrcsetUrl(img.getAttribute("srcset")),
+    firstSrcsetUrl(img.getAttribute("data-srcset")),
+  ];
+  for (const raw of candidates) {
+    if (raw === null || raw.trim() === "") continue;
+    const url = resolveUrl(raw, base);
+    if (url !== undefined && IMAGE_PROTOCOLS.has(url.protocol)) return url.href;
+  }
+  return undefined;
+}
+
+/**
+ * Makes every link and image absolute (against <base href> when present), drops javascript:/data:/other unsafe
+ * targets (link text is kept; images are replaced by their alt text or removed), and removes links left empty.
+ */
+function fixLinksAndImages(root: DomElement, base: URL | undefined): void {
+  for (const img of Array.from(root.querySelectorAll("img"))) {
+    const src = imageUrl(img, base);
+    if (src !== undefined) {
+      img.setAttribute("src", src);
+      continue;
+    }
+    const alt = (img.getAttribute("alt") ?? "").replace(INVISIBLE, " ").trim();
+    if (alt !== "") img.replaceWith(alt);
+    else img.remove();
+  }
+  for (const a of Array.from(root.querySelectorAll("a"))) {
+    const href = a.getAttribute("href");
+    if (href !== null) {
+      const url = resolveUrl(href, base);
+      if (url !== undefined && LINK_PROTOCOLS.has(url.protocol)) a.setAttribute("href", url.href);
+      else a.removeAttribute("href"); // Turndown then emits the bare link text.
+    }
+    if (a.querySelector("img") === null && (a.textContent ?? "").replace(INVISIBLE, "") === "") a.remove();
+  }
+}
+
+function baseUrl(doc: DomDocument, pageUrl: string): URL | undefined {
+  const page = resolveUrl(pageUrl, undefined);
+  const href = doc.querySelector("base[href]")?.getAttribute("href");
+  if (href == null || href.trim() === "") return page;
+  const base = resolveUrl(href, page);
+  return base !== undefined && IMAGE_PROTOCOLS.has(base.protocol) ? base : page;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Readability and the fallback decision.
+
+function compactLength(text: string | null): number {
+  return text === null ? 0 : text.replace(/\s+/g, "").length;
+}
+
+/** Text length outside links: navigation, sidebars and footers are mostly links, real content mostly is not. */
+function nonLinkTextLength(el: DomElement): number {
+  let length = compactLength(el.textContent);
+  for (const a of Array.from(el.querySelectorAll("a"))) length -= compactLength(a.textContent);
+  return length;
+}
+
+/** Below this many non-space characters Readability's article is treated as empty. */
+const MIN_ARTICLE_CHARS = 200;
+/** Share of the page's non-link text a non-article page's Readability result must keep. */
+const MIN_NON_LINK_SHARE = 0.5;
+
+/**
+ * Decides whether Readability's result is useful. We fall back to full conversion when:
+ *
+ * 1. Readability returned nothing, threw, or its article has under MIN_ARTICLE_CHARS characters of text: it found no
+ *    article (a short app-like page, a login wall, an error page).
+ * 2. The page is not "probably readerable" (Readability's own cheap pre-check: no substantial paragraphs — app UIs,
+ *    dashboards, list and search pages) AND the article kept less than half of the page's non-link text.
+ *    Link text is left out of the comparison because nav bars, sidebars and footers are mostly links, and dropping
+ *    those is the point of readable mode; dropping non-link text on a page without real paragraphs means Readability
+ *    threw away the content itself (it deletes buttons, forms, and "unlikely" cards and tables).
+ *
+ * A plain "< 20% of the body text" rule was rejected: on a real article page, a long comment thread or huge menus
+ * can easily outweigh the article, and Readability is right to drop them. Rule 2 only applies when Readability itself
+ * says the page does not look like an article, and the ratio ignores link-heavy boilerplate.
+ */
+function readabilityFoundNothing(
+  doc: DomDocument,
+  body: DomElement,
+  articleRoot: DomElement | undefined,
+  articleText: string | null | undefined,
+): boolean {
+  if (articleRoot === undefined) return true;
+  if (compactLength(articleText ?? articleRoot.textContent) < MIN_ARTICLE_CHARS) return true;
+  if (isProbablyReaderable(doc, { visibilityChecker: () => true })) return false; // hidden nodes are already gone
+  return nonLinkTextLength(articleRoot) < MIN_NON_LINK_SHARE * nonLinkTextLength(body);
+}
+
+interface ReadabilityOutcome {
+  root?: DomElement;
+  text?: string | null;
+  title?: string;
+  byline?: string;
+}
+
+function runReadability(doc: DomDocument): ReadabilityOutcome {
+  try {
+    const article = new Readability(doc, { serializer: (node: DomNode) => node }).parse();
+    if (article === null) return {};
+    const content = article.content;
+    return {
+      root: isElement(content) ? content : undefined,
+      text: article.textContent,
+      title: article.title?.trim() || undefined,
+      byline: article.byline?.trim() || undefined,
+    };
+  } catch {
+    // Readability throws on some malformed documents; treat that like "no article".
+    return {};
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Turndown.
+
+const CELL_END = "\uE000";
+const ROW_END = "\uE001";
+const HEAD_ROW = "\uE002";
+const SENTINELS = /[\uE000-\uE002]/g;
+
+function closestTable(node: DomNode): DomElement | undefined {
+  for (let p = node.parentNode; p !== null; p = p.parentNode) {
+    if (isElement(p) && p.tagName === "TABLE") return p;
+  }
+  return undefined;
+}
+
+function elementChildren(el: DomElement): DomElement[] {
+  const out: DomElement[] = [];
+  for (let c = el.firstElementChild; c !== null; c = c.nextElementSibling) out.push(c);
+  return out;
+}
+
+function tableRows(table: DomElement): DomElement[] {
+  const rows: DomElement[] = [];
+  for (const child of elementChildren(table)) {
+    if (child.tagName === "TR") rows.push(child);
+    else if (child.tagName === "THEAD" || child.tagName === "TBODY" || child.tagName === "TFOOT") {
+      for (const row of elementChildren(child)) if (row.tagName === "TR") rows.push(row);
+    }
+  }
+  return rows;
+}
+
+function cellCount(row: DomElement): number {
+  let n = 0;
+  for (const c of elementChildren(row)) if (c.tagName === "TD" || c.tagName === "TH") n++;
+  return n;
+}
+
+interface TableInfo {
+  layout: boolean;
+  firstRow: DomElement | undefined;
+}
+
+const tableInfoCache = new WeakMap<DomElement, TableInfo>();
+
+/**
+ * Tables used for page layout (nested tables, a single row or column, role=presentation) are emitted as plain blocks;
+ * everything else becomes a pipe table.
+ */
+function tableInfo(table: DomElement): TableInfo {
+  const cached = tableInfoCache.get(table);
+  if (cached !== undefined) return cached;
+  const role = (table.getAttribute("role") ?? "").toLowerCase();
+  const rows = tableRows(table);
+  const layout =
+    role === "presentation" ||
+    role === "none" ||
+    table.querySelector("table") !== null ||
+    rows.length < 2 ||
+    Math.max(0, ...rows.map(cellCount)) < 2;
+  const info: TableInfo = { layout, firstRow: rows[0] };
+  tableInfoCache.set(table, info);
+  return info;
+}
+
+function inLayoutTable(node: DomNode): boolean {
+  const table = closestTable(node);
+  return table === undefined || tableInfo(table).layout;
+}
+
+function isHeadingRow(row: DomElement): boolean {
+  if (row.parentNode?.nodeName === "THEAD") return true;
+  const cells = elementChildren(row).filter((c) => c.tagName === "TD" || c.tagName === "TH");
+  return cells.length > 0 && cells.every((c) => c.tagName === "TH");
+}
+
+function pipeTable(content: string): string {
+  let rows = content
+    .split(ROW_END)
+    .filter((r) => r.includes(CELL_END))
+    .map((raw) => {
+      const r = raw.trim(); // blank rows (e.g. spacer <tr>s) contribute stray newlines
+      const head = r.startsWith(HEAD_ROW);
+      const cells = (head ? r.slice(1) : r).split(CELL_END).map((c) => c.trim());
+      cells.pop(); // text after the last cell end: whitespace only
+      return { head, cells };
+    });
+  rows = rows.filter((r, i) => (i === 0 && r.head) || r.cells.some((c) => c !== ""));
+  if (rows.length === 0) return "";
+  const width = Math.max(...rows.map((r) => r.cells.length));
+  const line = (cells: string[]): string => {
+    const padded = cells.concat(Array<string>(width - cells.length).fill(""));
+    return `| ${padded.join(" | ")} |`;
+  };
+  const first = rows[0];
+  const header = first !== undefined && first.head ? rows.shift()?.cells ?? [] : [];
+  const out = [line(header), `|${" --- |".repeat(width)}`, ...rows.map((r) => line(r.cells))];
+  return `\n\n${out.join("\n")}\n\n`;
+}
+
+function escapeDestination(url: string): string {
+  // Balanced parentheses are fine in CommonMark link destinations; unbalanced ones would end the link early.
+  let depth = 0;
+  for (const ch of url) {
+    if (ch === "(") depth++;
+    else if (ch === ")" && --depth < 0) break;
+  }
+  return depth === 0 ? url : url.replace(/\(/g, "%28").replace(/\)/g, "%29");
+}
+
+/** Text of a <pre>, honouring <br> and block-level line wrappers some highlighters use instead of "\n". */
+function preformattedText(node: DomNode): string {
+  let out = "";
+  const walk = (n: DomNode): void => {
+    const children = n.childNodes;
+    for (let i = 0; i < children.length; i++) {
+      const c = children[i];
+      if (c === undefined) continue;
+      if (c.nodeType === TEXT_NODE) out += c.nodeValue ?? "";
+      else if (isElement(c)) {
+        if (c.tagName === "BR") out += "\n";
+        else {
+          walk(c);
+          if ((c.tagName === "DIV" || c.tagName === "P") && !out.endsWith("\n")) out += "\n";
+        }
+      }
+    }
+  };
+  walk(node);
+  return out;
+}
+
+/**
+ * Apps and navigation bars often place inline elements side by side with no whitespace between them and rely on CSS
+ * (flex, gap, margins) to separate them, which would make "TodayLight rain14°" or "[Maps](…)[Settings](…)". Emit a space
+ * between such siblings. Spans count only when both carry at least two characters (per-letter styling spans stay
+ * glued), and nothing changes inside code.
+ */
+const SPACED_INLINE = new Set(["A", "BUTTON", "LABEL", "TIME", "IMG", "SPAN"]);
+
+function spaceBefore(node: DomElement): string {
+  if (!SPACED_INLINE.has(node.nodeName) || ("isCode" in node && node.isCode === true)) return "";
+  let prev = node.previousSibling;
+  let prevText = 0;
+  // Look past empty siblings (icons, blank inputs) to the previous element that shows something.
+  for (let i = 0; i < 4 && isElement(prev); i++) {
+    prevText = compactLength(prev.textContent);
+    if (prevText > 0 || prev.nodeName === "IMG") break;
+    prev = prev.previousSibling;
+  }
+  if (!isElement(prev) || !SPACED_INLINE.has(prev.nodeName)) return "";
+  if (prevText === 0 && prev.nodeName !== "IMG") return "";
+  if (prev.nodeName === "SPAN" && node.nodeName === "SPAN" && (prevText < 2 || compactLength(node.textContent) < 2)) {
+    return "";
+  }
+  return " ";
+}
+
+function createTurndown(): TurndownService {
+  const td = new TurndownService({
+    headingStyle: "atx",
+    codeBlockStyle: "fenced",
+    fence: "```",
+    bulletListMarker: "-",
+    emDelimiter: "_",
+    strongDelimiter: "**",
+    hr: "---",
+    linkStyle: "inlined",
+  });
+
+  // Second line of defence: pruning already removed these from the tree we convert.
+  td.remove(["script", "style", "noscript", "template", "iframe", "object", "embed", "canvas", "link", "meta"]);
+  td.remove((node: DomElement) => DROP_TAGS.has(node.nodeName.toUpperCase()));
+
+  td.addRule("preformatted", {
+    filter: (node: DomElement) => node.nodeName === "PRE",
+    replacement: (_content: string, node: DomElement) => {
+      const code = preformattedText(node).replace(/\n$/, "");
+      if (code.trim() === "") return "";
+      const lang = node.getAttribute("data-lang") ?? codeLanguage(node) ?? "";
+      let fence = "```";
+      for (const m of code.matchAll(/^ {0,3}(`{3,})/gm)) {
+        const run = m[1];
+        if (run !== undefined && run.length >= fence.length) fence = "`".repeat(run.length + 1);
+      }
+      return `\n\n${fence}${lang}\n${code}\n${fence}\n\n`;
+    },
+  });
+
+  td.addRule("heading", {
+    filter: ["h1", "h2", "h3", "h4", "h5", "h6"],
+    replacement: (content: string, node: DomElement) => {
+      const text = content.replace(/\s*\n+\s*/g, " ").trim();
+      return text === "" ? "" : `\n\n${"#".repeat(Number(node.nodeName.charAt(1)))} ${text}\n\n`;
+    },
+  });
+
+  td.addRule("link", {
+    filter: (node: DomElement) => node.nodeName === "A" && (node.getAttribute("href") ?? "") !== "",
+    replacement: (content: string, node: DomElement) => {
+      const text = content.replace(/\s*\n+\s*/g, " ").trim();
+      if (text === "") return "";
+      return `${spaceBefore(node)}[${text}](${escapeDestination(node.getAttribute("href") ?? "")})`;
+    },
+  });
+
+  td.addRule("image", {
+    filter: "img",
+    replacement: (_content: string, node: DomElement) => {
+      const src = node.getAttribute("src");
+      if (src === null || src === "") return "";
+      const alt = (node.getAttribute("alt") ?? "").replace(/[\s\u200b]+/g, " ").replace(/[[\]]/g, "").trim();
+      return `${spaceBefore(node)}![${alt}](${escapeDestination(src)})`;
+    },
+  });
+
+  td.addRule("spacedInline", {
+    filter: ["span", "button", "label", "time"],
+    replacement: (content: string, node: DomElement) => (content === "" ? "" : spaceBefore(node) + content),
+  });
+
+  td.addRule("listItem", {
+    filter: "li",
+    replacement: (content: string, node: DomElement) => {
+      const parent = node.parentNode;
+      let prefix = "- ";
+      if (isElement(parent) && parent.tagName === "OL") {
+        const start = Number.parseInt(parent.getAttribute("start") ?? "1", 10);
+        let index = 0;
+        for (let c = parent.firstElementChild; c !== null && c !== node; c = c.nextElementSibling) index++;
+        prefix = `${(Number.isFinite(start) ? start : 1) + index}. `;
+      }
+      const isParagraph = content.endsWith("\n");
+      const body = content.replace(/^\n+/, "").replace(/\n+$/, "") + (isParagraph ? "\n" : "");
+      return prefix + body.replace(/\n/g, `\n${" ".repeat(prefix.length)}`) + (node.nextSibling ? "\n" : "");
+    },
+  });
+
+  // Tables: cells and rows emit sentinel-delimited text that the table rule assembles into a pipe table, so that
+  // column counts can be padded and the header row detected. Layout tables are emitted as plain blocks instead.
+  td.addRule("tableCell", {
+    filter: ["th", "td"],
+    replacement: (content: string, node: DomElement) => {
+      if (inLayoutTable(node)) return `\n\n${content}\n\n`;
+      const text = content.replace(/\s*\n+\s*/g, " ").trim().replace(/\|/g, "\\|");
+      const span = Math.min(20, Math.max(1, Number.parseInt(node.getAttribute("colspan") ?? "1", 10) || 1));
+      return text + CELL_END.repeat(span);
+    },
+  });
+  td.addRule("tableRow", {
+    filter: "tr",
+    replacement: (content: string, node: DomElement) => {
+      if (inLayoutTable(node)) return `\n\n${content}\n\n`;
+      const table = closestTable(node);
+      const first = table === undefined ? undefined : tableInfo(table).firstRow;
+      return (first === node && isHeadingRow(node) ? HEAD_ROW : "") + content + ROW_END;
+    },
+  });
+  td.addRule("tableSection", {
+    filter: ["thead", "tbody", "tfoot"],
+    replacement: (content: string) => content,
+  });
+  // The table rule renders the caption (as a paragraph above the table).
+  td.addRule("tableCaption", { filter: "caption", replacement: () => "" });
+  td.addRule("table", {
+    filter: "table",
+    replacement: (content: string, node: DomElement) => {
+      const caption = elementChildren(node).find((c) => c.tagName === "CAPTION");
+      const captionText = caption === undefined ? "" : (caption.textContent ?? "").replace(/\s+/g, " ").trim();
+      const body = tableInfo(node).layout ? `\n\n${content}\n\n` : pipeTable(content);
+      return captionText === "" ? body : `\n\n${td.escape(captionText)}\n\n${body}`;
+    },
+  });
+
+  return td;
+}
+
+const turndown = createTurndown();
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Post-processing.
+
+/** Collapses runs of blank lines to one (outside fenced code) and trims. */
+function tidy(markdown: string): string {
+  const out: string[] = [];
+  let fence: string | undefined;
+  let blank = false;
+  for (const line of markdown.replace(SENTINELS, "").split("\n")) {
+    if (fence !== undefined) {
+      out.push(line);
+      const t = line.trim();
+      if (t.startsWith(fence) && /^(`+|~+)$/.test(t)) fence = undefined;
+      continue;
+    }
+    if (line.trim() === "") {
+      if (!blank && out.length > 0) out.push("");
+      blank = true;
+      continue;
+    }
+    blank = false;
+    const open = /^\s{0,3}(`{3,}|~{3,})/.exec(line);
+    if (open?.[1] !== undefined) fence = open[1];
+    out.push(line);
+  }
+  return out.join("\n").trim();
+}
+
+function normalizeTitle(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, " ")
+    .trim();
+}
+
+/** Drops a leading heading that repeats the title: the caller prints the title itself. */
+function dropLeadingTitle(markdown: string, title: string): string {
+  const m = /^#{1,6}[ \t]+(.*)(?:\n+|$)/.exec(markdown);
+  if (m?.[1] === undefined || normalizeTitle(m[1]) !== normalizeTitle(title)) return markdown;
+  return markdown.slice(m[0].length);
+}
+
+function countWords(markdown: string): number {
+  const text = markdown.replace(/\]\([^)\s]*\)/g, "]");
+  let n = 0;
+  for (const token of text.split(/\s+/)) if (/[\p{L}\p{N}]/u.test(token)) n++;
+  return n;
+}
+
+function firstNonEmpty(...values: (string | null | undefined)[]): string {
+  for (const v of values) {
+    const t = v?.replace(/\s+/g, " ").trim();
+    if (t) return t;
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+
+export function extract(input: ExtractInput): Extracted {
+  const doc = parseDocument(input.html);
+  const body = doc.body;
+  const base = baseUrl(doc, input.url);
+  const docTitle = doc.title;
+
+  let root: DomElement | undefined;
+  let mode: ExtractMode = "full";
+  let fellBack = false;
+  let readability: ReadabilityOutcome = {};
+
+  if (body !== null) {
+    prune(body, input.mode === "readable");
+    if (input.mode === "readable") {
+      // Readability mutates the document it reads, so it gets a clone; the original stays intact for the fallback.
+      readability = runReadability(process.env.NOCLONE ? doc : doc.cloneNode(true));
+      for (const script of Array.from(body.querySelectorAll("script"))) script.remove(); // the kept JSON-LD
+      if (readabilityFoundNothing(doc, body, readability.root, readability.text)) fellBack = true;
+      else {
+        root = readability.root;
+        mode = "readable";
+      }
+    }
+    root ??= body;
+  }
+
+  const title = firstNonEmpty(readability.title, docTitle, input.title, input.url);
+  let markdown = "";
+  if (root !== undefined) {
+    fixLinksAndImages(root, base);
+    markdown = dropLeadingTitle(tidy(turndown.turndown(root)), title).trim();
+  }
+
+  const result: Extracted = { title, url: input.url, markdown, mode, fellBack, wordCount: countWords(markdown) };
+  if (readability.byline !== undefined) result.byline = readability.byline;
+  return result;
+}

@@ -1,0 +1,355 @@
+/**
+ * The read policy: which URLs an agent may read through the user's browser.
+ *
+ * Order of evaluation (the first rule that decides wins):
+ *   1. the URL must parse and use http: or https:           (else denied)
+ *   2. policy.deny: host and its subdomains + path regex     (denied, always)
+ *   3. policy.read.allow: named host (+port) + path regex    (allowed, http or https)
+ *   4. policy.read.enabled: false                            (any https URL allowed)
+ *   5. top_sites: the first N domains of the ranking and their subdomains,
+ *      https on the default port, never IP literals          (allowed)
+ *   6. everything else, including any http:// URL or IP address not
+ *      named in allow                                        (denied)
+ *
+ * Pure functions, deny on failure: check() never throws.
+ */
+
+import { canonicalizeHost, canonicalizeUrlDetailed, isIpHost, type CanonicalUrl } from "./canonicalUrl.js";
+
+export type PolicyDecision =
+  | { ok: true; rule: string }
+  | { ok: false; code: "policy_denied"; rule: string; message: string };
+
+export interface ReadPolicyInput {
+  deny: { host: string; path: string }[];
+  read: { enabled: boolean; top_sites: number; allow: Record<string, string[]> };
+}
+
+export interface CompiledReadPolicy {
+  check(url: string): PolicyDecision;
+  /** Human-readable lines for docs and the dashboard. */
+  describe(): string[];
+}
+
+/** A host key from config: "example.com", "*.example.com", "127.0.0.1:8080", "[::1]:3000". */
+interface HostPattern {
+  host: string;
+  /** Undefined: any port. Otherwise the decimal port, defaults included ("443"). */
+  port: string | undefined;
+  subdomains: boolean;
+  isIp: boolean;
+}
+
+interface DenyRule {
+  rawPath: string;
+  pattern: HostPattern;
+  path: RegExp;
+  rule: string;
+}
+
+interface AllowRule {
+  key: string;
+  pattern: HostPattern;
+  paths: RegExp[];
+  rule: string;
+}
+
+const CONFIG_FILE = "config.yaml";
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Parses a host key. `where` names the config location for error messages.
+ * With `subdomainsAlways` (deny entries) the host always covers its subdomains.
+ */
+function parseHostKey(rawKey: string, where: string, subdomainsAlways: boolean): HostPattern {
+  const expected = `expected a host such as "example.com", "*.example.com", "127.0.0.1:8080" or "[::1]:3000"`;
+  if (typeof rawKey !== "string") throw new Error(`${where}: the host must be a string (${expected})`);
+  const key = rawKey.trim();
+  const bad = (why: string): Error => new Error(`${where}: ${JSON.stringify(rawKey)} ${why} (${expected})`);
+
+  let rest = key;
+  let wildcard = false;
+  if (rest.startsWith("*.")) {
+    wildcard = true;
+    rest = rest.slice(2);
+  }
+
+  let hostText = rest;
+  let portText: string | undefined;
+  if (rest.startsWith("[")) {
+    const m = /^(\[[^\]]*\])(?::(\d+))?$/.exec(rest);
+    if (m === null) throw bad("is not a valid IPv6 literal");
+    hostText = m[1] ?? "";
+    portText = m[2];
+  } else {
+    const colons = rest.split(":").length - 1;
+    if (colons === 1) {
+      const m = /^([^:]*):(\d+)$/.exec(rest);
+      if (m === null) throw bad("has an invalid port");
+      hostText = m[1] ?? "";
+      portText = m[2];
+    }
+    // More than one colon: a bare IPv6 literal such as "::1" (no port possible).
+  }
+
+  let port: string | undefined;
+  if (portText !== undefined) {
+    const n = Number(portText);
+    if (!Number.isInteger(n) || n < 1 || n > 65535) throw bad("has a port outside 1-65535");
+    port = String(n);
+  }
+
+  const host = canonicalizeHost(hostText);
+  if (host === undefined) throw bad("is not a valid host name");
+  const isIp = isIpHost(host);
+  if (wildcard && isIp) throw bad('uses "*." with an IP address');
+  return { host, port, subdomains: wildcard || subdomainsAlways, isIp };
+}
+
+function compileRegex(source: string, where: string): RegExp {
+  if (typeof source !== "string") {
+    throw new Error(`${where}: a path pattern must be a string holding a regular expression`);
+  }
+  try {
+    return new RegExp(source);
+  } catch (error) {
+    throw new Error(`${where}: invalid regular expression ${JSON.stringify(source)}: ${errorText(error)}`);
+  }
+}
+
+function effectivePort(url: CanonicalUrl): string {
+  if (url.port !== "") return url.port;
+  return url.protocol === "https:" ? "443" : "80";
+}
+
+function hostMatches(pattern: HostPattern, url: CanonicalUrl): boolean {
+  if (pattern.port !== undefined && pattern.port !== effectivePort(url)) return false;
+  if (url.host === pattern.host) return true;
+  return pattern.subdomains && !pattern.isIp && !url.isIp && url.host.endsWith(`.${pattern.host}`);
+}
+
+function describeHost(pattern: HostPattern, subdomainWording: string): string {
+  const hosts = pattern.subdomains ? `${pattern.host} ${subdomainWording}` : pattern.host;
+  return pattern.port === undefined ? `${hosts} (any port)` : `${hosts} (port ${pattern.port} only)`;
+}
+
+function shown(raw: string): string {
+  return JSON.stringify(raw.length > 200 ? `${raw.slice(0, 200)}…` : raw);
+}
+
+function deny(subject: string, cause: string, rule: string, next: string): PolicyDecision {
+  return {
+    ok: false,
+    code: "policy_denied",
+    rule,
+    message: `policy_denied: ${subject} is not readable: ${cause} (rule: ${rule}). ${next}`,
+  };
+}
+
+/**
+ * Compiles the policy section of the config plus a domain ranking (see loadRanking) into a
+ * checker. Throws an Error naming the config key on a bad host key, bad regex or bad value.
+ */
+export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): CompiledReadPolicy {
+  if (input === null || typeof input !== "object") throw new Error("policy: expected an object with deny and read");
+  if (!Array.isArray(input.deny)) throw new Error("policy.deny: expected a list of { host, path } entries");
+  const read = input.read;
+  if (read === null || typeof read !== "object") throw new Error("policy.read: expected an object");
+  if (typeof read.enabled !== "boolean") throw new Error("policy.read.enabled: expected true or false");
+  if (!Number.isSafeInteger(read.top_sites) || read.top_sites < 0) {
+    throw new Error(`policy.read.top_sites: expected a whole number >= 0 (0 disables the ranking), got ${String(read.top_sites)}`);
+  }
+  if (read.allow === null || typeof read.allow !== "object" || Array.isArray(read.allow)) {
+    throw new Error('policy.read.allow: expected a map of host -> list of path regexes, e.g. "docs.example.com": ["^/guide/"]');
+  }
+  if (!Array.isArray(ranking)) throw new Error("top-sites ranking: expected a list of domains");
+
+  const denyRules: DenyRule[] = input.deny.map((entry, index) => {
+    const where = `policy.deny[${index}]`;
+    if (entry === null || typeof entry !== "object") throw new Error(`${where}: expected { host, path }`);
+    const pattern = parseHostKey(entry.host, `${where}.host`, true);
+    const path = compileRegex(entry.path, `${where}.path`);
+    return {
+      rawPath: entry.path,
+      pattern,
+      path,
+      rule: `deny[${index}] ${entry.host} ${entry.path}`,
+    };
+  });
+
+  const allowRules: AllowRule[] = Object.entries(read.allow).map(([key, paths]) => {
+    const where = `policy.read.allow[${JSON.stringify(key)}]`;
+    const pattern = parseHostKey(key, where, false);
+    if (!Array.isArray(paths) || paths.length === 0) {
+      throw new Error(`${where}: expected a non-empty list of path regexes (use [".*"] for every path)`);
+    }
+    const compiled = paths.map((source, i) => compileRegex(source, `${where}[${i}]`));
+    return { key, pattern, paths: compiled, rule: `read.allow[${JSON.stringify(key)}]` };
+  });
+
+  const topRanks = new Map<string, number>();
+  const topCount = Math.min(read.top_sites, ranking.length);
+  for (let i = 0; i < topCount; i++) {
+    const raw = ranking[i] ?? "";
+    const domain = canonicalizeHost(raw);
+    if (domain === undefined || isIpHost(domain) || !domain.includes(".")) {
+      throw new Error(`top-sites ranking, rank ${i + 1}: ${JSON.stringify(raw)} is not a domain name`);
+    }
+    if (!topRanks.has(domain)) topRanks.set(domain, i + 1);
+  }
+
+  /** The best-ranked listed domain that is the host or one of its parents. */
+  function topSiteFor(host: string): { domain: string; rank: number } | undefined {
+    let best: { domain: string; rank: number } | undefined;
+    let candidate = host;
+    for (;;) {
+      const rank = topRanks.get(candidate);
+      if (rank !== undefined && (best === undefined || rank < best.rank)) best = { domain: candidate, rank };
+      const dot = candidate.indexOf(".");
+      if (dot < 0) return best;
+      candidate = candidate.slice(dot + 1);
+    }
+  }
+
+  function evaluate(raw: string): PolicyDecision {
+    const parsed = canonicalizeUrlDetailed(raw);
+    if (!parsed.ok) {
+      if (parsed.kind === "scheme") {
+        return deny(
+          shown(raw),
+          parsed.reason,
+          "default: http and https only",
+          "Only http:// and https:// pages can be read; no configuration allows other schemes.",
+        );
+      }
+      return deny(
+        typeof raw === "string" ? shown(raw) : "the input",
+        parsed.reason,
+        "default: invalid URL",
+        "Pass a complete https:// URL.",
+      );
+    }
+    const url = parsed.url;
+    const suggestedKey = url.port === "" ? url.host : `${url.host}:${url.port}`;
+    const askToAllow = `Ask the user to add ${JSON.stringify(suggestedKey)} under policy.read.allow in ${CONFIG_FILE}.`;
+
+    for (const rule of denyRules) {
+      if (hostMatches(rule.pattern, url) && rule.path.test(url.pathAndQuery)) {
+        return deny(
+          url.href,
+          `the user's deny list refuses ${describeHost(rule.pattern, "and its subdomains")} for paths matching /${rule.rawPath}/`,
+          rule.rule,
+          `Do not retry or look for another route to it; only the user can change policy.deny in ${CONFIG_FILE}.`,
+        );
+      }
+    }
+
+    const pathMisses: AllowRule[] = [];
+    for (const rule of allowRules) {
+      if (!hostMatches(rule.pattern, url)) continue;
+      if (rule.paths.some((re) => re.test(url.pathAndQuery))) return { ok: true, rule: rule.rule };
+      pathMisses.push(rule);
+    }
+    const pathDenial = (): PolicyDecision | undefined => {
+      const first = pathMisses[0];
+      if (first === undefined) return undefined;
+      const patterns = first.paths.map((re) => re.source).join(", ");
+      return deny(
+        url.href,
+        `the path ${JSON.stringify(url.pathAndQuery)} matches none of the path patterns of ${first.rule} (${patterns})`,
+        `${first.rule}: path not allowed`,
+        `Ask the user to add a matching path pattern to ${first.rule} in ${CONFIG_FILE}.`,
+      );
+    };
+
+    // What https would give; plain http is only ever readable through read.allow (above).
+    const top = url.isIp ? undefined : topSiteFor(url.host);
+    const topRule = top === undefined ? undefined : `top_sites (${top.domain}, rank ${top.rank})`;
+    let httpsRule: string | undefined;
+    if (!read.enabled) httpsRule = "read.enabled: false (any https URL)";
+    else if (topRule !== undefined && url.port === "") httpsRule = topRule;
+
+    if (httpsRule !== undefined) {
+      if (url.protocol === "https:") return { ok: true, rule: httpsRule };
+      return (
+        pathDenial() ??
+        deny(
+          url.href,
+          `plain http:// is only readable for hosts named in policy.read.allow (over https it would be allowed by ${httpsRule})`,
+          "default: https only",
+          `Use the https:// address instead, or ask the user to add ${JSON.stringify(suggestedKey)} under policy.read.allow in ${CONFIG_FILE}.`,
+        )
+      );
+    }
+
+    const denial = pathDenial();
+    if (denial !== undefined) return denial;
+    if (url.isIp) {
+      return deny(
+        url.href,
+        "IP addresses are only readable when named in policy.read.allow",
+        "default: IP literal not in allowlist",
+        askToAllow,
+      );
+    }
+    if (topRule !== undefined) {
+      return deny(
+        url.href,
+        `${topRule} covers only https on the default port, not port ${url.port}`,
+        "top_sites: default port only",
+        askToAllow,
+      );
+    }
+    return deny(
+      url.href,
+      read.top_sites > 0
+        ? "the host is not in the read allowlist (it is neither among the top sites nor named in policy.read.allow)"
+        : "the host is not in the read allowlist (policy.read.allow; the top-sites ranking is disabled)",
+      "default: not in allowlist",
+      askToAllow,
+    );
+  }
+
+  const lines: string[] = [];
+  lines.push("Only http:// and https:// URLs can ever be read.");
+  for (const rule of denyRules) {
+    lines.push(
+      `${rule.rule}: always refused: ${describeHost(rule.pattern, "and its subdomains")}, paths matching /${rule.rawPath}/`,
+    );
+  }
+  for (const rule of allowRules) {
+    const paths = rule.paths.map((re) => `/${re.source}/`).join(", ");
+    lines.push(
+      `${rule.rule}: readable over http or https: ${describeHost(rule.pattern, "and its subdomains")}, paths matching ${paths}`,
+    );
+  }
+  if (!read.enabled) {
+    lines.push("read.enabled: false: any other https URL is readable (http only for hosts named in read.allow).");
+  } else {
+    if (topCount > 0) {
+      const shortfall = read.top_sites > ranking.length ? ` (top_sites is ${read.top_sites}, the ranking has ${ranking.length})` : "";
+      lines.push(
+        `top_sites: the ${topCount} most popular domains of the ranking${shortfall} and their subdomains are readable over https on the default port.`,
+      );
+    } else {
+      lines.push("top_sites: 0: no domains from the popularity ranking are readable.");
+    }
+    lines.push("Everything else is refused; IP addresses and http:// are readable only when named in read.allow.");
+  }
+
+  return {
+    check(url: string): PolicyDecision {
+      try {
+        return evaluate(url);
+      } catch (error) {
+        return deny("the URL", `the policy check failed (${errorText(error)})`, "default: policy error", "Report this to the user.");
+      }
+    },
+    describe(): string[] {
+      return [...lines];
+    },
+  };
+}

@@ -1,0 +1,137 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { BridgeServer } from "./bridge/bridgeServer.js";
+import { BrowserRegistry } from "./bridge/registry.js";
+import { isLoopback, type BrokerConfig } from "./config/config.js";
+import { HttpSessions } from "./mcp/adapter.js";
+import { DocCache } from "./tools/docCache.js";
+import { tools } from "./tools/index.js";
+import { Denials, enforceOnCommit } from "./tools/landing.js";
+import type { ToolContext } from "./tools/tool.js";
+import { safeEqual } from "./util/secrets.js";
+import { createLogger, type Logger } from "./util/log.js";
+import { VERSION } from "./version.js";
+
+export interface BrokerOptions {
+  config: BrokerConfig;
+  log?: Logger;
+  /** Tests shorten the unauthenticated-socket timeout. */
+  helloTimeoutMs?: number;
+}
+
+/** The broker: /mcp for agents, /bridge for browsers, /health for humans and scripts. */
+export class Broker {
+  readonly config: BrokerConfig;
+  readonly registry = new BrowserRegistry();
+  readonly context: ToolContext;
+  readonly #log: Logger;
+  readonly #http: Server;
+  readonly #bridge: BridgeServer;
+  readonly #sessions: HttpSessions;
+  #allowedHosts = new Set<string>();
+  #allowedOrigins: Set<string>;
+
+  constructor(options: BrokerOptions) {
+    this.config = options.config;
+    this.#log = options.log ?? createLogger();
+    this.context = { registry: this.registry, config: this.config, docs: new DocCache(), denials: new Denials(), log: this.#log };
+    enforceOnCommit(this.context);
+    this.#allowedOrigins = new Set(this.config.allowedOrigins);
+    this.#sessions = new HttpSessions(this.context, tools);
+    this.#bridge = new BridgeServer({
+      registry: this.registry,
+      pairingToken: this.config.pairingToken,
+      extensionIds: this.config.extensionIds,
+      callTimeoutMs: this.config.callTimeoutMs,
+      brokerVersion: VERSION,
+      log: this.#log,
+      ...(options.helloTimeoutMs ? { helloTimeoutMs: options.helloTimeoutMs } : {}),
+    });
+    this.#http = createServer((req, res) => void this.#route(req, res));
+    this.#http.on("upgrade", (req, socket, head) => {
+      if (pathOf(req) === "/bridge") this.#bridge.handleUpgrade(req, socket, head);
+      else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
+    });
+  }
+
+  /** Listens; rejects with EADDRINUSE when another process owns the port. */
+  async listen(): Promise<{ port: number; url: string }> {
+    await new Promise<void>((resolve, reject) => {
+      const onError = (error: Error) => reject(error);
+      this.#http.once("error", onError);
+      this.#http.listen(this.config.port, this.config.host, () => {
+        this.#http.off("error", onError);
+        resolve();
+      });
+    });
+    const { port } = this.#http.address() as AddressInfo;
+    const host = this.config.host.includes(":") ? `[${this.config.host}]` : this.config.host;
+    const names = isLoopback(this.config.host) ? [host, "localhost", "127.0.0.1", "[::1]"] : [host];
+    this.#allowedHosts = new Set([...names.map((n) => `${n}:${port}`.toLowerCase()), ...this.config.allowedHosts.map((h) => h.toLowerCase())]);
+    return { port, url: `http://${host}:${port}` };
+  }
+
+  async close(): Promise<void> {
+    this.registry.closeAll("broker shutting down");
+    this.#bridge.close();
+    await this.#sessions.closeAll();
+    this.#http.closeAllConnections();
+    await new Promise<void>((resolve) => this.#http.close(() => resolve()));
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = pathOf(req);
+    try {
+      if (path === "/health" && (req.method === "GET" || req.method === "HEAD")) return this.#health(res);
+      if (path === "/mcp") {
+        const refusal = this.#guardMcp(req);
+        if (refusal) {
+          res.writeHead(refusal.status, { "Content-Type": "text/plain; charset=utf-8", ...(refusal.status === 401 ? { "WWW-Authenticate": 'Bearer realm="tabrelay"' } : {}) });
+          res.end(`${refusal.message}\n`);
+          return;
+        }
+        await this.#sessions.handle(req, res);
+        return;
+      }
+      if (path === "/" && req.method === "GET") {
+        res.writeHead(200, { "Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff" });
+        res.end(`tabrelay ${VERSION}\nMCP endpoint: /mcp (Authorization: Bearer <token>)\nBrowsers connect to /bridge. Health: /health\n`);
+        return;
+      }
+      res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" });
+      res.end("not found\n");
+    } catch (error) {
+      this.#log.error(`http: ${req.method ?? "?"} ${path} failed: ${error instanceof Error ? error.message : String(error)}`);
+      if (!res.headersSent) res.writeHead(500, { "Content-Type": "text/plain; charset=utf-8" });
+      res.end("internal error\n");
+    }
+  }
+
+  /** Checked before the body is read: DNS rebinding (Host), cross-site pages (Origin), then the token. */
+  #guardMcp(req: IncomingMessage): { status: number; message: string } | undefined {
+    const host = (req.headers.host ?? "").toLowerCase();
+    if (!this.#allowedHosts.has(host)) return { status: 403, message: `Host ${JSON.stringify(host)} is not allowed (DNS rebinding protection); connect to ${[...this.#allowedHosts][0] ?? ""}` };
+    const origin = req.headers.origin;
+    if (origin !== undefined && !this.#allowedOrigins.has(origin)) {
+      return { status: 403, message: `Origin ${JSON.stringify(origin)} is not allowed; add it to mcp.allowed_origins in config.yaml if you trust it` };
+    }
+    const auth = req.headers.authorization ?? "";
+    const match = /^Bearer (.+)$/i.exec(auth);
+    if (!match?.[1] || !safeEqual(match[1], this.config.mcpToken)) {
+      return { status: 401, message: "missing or wrong bearer token; use the Authorization header printed by `tabrelay serve`" };
+    }
+    return undefined;
+  }
+
+  #health(res: ServerResponse): void {
+    const browsers = this.registry.list().map((b) => ({ id: b.info.browserId, label: b.info.label, kind: b.info.kind, connectedAt: new Date(b.info.connectedAt).toISOString() }));
+    res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" });
+    res.end(JSON.stringify({ status: "ok", name: "tabrelay", version: VERSION, browsers }));
+  }
+}
+
+function pathOf(req: IncomingMessage): string {
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  return q === -1 ? url : url.slice(0, q);
+}

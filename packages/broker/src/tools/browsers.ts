@@ -1,0 +1,26 @@
+import { defineTool } from "./tool.js";
+
+export const listBrowsers = defineTool({
+  name: "list_browsers",
+  title: "List connected browsers",
+  description: [
+    "Lists the browsers connected to tabrelay: id, label, since when, and which one serves calls that do not name a browser (the most recently connected).",
+    "Pass an id or label as `browser` to other tools to choose one.",
+    "Errors: none; an empty list means no browser is connected: ask the user to run `tabrelay launch` or to pair their Chrome (`tabrelay pair`).",
+  ].join(" "),
+  input: {},
+  kind: "read",
+  async handler(ctx, _params, response) {
+    const browsers = ctx.registry.list();
+    if (browsers.length === 0) {
+      response.line("No browser is connected. Ask the user to run `tabrelay launch`, or to pair their Chrome with `tabrelay pair`.");
+      return;
+    }
+    response.line(`${browsers.length} browser${browsers.length === 1 ? "" : "s"} connected:`);
+    browsers.forEach((b, i) => {
+      const since = new Date(b.info.connectedAt).toISOString();
+      response.line(`- id: ${b.info.browserId} | label: ${b.info.label} | kind: ${b.info.kind} | connected: ${since}${i === 0 ? " | default" : ""}`);
+    });
+  },
+});
+

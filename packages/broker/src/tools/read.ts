@@ -1,0 +1,120 @@
+import type { TabInfo } from "@tabrelay/protocol";
+import { z } from "zod";
+import type { BrowserConnection } from "../bridge/registry.js";
+import { extract, type ExtractMode, type Extracted } from "../extract/extract.js";
+import { paginate, truncationMarker } from "../extract/paginate.js";
+import { TabrelayError, unwrap } from "../util/errors.js";
+import { BLANK, checkBeforeNavigation, checkLanding, pickBrowser } from "./landing.js";
+import type { ToolResponse } from "./response.js";
+import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js";
+
+const READ_ERRORS = [
+  "policy_denied: the URL, or where the page sent the tab, is outside the read policy; do not retry, tell the user which host to allow.",
+  "restricted_page: the browser does not let extensions read this page (chrome://, the Web Store).",
+  "navigation_failed: the page did not load; check the URL.",
+  "not_connected / browser_disconnected: no browser, or it went away mid-call; ask the user, then retry.",
+  "timeout: the browser did not answer in time; retry once.",
+].join(" ");
+
+/** Reads the tab's document, checks the URL the content came from, extracts Markdown. */
+async function extractTab(ctx: ToolContext, conn: BrowserConnection, tab: TabInfo, mode: ExtractMode, requestedUrl?: string): Promise<Extracted> {
+  const content = unwrap(await conn.call("page.content", { tabId: tab.tabId }));
+  // The document may have moved on since the tab was checked (a script navigated); judge what was read.
+  if (content.url !== tab.url) await checkLanding(ctx, conn, { ...tab, url: content.url }, { requestedUrl, closeOnDeny: false });
+  return extract({ html: content.html, url: content.url, title: content.title, mode });
+}
+
+function render(response: ToolResponse, doc: Extracted, tabLine: string, offset: number, maxChars: number, how: (next: number) => string): void {
+  const page = paginate(doc.markdown, offset, maxChars);
+  response.line(`# ${doc.title}`);
+  response.line(`URL: ${doc.url}`);
+  response.line(tabLine);
+  response.line(`Mode: ${doc.mode}${doc.fellBack ? " (readable found no article; showing the full page)" : ""}`);
+  if (page.truncated || offset > 0) response.line(`Characters: ${page.offset}-${page.offset + page.text.length} of ${page.total}`);
+  response.pageContent(page.text);
+  if (page.nextOffset !== undefined) response.line(truncationMarker(page, how(page.nextOffset)));
+}
+
+export const readUrl = defineTool({
+  name: "read_url",
+  title: "Read a URL",
+  description: [
+    "Opens a URL in a background agent tab of the user's browser (their cookies and logins apply), waits for it to load, and returns the page as Markdown: title, final URL, then the text with absolute links.",
+    'mode "readable" (default) keeps the main article; "full" converts the whole page. Long pages are cut at max_chars with a marker: call again with the offset it names to read on (served from a short cache, no reload).',
+    "The tab is closed afterwards unless close_after is false (then its id is returned for read_page and other tab tools). Only URLs the read policy allows can be read, also after redirects.",
+    UNTRUSTED_NOTE,
+    `Errors: ${READ_ERRORS}`,
+  ].join(" "),
+  input: {
+    url: fields.url,
+    mode: fields.mode,
+    close_after: z.boolean().optional().describe("Close the tab after reading (default true). false keeps it open and returns its id."),
+    offset: fields.offset,
+    max_chars: fields.maxChars,
+    browser: fields.browser,
+  },
+  kind: "read",
+  async handler(ctx, params, response) {
+    const target = checkBeforeNavigation(ctx, params.url);
+    const conn = pickBrowser(ctx, params.browser);
+    const mode = params.mode ?? "readable";
+    const offset = params.offset ?? 0;
+    const maxChars = params.max_chars ?? ctx.config.readMaxChars;
+    const closeAfter = params.close_after ?? true;
+    const key = `${conn.info.browserId}|url|${params.url}|${mode}`;
+    const how = (next: number) => `call read_url again with the same url and offset=${next}`;
+    const cached = offset > 0 ? ctx.docs.get(key) : undefined;
+    if (cached) {
+      render(response, cached, "Tab: none (served from cache)", offset, maxChars, how);
+      return;
+    }
+    const { tab: opened } = unwrap(
+      await conn.call("tabs.open", { url: target, active: false, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }),
+    );
+    let closed = false;
+    try {
+      const tab = await checkLanding(ctx, conn, opened, { requestedUrl: params.url, closeOnDeny: true }).catch((error: unknown) => {
+        closed = true;
+        throw error;
+      });
+      const doc = await extractTab(ctx, conn, tab, mode, params.url);
+      ctx.docs.set(key, doc);
+      if (closeAfter) {
+        await conn.call("tabs.close", { tabId: tab.tabId });
+        closed = true;
+      }
+      const status = tab.status === "complete" ? "" : " (read before the page finished loading)";
+      render(response, doc, closeAfter ? `Tab: ${tab.tabId} (closed)${status}` : `Tab: ${tab.tabId} (open)${status}`, offset, maxChars, how);
+    } finally {
+      // Never leave a tab behind on failure when the caller asked for it to be closed.
+      if (closeAfter && !closed && !conn.closed) await conn.call("tabs.close", { tabId: opened.tabId });
+    }
+  },
+});
+
+export const readPage = defineTool({
+  name: "read_page",
+  title: "Read an open tab",
+  description: [
+    "Returns the current content of one of the agent's tabs as Markdown (title, URL, text with absolute links), as rendered now, including changes scripts made after load.",
+    'mode "readable" (default) keeps the main article; "full" converts the whole page. Long pages are cut at max_chars with a marker: call again with the offset it names.',
+    UNTRUSTED_NOTE,
+    `Errors: ${READ_ERRORS} no_such_tab / not_agent_tab: call list_tabs.`,
+  ].join(" "),
+  input: { tab: fields.tab, mode: fields.mode, offset: fields.offset, max_chars: fields.maxChars, browser: fields.browser },
+  kind: "read",
+  async handler(ctx, params, response) {
+    const conn = pickBrowser(ctx, params.browser);
+    const mode = params.mode ?? "readable";
+    const offset = params.offset ?? 0;
+    const maxChars = params.max_chars ?? ctx.config.readMaxChars;
+    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
+    const tab = await checkLanding(ctx, conn, current, {});
+    if (tab.url === BLANK) throw new TabrelayError("navigation_failed", `tab ${tab.tabId} is blank; load a page with navigate first`);
+    const key = `${conn.info.browserId}|tab|${tab.tabId}|${tab.url}|${mode}`;
+    const how = (next: number) => `call read_page again with tab=${tab.tabId} and offset=${next}`;
+    const doc = (offset > 0 ? ctx.docs.get(key) : undefined) ?? (await extractTab(ctx, conn, tab, mode));
+    ctx.docs.set(key, doc);
+    render(response, doc, `Tab: ${tab.tabId}`, offset, maxChars, how);
+  },
+});

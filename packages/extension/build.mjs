@@ -1,0 +1,19 @@
+// Bundles the MV3 extension into packages/extension/dist (the folder users load unpacked).
+import { build } from "esbuild";
+import { cpSync, mkdirSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = dirname(fileURLToPath(import.meta.url));
+const out = join(root, "dist");
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+await build({
+  entryPoints: { background: join(root, "src/background.ts"), popup: join(root, "src/popup.ts") },
+  outdir: out,
+  bundle: true,
+  format: "iife",
+  target: "chrome116",
+  logLevel: "warning",
+});
+cpSync(join(root, "static"), out, { recursive: true });

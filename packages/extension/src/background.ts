@@ -1,0 +1,536 @@
+import {
+  PROTOCOL_VERSION,
+  type BridgeCall,
+  type BridgeEvent,
+  type BridgeMethod,
+  type BridgeMethods,
+  type BrokerToBrowser,
+  type ErrorCode,
+  type TabInfo,
+  type WireError,
+} from "@tabrelay/protocol";
+import { loadSeedConfig } from "./seed.js";
+
+const EXTENSION_VERSION = chrome.runtime.getManifest().version;
+const PING_MS = 20_000;
+const BACKOFF_BASE_MS = 250;
+const BACKOFF_CAP_MS = 30_000;
+const KEEPALIVE_ALARM = "tabrelay-keepalive";
+const GROUP_TITLE = "tabrelay";
+
+type ConnState = "unpaired" | "connecting" | "connected" | "disconnected" | "rejected";
+
+interface Settings {
+  brokerUrl?: string;
+  pairingToken?: string;
+  browserId: string;
+  label: string;
+}
+
+class CommandError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+// ---- state -------------------------------------------------------------------------------------
+
+let socket: WebSocket | undefined;
+// Set synchronously before any await so two wake-ups (alarm + startup) never open two sockets.
+let connecting = false;
+let attempt = 0;
+let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+let pingTimer: ReturnType<typeof setInterval> | undefined;
+let state: ConnState = "disconnected";
+let lastError = "";
+
+/** Tabs the agent opened (or that its pages opened) and tabs the user shared. Survive worker restarts. */
+const agentTabs = new Set<number>();
+const sharedTabs = new Set<number>();
+const tabsLoaded = (async () => {
+  const stored = await chrome.storage.session.get(["agentTabs", "sharedTabs"]);
+  for (const id of numberArray(stored["agentTabs"])) agentTabs.add(id);
+  for (const id of numberArray(stored["sharedTabs"])) sharedTabs.add(id);
+})();
+
+function numberArray(value: unknown): number[] {
+  return Array.isArray(value) ? value.filter((v): v is number => typeof v === "number") : [];
+}
+
+async function saveTabs(): Promise<void> {
+  await chrome.storage.session.set({ agentTabs: [...agentTabs], sharedTabs: [...sharedTabs] });
+}
+
+function isVisibleToAgent(tabId: number): boolean {
+  return agentTabs.has(tabId) || sharedTabs.has(tabId);
+}
+
+// ---- settings ----------------------------------------------------------------------------------
+
+async function loadSettings(): Promise<Settings> {
+  const stored = await chrome.storage.local.get(["brokerUrl", "pairingToken", "browserId", "label"]);
+  const seed = loadSeedConfig();
+  let browserId = typeof stored["browserId"] === "string" ? stored["browserId"] : "";
+  if (!browserId) {
+    browserId = crypto.randomUUID();
+    await chrome.storage.local.set({ browserId });
+  }
+  // A launcher-written config.js wins: `tabrelay launch` pairs the profile it starts.
+  if (seed && (seed.url !== stored["brokerUrl"] || seed.token !== stored["pairingToken"])) {
+    await chrome.storage.local.set({ brokerUrl: seed.url, pairingToken: seed.token, ...(seed.label ? { label: seed.label } : {}) });
+    return { brokerUrl: seed.url, pairingToken: seed.token, browserId, label: seed.label ?? defaultLabel(stored["label"]) };
+  }
+  return {
+    brokerUrl: typeof stored["brokerUrl"] === "string" ? stored["brokerUrl"] : undefined,
+    pairingToken: typeof stored["pairingToken"] === "string" ? stored["pairingToken"] : undefined,
+    browserId,
+    label: defaultLabel(stored["label"]),
+  };
+}
+
+function defaultLabel(stored: unknown): string {
+  if (typeof stored === "string" && stored) return stored;
+  const ua = navigator.userAgent;
+  const platform = /Mac OS X/.test(ua) ? "macOS" : /Windows/.test(ua) ? "Windows" : /Linux/.test(ua) ? "Linux" : "unknown OS";
+  return `Chrome on ${platform}`;
+}
+
+// ---- connection --------------------------------------------------------------------------------
+
+function setState(next: ConnState, error = ""): void {
+  state = next;
+  lastError = error;
+  const badge: Record<ConnState, [string, string]> = {
+    connected: ["ON", "#1a7f37"],
+    connecting: ["…", "#9a6700"],
+    disconnected: ["OFF", "#6e7781"],
+    unpaired: ["SET", "#6e7781"],
+    rejected: ["ERR", "#cf222e"],
+  };
+  const [text, color] = badge[next];
+  void chrome.action.setBadgeText({ text });
+  void chrome.action.setBadgeBackgroundColor({ color });
+  void chrome.action.setTitle({ title: `tabrelay: ${next}${error ? ` (${error})` : ""}` });
+}
+
+async function connect(): Promise<void> {
+  if (connecting || (socket && socket.readyState <= WebSocket.OPEN)) return;
+  connecting = true;
+  try {
+    const settings = await loadSettings();
+    if (!settings.brokerUrl || !settings.pairingToken) {
+      setState("unpaired", "open the tabrelay popup and pair with your broker");
+      return;
+    }
+    setState("connecting");
+    const ws = new WebSocket(settings.brokerUrl);
+    socket = ws;
+    ws.onopen = () => {
+      ws.send(
+        JSON.stringify({
+          type: "hello",
+          protocol: PROTOCOL_VERSION,
+          token: settings.pairingToken,
+          browserId: settings.browserId,
+          label: settings.label,
+          extensionVersion: EXTENSION_VERSION,
+          userAgent: navigator.userAgent,
+        }),
+      );
+    };
+    ws.onmessage = (event) => {
+      if (typeof event.data === "string") void onFrame(ws, event.data);
+    };
+    ws.onclose = () => {
+      if (socket === ws) socket = undefined;
+      stopPing();
+      if (state !== "rejected") setState("disconnected");
+      scheduleReconnect();
+    };
+  } catch (error) {
+    setState("disconnected", error instanceof Error ? error.message : String(error));
+    scheduleReconnect();
+  } finally {
+    connecting = false;
+  }
+}
+
+function scheduleReconnect(): void {
+  if (reconnectTimer) return;
+  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt);
+  const delay = ceiling / 2 + Math.random() * (ceiling / 2);
+  attempt = Math.min(attempt + 1, 20);
+  reconnectTimer = setTimeout(() => {
+    reconnectTimer = undefined;
+    void connect();
+  }, delay);
+}
+
+function reconnectNow(): void {
+  if (reconnectTimer) clearTimeout(reconnectTimer);
+  reconnectTimer = undefined;
+  attempt = 0;
+  socket?.close();
+  socket = undefined;
+  void connect();
+}
+
+function startPing(ws: WebSocket): void {
+  stopPing();
+  // A message every 20 s keeps an MV3 service worker alive (Chrome 116+); without it Chrome kills the
+  // worker after 30 s idle and the socket dies with it.
+  pingTimer = setInterval(() => {
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "ping", at: Date.now() }));
+  }, PING_MS);
+}
+
+function stopPing(): void {
+  if (pingTimer) clearInterval(pingTimer);
+  pingTimer = undefined;
+}
+
+function send(frame: unknown): void {
+  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(frame));
+}
+
+async function onFrame(ws: WebSocket, data: string): Promise<void> {
+  let frame: BrokerToBrowser;
+  try {
+    frame = JSON.parse(data) as BrokerToBrowser;
+  } catch {
+    return;
+  }
+  switch (frame.type) {
+    case "welcome":
+      attempt = 0;
+      setState("connected");
+      startPing(ws);
+      return;
+    case "reject":
+      setState("rejected", `${frame.error.code}: ${frame.error.message}`);
+      return;
+    case "ping":
+      ws.send(JSON.stringify({ type: "pong", at: frame.at }));
+      return;
+    case "pong":
+      return;
+    case "call":
+      await runCall(ws, frame);
+      return;
+  }
+}
+
+async function runCall(ws: WebSocket, call: BridgeCall): Promise<void> {
+  await tabsLoaded;
+  try {
+    const handler = handlers[call.method];
+    if (!handler) throw new CommandError("unknown_method", `unknown method ${String(call.method)}`);
+    const result = await handler(call.params as never);
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "result", id: call.id, ok: true, result }));
+  } catch (error) {
+    const wire: WireError =
+      error instanceof CommandError
+        ? { code: error.code, message: error.message }
+        : { code: "internal", message: error instanceof Error ? error.message : String(error) };
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "result", id: call.id, ok: false, error: wire }));
+  }
+}
+
+function emit(event: BridgeEvent): void {
+  send(event);
+}
+
+// ---- commands ----------------------------------------------------------------------------------
+
+type Handlers = { [M in BridgeMethod]: (params: BridgeMethods[M]["params"]) => Promise<BridgeMethods[M]["result"]> };
+
+function toTabInfo(tab: chrome.tabs.Tab): TabInfo {
+  return {
+    tabId: tab.id ?? -1,
+    windowId: tab.windowId,
+    url: tab.url ?? tab.pendingUrl ?? "",
+    title: tab.title ?? "",
+    active: tab.active,
+    status: tab.status === "complete" ? "complete" : tab.status === "unloaded" ? "unloaded" : "loading",
+    shared: tab.id !== undefined && sharedTabs.has(tab.id) && !agentTabs.has(tab.id),
+  };
+}
+
+async function agentTab(tabId: number): Promise<chrome.tabs.Tab> {
+  if (!isVisibleToAgent(tabId)) {
+    throw new CommandError("not_agent_tab", `tab ${tabId} is not one of the agent's tabs; list_tabs shows the tabs the agent may use`);
+  }
+  try {
+    return await chrome.tabs.get(tabId);
+  } catch {
+    agentTabs.delete(tabId);
+    sharedTabs.delete(tabId);
+    await saveTabs();
+    throw new CommandError("no_such_tab", `tab ${tabId} no longer exists; call list_tabs`);
+  }
+}
+
+/**
+ * Collects top-frame navigation events from before an action starts, so a fast load that finishes before
+ * tabs.create resolves is not missed. (Right after tabs.update, tabs.get still reports "complete" for the
+ * previous page, so tab status alone cannot be trusted.)
+ */
+function watchNavigation() {
+  type Outcome = { kind: "completed" } | { kind: "committed" } | { kind: "error"; error: string };
+  const seen = new Map<number, Outcome[]>();
+  let wake: (() => void) | undefined;
+  const record = (tabId: number, outcome: Outcome) => {
+    const list = seen.get(tabId) ?? [];
+    list.push(outcome);
+    seen.set(tabId, list);
+    wake?.();
+  };
+  const onCommitted = (d: chrome.webNavigation.WebNavigationTransitionCallbackDetails) => {
+    if (d.frameId === 0) record(d.tabId, { kind: "committed" });
+  };
+  const onCompleted = (d: chrome.webNavigation.WebNavigationFramedCallbackDetails) => {
+    if (d.frameId === 0) record(d.tabId, { kind: "completed" });
+  };
+  const onError = (d: chrome.webNavigation.WebNavigationFramedErrorCallbackDetails) => {
+    if (d.frameId === 0) record(d.tabId, { kind: "error", error: d.error });
+  };
+  chrome.webNavigation.onCommitted.addListener(onCommitted);
+  chrome.webNavigation.onCompleted.addListener(onCompleted);
+  chrome.webNavigation.onErrorOccurred.addListener(onError);
+  const dispose = () => {
+    chrome.webNavigation.onCommitted.removeListener(onCommitted);
+    chrome.webNavigation.onCompleted.removeListener(onCompleted);
+    chrome.webNavigation.onErrorOccurred.removeListener(onError);
+  };
+  return {
+    dispose,
+    async wait(tabId: number, until: "load" | "commit", timeoutMs: number): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      try {
+        for (;;) {
+          const outcomes = seen.get(tabId) ?? [];
+          const last = outcomes[outcomes.length - 1];
+          if (last?.kind === "completed") return;
+          if (until === "commit" && outcomes.some((o) => o.kind === "committed")) return;
+          // ERR_ABORTED means another navigation (a redirect, a script) replaced this one: keep waiting.
+          if (last?.kind === "error" && last.error !== "net::ERR_ABORTED") {
+            throw new CommandError("navigation_failed", `the page failed to load: ${last.error}`);
+          }
+          const left = deadline - Date.now();
+          if (left <= 0) return; // still loading: the caller reads what is there and reports the status
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, Math.min(left, 1000));
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        }
+      } finally {
+        dispose();
+      }
+    },
+  };
+}
+
+async function groupAgentTab(tab: chrome.tabs.Tab): Promise<void> {
+  if (tab.id === undefined || !chrome.tabGroups) return;
+  try {
+    const groups = await chrome.tabGroups.query({ title: GROUP_TITLE, windowId: tab.windowId });
+    const existing = groups[0];
+    if (existing) {
+      await chrome.tabs.group({ tabIds: [tab.id], groupId: existing.id });
+    } else {
+      const groupId = await chrome.tabs.group({ tabIds: [tab.id], createProperties: { windowId: tab.windowId } });
+      await chrome.tabGroups.update(groupId, { title: GROUP_TITLE, color: "purple" });
+    }
+  } catch {
+    // Tab groups are a visual aid only; some windows (popups, app windows) cannot hold them.
+  }
+}
+
+async function fresh(tabId: number): Promise<TabInfo> {
+  return toTabInfo(await chrome.tabs.get(tabId));
+}
+
+const handlers: Handlers = {
+  "browser.ping": async () => ({ now: Date.now() }),
+
+  "tabs.list": async () => {
+    const tabs = await chrome.tabs.query({});
+    const visible = tabs.filter((t) => t.id !== undefined && isVisibleToAgent(t.id));
+    return { tabs: visible.map(toTabInfo) };
+  },
+
+  "tabs.get": async ({ tabId }) => {
+    await agentTab(tabId);
+    return { tab: await fresh(tabId) };
+  },
+
+  "tabs.open": async ({ url, active = false, waitUntil = "load", timeoutMs = 20_000 }) => {
+    const nav = watchNavigation();
+    let tab: chrome.tabs.Tab;
+    try {
+      tab = await chrome.tabs.create({ url, active });
+    } catch (error) {
+      nav.dispose();
+      throw new CommandError("navigation_failed", `could not open ${url}: ${String(error)}`);
+    }
+    if (tab.id === undefined) {
+      nav.dispose();
+      throw new CommandError("internal", "the browser created a tab without an id");
+    }
+    agentTabs.add(tab.id);
+    await saveTabs();
+    void groupAgentTab(tab);
+    await nav.wait(tab.id, waitUntil, timeoutMs);
+    return { tab: await fresh(tab.id) };
+  },
+
+  "tabs.close": async ({ tabId }) => {
+    await agentTab(tabId);
+    await chrome.tabs.remove(tabId);
+    agentTabs.delete(tabId);
+    sharedTabs.delete(tabId);
+    await saveTabs();
+    return { closed: true };
+  },
+
+  "tabs.activate": async ({ tabId }) => {
+    const tab = await agentTab(tabId);
+    await chrome.tabs.update(tabId, { active: true });
+    await chrome.windows.update(tab.windowId, { focused: true }).catch(() => undefined);
+    return { tab: await fresh(tabId) };
+  },
+
+  "tabs.navigate": async ({ tabId, url, waitUntil = "load", timeoutMs = 20_000 }) => {
+    await agentTab(tabId);
+    const nav = watchNavigation();
+    try {
+      await chrome.tabs.update(tabId, { url });
+    } catch (error) {
+      nav.dispose();
+      throw new CommandError("navigation_failed", `could not navigate to ${url}: ${String(error)}`);
+    }
+    await nav.wait(tabId, waitUntil, timeoutMs);
+    return { tab: await fresh(tabId) };
+  },
+
+  "tabs.history": async ({ tabId, action, timeoutMs = 20_000 }) => {
+    await agentTab(tabId);
+    const nav = watchNavigation();
+    try {
+      if (action === "back") await chrome.tabs.goBack(tabId);
+      else if (action === "forward") await chrome.tabs.goForward(tabId);
+      else await chrome.tabs.reload(tabId);
+    } catch (error) {
+      nav.dispose();
+      throw new CommandError("navigation_failed", `cannot go ${action}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    await nav.wait(tabId, "load", timeoutMs);
+    return { tab: await fresh(tabId) };
+  },
+
+  "page.content": async ({ tabId }) => {
+    await agentTab(tabId);
+    try {
+      const [frame] = await chrome.scripting.executeScript({
+        target: { tabId, frameIds: [0] },
+        func: () => ({ url: location.href, title: document.title, html: document.documentElement.outerHTML }),
+      });
+      const value: unknown = frame?.result;
+      if (!value || typeof value !== "object") throw new CommandError("internal", "the page returned no content");
+      return value as { url: string; title: string; html: string };
+    } catch (error) {
+      if (error instanceof CommandError) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      if (/cannot be scripted|Cannot access|chrome:\/\/|extensions gallery|Missing host permission/i.test(message)) {
+        throw new CommandError("restricted_page", `the browser does not let extensions read this page (${message})`);
+      }
+      throw new CommandError("internal", message);
+    }
+  },
+};
+
+// ---- events ------------------------------------------------------------------------------------
+
+chrome.webNavigation.onCommitted.addListener((details) => {
+  if (details.frameId !== 0) return;
+  void tabsLoaded.then(() => {
+    if (isVisibleToAgent(details.tabId)) emit({ type: "event", event: "tab.committed", params: { tabId: details.tabId, url: details.url } });
+  });
+});
+
+chrome.tabs.onCreated.addListener((tab) => {
+  void tabsLoaded.then(async () => {
+    if (tab.id === undefined || tab.openerTabId === undefined || !agentTabs.has(tab.openerTabId)) return;
+    // A page the agent opened opened another tab: it is the agent's too, and the broker polices it.
+    agentTabs.add(tab.id);
+    await saveTabs();
+    void groupAgentTab(tab);
+    emit({ type: "event", event: "tab.created", params: { tab: toTabInfo(tab), openerTabId: tab.openerTabId } });
+  });
+});
+
+chrome.webNavigation.onCreatedNavigationTarget.addListener((details) => {
+  void tabsLoaded.then(async () => {
+    if (!agentTabs.has(details.sourceTabId) || agentTabs.has(details.tabId)) return;
+    agentTabs.add(details.tabId);
+    await saveTabs();
+    emit({ type: "event", event: "tab.committed", params: { tabId: details.tabId, url: details.url, openerTabId: details.sourceTabId } });
+  });
+});
+
+chrome.tabs.onRemoved.addListener((tabId) => {
+  void tabsLoaded.then(async () => {
+    if (!isVisibleToAgent(tabId)) return;
+    agentTabs.delete(tabId);
+    sharedTabs.delete(tabId);
+    await saveTabs();
+    emit({ type: "event", event: "tab.removed", params: { tabId } });
+  });
+});
+
+// ---- popup -------------------------------------------------------------------------------------
+
+type PopupMessage =
+  | { type: "status" }
+  | { type: "pair"; url: string; token: string }
+  | { type: "share"; tabId: number }
+  | { type: "unshare"; tabId: number };
+
+chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendResponse) => {
+  if (sender.id !== chrome.runtime.id) return false;
+  void (async () => {
+    await tabsLoaded;
+    const settings = await loadSettings();
+    if (message.type === "pair") {
+      await chrome.storage.local.set({ brokerUrl: message.url, pairingToken: message.token });
+      reconnectNow();
+    } else if (message.type === "share") {
+      sharedTabs.add(message.tabId);
+      await saveTabs();
+    } else if (message.type === "unshare") {
+      sharedTabs.delete(message.tabId);
+      await saveTabs();
+    }
+    sendResponse({ state, lastError, brokerUrl: settings.brokerUrl ?? "", browserId: settings.browserId, label: settings.label, sharedTabs: [...sharedTabs] });
+  })();
+  // Keep the message channel open for the async sendResponse above.
+  return true;
+});
+
+// ---- lifetime ----------------------------------------------------------------------------------
+
+// The alarm is the backstop: if Chrome killed the worker anyway, the next alarm wakes it and it redials.
+void chrome.alarms.create(KEEPALIVE_ALARM, { periodInMinutes: 0.5 });
+chrome.alarms.onAlarm.addListener((alarm) => {
+  if (alarm.name === KEEPALIVE_ALARM) void connect();
+});
+chrome.runtime.onStartup.addListener(() => void connect());
+chrome.runtime.onInstalled.addListener(() => void connect());
+
+void connect();

@@ -1,0 +1,259 @@
+// The broker against a stub browser that speaks the real bridge protocol: doors, registry, errors.
+import { request } from "node:http";
+import type { TabInfo } from "../packages/protocol/src/index.js";
+import WebSocket from "ws";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { allowYaml, call, connectClient, MCP_TOKEN, startBroker, waitFor, type TestBroker } from "./harness.js";
+import { StubExtension, StubError } from "./stubExtension.js";
+
+let broker: TestBroker;
+const stubs: StubExtension[] = [];
+
+function stub(options: Omit<ConstructorParameters<typeof StubExtension>[0], "port"> = {}): StubExtension {
+  const s = new StubExtension({ port: broker.port, ...options });
+  stubs.push(s);
+  return s;
+}
+
+function tab(tabId: number, url: string, extra: Partial<TabInfo> = {}): TabInfo {
+  return { tabId, windowId: 1, url, title: "T", active: false, status: "complete", shared: false, ...extra };
+}
+
+function rawPost(headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${broker.url}/mcp`, { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", ...headers } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } }));
+  });
+}
+
+beforeEach(async () => {
+  broker = await startBroker({ yaml: allowYaml("bridge:\n  call_timeout_ms: 800\n"), helloTimeoutMs: 300 });
+});
+
+afterEach(async () => {
+  for (const s of stubs.splice(0)) s.close();
+  await broker.close();
+});
+
+describe("/health", () => {
+  it("reports status, version and connected browsers without secrets", async () => {
+    const s = stub({ label: "work laptop" });
+    await s.welcomed;
+    const body = await (await fetch(`${broker.url}/health`)).text();
+    const health = JSON.parse(body);
+    expect(health.status).toBe("ok");
+    expect(health.version).toMatch(/^\d+\.\d+\.\d+/);
+    expect(health.browsers.map((b: { label: string }) => b.label)).toEqual(["work laptop"]);
+    expect(body).not.toContain(MCP_TOKEN);
+    expect(body).not.toContain(broker.config.pairingToken);
+  });
+});
+
+describe("/mcp door", () => {
+  it("refuses a request without the bearer token", async () => {
+    expect(await rawPost({})).toBe(401);
+    expect(await rawPost({ Authorization: "Bearer wrong-token-wrong-token" })).toBe(401);
+  });
+
+  it("refuses a Host that is not the broker's (DNS rebinding)", async () => {
+    expect(await rawPost({ Authorization: `Bearer ${MCP_TOKEN}`, Host: `evil.example:${broker.port}` })).toBe(403);
+  });
+
+  it("refuses an Origin that is not allowlisted, including null", async () => {
+    expect(await rawPost({ Authorization: `Bearer ${MCP_TOKEN}`, Origin: "https://evil.example" })).toBe(403);
+    expect(await rawPost({ Authorization: `Bearer ${MCP_TOKEN}`, Origin: "null" })).toBe(403);
+  });
+
+  it("lets the SDK client in with the token and lists the tools", async () => {
+    const client = await connectClient(broker.url);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(
+      expect.arrayContaining(["read_url", "read_page", "list_browsers", "list_tabs", "open_tab", "navigate", "go_back", "go_forward", "reload", "close_tab", "activate_tab"]),
+    );
+    for (const t of tools) {
+      expect(t.description).toMatch(/untrusted|no browser/i);
+      expect(t.annotations?.readOnlyHint).toBe(true);
+    }
+    await client.close();
+  });
+});
+
+describe("/bridge door", () => {
+  it("refuses a socket whose Origin is not the extension", async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${broker.port}/bridge`, { origin: "https://evil.example" });
+    const status = await new Promise<number>((resolve) => ws.on("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0)));
+    expect(status).toBe(403);
+  });
+
+  it("refuses a wrong pairing token and never registers the browser", async () => {
+    const s = stub({ token: "not-the-pairing-token-at-all" });
+    const closed = await s.closed;
+    expect(closed.code).toBe(4401);
+    expect(s.rejected?.code).toBe("unauthorized");
+    expect(broker.broker.registry.list()).toHaveLength(0);
+  });
+
+  it("closes a socket that never says hello", async () => {
+    const s = stub({ sendHello: false });
+    const closed = await s.closed;
+    expect(closed.code).toBe(4401);
+  });
+
+  it("caps frame size", async () => {
+    const s = stub();
+    await s.welcomed;
+    s.ws.send("x".repeat(33 * 1024 * 1024));
+    const closed = await s.closed;
+    expect(closed.code).toBe(1009);
+  });
+});
+
+describe("browser registry", () => {
+  it("keeps several browsers; the newest serves by default and `browser` picks another", async () => {
+    const a = stub({ browserId: "browser-aaaa-0001", label: "first", handlers: { "tabs.list": () => ({ tabs: [tab(1, "https://a.test/")] }) } });
+    await a.welcomed;
+    const b = stub({ browserId: "browser-bbbb-0002", label: "second", handlers: { "tabs.list": () => ({ tabs: [tab(2, "https://b.test/")] }) } });
+    await b.welcomed;
+    const client = await connectClient(broker.url);
+    const list = await call(client, "list_browsers");
+    expect(list.text).toContain("browser-aaaa-0001");
+    expect(list.text).toMatch(/browser-bbbb-0002.*default/);
+    expect((await call(client, "list_tabs")).text).toContain("https://b.test/");
+    expect((await call(client, "list_tabs", { browser: "first" })).text).toContain("https://a.test/");
+    const unknown = await call(client, "list_tabs", { browser: "nope" });
+    expect(unknown.isError).toBe(true);
+    expect(unknown.text).toMatch(/^unknown_browser:/);
+    await client.close();
+  });
+
+  it("fails every call in flight at once with browser_disconnected when the browser goes away", async () => {
+    const s = stub({ handlers: { "tabs.list": () => "never" } });
+    await s.welcomed;
+    const client = await connectClient(broker.url);
+    const pending = call(client, "list_tabs");
+    await waitFor("the call to reach the browser", () => s.calls.length > 0 || undefined);
+    const started = Date.now();
+    s.ws.terminate();
+    const result = await pending;
+    expect(result.isError).toBe(true);
+    expect(result.text).toMatch(/^browser_disconnected:/);
+    expect(Date.now() - started).toBeLessThan(2000);
+    await client.close();
+  });
+
+  it("gives `timeout` when the browser does not answer, and drops the late answer", async () => {
+    const s = stub({ handlers: { "tabs.list": () => "never" } });
+    await s.welcomed;
+    const client = await connectClient(broker.url);
+    const result = await call(client, "list_tabs");
+    expect(result.isError).toBe(true);
+    expect(result.text).toMatch(/^timeout:/);
+    s.send({ type: "result", id: s.calls[0]?.id, ok: true, result: { tabs: [] } });
+    s.send({ type: "result", id: 999_999, ok: true, result: {} });
+    s.handlers["tabs.list"] = () => ({ tabs: [tab(5, "https://later.test/")] });
+    expect((await call(client, "list_tabs")).text).toContain("https://later.test/");
+    await client.close();
+  });
+
+  it("says not_connected with the next step when no browser is connected", async () => {
+    const client = await connectClient(broker.url);
+    const result = await call(client, "read_url", { url: "https://en.wikipedia.org/wiki/Main_Page" });
+    expect(result.isError).toBe(true);
+    expect(result.text).toMatch(/^not_connected: .*tabrelay launch/);
+    await client.close();
+  });
+});
+
+describe("read path through the bridge", () => {
+  const html = `<!doctype html><html><head><title>Stub story</title></head><body><nav>Menu</nav><article><h1>Stub story</h1>${"<p>Plenty of words about the subject at hand, repeated to make a real article body. </p>".repeat(20)}<p>The closing paragraph.</p><a href="/more">More</a></article></body></html>`;
+
+  it("refuses an off-policy URL before the browser is told anything", async () => {
+    const s = stub({ handlers: { "tabs.open": () => ({ tab: tab(3, "https://evil.test/") }) } });
+    await s.welcomed;
+    const client = await connectClient(broker.url);
+    const result = await call(client, "read_url", { url: "https://evil.test/secret" });
+    expect(result.isError).toBe(true);
+    expect(result.text).toMatch(/^policy_denied:/);
+    expect(s.calls).toHaveLength(0);
+    await client.close();
+  });
+
+  it("returns Markdown with title, final URL and absolute links, then closes the tab", async () => {
+    const s = stub({
+      handlers: {
+        "tabs.open": ({ url }) => ({ tab: tab(7, url) }),
+        "page.content": () => ({ url: "http://127.0.0.1:1/story", title: "Stub story", html }),
+        "tabs.close": () => ({ closed: true }),
+      },
+    });
+    await s.welcomed;
+    const client = await connectClient(broker.url);
+    const result = await call(client, "read_url", { url: "http://127.0.0.1:1/story" });
+    expect(result.isError).toBe(false);
+    expect(result.text).toContain("# Stub story");
+    expect(result.text).toContain("URL: http://127.0.0.1:1/story");
+    expect(result.text).toContain("The closing paragraph.");
+    expect(result.text).toContain("(http://127.0.0.1:1/more)");
+    expect(result.text).not.toContain("Menu");
+    expect(s.methods()).toEqual(["tabs.open", "page.content", "tabs.close"]);
+    await client.close();
+  });
+
+  it("refuses and closes the tab when the page landed somewhere off-policy", async () => {
+    const s = stub({
+      handlers: {
+        "tabs.open": () => ({ tab: tab(8, "https://evil.test/landing") }),
+        "tabs.close": () => ({ closed: true }),
+      },
+    });
+    await s.welcomed;
+    const client = await connectClient(broker.url);
+    const result = await call(client, "read_url", { url: "http://127.0.0.1:1/redirect" });
+    expect(result.isError).toBe(true);
+    expect(result.text).toMatch(/^policy_denied: the tab landed on https:\/\/evil\.test\/landing/);
+    expect(s.methods()).toEqual(["tabs.open", "tabs.close"]);
+    await client.close();
+  });
+
+  it("cuts long output with a marker and serves the rest by offset without reloading", async () => {
+    const long = `<html><head><title>Long</title></head><body><article>${Array.from({ length: 400 }, (_, i) => `<p>Sentence number ${i} is here to make the page long enough to need paging.</p>`).join("")}</article></body></html>`;
+    const s = stub({
+      handlers: {
+        "tabs.open": ({ url }) => ({ tab: tab(9, url) }),
+        "page.content": () => ({ url: "http://127.0.0.1:1/long", title: "Long", html: long }),
+        "tabs.close": () => ({ closed: true }),
+      },
+    });
+    await s.welcomed;
+    const client = await connectClient(broker.url);
+    const first = await call(client, "read_url", { url: "http://127.0.0.1:1/long", max_chars: 2000 });
+    const next = /offset=(\d+)/.exec(first.text)?.[1];
+    expect(next).toBeDefined();
+    expect(first.text).not.toContain("Sentence number 399");
+    const opens = s.methods().filter((m) => m === "tabs.open").length;
+    const second = await call(client, "read_url", { url: "http://127.0.0.1:1/long", max_chars: 200_000, offset: Number(next) });
+    expect(second.text).toContain("Sentence number 399");
+    expect(s.methods().filter((m) => m === "tabs.open").length).toBe(opens);
+    await client.close();
+  });
+
+  it("reports an extension error code verbatim with its message", async () => {
+    const s = stub({
+      handlers: {
+        "tabs.get": () => {
+          throw new StubError({ code: "restricted_page", message: "the browser does not let extensions read this page" });
+        },
+      },
+    });
+    await s.welcomed;
+    const client = await connectClient(broker.url);
+    const result = await call(client, "read_page", { tab: 4 });
+    expect(result.isError).toBe(true);
+    expect(result.text).toMatch(/^restricted_page:/);
+    await client.close();
+  });
+});

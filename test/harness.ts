@@ -1,0 +1,153 @@
+// Shared set-up for broker and end-to-end tests: a local test site, a broker on a temp data dir, a real
+// headless Chromium carrying the built extension, and the MCP SDK's own client.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  Broker,
+  findChromium,
+  launchChromium,
+  loadConfig,
+  prepareExtension,
+  silentLogger,
+  type BrokerConfig,
+  type LaunchedBrowser,
+} from "../packages/broker/src/index.js";
+
+export type Route = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface TestSite {
+  origin: string;
+  port: number;
+  route(path: string, handler: Route | string): void;
+  close(): Promise<void>;
+}
+
+export async function startSite(host = "127.0.0.1"): Promise<TestSite> {
+  const routes = new Map<string, Route>();
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const handler = routes.get(path);
+    if (!handler) {
+      res.writeHead(404, { "Content-Type": "text/plain" });
+      res.end("not found");
+      return;
+    }
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://${host}:${port}`,
+    port,
+    route(path, handler) {
+      routes.set(
+        path,
+        typeof handler === "string"
+          ? (_req, res) => {
+              res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
+              res.end(handler);
+            }
+          : handler,
+      );
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export interface TestBroker {
+  broker: Broker;
+  config: BrokerConfig;
+  url: string;
+  port: number;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+export const MCP_TOKEN = "test-mcp-token-0123456789abcdef";
+export const PAIRING_TOKEN = "test-pairing-token-0123456789abcdef";
+
+export function makeDataDir(yaml: string): string {
+  const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-test-"));
+  writeFileSync(join(dataDir, "config.yaml"), yaml);
+  return dataDir;
+}
+
+export function allowYaml(extra = ""): string {
+  return `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n${extra}`;
+}
+
+export async function startBroker(options: { yaml?: string; port?: number; dataDir?: string; helloTimeoutMs?: number } = {}): Promise<TestBroker> {
+  const dataDir = options.dataDir ?? makeDataDir(options.yaml ?? allowYaml());
+  const config = loadConfig({
+    dataDir,
+    port: options.port ?? 0,
+    env: { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN },
+  });
+  const broker = new Broker({ config, log: silentLogger, ...(options.helloTimeoutMs ? { helloTimeoutMs: options.helloTimeoutMs } : {}) });
+  const { port, url } = await broker.listen();
+  return { broker, config, url, port, dataDir, close: () => broker.close() };
+}
+
+export interface TestBrowser {
+  browser: LaunchedBrowser;
+  profileDir: string;
+  close(): Promise<void>;
+}
+
+export async function launchBrowser(bridgePort: number): Promise<TestBrowser> {
+  const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
+  const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${bridgePort}/bridge`, PAIRING_TOKEN, "test chromium");
+  const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true });
+  return {
+    browser,
+    profileDir,
+    async close() {
+      await browser.kill();
+      rmSync(profileDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function connectClient(brokerUrl: string, token = MCP_TOKEN): Promise<Client> {
+  const client = new Client({ name: "tabrelay-test", version: "0.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${brokerUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return client;
+}
+
+export interface ToolText {
+  text: string;
+  isError: boolean;
+}
+
+export async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<ToolText> {
+  const result = await client.callTool({ name, arguments: args });
+  const content = Array.isArray(result.content) ? result.content : [];
+  const text = content.map((c: { type: string; text?: string }) => (c.type === "text" ? (c.text ?? "") : "")).join("\n");
+  return { text, isError: result.isError === true };
+}
+
+export function article(title: string, paragraphs: number, closing: string): string {
+  const body = Array.from({ length: paragraphs }, (_, i) => `<p>Paragraph ${i + 1} of the story tells about rivers, cities and the people who keep the lights on at night, in some detail.</p>`).join("\n");
+  return `<!doctype html><html><head><title>${title}</title></head><body>
+<nav><a href="/">Home</a> <a href="/news">News</a> <a href="/sports">Sports</a></nav>
+<article><h1>${title}</h1>${body}<p>${closing}</p><p><a href="/related">Related story</a> <img src="/img/photo.png" alt="A photo"></p></article>
+<footer>Copyright footer text</footer></body></html>`;
+}

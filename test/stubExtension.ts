@@ -1,0 +1,93 @@
+// A browser stand-in that speaks the real bridge protocol over a real WebSocket, for fast broker tests.
+// It never replaces the real extension in the end-to-end suite.
+import { BUILTIN_EXTENSION_ID } from "../packages/broker/src/index.js";
+import type { BridgeCall, BridgeMethod, BrokerToBrowser, ParamsOf, ResultOf, WireError } from "../packages/protocol/src/index.js";
+import WebSocket from "ws";
+import { PAIRING_TOKEN } from "./harness.js";
+
+export type StubHandler<M extends BridgeMethod> = (params: ParamsOf<M>) => ResultOf<M> | Promise<ResultOf<M>> | "never";
+export type StubHandlers = { [M in BridgeMethod]?: StubHandler<M> };
+
+export class StubError extends Error {
+  constructor(readonly wire: WireError) {
+    super(wire.message);
+  }
+}
+
+export interface StubOptions {
+  port: number;
+  browserId?: string;
+  label?: string;
+  token?: string;
+  origin?: string;
+  handlers?: StubHandlers;
+  sendHello?: boolean;
+}
+
+export class StubExtension {
+  readonly calls: BridgeCall[] = [];
+  readonly handlers: StubHandlers;
+  readonly ws: WebSocket;
+  readonly opened: Promise<void>;
+  readonly welcomed: Promise<void>;
+  readonly closed: Promise<{ code: number; reason: string }>;
+  rejected: WireError | undefined;
+
+  constructor(options: StubOptions) {
+    this.handlers = options.handlers ?? {};
+    this.ws = new WebSocket(`ws://127.0.0.1:${options.port}/bridge`, { origin: options.origin ?? `chrome-extension://${BUILTIN_EXTENSION_ID}` });
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.once("open", () => resolve());
+      this.ws.once("error", reject);
+    });
+    this.closed = new Promise((resolve) => this.ws.once("close", (code, reason) => resolve({ code, reason: reason.toString() })));
+    let welcome: () => void = () => undefined;
+    this.welcomed = new Promise((resolve) => (welcome = resolve));
+    this.ws.on("open", () => {
+      if (options.sendHello === false) return;
+      this.ws.send(
+        JSON.stringify({
+          type: "hello",
+          protocol: 1,
+          token: options.token ?? PAIRING_TOKEN,
+          browserId: options.browserId ?? "stub-browser-0001",
+          label: options.label ?? "stub",
+          extensionVersion: "0.0.0",
+          userAgent: "stub",
+        }),
+      );
+    });
+    this.ws.on("message", (data) => {
+      const frame = JSON.parse(data.toString()) as BrokerToBrowser;
+      if (frame.type === "welcome") welcome();
+      else if (frame.type === "reject") this.rejected = frame.error;
+      else if (frame.type === "call") void this.#answer(frame);
+    });
+  }
+
+  async #answer(call: BridgeCall): Promise<void> {
+    this.calls.push(call);
+    const handler = this.handlers[call.method] as StubHandler<BridgeMethod> | undefined;
+    try {
+      if (!handler) throw new StubError({ code: "unknown_method", message: `stub has no ${call.method}` });
+      const result = await handler(call.params as never);
+      if (result === "never") return;
+      this.ws.send(JSON.stringify({ type: "result", id: call.id, ok: true, result }));
+    } catch (error) {
+      const wire = error instanceof StubError ? error.wire : { code: "internal", message: String(error) };
+      this.ws.send(JSON.stringify({ type: "result", id: call.id, ok: false, error: wire }));
+    }
+  }
+
+  send(frame: unknown): void {
+    this.ws.send(JSON.stringify(frame));
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+
+  methods(): string[] {
+    return this.calls.map((c) => c.method);
+  }
+}
