@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   article,
   call,
+  closedPort,
   connectClient,
   launchBrowser,
   MCP_TOKEN,
@@ -172,7 +173,7 @@ describe("tabs", () => {
   });
 
   it("names a page that fails to load", async () => {
-    const result = await call(client, "read_url", { url: "http://127.0.0.1:9/nothing-listens-here" });
+    const result = await call(client, "read_url", { url: `http://127.0.0.1:${await closedPort()}/nothing-listens-here` });
     expect(result.isError).toBe(true);
     expect(result.text).toMatch(/^navigation_failed: .*ERR_CONNECTION_REFUSED/);
   });

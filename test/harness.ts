@@ -105,7 +105,8 @@ export interface TestBrowser {
 export async function launchBrowser(bridgePort: number): Promise<TestBrowser> {
   const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
   const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${bridgePort}/bridge`, PAIRING_TOKEN, "test chromium");
-  const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true });
+  // Popups allowed, as many users allow them for sites they use: the tests need pages that open tabs.
+  const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--disable-popup-blocking"] });
   return {
     browser,
     profileDir,
@@ -150,4 +151,13 @@ export function article(title: string, paragraphs: number, closing: string): str
 <nav><a href="/">Home</a> <a href="/news">News</a> <a href="/sports">Sports</a></nav>
 <article><h1>${title}</h1>${body}<p>${closing}</p><p><a href="/related">Related story</a> <img src="/img/photo.png" alt="A photo"></p></article>
 <footer>Copyright footer text</footer></body></html>`;
+}
+
+/** A port on which nothing listens (bound, then released). */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

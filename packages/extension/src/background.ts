@@ -288,10 +288,11 @@ function watchNavigation() {
     seen.set(tabId, list);
     wake?.();
   };
-  const onCommitted = (d: chrome.webNavigation.WebNavigationTransitionCallbackDetails) => {
+  const onCommitted = (d: { tabId: number; frameId: number }) => {
     if (d.frameId === 0) record(d.tabId, { kind: "committed" });
   };
-  const onCompleted = (d: chrome.webNavigation.WebNavigationFramedCallbackDetails) => {
+  // Same-document navigations (#fragment, pushState) have no load: they are complete when they happen.
+  const onCompleted = (d: { tabId: number; frameId: number }) => {
     if (d.frameId === 0) record(d.tabId, { kind: "completed" });
   };
   const onError = (d: chrome.webNavigation.WebNavigationFramedErrorCallbackDetails) => {
@@ -299,38 +300,41 @@ function watchNavigation() {
   };
   chrome.webNavigation.onCommitted.addListener(onCommitted);
   chrome.webNavigation.onCompleted.addListener(onCompleted);
+  chrome.webNavigation.onReferenceFragmentUpdated.addListener(onCompleted);
+  chrome.webNavigation.onHistoryStateUpdated.addListener(onCompleted);
   chrome.webNavigation.onErrorOccurred.addListener(onError);
-  const dispose = () => {
-    chrome.webNavigation.onCommitted.removeListener(onCommitted);
-    chrome.webNavigation.onCompleted.removeListener(onCompleted);
-    chrome.webNavigation.onErrorOccurred.removeListener(onError);
-  };
   return {
-    dispose,
+    dispose() {
+      chrome.webNavigation.onCommitted.removeListener(onCommitted);
+      chrome.webNavigation.onCompleted.removeListener(onCompleted);
+      chrome.webNavigation.onReferenceFragmentUpdated.removeListener(onCompleted);
+      chrome.webNavigation.onHistoryStateUpdated.removeListener(onCompleted);
+      chrome.webNavigation.onErrorOccurred.removeListener(onError);
+    },
+    moved(tabId: number): boolean {
+      return (seen.get(tabId) ?? []).length > 0;
+    },
+    /** Resolves on load (or commit); a load still running at the deadline resolves too, with the tab loading. */
     async wait(tabId: number, until: "load" | "commit", timeoutMs: number): Promise<void> {
       const deadline = Date.now() + timeoutMs;
-      try {
-        for (;;) {
-          const outcomes = seen.get(tabId) ?? [];
-          const last = outcomes[outcomes.length - 1];
-          if (last?.kind === "completed") return;
-          if (until === "commit" && outcomes.some((o) => o.kind === "committed")) return;
-          // ERR_ABORTED means another navigation (a redirect, a script) replaced this one: keep waiting.
-          if (last?.kind === "error" && last.error !== "net::ERR_ABORTED") {
-            throw new CommandError("navigation_failed", `the page failed to load: ${last.error}`);
-          }
-          const left = deadline - Date.now();
-          if (left <= 0) return; // still loading: the caller reads what is there and reports the status
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.min(left, 1000));
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
+      for (;;) {
+        const outcomes = seen.get(tabId) ?? [];
+        const last = outcomes[outcomes.length - 1];
+        if (last?.kind === "completed") return;
+        if (until === "commit" && outcomes.length > 0 && last?.kind !== "error") return;
+        // ERR_ABORTED means another navigation (a redirect, a script) replaced this one: keep waiting.
+        if (last?.kind === "error" && last.error !== "net::ERR_ABORTED") {
+          throw new CommandError("navigation_failed", `the page failed to load: ${last.error}`);
         }
-      } finally {
-        dispose();
+        const left = deadline - Date.now();
+        if (left <= 0) return;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(left, 1000));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
       }
     },
   };
@@ -372,22 +376,19 @@ const handlers: Handlers = {
 
   "tabs.open": async ({ url, active = false, waitUntil = "load", timeoutMs = 20_000 }) => {
     const nav = watchNavigation();
-    let tab: chrome.tabs.Tab;
     try {
-      tab = await chrome.tabs.create({ url, active });
-    } catch (error) {
+      const tab = await chrome.tabs.create({ url, active }).catch((error: unknown) => {
+        throw new CommandError("navigation_failed", `could not open ${url}: ${String(error)}`);
+      });
+      if (tab.id === undefined) throw new CommandError("internal", "the browser created a tab without an id");
+      agentTabs.add(tab.id);
+      await saveTabs();
+      void groupAgentTab(tab);
+      await nav.wait(tab.id, waitUntil, timeoutMs);
+      return { tab: await fresh(tab.id) };
+    } finally {
       nav.dispose();
-      throw new CommandError("navigation_failed", `could not open ${url}: ${String(error)}`);
     }
-    if (tab.id === undefined) {
-      nav.dispose();
-      throw new CommandError("internal", "the browser created a tab without an id");
-    }
-    agentTabs.add(tab.id);
-    await saveTabs();
-    void groupAgentTab(tab);
-    await nav.wait(tab.id, waitUntil, timeoutMs);
-    return { tab: await fresh(tab.id) };
   },
 
   "tabs.close": async ({ tabId }) => {
@@ -410,28 +411,43 @@ const handlers: Handlers = {
     await agentTab(tabId);
     const nav = watchNavigation();
     try {
-      await chrome.tabs.update(tabId, { url });
-    } catch (error) {
+      await chrome.tabs.update(tabId, { url }).catch((error: unknown) => {
+        throw new CommandError("navigation_failed", `could not navigate to ${url}: ${String(error)}`);
+      });
+      await nav.wait(tabId, waitUntil, timeoutMs);
+      return { tab: await fresh(tabId) };
+    } finally {
       nav.dispose();
-      throw new CommandError("navigation_failed", `could not navigate to ${url}: ${String(error)}`);
     }
-    await nav.wait(tabId, waitUntil, timeoutMs);
-    return { tab: await fresh(tabId) };
   },
 
   "tabs.history": async ({ tabId, action, timeoutMs = 20_000 }) => {
     await agentTab(tabId);
     const nav = watchNavigation();
+    const none = () => new CommandError("navigation_failed", `cannot go ${action}: there is no page ${action === "back" ? "before" : "after"} this one in the tab's history`);
     try {
-      if (action === "back") await chrome.tabs.goBack(tabId);
-      else if (action === "forward") await chrome.tabs.goForward(tabId);
-      else await chrome.tabs.reload(tabId);
-    } catch (error) {
+      try {
+        if (action === "back") await chrome.tabs.goBack(tabId);
+        else if (action === "forward") await chrome.tabs.goForward(tabId);
+        else await chrome.tabs.reload(tabId);
+      } catch (error) {
+        if (action === "reload") throw new CommandError("navigation_failed", `cannot reload: ${String(error)}`);
+        // Chrome's back/forward skips entries reached without a user gesture (the history manipulation
+        // intervention), and nothing an agent does carries one. The page's own history.go() is not
+        // subject to it; if nothing moves shortly, there truly is no entry.
+        await chrome.scripting
+          .executeScript({ target: { tabId }, func: (delta: number) => history.go(delta), args: [action === "back" ? -1 : 1] })
+          .catch(() => {
+            throw none();
+          });
+        await nav.wait(tabId, "commit", 3000);
+        if (!nav.moved(tabId)) throw none();
+      }
+      await nav.wait(tabId, "load", timeoutMs);
+      return { tab: await fresh(tabId) };
+    } finally {
       nav.dispose();
-      throw new CommandError("navigation_failed", `cannot go ${action}: ${error instanceof Error ? error.message : String(error)}`);
     }
-    await nav.wait(tabId, "load", timeoutMs);
-    return { tab: await fresh(tabId) };
   },
 
   "page.content": async ({ tabId }) => {

@@ -285,20 +285,18 @@ const MIN_NON_LINK_SHARE = 0.5;
  *    those is the point of readable mode; dropping non-link text on a page without real paragraphs means Readability
  *    threw away the content itself (it deletes buttons, forms, and "unlikely" cards and tables).
  *
- * A plain "< 20% of the body text" rule was rejected: on a real article page, a long comment thread or huge menus
- * can easily outweigh the article, and Readability is right to drop them. Rule 2 only applies when Readability itself
+ * A plain "< 20% of the body text" rule was rejected: on a real article page a long comment thread or huge menus can
+ * easily outweigh the article, and Readability is right to drop them. Rule 2 only applies when Readability itself
  * says the page does not look like an article, and the ratio ignores link-heavy boilerplate.
+ *
+ * `pageNonLinkText` is only needed (and only computed) for pages that are not readerable.
  */
-function readabilityFoundNothing(
-  doc: DomDocument,
-  body: DomElement,
-  articleRoot: DomElement | undefined,
-  articleText: string | null | undefined,
-): boolean {
-  if (articleRoot === undefined) return true;
-  if (compactLength(articleText ?? articleRoot.textContent) < MIN_ARTICLE_CHARS) return true;
-  if (isProbablyReaderable(doc, { visibilityChecker: () => true })) return false; // hidden nodes are already gone
-  return nonLinkTextLength(articleRoot) < MIN_NON_LINK_SHARE * nonLinkTextLength(body);
+function readabilityFoundNothing(outcome: ReadabilityOutcome, readerable: boolean, pageNonLinkText: () => number): boolean {
+  const root = outcome.root;
+  if (root === undefined) return true;
+  if (compactLength(outcome.text ?? root.textContent) < MIN_ARTICLE_CHARS) return true;
+  if (readerable) return false;
+  return nonLinkTextLength(root) < MIN_NON_LINK_SHARE * pageNonLinkText();
 }
 
 interface ReadabilityOutcome {
@@ -663,35 +661,52 @@ function firstNonEmpty(...values: (string | null | undefined)[]): string {
 
 // ---------------------------------------------------------------------------------------------------------------------
 
+function removeScripts(root: DomElement): void {
+  for (const script of Array.from(root.querySelectorAll("script"))) script.remove();
+}
+
+/** Parses and prunes the page for full conversion. */
+function fullBody(html: string): DomElement | null {
+  const body = parseDocument(html).body;
+  if (body !== null) prune(body, false);
+  return body;
+}
+
 export function extract(input: ExtractInput): Extracted {
   const doc = parseDocument(input.html);
-  const body = doc.body;
   const base = baseUrl(doc, input.url);
   const docTitle = doc.title;
+  let body = doc.body;
 
-  let root: DomElement | undefined;
+  let root: DomElement | null = body;
   let mode: ExtractMode = "full";
   let fellBack = false;
   let readability: ReadabilityOutcome = {};
 
-  if (body !== null) {
-    prune(body, input.mode === "readable");
-    if (input.mode === "readable") {
-      // Readability mutates the document it reads, so it gets a clone; the original stays intact for the fallback.
-      readability = runReadability(process.env.NOCLONE ? doc : doc.cloneNode(true));
-      for (const script of Array.from(body.querySelectorAll("script"))) script.remove(); // the kept JSON-LD
-      if (readabilityFoundNothing(doc, body, readability.root, readability.text)) fellBack = true;
-      else {
-        root = readability.root;
-        mode = "readable";
-      }
+  if (body !== null && input.mode === "readable") {
+    prune(body, true); // hidden text must not reach Readability either
+    // Readability mutates the document it reads. Pages that look like articles (the common case) hand it the
+    // document itself: the fallback is then unlikely and re-parses. Other pages, where the fallback is likely, hand it
+    // a clone and keep the original for the fallback, so no page is ever parsed twice in the likely path.
+    const readerable = isProbablyReaderable(doc, { visibilityChecker: () => true }); // hidden nodes are gone already
+    const reading = readerable ? doc : doc.cloneNode(true);
+    readability = runReadability(reading);
+    if (readabilityFoundNothing(readability, readerable, () => (body === null ? 0 : nonLinkTextLength(body)))) {
+      fellBack = true;
+      if (readerable) body = fullBody(input.html);
+      else removeScripts(body); // the JSON-LD kept for Readability
+      root = body;
+    } else {
+      root = readability.root ?? null;
+      mode = "readable";
     }
-    root ??= body;
+  } else if (body !== null) {
+    prune(body, false);
   }
 
   const title = firstNonEmpty(readability.title, docTitle, input.title, input.url);
   let markdown = "";
-  if (root !== undefined) {
+  if (root !== null) {
     fixLinksAndImages(root, base);
     markdown = dropLeadingTitle(tidy(turndown.turndown(root)), title).trim();
   }
