@@ -138,20 +138,27 @@ function isHidden(el: DomElement): boolean {
   return false;
 }
 
+const LANGUAGE_CLASS = /(?:^|\s)(?:lang(?:uage)?-|highlight-(?:source-)?)([\w#+.-]{1,30})(?:\s|$)/i;
+/** Wrappers (GitHub "highlight-source-python", Pygments "highlight-python") name the language for their <pre>. */
+const WRAPPER_LANGUAGE_CLASS = /(?:^|\s)highlight-(?:source-)?([\w#+.-]{1,30})(?:\s|$)/i;
+const NO_LANGUAGE = /^(?:none|plain|plaintext|nohighlight)$/i;
+
+function languageOf(el: DomElement, classPattern: RegExp): string | undefined {
+  const attr = (el.getAttribute("data-lang") ?? el.getAttribute("data-language"))?.trim();
+  if (attr !== undefined && /^[\w#+.-]{1,30}$/.test(attr) && !NO_LANGUAGE.test(attr)) return attr.toLowerCase();
+  const m = classPattern.exec(el.getAttribute("class") ?? "");
+  return m?.[1] !== undefined && !NO_LANGUAGE.test(m[1]) ? m[1].toLowerCase() : undefined;
+}
+
 /** Finds the code language of a <pre> from the usual highlighter markup (Prism, highlight.js, GitHub, Pygments). */
 function codeLanguage(pre: DomElement): string | undefined {
-  const code = pre.firstElementChild !== null && pre.firstElementChild.tagName === "CODE" ? pre.firstElementChild : null;
-  const sources: (DomElement | null)[] = [pre, code, pre.parentNode && isElement(pre.parentNode) ? pre.parentNode : null];
-  const grand = sources[2]?.parentNode;
-  sources.push(isElement(grand) ? grand : null);
-  for (const el of sources) {
-    if (el === null) continue;
-    const attr = el.getAttribute("data-lang") ?? el.getAttribute("data-language");
-    if (attr !== null && /^[\w#+.-]{1,30}$/.test(attr.trim())) return attr.trim().toLowerCase();
-    const cls = el.getAttribute("class");
-    if (cls === null) continue;
-    const m = /(?:^|\s)(?:lang(?:uage)?-|highlight-(?:source-)?)([\w#+.-]{1,30})(?:\s|$)/i.exec(cls);
-    if (m?.[1] !== undefined && !/^(?:none|plain|plaintext|nohighlight)$/i.test(m[1])) return m[1].toLowerCase();
+  const code = pre.firstElementChild?.tagName === "CODE" ? pre.firstElementChild : null;
+  const lang = languageOf(pre, LANGUAGE_CLASS) ?? (code === null ? undefined : languageOf(code, LANGUAGE_CLASS));
+  if (lang !== undefined) return lang;
+  let ancestor = pre.parentNode;
+  for (let i = 0; i < 2 && isElement(ancestor); i++, ancestor = ancestor.parentNode) {
+    const found = languageOf(ancestor, WRAPPER_LANGUAGE_CLASS);
+    if (found !== undefined) return found;
   }
   return undefined;
 }
@@ -291,7 +298,11 @@ const MIN_NON_LINK_SHARE = 0.5;
  *
  * `pageNonLinkText` is only needed (and only computed) for pages that are not readerable.
  */
-function readabilityFoundNothing(outcome: ReadabilityOutcome, readerable: boolean, pageNonLinkText: () => number): boolean {
+function readabilityFoundNothing(
+  outcome: ReadabilityOutcome,
+  readerable: boolean,
+  pageNonLinkText: () => number,
+): boolean {
   const root = outcome.root;
   if (root === undefined) return true;
   if (compactLength(outcome.text ?? root.textContent) < MIN_ARTICLE_CHARS) return true;
@@ -382,7 +393,7 @@ function tableInfo(table: DomElement): TableInfo {
     role === "none" ||
     table.querySelector("table") !== null ||
     rows.length < 2 ||
-    Math.max(0, ...rows.map(cellCount)) < 2;
+    rows.every((row) => cellCount(row) < 2);
   const info: TableInfo = { layout, firstRow: rows[0] };
   tableInfoCache.set(table, info);
   return info;
@@ -412,7 +423,7 @@ function pipeTable(content: string): string {
     });
   rows = rows.filter((r, i) => (i === 0 && r.head) || r.cells.some((c) => c !== ""));
   if (rows.length === 0) return "";
-  const width = Math.max(...rows.map((r) => r.cells.length));
+  const width = rows.reduce((max, r) => Math.max(max, r.cells.length), 0);
   const line = (cells: string[]): string => {
     const padded = cells.concat(Array<string>(width - cells.length).fill(""));
     return `| ${padded.join(" | ")} |`;
@@ -494,7 +505,6 @@ function createTurndown(): TurndownService {
   });
 
   // Second line of defence: pruning already removed these from the tree we convert.
-  td.remove(["script", "style", "noscript", "template", "iframe", "object", "embed", "canvas", "link", "meta"]);
   td.remove((node: DomElement) => DROP_TAGS.has(node.nodeName.toUpperCase()));
 
   td.addRule("preformatted", {
@@ -691,7 +701,8 @@ export function extract(input: ExtractInput): Extracted {
     const readerable = isProbablyReaderable(doc, { visibilityChecker: () => true }); // hidden nodes are gone already
     const reading = readerable ? doc : doc.cloneNode(true);
     readability = runReadability(reading);
-    if (readabilityFoundNothing(readability, readerable, () => (body === null ? 0 : nonLinkTextLength(body)))) {
+    const page = body;
+    if (readabilityFoundNothing(readability, readerable, () => nonLinkTextLength(page))) {
       fellBack = true;
       if (readerable) body = fullBody(input.html);
       else removeScripts(body); // the JSON-LD kept for Readability
