@@ -1,4 +1,4 @@
-import { defineTool } from "./tool.js";
+import { defineTool, UNTRUSTED_NOTE } from "./tool.js";
 
 export const listBrowsers = defineTool({
   name: "list_browsers",
@@ -6,6 +6,7 @@ export const listBrowsers = defineTool({
   description: [
     "Lists the browsers connected to tabrelay: id, label, since when, and which one serves calls that do not name a browser (the most recently connected).",
     "Pass an id or label as `browser` to other tools to choose one.",
+    `Browser labels come from the browsers themselves. ${UNTRUSTED_NOTE}`,
     "Errors: none; an empty list means no browser is connected: ask the user to run `tabrelay launch` or to pair their Chrome (`tabrelay pair`).",
   ].join(" "),
   input: {},

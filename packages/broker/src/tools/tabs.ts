@@ -112,7 +112,7 @@ export const reload = historyTool("reload", "reload", "Reload", "Reloads the pag
 export const closeTab = defineTool({
   name: "close_tab",
   title: "Close a tab",
-  description: `Closes one of the agent's tabs. Tabs the user shared can be closed too; the user's other tabs cannot. Errors: ${COMMON_ERRORS}`,
+  description: `Closes one of the agent's tabs. Tabs the user shared can be closed too; the user's other tabs cannot. ${UNTRUSTED_NOTE} Errors: ${COMMON_ERRORS}`,
   input: { tab: fields.tab, browser: fields.browser },
   kind: "read",
   async handler(ctx, { tab, browser }, response) {
