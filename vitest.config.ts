@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import PlainSummaryReporter from "./test/plainSummaryReporter.js";
 
 export default defineConfig({
   test: {
@@ -7,5 +8,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // End-to-end files each start Chromium; two cores cannot run several at once reliably.
     fileParallelism: false,
+    reporters: ["default", new PlainSummaryReporter()],
   },
 });

@@ -197,6 +197,17 @@ describe("stdio", () => {
   });
 });
 
+describe("MV3 service-worker lifetime", () => {
+  it("stays connected through 35 s of idle (Chrome kills an idle worker at 30 s) and still answers", async () => {
+    const [before] = broker.broker.registry.list();
+    expect(before).toBeDefined();
+    await new Promise((r) => setTimeout(r, 35_000));
+    const [after] = broker.broker.registry.list();
+    expect(after?.info.connectedAt).toBe(before?.info.connectedAt);
+    expect((await call(client, "list_tabs")).isError).toBe(false);
+  }, 60_000);
+});
+
 describe("failures a user would hit", () => {
   it("a browser killed mid-call fails the call at once with browser_disconnected", async () => {
     const pending = call(client, "read_url", { url: `${site.origin}/slow` });

@@ -222,7 +222,7 @@ async function cmdLaunch(args: string[]): Promise<number | undefined> {
   const browser = await runBrowser(config, values, extra, bridgeUrlOf(config));
   onShutdown(() => browser.kill());
   const code = await browser.exited;
-  process.stderr.write(`tabrelay: the browser exited (${String(code)})\n`);
+  reportBrowserExit(code, values.headless ?? false);
   return code === 0 ? EXIT.ok : EXIT.failure;
 }
 
@@ -240,7 +240,8 @@ async function cmdStart(args: string[]): Promise<number | undefined> {
     await broker.close();
   });
   const code = await browser.exited;
-  process.stderr.write(`tabrelay: the browser exited (${String(code)}); stopping the broker\n`);
+  reportBrowserExit(code, values.headless ?? false);
+  process.stderr.write("tabrelay: stopping the broker\n");
   await broker.close();
   return code === 0 ? EXIT.ok : EXIT.failure;
 }
@@ -302,6 +303,13 @@ async function cmdPolicy(args: string[]): Promise<number> {
   renameSync(temp, target);
   process.stdout.write(`Saved ${domains.length} domains to ${target}. Restart the broker to use them.\n`);
   return EXIT.ok;
+}
+
+function reportBrowserExit(code: number | null, headless: boolean): void {
+  process.stderr.write(`tabrelay: the browser exited (${String(code)})\n`);
+  if (code !== 0 && !headless && process.platform === "linux" && !process.env["DISPLAY"] && !process.env["WAYLAND_DISPLAY"]) {
+    process.stderr.write("tabrelay: there is no display here; run with --headless, or under xvfb-run\n");
+  }
 }
 
 function splitExtra(args: string[]): { own: string[]; extra: string[] } {
