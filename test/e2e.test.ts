@@ -188,12 +188,15 @@ describe("stdio", () => {
       stderr: "pipe",
     });
     const stdioClient = new Client({ name: "stdio-test", version: "0" });
+    const sessionsBefore = broker.broker.mcpSessions;
     await stdioClient.connect(transport);
+    expect(broker.broker.mcpSessions).toBe(sessionsBefore + 1);
     const browsers = await call(stdioClient, "list_browsers");
     expect(browsers.text).toContain("test chromium");
     const read = await call(stdioClient, "read_url", { url: `${site.origin}/article` });
     expect(read.text).toContain("This is the closing paragraph of the article.");
     await stdioClient.close();
+    await waitFor("the forwarded session to end on the broker", () => (broker.broker.mcpSessions === sessionsBefore ? true : undefined), 5000);
   });
 });
 

@@ -54,6 +54,11 @@ export class Broker {
     });
   }
 
+  /** Open MCP sessions over HTTP. */
+  get mcpSessions(): number {
+    return this.#sessions.size;
+  }
+
   /** Listens; rejects with EADDRINUSE when another process owns the port. */
   async listen(): Promise<{ port: number; url: string }> {
     await new Promise<void>((resolve, reject) => {

@@ -123,7 +123,7 @@ export async function serveStdio(ctx: ToolContext, tools: readonly Tool[]): Prom
  * several agents share one browser.
  */
 export async function forwardStdio(mcpUrl: string, token: string): Promise<{ closed: Promise<void> }> {
-  const upstream: Transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {
+  const upstream = new StreamableHTTPClientTransport(new URL(mcpUrl), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
   });
   const local: Transport = new StdioServerTransport();
@@ -131,10 +131,20 @@ export async function forwardStdio(mcpUrl: string, token: string): Promise<{ clo
   const closed = new Promise<void>((resolve) => {
     resolveClosed = resolve;
   });
+  let closing = false;
   const shutdown = () => {
+    // Each transport's close() fires its onclose, which lands here again: close once.
+    if (closing) return;
+    closing = true;
     void local.close();
-    void upstream.close();
-    resolveClosed();
+    // End the session on the broker too, rather than leaving it to expire.
+    void upstream
+      .terminateSession()
+      .catch(() => undefined)
+      .finally(() => {
+        void upstream.close();
+        resolveClosed();
+      });
   };
   local.onmessage = (message) => {
     upstream.send(message).catch((error: unknown) => {

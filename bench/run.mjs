@@ -1,0 +1,912 @@
+#!/usr/bin/env node
+// tabrelay benchmark: prints figures side by side with @playwright/mcp and chrome-devtools-mcp, all run in the
+// same process tree, on the same local pages, against the same Chromium binary. It asserts nothing: it prints a
+// table (and writes bench/results/latest.json). Run from the repo root: `npm run bench` (after `npm install`).
+//
+// Figures (medians; N is printed with each):
+//   1. round trip of a near-no-op browser call (tabrelay list_tabs; playwright-mcp browser_tabs list;
+//      chrome-devtools-mcp list_pages)
+//   2. reading a ~5,000-word article: characters handed to the agent, whether the last paragraph is in it,
+//      and the wall time of the read
+//   3. broker-side extract() time (readable mode) over the article and the fixture pages
+//   4. server-process RSS after the same workload (1 warm-up + 30 reads)
+//   5. spawn to first successful read (tabrelay start --headless; the peers' cold start likewise)
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const BENCH = dirname(fileURLToPath(import.meta.url));
+const ROOT = dirname(BENCH);
+const CHROMIUM = process.env.CHROME_PATH ?? "/usr/lib/chromium/chromium";
+const CLI = join(ROOT, "packages/cli/bin/tabrelay.js");
+const MCP_TOKEN = "bench-mcp-token-0123456789abcdef0123";
+const PAIRING_TOKEN = "bench-pairing-token-0123456789abcdef";
+const MARKER = "CLOSING-PARAGRAPH-MARKER";
+
+/** Flags every Chromium gets here (/work/shared/TESTING.md). */
+const CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run", "--no-default-browser-check"];
+
+const N = {
+  roundTripWarmup: 10,
+  roundTrip: 50,
+  reads: 30, // the workload before RSS is read; the read times are its median
+  extractWarmup: 5,
+  extract: 20,
+  coldStart: 3,
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Process and temp-dir bookkeeping: everything started here is stopped at the end, also on failure or Ctrl-C.
+
+const cleanups = [];
+const tempDirs = [];
+const startedPids = new Set();
+
+function tempDir(prefix) {
+  const dir = mkdtempSync(join(tmpdir(), `tabrelay-bench-${prefix}-`));
+  tempDirs.push(dir);
+  return dir;
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** All descendants of pid (children, grandchildren, ...), from /proc. */
+function descendants(pid) {
+  const children = new Map();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (!children.has(ppid)) children.set(ppid, []);
+      children.get(ppid).push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out = [];
+  const queue = [pid];
+  while (queue.length) {
+    for (const child of children.get(queue.shift()) ?? []) {
+      out.push(child);
+      queue.push(child);
+    }
+  }
+  return out;
+}
+
+/** SIGKILLs the given pids that still run (each one by its id). */
+function killPids(pids) {
+  for (const pid of pids) {
+    if (!alive(pid)) continue;
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Remembers a launched browser until it has exited. */
+function track(browser) {
+  const pid = browser.process.pid;
+  startedPids.add(pid);
+  void browser.exited.then(() => startedPids.delete(pid));
+}
+
+async function waitExit(pid, ms) {
+  const deadline = Date.now() + ms;
+  while (alive(pid) && Date.now() < deadline) await sleep(25);
+  return !alive(pid);
+}
+
+/** SIGTERM, wait, then SIGKILL the process and whatever it started that is still there. */
+async function stopTree(pid, graceMs = 5000) {
+  if (!pid || !alive(pid)) return;
+  const tree = descendants(pid);
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    // gone
+  }
+  await waitExit(pid, graceMs);
+  await sleep(100);
+  killPids([pid, ...tree, ...descendants(pid)]);
+}
+
+async function runCleanups() {
+  while (cleanups.length) {
+    const fn = cleanups.pop();
+    try {
+      await withTimeout(Promise.resolve().then(fn), 15_000, "cleanup");
+    } catch (error) {
+      process.stderr.write(`bench: cleanup failed: ${message(error)}\n`);
+    }
+  }
+  // Last resort: anything started here (and its children) that has not been seen to exit.
+  for (const pid of startedPids) if (alive(pid)) killPids([...descendants(pid), pid]);
+  startedPids.clear();
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+}
+
+let interrupted = false;
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    process.stderr.write(`\nbench: ${signal}, stopping everything it started\n`);
+    void runCleanups().finally(() => process.exit(130));
+  });
+}
+process.on("exit", () => {
+  for (const pid of startedPids) {
+    if (!alive(pid)) continue;
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone
+    }
+  }
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Small helpers.
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const message = (error) => (error instanceof Error ? error.message : String(error));
+const log = (line) => process.stderr.write(`bench: ${line}\n`);
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+}
+
+function median(values) {
+  if (!values.length) return undefined;
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+function quantile(values, q) {
+  if (!values.length) return undefined;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+}
+
+function stats(values) {
+  return { n: values.length, median: round(median(values)), p90: round(quantile(values, 0.9)), min: round(Math.min(...values)), max: round(Math.max(...values)) };
+}
+
+function round(x, digits = 2) {
+  if (x === undefined || !Number.isFinite(x)) return x;
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+async function timed(fn) {
+  const t0 = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - t0, value };
+}
+
+function textOf(result) {
+  const content = Array.isArray(result?.content) ? result.content : [];
+  return content.map((c) => (c.type === "text" ? (c.text ?? "") : "")).join("\n");
+}
+
+/** Calls a tool, returns its text; throws on an MCP error result. */
+async function callText(client, name, args = {}) {
+  const result = await client.callTool({ name, arguments: args });
+  const text = textOf(result);
+  if (result.isError) throw new Error(`${name} failed: ${text.slice(0, 300)}`);
+  return text;
+}
+
+function procStatus(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = (key) => Number(status.match(new RegExp(`^${key}:\\s+(\\d+) kB`, "m"))?.[1]);
+    return { rssMiB: round(kb("VmRSS") / 1024, 1), peakRssMiB: round(kb("VmHWM") / 1024, 1) };
+  } catch (error) {
+    return { error: `cannot read /proc/${pid}/status: ${message(error)}` };
+  }
+}
+
+/** Keeps the last lines a child wrote on a stream (for error reports); always drains it. */
+function tail(stream, keep = 40) {
+  const lines = [];
+  stream?.setEncoding?.("utf8");
+  stream?.on("data", (chunk) => {
+    lines.push(...String(chunk).split("\n").filter(Boolean));
+    if (lines.length > keep) lines.splice(0, lines.length - keep);
+  });
+  return () => lines.join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Setup: the bench's own npm project, the build, the local site.
+
+function ensureInstalled() {
+  const need = ["@playwright/mcp/package.json", "chrome-devtools-mcp/package.json", "@modelcontextprotocol/sdk/package.json"];
+  if (need.every((p) => existsSync(join(BENCH, "node_modules", p)))) return;
+  log("installing the peers (npm install --prefix bench) ...");
+  const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+  const r = spawnSync(npm, ["install", "--prefix", BENCH, "--no-audit", "--no-fund"], { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"] });
+  if (r.status !== 0) throw new Error(`npm install --prefix bench failed (exit ${r.status})`);
+}
+
+function ensureBuilt() {
+  const needed = [join(ROOT, "packages/broker/dist/index.js"), join(ROOT, "packages/cli/dist/main.js"), join(ROOT, "packages/extension/dist/manifest.json")];
+  if (needed.every(existsSync)) return;
+  log("tabrelay is not built; running npm run build ...");
+  const r = spawnSync("npm", ["run", "build"], { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"] });
+  if (r.status !== 0) throw new Error("npm run build failed");
+}
+
+function pkgVersion(path) {
+  try {
+    return JSON.parse(readFileSync(path, "utf8")).version;
+  } catch {
+    return undefined;
+  }
+}
+
+async function startSite() {
+  const pages = join(BENCH, "pages");
+  const files = new Map([["/article", join(pages, "article.html")]]);
+  for (const name of readdirSync(join(pages, "fixtures"))) if (name.endsWith(".html")) files.set(`/fixtures/${name}`, join(pages, "fixtures", name));
+  const bodies = new Map([...files].map(([path, file]) => [path, readFileSync(file)]));
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const body = bodies.get(path);
+    if (!body) {
+      res.writeHead(404, { "Content-Type": "text/plain", "Cache-Control": "no-store" });
+      res.end("not found");
+      return;
+    }
+    res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
+    res.end(body);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(() => r()));
+  });
+  return { origin, files };
+}
+
+function allowYaml() {
+  return `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n`;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reading the article: a "read" is what an agent needs to get the page's text.
+
+function readStats(samples) {
+  return samples.length ? stats(samples) : undefined;
+}
+
+/** tabrelay: one read_url call (default settings: the first max_chars characters). */
+async function tabrelayRead(client, url) {
+  return callText(client, "read_url", { url });
+}
+
+/** tabrelay: the whole article, following the truncation marker's offset (served from the broker's cache). */
+async function tabrelayReadAll(client, url) {
+  const texts = [await callText(client, "read_url", { url })];
+  for (let i = 0; i < 20; i++) {
+    const next = texts.at(-1).match(/offset=(\d+)/);
+    if (!next) break;
+    texts.push(await callText(client, "read_url", { url, offset: Number(next[1]) }));
+  }
+  return texts;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// 1 + 3: in-process broker (as test/harness.ts does it) for the bridge round trip; extract() timings.
+
+async function benchInProcess(lib, site) {
+  const { Broker, loadConfig, prepareExtension, launchChromium, silentLogger } = lib.broker;
+  const dataDir = tempDir("inproc");
+  writeFileSync(join(dataDir, "config.yaml"), allowYaml());
+  const config = loadConfig({ dataDir, port: 0, env: { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } });
+  const broker = new Broker({ config, log: silentLogger });
+  const { port, url } = await broker.listen();
+  cleanups.push(() => broker.close());
+  const profileDir = tempDir("inproc-profile");
+  const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${port}/bridge`, PAIRING_TOKEN, "bench chromium");
+  const browser = launchChromium({ chromiumPath: CHROMIUM, profileDir, extensionDir, headless: true });
+  track(browser);
+  cleanups.push(() => browser.kill());
+  const deadline = Date.now() + 30_000;
+  while (broker.registry.list().length === 0) {
+    if (Date.now() > deadline) throw new Error("the extension did not connect to the in-process broker within 30 s");
+    await sleep(20);
+  }
+  const client = await connectHttp(lib, url, MCP_TOKEN);
+  cleanups.push(() => client.close());
+  for (let i = 0; i < N.roundTripWarmup; i++) await callText(client, "list_tabs");
+  const samples = [];
+  for (let i = 0; i < N.roundTrip; i++) samples.push((await timed(() => callText(client, "list_tabs"))).ms);
+  // The whole bridge, once more, on an article read (cheap sanity check that this browser reads pages).
+  const check = await tabrelayRead(client, `${site.origin}/article`);
+  if (!check.includes("# Beneath the streets")) throw new Error("in-process read_url returned something unexpected");
+  return { roundTrip: stats(samples) };
+}
+
+async function benchExtract(lib, site) {
+  const { extract } = lib.extract;
+  const pages = [...site.files].map(([path, file]) => ({ path, url: `${site.origin}${path}`, html: readFileSync(file, "utf8") }));
+  const perPage = {};
+  const pooled = [];
+  for (const page of pages) {
+    for (let i = 0; i < N.extractWarmup; i++) extract({ html: page.html, url: page.url, mode: "readable" });
+    const samples = [];
+    let chars = 0;
+    for (let i = 0; i < N.extract; i++) {
+      const t0 = performance.now();
+      const result = extract({ html: page.html, url: page.url, mode: "readable" });
+      samples.push(performance.now() - t0);
+      chars = result.markdown.length;
+    }
+    pooled.push(...samples);
+    perPage[page.path] = { ...stats(samples), htmlChars: page.html.length, markdownChars: chars };
+  }
+  return { pooled: stats(pooled), perPage, worstPageMedian: round(Math.max(...Object.values(perPage).map((p) => p.median))) };
+}
+
+async function connectHttp(lib, baseUrl, token) {
+  const { Client, StreamableHTTPClientTransport } = lib.sdk;
+  const client = new Client({ name: "tabrelay-bench", version: "0.0.0" });
+  const endpoint = baseUrl.endsWith("/mcp") ? baseUrl : `${baseUrl}/mcp`;
+  await client.connect(new StreamableHTTPClientTransport(new URL(endpoint), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return client;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// 2 + 4 (+ 1 in its own process): `tabrelay serve` as a child process, Chromium with the extension, the workload.
+
+function spawnTabrelay(args, env, dataDir) {
+  const child = spawn(process.execPath, [CLI, ...args, "--port", "0", "--data-dir", dataDir], {
+    cwd: ROOT,
+    env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  startedPids.add(child.pid);
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  void exited.then(() => startedPids.delete(child.pid));
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk) => {
+    stderr += chunk;
+    if (stderr.length > 200_000) stderr = stderr.slice(-100_000);
+  });
+  child.stdout.resume();
+  const urlPromise = new Promise((resolve, reject) => {
+    const onData = () => {
+      const m = stderr.match(/MCP endpoint:\s+(http:\/\/\S+\/mcp)/);
+      const token = stderr.match(/"Authorization":\s*"Bearer ([^"]+)"/);
+      if (m && token) {
+        child.stderr.off("data", onData);
+        resolve({ mcpUrl: m[1], token: token[1] });
+      }
+    };
+    child.stderr.on("data", onData);
+    void exited.then(({ code, signal }) => reject(new Error(`tabrelay ${args[0]} exited (${code ?? signal}) before printing its MCP endpoint:\n${stderr.slice(-2000)}`)));
+  });
+  urlPromise.catch(() => {}); // observed by callers; no unhandled rejection if it loses a race
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const tree = descendants(child.pid);
+    child.kill("SIGTERM");
+    const done = await Promise.race([exited.then(() => true), sleep(8000).then(() => false)]);
+    if (!done) child.kill("SIGKILL");
+    await sleep(100);
+    killPids(tree); // a browser the process started, if it outlived it
+  };
+  return { child, exited, urlPromise, stop, stderr: () => stderr };
+}
+
+async function benchTabrelayServe(lib, site) {
+  const { prepareExtension, launchChromium } = lib.broker;
+  const dataDir = tempDir("serve");
+  writeFileSync(join(dataDir, "config.yaml"), allowYaml());
+  const server = spawnTabrelay(["serve"], { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN }, dataDir);
+  cleanups.push(server.stop);
+  const { mcpUrl } = await withTimeout(server.urlPromise, 15_000, "tabrelay serve start-up");
+  const port = Number(new URL(mcpUrl).port);
+  const profileDir = tempDir("serve-profile");
+  const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${port}/bridge`, PAIRING_TOKEN, "bench chromium");
+  const browser = launchChromium({ chromiumPath: CHROMIUM, profileDir, extensionDir, headless: true });
+  track(browser);
+  cleanups.push(() => browser.kill());
+  const client = await connectHttp(lib, mcpUrl, MCP_TOKEN);
+  cleanups.push(() => client.close());
+  const toolsListChars = JSON.stringify((await client.listTools()).tools).length;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const result = await client.callTool({ name: "list_tabs", arguments: {} });
+    if (!result.isError) break;
+    if (Date.now() > deadline) throw new Error(`the extension did not connect to tabrelay serve: ${textOf(result)}`);
+    await sleep(50);
+  }
+  const articleUrl = `${site.origin}/article`;
+
+  // Round trip, broker in its own process (like the peers).
+  for (let i = 0; i < N.roundTripWarmup; i++) await callText(client, "list_tabs");
+  const rt = [];
+  for (let i = 0; i < N.roundTrip; i++) rt.push((await timed(() => callText(client, "list_tabs"))).ms);
+
+  // What one read hands the agent, and what the whole article costs.
+  const first = await tabrelayRead(client, articleUrl); // also the warm-up read
+  const all = await tabrelayReadAll(client, articleUrl);
+  const allText = all.join("\n");
+
+  // The workload: N.reads read_url calls, timed; then the broker's RSS.
+  const reads = [];
+  for (let i = 0; i < N.reads; i++) {
+    const { ms, value } = await timed(() => tabrelayRead(client, articleUrl));
+    if (!value.includes("Beneath the streets")) throw new Error("read_url returned something unexpected");
+    reads.push(ms);
+  }
+  const rss = procStatus(server.child.pid);
+  return {
+    roundTrip: stats(rt),
+    read: {
+      calls: `read_url (default max_chars)`,
+      firstCallChars: first.length,
+      firstCallHasMarker: first.includes(MARKER),
+      wholeArticleCalls: all.length,
+      wholeArticleChars: allText.length,
+      wholeArticleHasMarker: allText.includes(MARKER),
+      time: readStats(reads),
+    },
+    rss: { ...rss, pid: server.child.pid, after: `${N.reads + 1 + all.length} read_url calls` },
+    toolsListChars,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// 5: `tabrelay start --headless` to the first successful read_url.
+
+async function coldStartTabrelay(lib, site) {
+  const dataDir = tempDir("start");
+  writeFileSync(join(dataDir, "config.yaml"), allowYaml());
+  const t0 = performance.now();
+  // No tokens in the environment: they are generated, and the MCP one is read from the printed block, as a user would.
+  const proc = spawnTabrelay(["start", "--headless"], { CHROME_PATH: CHROMIUM, TABRELAY_MCP_TOKEN: undefined, TABRELAY_PAIRING_TOKEN: undefined }, dataDir);
+  cleanups.push(proc.stop);
+  let client;
+  try {
+    const { mcpUrl, token } = await withTimeout(proc.urlPromise, 15_000, "tabrelay start (MCP endpoint)");
+    const endpointMs = performance.now() - t0;
+    client = await connectHttp(lib, mcpUrl, token);
+    let lastError = "";
+    for (;;) {
+      if (performance.now() - t0 > 30_000) throw new Error(`no successful read_url within 30 s (last: ${lastError})`);
+      const result = await client.callTool({ name: "read_url", arguments: { url: `${site.origin}/article` } });
+      if (!result.isError && textOf(result).includes("Beneath the streets")) break;
+      lastError = textOf(result).slice(0, 200);
+      await sleep(20);
+    }
+    return { ms: performance.now() - t0, endpointMs };
+  } finally {
+    await client?.close().catch(() => {});
+    await proc.stop();
+    cleanups.splice(cleanups.indexOf(proc.stop), 1);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Peers over stdio.
+
+function peerSpecs(outDir) {
+  const pwConfig = join(outDir, "playwright-mcp.json");
+  writeFileSync(
+    pwConfig,
+    JSON.stringify({
+      browser: {
+        browserName: "chromium",
+        isolated: true,
+        launchOptions: { executablePath: CHROMIUM, headless: true, chromiumSandbox: false, args: CHROMIUM_FLAGS.filter((f) => f !== "--no-sandbox") },
+      },
+    }),
+  );
+  return {
+    playwright: {
+      label: "playwright-mcp",
+      version: pkgVersion(join(BENCH, "node_modules/@playwright/mcp/package.json")),
+      command: [join(BENCH, "node_modules/@playwright/mcp/cli.js"), "--config", pwConfig, "--headless", "--isolated", "--no-sandbox", "--executable-path", CHROMIUM, "--output-dir", join(outDir, "playwright-output")],
+      env: {},
+      roundTrip: { name: "browser_tabs", args: { action: "list" } },
+      async read(client, url) {
+        // 0.0.83 writes the navigation's snapshot to a file and returns a link; the page text comes from
+        // browser_snapshot. Both results count as what the agent reads.
+        const nav = await callText(client, "browser_navigate", { url });
+        const snap = await callText(client, "browser_snapshot", {});
+        return { text: `${nav}\n${snap}`, parts: { browser_navigate: nav.length, browser_snapshot: snap.length } };
+      },
+      readLabel: "browser_navigate + browser_snapshot",
+    },
+    devtools: {
+      label: "chrome-devtools-mcp",
+      version: pkgVersion(join(BENCH, "node_modules/chrome-devtools-mcp/package.json")),
+      command: [
+        join(BENCH, "node_modules/chrome-devtools-mcp/build/src/bin/chrome-devtools-mcp.js"),
+        "--headless",
+        "--isolated",
+        "--executablePath",
+        CHROMIUM,
+        ...CHROMIUM_FLAGS.map((f) => `--chromeArg=${f}`),
+        "--no-usage-statistics",
+        "--no-performance-crux",
+      ],
+      env: { CI: "1", CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS: "1", CHROME_DEVTOOLS_MCP_NO_UPDATE_CHECKS: "1" },
+      pageId: undefined,
+      roundTrip: { name: "list_pages", args: {} },
+      async read(client, url) {
+        if (this.pageId === undefined) {
+          const pages = await callText(client, "list_pages", {});
+          this.pageId = Number(pages.match(/^(\d+):.*\[selected\]/m)?.[1] ?? pages.match(/^(\d+):/m)?.[1] ?? 1);
+        }
+        const nav = await callText(client, "navigate_page", { pageId: this.pageId, type: "url", url });
+        const snap = await callText(client, "take_snapshot", { pageId: this.pageId });
+        return { text: `${nav}\n${snap}`, parts: { navigate_page: nav.length, take_snapshot: snap.length } };
+      },
+      readLabel: "navigate_page + take_snapshot",
+    },
+  };
+}
+
+async function startPeer(lib, spec, cwd) {
+  const { Client, StdioClientTransport } = lib.sdk;
+  spec.pageId = undefined;
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: spec.command,
+    cwd,
+    env: { ...process.env, ...spec.env },
+    stderr: "pipe",
+  });
+  const stderrTail = tail(transport.stderr);
+  const client = new Client({ name: "tabrelay-bench", version: "0.0.0" });
+  let pid;
+  let tree = [];
+  const stop = async () => {
+    if (pid) tree = [...new Set([...tree, ...descendants(pid)])];
+    await withTimeout(client.close(), 10_000, `${spec.label} close`).catch(() => {});
+    if (pid) {
+      await waitExit(pid, 3000);
+      killPids([pid, ...tree]); // the server, or a browser that outlived it
+      if (await waitExit(pid, 2000)) startedPids.delete(pid);
+    }
+  };
+  cleanups.push(stop);
+  try {
+    await withTimeout(client.connect(transport), 30_000, `${spec.label} connect`);
+  } catch (error) {
+    throw new Error(`${message(error)}\n${stderrTail()}`);
+  }
+  pid = transport.pid;
+  if (pid) startedPids.add(pid);
+  return {
+    client,
+    pid,
+    stderrTail,
+    async stop() {
+      await stop();
+      const i = cleanups.indexOf(stop);
+      if (i >= 0) cleanups.splice(i, 1);
+    },
+    remember() {
+      if (pid) tree = [...new Set([...tree, ...descendants(pid)])];
+    },
+  };
+}
+
+async function benchPeer(lib, spec, site) {
+  const articleUrl = `${site.origin}/article`;
+  const cwd = tempDir(`peer-${spec.label}`);
+  const result = { version: spec.version };
+
+  // Cold starts: spawn to first successful read (the browser starts lazily, on the first tool call).
+  const cold = [];
+  let peer;
+  for (let i = 0; i < N.coldStart; i++) {
+    const t0 = performance.now();
+    peer = await startPeer(lib, spec, cwd);
+    try {
+      const { text } = await withTimeout(spec.read(peer.client, articleUrl), 60_000, `${spec.label} first read`);
+      if (!text.includes("Beneath the streets")) throw new Error("the first read returned something unexpected");
+      cold.push(performance.now() - t0);
+    } catch (error) {
+      const why = `${message(error)}\n${peer.stderrTail()}`;
+      await peer.stop();
+      throw new Error(why);
+    }
+    peer.remember();
+    if (i < N.coldStart - 1) await peer.stop();
+  }
+  result.coldStart = stats(cold);
+
+  try {
+    const { client } = peer;
+    result.toolsListChars = JSON.stringify((await client.listTools()).tools).length;
+    // Round trip of the cheapest browser tool.
+    for (let i = 0; i < N.roundTripWarmup; i++) await callText(client, spec.roundTrip.name, spec.roundTrip.args);
+    const rt = [];
+    for (let i = 0; i < N.roundTrip; i++) rt.push((await timed(() => callText(client, spec.roundTrip.name, spec.roundTrip.args))).ms);
+    result.roundTrip = { ...stats(rt), tool: spec.roundTrip.name };
+    peer.remember();
+
+    // The read: what it hands the agent (the cold start above was the warm-up), then the workload.
+    const { text, parts } = await spec.read(client, articleUrl);
+    const reads = [];
+    for (let i = 0; i < N.reads; i++) {
+      const { ms, value } = await timed(() => spec.read(client, articleUrl));
+      if (!value.text.includes("Beneath the streets")) throw new Error("a read returned something unexpected");
+      reads.push(ms);
+    }
+    result.read = { calls: spec.readLabel, chars: text.length, parts, hasMarker: text.includes(MARKER), time: readStats(reads) };
+    result.rss = { ...procStatus(peer.pid), pid: peer.pid, after: `${N.reads + 2} reads` };
+  } catch (error) {
+    result.error = `${message(error)}\n${peer.stderrTail()}`;
+  } finally {
+    await peer.stop();
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Output.
+
+function fmtMs(s, digits = 1) {
+  return s ? `${round(s.median, digits)} ms (N=${s.n})` : "n/a";
+}
+
+function fmtMiB(r) {
+  return r?.rssMiB !== undefined ? `${r.rssMiB} MiB` : r?.error ? `n/a (${r.error})` : "n/a";
+}
+
+function verdict(ok) {
+  return ok === undefined ? "" : ok ? " [met]" : " [MISSED]";
+}
+
+function cellError(peer) {
+  if (!peer) return "n/a";
+  const first = (peer.error ?? "").split("\n")[0];
+  return `failed: ${first.slice(0, 60)}`;
+}
+
+function printTable(rows) {
+  const headers = ["figure", "tabrelay", "playwright-mcp", "chrome-devtools-mcp", "target"];
+  const all = [headers, ...rows.map((r) => [r.figure, r.tabrelay, r.playwright, r.devtools, r.target])];
+  const widths = headers.map((_, i) => Math.max(...all.map((r) => String(r[i] ?? "").length)));
+  const line = (r) => `| ${r.map((c, i) => String(c ?? "").padEnd(widths[i])).join(" | ")} |`;
+  const sep = `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`;
+  const out = [line(headers), sep, ...rows.map((r) => line([r.figure, r.tabrelay, r.playwright, r.devtools, r.target]))];
+  process.stdout.write(`${out.join("\n")}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+async function main() {
+  const started = performance.now();
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (set CHROME_PATH)`);
+  ensureBuilt();
+  ensureInstalled();
+  const lib = {
+    broker: await import(pathToFileURL(join(ROOT, "packages/broker/dist/index.js")).href),
+    extract: await import(pathToFileURL(join(ROOT, "packages/broker/dist/extract/extract.js")).href),
+    sdk: {
+      ...(await import("@modelcontextprotocol/sdk/client/index.js")),
+      ...(await import("@modelcontextprotocol/sdk/client/streamableHttp.js")),
+      ...(await import("@modelcontextprotocol/sdk/client/stdio.js")),
+    },
+  };
+  const chromiumVersion = (() => {
+    try {
+      return execFileSync(CHROMIUM, ["--version"], { encoding: "utf8", timeout: 10_000 }).trim();
+    } catch {
+      return "unknown";
+    }
+  })();
+  const site = await startSite();
+  const results = { tabrelay: {}, playwright: undefined, devtools: undefined };
+  const errors = {};
+
+  log("tabrelay: extract() timings ...");
+  results.tabrelay.extract = await benchExtract(lib, site);
+
+  log("tabrelay: in-process broker + headless Chromium: list_tabs round trip ...");
+  try {
+    results.tabrelay.inProcess = await benchInProcess(lib, site);
+  } catch (error) {
+    errors.inProcess = message(error);
+  }
+  // The in-process broker and its browser are not needed any more: stop them before the RSS workloads.
+  await runCleanupsExceptSite();
+
+  log("tabrelay: `tabrelay serve` child process: round trip, read_url and RSS ...");
+  try {
+    results.tabrelay.serve = await benchTabrelayServe(lib, site);
+  } catch (error) {
+    errors.serve = message(error);
+  }
+  await runCleanupsExceptSite();
+
+  log(`tabrelay: \`tabrelay start --headless\` to first read_url (N=${N.coldStart}) ...`);
+  try {
+    const cold = [];
+    const endpoint = [];
+    for (let i = 0; i < N.coldStart; i++) {
+      const r = await coldStartTabrelay(lib, site);
+      cold.push(r.ms);
+      endpoint.push(r.endpointMs);
+    }
+    results.tabrelay.coldStart = { ...stats(cold), endpointPrinted: stats(endpoint) };
+  } catch (error) {
+    errors.coldStart = message(error);
+  }
+  await runCleanupsExceptSite();
+
+  const specs = peerSpecs(tempDir("peers"));
+  for (const key of ["playwright", "devtools"]) {
+    log(`${specs[key].label} ${specs[key].version}: cold start, round trip, reads, RSS ...`);
+    try {
+      results[key] = await benchPeer(lib, specs[key], site);
+    } catch (error) {
+      results[key] = { version: specs[key].version, error: message(error) };
+    }
+    await runCleanupsExceptSite();
+    if (results[key].error) log(`${specs[key].label} failed: ${results[key].error.split("\n").slice(0, 6).join("\n  ")}`);
+  }
+
+  // ------------------------------------------------------------------ the table
+  const t = results.tabrelay;
+  const pw = results.playwright;
+  const cd = results.devtools;
+  const peerCell = (peer, fn) => (peer?.error && fn(peer) === undefined ? cellError(peer) : (fn(peer) ?? (peer?.error ? cellError(peer) : "n/a")));
+  const pwChars = pw?.read?.chars;
+  const ratio = t.serve && pwChars ? t.serve.read.wholeArticleChars / pwChars : undefined;
+  const ratioFirst = t.serve && pwChars ? t.serve.read.firstCallChars / pwChars : undefined;
+  const rows = [
+    {
+      figure: "1. round trip, near-no-op browser call (median)",
+      tabrelay: t.inProcess ? `${fmtMs(t.inProcess.roundTrip, 2)} list_tabs` : `failed: ${errors.inProcess}`,
+      playwright: peerCell(pw, (p) => p.roundTrip && `${fmtMs(p.roundTrip, 2)} browser_tabs list`),
+      devtools: peerCell(cd, (p) => p.roundTrip && `${fmtMs(p.roundTrip, 2)} list_pages`),
+      target: `<= 5 ms${verdict(t.inProcess ? t.inProcess.roundTrip.median <= 5 : undefined)}`,
+    },
+    {
+      figure: "   same, broker in its own process (tabrelay serve)",
+      tabrelay: t.serve ? fmtMs(t.serve.roundTrip, 2) : `failed: ${errors.serve}`,
+      playwright: "",
+      devtools: "",
+      target: "",
+    },
+    {
+      figure: "2. article: characters handed to the agent",
+      tabrelay: t.serve ? `${t.serve.read.wholeArticleChars} (${t.serve.read.wholeArticleCalls} read_url calls)` : "n/a",
+      playwright: peerCell(pw, (p) => p.read && `${p.read.chars} (navigate+snapshot)`),
+      devtools: peerCell(cd, (p) => p.read && `${p.read.chars} (navigate+snapshot)`),
+      target: `<= 0.5x playwright${ratio !== undefined ? `: ${round(ratio, 2)}x${verdict(ratio <= 0.5)}` : ""}`,
+    },
+    {
+      figure: "   first read_url call alone (default max_chars)",
+      tabrelay: t.serve ? `${t.serve.read.firstCallChars}` : "n/a",
+      playwright: "",
+      devtools: "",
+      target: ratioFirst !== undefined ? `${round(ratioFirst, 2)}x playwright` : "",
+    },
+    {
+      figure: "   closing-paragraph marker present",
+      tabrelay: t.serve ? `${t.serve.read.wholeArticleHasMarker ? "yes" : "NO"} (first call alone: ${t.serve.read.firstCallHasMarker ? "yes" : "no"})` : "n/a",
+      playwright: peerCell(pw, (p) => p.read && (p.read.hasMarker ? "yes" : "NO")),
+      devtools: peerCell(cd, (p) => p.read && (p.read.hasMarker ? "yes" : "NO")),
+      target: "yes",
+    },
+    {
+      figure: "   read time, end to end (median)",
+      tabrelay: t.serve ? `${fmtMs(t.serve.read.time)} read_url` : "n/a",
+      playwright: peerCell(pw, (p) => p.read && fmtMs(p.read.time)),
+      devtools: peerCell(cd, (p) => p.read && fmtMs(p.read.time)),
+      target: "",
+    },
+    {
+      figure: "3. extract() readable, median over 6 pages",
+      tabrelay: `${fmtMs(t.extract.pooled)}; worst page ${round(t.extract.worstPageMedian, 1)} ms`,
+      playwright: "-",
+      devtools: "-",
+      target: `<= 60 ms${verdict(t.extract.worstPageMedian <= 60)}`,
+    },
+    ...Object.entries(t.extract.perPage).map(([path, s]) => ({ figure: `   ${path} (${Math.round(s.htmlChars / 1000)}k chars HTML)`, tabrelay: `${round(s.median, 1)} ms`, playwright: "", devtools: "", target: "" })),
+    {
+      figure: `4. server RSS after the workload (${N.reads + 2}+ reads)`,
+      tabrelay: t.serve ? `${fmtMiB(t.serve.rss)} (peak ${t.serve.rss.peakRssMiB})` : "n/a",
+      playwright: peerCell(pw, (p) => p.rss && `${fmtMiB(p.rss)} (peak ${p.rss.peakRssMiB})`),
+      devtools: peerCell(cd, (p) => p.rss && `${fmtMiB(p.rss)} (peak ${p.rss.peakRssMiB})`),
+      target: `<= 90 MiB${verdict(t.serve?.rss?.rssMiB !== undefined ? t.serve.rss.rssMiB <= 90 : undefined)}`,
+    },
+    {
+      figure: "5. spawn to first successful read (median)",
+      tabrelay: t.coldStart ? `${fmtMs(t.coldStart, 0)} start --headless` : `failed: ${errors.coldStart}`,
+      playwright: peerCell(pw, (p) => p.coldStart && fmtMs(p.coldStart, 0)),
+      devtools: peerCell(cd, (p) => p.coldStart && fmtMs(p.coldStart, 0)),
+      target: `< 2000 ms${verdict(t.coldStart ? t.coldStart.median < 2000 : undefined)}`,
+    },
+    {
+      figure: "   tools/list size (characters of JSON)",
+      tabrelay: t.serve ? `${t.serve.toolsListChars}` : "n/a",
+      playwright: peerCell(pw, (p) => p.toolsListChars && `${p.toolsListChars}`),
+      devtools: peerCell(cd, (p) => p.toolsListChars && `${p.toolsListChars}`),
+      target: "",
+    },
+  ];
+
+  const meta = {
+    date: new Date().toISOString(),
+    node: process.version,
+    chromium: chromiumVersion,
+    chromiumPath: CHROMIUM,
+    tabrelay: pkgVersion(join(ROOT, "packages/cli/package.json")),
+    "@playwright/mcp": specs.playwright.version,
+    "chrome-devtools-mcp": specs.devtools.version,
+    n: N,
+    article: { url: "/article", words: "~4,900 in the body", htmlChars: site.files.has("/article") ? readFileSync(site.files.get("/article")).length : undefined },
+    notes: [
+      "tabrelay read_url returns at most read.max_chars (24,000) per call; the article figure counts every call needed to reach its end (following the offset the truncation marker names).",
+      "playwright-mcp 0.0.83 browser_navigate saves the page snapshot to a file and returns a link; the page text is counted from browser_snapshot (both results counted).",
+      "RSS is the server process only (tabrelay serve / the peers' node process), not the browser.",
+      "Peers' cold start: spawn of the stdio server to the first successful navigate+snapshot (their browser starts on the first tool call).",
+    ],
+    durationS: undefined,
+  };
+  meta.durationS = round((performance.now() - started) / 1000, 1);
+
+  process.stdout.write(`\ntabrelay benchmark, ${meta.date}: ${chromiumVersion}, Node ${process.version}, @playwright/mcp ${meta["@playwright/mcp"]}, chrome-devtools-mcp ${meta["chrome-devtools-mcp"]}\n\n`);
+  printTable(rows);
+  process.stdout.write(`\nNotes:\n${meta.notes.map((n) => `- ${n}`).join("\n")}\n`);
+  const failures = [...Object.entries(errors).map(([k, v]) => `tabrelay ${k}: ${v}`), ...["playwright", "devtools"].filter((k) => results[k]?.error).map((k) => `${specs[k].label}: ${results[k].error}`)];
+  if (failures.length) process.stdout.write(`\nDid not work:\n${failures.map((f) => `- ${f.split("\n").slice(0, 8).join("\n  ")}`).join("\n")}\n`);
+  process.stdout.write(`\n(${meta.durationS} s; JSON in bench/results/latest.json)\n`);
+
+  mkdirSync(join(BENCH, "results"), { recursive: true });
+  writeFileSync(join(BENCH, "results", "latest.json"), `${JSON.stringify({ meta, table: rows, results, errors }, null, 2)}\n`);
+}
+
+/** Runs every cleanup registered so far except the first (the local site, registered first). */
+async function runCleanupsExceptSite() {
+  while (cleanups.length > 1) {
+    const fn = cleanups.pop();
+    try {
+      await withTimeout(Promise.resolve().then(fn), 15_000, "cleanup");
+    } catch (error) {
+      process.stderr.write(`bench: cleanup failed: ${message(error)}\n`);
+    }
+  }
+}
+
+let exitCode = 0;
+try {
+  await main();
+} catch (error) {
+  process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  exitCode = 1;
+} finally {
+  await runCleanups();
+}
+process.exit(exitCode);
