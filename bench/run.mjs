@@ -31,8 +31,8 @@ const MARKER = "CLOSING-PARAGRAPH-MARKER";
 const CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run", "--no-default-browser-check"];
 
 const N = {
-  roundTripWarmup: 10,
-  roundTrip: 50,
+  roundTripWarmup: 20,
+  roundTrip: 100,
   reads: 30, // the workload before RSS is read; the read times are its median
   extractWarmup: 5,
   extract: 20,
@@ -427,6 +427,7 @@ async function benchTabrelayServe(lib, site) {
   const server = spawnTabrelay(["serve"], { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN }, dataDir);
   cleanups.push(server.stop);
   const { mcpUrl } = await withTimeout(server.urlPromise, 15_000, "tabrelay serve start-up");
+  const rssSeries = { listening: procStatus(server.child.pid).rssMiB };
   const port = Number(new URL(mcpUrl).port);
   const profileDir = tempDir("serve-profile");
   const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${port}/bridge`, PAIRING_TOKEN, "bench chromium");
@@ -444,6 +445,7 @@ async function benchTabrelayServe(lib, site) {
     await sleep(50);
   }
   const articleUrl = `${site.origin}/article`;
+  rssSeries.browserConnected = procStatus(server.child.pid).rssMiB;
 
   // Round trip, broker in its own process (like the peers).
   for (let i = 0; i < N.roundTripWarmup; i++) await callText(client, "list_tabs");
@@ -461,8 +463,9 @@ async function benchTabrelayServe(lib, site) {
     const { ms, value } = await timed(() => tabrelayRead(client, articleUrl));
     if (!value.includes("Beneath the streets")) throw new Error("read_url returned something unexpected");
     reads.push(ms);
+    if ((i + 1) % 10 === 0) rssSeries[`read${i + 1}`] = procStatus(server.child.pid).rssMiB;
   }
-  const rss = procStatus(server.child.pid);
+  const rss = { ...procStatus(server.child.pid), series: rssSeries };
   return {
     roundTrip: stats(rt),
     read: {
@@ -585,6 +588,7 @@ async function startPeer(lib, spec, cwd) {
   const client = new Client({ name: "tabrelay-bench", version: "0.0.0" });
   let pid;
   let tree = [];
+  let rssConnected;
   const stop = async () => {
     if (pid) tree = [...new Set([...tree, ...descendants(pid)])];
     await withTimeout(client.close(), 10_000, `${spec.label} close`).catch(() => {});
@@ -602,10 +606,12 @@ async function startPeer(lib, spec, cwd) {
   }
   pid = transport.pid;
   if (pid) startedPids.add(pid);
+  rssConnected = pid ? procStatus(pid).rssMiB : undefined;
   return {
     client,
     pid,
     stderrTail,
+    rssConnected,
     async stop() {
       await stop();
       const i = cleanups.indexOf(stop);
@@ -654,14 +660,16 @@ async function benchPeer(lib, spec, site) {
 
     // The read: what it hands the agent (the cold start above was the warm-up), then the workload.
     const { text, parts } = await spec.read(client, articleUrl);
+    const rssSeries = { connected: peer.rssConnected, browserStarted: procStatus(peer.pid).rssMiB };
     const reads = [];
     for (let i = 0; i < N.reads; i++) {
       const { ms, value } = await timed(() => spec.read(client, articleUrl));
       if (!value.text.includes("Beneath the streets")) throw new Error("a read returned something unexpected");
       reads.push(ms);
+      if ((i + 1) % 10 === 0) rssSeries[`read${i + 1}`] = procStatus(peer.pid).rssMiB;
     }
     result.read = { calls: spec.readLabel, chars: text.length, parts, hasMarker: text.includes(MARKER), time: readStats(reads) };
-    result.rss = { ...procStatus(peer.pid), pid: peer.pid, after: `${N.reads + 2} reads` };
+    result.rss = { ...procStatus(peer.pid), pid: peer.pid, after: `${N.reads + 2} reads`, series: rssSeries };
   } catch (error) {
     result.error = `${message(error)}\n${peer.stderrTail()}`;
   } finally {
@@ -687,8 +695,8 @@ function verdict(ok) {
 
 function cellError(peer) {
   if (!peer) return "n/a";
-  const first = (peer.error ?? "").split("\n")[0];
-  return `failed: ${first.slice(0, 60)}`;
+  const flat = (peer.error ?? "unknown error").replace(/#+ ?Error\s*/g, "").replace(/\s+/g, " ").trim();
+  return `failed: ${flat.length > 70 ? `${flat.slice(0, 69)}…` : flat} (see below)`;
 }
 
 function printTable(rows) {
@@ -813,6 +821,13 @@ async function main() {
       target: ratioFirst !== undefined ? `${round(ratioFirst, 2)}x playwright` : "",
     },
     {
+      figure: "   the article's own Markdown (extract(), no tool framing)",
+      tabrelay: `${t.extract.perPage["/article"].markdownChars}`,
+      playwright: "",
+      devtools: "",
+      target: pwChars ? `0.5x playwright = ${Math.round(pwChars / 2)}` : "",
+    },
+    {
       figure: "   closing-paragraph marker present",
       tabrelay: t.serve ? `${t.serve.read.wholeArticleHasMarker ? "yes" : "NO"} (first call alone: ${t.serve.read.firstCallHasMarker ? "yes" : "no"})` : "n/a",
       playwright: peerCell(pw, (p) => p.read && (p.read.hasMarker ? "yes" : "NO")),
@@ -840,6 +855,13 @@ async function main() {
       playwright: peerCell(pw, (p) => p.rss && `${fmtMiB(p.rss)} (peak ${p.rss.peakRssMiB})`),
       devtools: peerCell(cd, (p) => p.rss && `${fmtMiB(p.rss)} (peak ${p.rss.peakRssMiB})`),
       target: `<= 90 MiB${verdict(t.serve?.rss?.rssMiB !== undefined ? t.serve.rss.rssMiB <= 90 : undefined)}`,
+    },
+    {
+      figure: "   RSS idle (tabrelay: browser connected; peers: stdio connected, no browser yet)",
+      tabrelay: t.serve ? `${t.serve.rss.series.browserConnected} MiB` : "n/a",
+      playwright: peerCell(pw, (p) => p.rss && `${p.rss.series.connected} MiB`),
+      devtools: peerCell(cd, (p) => p.rss && `${p.rss.series.connected} MiB`),
+      target: "",
     },
     {
       figure: "5. spawn to first successful read (median)",
@@ -870,6 +892,7 @@ async function main() {
     notes: [
       "tabrelay read_url returns at most read.max_chars (24,000) per call; the article figure counts every call needed to reach its end (following the offset the truncation marker names).",
       "playwright-mcp 0.0.83 browser_navigate saves the page snapshot to a file and returns a link; the page text is counted from browser_snapshot (both results counted).",
+      "Round trips: tabrelay list_tabs goes MCP -> broker -> extension (chrome.tabs) -> back; playwright-mcp browser_tabs reads each tab's title from the browser; chrome-devtools-mcp list_pages answers from puppeteer's locally tracked target list, so it is probably not a browser round trip at all.",
       "RSS is the server process only (tabrelay serve / the peers' node process), not the browser.",
       "Peers' cold start: spawn of the stdio server to the first successful navigate+snapshot (their browser starts on the first tool call).",
     ],

@@ -422,3 +422,15 @@ describe("truncationMarker", () => {
     );
   });
 });
+
+describe("hostile structure", () => {
+  it("keeps the text of pathologically deep nesting instead of failing", () => {
+    const depth = 5000;
+    const html = `<html><head><title>Deep</title></head><body>${"<div>".repeat(depth)}<p>the innermost sentence survives</p>${"</div>".repeat(depth)}<p>and so does the sentence after it</p></body></html>`;
+    for (const mode of ["readable", "full"] as const) {
+      const out = extract({ html, url: "https://deep.test/", mode });
+      expect(out.markdown).toContain("the innermost sentence survives");
+      expect(out.markdown).toContain("and so does the sentence after it");
+    }
+  });
+});

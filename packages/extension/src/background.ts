@@ -1,4 +1,5 @@
 import {
+  MAX_FRAME_BYTES,
   PROTOCOL_VERSION,
   type BridgeCall,
   type BridgeEvent,
@@ -229,7 +230,13 @@ async function runCall(ws: WebSocket, call: BridgeCall): Promise<void> {
     const handler = handlers[call.method];
     if (!handler) throw new CommandError("unknown_method", `unknown method ${String(call.method)}`);
     const result = await handler(call.params as never);
-    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "result", id: call.id, ok: true, result }));
+    const frame = JSON.stringify({ type: "result", id: call.id, ok: true, result });
+    // The broker closes a socket that sends an oversized frame; answer with an error instead of losing the link.
+    const bytes = frame.length * 3 > MAX_FRAME_BYTES ? new TextEncoder().encode(frame).length : frame.length;
+    if (bytes > MAX_FRAME_BYTES) {
+      throw new CommandError("frame_too_large", `the answer is ${Math.round(bytes / 1048576)} MiB, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole`);
+    }
+    if (ws.readyState === WebSocket.OPEN) ws.send(frame);
   } catch (error) {
     const wire: WireError =
       error instanceof CommandError

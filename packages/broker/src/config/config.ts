@@ -188,7 +188,7 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     allowedHosts: file.mcp?.allowed_hosts ?? [],
     extensionIds: file.bridge?.extension_ids ?? [BUILTIN_EXTENSION_ID],
     callTimeoutMs: file.bridge?.call_timeout_ms ?? 30_000,
-    readMaxChars: file.read?.max_chars ?? 24_000,
+    readMaxChars: file.read?.max_chars ?? 40_000,
     loadTimeoutMs: file.read?.load_timeout_ms ?? 20_000,
     policy,
     rankingPath,

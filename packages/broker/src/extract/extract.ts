@@ -168,10 +168,15 @@ function codeLanguage(pre: DomElement): string | undefined {
  * data-lang (Readability strips class attributes). JSON-LD scripts are kept on request: Readability reads metadata
  * (title, byline) from them.
  */
+/** Element depth below which structure is flattened to text (see prune). */
+const MAX_DEPTH = 128;
+
 function prune(root: DomElement, keepJsonLd: boolean): void {
   const doomed: DomElement[] = [];
-  const stack: DomElement[] = [root];
-  for (let el = stack.pop(); el !== undefined; el = stack.pop()) {
+  const tooDeep: DomElement[] = [];
+  const stack: [DomElement, number][] = [[root, 0]];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    const [el, depth] = item;
     for (let child = el.firstElementChild; child !== null; child = child.nextElementSibling) {
       if (DROP_TAGS.has(child.tagName) ? !(keepJsonLd && isJsonLd(child)) : isHidden(child)) {
         doomed.push(child);
@@ -181,10 +186,14 @@ function prune(root: DomElement, keepJsonLd: boolean): void {
         const lang = codeLanguage(child);
         if (lang !== undefined) child.setAttribute("data-lang", lang);
       }
-      stack.push(child);
+      if (depth + 1 >= MAX_DEPTH) tooDeep.push(child);
+      else stack.push([child, depth + 1]);
     }
   }
   for (const el of doomed) el.remove();
+  // Real pages nest a few dozen levels. Hostile ones nest thousands, which makes Readability quadratic and
+  // overflows recursive converters: below MAX_DEPTH, keep the text and drop the structure.
+  for (const el of tooDeep) el.replaceWith(el.textContent ?? "");
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

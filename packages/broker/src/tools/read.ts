@@ -24,9 +24,14 @@ async function extractTab(ctx: ToolContext, conn: BrowserConnection, tab: TabInf
   return extract({ html: content.html, url: content.url, title: content.title, mode });
 }
 
+function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").replace(/\s+/g, " ").trim().slice(0, 300);
+}
+
 function render(response: ToolResponse, doc: Extracted, tabLine: string, offset: number, maxChars: number, how: (next: number) => string): void {
   const page = paginate(doc.markdown, offset, maxChars);
-  response.line(`# ${doc.title}`);
+  // The title is page text outside the fence: one line, no control characters, so it cannot forge headers.
+  response.line(`# ${oneLine(doc.title)}`);
   response.line(`URL: ${doc.url}`);
   response.line(tabLine);
   response.line(`Mode: ${doc.mode}${doc.fellBack ? " (readable found no article; showing the full page)" : ""}`);

@@ -76,5 +76,5 @@ export const fields = {
     .min(500)
     .max(200_000)
     .optional()
-    .describe("Most characters of page text to return in this call (default from config, 24000)."),
+    .describe("Most characters of page text to return in this call (default from config, 40000: about 10k tokens)."),
 } as const;
