@@ -380,7 +380,8 @@ async function connectHttp(lib, baseUrl, token) {
 // 2 + 4 (+ 1 in its own process): `tabrelay serve` as a child process, Chromium with the extension, the workload.
 
 function spawnTabrelay(args, env, dataDir) {
-  const child = spawn(process.execPath, [CLI, ...args, "--port", "0", "--data-dir", dataDir], {
+  // Run the bin as a user's `npx tabrelay` does: through its shebang, with the flags it sets there.
+  const child = spawn(CLI, [...args, "--port", "0", "--data-dir", dataDir], {
     cwd: ROOT,
     env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)),
     stdio: ["ignore", "pipe", "pipe"],
@@ -890,7 +891,7 @@ async function main() {
     n: N,
     article: { url: "/article", words: "~4,900 in the body", htmlChars: site.files.has("/article") ? readFileSync(site.files.get("/article")).length : undefined },
     notes: [
-      "tabrelay read_url returns at most read.max_chars (24,000) per call; the article figure counts every call needed to reach its end (following the offset the truncation marker names).",
+      "tabrelay read_url returns at most read.max_chars (40,000 by default) per call; the article figure counts every call needed to reach its end (following the offset the truncation marker names).",
       "playwright-mcp 0.0.83 browser_navigate saves the page snapshot to a file and returns a link; the page text is counted from browser_snapshot (both results counted).",
       "Round trips: tabrelay list_tabs goes MCP -> broker -> extension (chrome.tabs) -> back; playwright-mcp browser_tabs reads each tab's title from the browser; chrome-devtools-mcp list_pages answers from puppeteer's locally tracked target list, so it is probably not a browser round trip at all.",
       "RSS is the server process only (tabrelay serve / the peers' node process), not the browser.",

@@ -1,7 +1,7 @@
 import type { TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import type { BrowserConnection } from "../bridge/registry.js";
-import { extract, type ExtractMode, type Extracted } from "../extract/extract.js";
+import type { ExtractMode, Extracted } from "../extract/extract.js";
 import { paginate, truncationMarker } from "../extract/paginate.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { BLANK, checkBeforeNavigation, checkLanding, pickBrowser } from "./landing.js";
@@ -21,6 +21,8 @@ async function extractTab(ctx: ToolContext, conn: BrowserConnection, tab: TabInf
   const content = unwrap(await conn.call("page.content", { tabId: tab.tabId }));
   // The document may have moved on since the tab was checked (a script navigated); judge what was read.
   if (content.url !== tab.url) await checkLanding(ctx, conn, { ...tab, url: content.url }, { requestedUrl, closeOnDeny: false });
+  // Loaded on first read: the DOM and Markdown libraries are most of an idle broker's memory.
+  const { extract } = await import("../extract/extract.js");
   return extract({ html: content.html, url: content.url, title: content.title, mode });
 }
 
