@@ -156,9 +156,9 @@ describe("tabs", () => {
     const tabId = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
     expect((await call(client, "read_page", { tab: tabId, mode: "full" })).text).toContain("Alpha page.");
     expect((await call(client, "navigate", { tab: tabId, url: `${site.origin}/page-b` })).text).toContain(`URL: ${site.origin}/page-b`);
-    expect((await call(client, "go_back", { tab: tabId })).text).toContain(`URL: ${site.origin}/page-a`);
-    expect((await call(client, "go_forward", { tab: tabId })).text).toContain(`URL: ${site.origin}/page-b`);
-    expect((await call(client, "reload", { tab: tabId })).text).toContain("Reloaded tab");
+    expect((await call(client, "history", { tab: tabId, action: "back" })).text).toContain(`URL: ${site.origin}/page-a`);
+    expect((await call(client, "history", { tab: tabId, action: "forward" })).text).toContain(`URL: ${site.origin}/page-b`);
+    expect((await call(client, "history", { tab: tabId, action: "reload" })).text).toContain("Reloaded tab");
     const denied = await call(client, "navigate", { tab: tabId, url: `${offsite.origin}/secret` });
     expect(denied.text).toMatch(/^policy_denied:/);
     expect((await call(client, "close_tab", { tab: tabId })).text).toContain("Closed tab");

@@ -112,7 +112,16 @@ export async function launchBrowser(bridgePort: number): Promise<TestBrowser> {
     profileDir,
     async close() {
       await browser.kill();
-      rmSync(profileDir, { recursive: true, force: true });
+      // Chromium's helper processes can still be flushing the profile for a moment after the browser exits.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          rmSync(profileDir, { recursive: true, force: true });
+          break;
+        } catch (error) {
+          if (attempt >= 20) throw error;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
     },
   };
 }

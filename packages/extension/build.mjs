@@ -9,7 +9,12 @@ const out = join(root, "dist");
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 await build({
-  entryPoints: { background: join(root, "src/background.ts"), popup: join(root, "src/popup.ts") },
+  entryPoints: {
+    background: join(root, "src/background.ts"),
+    popup: join(root, "src/popup.ts"),
+    // The in-page script, one source shared with the CDP driver, injected on demand into an isolated world.
+    inpage: join(root, "../inpage/src/index.ts"),
+  },
   outdir: out,
   bundle: true,
   format: "iife",

@@ -7,3 +7,4 @@ export { findChromium, builtExtensionDir, prepareExtension, launchChromium, chro
 export { parseRankingCsv } from "./policy/topSites.js";
 export { createLogger, silentLogger, type Logger } from "./util/log.js";
 export { VERSION } from "./version.js";
+export { AuditLog, formatAuditLine, type AuditRecord, type AuditDecision, type StoredAuditRecord } from "./audit/auditLog.js";

@@ -4,9 +4,11 @@ import { BridgeServer } from "./bridge/bridgeServer.js";
 import { BrowserRegistry } from "./bridge/registry.js";
 import { isLoopback, type BrokerConfig } from "./config/config.js";
 import { HttpSessions } from "./mcp/adapter.js";
+import { AuditLog } from "./audit/auditLog.js";
 import { DocCache } from "./tools/docCache.js";
 import { tools } from "./tools/index.js";
 import { Denials, enforceOnCommit } from "./tools/landing.js";
+import { SnapshotCache } from "./tools/snapshot.js";
 import type { ToolContext } from "./tools/tool.js";
 import { safeEqual } from "./util/secrets.js";
 import { createLogger, type Logger } from "./util/log.js";
@@ -24,6 +26,7 @@ export class Broker {
   readonly config: BrokerConfig;
   readonly registry = new BrowserRegistry();
   readonly context: ToolContext;
+  readonly audit: AuditLog;
   readonly #log: Logger;
   readonly #http: Server;
   readonly #bridge: BridgeServer;
@@ -34,7 +37,16 @@ export class Broker {
   constructor(options: BrokerOptions) {
     this.config = options.config;
     this.#log = options.log ?? createLogger();
-    this.context = { registry: this.registry, config: this.config, docs: new DocCache(), denials: new Denials(), log: this.#log };
+    this.audit = AuditLog.open(this.config.dataDir, [this.config.mcpToken, this.config.pairingToken]);
+    this.context = {
+      registry: this.registry,
+      config: this.config,
+      docs: new DocCache(),
+      denials: new Denials(),
+      snapshots: new SnapshotCache(),
+      audit: this.audit,
+      log: this.#log,
+    };
     enforceOnCommit(this.context);
     this.#allowedOrigins = new Set(this.config.allowedOrigins);
     this.#sessions = new HttpSessions(this.context, tools);
@@ -82,6 +94,7 @@ export class Broker {
     await this.#sessions.closeAll();
     this.#http.closeAllConnections();
     await new Promise<void>((resolve) => this.#http.close(() => resolve()));
+    this.audit.close();
   }
 
   async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {

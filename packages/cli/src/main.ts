@@ -21,6 +21,7 @@ import {
   tools,
   type BrokerConfig,
 } from "@tabrelay/broker";
+import { AUDIT_HELP, cmdAudit } from "./audit.js";
 
 /** Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 bad configuration, 4 environment (port taken, no browser). */
 const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, environment: 4 } as const;
@@ -56,6 +57,8 @@ Commands:
   pair                    how to pair a Chrome you run yourself
   policy update-sites --url URL
                           replace the top-sites ranking from a Tranco-style CSV
+  audit [--tail] [--limit N] [--json]
+                          print the audit log: every tool call, allowed or refused
 
 Run \`tabrelay <command> --help\` for a command's options.`,
   serve: `Usage: tabrelay serve [--host 127.0.0.1] [--port 9333] [--config FILE] [--data-dir DIR]
@@ -77,6 +80,7 @@ Runs the broker and a local Chromium carrying the extension, already paired. Ctr
   pair: `Usage: tabrelay pair [--host H] [--port P] [--data-dir DIR]
 
 Prints how to load the extension into a Chrome you run yourself and the code to pair it.`,
+  audit: AUDIT_HELP,
   policy: `Usage: tabrelay policy update-sites --url URL [--data-dir DIR]
 
 Downloads a Tranco-style CSV ("rank,domain" per line) and makes it the top-sites ranking used by the read
@@ -347,6 +351,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return cmdPair(rest);
     case "policy":
       return cmdPolicy(rest);
+    case "audit":
+      return cmdAudit(rest);
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}; run \`tabrelay --help\``);
   }

@@ -6,7 +6,9 @@ import {
   type BridgeMethod,
   type BridgeMethods,
   type BrokerToBrowser,
+  type ElementFacts,
   type ErrorCode,
+  type SnapshotNode,
   type TabInfo,
   type WireError,
 } from "@tabrelay/protocol";
@@ -367,6 +369,55 @@ async function fresh(tabId: number): Promise<TabInfo> {
   return toTabInfo(await chrome.tabs.get(tabId));
 }
 
+// ---- in-page script ----------------------------------------------------------------------------
+
+type InpageResult<T> = { ok: true; value: T } | { ok: false; error: WireError };
+
+/** Refs from subframes carry their frame: "e3" is in the top frame, "f12e3" in frame 12. */
+function splitRef(ref: string): { frameId: number; local: string } {
+  const match = /^f(\d+)(e\d+)$/.exec(ref);
+  return match ? { frameId: Number(match[1]), local: match[2]! } : { frameId: 0, local: ref };
+}
+
+function scriptingError(error: unknown): CommandError {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/cannot be scripted|Cannot access|chrome:\/\/|extensions gallery|Missing host permission/i.test(message)) {
+    return new CommandError("restricted_page", `the browser does not let extensions read or act on this page (${message})`);
+  }
+  if (/No frame with id|Frame with ID .* was removed|document.*unloaded/i.test(message)) {
+    return new CommandError("stale_ref", "the frame navigated or went away since the snapshot; call snapshot again");
+  }
+  return new CommandError("internal", message);
+}
+
+/** Installs the in-page script (idempotent) into the given frames' isolated world. */
+async function injectInpage(tabId: number, frameIds?: number[]): Promise<void> {
+  const target = frameIds ? { tabId, frameIds } : { tabId, allFrames: true };
+  await chrome.scripting.executeScript({ target, files: ["inpage.js"] }).catch((error: unknown) => {
+    throw scriptingError(error);
+  });
+}
+
+async function runInFrame<T>(tabId: number, frameId: number, method: "inspect" | "act" | "wait", params: unknown): Promise<T> {
+  let results: chrome.scripting.InjectionResult<unknown>[];
+  try {
+    results = await chrome.scripting.executeScript({
+      target: { tabId, frameIds: [frameId] },
+      func: (name: string, args: unknown) => {
+        const api = (globalThis as unknown as { __tabrelayInpage?: Record<string, (a: unknown) => unknown> }).__tabrelayInpage;
+        return api ? api[name]!(args) : { ok: false, error: { code: "stale_ref", message: "the page navigated or reloaded since the snapshot; call snapshot again" } };
+      },
+      args: [method, params],
+    });
+  } catch (error) {
+    throw scriptingError(error);
+  }
+  const outcome = results[0]?.result as InpageResult<T> | undefined;
+  if (!outcome) throw new CommandError("internal", "the page returned nothing");
+  if (!outcome.ok) throw new CommandError(outcome.error.code, outcome.error.message);
+  return outcome.value;
+}
+
 const handlers: Handlers = {
   "browser.ping": async () => ({ now: Date.now() }),
 
@@ -454,6 +505,72 @@ const handlers: Handlers = {
       return { tab: await fresh(tabId) };
     } finally {
       nav.dispose();
+    }
+  },
+
+  "page.snapshot": async ({ tabId, revision, interactiveOnly, viewportOnly }) => {
+    await agentTab(tabId);
+    await injectInpage(tabId);
+    let results: chrome.scripting.InjectionResult<unknown>[];
+    try {
+      results = await chrome.scripting.executeScript({
+        target: { tabId, allFrames: true },
+        func: (args: unknown) => {
+          const api = (globalThis as unknown as { __tabrelayInpage?: { snapshot(a: unknown): unknown } }).__tabrelayInpage;
+          return api?.snapshot(args);
+        },
+        args: [{ revision, interactiveOnly, viewportOnly }],
+      });
+    } catch (error) {
+      throw scriptingError(error);
+    }
+    const tree = (await chrome.webNavigation.getAllFrames({ tabId })) ?? [];
+    const frames = results.flatMap((r) => {
+      const outcome = r.result as InpageResult<{ url: string; title: string; nodes: SnapshotNode[] }> | undefined;
+      if (!outcome?.ok) return [];
+      const info = tree.find((f) => f.frameId === r.frameId);
+      const nodes = r.frameId === 0 ? outcome.value.nodes : outcome.value.nodes.map((n) => (n.ref ? { ...n, ref: `f${r.frameId}${n.ref}` } : n));
+      return [{ frameId: r.frameId, parentFrameId: info?.parentFrameId ?? -1, url: outcome.value.url, title: outcome.value.title, nodes }];
+    });
+    return { frames };
+  },
+
+  "page.inspect": async ({ tabId, ref, revision }) => {
+    await agentTab(tabId);
+    const { frameId, local } = splitRef(ref);
+    const facts = await runInFrame<ElementFacts>(tabId, frameId, "inspect", { ref: local, revision });
+    return { ...facts, ref };
+  },
+
+  "page.act": async ({ tabId, ref, revision, action, value }) => {
+    await agentTab(tabId);
+    const { frameId, local } = splitRef(ref);
+    const outcome = await runInFrame<{ facts: ElementFacts; effects: string[] }>(tabId, frameId, "act", { ref: local, revision, action, value });
+    return { facts: { ...outcome.facts, ref }, effects: outcome.effects };
+  },
+
+  "page.wait": async ({ tabId, text, textGone, selector, urlIncludes, timeoutMs }) => {
+    await agentTab(tabId);
+    const started = Date.now();
+    if (urlIncludes !== undefined) {
+      for (;;) {
+        const tab = await chrome.tabs.get(tabId);
+        if ((tab.url ?? "").includes(urlIncludes)) return { matched: `URL is ${tab.url}`, elapsedMs: Date.now() - started };
+        if (Date.now() - started > timeoutMs) throw new CommandError("wait_timeout", `the URL did not come to include ${JSON.stringify(urlIncludes)} within ${timeoutMs} ms (it is ${tab.url})`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    // A navigation during the wait destroys the page's script; start again in the new document.
+    for (;;) {
+      const left = timeoutMs - (Date.now() - started);
+      await injectInpage(tabId, [0]);
+      try {
+        const outcome = await runInFrame<{ matched: string }>(tabId, 0, "wait", { text, textGone, selector, timeoutMs: Math.max(0, left) });
+        return { matched: outcome.matched, elapsedMs: Date.now() - started };
+      } catch (error) {
+        if (!(error instanceof CommandError) || error.code !== "stale_ref" || Date.now() - started > timeoutMs) throw error;
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
   },
 

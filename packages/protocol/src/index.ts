@@ -20,6 +20,11 @@ export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
 
 /** Stable error codes. Tools surface these verbatim; docs/errors.md explains each. */
 export type ErrorCode =
+  | "stale_ref"
+  | "write_denied"
+  | "element_not_found"
+  | "not_actionable"
+  | "wait_timeout"
   | "not_connected"
   | "browser_disconnected"
   | "unknown_browser"
@@ -61,6 +66,82 @@ export interface PageContent {
 
 export type WaitUntil = "load" | "commit";
 
+/** Why an element cannot be acted on as the user would see it. */
+export type HiddenReason = "display" | "visibility" | "opacity" | "size" | "offscreen" | "clipped" | "inert" | "aria-hidden" | "detached";
+
+/**
+ * What the page says about one element, gathered at action time. The broker's write policy decides on
+ * these facts; the in-page script never decides.
+ */
+export interface ElementFacts {
+  ref: string;
+  role: string;
+  /** Accessible name: aria-labelledby, aria-label, <label>, placeholder/title, then content. Normalised. */
+  name: string;
+  /** What a person sees as the control's label: its rendered text, or a field's visible label / placeholder. */
+  visibleText: string;
+  tag: string;
+  inputType?: string;
+  disabled: boolean;
+  editable: boolean;
+  /** Present when the element is not visible to a person. */
+  hidden?: HiddenReason;
+  /** Present when another element is on top at the click point. */
+  coveredBy?: string;
+  /** Attribute values a decoy could hide instructions in (title, aria-*, alt, placeholder, data-*, name, id). */
+  attributeText: string;
+  /** URL of the frame the element lives in. */
+  frameUrl: string;
+}
+
+export type ActionKind = "click" | "fill" | "select" | "check" | "press" | "hover" | "scroll";
+
+export interface ActParams {
+  tabId: number;
+  ref: string;
+  revision: string;
+  action: ActionKind;
+  /** fill: text; select: option label or value; press: key combo like "Enter" or "Control+A"; check: "true"/"false". */
+  value?: string;
+}
+
+export interface SnapshotParams {
+  tabId: number;
+  /** Set by the broker: the revision every ref minted now belongs to. */
+  revision: string;
+  interactiveOnly: boolean;
+  viewportOnly: boolean;
+}
+
+export interface SnapshotNode {
+  ref?: string;
+  role: string;
+  name: string;
+  depth: number;
+  value?: string;
+  states?: string[];
+  level?: number;
+  offscreen?: boolean;
+  hidden?: boolean;
+}
+
+export interface FrameSnapshot {
+  frameId: number;
+  parentFrameId: number;
+  url: string;
+  title: string;
+  nodes: SnapshotNode[];
+}
+
+export interface WaitParams {
+  tabId: number;
+  text?: string;
+  textGone?: string;
+  selector?: string;
+  urlIncludes?: string;
+  timeoutMs: number;
+}
+
 /** Commands the broker may send. Map of method -> params / result. */
 export interface BridgeMethods {
   "browser.ping": { params: Record<string, never>; result: { now: number } };
@@ -81,6 +162,11 @@ export interface BridgeMethods {
   };
   "tabs.get": { params: { tabId: number }; result: { tab: TabInfo } };
   "page.content": { params: { tabId: number }; result: PageContent };
+  "page.snapshot": { params: SnapshotParams; result: { frames: FrameSnapshot[] } };
+  /** Resolves a ref minted at `revision` and reports its facts; fails with stale_ref if it no longer holds. */
+  "page.inspect": { params: { tabId: number; ref: string; revision: string }; result: ElementFacts };
+  "page.act": { params: ActParams; result: { facts: ElementFacts; effects: string[] } };
+  "page.wait": { params: WaitParams; result: { matched: string; elapsedMs: number } };
 }
 
 export type BridgeMethod = keyof BridgeMethods;

@@ -6,6 +6,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { compileReadPolicy, type CompiledReadPolicy } from "../policy/readPolicy.js";
 import { loadRanking, shippedRankingPath } from "../policy/topSites.js";
+import { compileWritePolicy, type CompiledWritePolicy } from "../policy/writePolicy.js";
 
 /** The extension's ID, fixed by the `key` in its manifest; the bridge accepts only these origins. */
 export const BUILTIN_EXTENSION_ID = "bkcjhkpmfjmfjkljdlooigoilajjfhpb";
@@ -54,9 +55,17 @@ const fileSchema = z
           })
           .strict()
           .optional(),
+        write: z
+          .object({
+            click: z.record(z.string(), z.object({ label: regex }).strict()).optional(),
+            type: z.record(z.string(), z.object({ label: regex }).strict()).optional(),
+          })
+          .strict()
+          .optional(),
       })
       .strict()
       .optional(),
+    audit: z.object({ enabled: z.boolean().optional() }).strict().optional(),
   })
   .strict();
 
@@ -77,6 +86,7 @@ export interface BrokerConfig {
   readMaxChars: number;
   loadTimeoutMs: number;
   policy: CompiledReadPolicy;
+  writePolicy: CompiledWritePolicy;
   rankingPath: string;
 }
 
@@ -175,6 +185,18 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
   } catch (error) {
     throw new ConfigError(`${configPath}: policy: ${error instanceof Error ? error.message : String(error)}`);
   }
+  let writePolicy: CompiledWritePolicy;
+  try {
+    writePolicy = compileWritePolicy({
+      deny: (file.policy?.deny ?? []).map((d) => ({ host: d.host, path: d.path })),
+      write: {
+        ...(file.policy?.write?.click ? { click: file.policy.write.click } : {}),
+        ...(file.policy?.write?.type ? { type: file.policy.write.type } : {}),
+      },
+    });
+  } catch (error) {
+    throw new ConfigError(`${configPath}: policy.write: ${error instanceof Error ? error.message : String(error)}`);
+  }
   const mcpToken = loadOrCreateToken(dataDir, "mcp-token", env["TABRELAY_MCP_TOKEN"]);
   const pairingToken = loadOrCreateToken(dataDir, "pairing-token", env["TABRELAY_PAIRING_TOKEN"]);
   return {
@@ -191,6 +213,7 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     readMaxChars: file.read?.max_chars ?? 40_000,
     loadTimeoutMs: file.read?.load_timeout_ms ?? 20_000,
     policy,
+    writePolicy,
     rankingPath,
   };
 }

@@ -4,10 +4,9 @@ export const listBrowsers = defineTool({
   name: "list_browsers",
   title: "List connected browsers",
   description: [
-    "Lists the browsers connected to tabrelay: id, label, since when, and which one serves calls that do not name a browser (the most recently connected).",
-    "Pass an id or label as `browser` to other tools to choose one.",
-    `Browser labels come from the browsers themselves. ${UNTRUSTED_NOTE}`,
-    "Errors: none; an empty list means no browser is connected: ask the user to run `tabrelay launch` or to pair their Chrome (`tabrelay pair`).",
+    "Lists connected browsers (id, label, since) and which serves calls that name none (the newest).",
+    UNTRUSTED_NOTE,
+    "An empty list: ask the user to run `tabrelay launch` or pair their Chrome.",
   ].join(" "),
   input: {},
   kind: "read",

@@ -1,6 +1,8 @@
+import { click, fill, hover, pressKey, scroll, selectOption, setChecked, waitFor } from "./act.js";
 import { listBrowsers } from "./browsers.js";
 import { readPage, readUrl } from "./read.js";
-import { activateTab, closeTab, goBack, goForward, listTabs, navigate, openTab, reload } from "./tabs.js";
+import { activateTab, closeTab, history, listTabs, navigate, openTab } from "./tabs.js";
+import { snapshot } from "./snapshot.js";
 import type { Tool } from "./tool.js";
 
 /** Every tool the broker offers, in the order tools/list shows them. */
@@ -11,9 +13,16 @@ export const tools: readonly Tool[] = [
   listTabs,
   openTab,
   navigate,
-  goBack,
-  goForward,
-  reload,
+  history,
   activateTab,
   closeTab,
+  snapshot,
+  click,
+  fill,
+  selectOption,
+  setChecked,
+  pressKey,
+  hover,
+  scroll,
+  waitFor,
 ];

@@ -8,13 +8,8 @@ import { BLANK, checkBeforeNavigation, checkLanding, pickBrowser } from "./landi
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js";
 
-const READ_ERRORS = [
-  "policy_denied: the URL, or where the page sent the tab, is outside the read policy; do not retry, tell the user which host to allow.",
-  "restricted_page: the browser does not let extensions read this page (chrome://, the Web Store).",
-  "navigation_failed: the page did not load; check the URL.",
-  "not_connected / browser_disconnected: no browser, or it went away mid-call; ask the user, then retry.",
-  "timeout: the browser did not answer in time; retry once.",
-].join(" ");
+const READ_ERRORS =
+  "policy_denied (outside the user's read policy, also after redirects: do not retry, tell the user), restricted_page, navigation_failed, not_connected, browser_disconnected, timeout.";
 
 /** Reads the tab's document, checks the URL the content came from, extracts Markdown. */
 async function extractTab(ctx: ToolContext, conn: BrowserConnection, tab: TabInfo, mode: ExtractMode, requestedUrl?: string): Promise<Extracted> {
@@ -46,16 +41,15 @@ export const readUrl = defineTool({
   name: "read_url",
   title: "Read a URL",
   description: [
-    "Opens a URL in a background agent tab of the user's browser (their cookies and logins apply), waits for it to load, and returns the page as Markdown: title, final URL, then the text with absolute links.",
-    'mode "readable" (default) keeps the main article; "full" converts the whole page. Long pages are cut at max_chars with a marker: call again with the offset it names to read on (served from a short cache, no reload).',
-    "The tab is closed afterwards unless close_after is false (then its id is returned for read_page and other tab tools). Only URLs the read policy allows can be read, also after redirects.",
+    "Loads a URL in a background tab of the user's browser (their logins apply) and returns it as Markdown with title, final URL and absolute links.",
+    "Long pages are cut at max_chars; call again with the offset the marker names (cached, no reload).",
     UNTRUSTED_NOTE,
     `Errors: ${READ_ERRORS}`,
   ].join(" "),
   input: {
     url: fields.url,
     mode: fields.mode,
-    close_after: z.boolean().optional().describe("Close the tab after reading (default true). false keeps it open and returns its id."),
+    close_after: z.boolean().optional().describe("Close the tab afterwards (default true); false returns its id."),
     offset: fields.offset,
     max_chars: fields.maxChars,
     browser: fields.browser,
@@ -103,10 +97,9 @@ export const readPage = defineTool({
   name: "read_page",
   title: "Read an open tab",
   description: [
-    "Returns the current content of one of the agent's tabs as Markdown (title, URL, text with absolute links), as rendered now, including changes scripts made after load.",
-    'mode "readable" (default) keeps the main article; "full" converts the whole page. Long pages are cut at max_chars with a marker: call again with the offset it names.',
+    "Returns an agent tab's current content as Markdown (title, URL, absolute links), as rendered now. Long pages: call again with the offset the marker names.",
     UNTRUSTED_NOTE,
-    `Errors: ${READ_ERRORS} no_such_tab / not_agent_tab: call list_tabs.`,
+    `Errors: ${READ_ERRORS} no_such_tab.`,
   ].join(" "),
   input: { tab: fields.tab, mode: fields.mode, offset: fields.offset, max_chars: fields.maxChars, browser: fields.browser },
   kind: "read",

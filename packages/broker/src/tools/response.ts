@@ -12,12 +12,36 @@ export interface RenderedResult {
  * Handlers fill this; they never build an MCP result by hand. It renders fixed sections, fences page
  * content with a per-response nonce (so a page cannot fake the end of its own content), and redacts secrets.
  */
+/** What the audit record of this call should say beyond tool, decision and duration. */
+export interface AuditFacts {
+  tab?: number;
+  url?: string;
+  target?: string;
+  rule?: string;
+}
+
 export class ToolResponse {
   readonly #lines: string[] = [];
   readonly #secrets: string[];
+  readonly auditFacts: AuditFacts = {};
+  #dispatched = false;
 
   constructor(secrets: string[]) {
     this.#secrets = secrets.filter((s) => s.length >= 8);
+  }
+
+  audit(facts: AuditFacts): this {
+    Object.assign(this.auditFacts, facts);
+    return this;
+  }
+
+  /** The action was sent to the browser: a lost answer now means the outcome is unknown. */
+  markDispatched(): void {
+    this.#dispatched = true;
+  }
+
+  get dispatched(): boolean {
+    return this.#dispatched;
   }
 
   line(text: string): this {

@@ -17,17 +17,15 @@ function reportTab(response: ToolResponse, verb: string, tab: TabInfo): void {
   if (tab.status !== "complete") response.line(`Status: ${tab.status} (the page had not finished loading; read_page reads what is there)`);
 }
 
-const POLICY_ERRORS =
-  "policy_denied: the URL (or where it redirected) is outside the read policy; do not retry, tell the user which host to allow in config.yaml.";
-const COMMON_ERRORS =
-  "not_connected: no browser; ask the user to start one. browser_disconnected: the browser went away mid-call; retry once it is back (list_browsers). no_such_tab / not_agent_tab: call list_tabs. timeout: the browser did not answer in time; retry.";
+const POLICY_ERRORS = "policy_denied (outside the user's read policy: do not retry, tell the user).";
+const COMMON_ERRORS = "not_connected, browser_disconnected, no_such_tab (list_tabs), timeout.";
 
 export const listTabs = defineTool({
   name: "list_tabs",
   title: "List the agent's tabs",
   description: [
-    "Lists the tabs the agent may use in a browser: tabs it opened (and tabs its pages opened) plus tabs the user explicitly shared. The user's other tabs are never listed.",
-    `Returns tab id, title, URL and state. ${UNTRUSTED_NOTE}`,
+    "Lists the agent's tabs (opened by it or its pages, or shared by the user) with id, title, URL and state. The user's other tabs are never listed.",
+    UNTRUSTED_NOTE,
     `Errors: ${COMMON_ERRORS}`,
   ].join(" "),
   input: { browser: fields.browser },
@@ -48,13 +46,13 @@ export const openTab = defineTool({
   name: "open_tab",
   title: "Open a tab",
   description: [
-    "Opens a URL in a new agent tab (in the background unless active is true) and waits for it to load. The URL and the page it finally lands on must be allowed by the read policy.",
-    `Returns the tab id, final URL and title; read it with read_page. ${UNTRUSTED_NOTE}`,
-    `Errors: ${POLICY_ERRORS} navigation_failed: the page did not load (DNS, refused); check the URL. ${COMMON_ERRORS}`,
+    "Opens a URL in a new background agent tab and waits for the load; returns tab id, final URL and title.",
+    UNTRUSTED_NOTE,
+    `Errors: ${POLICY_ERRORS} navigation_failed, ${COMMON_ERRORS}`,
   ].join(" "),
   input: {
     url: fields.url,
-    active: z.boolean().optional().describe("Bring the tab to the front (default false: open in the background)."),
+    active: z.boolean().optional().describe("Bring it to the front (default false)."),
     browser: fields.browser,
   },
   kind: "read",
@@ -70,9 +68,9 @@ export const navigate = defineTool({
   name: "navigate",
   title: "Navigate a tab",
   description: [
-    "Loads a URL in one of the agent's tabs and waits for the page to load. The URL and wherever it lands must be allowed by the read policy; an off-policy landing resets the tab to about:blank.",
-    `Returns the final URL and title. ${UNTRUSTED_NOTE}`,
-    `Errors: ${POLICY_ERRORS} navigation_failed: the page did not load. ${COMMON_ERRORS}`,
+    "Loads a URL in an agent tab and waits for the load; returns the final URL and title.",
+    UNTRUSTED_NOTE,
+    `Errors: ${POLICY_ERRORS} navigation_failed, ${COMMON_ERRORS}`,
   ].join(" "),
   input: { tab: fields.tab, url: fields.url, browser: fields.browser },
   kind: "read",
@@ -85,34 +83,28 @@ export const navigate = defineTool({
   },
 });
 
-function historyTool(action: "back" | "forward" | "reload", name: string, title: string, what: string) {
-  return defineTool({
-    name,
-    title,
-    description: [
-      `${what} in one of the agent's tabs and waits for the page to load. Where it lands must be allowed by the read policy.`,
-      `Returns the final URL and title. ${UNTRUSTED_NOTE}`,
-      `Errors: navigation_failed: there is no page ${action === "reload" ? "to reload" : `to go ${action} to`}. ${POLICY_ERRORS} ${COMMON_ERRORS}`,
-    ].join(" "),
-    input: { tab: fields.tab, browser: fields.browser },
-    kind: "read",
-    async handler(ctx, { tab: tabId, browser }, response) {
-      const conn = pickBrowser(ctx, browser);
-      ctx.denials.forget(conn.info.browserId, tabId);
-      const { tab } = unwrap(await conn.call("tabs.history", { tabId, action, timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
-      reportTab(response, action === "reload" ? "Reloaded" : `Went ${action} in`, await checkLanding(ctx, conn, tab, {}));
-    },
-  });
-}
-
-export const goBack = historyTool("back", "go_back", "Go back", "Goes back one page in history");
-export const goForward = historyTool("forward", "go_forward", "Go forward", "Goes forward one page in history");
-export const reload = historyTool("reload", "reload", "Reload", "Reloads the page");
+export const history = defineTool({
+  name: "history",
+  title: "Back, forward, reload",
+  description: [
+    "Goes back or forward in an agent tab's history, or reloads it, and waits for the load; returns the final URL and title.",
+    UNTRUSTED_NOTE,
+    `Errors: navigation_failed (no such page), ${POLICY_ERRORS} ${COMMON_ERRORS}`,
+  ].join(" "),
+  input: { tab: fields.tab, action: z.enum(["back", "forward", "reload"]).describe("What to do."), browser: fields.browser },
+  kind: "read",
+  async handler(ctx, { tab: tabId, action, browser }, response) {
+    const conn = pickBrowser(ctx, browser);
+    ctx.denials.forget(conn.info.browserId, tabId);
+    const { tab } = unwrap(await conn.call("tabs.history", { tabId, action, timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
+    reportTab(response, action === "reload" ? "Reloaded" : `Went ${action} in`, await checkLanding(ctx, conn, tab, {}));
+  },
+});
 
 export const closeTab = defineTool({
   name: "close_tab",
   title: "Close a tab",
-  description: `Closes one of the agent's tabs. Tabs the user shared can be closed too; the user's other tabs cannot. ${UNTRUSTED_NOTE} Errors: ${COMMON_ERRORS}`,
+  description: `Closes an agent tab. ${UNTRUSTED_NOTE} Errors: ${COMMON_ERRORS}`,
   input: { tab: fields.tab, browser: fields.browser },
   kind: "read",
   async handler(ctx, { tab, browser }, response) {
@@ -126,7 +118,7 @@ export const closeTab = defineTool({
 export const activateTab = defineTool({
   name: "activate_tab",
   title: "Bring a tab to the front",
-  description: `Makes one of the agent's tabs the active tab of its window and focuses the window. ${UNTRUSTED_NOTE} Errors: ${COMMON_ERRORS}`,
+  description: `Brings an agent tab to the front. ${UNTRUSTED_NOTE} Errors: ${COMMON_ERRORS}`,
   input: { tab: fields.tab, browser: fields.browser },
   kind: "read",
   async handler(ctx, { tab: tabId, browser }, response) {

@@ -1,0 +1,254 @@
+// The audit log: one durable record per tool call that reads or acts, in <dataDir>/audit.db (SQLite, WAL).
+// Secrets are redacted and fields capped before anything is written; CR/LF are escaped on output.
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+
+export type AuditDecision = "allowed" | "refused" | "failed" | "outcome_unknown";
+
+export interface AuditRecord {
+  /** Epoch milliseconds. */
+  time: number;
+  /** The browser's label (or id). */
+  browser?: string;
+  tab?: number;
+  origin?: string;
+  tool: string;
+  /** What the call aimed at: role + accessible name, e.g. `button "Sign in"`. */
+  target?: string;
+  decision: AuditDecision;
+  /** The policy rule that decided. */
+  rule?: string;
+  /** The error code, when there is one. */
+  code?: string;
+  durationMs: number;
+}
+
+export interface StoredAuditRecord extends AuditRecord {
+  id: number;
+}
+
+export const AUDIT_DB_FILE = "audit.db";
+/** The longest a text field is stored (in UTF-16 code units, the marker included). */
+export const AUDIT_FIELD_MAX = 500;
+
+const REDACTED = "[redacted]";
+const TRUNCATED = "…";
+const DECISIONS: readonly string[] = ["allowed", "refused", "failed", "outcome_unknown"] satisfies AuditDecision[];
+
+/** Migrations, in order: MIGRATIONS[n] takes the schema from version n to n + 1. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE audit (
+     id          INTEGER PRIMARY KEY AUTOINCREMENT,
+     time        INTEGER NOT NULL,
+     browser     TEXT,
+     tab         INTEGER,
+     origin      TEXT,
+     tool        TEXT NOT NULL,
+     target      TEXT,
+     decision    TEXT NOT NULL CHECK (decision IN ('allowed', 'refused', 'failed', 'outcome_unknown')),
+     rule        TEXT,
+     code        TEXT,
+     duration_ms INTEGER NOT NULL
+   );
+   CREATE INDEX audit_time ON audit (time);`,
+];
+
+/** The schema version this code writes; a file with a newer one is refused rather than misread. */
+export const AUDIT_SCHEMA_VERSION = MIGRATIONS.length;
+
+type Row = {
+  id: number;
+  time: number;
+  browser: string | null;
+  tab: number | null;
+  origin: string | null;
+  tool: string;
+  target: string | null;
+  decision: string;
+  rule: string | null;
+  code: string | null;
+  duration_ms: number;
+};
+
+type InsertParams = Omit<Row, "id">;
+
+export class AuditLog {
+  readonly path: string;
+  private readonly db: Database.Database;
+  private readonly secrets: string[];
+  private readonly insert: Database.Statement<[InsertParams]>;
+
+  private constructor(path: string, db: Database.Database, secrets: string[]) {
+    this.path = path;
+    this.db = db;
+    this.secrets = secrets;
+    this.insert = db.prepare<[InsertParams]>(
+      `INSERT INTO audit (time, browser, tab, origin, tool, target, decision, rule, code, duration_ms)
+       VALUES (@time, @browser, @tab, @origin, @tool, @target, @decision, @rule, @code, @duration_ms)`,
+    );
+  }
+
+  /**
+   * Opens (creating if needed) `<dataDir>/audit.db`, mode 0600, in WAL mode, and brings its schema up to date.
+   * `secrets` (tokens and the like) are replaced by "[redacted]" wherever they occur in a recorded field.
+   * Throws if the file cannot be opened or was written by a newer tabrelay.
+   */
+  static open(dataDir: string, secrets: string[]): AuditLog {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const path = join(dataDir, AUDIT_DB_FILE);
+    // Create the file ourselves so that it never exists with a wider mode, then tighten any old one.
+    closeSync(openSync(path, "a", 0o600));
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+      if (existsSync(file)) chmodSync(file, 0o600);
+    }
+    const db = new Database(path, { timeout: 5000 });
+    try {
+      db.pragma("journal_mode = WAL"); // SQLite gives -wal and -shm the database file's mode
+      db.pragma("synchronous = NORMAL");
+      migrate(db, path);
+      return new AuditLog(path, db, secretVariants(secrets));
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  }
+
+  /** Writes one record, synchronously. Never throws: a failure costs one line on stderr. */
+  record(rec: AuditRecord): void {
+    try {
+      this.insert.run({
+        time: Number.isFinite(rec.time) ? Math.trunc(rec.time) : Date.now(),
+        browser: this.text(rec.browser),
+        tab: rec.tab !== undefined && Number.isSafeInteger(rec.tab) ? rec.tab : null,
+        origin: this.text(rec.origin),
+        tool: this.text(rec.tool) ?? "",
+        target: this.text(rec.target),
+        decision: rec.decision,
+        rule: this.text(rec.rule),
+        code: this.text(rec.code),
+        duration_ms: Number.isFinite(rec.durationMs) ? Math.max(0, Math.round(rec.durationMs)) : 0,
+      });
+    } catch (error) {
+      try {
+        const message = error instanceof Error ? error.message : String(error);
+        const tool = typeof rec.tool === "string" ? rec.tool : "?";
+        process.stderr.write(`tabrelay: audit log ${this.path}: could not record ${escapeText(this.text(tool) ?? "")}: ${escapeText(this.text(message) ?? "")}\n`);
+      } catch {
+        // stderr itself is gone: nothing more to do
+      }
+    }
+  }
+
+  /**
+   * Records, oldest first. Without `afterId`: the last `limit` records (all when no limit).
+   * With `afterId`: the first `limit` records whose id is greater (for tailing and paging forward).
+   */
+  list(options: { afterId?: number; limit?: number } = {}): StoredAuditRecord[] {
+    const limit = options.limit === undefined ? -1 : Math.max(0, Math.trunc(options.limit));
+    const rows =
+      options.afterId === undefined
+        ? this.db.prepare<[number], Row>("SELECT * FROM (SELECT * FROM audit ORDER BY id DESC LIMIT ?) ORDER BY id ASC").all(limit)
+        : this.db.prepare<[number, number], Row>("SELECT * FROM audit WHERE id > ? ORDER BY id ASC LIMIT ?").all(Math.trunc(options.afterId), limit);
+    return rows.map(fromRow);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  /** Redacts the secrets, then caps the length (in that order, so a cut never leaves part of a secret). */
+  private text(value: string | undefined): string | null {
+    if (value === undefined || value === null) return null;
+    let text = String(value);
+    for (const secret of this.secrets) {
+      if (text.includes(secret)) text = text.split(secret).join(REDACTED);
+    }
+    return cap(text, AUDIT_FIELD_MAX);
+  }
+}
+
+/** The human line for a record: ISO time, decision, tool, browser, tab, origin, target, rule, duration, error code. */
+export function formatAuditLine(rec: StoredAuditRecord): string {
+  const time = Number.isFinite(rec.time) ? new Date(rec.time).toISOString() : String(rec.time);
+  const parts = [time, rec.decision.padEnd(15), escapeText(rec.tool)];
+  const field = (key: string, value: string | number | undefined) => {
+    if (value !== undefined && value !== "") parts.push(`${key}=${escapeText(String(value))}`);
+  };
+  field("browser", rec.browser);
+  field("tab", rec.tab);
+  field("origin", rec.origin);
+  field("target", rec.target);
+  field("rule", rec.rule);
+  parts.push(`${rec.durationMs}ms`);
+  field("code", rec.code);
+  return parts.join(" ");
+}
+
+/** CR and LF become the two characters \r and \n; other control characters (ESC included) become \xNN or \uNNNN. */
+function escapeText(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => {
+    if (c === "\r") return "\\r";
+    if (c === "\n") return "\\n";
+    if (c === "\t") return "\\t";
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}
+
+function cap(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max - TRUNCATED.length;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1; // do not split a surrogate pair
+  return text.slice(0, end) + TRUNCATED;
+}
+
+/** The secrets to look for: non-empty, longest first, with their URL-encoded forms. */
+function secretVariants(secrets: string[]): string[] {
+  const all = new Set<string>();
+  for (const secret of secrets) {
+    if (typeof secret !== "string" || secret === "") continue;
+    all.add(secret);
+    all.add(encodeURIComponent(secret));
+  }
+  return [...all].sort((a, b) => b.length - a.length);
+}
+
+function migrate(db: Database.Database, path: string): void {
+  db.transaction(() => {
+    db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+    const row = db.prepare<[], { version: number }>("SELECT version FROM schema_version").get();
+    const current = row?.version ?? 0;
+    if (current > AUDIT_SCHEMA_VERSION) {
+      throw new Error(`${path} has audit schema version ${current}, newer than this tabrelay understands (${AUDIT_SCHEMA_VERSION}); upgrade tabrelay`);
+    }
+    for (let version = current; version < AUDIT_SCHEMA_VERSION; version++) {
+      const sql = MIGRATIONS[version];
+      if (sql !== undefined) db.exec(sql);
+    }
+    if (row === undefined) db.prepare("INSERT INTO schema_version (version) VALUES (?)").run(AUDIT_SCHEMA_VERSION);
+    else if (current !== AUDIT_SCHEMA_VERSION) db.prepare("UPDATE schema_version SET version = ?").run(AUDIT_SCHEMA_VERSION);
+  }).immediate();
+}
+
+function fromRow(row: Row): StoredAuditRecord {
+  // Keys in the documented order (they show in --json output); absent fields stay absent, not null.
+  return {
+    id: row.id,
+    time: row.time,
+    ...(row.browser !== null ? { browser: row.browser } : {}),
+    ...(row.tab !== null ? { tab: row.tab } : {}),
+    ...(row.origin !== null ? { origin: row.origin } : {}),
+    tool: row.tool,
+    ...(row.target !== null ? { target: row.target } : {}),
+    decision: isDecision(row.decision) ? row.decision : "failed",
+    ...(row.rule !== null ? { rule: row.rule } : {}),
+    ...(row.code !== null ? { code: row.code } : {}),
+    durationMs: row.duration_ms,
+  };
+}
+
+function isDecision(value: string): value is AuditDecision {
+  return DECISIONS.includes(value);
+}

@@ -1,0 +1,227 @@
+import type { ActionKind, ElementFacts, TabInfo } from "@tabrelay/protocol";
+import { z } from "zod";
+import type { BrowserConnection } from "../bridge/registry.js";
+import { TabrelayError, unwrap } from "../util/errors.js";
+import { checkLanding, pickBrowser } from "./landing.js";
+import type { ToolResponse } from "./response.js";
+import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js";
+
+const ref = z.string().min(1).describe("Element ref from snapshot.");
+const revision = z.string().min(1).describe("Revision of that snapshot.");
+
+const ACT_ERRORS =
+  "Errors: stale_ref (snapshot again), write_denied (the user's policy forbids it: do not retry, tell the user), not_actionable, policy_denied, browser_disconnected (not retried: snapshot to check).";
+
+function target(facts: ElementFacts): string {
+  return `${facts.role} ${JSON.stringify(facts.name)}`;
+}
+
+/** Collects what the action caused in the browser: navigation of this tab, tabs it opened. */
+function watchEffects(ctx: ToolContext, conn: BrowserConnection, tabId: number) {
+  const opened: number[] = [];
+  const committed: string[] = [];
+  const onEvent = (browser: BrowserConnection, frame: { event: string; params: unknown }) => {
+    if (browser !== conn) return;
+    if (frame.event === "tab.created") {
+      const p = frame.params as { tab: TabInfo; openerTabId?: number };
+      if (p.openerTabId === tabId) opened.push(p.tab.tabId);
+    } else if (frame.event === "tab.committed") {
+      const p = frame.params as { tabId: number; url: string; openerTabId?: number };
+      if (p.tabId === tabId) committed.push(p.url);
+      else if (p.openerTabId === tabId && !opened.includes(p.tabId)) opened.push(p.tabId);
+    }
+  };
+  ctx.registry.on("event", onEvent);
+  return {
+    stop: () => ctx.registry.off("event", onEvent),
+    opened,
+    committed,
+  };
+}
+
+async function perform(
+  ctx: ToolContext,
+  response: ToolResponse,
+  params: { tab: number; ref: string; revision: string; browser?: string | undefined },
+  action: ActionKind,
+  value: string | undefined,
+): Promise<void> {
+  const conn = pickBrowser(ctx, params.browser);
+  const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
+  const tab = await checkLanding(ctx, conn, current, {});
+  response.audit({ tab: tab.tabId, url: tab.url });
+  const facts = unwrap(await conn.call("page.inspect", { tabId: tab.tabId, ref: params.ref, revision: params.revision }));
+  response.audit({ target: target(facts) });
+  // An element inside a frame is only reachable if the frame itself may be read.
+  const frameDecision = ctx.config.policy.check(facts.frameUrl);
+  if (!frameDecision.ok) throw new TabrelayError("policy_denied", `the element is inside a frame at ${facts.frameUrl}: ${frameDecision.message}`, frameDecision.rule);
+  const decision = ctx.config.writePolicy.check(action, tab.url, facts);
+  if (!decision.ok) throw new TabrelayError("write_denied", decision.message, decision.rule);
+  response.audit({ rule: decision.rule });
+  const effects = watchEffects(ctx, conn, tab.tabId);
+  let outcome: { facts: ElementFacts; effects: string[] };
+  try {
+    response.markDispatched();
+    outcome = unwrap(await conn.call("page.act", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, value }));
+    // A navigation the action started commits shortly after; give it a moment to show up.
+    await new Promise((r) => setTimeout(r, 60));
+  } finally {
+    effects.stop();
+  }
+  response.line(outcome.effects[0] ?? `${action} done`);
+  for (const effect of outcome.effects.slice(1)) response.line(`- ${effect}`);
+  const after = unwrap(await conn.call("tabs.get", { tabId: tab.tabId })).tab;
+  if (effects.committed.length || after.url !== tab.url) response.line(`- the tab navigated to ${after.url}${after.status === "loading" ? " (still loading)" : ""}`);
+  for (const opened of effects.opened) response.line(`- the page opened a new tab: ${opened} (list_tabs shows it)`);
+  if (effects.committed.length || after.url !== tab.url || outcome.effects.some((e) => e.startsWith("the page changed"))) {
+    response.line("Refs from the old snapshot may now be stale: call snapshot before the next action.");
+  }
+}
+
+function actionTool(spec: {
+  name: string;
+  title: string;
+  action: ActionKind;
+  what: string;
+  valueField?: { name: string; schema: z.ZodType<string | boolean | undefined> };
+  toValue?: (v: unknown) => string | undefined;
+}) {
+  const input = {
+    tab: fields.tab,
+    ref,
+    revision,
+    ...(spec.valueField ? { [spec.valueField.name]: spec.valueField.schema } : {}),
+    browser: fields.browser,
+  };
+  const writes = spec.action !== "hover" && spec.action !== "scroll";
+  return defineTool({
+    name: spec.name,
+    title: spec.title,
+    description: [
+      spec.what,
+      "Reports what changed (navigation, new tab, DOM).",
+      writes ? "Needs the user's write grant for this site and label." : "Needs no write grant.",
+      UNTRUSTED_NOTE,
+      ACT_ERRORS,
+    ].join(" "),
+    input,
+    kind: writes ? "write" : "read",
+    async handler(ctx, params: Record<string, unknown>, response) {
+      const value = spec.valueField && spec.toValue ? spec.toValue(params[spec.valueField.name]) : undefined;
+      await perform(
+        ctx,
+        response,
+        { tab: Number(params["tab"]), ref: String(params["ref"]), revision: String(params["revision"]), browser: params["browser"] === undefined ? undefined : String(params["browser"]) },
+        spec.action,
+        value,
+      );
+    },
+  });
+}
+
+export const click = actionTool({ name: "click", title: "Click", action: "click", what: "Clicks an element by ref." });
+
+export const fill = actionTool({
+  name: "fill",
+  title: "Fill a field",
+  action: "fill",
+  what: "Replaces the text of a field, textarea or contenteditable by ref.",
+  valueField: { name: "text", schema: z.string().describe("New text.") },
+  toValue: (v) => String(v ?? ""),
+});
+
+export const selectOption = actionTool({
+  name: "select_option",
+  title: "Select an option",
+  action: "select",
+  what: "Chooses an option of a <select> by ref.",
+  valueField: { name: "option", schema: z.string().describe("Option label or value.") },
+  toValue: (v) => String(v ?? ""),
+});
+
+export const setChecked = actionTool({
+  name: "set_checked",
+  title: "Check or uncheck",
+  action: "check",
+  what: "Checks or unchecks a checkbox, radio or switch by ref.",
+  valueField: { name: "checked", schema: z.boolean().describe("Wanted state.") },
+  toValue: (v) => (v === false ? "false" : "true"),
+});
+
+export const pressKey = actionTool({
+  name: "press_key",
+  title: "Press a key",
+  action: "press",
+  what: "Focuses an element by ref and presses a key (Enter in a field submits its form; Tab moves focus). Counts as typing.",
+  valueField: { name: "key", schema: z.string().min(1).describe('e.g. "Enter", "Escape", "Shift+Tab", "a".') },
+  toValue: (v) => String(v ?? "Enter"),
+});
+
+export const hover = actionTool({ name: "hover", title: "Hover", action: "hover", what: "Moves the pointer over an element by ref (hover menus)." });
+
+export const scroll = defineTool({
+  name: "scroll",
+  title: "Scroll",
+  description: [
+    "Scrolls an element into view (ref + revision) or the page (no ref). Needs no write grant.",
+    UNTRUSTED_NOTE,
+    ACT_ERRORS,
+  ].join(" "),
+  input: {
+    tab: fields.tab,
+    ref: ref.optional(),
+    revision: revision.optional(),
+    direction: z.string().optional().describe('"down" (default), "up", "top", "bottom" or pixels ("-300").'),
+    browser: fields.browser,
+  },
+  kind: "read",
+  async handler(ctx, params, response) {
+    if (params.ref && !params.revision) throw new TabrelayError("invalid_params", "scroll with a ref needs the revision of the snapshot it came from");
+    await perform(ctx, response, { tab: params.tab, ref: params.ref ?? "page", revision: params.revision ?? "", browser: params.browser }, "scroll", params.direction);
+  },
+});
+
+export const waitFor = defineTool({
+  name: "wait_for",
+  title: "Wait for a condition",
+  description: [
+    "Waits until text appears or disappears, a CSS selector matches a visible element, or the URL includes a string; returns as soon as it holds. Give exactly one condition.",
+    UNTRUSTED_NOTE,
+    "Errors: wait_timeout (snapshot to see the page), invalid_params.",
+  ].join(" "),
+  input: {
+    tab: fields.tab,
+    text: z.string().min(1).optional().describe("Text to appear."),
+    text_gone: z.string().min(1).optional().describe("Text to disappear."),
+    selector: z.string().min(1).optional().describe("CSS selector to match a visible element."),
+    url_includes: z.string().min(1).optional().describe("String the URL must contain."),
+    timeout_ms: z.number().int().min(0).max(120_000).optional().describe("Default 10000."),
+    browser: fields.browser,
+  },
+  kind: "read",
+  async handler(ctx, params, response) {
+    const conditions = [params.text, params.text_gone, params.selector, params.url_includes].filter((c) => c !== undefined);
+    if (conditions.length !== 1) throw new TabrelayError("invalid_params", "give exactly one of text, text_gone, selector, url_includes");
+    const conn = pickBrowser(ctx, params.browser);
+    response.audit({ tab: params.tab });
+    const timeoutMs = params.timeout_ms ?? 10_000;
+    const result = unwrap(
+      await conn.call(
+        "page.wait",
+        {
+          tabId: params.tab,
+          ...(params.text ? { text: params.text } : {}),
+          ...(params.text_gone ? { textGone: params.text_gone } : {}),
+          ...(params.selector ? { selector: params.selector } : {}),
+          ...(params.url_includes ? { urlIncludes: params.url_includes } : {}),
+          timeoutMs,
+        },
+        { timeoutMs: timeoutMs + 10_000 },
+      ),
+    );
+    const { tab } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
+    await checkLanding(ctx, conn, tab, {});
+    response.audit({ url: tab.url });
+    response.line(`Condition met after ${result.elapsedMs} ms: ${result.matched}.`);
+  },
+});

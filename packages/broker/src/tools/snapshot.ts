@@ -1,0 +1,144 @@
+import { randomBytes } from "node:crypto";
+import type { FrameSnapshot, SnapshotNode } from "@tabrelay/protocol";
+import { z } from "zod";
+import { TabrelayError, unwrap } from "../util/errors.js";
+import { checkLanding, pickBrowser } from "./landing.js";
+import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
+
+const INSTANCE = randomBytes(3).toString("hex");
+let counter = 0;
+
+/** Revisions are unique across tabs and broker restarts, so a ref can never be replayed elsewhere. */
+export function nextRevision(): string {
+  counter += 1;
+  return `r${counter}-${INSTANCE}`;
+}
+
+interface CachedSnapshot {
+  revision: string;
+  url: string;
+  title: string;
+  lines: Line[];
+}
+
+interface Line {
+  text: string;
+  /** Lower-cased searchable text: role, name, value. */
+  haystack: string;
+}
+
+/** The last snapshot of each tab, so paging and find keep the refs of one revision valid. */
+export class SnapshotCache {
+  readonly #byTab = new Map<string, CachedSnapshot>();
+
+  get(browserId: string, tabId: number): CachedSnapshot | undefined {
+    return this.#byTab.get(`${browserId}:${tabId}`);
+  }
+
+  set(browserId: string, tabId: number, snapshot: CachedSnapshot): void {
+    this.#byTab.set(`${browserId}:${tabId}`, snapshot);
+    if (this.#byTab.size > 64) this.#byTab.delete(this.#byTab.keys().next().value ?? "");
+  }
+}
+
+function quote(text: string): string {
+  // One line, no control characters: page text must not be able to forge lines of the snapshot.
+  return JSON.stringify(text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " "));
+}
+
+function renderNode(node: SnapshotNode, indent: number): Line {
+  const parts = [`${"  ".repeat(indent)}- ${node.role}`];
+  if (node.name) parts.push(quote(node.name));
+  if (node.ref) parts.push(`[ref=${node.ref}]`);
+  if (node.level !== undefined) parts.push(`[level=${node.level}]`);
+  if (node.value !== undefined) parts.push(`value=${quote(node.value)}`);
+  for (const state of node.states ?? []) parts.push(`[${state}]`);
+  if (node.hidden) parts.push("[hidden]");
+  else if (node.offscreen) parts.push("[offscreen]");
+  return { text: parts.join(" "), haystack: `${node.role} ${node.name} ${node.value ?? ""}`.toLowerCase() };
+}
+
+function renderFrames(frames: FrameSnapshot[], allowed: (url: string) => boolean): { lines: Line[]; withheld: string[] } {
+  const lines: Line[] = [];
+  const withheld: string[] = [];
+  const children = new Map<number, FrameSnapshot[]>();
+  for (const frame of frames) children.set(frame.parentFrameId, [...(children.get(frame.parentFrameId) ?? []), frame]);
+  const visit = (frame: FrameSnapshot, indent: number) => {
+    if (frame.frameId !== 0) {
+      if (!allowed(frame.url)) {
+        withheld.push(frame.url);
+        lines.push({ text: `${"  ".repeat(indent)}- frame ${quote(frame.url)} [withheld: outside the read policy]`, haystack: "" });
+        return;
+      }
+      lines.push({ text: `${"  ".repeat(indent)}- frame ${quote(frame.title || frame.url)} (${frame.url}):`, haystack: `frame ${frame.url}`.toLowerCase() });
+      indent += 1;
+    }
+    for (const node of frame.nodes) lines.push(renderNode(node, indent + node.depth));
+    for (const child of children.get(frame.frameId) ?? []) visit(child, indent);
+  };
+  const top = frames.find((f) => f.frameId === 0);
+  if (top) visit(top, 0);
+  // Frames whose parent did not answer (restricted) still appear, at the top level.
+  for (const frame of frames) if (frame.frameId !== 0 && !frames.some((f) => f.frameId === frame.parentFrameId)) visit(frame, 0);
+  return { lines, withheld };
+}
+
+export const snapshot = defineTool({
+  name: "snapshot",
+  title: "Snapshot a tab's controls",
+  description: [
+    "Lists a tab's actionable elements, headings and landmarks (iframes and shadow DOM included) with role, name, value, state and a ref, plus a revision.",
+    "Actions take a ref and its revision; after navigation, re-render or a newer snapshot they fail with stale_ref.",
+    "Long lists are paged (offset, limit) and searchable (find); pass revision to page or find without new refs.",
+    UNTRUSTED_NOTE,
+    "Errors: stale_ref, restricted_page, policy_denied, no_such_tab.",
+  ].join(" "),
+  input: {
+    tab: fields.tab,
+    find: z.string().optional().describe("Only lines whose role, name or value contain this text."),
+    interactive_only: z.boolean().optional().describe("Only actionable elements."),
+    full: z.boolean().optional().describe("Also images and hidden elements."),
+    viewport_only: z.boolean().optional().describe("Only elements in the viewport."),
+    offset: z.number().int().min(0).max(1_000_000).optional().describe("First line (paging)."),
+    limit: z.number().int().min(1).max(2000).optional().describe("Most lines (default 300)."),
+    revision: z.string().optional().describe("Reuse this snapshot instead of taking a new one."),
+    browser: fields.browser,
+  },
+  kind: "read",
+  async handler(ctx, params, response) {
+    const conn = pickBrowser(ctx, params.browser);
+    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
+    const tab = await checkLanding(ctx, conn, current, {});
+    response.audit({ tab: tab.tabId, url: tab.url });
+    let snap = params.revision ? ctx.snapshots.get(conn.info.browserId, tab.tabId) : undefined;
+    if (params.revision && snap?.revision !== params.revision) {
+      throw new TabrelayError("stale_ref", `revision ${params.revision} is not the latest snapshot of tab ${tab.tabId}${snap ? ` (that is ${snap.revision})` : ""}; call snapshot without a revision`);
+    }
+    if (!snap) {
+      const revision = nextRevision();
+      const { frames } = unwrap(
+        await conn.call("page.snapshot", { tabId: tab.tabId, revision, interactiveOnly: params.interactive_only ?? false, viewportOnly: params.viewport_only ?? false }),
+      );
+      const { lines } = renderFrames(
+        frames.map((f) => (params.full ? f : { ...f, nodes: f.nodes.filter((n) => !n.hidden) })),
+        (url) => ctx.config.policy.check(url).ok,
+      );
+      snap = { revision, url: tab.url, title: tab.title, lines };
+      ctx.snapshots.set(conn.info.browserId, tab.tabId, snap);
+    }
+    const needle = params.find?.toLowerCase();
+    const matching = needle ? snap.lines.filter((l) => l.haystack.includes(needle)) : snap.lines;
+    const offset = params.offset ?? 0;
+    const limit = params.limit ?? 300;
+    const page = matching.slice(offset, offset + limit);
+    response.line(`Snapshot of tab ${tab.tabId}: ${quote(tab.title)} ${tab.url}`);
+    response.line(`revision: ${snap.revision} (pass it with a ref to act; it stays valid until the page changes or you snapshot again)`);
+    response.pageContent(page.map((l) => l.text).join("\n") || (needle ? `(nothing matches ${quote(params.find ?? "")})` : "(no actionable elements)"));
+    const end = offset + page.length;
+    if (end < matching.length) {
+      response.line(`Lines ${offset + 1}-${end} of ${matching.length}${needle ? " matching" : ""}. Next: snapshot with tab=${tab.tabId}, revision="${snap.revision}", offset=${end}${needle ? `, find=${quote(params.find ?? "")}` : ""}; or narrow with find.`);
+    } else if (offset > 0 || needle) {
+      response.line(`Lines ${Math.min(offset + 1, end)}-${end} of ${matching.length}${needle ? " matching" : ""}.`);
+    }
+  },
+});

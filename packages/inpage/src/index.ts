@@ -1,0 +1,526 @@
+// Installed once per document into the extension's isolated world (the page's scripts cannot see it):
+// snapshots mint refs bound to nodes and fingerprints, actions verify them before touching anything.
+import type { ActionKind, ElementFacts, SnapshotNode, WireError } from "@tabrelay/protocol";
+import {
+  accessibleName,
+  attributeText,
+  coveringElement,
+  describeElement,
+  hiddenReason,
+  INTERACTIVE_ROLES,
+  intersectsViewport,
+  LANDMARK_ROLES,
+  normalize,
+  roleOf,
+  shadowRootOf,
+  visibleLabel,
+} from "./dom.js";
+
+interface RefEntry {
+  el: WeakRef<Element>;
+  role: string;
+  name: string;
+}
+
+interface State {
+  revision: string;
+  refs: Map<string, RefEntry>;
+}
+
+export type InpageResult<T> = { ok: true; value: T } | { ok: false; error: WireError };
+
+export interface InpageApi {
+  version: number;
+  snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: SnapshotNode[] }>;
+  inspect(params: { ref: string; revision: string }): Promise<InpageResult<ElementFacts>>;
+  act(params: { ref: string; revision: string; action: ActionKind; value?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: string[] }>>;
+  wait(params: { text?: string; textGone?: string; selector?: string; timeoutMs: number }): Promise<InpageResult<{ matched: string; elapsedMs: number }>>;
+}
+
+const VERSION = 1;
+const MAX_NODES = 50_000;
+
+const state: State = { revision: "", refs: new Map() };
+
+function fail(code: WireError["code"], message: string): { ok: false; error: WireError } {
+  return { ok: false, error: { code, message } };
+}
+
+// ---- snapshot ----------------------------------------------------------------------------------
+
+function isInteractive(el: Element, role: string): boolean {
+  if (INTERACTIVE_ROLES.has(role)) return true;
+  if (el instanceof HTMLElement && el.isContentEditable && !el.parentElement?.isContentEditable) return true;
+  const tabindex = el.getAttribute("tabindex");
+  return tabindex !== null && Number(tabindex) >= 0 && role !== "generic" && role !== "none";
+}
+
+function statesOf(el: Element, role: string): string[] {
+  const states: string[] = [];
+  const aria = (name: string) => el.getAttribute(`aria-${name}`);
+  if (el instanceof HTMLInputElement && (el.type === "checkbox" || el.type === "radio")) {
+    if (el.indeterminate) states.push("mixed");
+    else if (el.checked) states.push("checked");
+  } else if (aria("checked") === "true") states.push("checked");
+  else if (aria("checked") === "mixed") states.push("mixed");
+  if (aria("pressed") === "true") states.push("pressed");
+  if (aria("selected") === "true" || (el instanceof HTMLOptionElement && el.selected)) states.push("selected");
+  if (aria("expanded") === "true") states.push("expanded");
+  else if (aria("expanded") === "false") states.push("collapsed");
+  if ((el as HTMLButtonElement).disabled === true || aria("disabled") === "true") states.push("disabled");
+  if ((el as HTMLInputElement).required === true || aria("required") === "true") states.push("required");
+  if ((el as HTMLInputElement).readOnly === true && role === "textbox") states.push("readonly");
+  if (el === deepActiveElement()) states.push("focused");
+  return states;
+}
+
+function deepActiveElement(): Element | null {
+  let active = document.activeElement;
+  for (let root = active ? shadowRootOf(active) : null; active && root?.activeElement; root = shadowRootOf(active)) active = root.activeElement;
+  return active;
+}
+
+function valueOf(el: Element): string | undefined {
+  if (el instanceof HTMLInputElement) {
+    if (["checkbox", "radio", "button", "submit", "reset", "image", "file"].includes(el.type)) return undefined;
+    if (el.type === "password") return el.value ? "••••" : "";
+    return el.value;
+  }
+  if (el instanceof HTMLTextAreaElement) return el.value;
+  if (el instanceof HTMLSelectElement) return [...el.selectedOptions].map((o) => normalize(o.label)).join(", ");
+  if (el instanceof HTMLElement && el.isContentEditable) return normalize(el.innerText).slice(0, 200);
+  return undefined;
+}
+
+function snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: SnapshotNode[] }> {
+  state.revision = params.revision;
+  state.refs = new Map();
+  let counter = 0;
+  const nodes: SnapshotNode[] = [];
+  const full = !params.interactiveOnly;
+  // Iterative walk over the light DOM and every shadow root; hidden subtrees are skipped whole.
+  const stack: [Element, number][] = [];
+  const pushChildren = (parent: Element | ShadowRoot, depth: number) => {
+    const children = parent.children;
+    for (let i = children.length - 1; i >= 0; i--) stack.push([children[i]!, depth]);
+  };
+  if (document.body) pushChildren(document.body, 0);
+  while (stack.length && nodes.length < MAX_NODES) {
+    const [el, depth] = stack.pop()!;
+    const tag = el.tagName;
+    if (tag === "SCRIPT" || tag === "STYLE" || tag === "TEMPLATE" || tag === "NOSCRIPT" || tag === "HEAD") continue;
+    if (!el.checkVisibility()) {
+      // display:none (self or ancestor): nothing below can be visible either.
+      continue;
+    }
+    const role = roleOf(el);
+    const interactive = isInteractive(el, role);
+    let childDepth = depth;
+    const structural = role === "heading" || LANDMARK_ROLES.has(role) || role === "iframe";
+    if (interactive || (full && (structural || role === "img" || role === "option")) || (!params.interactiveOnly && structural)) {
+      const reason = hiddenReason(el, false);
+      const rect = el.getBoundingClientRect();
+      const offscreen = !intersectsViewport(rect);
+      if (!(params.viewportOnly && offscreen) && (reason === undefined || full)) {
+        const name = accessibleName(el, role);
+        const node: SnapshotNode = { role, name: name.slice(0, 150), depth };
+        if (interactive && reason === undefined) {
+          const ref = `e${++counter}`;
+          state.refs.set(ref, { el: new WeakRef(el), role, name });
+          node.ref = ref;
+        }
+        const value = valueOf(el);
+        if (value !== undefined && value !== "") node.value = value.slice(0, 150);
+        const states = statesOf(el, role);
+        if (states.length) node.states = states;
+        if (role === "heading") node.level = Number(el.getAttribute("aria-level") ?? tag.slice(1)) || 2;
+        if (offscreen) node.offscreen = true;
+        if (reason !== undefined) node.hidden = true;
+        nodes.push(node);
+        if (structural) childDepth = depth + 1;
+      }
+    }
+    // Text inside interactive controls is already their name.
+    if (interactive && role !== "listbox" && role !== "combobox") continue;
+    const shadow = shadowRootOf(el);
+    if (shadow) pushChildren(shadow, childDepth);
+    pushChildren(el, childDepth);
+  }
+  return { ok: true, value: { url: location.href, title: document.title, nodes } };
+}
+
+// ---- refs -> elements --------------------------------------------------------------------------
+
+function resolve(ref: string, revision: string): InpageResult<{ el: Element; entry: RefEntry }> {
+  if (revision !== state.revision) {
+    return fail(
+      "stale_ref",
+      state.revision
+        ? `ref ${ref} is from snapshot ${revision}, but the page was snapshotted again since (now ${state.revision}); call snapshot again and use the new refs`
+        : `ref ${ref} is from snapshot ${revision}, but the page has navigated or reloaded since; call snapshot again`,
+    );
+  }
+  const entry = state.refs.get(ref);
+  if (!entry) return fail("stale_ref", `ref ${ref} is not in snapshot ${revision}; call snapshot again`);
+  const el = entry.el.deref();
+  if (!el || !el.isConnected) return fail("stale_ref", `the element ${ref} ("${entry.name}") was removed or re-rendered since snapshot ${revision}; call snapshot again`);
+  const role = roleOf(el);
+  const name = accessibleName(el, role);
+  if (role !== entry.role || name !== entry.name) {
+    return fail("stale_ref", `the element ${ref} changed since snapshot ${revision} (was ${entry.role} "${entry.name}", now ${role} "${name}"); call snapshot again`);
+  }
+  return { ok: true, value: { el, entry } };
+}
+
+function factsOf(el: Element, ref: string): ElementFacts {
+  const role = roleOf(el);
+  const hidden = hiddenReason(el, true);
+  const covering = hidden === undefined ? coveringElement(el) : undefined;
+  const facts: ElementFacts = {
+    ref,
+    role,
+    name: accessibleName(el, role),
+    visibleText: visibleLabel(el),
+    tag: el.tagName.toLowerCase(),
+    disabled: (el as HTMLButtonElement).disabled === true || el.closest('[aria-disabled="true"]') !== null || el.closest("fieldset:disabled") !== null,
+    editable: isEditable(el),
+    attributeText: attributeText(el),
+    frameUrl: location.href,
+  };
+  if (el instanceof HTMLInputElement) facts.inputType = el.type;
+  if (hidden) facts.hidden = hidden;
+  if (covering) facts.coveredBy = describeElement(covering);
+  return facts;
+}
+
+function isEditable(el: Element): boolean {
+  if (el instanceof HTMLTextAreaElement) return !el.readOnly && !el.disabled;
+  if (el instanceof HTMLInputElement) return !el.readOnly && !el.disabled && !["checkbox", "radio", "button", "submit", "reset", "image", "file", "range", "color", "hidden"].includes(el.type);
+  return el instanceof HTMLElement && el.isContentEditable;
+}
+
+/**
+ * One rendering frame. Background tabs (where the agent usually works) get no animation frames at all and
+ * throttle timers to 1 s, so there a message-channel tick stands in: layout is still computed on demand.
+ */
+function frame(): Promise<void> {
+  if (document.visibilityState === "visible") return new Promise<void>((r) => requestAnimationFrame(() => r()));
+  return new Promise<void>((r) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => r();
+    channel.port2.postMessage(0);
+  });
+}
+
+/** Scrolls the element into view and waits until its box holds still for two frames (or ~500 ms). */
+async function settle(el: Element): Promise<void> {
+  el.scrollIntoView({ block: "center", inline: "center", behavior: "instant" });
+  let last = el.getBoundingClientRect();
+  for (let i = 0; i < 30; i++) {
+    await frame();
+    const now = el.getBoundingClientRect();
+    if (now.x === last.x && now.y === last.y && now.width === last.width && now.height === last.height) return;
+    last = now;
+  }
+}
+
+async function inspect(params: { ref: string; revision: string }): Promise<InpageResult<ElementFacts>> {
+  const found = resolve(params.ref, params.revision);
+  if (!found.ok) return found;
+  await settle(found.value.el);
+  return { ok: true, value: factsOf(found.value.el, params.ref) };
+}
+
+// ---- actions -----------------------------------------------------------------------------------
+
+function centre(el: Element): { clientX: number; clientY: number } {
+  const r = el.getBoundingClientRect();
+  return { clientX: r.left + r.width / 2, clientY: r.top + r.height / 2 };
+}
+
+function pointer(el: Element, type: string): void {
+  const init = { bubbles: true, cancelable: true, composed: true, view: window, button: 0, ...centre(el) };
+  el.dispatchEvent(type.startsWith("pointer") ? new PointerEvent(type, { ...init, pointerId: 1, pointerType: "mouse", isPrimary: true }) : new MouseEvent(type, init));
+}
+
+function hover(el: Element): void {
+  for (const type of ["pointerover", "pointerenter", "mouseover", "mouseenter", "pointermove", "mousemove"]) pointer(el, type);
+}
+
+function click(el: Element): void {
+  hover(el);
+  pointer(el, "pointerdown");
+  pointer(el, "mousedown");
+  if (el instanceof HTMLElement) el.focus({ preventScroll: true });
+  pointer(el, "pointerup");
+  pointer(el, "mouseup");
+  // click() fires the click event and runs the element's activation behaviour (links, checkboxes, submit).
+  if (el instanceof HTMLElement) el.click();
+  else pointer(el, "click");
+}
+
+function setNativeValue(el: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement, value: string): void {
+  // Frameworks (React, Vue) track the value property; the prototype's setter bypasses their instance
+  // override, so the input event below is seen as a real change.
+  const proto = Object.getPrototypeOf(el) as object;
+  const setter = Object.getOwnPropertyDescriptor(proto, "value")?.set;
+  if (setter) setter.call(el, value);
+  else el.value = value;
+}
+
+function fill(el: Element, value: string): string {
+  if (el instanceof HTMLElement) el.focus({ preventScroll: true });
+  if (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement) {
+    setNativeValue(el, value);
+    el.dispatchEvent(new InputEvent("input", { bubbles: true, composed: true, inputType: "insertText", data: value }));
+    el.dispatchEvent(new Event("change", { bubbles: true }));
+    return `value is now ${JSON.stringify(el.type === "password" ? "••••" : el.value)}`;
+  }
+  if (el instanceof HTMLElement && el.isContentEditable) {
+    const selection = getSelection();
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    selection?.removeAllRanges();
+    selection?.addRange(range);
+    if (!document.execCommand("insertText", false, value)) {
+      el.textContent = value;
+      el.dispatchEvent(new InputEvent("input", { bubbles: true, composed: true, inputType: "insertText", data: value }));
+    }
+    return `text is now ${JSON.stringify(normalize(el.innerText).slice(0, 100))}`;
+  }
+  throw new ActError("not_actionable", `${describeElement(el)} is not a text field; use click or select_option`);
+}
+
+function selectOption(el: Element, wanted: string): string {
+  if (!(el instanceof HTMLSelectElement)) throw new ActError("not_actionable", `${describeElement(el)} is not a <select>; click the option instead`);
+  const options = [...el.options];
+  const option = options.find((o) => normalize(o.label) === normalize(wanted)) ?? options.find((o) => o.value === wanted);
+  if (!option) throw new ActError("element_not_found", `no option ${JSON.stringify(wanted)}; options are: ${options.map((o) => JSON.stringify(normalize(o.label))).join(", ")}`);
+  if (option.disabled) throw new ActError("not_actionable", `option ${JSON.stringify(wanted)} is disabled`);
+  el.focus({ preventScroll: true });
+  setNativeValue(el, option.value);
+  el.dispatchEvent(new Event("input", { bubbles: true, composed: true }));
+  el.dispatchEvent(new Event("change", { bubbles: true }));
+  return `selected ${JSON.stringify(normalize(option.label))}`;
+}
+
+function checkedOf(el: Element): boolean {
+  if (el instanceof HTMLInputElement) return el.checked;
+  return el.getAttribute("aria-checked") === "true" || el.getAttribute("aria-pressed") === "true";
+}
+
+function setChecked(el: Element, want: boolean): string {
+  if (checkedOf(el) === want) return `already ${want ? "checked" : "unchecked"}`;
+  click(el);
+  const now = checkedOf(el);
+  if (now !== want) throw new ActError("not_actionable", `clicking ${describeElement(el)} did not ${want ? "check" : "uncheck"} it`);
+  return `now ${now ? "checked" : "unchecked"}`;
+}
+
+const KEYS: Record<string, { key: string; code: string; keyCode: number }> = {
+  enter: { key: "Enter", code: "Enter", keyCode: 13 },
+  tab: { key: "Tab", code: "Tab", keyCode: 9 },
+  escape: { key: "Escape", code: "Escape", keyCode: 27 },
+  esc: { key: "Escape", code: "Escape", keyCode: 27 },
+  backspace: { key: "Backspace", code: "Backspace", keyCode: 8 },
+  delete: { key: "Delete", code: "Delete", keyCode: 46 },
+  space: { key: " ", code: "Space", keyCode: 32 },
+  arrowup: { key: "ArrowUp", code: "ArrowUp", keyCode: 38 },
+  arrowdown: { key: "ArrowDown", code: "ArrowDown", keyCode: 40 },
+  arrowleft: { key: "ArrowLeft", code: "ArrowLeft", keyCode: 37 },
+  arrowright: { key: "ArrowRight", code: "ArrowRight", keyCode: 39 },
+  home: { key: "Home", code: "Home", keyCode: 36 },
+  end: { key: "End", code: "End", keyCode: 35 },
+  pageup: { key: "PageUp", code: "PageUp", keyCode: 33 },
+  pagedown: { key: "PageDown", code: "PageDown", keyCode: 34 },
+};
+
+function press(el: Element, combo: string): string {
+  const parts = combo.split("+").map((p) => p.trim()).filter(Boolean);
+  const main = parts.pop();
+  if (!main) throw new ActError("invalid_params", `no key in ${JSON.stringify(combo)}; use e.g. "Enter", "Tab", "Control+A"`);
+  const mods = new Set(parts.map((p) => p.toLowerCase()));
+  const named = KEYS[main.toLowerCase()];
+  const key = named ?? (main.length === 1 ? { key: main, code: /[a-z]/i.test(main) ? `Key${main.toUpperCase()}` : "", keyCode: main.toUpperCase().charCodeAt(0) } : undefined);
+  if (!key) throw new ActError("invalid_params", `unknown key ${JSON.stringify(main)}; use a single character or one of ${Object.keys(KEYS).join(", ")}`);
+  const target = el instanceof HTMLElement ? el : document.body;
+  target.focus({ preventScroll: true });
+  const init: KeyboardEventInit = {
+    key: key.key,
+    code: key.code,
+    keyCode: key.keyCode,
+    which: key.keyCode,
+    bubbles: true,
+    cancelable: true,
+    composed: true,
+    ctrlKey: mods.has("control") || mods.has("ctrl"),
+    shiftKey: mods.has("shift"),
+    altKey: mods.has("alt"),
+    metaKey: mods.has("meta") || mods.has("cmd"),
+  };
+  const proceed = target.dispatchEvent(new KeyboardEvent("keydown", init));
+  if (key.key.length === 1 || key.key === "Enter") target.dispatchEvent(new KeyboardEvent("keypress", init));
+  target.dispatchEvent(new KeyboardEvent("keyup", init));
+  // Synthetic key events have no default action; emulate the ones forms and focus depend on.
+  if (proceed && key.key === "Enter" && (target instanceof HTMLInputElement) && target.form) {
+    target.form.requestSubmit();
+    return "pressed Enter: submitted the form";
+  }
+  if (proceed && key.key === "Tab") {
+    const next = nextFocusable(target, init.shiftKey === true);
+    next?.focus();
+    return next ? `pressed Tab: focus moved to ${describeElement(next)}` : "pressed Tab";
+  }
+  return `pressed ${combo}`;
+}
+
+function nextFocusable(from: Element, backwards: boolean): HTMLElement | undefined {
+  const all = [...document.querySelectorAll<HTMLElement>("a[href], button, input, select, textarea, [tabindex], [contenteditable]")].filter(
+    (e) => e.tabIndex >= 0 && !(e as HTMLButtonElement).disabled && e.checkVisibility(),
+  );
+  const i = all.indexOf(from as HTMLElement);
+  return backwards ? all[i <= 0 ? all.length - 1 : i - 1] : all[(i + 1) % all.length];
+}
+
+function scroll(el: Element | null, how: string | undefined): string {
+  const amount = how ?? "down";
+  if (el) {
+    el.scrollIntoView({ block: "center", behavior: "instant" });
+    return `scrolled ${describeElement(el)} into view`;
+  }
+  const page = document.scrollingElement ?? document.documentElement;
+  const step = innerHeight * 0.85;
+  if (amount === "down") page.scrollBy(0, step);
+  else if (amount === "up") page.scrollBy(0, -step);
+  else if (amount === "top") page.scrollTo(0, 0);
+  else if (amount === "bottom") page.scrollTo(0, page.scrollHeight);
+  else if (/^-?\d+$/.test(amount)) page.scrollBy(0, Number(amount));
+  else throw new ActError("invalid_params", `scroll takes "down", "up", "top", "bottom" or a pixel count, not ${JSON.stringify(amount)}`);
+  return `scrolled the page to y=${Math.round(page.scrollTop)} of ${Math.round(page.scrollHeight)}`;
+}
+
+class ActError extends Error {
+  constructor(
+    readonly code: WireError["code"],
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function act(params: { ref: string; revision: string; action: ActionKind; value?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: string[] }>> {
+  if (params.action === "scroll" && params.ref === "page") {
+    try {
+      return { ok: true, value: { facts: pageFacts(), effects: [scroll(null, params.value)] } };
+    } catch (error) {
+      return error instanceof ActError ? fail(error.code, error.message) : fail("internal", String(error));
+    }
+  }
+  const found = resolve(params.ref, params.revision);
+  if (!found.ok) return found;
+  const el = found.value.el;
+  await settle(el);
+  const facts = factsOf(el, params.ref);
+  const mutations: MutationRecord[] = [];
+  const observer = new MutationObserver((records) => mutations.push(...records));
+  observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+  const effects: string[] = [];
+  try {
+    switch (params.action) {
+      case "click":
+        click(el);
+        effects.push(`clicked ${facts.role} "${facts.name}"`);
+        break;
+      case "fill":
+        effects.push(fill(el, params.value ?? ""));
+        break;
+      case "select":
+        effects.push(selectOption(el, params.value ?? ""));
+        break;
+      case "check":
+        effects.push(setChecked(el, params.value !== "false"));
+        break;
+      case "press":
+        effects.push(press(el, params.value ?? "Enter"));
+        break;
+      case "hover":
+        hover(el);
+        effects.push(`hovering ${facts.role} "${facts.name}"`);
+        break;
+      case "scroll":
+        effects.push(scroll(el, params.value));
+        break;
+    }
+    // Let the page react (re-render, open a menu) before reporting what changed.
+    await frame();
+    await frame();
+    observer.disconnect();
+    mutations.push(...observer.takeRecords());
+    if (mutations.length) effects.push(`the page changed (${mutations.length} DOM mutation${mutations.length === 1 ? "" : "s"})`);
+    const focused = deepActiveElement();
+    if (focused && focused !== el && focused !== document.body && params.action !== "hover") effects.push(`focus is on ${describeElement(focused)}`);
+    return { ok: true, value: { facts, effects } };
+  } catch (error) {
+    observer.disconnect();
+    if (error instanceof ActError) return fail(error.code, error.message);
+    return fail("internal", error instanceof Error ? error.message : String(error));
+  }
+}
+
+function pageFacts(): ElementFacts {
+  return { ref: "page", role: "document", name: document.title, visibleText: "", tag: "html", disabled: false, editable: false, attributeText: "", frameUrl: location.href };
+}
+
+// ---- wait_for ----------------------------------------------------------------------------------
+
+function wait(params: { text?: string; textGone?: string; selector?: string; timeoutMs: number }): Promise<InpageResult<{ matched: string; elapsedMs: number }>> {
+  const started = performance.now();
+  const check = (): string | undefined => {
+    const text = params.text || params.textGone ? normalize(document.body?.innerText) : "";
+    if (params.text && text.includes(normalize(params.text))) return `text ${JSON.stringify(params.text)} appeared`;
+    if (params.textGone && !text.includes(normalize(params.textGone))) return `text ${JSON.stringify(params.textGone)} is gone`;
+    if (params.selector) {
+      try {
+        const el = document.querySelector(params.selector);
+        if (el && el.checkVisibility()) return `element ${params.selector} appeared`;
+      } catch {
+        return "invalid selector";
+      }
+    }
+    return undefined;
+  };
+  return new Promise((resolveWait) => {
+    const done = (matched: string | undefined) => {
+      observer.disconnect();
+      clearTimeout(timer);
+      if (matched === "invalid selector") resolveWait(fail("invalid_params", `${JSON.stringify(params.selector)} is not a valid CSS selector`));
+      else if (matched) resolveWait({ ok: true, value: { matched, elapsedMs: Math.round(performance.now() - started) } });
+      else resolveWait(fail("wait_timeout", `the condition did not hold within ${params.timeoutMs} ms; take a snapshot to see the page, or wait longer`));
+    };
+    // Re-check on every DOM change, at most once per frame; settle as soon as the condition holds.
+    let scheduled = false;
+    const observer = new MutationObserver(() => {
+      if (scheduled) return;
+      scheduled = true;
+      void frame().then(() => {
+        scheduled = false;
+        const matched = check();
+        if (matched) done(matched);
+      });
+    });
+    const timer = setTimeout(() => done(check()), params.timeoutMs);
+    observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+    const now = check();
+    if (now) done(now);
+  });
+}
+
+// ---- install -----------------------------------------------------------------------------------
+
+declare global {
+  var __tabrelayInpage: InpageApi | undefined;
+}
+
+if (!globalThis.__tabrelayInpage || globalThis.__tabrelayInpage.version !== VERSION) {
+  globalThis.__tabrelayInpage = { version: VERSION, snapshot, inspect, act, wait };
+}
