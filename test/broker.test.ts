@@ -31,7 +31,10 @@ function rawPost(headers: Record<string, string>): Promise<number> {
 }
 
 beforeEach(async () => {
-  broker = await startBroker({ yaml: allowYaml("bridge:\n  call_timeout_ms: 800\n"), helloTimeoutMs: 300 });
+  broker = await startBroker({
+    yaml: `${allowYaml()}  write:\n    click:\n      "127.0.0.1": { label: ".*" }\nbridge:\n  call_timeout_ms: 800\n`,
+    helloTimeoutMs: 300,
+  });
 });
 
 afterEach(async () => {
@@ -165,6 +168,63 @@ describe("browser registry", () => {
     const result = await call(client, "read_url", { url: "https://en.wikipedia.org/wiki/Main_Page" });
     expect(result.isError).toBe(true);
     expect(result.text).toMatch(/^not_connected: .*tabrelay launch/);
+    await client.close();
+  });
+});
+
+describe("actions through the bridge", () => {
+  const facts = {
+    ref: "e1",
+    role: "button",
+    name: "Buy",
+    visibleText: "Buy",
+    tag: "button",
+    disabled: false,
+    editable: false,
+    attributeText: "",
+    frameUrl: "http://127.0.0.1:1/shop",
+  };
+
+  it("an action whose browser vanished after dispatch is outcome_unknown, audited, and not retried", async () => {
+    const s = stub({
+      handlers: {
+        "tabs.get": () => ({ tab: tab(11, "http://127.0.0.1:1/shop") }),
+        "page.inspect": () => facts,
+        "page.act": () => {
+          setTimeout(() => s.ws.terminate(), 20);
+          return "never";
+        },
+      },
+    });
+    await s.welcomed;
+    const client = await connectClient(broker.url);
+    const result = await call(client, "click", { tab: 11, ref: "e1", revision: "r1-x" });
+    expect(result.isError).toBe(true);
+    expect(result.text).toMatch(/^browser_disconnected:/);
+    expect(result.text).toContain("unknown");
+    expect(s.methods().filter((m) => m === "page.act")).toHaveLength(1);
+    const record = broker.broker.audit.list({ limit: 10 }).find((r) => r.tool === "click");
+    expect(record?.decision).toBe("outcome_unknown");
+    expect(record?.target).toBe('button "Buy"');
+    await client.close();
+  });
+
+  it("a refusal never reaches the page, and is audited as refused with its rule", async () => {
+    const s = stub({
+      handlers: {
+        "tabs.get": () => ({ tab: tab(12, "http://127.0.0.1:1/shop") }),
+        "page.inspect": () => ({ ...facts, coveredBy: '<div#overlay>' }),
+        "page.act": () => ({ facts, effects: ["clicked"] }),
+      },
+    });
+    await s.welcomed;
+    const client = await connectClient(broker.url);
+    const result = await call(client, "click", { tab: 12, ref: "e1", revision: "r1-x" });
+    expect(result.text).toMatch(/^write_denied: .*overlay/);
+    expect(s.methods()).not.toContain("page.act");
+    const record = broker.broker.audit.list({ limit: 10 }).find((r) => r.tool === "click");
+    expect(record?.decision).toBe("refused");
+    expect(record?.rule).toBe("element: covered");
     await client.close();
   });
 });

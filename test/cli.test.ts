@@ -173,6 +173,36 @@ describe("stdio", () => {
   });
 });
 
+describe("audit", () => {
+  it("prints one line per tool call with its decision, and JSON on request", async () => {
+    const dir = dataDir();
+    const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data-dir", dir], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN } });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    try {
+      const url = await waitFor("the MCP URL", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1]);
+      const client = await connectClient(url);
+      await call(client, "read_url", { url: "https://evil.test/\r\nforged line" });
+      await call(client, "list_browsers");
+      await client.close();
+    } finally {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+    }
+    const text = run(["audit", "--data-dir", dir]);
+    expect(text.code).toBe(0);
+    const lines = text.stdout.trim().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/refused .*read_url/);
+    expect(lines[1]).toMatch(/allowed .*list_browsers/);
+    const json = run(["audit", "--json", "--data-dir", dir]);
+    const records = json.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(records[0].decision).toBe("refused");
+    expect(records[0].code).toBe("policy_denied");
+    expect(text.stdout).not.toContain(MCP_TOKEN);
+  });
+});
+
 describe("policy update-sites", () => {
   it("replaces the ranking from a Tranco-style CSV served over HTTP, and the policy follows it", async () => {
     const site = await startSite();

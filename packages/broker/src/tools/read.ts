@@ -56,6 +56,7 @@ export const readUrl = defineTool({
   },
   kind: "read",
   async handler(ctx, params, response) {
+    response.audit({ url: params.url });
     const target = checkBeforeNavigation(ctx, params.url);
     const conn = pickBrowser(ctx, params.browser);
     const mode = params.mode ?? "readable";
@@ -74,6 +75,7 @@ export const readUrl = defineTool({
     );
     let closed = false;
     try {
+      response.audit({ tab: opened.tabId, url: opened.url });
       const tab = await checkLanding(ctx, conn, opened, { requestedUrl: params.url, closeOnDeny: true }).catch((error: unknown) => {
         closed = true;
         throw error;
@@ -109,6 +111,7 @@ export const readPage = defineTool({
     const offset = params.offset ?? 0;
     const maxChars = params.max_chars ?? ctx.config.readMaxChars;
     const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
+    response.audit({ tab: current.tabId, url: current.url });
     const tab = await checkLanding(ctx, conn, current, {});
     if (tab.url === BLANK) throw new TabrelayError("navigation_failed", `tab ${tab.tabId} is blank; load a page with navigate first`);
     const key = `${conn.info.browserId}|tab|${tab.tabId}|${tab.url}|${mode}`;

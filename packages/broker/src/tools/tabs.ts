@@ -11,6 +11,7 @@ export function describeTab(tab: TabInfo): string {
 }
 
 function reportTab(response: ToolResponse, verb: string, tab: TabInfo): void {
+  response.audit({ tab: tab.tabId, url: tab.url });
   response.line(`${verb} tab ${tab.tabId}.`);
   response.line(`URL: ${tab.url}`);
   response.line(`Title: ${JSON.stringify(tab.title)}`);
@@ -57,6 +58,7 @@ export const openTab = defineTool({
   },
   kind: "read",
   async handler(ctx, { url, active, browser }, response) {
+    response.audit({ url });
     const target = checkBeforeNavigation(ctx, url);
     const conn = pickBrowser(ctx, browser);
     const { tab } = unwrap(await conn.call("tabs.open", { url: target, active: active ?? false, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
@@ -75,6 +77,7 @@ export const navigate = defineTool({
   input: { tab: fields.tab, url: fields.url, browser: fields.browser },
   kind: "read",
   async handler(ctx, { tab: tabId, url, browser }, response) {
+    response.audit({ url });
     const target = checkBeforeNavigation(ctx, url);
     const conn = pickBrowser(ctx, browser);
     ctx.denials.forget(conn.info.browserId, tabId);
