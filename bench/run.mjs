@@ -11,6 +11,12 @@
 //   3. broker-side extract() time (readable mode) over the article and the fixture pages
 //   4. server-process RSS after the same workload (1 warm-up + 30 reads)
 //   5. spawn to first successful read (tabrelay start --headless; the peers' cold start likewise)
+//   6. snapshot of a 10,000-element page (pages/big.html): characters and estimated tokens of the default
+//      snapshot result, and whether the last row's button is reachable (tabrelay: find + revision)
+//   7. snapshot time of that page
+//   8. click by ref (pages/click.html): time of the click call alone, and whether its result shows the page's
+//      reaction
+//   9. snapshot of the ~5,000-word article: characters and estimated tokens
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -18,6 +24,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { BIG_LAST_BUTTON, BIG_ROWS, CLICK_BUTTON } from "./pages/make-interaction.mjs";
 
 const BENCH = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH);
@@ -37,6 +44,10 @@ const N = {
   extractWarmup: 5,
   extract: 20,
   coldStart: 3,
+  snapshotWarmup: 2,
+  snapshot: 10, // snapshots of the 10,000-element page, timed
+  clickWarmup: 2,
+  click: 20, // clicks, timed (each after an untimed snapshot)
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -267,7 +278,12 @@ async function startSite() {
   const pages = join(BENCH, "pages");
   const files = new Map([["/article", join(pages, "article.html")]]);
   for (const name of readdirSync(join(pages, "fixtures"))) if (name.endsWith(".html")) files.set(`/fixtures/${name}`, join(pages, "fixtures", name));
-  const bodies = new Map([...files].map(([path, file]) => [path, readFileSync(file)]));
+  // The interaction pages are served too, but are not part of the extract() figure (files).
+  const interactionPages = new Map([
+    ["/big", join(pages, "big.html")],
+    ["/click", join(pages, "click.html")],
+  ]);
+  const bodies = new Map([...files, ...interactionPages].map(([path, file]) => [path, readFileSync(file)]));
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const body = bodies.get(path);
@@ -288,8 +304,18 @@ async function startSite() {
   return { origin, files };
 }
 
+/** Reads allowed on the local site; the one write the bench makes, clicking the counter button, granted. */
 function allowYaml() {
-  return `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n`;
+  return [
+    "policy:",
+    "  read:",
+    "    allow:",
+    '      "127.0.0.1": [".*"]',
+    "  write:",
+    "    click:",
+    `      "127.0.0.1": { label: "^${CLICK_BUTTON}$" }`,
+    "",
+  ].join("\n");
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -467,6 +493,15 @@ async function benchTabrelayServe(lib, site) {
     if ((i + 1) % 10 === 0) rssSeries[`read${i + 1}`] = procStatus(server.child.pid).rssMiB;
   }
   const rss = { ...procStatus(server.child.pid), series: rssSeries };
+
+  // 6-9: snapshot and click, after the RSS figure (which stays the read workload's).
+  let interaction;
+  try {
+    interaction = await withTimeout(tabrelayInteraction(client, site), 180_000, "tabrelay snapshot/click figures");
+    interaction.rssAfter = procStatus(server.child.pid).rssMiB;
+  } catch (error) {
+    interaction = { error: message(error) };
+  }
   return {
     roundTrip: stats(rt),
     read: {
@@ -480,7 +515,151 @@ async function benchTabrelayServe(lib, site) {
     },
     rss: { ...rss, pid: server.child.pid, after: `${N.reads + 1 + all.length} read_url calls` },
     toolsListChars,
+    interaction,
   };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// 6-9: snapshots and a click by ref. Shared by tabrelay and the peers: what a snapshot hands the agent, its time,
+// and a click whose result should show what the page did.
+
+const estTokens = (chars) => Math.round(chars / 4);
+
+function escapeRegExp(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** The ref of `- role "name" ... [ref=X]` (tabrelay and playwright-mcp snapshots). */
+function refOf(text, role, name) {
+  return new RegExp(`- ${role} "${escapeRegExp(name)}"[^\\n]*?\\[ref=([^\\]\\s]+)\\]`).exec(text)?.[1];
+}
+
+/** The uid of `uid=X role "name"` (chrome-devtools-mcp snapshots). */
+function uidOf(text, role, name) {
+  return new RegExp(`uid=(\\S+) ${role} "${escapeRegExp(name)}"`).exec(text)?.[1];
+}
+
+/** Times `snapshot` N times (after warm-ups); returns the stats and the sizes of the timed results. */
+async function timeSnapshots(take) {
+  for (let i = 0; i < N.snapshotWarmup; i++) await take();
+  const samples = [];
+  const sizes = [];
+  for (let i = 0; i < N.snapshot; i++) {
+    const { ms, value } = await timed(take);
+    samples.push(ms);
+    sizes.push(value.length);
+  }
+  return { ...stats(samples), resultChars: { min: Math.min(...sizes), max: Math.max(...sizes) } };
+}
+
+/**
+ * Clicks the counter button N times (after warm-ups). Before each click an untimed snapshot yields the ref; only
+ * the click call is timed. `reacted(text, count)` says whether a click's result shows what the page did.
+ */
+async function timeClicks({ snapshot, refIn, click, reacted }) {
+  const samples = [];
+  let reactions = 0;
+  let sample = "";
+  const total = N.clickWarmup + N.click;
+  for (let i = 0; i < total; i++) {
+    const snap = await snapshot();
+    const ref = refIn(snap);
+    if (!ref) throw new Error(`no ref for button "${CLICK_BUTTON}" in the snapshot:\n${snap.slice(0, 600)}`);
+    const { ms, value } = await timed(() => click(ref, snap));
+    if (i < N.clickWarmup) continue;
+    samples.push(ms);
+    if (reacted(value, i + 1)) reactions += 1;
+    sample = value;
+  }
+  return { time: stats(samples), reactions, clicks: total, sampleResult: sample.slice(0, 600) };
+}
+
+/** tabrelay: open_tab each page, snapshot it, click by ref; the counter is read back with read_page. */
+async function tabrelayInteraction(client, site) {
+  const out = {};
+  const opened = [];
+  const openTab = async (path) => {
+    const text = await callText(client, "open_tab", { url: `${site.origin}${path}` });
+    const tab = Number(/Opened tab (\d+)/.exec(text)?.[1]);
+    if (!Number.isInteger(tab)) throw new Error(`open_tab ${path} answered: ${text.slice(0, 300)}`);
+    opened.push(tab);
+    return tab;
+  };
+  try {
+    // 6 + 7: the 10,000-element page.
+    const big = await openTab("/big");
+    const first = await callText(client, "snapshot", { tab: big });
+    const revision = /revision: (\S+)/.exec(first)?.[1];
+    const paged = /Lines (\d+)-(\d+) of (\d+)/.exec(first);
+    const found = await callText(client, "snapshot", { tab: big, revision, find: BIG_LAST_BUTTON });
+    const lastRef = refOf(found, "button", BIG_LAST_BUTTON);
+    out.big = {
+      chars: first.length,
+      tokens: estTokens(first.length),
+      linesShown: paged ? Number(paged[2]) - Number(paged[1]) + 1 : first.split("\n").length,
+      linesTotal: paged ? Number(paged[3]) : undefined,
+      lastRowInFirst: first.includes(`"${BIG_LAST_BUTTON}"`),
+      lastRowFound: Boolean(lastRef),
+      lastRowRef: lastRef,
+      findChars: found.length,
+      time: await timeSnapshots(() => callText(client, "snapshot", { tab: big })),
+    };
+    // The same 300 lines served from the broker's copy of one revision: no page walk, so the difference to the
+    // figure above is the walk in the page and the transfer of its result to the broker.
+    const latest = /revision: (\S+)/.exec(await callText(client, "snapshot", { tab: big }))?.[1];
+    out.big.cachedTime = await timeSnapshots(() => callText(client, "snapshot", { tab: big, revision: latest }));
+
+    // 9: the article.
+    const article = await openTab("/article");
+    const articleSnap = await callText(client, "snapshot", { tab: article });
+    out.article = { chars: articleSnap.length, tokens: estTokens(articleSnap.length), paged: /Lines \d+-\d+ of \d+/.test(articleSnap) };
+
+    // 8: click by ref.
+    const counter = await openTab("/click");
+    out.click = await timeClicks({
+      snapshot: () => callText(client, "snapshot", { tab: counter }),
+      refIn: (snap) => refOf(snap, "button", CLICK_BUTTON),
+      click: (ref, snap) => callText(client, "click", { tab: counter, ref, revision: /revision: (\S+)/.exec(snap)?.[1] }),
+      reacted: (text) => text.includes("the page changed"),
+    });
+    const page = await callText(client, "read_page", { tab: counter, mode: "full" });
+    out.click.counterAfter = Number(/Clicked (\d+) times/.exec(page)?.[1]);
+  } finally {
+    for (const tab of opened) await client.callTool({ name: "close_tab", arguments: { tab } }).catch(() => {});
+  }
+  return out;
+}
+
+/** A peer: navigate to each page, snapshot it, click by ref/uid; the counter is read back from a snapshot. */
+async function peerInteraction(client, spec, site) {
+  const out = {};
+  // 6 + 7: the 10,000-element page.
+  await spec.navigate(client, `${site.origin}/big`);
+  const first = await spec.snapshot(client);
+  out.big = {
+    chars: first.length,
+    tokens: estTokens(first.length),
+    lastRowInFirst: Boolean(spec.refIn(first, "button", BIG_LAST_BUTTON)),
+    time: await timeSnapshots(() => spec.snapshot(client)),
+  };
+  out.big.lastRowFound = out.big.lastRowInFirst;
+
+  // 9: the article (the snapshot call alone is counted, not the navigation).
+  await spec.navigate(client, `${site.origin}/article`);
+  const articleSnap = await spec.snapshot(client);
+  out.article = { chars: articleSnap.length, tokens: estTokens(articleSnap.length) };
+
+  // 8: click by ref.
+  await spec.navigate(client, `${site.origin}/click`);
+  out.click = await timeClicks({
+    snapshot: () => spec.snapshot(client),
+    refIn: (snap) => spec.refIn(snap, "button", CLICK_BUTTON),
+    click: (ref) => spec.click(client, ref),
+    reacted: (text, count) => text.includes(`Clicked ${count} times`),
+  });
+  out.click.counterAfter = Number(/Clicked (\d+) times/.exec(await spec.snapshot(client))?.[1]);
+  out.click.resultLinksSnapshotFile = /\[Snapshot\]\([^)]*\.yml\)/.test(out.click.sampleResult);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -544,6 +723,15 @@ function peerSpecs(outDir) {
         return { text: `${nav}\n${snap}`, parts: { browser_navigate: nav.length, browser_snapshot: snap.length } };
       },
       readLabel: "browser_navigate + browser_snapshot",
+      tools: [],
+      navigate: (client, url) => callText(client, "browser_navigate", { url }),
+      snapshot: (client) => callText(client, "browser_snapshot", {}),
+      refIn: refOf,
+      click(client, ref) {
+        // 0.0.83 names the ref `target`; older releases named it `ref`.
+        const props = this.tools.find((t) => t.name === "browser_click")?.inputSchema?.properties ?? {};
+        return callText(client, "browser_click", { element: `${CLICK_BUTTON} button`, ["target" in props || !("ref" in props) ? "target" : "ref"]: ref });
+      },
     },
     devtools: {
       label: "chrome-devtools-mcp",
@@ -562,15 +750,29 @@ function peerSpecs(outDir) {
       pageId: undefined,
       roundTrip: { name: "list_pages", args: {} },
       async read(client, url) {
-        if (this.pageId === undefined) {
-          const pages = await callText(client, "list_pages", {});
-          this.pageId = Number(pages.match(/^(\d+):.*\[selected\]/m)?.[1] ?? pages.match(/^(\d+):/m)?.[1] ?? 1);
-        }
+        await this.ensurePage(client);
         const nav = await callText(client, "navigate_page", { pageId: this.pageId, type: "url", url });
         const snap = await callText(client, "take_snapshot", { pageId: this.pageId });
         return { text: `${nav}\n${snap}`, parts: { navigate_page: nav.length, take_snapshot: snap.length } };
       },
       readLabel: "navigate_page + take_snapshot",
+      tools: [],
+      async navigate(client, url) {
+        await this.ensurePage(client);
+        return callText(client, "navigate_page", { pageId: this.pageId, type: "url", url });
+      },
+      snapshot(client) {
+        return callText(client, "take_snapshot", { pageId: this.pageId });
+      },
+      refIn: uidOf,
+      click(client, uid) {
+        return callText(client, "click", { pageId: this.pageId, uid });
+      },
+      async ensurePage(client) {
+        if (this.pageId !== undefined) return;
+        const pages = await callText(client, "list_pages", {});
+        this.pageId = Number(pages.match(/^(\d+):.*\[selected\]/m)?.[1] ?? pages.match(/^(\d+):/m)?.[1] ?? 1);
+      },
     },
   };
 }
@@ -651,7 +853,8 @@ async function benchPeer(lib, spec, site) {
 
   try {
     const { client } = peer;
-    result.toolsListChars = JSON.stringify((await client.listTools()).tools).length;
+    spec.tools = (await client.listTools()).tools;
+    result.toolsListChars = JSON.stringify(spec.tools).length;
     // Round trip of the cheapest browser tool.
     for (let i = 0; i < N.roundTripWarmup; i++) await callText(client, spec.roundTrip.name, spec.roundTrip.args);
     const rt = [];
@@ -671,6 +874,15 @@ async function benchPeer(lib, spec, site) {
     }
     result.read = { calls: spec.readLabel, chars: text.length, parts, hasMarker: text.includes(MARKER), time: readStats(reads) };
     result.rss = { ...procStatus(peer.pid), pid: peer.pid, after: `${N.reads + 2} reads`, series: rssSeries };
+
+    // 6-9: snapshot and click, after the RSS figure (which stays the read workload's).
+    try {
+      result.interaction = await withTimeout(peerInteraction(client, spec, site), 240_000, `${spec.label} snapshot/click figures`);
+      result.interaction.rssAfter = procStatus(peer.pid).rssMiB;
+    } catch (error) {
+      result.interaction = { error: `${message(error)}\n${peer.stderrTail()}` };
+    }
+    peer.remember();
   } catch (error) {
     result.error = `${message(error)}\n${peer.stderrTail()}`;
   } finally {
@@ -878,6 +1090,7 @@ async function main() {
       devtools: peerCell(cd, (p) => p.toolsListChars && `${p.toolsListChars}`),
       target: "",
     },
+    ...interactionRows(t, pw, cd, errors),
   ];
 
   const meta = {
@@ -896,6 +1109,9 @@ async function main() {
       "Round trips: tabrelay list_tabs goes MCP -> broker -> extension (chrome.tabs) -> back; playwright-mcp browser_tabs reads each tab's title from the browser; chrome-devtools-mcp list_pages answers from puppeteer's locally tracked target list, so it is probably not a browser round trip at all.",
       "RSS is the server process only (tabrelay serve / the peers' node process), not the browser.",
       "Peers' cold start: spawn of the stdio server to the first successful navigate+snapshot (their browser starts on the first tool call).",
+      `6-9 run after the RSS figure, in the same processes: tabrelay serve + its Chromium, the peers' own browsers. Tokens are estimated as characters / 4. Sizes count the snapshot tool's result alone (not open_tab / navigate).`,
+      `tabrelay snapshot by default returns the first 300 lines of the page's list (headings, landmarks, controls) with a footer naming the next offset; its time covers the whole page walk in the extension. The last row is looked up with find="${BIG_LAST_BUTTON}" and the first call's revision (same refs, no new walk). The peers return the whole tree in one result.`,
+      `Click: ${N.click} timed clicks after ${N.clickWarmup} warm-ups; before each, one untimed snapshot for the ref. "Reaction visible": tabrelay's result says "the page changed"; for the peers, the new counter text ("Clicked N times") is in the click result. "Clicks that took effect": the counter read back afterwards (tabrelay read_page; peers a snapshot). tabrelay's click includes the broker's fixed 60 ms pause after the action for a navigation to commit (packages/broker/src/tools/act.ts).`,
     ],
     durationS: undefined,
   };
@@ -904,12 +1120,91 @@ async function main() {
   process.stdout.write(`\ntabrelay benchmark, ${meta.date}: ${chromiumVersion}, Node ${process.version}, @playwright/mcp ${meta["@playwright/mcp"]}, chrome-devtools-mcp ${meta["chrome-devtools-mcp"]}\n\n`);
   printTable(rows);
   process.stdout.write(`\nNotes:\n${meta.notes.map((n) => `- ${n}`).join("\n")}\n`);
-  const failures = [...Object.entries(errors).map(([k, v]) => `tabrelay ${k}: ${v}`), ...["playwright", "devtools"].filter((k) => results[k]?.error).map((k) => `${specs[k].label}: ${results[k].error}`)];
+  const failures = [
+    ...Object.entries(errors).map(([k, v]) => `tabrelay ${k}: ${v}`),
+    ...(t.serve?.interaction?.error ? [`tabrelay snapshot/click: ${t.serve.interaction.error}`] : []),
+    ...["playwright", "devtools"].filter((k) => results[k]?.error).map((k) => `${specs[k].label}: ${results[k].error}`),
+    ...["playwright", "devtools"].filter((k) => results[k]?.interaction?.error).map((k) => `${specs[k].label} snapshot/click: ${results[k].interaction.error}`),
+  ];
   if (failures.length) process.stdout.write(`\nDid not work:\n${failures.map((f) => `- ${f.split("\n").slice(0, 8).join("\n  ")}`).join("\n")}\n`);
   process.stdout.write(`\n(${meta.durationS} s; JSON in bench/results/latest.json)\n`);
 
   mkdirSync(join(BENCH, "results"), { recursive: true });
   writeFileSync(join(BENCH, "results", "latest.json"), `${JSON.stringify({ meta, table: rows, results, errors }, null, 2)}\n`);
+}
+
+function interactionRows(t, pw, cd, errors) {
+  const trIx = t.serve?.interaction;
+  const trFailed = !t.serve ? `failed: ${errors.serve}` : trIx?.error ? `failed: ${trIx.error.replace(/\s+/g, " ").slice(0, 70)}` : undefined;
+  const tr = (fn) => trFailed ?? fn(trIx) ?? "n/a";
+  const peer = (p, fn) => {
+    if (!p) return "n/a";
+    if (p.interaction?.error) return `failed: ${p.interaction.error.replace(/\s+/g, " ").slice(0, 60)}… (see JSON)`;
+    if (!p.interaction) return cellError(p);
+    return fn(p.interaction) ?? "n/a";
+  };
+  const size = (x) => x && `${x.chars} chars, ~${x.tokens} tok`;
+  const yesNo = (b) => (b ? "yes" : "NO");
+  const clickReact = (c, what) => c && `${c.reactions}/${N.click}${what ? ` (${what})` : ""}`;
+  const took = (c) => c && `${c.counterAfter === c.clicks ? "yes" : "NO"}: counter ${c.counterAfter}/${c.clicks}`;
+  return [
+    {
+      figure: `6. ${(BIG_ROWS * 4).toLocaleString("en-US")}-element page: snapshot result size (default call)`,
+      tabrelay: tr((x) => x.big && `${size(x.big)} (${x.big.linesShown} of ${x.big.linesTotal ?? x.big.linesShown} lines)`),
+      playwright: peer(pw, (x) => size(x.big)),
+      devtools: peer(cd, (x) => size(x.big)),
+      target: `<= 15000 tok${verdict(trIx?.big ? trIx.big.tokens <= 15000 : undefined)}`,
+    },
+    {
+      figure: `   last row's button ("${BIG_LAST_BUTTON}") reachable, with its ref`,
+      tabrelay: tr((x) => x.big && `${yesNo(x.big.lastRowFound)} (find + revision: ${x.big.findChars} chars)`),
+      playwright: peer(pw, (x) => x.big && `${yesNo(x.big.lastRowFound)} (in the one snapshot)`),
+      devtools: peer(cd, (x) => x.big && `${yesNo(x.big.lastRowFound)} (in the one snapshot)`),
+      target: `yes${verdict(trIx?.big ? trIx.big.lastRowFound : undefined)}`,
+    },
+    {
+      figure: `7. snapshot time, ${(BIG_ROWS * 4).toLocaleString("en-US")}-element page (median)`,
+      tabrelay: tr((x) => x.big && `${fmtMs(x.big.time)} snapshot`),
+      playwright: peer(pw, (x) => x.big && `${fmtMs(x.big.time)} browser_snapshot`),
+      devtools: peer(cd, (x) => x.big && `${fmtMs(x.big.time)} take_snapshot`),
+      target: `<= 150 ms${verdict(trIx?.big ? trIx.big.time.median <= 150 : undefined)}`,
+    },
+    {
+      figure: "   same 300 lines from the broker's copy (revision passed: no page walk)",
+      tabrelay: tr((x) => x.big?.cachedTime && fmtMs(x.big.cachedTime)),
+      playwright: "",
+      devtools: "",
+      target: "",
+    },
+    {
+      figure: "8. click by ref, the click call alone (median)",
+      tabrelay: tr((x) => x.click && `${fmtMs(x.click.time)} click`),
+      playwright: peer(pw, (x) => x.click && `${fmtMs(x.click.time)} browser_click`),
+      devtools: peer(cd, (x) => x.click && `${fmtMs(x.click.time)} click`),
+      target: `<= 150 ms${verdict(trIx?.click ? trIx.click.time.median <= 150 : undefined)}`,
+    },
+    {
+      figure: "   page's reaction visible in the click result",
+      tabrelay: tr((x) => clickReact(x.click, '"the page changed"')),
+      playwright: peer(pw, (x) => clickReact(x.click, x.click?.resultLinksSnapshotFile ? "snapshot only as a file link" : "")),
+      devtools: peer(cd, (x) => clickReact(x.click, x.click && x.click.reactions === 0 ? JSON.stringify(x.click.sampleResult.trim().split("\n")[0]) : "")),
+      target: `${N.click}/${N.click}${verdict(trIx?.click ? trIx.click.reactions === N.click : undefined)}`,
+    },
+    {
+      figure: "   clicks that took effect (counter read back)",
+      tabrelay: tr((x) => took(x.click)),
+      playwright: peer(pw, (x) => took(x.click)),
+      devtools: peer(cd, (x) => took(x.click)),
+      target: "",
+    },
+    {
+      figure: "9. article (~5,000 words): snapshot result size",
+      tabrelay: tr((x) => size(x.article)),
+      playwright: peer(pw, (x) => size(x.article)),
+      devtools: peer(cd, (x) => size(x.article)),
+      target: `<= 6000 tok${verdict(trIx?.article ? trIx.article.tokens <= 6000 : undefined)}`,
+    },
+  ];
 }
 
 /** Runs every cleanup registered so far except the first (the local site, registered first). */
