@@ -398,7 +398,7 @@ async function injectInpage(tabId: number, frameIds?: number[]): Promise<void> {
   });
 }
 
-async function runInFrame<T>(tabId: number, frameId: number, method: "inspect" | "act" | "wait", params: unknown): Promise<T> {
+async function runInFrame<T>(tabId: number, frameId: number, method: "inspect" | "act" | "wait" | "rect", params: unknown): Promise<T> {
   let results: chrome.scripting.InjectionResult<unknown>[];
   try {
     results = await chrome.scripting.executeScript({
@@ -416,6 +416,96 @@ async function runInFrame<T>(tabId: number, frameId: number, method: "inspect" |
   if (!outcome) throw new CommandError("internal", "the page returned nothing");
   if (!outcome.ok) throw new CommandError(outcome.error.code, outcome.error.message);
   return outcome.value;
+}
+
+// ---- capture -----------------------------------------------------------------------------------
+
+interface PageMetrics {
+  innerWidth: number;
+  innerHeight: number;
+  scrollHeight: number;
+  scrollY: number;
+  dpr: number;
+}
+
+let lastCaptureAt = 0;
+
+async function pageMetrics(tabId: number): Promise<PageMetrics> {
+  const [frame] = await chrome.scripting
+    .executeScript({
+      target: { tabId, frameIds: [0] },
+      func: () => ({
+        innerWidth,
+        innerHeight,
+        scrollHeight: Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0),
+        scrollY,
+        dpr: devicePixelRatio,
+      }),
+    })
+    .catch((error: unknown) => {
+      throw scriptingError(error);
+    });
+  return frame?.result as PageMetrics;
+}
+
+async function scrollTo(tabId: number, y: number): Promise<void> {
+  await chrome.scripting.executeScript({ target: { tabId, frameIds: [0] }, func: (top: number) => window.scrollTo(0, top), args: [y] });
+}
+
+/**
+ * captureVisibleTab right after a DOM change can return the previous frame: wait for two animation frames
+ * in the page first. Chrome allows at most two captures per second, so captures are spaced 510 ms apart.
+ */
+async function captureFresh(tabId: number, windowId: number): Promise<string> {
+  await chrome.scripting.executeScript({
+    target: { tabId, frameIds: [0] },
+    func: () => new Promise<boolean>((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))),
+  });
+  const wait = lastCaptureAt + 510 - Date.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  lastCaptureAt = Date.now();
+  const dataUrl = await chrome.tabs.captureVisibleTab(windowId, { format: "png" });
+  return dataUrl.slice(dataUrl.indexOf(",") + 1);
+}
+
+async function decode(png: string): Promise<ImageBitmap> {
+  const blob = await (await fetch(`data:image/png;base64,${png}`)).blob();
+  return createImageBitmap(blob);
+}
+
+async function encode(canvas: OffscreenCanvas): Promise<string> {
+  const blob = await canvas.convertToBlob({ type: "image/png" });
+  const bytes = new Uint8Array(await blob.arrayBuffer());
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+/** Crops (clip) or stitches (full page) the captures; a plain viewport capture passes through untouched. */
+async function compose(
+  shots: { png: string; y: number }[],
+  metrics: PageMetrics,
+  clip: { x: number; y: number; width: number; height: number } | undefined,
+  fullPage: boolean,
+): Promise<{ png: string; width: number; height: number }> {
+  const first = await decode(shots[0]!.png);
+  const scale = first.width / metrics.innerWidth;
+  if (!clip && !fullPage) return { png: shots[0]!.png, width: first.width, height: first.height };
+  if (clip) {
+    const sx = Math.max(0, Math.round(clip.x * scale));
+    const sy = Math.max(0, Math.round(clip.y * scale));
+    const w = Math.max(1, Math.min(first.width - sx, Math.round(clip.width * scale)));
+    const h = Math.max(1, Math.min(first.height - sy, Math.round(clip.height * scale)));
+    const canvas = new OffscreenCanvas(w, h);
+    canvas.getContext("2d")?.drawImage(first, sx, sy, w, h, 0, 0, w, h);
+    return { png: await encode(canvas), width: w, height: h };
+  }
+  const last = shots[shots.length - 1]!;
+  const height = Math.round((last.y + metrics.innerHeight) * scale);
+  const canvas = new OffscreenCanvas(first.width, Math.min(height, 16_384));
+  const ctx = canvas.getContext("2d");
+  for (const shot of shots) ctx?.drawImage(await decode(shot.png), 0, Math.round(shot.y * scale));
+  return { png: await encode(canvas), width: canvas.width, height: canvas.height };
 }
 
 const handlers: Handlers = {
@@ -510,27 +600,35 @@ const handlers: Handlers = {
 
   "page.snapshot": async ({ tabId, revision, interactiveOnly, viewportOnly }) => {
     await agentTab(tabId);
-    await injectInpage(tabId);
-    let results: chrome.scripting.InjectionResult<unknown>[];
-    try {
-      results = await chrome.scripting.executeScript({
-        target: { tabId, allFrames: true },
-        func: (args: unknown) => {
-          const api = (globalThis as unknown as { __tabrelayInpage?: { snapshot(a: unknown): unknown } }).__tabrelayInpage;
-          return api?.snapshot(args);
-        },
-        args: [{ revision, interactiveOnly, viewportOnly }],
-      });
-    } catch (error) {
-      throw scriptingError(error);
+    const run = async (frameIds?: number[]) => {
+      try {
+        return await chrome.scripting.executeScript({
+          target: frameIds ? { tabId, frameIds } : { tabId, allFrames: true },
+          func: (args: unknown) => {
+            const api = (globalThis as unknown as { __tabrelayInpage?: { snapshot(a: unknown): unknown } }).__tabrelayInpage;
+            return api ? api.snapshot(args) : "not-installed";
+          },
+          args: [{ revision, interactiveOnly, viewportOnly }],
+        });
+      } catch (error) {
+        throw scriptingError(error);
+      }
+    };
+    // The in-page script usually is there already (one round trip); frames that lack it get it, then run.
+    let results = await run();
+    const missing = results.filter((r) => r.result === "not-installed").map((r) => r.frameId);
+    if (missing.length) {
+      await injectInpage(tabId, missing);
+      const again = await run(missing);
+      results = [...results.filter((r) => r.result !== "not-installed"), ...again];
     }
     const tree = (await chrome.webNavigation.getAllFrames({ tabId })) ?? [];
     const frames = results.flatMap((r) => {
-      const outcome = r.result as InpageResult<{ url: string; title: string; nodes: SnapshotNode[] }> | undefined;
+      const outcome = r.result as InpageResult<{ url: string; title: string; nodes: SnapshotNode[]; elapsedMs?: number }> | undefined;
       if (!outcome?.ok) return [];
       const info = tree.find((f) => f.frameId === r.frameId);
       const nodes = r.frameId === 0 ? outcome.value.nodes : outcome.value.nodes.map((n) => (n.ref ? { ...n, ref: `f${r.frameId}${n.ref}` } : n));
-      return [{ frameId: r.frameId, parentFrameId: info?.parentFrameId ?? -1, url: outcome.value.url, title: outcome.value.title, nodes }];
+      return [{ frameId: r.frameId, parentFrameId: info?.parentFrameId ?? -1, url: outcome.value.url, title: outcome.value.title, nodes, ...(outcome.value.elapsedMs !== undefined ? { elapsedMs: outcome.value.elapsedMs } : {}) }];
     });
     return { frames };
   },
@@ -572,6 +670,40 @@ const handlers: Handlers = {
         await new Promise((r) => setTimeout(r, 100));
       }
     }
+  },
+
+  "page.rect": async ({ tabId, ref, revision }) => {
+    await agentTab(tabId);
+    const { frameId, local } = splitRef(ref);
+    if (frameId !== 0) throw new CommandError("not_actionable", "element screenshots of elements inside frames are not supported; capture the viewport instead");
+    return runInFrame<{ x: number; y: number; width: number; height: number }>(tabId, 0, "rect", { ref: local, revision });
+  },
+
+  "page.capture": async ({ tabId, activate, clip, fullPage }) => {
+    let tab = await agentTab(tabId);
+    if (!tab.active) {
+      if (!activate) throw new CommandError("tab_not_visible", `tab ${tabId} is not the visible tab of its window; pass activate to bring it to the front, or use activate_tab`);
+      await chrome.tabs.update(tabId, { active: true });
+      tab = await chrome.tabs.get(tabId);
+    }
+    const shots: { png: string; y: number }[] = [];
+    const metrics = await pageMetrics(tabId);
+    if (!fullPage) {
+      shots.push({ png: await captureFresh(tabId, tab.windowId), y: 0 });
+    } else {
+      // Scroll and stitch, at most 10 viewports; Chrome allows two captures a second.
+      const steps = Math.min(10, Math.ceil(metrics.scrollHeight / metrics.innerHeight));
+      for (let i = 0; i < steps; i++) {
+        const y = Math.min(i * metrics.innerHeight, Math.max(0, metrics.scrollHeight - metrics.innerHeight));
+        await scrollTo(tabId, y);
+        shots.push({ png: await captureFresh(tabId, tab.windowId), y });
+      }
+      await scrollTo(tabId, metrics.scrollY);
+    }
+    const after = await chrome.tabs.get(tabId);
+    if (!after.active) throw new CommandError("tab_not_visible", `tab ${tabId} stopped being the visible tab during the capture; try again`);
+    const composed = await compose(shots, metrics, clip, fullPage === true);
+    return { ...composed, url: after.url ?? "", capturedAt: Date.now() };
   },
 
   "page.content": async ({ tabId }) => {

@@ -31,13 +31,14 @@ export type InpageResult<T> = { ok: true; value: T } | { ok: false; error: WireE
 
 export interface InpageApi {
   version: number;
-  snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: SnapshotNode[] }>;
+  snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: SnapshotNode[]; elapsedMs: number }>;
   inspect(params: { ref: string; revision: string }): Promise<InpageResult<ElementFacts>>;
   act(params: { ref: string; revision: string; action: ActionKind; value?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: string[] }>>;
   wait(params: { text?: string; textGone?: string; selector?: string; timeoutMs: number }): Promise<InpageResult<{ matched: string; elapsedMs: number }>>;
+  rect(params: { ref: string; revision: string }): Promise<InpageResult<{ x: number; y: number; width: number; height: number }>>;
 }
 
-const VERSION = 1;
+const VERSION = 2;
 const MAX_NODES = 50_000;
 
 const state: State = { revision: "", refs: new Map() };
@@ -70,9 +71,12 @@ function statesOf(el: Element, role: string): string[] {
   if ((el as HTMLButtonElement).disabled === true || aria("disabled") === "true") states.push("disabled");
   if ((el as HTMLInputElement).required === true || aria("required") === "true") states.push("required");
   if ((el as HTMLInputElement).readOnly === true && role === "textbox") states.push("readonly");
-  if (el === deepActiveElement()) states.push("focused");
+  if (el === focused) states.push("focused");
   return states;
 }
+
+/** The focused element, computed once per snapshot. */
+let focused: Element | null = null;
 
 function deepActiveElement(): Element | null {
   let active = document.activeElement;
@@ -92,9 +96,19 @@ function valueOf(el: Element): string | undefined {
   return undefined;
 }
 
-function snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: SnapshotNode[] }> {
+/**
+ * The snapshot's cheap visibility test (one style resolution per element, no ancestor walks); the full
+ * test, with clipping and near-zero opacity, runs on the one element an action targets.
+ */
+function quickHidden(el: Element, rect: DOMRect): boolean {
+  return !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }) || rect.width < 2 || rect.height < 2 || el.closest('[inert], [aria-hidden="true"]') !== null;
+}
+
+function snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: SnapshotNode[]; elapsedMs: number }> {
+  const started = performance.now();
   state.revision = params.revision;
   state.refs = new Map();
+  focused = deepActiveElement();
   let counter = 0;
   const nodes: SnapshotNode[] = [];
   const full = !params.interactiveOnly;
@@ -109,22 +123,19 @@ function snapshot(params: { revision: string; interactiveOnly: boolean; viewport
     const [el, depth] = stack.pop()!;
     const tag = el.tagName;
     if (tag === "SCRIPT" || tag === "STYLE" || tag === "TEMPLATE" || tag === "NOSCRIPT" || tag === "HEAD") continue;
-    if (!el.checkVisibility()) {
-      // display:none (self or ancestor): nothing below can be visible either.
-      continue;
-    }
+    // No per-element visibility test here: candidates get one below, which covers hidden ancestors too.
     const role = roleOf(el);
     const interactive = isInteractive(el, role);
     let childDepth = depth;
     const structural = role === "heading" || LANDMARK_ROLES.has(role) || role === "iframe";
     if (interactive || (full && (structural || role === "img" || role === "option")) || (!params.interactiveOnly && structural)) {
-      const reason = hiddenReason(el, false);
       const rect = el.getBoundingClientRect();
+      const hidden = quickHidden(el, rect);
       const offscreen = !intersectsViewport(rect);
-      if (!(params.viewportOnly && offscreen) && (reason === undefined || full)) {
+      if (!(params.viewportOnly && offscreen) && (!hidden || full)) {
         const name = accessibleName(el, role);
         const node: SnapshotNode = { role, name: name.slice(0, 150), depth };
-        if (interactive && reason === undefined) {
+        if (interactive && !hidden) {
           const ref = `e${++counter}`;
           state.refs.set(ref, { el: new WeakRef(el), role, name });
           node.ref = ref;
@@ -135,18 +146,20 @@ function snapshot(params: { revision: string; interactiveOnly: boolean; viewport
         if (states.length) node.states = states;
         if (role === "heading") node.level = Number(el.getAttribute("aria-level") ?? tag.slice(1)) || 2;
         if (offscreen) node.offscreen = true;
-        if (reason !== undefined) node.hidden = true;
+        if (hidden) node.hidden = true;
         nodes.push(node);
         if (structural) childDepth = depth + 1;
       }
     }
     // Text inside interactive controls is already their name.
     if (interactive && role !== "listbox" && role !== "combobox") continue;
-    const shadow = shadowRootOf(el);
+    // Asking the extension API for a closed root on every element is costly: custom elements (the usual
+    // hosts of closed roots) and elements with an open root are asked.
+    const shadow = el.shadowRoot ?? (tag.includes("-") ? shadowRootOf(el) : null);
     if (shadow) pushChildren(shadow, childDepth);
-    pushChildren(el, childDepth);
+    if (el.firstElementChild) pushChildren(el, childDepth);
   }
-  return { ok: true, value: { url: location.href, title: document.title, nodes } };
+  return { ok: true, value: { url: location.href, title: document.title, nodes, elapsedMs: Math.round(performance.now() - started) } };
 }
 
 // ---- refs -> elements --------------------------------------------------------------------------
@@ -515,6 +528,14 @@ function wait(params: { text?: string; textGone?: string; selector?: string; tim
   });
 }
 
+async function rect(params: { ref: string; revision: string }): Promise<InpageResult<{ x: number; y: number; width: number; height: number }>> {
+  const found = resolve(params.ref, params.revision);
+  if (!found.ok) return found;
+  await settle(found.value.el);
+  const box = found.value.el.getBoundingClientRect();
+  return { ok: true, value: { x: box.x, y: box.y, width: box.width, height: box.height } };
+}
+
 // ---- install -----------------------------------------------------------------------------------
 
 declare global {
@@ -522,5 +543,5 @@ declare global {
 }
 
 if (!globalThis.__tabrelayInpage || globalThis.__tabrelayInpage.version !== VERSION) {
-  globalThis.__tabrelayInpage = { version: VERSION, snapshot, inspect, act, wait };
+  globalThis.__tabrelayInpage = { version: VERSION, snapshot, inspect, act, wait, rect };
 }

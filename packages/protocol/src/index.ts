@@ -20,6 +20,9 @@ export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
 
 /** Stable error codes. Tools surface these verbatim; docs/errors.md explains each. */
 export type ErrorCode =
+  | "tab_not_visible"
+  | "screenshots_disabled"
+  | "invalid_image"
   | "stale_ref"
   | "write_denied"
   | "element_not_found"
@@ -131,6 +134,8 @@ export interface FrameSnapshot {
   url: string;
   title: string;
   nodes: SnapshotNode[];
+  /** Time the page spent walking its DOM, for diagnostics. */
+  elapsedMs?: number;
 }
 
 export interface WaitParams {
@@ -167,6 +172,30 @@ export interface BridgeMethods {
   "page.inspect": { params: { tabId: number; ref: string; revision: string }; result: ElementFacts };
   "page.act": { params: ActParams; result: { facts: ElementFacts; effects: string[] } };
   "page.wait": { params: WaitParams; result: { matched: string; elapsedMs: number } };
+  /** Scrolls a ref into view and reports its box in CSS pixels, relative to the viewport of the top frame. */
+  "page.rect": { params: { tabId: number; ref: string; revision: string }; result: { x: number; y: number; width: number; height: number } };
+  /**
+   * A PNG of what the tab shows. captureVisibleTab needs the tab to be the active one of its window:
+   * with `activate` the browser makes it so, otherwise it fails with tab_not_visible. `clip` crops (CSS
+   * pixels, viewport-relative); `fullPage` scrolls and stitches.
+   */
+  "page.capture": { params: CaptureParams; result: CaptureResult };
+}
+
+export interface CaptureParams {
+  tabId: number;
+  activate: boolean;
+  clip?: { x: number; y: number; width: number; height: number };
+  fullPage?: boolean;
+}
+
+export interface CaptureResult {
+  /** Base64 PNG bytes, no data: prefix. */
+  png: string;
+  width: number;
+  height: number;
+  url: string;
+  capturedAt: number;
 }
 
 export type BridgeMethod = keyof BridgeMethods;
