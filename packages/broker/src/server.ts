@@ -1,10 +1,14 @@
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { BridgeServer } from "./bridge/bridgeServer.js";
 import { BrowserRegistry } from "./bridge/registry.js";
 import { isLoopback, type BrokerConfig } from "./config/config.js";
 import { HttpSessions } from "./mcp/adapter.js";
 import { AuditLog } from "./audit/auditLog.js";
+import { Dashboard } from "./dashboard/dashboard.js";
+import { LocalScreenshotStore, S3ScreenshotStore, type ScreenshotStore } from "./screenshots/store.js";
 import { DocCache } from "./tools/docCache.js";
 import { tools } from "./tools/index.js";
 import { Denials, enforceOnCommit } from "./tools/landing.js";
@@ -31,19 +35,44 @@ export class Broker {
   readonly #http: Server;
   readonly #bridge: BridgeServer;
   readonly #sessions: HttpSessions;
+  readonly #dashboard: Dashboard;
   #allowedHosts = new Set<string>();
   #allowedOrigins: Set<string>;
+  #baseUrl = "";
+  readonly #screenshots: ScreenshotStore | undefined;
+  readonly #localShots: LocalScreenshotStore | undefined;
 
   constructor(options: BrokerOptions) {
     this.config = options.config;
     this.#log = options.log ?? createLogger();
     this.audit = AuditLog.open(this.config.dataDir, [this.config.mcpToken, this.config.pairingToken]);
+    const shots = this.config.screenshots;
+    if (shots.enabled && shots.s3) {
+      const accessKeyId = process.env["AWS_ACCESS_KEY_ID"];
+      const secretAccessKey = process.env["AWS_SECRET_ACCESS_KEY"];
+      this.#screenshots = new S3ScreenshotStore({
+        ...shots.s3,
+        ttlMs: shots.ttlMs,
+        ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
+      });
+    } else if (shots.enabled) {
+      // A fresh key per start: links die with the broker, and the key is never written anywhere.
+      this.#localShots = new LocalScreenshotStore({
+        dir: join(this.config.dataDir, "screenshots"),
+        publicBaseUrl: () => this.#baseUrl,
+        key: randomBytes(32),
+        ttlMs: shots.ttlMs,
+        quotaBytes: shots.quotaBytes,
+      });
+      this.#screenshots = this.#localShots;
+    }
     this.context = {
       registry: this.registry,
       config: this.config,
       docs: new DocCache(),
       denials: new Denials(),
       snapshots: new SnapshotCache(),
+      ...(this.#screenshots ? { screenshots: this.#screenshots } : {}),
       audit: this.audit,
       log: this.#log,
     };
@@ -59,9 +88,19 @@ export class Broker {
       log: this.#log,
       ...(options.helloTimeoutMs ? { helloTimeoutMs: options.helloTimeoutMs } : {}),
     });
+    this.#dashboard = new Dashboard({
+      registry: this.registry,
+      audit: this.audit,
+      config: this.config,
+      log: this.#log,
+      onEmergencyStop: () => this.registry.closeAll("emergency stop from the dashboard"),
+    });
     this.#http = createServer((req, res) => void this.#route(req, res));
     this.#http.on("upgrade", (req, socket, head) => {
-      if (pathOf(req) === "/bridge") this.#bridge.handleUpgrade(req, socket, head);
+      // After an emergency stop, browsers stay out until the user resumes from the dashboard; a refused
+      // upgrade (rather than an accepted-then-closed socket) lets the extension back off.
+      if (pathOf(req) === "/bridge" && this.#dashboard.stopped) socket.end("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\nstopped from the dashboard\n");
+      else if (pathOf(req) === "/bridge") this.#bridge.handleUpgrade(req, socket, head);
       else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
     });
   }
@@ -85,7 +124,8 @@ export class Broker {
     const host = this.config.host.includes(":") ? `[${this.config.host}]` : this.config.host;
     const names = isLoopback(this.config.host) ? [host, "localhost", "127.0.0.1", "[::1]"] : [host];
     this.#allowedHosts = new Set([...names.map((n) => `${n}:${port}`.toLowerCase()), ...this.config.allowedHosts.map((h) => h.toLowerCase())]);
-    return { port, url: `http://${host}:${port}` };
+    this.#baseUrl = `http://${host}:${port}`;
+    return { port, url: this.#baseUrl };
   }
 
   async close(): Promise<void> {
@@ -94,6 +134,7 @@ export class Broker {
     await this.#sessions.closeAll();
     this.#http.closeAllConnections();
     await new Promise<void>((resolve) => this.#http.close(() => resolve()));
+    await this.#screenshots?.close();
     this.audit.close();
   }
 
@@ -101,6 +142,7 @@ export class Broker {
     const path = pathOf(req);
     try {
       if (path === "/health" && (req.method === "GET" || req.method === "HEAD")) return this.#health(res);
+      if (this.#localShots?.handle(req, res)) return;
       if (path === "/mcp") {
         const refusal = this.#guardMcp(req);
         if (refusal) {
@@ -111,11 +153,7 @@ export class Broker {
         await this.#sessions.handle(req, res);
         return;
       }
-      if (path === "/" && req.method === "GET") {
-        res.writeHead(200, { "Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff" });
-        res.end(`tabrelay ${VERSION}\nMCP endpoint: /mcp (Authorization: Bearer <token>)\nBrowsers connect to /bridge. Health: /health\n`);
-        return;
-      }
+      if ((path === "/" || path === "/login" || path === "/logout" || path.startsWith("/dashboard/")) && (await this.#dashboard.handle(req, res))) return;
       res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" });
       res.end("not found\n");
     } catch (error) {

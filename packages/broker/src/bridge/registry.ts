@@ -21,7 +21,20 @@ export interface BrowserInfo {
   userAgent: string;
   extensionVersion: string;
   connectedAt: number;
-  kind: "extension";
+  kind: "extension" | "cdp";
+}
+
+/**
+ * What tools need from a browser, whichever way it is driven (the extension over /bridge, or CDP).
+ * Calls never throw: results are values. When the browser goes away every call in flight fails at
+ * once with browser_disconnected.
+ */
+export interface BrowserDriver {
+  readonly info: BrowserInfo;
+  readonly closed: boolean;
+  call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options?: CallOptions): Promise<Result<ResultOf<M>>>;
+  /** Ends the connection (a browser we started is shut down; an attached one is left running). */
+  close(reason: string): void;
 }
 
 interface Pending {
@@ -36,7 +49,7 @@ export interface CallOptions {
 }
 
 /** One connected browser. Calls in flight fail at once with browser_disconnected when it goes away. */
-export class BrowserConnection {
+export class BrowserConnection implements BrowserDriver {
   readonly info: BrowserInfo;
   readonly #socket: BridgeSocket;
   readonly #pending = new Map<number, Pending>();

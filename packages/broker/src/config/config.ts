@@ -66,6 +66,26 @@ const fileSchema = z
       .strict()
       .optional(),
     audit: z.object({ enabled: z.boolean().optional() }).strict().optional(),
+    screenshots: z
+      .object({
+        enabled: z.boolean().optional(),
+        ttl_seconds: z.number().int().min(10).max(86_400).optional(),
+        quota_mb: z.number().min(1).max(100_000).optional(),
+        max_pixels: z.number().int().min(1).optional(),
+        max_mb: z.number().min(0.1).max(200).optional(),
+        s3: z
+          .object({
+            bucket: z.string().min(1),
+            region: z.string().min(1).default("us-east-1"),
+            endpoint: z.string().url().optional(),
+            force_path_style: z.boolean().optional(),
+            prefix: z.string().optional(),
+          })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -88,6 +108,17 @@ export interface BrokerConfig {
   policy: CompiledReadPolicy;
   writePolicy: CompiledWritePolicy;
   rankingPath: string;
+  screenshots: ScreenshotSettings;
+}
+
+export interface ScreenshotSettings {
+  enabled: boolean;
+  ttlMs: number;
+  quotaBytes: number;
+  maxPixels: number;
+  maxBytes: number;
+  /** Where the images go; S3 credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY. */
+  s3?: { bucket: string; region: string; endpoint?: string; forcePathStyle?: boolean; prefix?: string };
 }
 
 export class ConfigError extends Error {
@@ -215,5 +246,23 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     policy,
     writePolicy,
     rankingPath,
+    screenshots: {
+      enabled: file.screenshots?.enabled ?? false,
+      ttlMs: (file.screenshots?.ttl_seconds ?? 300) * 1000,
+      quotaBytes: Math.round((file.screenshots?.quota_mb ?? 200) * 1024 * 1024),
+      maxPixels: file.screenshots?.max_pixels ?? 40_000_000,
+      maxBytes: Math.round((file.screenshots?.max_mb ?? 25) * 1024 * 1024),
+      ...(file.screenshots?.s3
+        ? {
+            s3: {
+              bucket: file.screenshots.s3.bucket,
+              region: file.screenshots.s3.region,
+              ...(file.screenshots.s3.endpoint ? { endpoint: file.screenshots.s3.endpoint } : {}),
+              ...(file.screenshots.s3.force_path_style !== undefined ? { forcePathStyle: file.screenshots.s3.force_path_style } : {}),
+              ...(file.screenshots.s3.prefix ? { prefix: file.screenshots.s3.prefix } : {}),
+            },
+          }
+        : {}),
+    },
   };
 }

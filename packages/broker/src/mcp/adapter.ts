@@ -36,7 +36,8 @@ export function createMcpServer(ctx: ToolContext, tools: readonly Tool[]): McpSe
       },
       async (args: unknown, extra: { signal: AbortSignal }) => {
         const result = await runTool(tool, ctx, args, extra.signal);
-        return { content: [{ type: "text" as const, text: result.text }], isError: result.isError };
+        const images = (result.images ?? []).map((i) => ({ type: "image" as const, data: i.data, mimeType: i.mimeType }));
+        return { content: [{ type: "text" as const, text: result.text }, ...images], isError: result.isError };
       },
     );
   }

@@ -99,7 +99,7 @@ function actionTool(spec: {
     title: spec.title,
     description: [
       spec.what,
-      "Reports what changed (navigation, new tab, DOM).",
+      "Reports what changed.",
       writes ? "Needs the user's write grant for this site and label." : "Needs no write grant.",
       UNTRUSTED_NOTE,
       ACT_ERRORS,

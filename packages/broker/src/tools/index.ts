@@ -2,6 +2,7 @@ import { click, fill, hover, pressKey, scroll, selectOption, setChecked, waitFor
 import { listBrowsers } from "./browsers.js";
 import { readPage, readUrl } from "./read.js";
 import { activateTab, closeTab, history, listTabs, navigate, openTab } from "./tabs.js";
+import { screenshot } from "./screenshot.js";
 import { snapshot } from "./snapshot.js";
 import type { Tool } from "./tool.js";
 
@@ -17,6 +18,7 @@ export const tools: readonly Tool[] = [
   activateTab,
   closeTab,
   snapshot,
+  screenshot,
   click,
   fill,
   selectOption,

@@ -6,6 +6,7 @@ const MAX_RESULT_CHARS = 400_000;
 export interface RenderedResult {
   text: string;
   isError: boolean;
+  images?: { data: string; mimeType: string }[];
 }
 
 /**
@@ -22,6 +23,7 @@ export interface AuditFacts {
 
 export class ToolResponse {
   readonly #lines: string[] = [];
+  readonly #images: { data: string; mimeType: string }[] = [];
   readonly #secrets: string[];
   readonly auditFacts: AuditFacts = {};
   #dispatched = false;
@@ -61,8 +63,14 @@ export class ToolResponse {
     return this;
   }
 
+  /** An image for clients that asked for it inline (base64). */
+  image(data: string, mimeType: string): this {
+    this.#images.push({ data, mimeType });
+    return this;
+  }
+
   render(): RenderedResult {
-    return { text: this.#finish(this.#lines.join("\n")), isError: false };
+    return { text: this.#finish(this.#lines.join("\n")), isError: false, ...(this.#images.length ? { images: this.#images } : {}) };
   }
 
   renderError(code: string, message: string, rule?: string): RenderedResult {

@@ -5,6 +5,7 @@ import type { Logger } from "../util/log.js";
 import type { DocCache } from "./docCache.js";
 import type { Denials } from "./landing.js";
 import type { ToolResponse } from "./response.js";
+import type { ScreenshotStore } from "../screenshots/store.js";
 import type { SnapshotCache } from "./snapshot.js";
 
 /** Where every tool call leaves its record (the SQLite audit log in the broker). */
@@ -29,6 +30,8 @@ export interface ToolContext {
   docs: DocCache;
   denials: Denials;
   snapshots: SnapshotCache;
+  /** Present when screenshots are enabled in config. */
+  screenshots?: ScreenshotStore;
   audit: AuditSink;
   log: Logger;
 }
@@ -75,7 +78,7 @@ export const fields = {
   browser: z
     .string()
     .optional()
-    .describe("Browser id or label (list_browsers); default: the newest."),
+    .describe("Browser id or label; default: newest."),
   tab: z.number().int().min(0).max(2 ** 31).describe("Tab id."),
   url: z.string().min(1).describe("Absolute http(s) URL."),
   mode: z

@@ -1,0 +1,292 @@
+// A minimal Chrome DevTools Protocol client over one WebSocket to the browser endpoint
+// (ws://host:port/devtools/browser/<id>). Flat sessions only: every page, iframe or worker session
+// travels on the same socket, tagged with its sessionId (Target.attachToTarget / setAutoAttach with
+// flatten: true). Calls never throw: they resolve with a value or a failure. When the socket closes,
+// every call in flight fails at once.
+//
+// The endpoint URL is a credential (whoever holds it drives the browser): it is never logged, and it is
+// scrubbed from every message this module produces.
+import { WebSocket, type RawData } from "ws";
+
+export type CdpFailure =
+  /** The socket is closed (browser gone, or closed by us); nothing more will be answered. */
+  | { kind: "disconnected"; message: string }
+  /** The session the call was sent to detached (its tab or frame went away) before answering. */
+  | { kind: "detached"; message: string }
+  | { kind: "timeout"; message: string }
+  /** The browser answered with a protocol error (code, message), e.g. "No frame for given id found". */
+  | { kind: "protocol"; message: string; code: number };
+
+export type CdpResult<T> = { ok: true; value: T } | { ok: false; error: CdpFailure };
+
+/** An event's params (always a JSON object) and the session it came from (undefined: the browser session). */
+export type CdpListener = (params: Record<string, unknown>, sessionId: string | undefined) => void;
+
+export interface CdpClientOptions {
+  /** Default deadline of a call; a call may pass its own. */
+  timeoutMs: number;
+  /** Largest message accepted from the browser; a bigger one closes the socket (ws closes with 1009). */
+  maxPayload?: number;
+  connectTimeoutMs?: number;
+}
+
+export interface SendOptions {
+  sessionId?: string | undefined;
+  timeoutMs?: number;
+}
+
+interface Pending {
+  method: string;
+  sessionId: string | undefined;
+  settle: (result: CdpResult<Record<string, unknown>>) => void;
+}
+
+/** 128 MiB: far above the bridge's 32 MiB result cap, so an oversized answer fails one call, not the link. */
+export const DEFAULT_MAX_PAYLOAD = 128 * 1024 * 1024;
+const BROWSER_KEY = "";
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+export class CdpClient {
+  readonly #ws: WebSocket;
+  readonly #timeoutMs: number;
+  readonly #scrub: (text: string) => string;
+  readonly #pending = new Map<number, Pending>();
+  /** session key ("" for the browser session) -> method -> listeners */
+  readonly #listeners = new Map<string, Map<string, Set<CdpListener>>>();
+  readonly #anyListeners = new Set<(method: string, params: Record<string, unknown>, sessionId: string | undefined) => void>();
+  readonly #closeListeners = new Set<(reason: string) => void>();
+  #nextId = 1;
+  #closed = false;
+  #closeReason = "";
+
+  private constructor(ws: WebSocket, timeoutMs: number, scrub: (text: string) => string) {
+    this.#ws = ws;
+    this.#timeoutMs = timeoutMs;
+    this.#scrub = scrub;
+    ws.on("message", (data: RawData, isBinary: boolean) => this.#onMessage(data, isBinary));
+    ws.on("close", (code: number, reason: Buffer) => this.#onClose(code === 1009 ? "a DevTools message exceeded the size cap" : `socket closed (${code}${reason.length ? ` ${scrub(reason.toString())}` : ""})`));
+    // Errors are followed by close; the close handler is where calls fail.
+    ws.on("error", () => undefined);
+  }
+
+  /** Opens the socket. The failure message never contains the endpoint. */
+  static connect(endpoint: string, options: CdpClientOptions): Promise<CdpResult<CdpClient>> {
+    const scrub = scrubber(endpoint);
+    let url: URL;
+    try {
+      url = new URL(endpoint);
+    } catch {
+      return Promise.resolve({ ok: false, error: { kind: "disconnected", message: "the DevTools endpoint is not a valid URL" } });
+    }
+    if (url.protocol !== "ws:" && url.protocol !== "wss:") {
+      return Promise.resolve({ ok: false, error: { kind: "disconnected", message: "the DevTools endpoint must be a ws:// or wss:// URL" } });
+    }
+    return new Promise((resolve) => {
+      let ws: WebSocket;
+      try {
+        ws = new WebSocket(endpoint, {
+          maxPayload: options.maxPayload ?? DEFAULT_MAX_PAYLOAD,
+          perMessageDeflate: false,
+          followRedirects: false,
+          handshakeTimeout: options.connectTimeoutMs ?? 10_000,
+        });
+      } catch (error) {
+        resolve({ ok: false, error: { kind: "disconnected", message: `cannot open the DevTools socket: ${scrub(errorText(error))}` } });
+        return;
+      }
+      const fail = (message: string) => {
+        ws.removeAllListeners();
+        ws.on("error", () => undefined);
+        ws.terminate();
+        resolve({ ok: false, error: { kind: "disconnected", message: `cannot connect to the browser's DevTools endpoint: ${scrub(message)}` } });
+      };
+      ws.once("error", (error) => fail(errorText(error)));
+      ws.once("close", (code) => fail(`closed during the handshake (${code})`));
+      ws.once("open", () => {
+        ws.removeAllListeners();
+        resolve({ ok: true, value: new CdpClient(ws, options.timeoutMs, scrub) });
+      });
+    });
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  get closeReason(): string {
+    return this.#closeReason;
+  }
+
+  /** Calls `method`; resolves with its result object or a failure, never rejects. */
+  send(method: string, params: Record<string, unknown> = {}, options: SendOptions = {}): Promise<CdpResult<Record<string, unknown>>> {
+    if (this.#closed) return Promise.resolve(this.#disconnected());
+    const id = this.#nextId++;
+    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
+    const sessionId = options.sessionId;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => settle({ ok: false, error: { kind: "timeout", message: `the browser did not answer ${method} within ${timeoutMs} ms` } }), timeoutMs);
+      const settle = (result: CdpResult<Record<string, unknown>>) => {
+        if (!this.#pending.delete(id)) return;
+        clearTimeout(timer);
+        resolve(result);
+      };
+      this.#pending.set(id, { method, sessionId, settle });
+      const frame = JSON.stringify(sessionId === undefined ? { id, method, params } : { id, method, params, sessionId });
+      try {
+        this.#ws.send(frame, (error) => {
+          if (error) settle(this.#disconnected());
+        });
+      } catch {
+        settle(this.#disconnected());
+      }
+    });
+  }
+
+  /**
+   * Subscribes to `method` events of one session (undefined: the browser session). Listeners of a session
+   * are dropped when it detaches. Returns the unsubscribe function.
+   */
+  on(method: string, listener: CdpListener, sessionId?: string): () => void {
+    const key = sessionId ?? BROWSER_KEY;
+    let byMethod = this.#listeners.get(key);
+    if (!byMethod) {
+      byMethod = new Map();
+      this.#listeners.set(key, byMethod);
+    }
+    let set = byMethod.get(method);
+    if (!set) {
+      set = new Set();
+      byMethod.set(method, set);
+    }
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+    };
+  }
+
+  /** Every event of every session. */
+  onAny(listener: (method: string, params: Record<string, unknown>, sessionId: string | undefined) => void): () => void {
+    this.#anyListeners.add(listener);
+    return () => {
+      this.#anyListeners.delete(listener);
+    };
+  }
+
+  onClose(listener: (reason: string) => void): () => void {
+    if (this.#closed) {
+      queueMicrotask(() => listener(this.#closeReason));
+      return () => undefined;
+    }
+    this.#closeListeners.add(listener);
+    return () => {
+      this.#closeListeners.delete(listener);
+    };
+  }
+
+  /** Closes the socket; calls in flight fail now with "disconnected". */
+  close(reason = "closed by tabrelay"): void {
+    this.#onClose(reason);
+    try {
+      this.#ws.close(1000);
+    } catch {
+      this.#ws.terminate();
+    }
+    // A browser that does not finish the closing handshake must not keep the process alive.
+    setTimeout(() => this.#ws.terminate(), 1000).unref();
+  }
+
+  #onMessage(data: RawData, isBinary: boolean): void {
+    if (isBinary) return;
+    let message: unknown;
+    try {
+      message = JSON.parse(rawText(data));
+    } catch {
+      return;
+    }
+    if (!isRecord(message)) return;
+    const sessionId = typeof message["sessionId"] === "string" ? message["sessionId"] : undefined;
+    const id = message["id"];
+    if (typeof id === "number") {
+      const pending = this.#pending.get(id);
+      if (!pending) return;
+      const error = message["error"];
+      if (isRecord(error)) {
+        const code = typeof error["code"] === "number" ? error["code"] : 0;
+        const text = typeof error["message"] === "string" ? error["message"] : "unknown error";
+        const data = typeof error["data"] === "string" ? `: ${error["data"]}` : "";
+        pending.settle({ ok: false, error: { kind: "protocol", code, message: `${pending.method}: ${text}${data}` } });
+      } else {
+        const result = message["result"];
+        pending.settle({ ok: true, value: isRecord(result) ? result : {} });
+      }
+      return;
+    }
+    const method = message["method"];
+    if (typeof method !== "string") return;
+    const params = isRecord(message["params"]) ? message["params"] : {};
+    for (const listener of [...this.#anyListeners]) safely(() => listener(method, params, sessionId));
+    const listeners = this.#listeners.get(sessionId ?? BROWSER_KEY)?.get(method);
+    if (listeners) for (const listener of [...listeners]) safely(() => listener(params, sessionId));
+    // A detached session answers nothing more: fail its calls now and forget its listeners.
+    if (method === "Target.detachedFromTarget" && typeof params["sessionId"] === "string") this.#dropSession(params["sessionId"]);
+  }
+
+  #dropSession(sessionId: string): void {
+    this.#listeners.delete(sessionId);
+    for (const pending of [...this.#pending.values()]) {
+      if (pending.sessionId === sessionId) pending.settle({ ok: false, error: { kind: "detached", message: `${pending.method}: the target detached before answering` } });
+    }
+  }
+
+  #onClose(reason: string): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#closeReason = reason;
+    for (const pending of [...this.#pending.values()]) pending.settle(this.#disconnected());
+    this.#listeners.clear();
+    this.#anyListeners.clear();
+    for (const listener of [...this.#closeListeners]) safely(() => listener(reason));
+    this.#closeListeners.clear();
+  }
+
+  #disconnected(): { ok: false; error: CdpFailure } {
+    return { ok: false, error: { kind: "disconnected", message: `the DevTools connection is closed (${this.#closeReason || "closed"})` } };
+  }
+}
+
+function rawText(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString("utf8");
+  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
+  return Buffer.from(data).toString("utf8");
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A listener that throws must not break dispatch to the others, nor the socket. */
+function safely(run: () => void): void {
+  try {
+    run();
+  } catch {
+    // listeners own their errors
+  }
+}
+
+/** Removes the endpoint (and its secret path) from a message. */
+function scrubber(endpoint: string): (text: string) => string {
+  let path = "";
+  try {
+    path = new URL(endpoint).pathname;
+  } catch {
+    // not a URL: only the whole string is scrubbed
+  }
+  return (text) => {
+    let out = text.split(endpoint).join("<devtools endpoint>");
+    if (path.length > 1) out = out.split(path).join("/<devtools path>");
+    return out;
+  };
+}

@@ -1,0 +1,346 @@
+// Where screenshots go so a tool result can carry a short-lived link instead of base64: files in a private
+// directory served by the broker under HMAC-signed, expiring URLs, or an S3 bucket with presigned GETs.
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { chmodSync, mkdirSync, readdirSync, statSync } from "node:fs";
+import { readFile, unlink, utimes, writeFile } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { join } from "node:path";
+import type { S3Client } from "@aws-sdk/client-s3";
+
+export interface StoredImage {
+  id: string;
+  url: string;
+  /** Epoch milliseconds after which `url` no longer works. */
+  expiresAt: number;
+  bytes: number;
+}
+
+export interface ScreenshotMeta {
+  width: number;
+  height: number;
+  pageUrl: string;
+  /** Epoch milliseconds. */
+  capturedAt: number;
+}
+
+export interface ScreenshotStore {
+  put(png: Buffer, meta: ScreenshotMeta): Promise<StoredImage>;
+  close(): Promise<void>;
+}
+
+export interface LocalScreenshotStoreOptions {
+  dir: string;
+  /** The broker's own origin, e.g. `http://127.0.0.1:9333`; asked at each put, so it may be resolved after listen. */
+  publicBaseUrl: () => string;
+  /** HMAC-SHA256 key for the links, at least 32 bytes. */
+  key: Buffer;
+  ttlMs: number;
+  quotaBytes: number;
+  now?: () => number;
+}
+
+export interface S3ScreenshotStoreOptions {
+  bucket: string;
+  region: string;
+  endpoint?: string;
+  forcePathStyle?: boolean;
+  /** Prepended to each object key, e.g. `tabrelay/`. */
+  prefix?: string;
+  ttlMs: number;
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+  /** The clock presigned URLs are signed with. */
+  now?: () => number;
+}
+
+export const SHOTS_PATH = "/shots/";
+const MIN_KEY_BYTES = 32;
+const SWEEP_INTERVAL_MS = 60_000;
+/** SigV4 presigned URLs live at most 7 days. */
+const S3_MAX_TTL_MS = 7 * 24 * 3600 * 1000;
+const ID_RE = /^[0-9a-f]{32}$/;
+const FILE_RE = /^([0-9a-f]{32})\.png$/;
+const SIG_RE = /^[0-9a-f]{64}$/;
+const EXP_RE = /^[0-9]{1,15}$/;
+
+function newId(): string {
+  return randomBytes(16).toString("hex");
+}
+
+function checkTtl(ttlMs: number, max: number): void {
+  if (!Number.isFinite(ttlMs) || ttlMs < 1000 || ttlMs > max) throw new Error(`screenshot ttl must be between 1 s and ${max / 1000} s, got ${ttlMs} ms`);
+}
+
+interface Entry {
+  bytes: number;
+  expiresAt: number;
+}
+
+/**
+ * Screenshots as files in `dir` (0700; files 0600), named by a 128-bit random id and served by `handle` at
+ * `GET /shots/<id>.png?exp=<epoch s>&sig=<hex HMAC-SHA256(key, id + "." + exp)>`. Expired files are deleted
+ * on each put and every minute; the oldest are evicted to keep the directory within `quotaBytes`.
+ */
+export class LocalScreenshotStore implements ScreenshotStore {
+  readonly #dir: string;
+  readonly #publicBaseUrl: () => string;
+  readonly #key: Buffer;
+  readonly #ttlMs: number;
+  readonly #quotaBytes: number;
+  readonly #now: () => number;
+  /** Stored files, oldest first (Map keeps insertion order). */
+  readonly #entries = new Map<string, Entry>();
+  #totalBytes = 0;
+  /** Puts and sweeps run one at a time, so quota accounting never interleaves. */
+  #queue: Promise<unknown> = Promise.resolve();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #closed = false;
+
+  constructor(opts: LocalScreenshotStoreOptions) {
+    if (opts.key.length < MIN_KEY_BYTES) throw new Error(`screenshot link key must be at least ${MIN_KEY_BYTES} bytes`);
+    checkTtl(opts.ttlMs, Number.MAX_SAFE_INTEGER);
+    if (!Number.isFinite(opts.quotaBytes) || opts.quotaBytes <= 0) throw new Error(`screenshot quota must be > 0 bytes, got ${opts.quotaBytes}`);
+    this.#dir = opts.dir;
+    this.#publicBaseUrl = opts.publicBaseUrl;
+    this.#key = Buffer.from(opts.key);
+    this.#ttlMs = opts.ttlMs;
+    this.#quotaBytes = opts.quotaBytes;
+    this.#now = opts.now ?? Date.now;
+
+    mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
+    chmodSync(this.#dir, 0o700);
+    this.#adoptExisting();
+    this.#timer = setInterval(() => void this.#enqueue(() => this.#sweep()).catch(() => undefined), SWEEP_INTERVAL_MS);
+    this.#timer.unref();
+  }
+
+  async put(png: Buffer, _meta: ScreenshotMeta): Promise<StoredImage> {
+    if (this.#closed) throw new Error("screenshot store is closed");
+    if (png.length > this.#quotaBytes) throw new Error(`screenshot of ${png.length} bytes exceeds the whole quota of ${this.#quotaBytes} bytes`);
+    return this.#enqueue(async () => {
+      await this.#sweep();
+      for (const [oldId, entry] of this.#entries) {
+        if (this.#totalBytes + png.length <= this.#quotaBytes) break;
+        await this.#remove(oldId, entry);
+      }
+      const id = newId();
+      const storedAt = this.#now();
+      const exp = Math.floor((storedAt + this.#ttlMs) / 1000);
+      try {
+        await writeFile(this.#file(id), png, { mode: 0o600, flag: "wx" });
+        // The mtime is the store's clock, so a later run orders and expires this file as this one would.
+        await utimes(this.#file(id), new Date(storedAt), new Date(storedAt));
+      } catch (error) {
+        await unlink(this.#file(id)).catch(() => undefined);
+        throw error;
+      }
+      const entry: Entry = { bytes: png.length, expiresAt: exp * 1000 };
+      this.#entries.set(id, entry);
+      this.#totalBytes += entry.bytes;
+      const base = this.#publicBaseUrl().replace(/\/+$/, "");
+      return { id, url: `${base}${SHOTS_PATH}${id}.png?exp=${exp}&sig=${this.#sign(id, exp).toString("hex")}`, expiresAt: entry.expiresAt, bytes: entry.bytes };
+    });
+  }
+
+  /** Serves `/shots/...`; returns false for any other path, leaving the response untouched. */
+  handle(req: IncomingMessage, res: ServerResponse): boolean {
+    const target = req.url ?? "";
+    const q = target.indexOf("?");
+    const pathname = q === -1 ? target : target.slice(0, q);
+    if (!pathname.startsWith(SHOTS_PATH)) return false;
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      refuse(res, 405, "method not allowed", { Allow: "GET, HEAD" });
+      return true;
+    }
+    const id = FILE_RE.exec(pathname.slice(SHOTS_PATH.length))?.[1];
+    if (id === undefined) {
+      refuse(res, 404, "no such screenshot");
+      return true;
+    }
+    const query = new URLSearchParams(q === -1 ? "" : target.slice(q + 1));
+    const exp = query.get("exp") ?? "";
+    const sig = query.get("sig") ?? "";
+    if (!EXP_RE.test(exp) || !SIG_RE.test(sig) || !timingSafeEqual(Buffer.from(sig, "hex"), this.#sign(id, Number(exp)))) {
+      refuse(res, 403, "bad signature");
+      return true;
+    }
+    if (this.#now() >= Number(exp) * 1000) {
+      refuse(res, 410, "link expired");
+      return true;
+    }
+    void this.#serve(id, req.method === "HEAD", res);
+    return true;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#queue.catch(() => undefined);
+  }
+
+  async #serve(id: string, headOnly: boolean, res: ServerResponse): Promise<void> {
+    let body: Buffer;
+    try {
+      body = await readFile(this.#file(id));
+    } catch {
+      refuse(res, 404, "no such screenshot");
+      return;
+    }
+    res.writeHead(200, {
+      ...SAFE_HEADERS,
+      "Content-Type": "image/png",
+      "Content-Length": String(body.length),
+    });
+    res.end(headOnly ? undefined : body);
+  }
+
+  #sign(id: string, exp: number): Buffer {
+    return createHmac("sha256", this.#key).update(`${id}.${exp}`).digest();
+  }
+
+  #file(id: string): string {
+    if (!ID_RE.test(id)) throw new Error("bad screenshot id");
+    return join(this.#dir, `${id}.png`);
+  }
+
+  #enqueue<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(task, task);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #sweep(): Promise<void> {
+    const now = this.#now();
+    for (const [id, entry] of this.#entries) {
+      if (entry.expiresAt <= now) await this.#remove(id, entry);
+    }
+  }
+
+  async #remove(id: string, entry: Entry): Promise<void> {
+    this.#entries.delete(id);
+    this.#totalBytes -= entry.bytes;
+    await unlink(this.#file(id)).catch((error: unknown) => {
+      if (!(error instanceof Error && "code" in error && error.code === "ENOENT")) throw error;
+    });
+  }
+
+  /** Files left by an earlier run count towards the quota and expire `ttl` after their mtime (set at put). */
+  #adoptExisting(): void {
+    const found: Array<{ id: string; mtimeMs: number; bytes: number }> = [];
+    for (const name of readdirSync(this.#dir)) {
+      const id = FILE_RE.exec(name)?.[1];
+      if (id === undefined) continue;
+      const stat = statSync(join(this.#dir, name));
+      // mtimeMs is a float that can land just under the millisecond that was set.
+      if (stat.isFile()) found.push({ id, mtimeMs: Math.round(stat.mtimeMs), bytes: stat.size });
+    }
+    found.sort((a, b) => a.mtimeMs - b.mtimeMs);
+    for (const file of found) {
+      this.#entries.set(file.id, { bytes: file.bytes, expiresAt: Math.floor((file.mtimeMs + this.#ttlMs) / 1000) * 1000 });
+      this.#totalBytes += file.bytes;
+    }
+  }
+}
+
+const SAFE_HEADERS = {
+  "X-Content-Type-Options": "nosniff",
+  "Cache-Control": "private, no-store",
+  "Content-Security-Policy": "default-src 'none'",
+} as const;
+
+function refuse(res: ServerResponse, status: number, message: string, extra: Record<string, string> = {}): void {
+  const body = `${message}\n`;
+  res.writeHead(status, { ...SAFE_HEADERS, ...extra, "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(Buffer.byteLength(body)) });
+  res.end(body);
+}
+
+interface S3Runtime {
+  client: S3Client;
+  put(key: string, png: Buffer, meta: ScreenshotMeta): Promise<void>;
+  presign(key: string, expiresIn: number, signingDate: Date): Promise<string>;
+}
+
+/**
+ * Screenshots as objects in an S3 (or S3-protocol) bucket, linked by a presigned GET valid for `ttlMs`
+ * (at most 7 days). The AWS SDK is loaded on the first put, so a broker without S3 never loads it.
+ * Objects are not deleted here: give the bucket (or `prefix`) a lifecycle rule that expires them.
+ */
+export class S3ScreenshotStore implements ScreenshotStore {
+  readonly #opts: S3ScreenshotStoreOptions;
+  readonly #now: () => number;
+  #runtime: Promise<S3Runtime> | undefined;
+  #closed = false;
+
+  constructor(opts: S3ScreenshotStoreOptions) {
+    if (opts.bucket === "") throw new Error("screenshot bucket must not be empty");
+    checkTtl(opts.ttlMs, S3_MAX_TTL_MS);
+    this.#opts = { ...opts };
+    this.#now = opts.now ?? Date.now;
+  }
+
+  async put(png: Buffer, meta: ScreenshotMeta): Promise<StoredImage> {
+    if (this.#closed) throw new Error("screenshot store is closed");
+    const runtime = await this.#load();
+    const id = newId();
+    const key = `${this.#opts.prefix ?? ""}${id}.png`;
+    await runtime.put(key, png, meta);
+    const signedAt = this.#now();
+    const expiresIn = Math.floor(this.#opts.ttlMs / 1000);
+    const url = await runtime.presign(key, expiresIn, new Date(signedAt));
+    return { id, url, expiresAt: signedAt + expiresIn * 1000, bytes: png.length };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const runtime = this.#runtime;
+    this.#runtime = undefined;
+    if (runtime) (await runtime.catch(() => undefined))?.client.destroy();
+  }
+
+  #load(): Promise<S3Runtime> {
+    if (this.#runtime) return this.#runtime;
+    const created = this.#create();
+    this.#runtime = created;
+    // A failed load (SDK missing, bad options) is retried on the next put rather than cached.
+    void created.catch(() => {
+      if (this.#runtime === created) this.#runtime = undefined;
+    });
+    return created;
+  }
+
+  async #create(): Promise<S3Runtime> {
+    const [{ S3Client, PutObjectCommand, GetObjectCommand }, { getSignedUrl }] = await Promise.all([
+      import("@aws-sdk/client-s3"),
+      import("@aws-sdk/s3-request-presigner"),
+    ]);
+    const { bucket, region, endpoint, forcePathStyle, credentials } = this.#opts;
+    const client = new S3Client({
+      region,
+      ...(endpoint === undefined ? {} : { endpoint }),
+      ...(forcePathStyle === undefined ? {} : { forcePathStyle }),
+      ...(credentials === undefined ? {} : { credentials }),
+      // S3-protocol servers other than AWS often reject the default flexible checksums on PutObject.
+      requestChecksumCalculation: "WHEN_REQUIRED",
+      responseChecksumValidation: "WHEN_REQUIRED",
+    });
+    return {
+      client,
+      async put(key, png, meta) {
+        await client.send(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key: key,
+            Body: png,
+            ContentType: "image/png",
+            ContentLength: png.length,
+            CacheControl: "private, no-store",
+            // The page URL stays out: it may carry tokens, and metadata comes back with every GET.
+            Metadata: { width: String(meta.width), height: String(meta.height), "captured-at": String(meta.capturedAt) },
+          }),
+        );
+      },
+      presign: (key, expiresIn, signingDate) =>
+        getSignedUrl(client, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn, signingDate }),
+    };
+  }
+}

@@ -1,0 +1,59 @@
+import { z } from "zod";
+import { validatePng } from "../screenshots/png.js";
+import { TabrelayError, unwrap } from "../util/errors.js";
+import { checkLanding, pickBrowser } from "./landing.js";
+import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
+
+export const screenshot = defineTool({
+  name: "screenshot",
+  title: "Screenshot a tab",
+  description: [
+    "Captures an agent tab (viewport, element by ref, or full page) and returns a short-lived link to the PNG; the link is a bearer credential: do not share it.",
+    UNTRUSTED_NOTE,
+    "Errors: screenshots_disabled (off unless the user enables them), tab_not_visible, stale_ref, invalid_image.",
+  ].join(" "),
+  input: {
+    tab: fields.tab,
+    ref: z.string().min(1).optional().describe("Only this element."),
+    revision: z.string().min(1).optional().describe("The ref's snapshot revision."),
+    full_page: z.boolean().optional().describe("Whole page."),
+    activate: z.boolean().optional().describe("Bring the tab to the front (default true)."),
+    inline: z.boolean().optional().describe("Also return the image itself."),
+    browser: fields.browser,
+  },
+  kind: "read",
+  async handler(ctx, params, response) {
+    const settings = ctx.config.screenshots;
+    if (!settings.enabled || !ctx.screenshots) {
+      throw new TabrelayError(
+        "screenshots_disabled",
+        "screenshots are off: a picture of a logged-in tab can show private data. The user can enable them with `screenshots: { enabled: true }` in config.yaml; use read_page or snapshot meanwhile",
+      );
+    }
+    if (params.ref && !params.revision) throw new TabrelayError("invalid_params", "a ref needs the revision of the snapshot it came from");
+    const conn = pickBrowser(ctx, params.browser);
+    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
+    response.audit({ tab: current.tabId, url: current.url });
+    await checkLanding(ctx, conn, current, {});
+    const clip = params.ref && params.revision ? unwrap(await conn.call("page.rect", { tabId: params.tab, ref: params.ref, revision: params.revision })) : undefined;
+    const shot = unwrap(
+      await conn.call(
+        "page.capture",
+        { tabId: params.tab, activate: params.activate ?? true, ...(clip ? { clip } : {}), ...(params.full_page ? { fullPage: true } : {}) },
+        { timeoutMs: 30_000 },
+      ),
+    );
+    // The picture shows what the tab showed when it was taken: judge that URL too.
+    const shown = ctx.config.policy.check(shot.url);
+    if (!shown.ok) throw new TabrelayError("policy_denied", `the tab showed ${shot.url} when captured: ${shown.message}`, shown.rule);
+    const bytes = Buffer.from(shot.png, "base64");
+    const valid = validatePng(bytes, { maxBytes: settings.maxBytes, maxPixels: settings.maxPixels });
+    if (!valid.ok) throw new TabrelayError("invalid_image", `${valid.message}; the browser sent something that is not an acceptable PNG, nothing was stored`);
+    const stored = await ctx.screenshots.put(bytes, { width: valid.width, height: valid.height, pageUrl: shot.url, capturedAt: shot.capturedAt });
+    response.line(`Screenshot of tab ${params.tab}${params.ref ? ` (element ${params.ref})` : params.full_page ? " (full page)" : ""}: ${valid.width}x${valid.height} PNG`);
+    response.line(`Page: ${shot.url}`);
+    response.line(`Captured: ${new Date(shot.capturedAt).toISOString()}; link expires ${new Date(stored.expiresAt).toISOString()}`);
+    response.line(`Link (a bearer credential; do not share): ${stored.url}`);
+    if (params.inline) response.image(shot.png, "image/png");
+  },
+});
