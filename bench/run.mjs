@@ -17,6 +17,9 @@
 //   8. click by ref (pages/click.html): time of the click call alone, and whether its result shows the page's
 //      reaction
 //   9. snapshot of the ~5,000-word article: characters and estimated tokens
+//  10. screenshot of the article's viewport: characters of the default result (text, and base64 image data,
+//      counted separately), and whether tabrelay's link serves a PNG
+//  11. time of the screenshot call (visible tab; each call >= 600 ms after the previous one returned)
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -48,7 +51,13 @@ const N = {
   snapshot: 10, // snapshots of the 10,000-element page, timed
   clickWarmup: 2,
   click: 20, // clicks, timed (each after an untimed snapshot)
+  screenshotWarmup: 2,
+  screenshot: 10, // screenshot calls, timed, each >= SHOT_GAP_MS after the previous one returned
 };
+
+/** Chrome allows two captureVisibleTab calls a second (the extension spaces them 510 ms apart): wait this long
+ * after each screenshot call returns before the next, so the capture is timed and not the quota wait. */
+const SHOT_GAP_MS = 600;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Process and temp-dir bookkeeping: everything started here is stopped at the end, also on failure or Ctrl-C.
@@ -225,6 +234,13 @@ async function callText(client, name, args = {}) {
   return text;
 }
 
+/** Calls a tool, returns the whole result; throws on an MCP error result. */
+async function callResult(client, name, args = {}) {
+  const result = await client.callTool({ name, arguments: args });
+  if (result.isError) throw new Error(`${name} failed: ${textOf(result).slice(0, 300)}`);
+  return result;
+}
+
 function procStatus(pid) {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -304,8 +320,11 @@ async function startSite() {
   return { origin, files };
 }
 
-/** Reads allowed on the local site; the one write the bench makes, clicking the counter button, granted. */
-function allowYaml() {
+/**
+ * Reads allowed on the local site; the one write the bench makes, clicking the counter button, granted.
+ * `screenshots` turns the screenshot tool on (it is off by default).
+ */
+function allowYaml({ screenshots = false } = {}) {
   return [
     "policy:",
     "  read:",
@@ -314,6 +333,7 @@ function allowYaml() {
     "  write:",
     "    click:",
     `      "127.0.0.1": { label: "^${CLICK_BUTTON}$" }`,
+    ...(screenshots ? ["screenshots:", "  enabled: true"] : []),
     "",
   ].join("\n");
 }
@@ -450,7 +470,7 @@ function spawnTabrelay(args, env, dataDir) {
 async function benchTabrelayServe(lib, site) {
   const { prepareExtension, launchChromium } = lib.broker;
   const dataDir = tempDir("serve");
-  writeFileSync(join(dataDir, "config.yaml"), allowYaml());
+  writeFileSync(join(dataDir, "config.yaml"), allowYaml({ screenshots: true })); // 10: the screenshot figure
   const server = spawnTabrelay(["serve"], { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN }, dataDir);
   cleanups.push(server.stop);
   const { mcpUrl } = await withTimeout(server.urlPromise, 15_000, "tabrelay serve start-up");
@@ -502,6 +522,13 @@ async function benchTabrelayServe(lib, site) {
   } catch (error) {
     interaction = { error: message(error) };
   }
+  // 10: screenshot, after the rest.
+  let screenshot;
+  try {
+    screenshot = await withTimeout(tabrelayScreenshot(client, site), 120_000, "tabrelay screenshot figure");
+  } catch (error) {
+    screenshot = { error: message(error) };
+  }
   return {
     roundTrip: stats(rt),
     read: {
@@ -516,6 +543,7 @@ async function benchTabrelayServe(lib, site) {
     rss: { ...rss, pid: server.child.pid, after: `${N.reads + 1 + all.length} read_url calls` },
     toolsListChars,
     interaction,
+    screenshot,
   };
 }
 
@@ -663,6 +691,95 @@ async function peerInteraction(client, spec, site) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// 10: screenshot of the article's viewport. Size of the default result (text, and base64 image data, apart) and the
+// time of the screenshot call, each timed call SHOT_GAP_MS after the previous one returned.
+
+/** Width and height from a PNG's IHDR, or undefined if the bytes are not a PNG. */
+function pngDims(bytes) {
+  if (bytes.length < 24 || bytes.subarray(0, 8).toString("hex") !== "89504e470d0a1a0a") return undefined;
+  return { width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
+}
+
+/** What a tool result hands the agent: characters of text content, and of base64 data of image content, apart. */
+function resultSizes(result) {
+  const content = Array.isArray(result?.content) ? result.content : [];
+  const out = { textChars: 0, imageChars: 0, otherChars: 0, images: [] };
+  for (const c of content) {
+    if (c.type === "text") out.textChars += (c.text ?? "").length;
+    else if (c.type === "image") {
+      out.imageChars += (c.data ?? "").length;
+      out.images.push({ mimeType: c.mimeType, ...(pngDims(Buffer.from(c.data ?? "", "base64")) ?? {}) });
+    } else out.otherChars += JSON.stringify(c).length;
+  }
+  return out;
+}
+
+/** Times `shoot` N.screenshot times after warm-ups, waiting SHOT_GAP_MS after each call; checks each result. */
+async function timeScreenshots(shoot, check) {
+  const samples = [];
+  for (let i = 0; i < N.screenshotWarmup + N.screenshot; i++) {
+    const { ms, value } = await timed(shoot);
+    check(value);
+    if (i >= N.screenshotWarmup) samples.push(ms);
+    await sleep(SHOT_GAP_MS);
+  }
+  return stats(samples);
+}
+
+/** tabrelay: open the article in a visible tab, one default screenshot (size, link fetched), then the timed calls. */
+async function tabrelayScreenshot(client, site) {
+  const opened = await callText(client, "open_tab", { url: `${site.origin}/article`, active: true });
+  const tab = Number(/Opened tab (\d+)/.exec(opened)?.[1]);
+  if (!Number.isInteger(tab)) throw new Error(`open_tab /article answered: ${opened.slice(0, 300)}`);
+  try {
+    await sleep(SHOT_GAP_MS);
+    const first = await callResult(client, "screenshot", { tab });
+    const text = textOf(first);
+    const linkOf = (t) => /(https?:\/\/\S+\/shots\/\S+)/.exec(t)?.[1];
+    const link = linkOf(text);
+    const out = { ...resultSizes(first), sample: text, reported: /(\d+)x(\d+) PNG/.exec(text)?.slice(1, 3).map(Number) };
+    if (link) {
+      const response = await fetch(link);
+      const bytes = Buffer.from(await response.arrayBuffer());
+      out.link = { status: response.status, contentType: response.headers.get("content-type"), bytes: bytes.length, png: pngDims(bytes) };
+    } else out.link = { error: "no link in the result" };
+    await sleep(SHOT_GAP_MS);
+    out.time = await timeScreenshots(
+      () => callResult(client, "screenshot", { tab }),
+      (r) => {
+        if (!linkOf(textOf(r))) throw new Error(`screenshot returned no link: ${textOf(r).slice(0, 300)}`);
+      },
+    );
+    return out;
+  } finally {
+    await client.callTool({ name: "close_tab", arguments: { tab } }).catch(() => {});
+  }
+}
+
+/** A peer: navigate to the article, one default screenshot (size), then the timed calls. */
+async function peerScreenshot(client, spec, site) {
+  await spec.navigate(client, `${site.origin}/article`);
+  let ownWindow;
+  if (spec.resizeForScreenshot) {
+    await sleep(SHOT_GAP_MS);
+    ownWindow = resultSizes(await spec.screenshot(client));
+    await spec.resizeForScreenshot(client);
+  }
+  await sleep(SHOT_GAP_MS);
+  const first = await spec.screenshot(client);
+  const out = { ...resultSizes(first), tool: spec.screenshotTool, sample: textOf(first).slice(0, 600), ...(ownWindow ? { ownWindow } : {}) };
+  await sleep(SHOT_GAP_MS);
+  out.time = await timeScreenshots(
+    () => spec.screenshot(client),
+    (r) => {
+      const s = resultSizes(r);
+      if (!s.imageChars && !/\.(png|jpe?g|webp)\b/.test(textOf(r))) throw new Error(`${spec.screenshotTool} returned neither an image nor a file: ${textOf(r).slice(0, 300)}`);
+    },
+  );
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // 5: `tabrelay start --headless` to the first successful read_url.
 
 async function coldStartTabrelay(lib, site) {
@@ -732,6 +849,8 @@ function peerSpecs(outDir) {
         const props = this.tools.find((t) => t.name === "browser_click")?.inputSchema?.properties ?? {};
         return callText(client, "browser_click", { element: `${CLICK_BUTTON} button`, ["target" in props || !("ref" in props) ? "target" : "ref"]: ref });
       },
+      screenshotTool: "browser_take_screenshot",
+      screenshot: (client) => callResult(client, "browser_take_screenshot", {}),
     },
     devtools: {
       label: "chrome-devtools-mcp",
@@ -767,6 +886,15 @@ function peerSpecs(outDir) {
       refIn: uidOf,
       click(client, uid) {
         return callText(client, "click", { pageId: this.pageId, uid });
+      },
+      screenshotTool: "take_screenshot",
+      screenshot(client) {
+        return callResult(client, "take_screenshot", { pageId: this.pageId });
+      },
+      // Its headless window is not 1280x720 (the viewport screenshot came out 1905x2053 here): sized like the
+      // others for figure 10-11, after one screenshot at its own size (in the JSON).
+      resizeForScreenshot(client) {
+        return callText(client, "resize_page", { pageId: this.pageId, width: 1280, height: 720 });
       },
       async ensurePage(client) {
         if (this.pageId !== undefined) return;
@@ -881,6 +1009,13 @@ async function benchPeer(lib, spec, site) {
       result.interaction.rssAfter = procStatus(peer.pid).rssMiB;
     } catch (error) {
       result.interaction = { error: `${message(error)}\n${peer.stderrTail()}` };
+    }
+    peer.remember();
+    // 10: screenshot, after the rest.
+    try {
+      result.screenshot = await withTimeout(peerScreenshot(client, spec, site), 120_000, `${spec.label} screenshot figure`);
+    } catch (error) {
+      result.screenshot = { error: `${message(error)}\n${peer.stderrTail()}` };
     }
     peer.remember();
   } catch (error) {
@@ -1091,6 +1226,7 @@ async function main() {
       target: "",
     },
     ...interactionRows(t, pw, cd, errors),
+    ...screenshotRows(t, pw, cd, errors),
   ];
 
   const meta = {
@@ -1111,6 +1247,7 @@ async function main() {
       "Peers' cold start: spawn of the stdio server to the first successful navigate+snapshot (their browser starts on the first tool call).",
       `6-9 run after the RSS figure, in the same processes: tabrelay serve + its Chromium, the peers' own browsers. Tokens are estimated as characters / 4. Sizes count the snapshot tool's result alone (not open_tab / navigate).`,
       `tabrelay snapshot by default returns the first 300 lines of the page's list (headings, landmarks, controls) with a footer naming the next offset; its time covers the whole page walk in the extension. The last row is looked up with find="${BIG_LAST_BUTTON}" and the first call's revision (same refs, no new walk). The peers return the whole tree in one result.`,
+      `Screenshots (10-11) run last, on /article (tabrelay: open_tab { active: true }; the peers: navigate), in the same processes; tabrelay's broker has \`screenshots: { enabled: true }\` in its config.yaml. chrome-devtools-mcp's headless window gives a larger viewport, so it gets resize_page { width: 1280, height: 720 } first (one default screenshot at its own size is shown too). Sizes count the default call's result: characters of text content, and of base64 data of image content, apart; the image's pixel size is from its PNG header. tabrelay's link is fetched once (status, content type, PNG header). Times: ${N.screenshot} calls after ${N.screenshotWarmup} warm-ups, each ${SHOT_GAP_MS} ms after the previous one returned (Chrome allows two captureVisibleTab calls a second; the extension spaces captures 510 ms apart), so the capture is timed, not the quota wait.`,
       `Click: ${N.click} timed clicks after ${N.clickWarmup} warm-ups; before each, one untimed snapshot for the ref. "Reaction visible": tabrelay's result says "the page changed"; for the peers, the new counter text ("Clicked N times") is in the click result. "Clicks that took effect": the counter read back afterwards (tabrelay read_page; peers a snapshot). tabrelay's click includes the broker's fixed 60 ms pause after the action for a navigation to commit (packages/broker/src/tools/act.ts).`,
     ],
     durationS: undefined,
@@ -1125,6 +1262,8 @@ async function main() {
     ...(t.serve?.interaction?.error ? [`tabrelay snapshot/click: ${t.serve.interaction.error}`] : []),
     ...["playwright", "devtools"].filter((k) => results[k]?.error).map((k) => `${specs[k].label}: ${results[k].error}`),
     ...["playwright", "devtools"].filter((k) => results[k]?.interaction?.error).map((k) => `${specs[k].label} snapshot/click: ${results[k].interaction.error}`),
+    ...(t.serve?.screenshot?.error ? [`tabrelay screenshot: ${t.serve.screenshot.error}`] : []),
+    ...["playwright", "devtools"].filter((k) => results[k]?.screenshot?.error).map((k) => `${specs[k].label} screenshot: ${results[k].screenshot.error}`),
   ];
   if (failures.length) process.stdout.write(`\nDid not work:\n${failures.map((f) => `- ${f.split("\n").slice(0, 8).join("\n  ")}`).join("\n")}\n`);
   process.stdout.write(`\n(${meta.durationS} s; JSON in bench/results/latest.json)\n`);
@@ -1203,6 +1342,58 @@ function interactionRows(t, pw, cd, errors) {
       playwright: peer(pw, (x) => size(x.article)),
       devtools: peer(cd, (x) => size(x.article)),
       target: `<= 6000 tok${verdict(trIx?.article ? trIx.article.tokens <= 6000 : undefined)}`,
+    },
+  ];
+}
+
+function screenshotRows(t, pw, cd, errors) {
+  const trShot = t.serve?.screenshot;
+  const trFailed = !t.serve ? `failed: ${errors.serve}` : trShot?.error ? `failed: ${trShot.error.replace(/\s+/g, " ").slice(0, 70)}` : undefined;
+  const tr = (fn) => trFailed ?? fn(trShot) ?? "n/a";
+  const peer = (p, fn) => {
+    if (!p) return "n/a";
+    if (p.screenshot?.error) return `failed: ${p.screenshot.error.replace(/\s+/g, " ").slice(0, 60)}… (see JSON)`;
+    if (!p.screenshot) return cellError(p);
+    return fn(p.screenshot) ?? "n/a";
+  };
+  const dims = (d) => (d?.width ? `${d.width}x${d.height}` : "?");
+  const size = (x) => {
+    const image = x.images.length ? `, ${x.images.map((i) => `${dims(i)} ${i.mimeType ?? "image"}`).join(", ")} inline` : "";
+    return `${x.textChars} text + ${x.imageChars} base64${image}`;
+  };
+  const linkOk = (l) => l && l.status === 200 && l.contentType === "image/png" && Boolean(l.png);
+  return [
+    {
+      figure: "10. screenshot result size, article viewport (default call; chars)",
+      tabrelay: tr((x) => `${size(x)} (${x.reported ? x.reported.join("x") : "?"} PNG as a link)`),
+      playwright: peer(pw, (x) => size(x)),
+      devtools: peer(cd, (x) => `${size(x)}${x.ownWindow ? " (after resize_page)" : ""}`),
+      target: `<= 500 text${verdict(trShot && !trShot.error ? trShot.textChars <= 500 : undefined)}`,
+    },
+    ...(cd?.screenshot?.ownWindow
+      ? [
+          {
+            figure: "    same, at the server's own headless window size",
+            tabrelay: "",
+            playwright: "",
+            devtools: size(cd.screenshot.ownWindow),
+            target: "",
+          },
+        ]
+      : []),
+    {
+      figure: "    tabrelay's link fetched (status, type, PNG header)",
+      tabrelay: tr((x) => x.link && (x.link.error ?? `${x.link.status} ${x.link.contentType}, ${dims(x.link.png)} PNG, ${x.link.bytes} bytes`)),
+      playwright: "",
+      devtools: "",
+      target: `200 image/png${verdict(trShot?.link ? linkOk(trShot.link) : undefined)}`,
+    },
+    {
+      figure: `11. screenshot call, visible tab (median; >= ${SHOT_GAP_MS} ms apart)`,
+      tabrelay: tr((x) => x.time && `${fmtMs(x.time)} screenshot`),
+      playwright: peer(pw, (x) => x.time && `${fmtMs(x.time)} ${x.tool}`),
+      devtools: peer(cd, (x) => x.time && `${fmtMs(x.time)} ${x.tool}`),
+      target: `<= 250 ms${verdict(trShot?.time ? trShot.time.median <= 250 : undefined)}`,
     },
   ];
 }
