@@ -8,6 +8,8 @@
 //      chrome-devtools-mcp list_pages)
 //   2. reading a ~5,000-word article: characters handed to the agent, whether the last paragraph is in it,
 //      and the wall time of the read
+//  2b. the same characters and last-paragraph check for a heavier page: a saved news page (pages/fixtures/
+//      news-article.html: ~4,900 words of article amid nav, mega-menu, ads, related links, comments, footer)
 //   3. broker-side extract() time (readable mode) over the article and the fixture pages
 //   4. server-process RSS after the same workload (1 warm-up + 30 reads)
 //   5. spawn to first successful read (tabrelay start --headless; the peers' cold start likewise)
@@ -36,6 +38,10 @@ const CLI = join(ROOT, "packages/cli/bin/tabrelay.js");
 const MCP_TOKEN = "bench-mcp-token-0123456789abcdef0123";
 const PAIRING_TOKEN = "bench-pairing-token-0123456789abcdef";
 const MARKER = "CLOSING-PARAGRAPH-MARKER";
+
+/** 2b: the news page fixture; its article's closing paragraph ends with NEWS.marker (the same words are in the
+ * page's __NEXT_DATA__ JSON, which none of the tools hands over); NEWS.check is from the headline. */
+const NEWS = { path: "/fixtures/news-article.html", marker: "the river, for once, was only a river", check: "how Riverton rebuilt its water system" };
 
 /** Flags every Chromium gets here (/work/shared/TESTING.md). */
 const CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run", "--no-default-browser-check"];
@@ -514,6 +520,23 @@ async function benchTabrelayServe(lib, site) {
   }
   const rss = { ...procStatus(server.child.pid), series: rssSeries };
 
+  // 2b: the news page, after the RSS figure (which stays the article workload's): every call to its end.
+  let news;
+  try {
+    const texts = await withTimeout(tabrelayReadAll(client, `${site.origin}${NEWS.path}`), 60_000, "tabrelay news page read");
+    const text = texts.join("\n");
+    if (!text.includes(NEWS.check)) throw new Error(`read_url ${NEWS.path} returned something unexpected: ${texts[0].slice(0, 300)}`);
+    news = {
+      firstCallChars: texts[0].length,
+      firstCallHasMarker: texts[0].includes(NEWS.marker),
+      wholeArticleCalls: texts.length,
+      wholeArticleChars: text.length,
+      wholeArticleHasMarker: text.includes(NEWS.marker),
+    };
+  } catch (error) {
+    news = { error: message(error) };
+  }
+
   // 6-9: snapshot and click, after the RSS figure (which stays the read workload's).
   let interaction;
   try {
@@ -540,6 +563,7 @@ async function benchTabrelayServe(lib, site) {
       wholeArticleHasMarker: allText.includes(MARKER),
       time: readStats(reads),
     },
+    news,
     rss: { ...rss, pid: server.child.pid, after: `${N.reads + 1 + all.length} read_url calls` },
     toolsListChars,
     interaction,
@@ -1003,6 +1027,16 @@ async function benchPeer(lib, spec, site) {
     result.read = { calls: spec.readLabel, chars: text.length, parts, hasMarker: text.includes(MARKER), time: readStats(reads) };
     result.rss = { ...procStatus(peer.pid), pid: peer.pid, after: `${N.reads + 2} reads`, series: rssSeries };
 
+    // 2b: the news page, one read, after the RSS figure (which stays the article workload's).
+    try {
+      const news = await withTimeout(spec.read(client, `${site.origin}${NEWS.path}`), 60_000, `${spec.label} news page read`);
+      if (!news.text.includes(NEWS.check)) throw new Error(`the read of ${NEWS.path} returned something unexpected: ${news.text.slice(0, 300)}`);
+      result.news = { calls: spec.readLabel, chars: news.text.length, parts: news.parts, hasMarker: news.text.includes(NEWS.marker) };
+    } catch (error) {
+      result.news = { error: `${message(error)}\n${peer.stderrTail()}` };
+    }
+    peer.remember();
+
     // 6-9: snapshot and click, after the RSS figure (which stays the read workload's).
     try {
       result.interaction = await withTimeout(peerInteraction(client, spec, site), 240_000, `${spec.label} snapshot/click figures`);
@@ -1189,6 +1223,7 @@ async function main() {
       devtools: peerCell(cd, (p) => p.read && fmtMs(p.read.time)),
       target: "",
     },
+    ...newsRows(t, pw, cd, errors, peerCell),
     {
       figure: "3. extract() readable, median over 6 pages",
       tabrelay: `${fmtMs(t.extract.pooled)}; worst page ${round(t.extract.worstPageMedian, 1)} ms`,
@@ -1239,9 +1274,11 @@ async function main() {
     "chrome-devtools-mcp": specs.devtools.version,
     n: N,
     article: { url: "/article", words: "~4,900 in the body", htmlChars: site.files.has("/article") ? readFileSync(site.files.get("/article")).length : undefined },
+    newsArticle: { url: NEWS.path, words: "~4,900 in the article (headline, standfirst, body, captions)", htmlChars: site.files.has(NEWS.path) ? readFileSync(site.files.get(NEWS.path)).length : undefined, marker: NEWS.marker },
     notes: [
       "tabrelay read_url returns at most read.max_chars (40,000 by default) per call; the article figure counts every call needed to reach its end (following the offset the truncation marker names).",
       "playwright-mcp 0.0.83 browser_navigate saves the page snapshot to a file and returns a link; the page text is counted from browser_snapshot (both results counted).",
+      `2b: ${NEWS.path}, a saved news page (157k chars of HTML: nav and mega-menu, cookie banner, share bars, 3 ad slots, related and most-viewed lists, a comment form and 12 comments, footer) around a ~4,900-word article. Same counting as 2 (tabrelay: every read_url call to the end; the peers: navigate + snapshot), one read each, after the RSS workload in the same processes. The closing-paragraph marker is the article's last words, "${NEWS.marker}". Its third-party hosts (ads, tag manager, avatars) do not resolve on this machine: the two ad iframes hold Chromium's "server IP address could not be found" page (a few lines inside playwright-mcp's snapshot, which descends into iframes), not ads.`,
       "Round trips: tabrelay list_tabs goes MCP -> broker -> extension (chrome.tabs) -> back; playwright-mcp browser_tabs reads each tab's title from the browser; chrome-devtools-mcp list_pages answers from puppeteer's locally tracked target list, so it is probably not a browser round trip at all.",
       "RSS is the server process only (tabrelay serve / the peers' node process), not the browser.",
       "Peers' cold start: spawn of the stdio server to the first successful navigate+snapshot (their browser starts on the first tool call).",
@@ -1259,6 +1296,8 @@ async function main() {
   process.stdout.write(`\nNotes:\n${meta.notes.map((n) => `- ${n}`).join("\n")}\n`);
   const failures = [
     ...Object.entries(errors).map(([k, v]) => `tabrelay ${k}: ${v}`),
+    ...(t.serve?.news?.error ? [`tabrelay news page read: ${t.serve.news.error}`] : []),
+    ...["playwright", "devtools"].filter((k) => results[k]?.news?.error).map((k) => `${specs[k].label} news page read: ${results[k].news.error}`),
     ...(t.serve?.interaction?.error ? [`tabrelay snapshot/click: ${t.serve.interaction.error}`] : []),
     ...["playwright", "devtools"].filter((k) => results[k]?.error).map((k) => `${specs[k].label}: ${results[k].error}`),
     ...["playwright", "devtools"].filter((k) => results[k]?.interaction?.error).map((k) => `${specs[k].label} snapshot/click: ${results[k].interaction.error}`),
@@ -1270,6 +1309,51 @@ async function main() {
 
   mkdirSync(join(BENCH, "results"), { recursive: true });
   writeFileSync(join(BENCH, "results", "latest.json"), `${JSON.stringify({ meta, table: rows, results, errors }, null, 2)}\n`);
+}
+
+/** 2b: the news page fixture, counted like figure 2. */
+function newsRows(t, pw, cd, errors, peerCell) {
+  const tn = t.serve?.news;
+  const trFailed = !t.serve ? `failed: ${errors.serve}` : tn?.error ? `failed: ${tn.error.replace(/\s+/g, " ").slice(0, 70)}` : undefined;
+  const tr = (fn) => trFailed ?? fn(tn) ?? "n/a";
+  const peer = (p, fn) => {
+    if (p?.news?.error) return `failed: ${p.news.error.replace(/\s+/g, " ").slice(0, 60)}… (see JSON)`;
+    return peerCell(p, (x) => x.news && fn(x.news));
+  };
+  const pwChars = pw?.news?.chars;
+  const ratio = tn && !tn.error && pwChars ? tn.wholeArticleChars / pwChars : undefined;
+  const ratioFirst = tn && !tn.error && pwChars ? tn.firstCallChars / pwChars : undefined;
+  const markdownChars = t.extract.perPage[NEWS.path]?.markdownChars;
+  return [
+    {
+      figure: "2b. news page (nav, ads, comments): characters handed to the agent",
+      tabrelay: tr((x) => `${x.wholeArticleChars} (${x.wholeArticleCalls} read_url calls)`),
+      playwright: peer(pw, (x) => `${x.chars} (navigate+snapshot)`),
+      devtools: peer(cd, (x) => `${x.chars} (navigate+snapshot)`),
+      target: `<= 0.5x playwright${ratio !== undefined ? `: ${round(ratio, 2)}x${verdict(ratio <= 0.5)}` : ""}`,
+    },
+    {
+      figure: "    first read_url call alone (default max_chars)",
+      tabrelay: tr((x) => `${x.firstCallChars}`),
+      playwright: "",
+      devtools: "",
+      target: ratioFirst !== undefined ? `${round(ratioFirst, 2)}x playwright` : "",
+    },
+    {
+      figure: "    the article's own Markdown (extract(), no tool framing)",
+      tabrelay: markdownChars !== undefined ? `${markdownChars}` : "n/a",
+      playwright: "",
+      devtools: "",
+      target: pwChars ? `0.5x playwright = ${Math.round(pwChars / 2)}` : "",
+    },
+    {
+      figure: "    closing-paragraph marker present",
+      tabrelay: tr((x) => `${x.wholeArticleHasMarker ? "yes" : "NO"} (first call alone: ${x.firstCallHasMarker ? "yes" : "no"})`),
+      playwright: peer(pw, (x) => (x.hasMarker ? "yes" : "NO")),
+      devtools: peer(cd, (x) => (x.hasMarker ? "yes" : "NO")),
+      target: `yes${verdict(tn && !tn.error ? tn.wholeArticleHasMarker : undefined)}`,
+    },
+  ];
 }
 
 function interactionRows(t, pw, cd, errors) {
