@@ -31,7 +31,7 @@ export interface CdpClientOptions {
 }
 
 export interface SendOptions {
-  sessionId?: string | undefined;
+  /** Overrides the client's default deadline for this call. */
   timeoutMs?: number;
 }
 
@@ -120,12 +120,14 @@ export class CdpClient {
     return this.#closeReason;
   }
 
-  /** Calls `method`; resolves with its result object or a failure, never rejects. */
-  send(method: string, params: Record<string, unknown> = {}, options: SendOptions = {}): Promise<CdpResult<Record<string, unknown>>> {
+  /**
+   * Calls `method` on the browser session, or on `sessionId` (a flat session); resolves with its result
+   * object or a failure, never rejects.
+   */
+  send(method: string, params: Record<string, unknown> = {}, sessionId?: string, options: SendOptions = {}): Promise<CdpResult<Record<string, unknown>>> {
     if (this.#closed) return Promise.resolve(this.#disconnected());
     const id = this.#nextId++;
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
-    const sessionId = options.sessionId;
     return new Promise((resolve) => {
       const timer = setTimeout(() => settle({ ok: false, error: { kind: "timeout", message: `the browser did not answer ${method} within ${timeoutMs} ms` } }), timeoutMs);
       const settle = (result: CdpResult<Record<string, unknown>>) => {

@@ -3,7 +3,8 @@
 // A --user-data-dir is always passed: Chrome 136+ refuses --remote-debugging-port on the default profile
 // (so a debugger cannot read a user's real cookies), and a fresh profile keeps runs independent anyway.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LaunchError } from "../../launch/chromium.js";
@@ -32,8 +33,8 @@ const MAX_SCAN = 64 * 1024;
 
 export function cdpChromiumArgs(options: { profileDir: string; headless: boolean; extraArgs?: string[] }): string[] {
   const args = [
+    // A free port, bound to 127.0.0.1 (Chromium's default without --remote-debugging-address).
     "--remote-debugging-port=0",
-    // Only loopback: the port is bound to 127.0.0.1 unless told otherwise, and we never tell it otherwise.
     `--user-data-dir=${options.profileDir}`,
     "--no-first-run",
     "--no-default-browser-check",
@@ -42,10 +43,11 @@ export function cdpChromiumArgs(options: { profileDir: string; headless: boolean
     "--disable-component-update",
     "--disable-sync",
     "--disable-quic",
+    "--disable-gpu",
     "--window-size=1280,800",
   ];
   if (typeof process.getuid === "function" && process.getuid() === 0) args.push("--no-sandbox");
-  if (options.headless) args.push("--headless=new", "--disable-gpu");
+  if (options.headless) args.push("--headless=new");
   args.push(...(options.extraArgs ?? []));
   args.push("about:blank");
   return args;
@@ -55,8 +57,17 @@ export async function launchLocalChromium(options: LaunchCdpOptions): Promise<La
   const temporary = options.profileDir === undefined;
   const profileDir = options.profileDir ?? mkdtempSync(join(tmpdir(), "tabrelay-cdp-"));
   mkdirSync(profileDir, { recursive: true, mode: 0o700 });
-  const removeProfile = () => {
-    if (temporary) rmSync(profileDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+  // Chromium's helper processes may still write into the profile for a moment after the browser exits.
+  const removeProfile = async (): Promise<void> => {
+    if (!temporary) return;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      try {
+        await rm(profileDir, { recursive: true, force: true });
+        return;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+    }
   };
   let child: ChildProcess;
   try {
@@ -64,7 +75,7 @@ export async function launchLocalChromium(options: LaunchCdpOptions): Promise<La
       stdio: ["ignore", "ignore", "pipe"],
     });
   } catch (error) {
-    removeProfile();
+    await removeProfile();
     throw new LaunchError(`cannot start ${options.chromiumPath}: ${error instanceof Error ? error.message : String(error)}`);
   }
   const exited = new Promise<void>((resolveExit) => {
@@ -79,7 +90,7 @@ export async function launchLocalChromium(options: LaunchCdpOptions): Promise<La
       await exited;
       clearTimeout(timer);
     }
-    removeProfile();
+    await removeProfile();
   };
 
   let endpoint: string;
