@@ -3,7 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { BridgeServer } from "./bridge/bridgeServer.js";
-import { BrowserRegistry } from "./bridge/registry.js";
+import { BrowserRegistry, type BrowserDriver } from "./bridge/registry.js";
+import { CdpBrowser } from "./drivers/cdp/cdpBrowser.js";
 import { isLoopback, type BrokerConfig } from "./config/config.js";
 import { HttpSessions } from "./mcp/adapter.js";
 import { AuditLog } from "./audit/auditLog.js";
@@ -14,6 +15,7 @@ import { tools } from "./tools/index.js";
 import { Denials, enforceOnCommit } from "./tools/landing.js";
 import { SnapshotCache } from "./tools/snapshot.js";
 import type { ToolContext } from "./tools/tool.js";
+import { TabrelayError } from "./util/errors.js";
 import { safeEqual } from "./util/secrets.js";
 import { createLogger, type Logger } from "./util/log.js";
 import { VERSION } from "./version.js";
@@ -128,6 +130,32 @@ export class Broker {
     return { port, url: this.#baseUrl };
   }
 
+  /**
+   * Drives a browser over the DevTools protocol (a local Chromium we launched, or an attached endpoint).
+   * The endpoint is a credential: it is never logged nor shown to the model.
+   */
+  async attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean }): Promise<BrowserDriver> {
+    const holder: { driver?: BrowserDriver } = {};
+    const driver = await CdpBrowser.connect(await resolveCdpEndpoint(endpoint), {
+      label: options.label,
+      ownsBrowser: options.ownsBrowser,
+      callTimeoutMs: this.config.callTimeoutMs,
+      // Documents are judged by the read policy on commit (as with the extension); at the network layer
+      // only explicitly denied origins are cut off, so pages can still load from their CDNs.
+      requestPolicy: (url) => !this.config.policy.isDenied(url),
+      onEvent: (frame) => {
+        if (holder.driver) this.registry.emit("event", holder.driver, frame);
+      },
+      onClose: () => {
+        if (holder.driver) this.registry.remove(holder.driver);
+      },
+    });
+    holder.driver = driver;
+    this.registry.add(driver);
+    this.#log.info(`cdp: browser "${options.label}" attached${options.ownsBrowser ? "" : " (left running when tabrelay stops)"}`);
+    return driver;
+  }
+
   async close(): Promise<void> {
     this.registry.closeAll("broker shutting down");
     this.#bridge.close();
@@ -190,4 +218,20 @@ function pathOf(req: IncomingMessage): string {
   const url = req.url ?? "/";
   const q = url.indexOf("?");
   return q === -1 ? url : url.slice(0, q);
+}
+
+/** Accepts the browser's ws:// endpoint, or its http://host:port DevTools address (resolved via /json/version). */
+async function resolveCdpEndpoint(endpoint: string): Promise<string> {
+  if (/^wss?:\/\//i.test(endpoint)) return endpoint;
+  if (!/^https?:\/\//i.test(endpoint)) throw new TabrelayError("not_connected", "a CDP endpoint is a ws://, wss://, http:// or https:// URL");
+  try {
+    const response = await fetch(new URL("/json/version", endpoint), { signal: AbortSignal.timeout(5000) });
+    const body: unknown = await response.json();
+    const ws = body && typeof body === "object" ? Reflect.get(body, "webSocketDebuggerUrl") : undefined;
+    if (typeof ws !== "string") throw new Error("no webSocketDebuggerUrl in /json/version");
+    return ws;
+  } catch (error) {
+    // The message names neither the URL nor its parts: it may carry a token.
+    throw new TabrelayError("not_connected", `could not reach the CDP endpoint's /json/version (${error instanceof Error ? error.message : String(error)})`);
+  }
 }

@@ -13,6 +13,7 @@ import {
   forwardStdio,
   isLoopback,
   launchChromium,
+  launchLocalChromium,
   loadConfig,
   parseRankingCsv,
   prepareExtension,
@@ -39,6 +40,7 @@ const COMMON_OPTIONS = {
 
 const LAUNCH_OPTIONS = {
   headless: { type: "boolean" },
+  cdp: { type: "boolean" },
   profile: { type: "string" },
   broker: { type: "string" },
   chromium: { type: "string" },
@@ -50,8 +52,11 @@ const HELP: Record<string, string> = {
 Usage: tabrelay <command> [options]
 
 Commands:
-  start [--headless]      broker + a local Chromium carrying the extension (the embedded default)
-  serve                   the broker: MCP at /mcp, browsers at /bridge, /health
+  start [--headless] [--cdp]
+                          broker + a local Chromium carrying the extension (the embedded default);
+                          --cdp drives it over the DevTools protocol instead (servers, CI)
+  serve [--cdp-url URL]   the broker: MCP at /mcp, browsers at /bridge, /health; --cdp-url (or
+                          TABRELAY_CDP_URL) also attaches a running browser over CDP
   stdio                   MCP over stdio for agents that spawn tabrelay (forwards to a running broker)
   launch                  start Chromium with the extension, paired with the broker
   pair                    how to pair a Chrome you run yourself
@@ -61,10 +66,12 @@ Commands:
                           print the audit log: every tool call, allowed or refused
 
 Run \`tabrelay <command> --help\` for a command's options.`,
-  serve: `Usage: tabrelay serve [--host 127.0.0.1] [--port 9333] [--config FILE] [--data-dir DIR]
+  serve: `Usage: tabrelay serve [--host 127.0.0.1] [--port 9333] [--config FILE] [--data-dir DIR] [--cdp-url URL]
 
 Runs the broker. Prints the MCP config block to paste into your agent (on stderr).
-Environment: TABRELAY_MCP_TOKEN, TABRELAY_PAIRING_TOKEN, TABRELAY_DATA_DIR.`,
+--cdp-url attaches a browser that is already running with remote debugging (ws:// endpoint or
+http://host:port); it is left running when tabrelay stops. The URL is a credential: it is never logged.
+Environment: TABRELAY_MCP_TOKEN, TABRELAY_PAIRING_TOKEN, TABRELAY_DATA_DIR, TABRELAY_CDP_URL.`,
   stdio: `Usage: tabrelay stdio [--host 127.0.0.1] [--port 9333] [--config FILE] [--data-dir DIR]
 
 Speaks MCP on stdin/stdout and accepts browsers on the bridge port. When a tabrelay broker already
@@ -74,9 +81,12 @@ runs on that port, forwards to it instead (several agents, one browser). Logs go
 Starts Chromium/Chrome with the tabrelay extension loaded and paired with the broker, on a persistent
 profile (default <data-dir>/profile). Finds the browser via --chromium, CHROME_PATH, or the usual
 install paths. Arguments after -- go to the browser unchanged.`,
-  start: `Usage: tabrelay start [--headless] [--host H] [--port P] [--config FILE] [--data-dir DIR] [--profile DIR] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
+  start: `Usage: tabrelay start [--headless] [--cdp] [--host H] [--port P] [--config FILE] [--data-dir DIR] [--profile DIR] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
 
-Runs the broker and a local Chromium carrying the extension, already paired. Ctrl-C stops both.`,
+Runs the broker and a local Chromium carrying the extension, already paired. Ctrl-C stops both.
+--cdp drives the local Chromium over the DevTools protocol instead of the extension (no extension
+needed; for servers and CI). Its profile is temporary unless --profile is given (Chrome 136+ refuses
+remote debugging of the default profile).`,
   pair: `Usage: tabrelay pair [--host H] [--port P] [--data-dir DIR]
 
 Prints how to load the extension into a Chrome you run yourself and the code to pair it.`,
@@ -165,10 +175,19 @@ function onShutdown(fn: () => Promise<void>): void {
 }
 
 async function cmdServe(args: string[]): Promise<number | undefined> {
-  const { values } = parse(args, COMMON_OPTIONS);
+  const { values } = parse(args, { ...COMMON_OPTIONS, "cdp-url": { type: "string" } });
   if (values.help) return help("serve");
   const config = configFrom(values);
   const { broker, url } = await startBroker(config);
+  const cdpUrl = values["cdp-url"] ?? process.env["TABRELAY_CDP_URL"];
+  if (cdpUrl) {
+    try {
+      await broker.attachCdp(cdpUrl, { label: "attached browser (CDP)", ownsBrowser: false });
+    } catch (error) {
+      await broker.close();
+      throw new EnvironmentError(`could not attach the browser given by ${values["cdp-url"] ? "--cdp-url" : "TABRELAY_CDP_URL"}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
   printClientConfig(url, config);
   onShutdown(() => broker.close());
   return undefined; // keep running
@@ -237,6 +256,25 @@ async function cmdStart(args: string[]): Promise<number | undefined> {
   const config = configFrom(values);
   const chromiumPath = findChromium(process.env, values.chromium); // fail before the broker starts
   const { broker, url } = await startBroker(config);
+  if (values.cdp) {
+    const local = await launchLocalChromium({ chromiumPath, headless: values.headless ?? false, extraArgs: extra, ...(values.profile ? { profileDir: values.profile } : {}) });
+    try {
+      await broker.attachCdp(local.endpoint, { label: "local Chromium (CDP)", ownsBrowser: true });
+    } catch (error) {
+      await local.close();
+      await broker.close();
+      throw error;
+    }
+    printClientConfig(url, config);
+    onShutdown(async () => {
+      await broker.close();
+      await local.close();
+    });
+    const code = await new Promise<number | null>((resolveExit) => local.process.once("exit", (c) => resolveExit(c)));
+    reportBrowserExit(code, values.headless ?? false);
+    await broker.close();
+    return code === 0 ? EXIT.ok : EXIT.failure;
+  }
   printClientConfig(url, config);
   const browser = await runBrowser(config, { ...values, chromium: chromiumPath }, extra, bridgeUrlOf(config, Number(new URL(url).port)));
   onShutdown(async () => {

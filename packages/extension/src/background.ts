@@ -297,8 +297,11 @@ function watchNavigation() {
     seen.set(tabId, list);
     wake?.();
   };
+  const frameCommits: { tabId: number; frameId: number }[] = [];
   const onCommitted = (d: { tabId: number; frameId: number }) => {
+    frameCommits.push({ tabId: d.tabId, frameId: d.frameId });
     if (d.frameId === 0) record(d.tabId, { kind: "committed" });
+    else wake?.();
   };
   // Same-document navigations (#fragment, pushState) have no load: they are complete when they happen.
   const onCompleted = (d: { tabId: number; frameId: number }) => {
@@ -312,13 +315,30 @@ function watchNavigation() {
   chrome.webNavigation.onReferenceFragmentUpdated.addListener(onCompleted);
   chrome.webNavigation.onHistoryStateUpdated.addListener(onCompleted);
   chrome.webNavigation.onErrorOccurred.addListener(onError);
+  let disposed = false;
   return {
     dispose() {
+      disposed = true;
       chrome.webNavigation.onCommitted.removeListener(onCommitted);
       chrome.webNavigation.onCompleted.removeListener(onCompleted);
       chrome.webNavigation.onReferenceFragmentUpdated.removeListener(onCompleted);
       chrome.webNavigation.onHistoryStateUpdated.removeListener(onCompleted);
       chrome.webNavigation.onErrorOccurred.removeListener(onError);
+    },
+    /** Resolves when a document commits in that frame (or the whole tab navigates). Never rejects. */
+    async committedIn(tabId: number, frameId: number): Promise<void> {
+      const hit = () => frameCommits.some((c) => c.tabId === tabId && (c.frameId === frameId || c.frameId === 0));
+      while (!hit()) {
+        // After dispose nothing will ever be recorded: stay pending (the caller has moved on), stop polling.
+        if (disposed) return new Promise<void>(() => undefined);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 1000);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
     },
     moved(tabId: number): boolean {
       return (seen.get(tabId) ?? []).length > 0;
@@ -643,8 +663,23 @@ const handlers: Handlers = {
   "page.act": async ({ tabId, ref, revision, action, value }) => {
     await agentTab(tabId);
     const { frameId, local } = splitRef(ref);
-    const outcome = await runInFrame<{ facts: ElementFacts; effects: string[] }>(tabId, frameId, "act", { ref: local, revision, action, value });
-    return { facts: { ...outcome.facts, ref }, effects: outcome.effects };
+    // An action that navigates (a link, a submit) can unload the document before it answers; Chrome then
+    // never settles the injection. The commit of the next document is the answer in that case.
+    const nav = watchNavigation();
+    try {
+      const acted = runInFrame<{ facts: ElementFacts; effects: string[] }>(tabId, frameId, "act", { ref: local, revision, action, value }).then((outcome) => ({
+        facts: { ...outcome.facts, ref },
+        effects: outcome.effects,
+      }));
+      const navigated = nav.committedIn(tabId, frameId).then(async () => {
+        // Give a fast answer that was already on its way the chance to win.
+        await new Promise((r) => setTimeout(r, 50));
+        return { effects: ["the page navigated away as a result of the action"] };
+      });
+      return await Promise.race([acted, navigated]);
+    } finally {
+      nav.dispose();
+    }
   },
 
   "page.wait": async ({ tabId, text, textGone, selector, urlIncludes, timeoutMs }) => {

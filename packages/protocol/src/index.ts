@@ -170,7 +170,8 @@ export interface BridgeMethods {
   "page.snapshot": { params: SnapshotParams; result: { frames: FrameSnapshot[] } };
   /** Resolves a ref minted at `revision` and reports its facts; fails with stale_ref if it no longer holds. */
   "page.inspect": { params: { tabId: number; ref: string; revision: string }; result: ElementFacts };
-  "page.act": { params: ActParams; result: { facts: ElementFacts; effects: string[] } };
+  /** `facts` is absent when the action navigated the page away before the page could answer. */
+  "page.act": { params: ActParams; result: { facts?: ElementFacts; effects: string[] } };
   "page.wait": { params: WaitParams; result: { matched: string; elapsedMs: number } };
   /** Scrolls a ref into view and reports its box in CSS pixels, relative to the viewport of the top frame. */
   "page.rect": { params: { tabId: number; ref: string; revision: string }; result: { x: number; y: number; width: number; height: number } };

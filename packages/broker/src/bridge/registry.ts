@@ -133,37 +133,37 @@ function disconnected(info: BrowserInfo): { ok: false; error: WireError } {
 }
 
 export interface RegistryEvents {
-  connected: [BrowserConnection];
-  disconnected: [BrowserConnection];
-  event: [BrowserConnection, BridgeEvent];
+  connected: [BrowserDriver];
+  disconnected: [BrowserDriver];
+  event: [BrowserDriver, BridgeEvent];
 }
 
 /** All connected browsers, by stable id. A new browser never evicts another; a reconnect replaces itself. */
 export class BrowserRegistry extends EventEmitter<RegistryEvents> {
-  readonly #browsers = new Map<string, BrowserConnection>();
+  readonly #browsers = new Map<string, BrowserDriver>();
 
-  add(connection: BrowserConnection): void {
-    const previous = this.#browsers.get(connection.info.browserId);
+  add(driver: BrowserDriver): void {
+    const previous = this.#browsers.get(driver.info.browserId);
     // Same browser id: the extension reconnected (worker restart, network blip). The old socket is stale.
-    if (previous && previous !== connection) previous.close("replaced by a newer connection from the same browser");
-    this.#browsers.set(connection.info.browserId, connection);
-    this.emit("connected", connection);
+    if (previous && previous !== driver) previous.close("replaced by a newer connection from the same browser");
+    this.#browsers.set(driver.info.browserId, driver);
+    this.emit("connected", driver);
   }
 
-  remove(connection: BrowserConnection): void {
-    connection.markClosed();
-    if (this.#browsers.get(connection.info.browserId) === connection) {
-      this.#browsers.delete(connection.info.browserId);
-      this.emit("disconnected", connection);
+  remove(driver: BrowserDriver): void {
+    if (driver instanceof BrowserConnection) driver.markClosed();
+    if (this.#browsers.get(driver.info.browserId) === driver) {
+      this.#browsers.delete(driver.info.browserId);
+      this.emit("disconnected", driver);
     }
   }
 
-  list(): BrowserConnection[] {
+  list(): BrowserDriver[] {
     return [...this.#browsers.values()].sort((a, b) => b.info.connectedAt - a.info.connectedAt);
   }
 
   /** By id or label; without a selector, the most recently connected browser. */
-  pick(selector?: string): Result<BrowserConnection> {
+  pick(selector?: string): Result<BrowserDriver> {
     const browsers = this.list();
     if (browsers.length === 0) {
       return {
@@ -175,19 +175,20 @@ export class BrowserRegistry extends EventEmitter<RegistryEvents> {
       };
     }
     if (!selector) return { ok: true, value: browsers[0]! };
-    const match = browsers.find((b) => b.info.browserId === selector) ?? browsers.filter((b) => b.info.label === selector);
-    if (match instanceof BrowserConnection) return { ok: true, value: match };
-    if (match.length === 1) return { ok: true, value: match[0]! };
-    if (match.length > 1) {
+    const byId = browsers.find((b) => b.info.browserId === selector);
+    if (byId) return { ok: true, value: byId };
+    const byLabel = browsers.filter((b) => b.info.label === selector);
+    if (byLabel.length === 1) return { ok: true, value: byLabel[0]! };
+    if (byLabel.length > 1) {
       return { ok: false, error: { code: "unknown_browser", message: `several browsers are labelled "${selector}"; pass the browser id from list_browsers instead` } };
     }
     return { ok: false, error: { code: "unknown_browser", message: `no connected browser has id or label "${selector}"; call list_browsers to see them` } };
   }
 
   closeAll(reason: string): void {
-    for (const connection of this.list()) {
-      connection.close(reason);
-      this.remove(connection);
+    for (const driver of this.list()) {
+      driver.close(reason);
+      this.remove(driver);
     }
   }
 }

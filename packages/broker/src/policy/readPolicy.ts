@@ -27,6 +27,11 @@ export interface ReadPolicyInput {
 
 export interface CompiledReadPolicy {
   check(url: string): PolicyDecision;
+  /**
+   * True when an http(s) URL matches the deny list. Used at the network layer (CDP), where subresources
+   * from any CDN must still load but explicitly denied origins must not be contacted at all.
+   */
+  isDenied(url: string): boolean;
   /** Human-readable lines for docs and the dashboard. */
   describe(): string[];
 }
@@ -341,6 +346,15 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): Co
   }
 
   return {
+    isDenied(raw: string): boolean {
+      try {
+        const parsed = canonicalizeUrlDetailed(raw);
+        if (!parsed.ok) return false;
+        return denyRules.some((rule) => hostMatches(rule.pattern, parsed.url) && rule.path.test(parsed.url.pathAndQuery));
+      } catch {
+        return true;
+      }
+    },
     check(url: string): PolicyDecision {
       try {
         return evaluate(url);

@@ -1,6 +1,6 @@
 import type { ActionKind, ElementFacts, TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
-import type { BrowserConnection } from "../bridge/registry.js";
+import type { BrowserDriver } from "../bridge/registry.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { checkLanding, pickBrowser } from "./landing.js";
 import type { ToolResponse } from "./response.js";
@@ -17,10 +17,10 @@ function target(facts: ElementFacts): string {
 }
 
 /** Collects what the action caused in the browser: navigation of this tab, tabs it opened. */
-function watchEffects(ctx: ToolContext, conn: BrowserConnection, tabId: number) {
+function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
   const opened: number[] = [];
   const committed: string[] = [];
-  const onEvent = (browser: BrowserConnection, frame: { event: string; params: unknown }) => {
+  const onEvent = (browser: BrowserDriver, frame: { event: string; params: unknown }) => {
     if (browser !== conn) return;
     if (frame.event === "tab.created") {
       const p = frame.params as { tab: TabInfo; openerTabId?: number };
@@ -59,7 +59,7 @@ async function perform(
   if (!decision.ok) throw new TabrelayError("write_denied", decision.message, decision.rule);
   response.audit({ rule: decision.rule });
   const effects = watchEffects(ctx, conn, tab.tabId);
-  let outcome: { facts: ElementFacts; effects: string[] };
+  let outcome: { facts?: ElementFacts; effects: string[] };
   try {
     response.markDispatched();
     outcome = unwrap(await conn.call("page.act", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, value }));

@@ -1,5 +1,5 @@
 import type { TabInfo } from "@tabrelay/protocol";
-import type { BrowserConnection } from "../bridge/registry.js";
+import type { BrowserDriver } from "../bridge/registry.js";
 import { canonicalizeUrl } from "../policy/canonicalUrl.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import type { ToolContext } from "./tool.js";
@@ -34,7 +34,7 @@ export class Denials {
   }
 }
 
-export function pickBrowser(ctx: ToolContext, selector: string | undefined): BrowserConnection {
+export function pickBrowser(ctx: ToolContext, selector: string | undefined): BrowserDriver {
   return unwrap(ctx.registry.pick(selector));
 }
 
@@ -58,7 +58,7 @@ export const BLANK = "about:blank";
  */
 export async function checkLanding(
   ctx: ToolContext,
-  browser: BrowserConnection,
+  browser: BrowserDriver,
   tab: TabInfo,
   options: { requestedUrl?: string; closeOnDeny?: boolean },
 ): Promise<TabInfo> {

@@ -1,6 +1,6 @@
 import type { TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
-import type { BrowserConnection } from "../bridge/registry.js";
+import type { BrowserDriver } from "../bridge/registry.js";
 import type { ExtractMode, Extracted } from "../extract/extract.js";
 import { paginate, truncationMarker } from "../extract/paginate.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
@@ -12,7 +12,7 @@ const READ_ERRORS =
   "policy_denied (outside the user's read policy, also after redirects: do not retry, tell the user), restricted_page, navigation_failed, not_connected, browser_disconnected, timeout.";
 
 /** Reads the tab's document, checks the URL the content came from, extracts Markdown. */
-async function extractTab(ctx: ToolContext, conn: BrowserConnection, tab: TabInfo, mode: ExtractMode, requestedUrl?: string): Promise<Extracted> {
+async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, mode: ExtractMode, requestedUrl?: string): Promise<Extracted> {
   const content = unwrap(await conn.call("page.content", { tabId: tab.tabId }));
   // The document may have moved on since the tab was checked (a script navigated); judge what was read.
   if (content.url !== tab.url) await checkLanding(ctx, conn, { ...tab, url: content.url }, { requestedUrl, closeOnDeny: false });

@@ -49,6 +49,9 @@ export interface CdpBrowserOptions {
   onClose?: (reason: string) => void;
 }
 
+/** An action whose document unloaded while the page ran it: it happened, and it navigated. */
+class ActInterrupted extends Error {}
+
 class DriverError extends Error {
   constructor(
     readonly code: ErrorCode,
@@ -905,7 +908,15 @@ export class CdpBrowser implements BrowserDriver {
           { gone, ...(timeoutMs !== undefined ? { timeoutMs } : {}) },
         ),
       );
-    let outcome = await run();
+    let outcome: unknown;
+    try {
+      outcome = await run();
+    } catch (error) {
+      // The call reached the page and the document went away before it answered: for an action, that is
+      // the action navigating (a link, a submit), not a stale ref.
+      if (method === "act" && error instanceof DriverError && error.code === "stale_ref") throw new ActInterrupted();
+      throw error;
+    }
     if (outcome === NOT_INSTALLED) {
       if (!install) throw new DriverError("stale_ref", "the page navigated or reloaded since the snapshot; call snapshot again");
       const source = await loadInpage();
@@ -1190,7 +1201,15 @@ export class CdpBrowser implements BrowserDriver {
       const tab = await this.#agentTab(tabId);
       this.#checkScriptable(tab);
       const { route, local } = this.#route(tab, ref);
-      const outcome = this.#parse(actValue, await this.#inpage(route.sessionId, route.frameId, "act", { ref: local, revision, action, value }, false), "act");
+      let raw: unknown;
+      try {
+        raw = await this.#inpage(route.sessionId, route.frameId, "act", { ref: local, revision, action, value }, false);
+      } catch (error) {
+        // The action ran and the document it ran in went away (a link, a submit): that is its effect.
+        if (error instanceof ActInterrupted) return { effects: ["the page navigated away as a result of the action"] };
+        throw error;
+      }
+      const outcome = this.#parse(actValue, raw, "act");
       return { facts: { ...outcome.facts, ref }, effects: outcome.effects };
     },
 
