@@ -9,6 +9,7 @@ import { CdpBrowser } from "../src/drivers/cdp/cdpBrowser.js";
 import { CdpClient } from "../src/drivers/cdp/cdpClient.js";
 import { launchLocalChromium, type LaunchedCdpBrowser } from "../src/drivers/cdp/launchCdp.js";
 import { findChromium } from "../src/launch/chromium.js";
+import { decodeNodes } from "../src/tools/snapshot.js";
 
 // ---- a local site ------------------------------------------------------------------------------
 
@@ -128,7 +129,7 @@ async function until<T>(what: string, probe: () => T | undefined | Promise<T | u
 
 function refOf(frames: FrameSnapshot[], role: string, name: string): string {
   for (const frame of frames) {
-    const node = frame.nodes.find((n) => n.role === role && n.name === name && n.ref);
+    const node = decodeNodes(frame.nodes).find((n) => n.role === role && n.name === name && n.ref);
     if (node?.ref) return node.ref;
   }
   throw new Error(`no ${role} "${name}" with a ref in the snapshot: ${JSON.stringify(frames.map((f) => f.nodes))}`);
@@ -439,7 +440,7 @@ describe("CDP driver: pages", () => {
 
     // Each click changed its own frame's document.
     const after = await ok(browser, "page.snapshot", { tabId: tab.tabId, revision: nextRevision(), interactiveOnly: false, viewportOnly: false });
-    const names = (url: string) => after.frames.find((f) => f.url === url)?.nodes.map((n) => n.name) ?? [];
+    const names = (url: string) => decodeNodes(after.frames.find((f) => f.url === url)?.nodes ?? "").map((n) => n.name);
     expect(names(`${site.b}/inner`)).toContain("Pressed inside");
     expect(names(`${site.a}/same-inner`)).toContain("Done here");
     expect(names(`${site.a}/framed`)).toContain("Outer page");

@@ -8,7 +8,6 @@ import {
   type BrokerToBrowser,
   type ElementFacts,
   type ErrorCode,
-  type SnapshotNode,
   type TabInfo,
   type WireError,
 } from "@tabrelay/protocol";
@@ -644,10 +643,11 @@ const handlers: Handlers = {
     }
     const tree = (await chrome.webNavigation.getAllFrames({ tabId })) ?? [];
     const frames = results.flatMap((r) => {
-      const outcome = r.result as InpageResult<{ url: string; title: string; nodes: SnapshotNode[]; elapsedMs?: number }> | undefined;
+      const outcome = r.result as InpageResult<{ url: string; title: string; nodes: string; elapsedMs?: number }> | undefined;
       if (!outcome?.ok) return [];
       const info = tree.find((f) => f.frameId === r.frameId);
-      const nodes = r.frameId === 0 ? outcome.value.nodes : outcome.value.nodes.map((n) => (n.ref ? { ...n, ref: `f${r.frameId}${n.ref}` } : n));
+      // Refs of subframes carry their frame (the first field of each line).
+      const nodes = r.frameId === 0 ? outcome.value.nodes : outcome.value.nodes.replace(/^(e\d+)\t/gm, `f${r.frameId}$1\t`);
       return [{ frameId: r.frameId, parentFrameId: info?.parentFrameId ?? -1, url: outcome.value.url, title: outcome.value.title, nodes, ...(outcome.value.elapsedMs !== undefined ? { elapsedMs: outcome.value.elapsedMs } : {}) }];
     });
     return { frames };

@@ -31,7 +31,7 @@ export type InpageResult<T> = { ok: true; value: T } | { ok: false; error: WireE
 
 export interface InpageApi {
   version: number;
-  snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: SnapshotNode[]; elapsedMs: number }>;
+  snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: string; elapsedMs: number }>;
   inspect(params: { ref: string; revision: string }): Promise<InpageResult<ElementFacts>>;
   act(params: { ref: string; revision: string; action: ActionKind; value?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: string[] }>>;
   wait(params: { text?: string; textGone?: string; selector?: string; timeoutMs: number }): Promise<InpageResult<{ matched: string; elapsedMs: number }>>;
@@ -104,7 +104,13 @@ function quickHidden(el: Element, rect: DOMRect): boolean {
   return !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }) || rect.width < 2 || rect.height < 2 || el.closest('[inert], [aria-hidden="true"]') !== null;
 }
 
-function snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: SnapshotNode[]; elapsedMs: number }> {
+/** One node as a line of the wire format described on FrameSnapshot.nodes. */
+function encodeNode(n: SnapshotNode): string {
+  const clean = (text: string | undefined) => (text ?? "").replace(/[\t\r\n]+/g, " ");
+  return [n.ref ?? "", n.role, clean(n.name), String(n.depth), clean(n.value), (n.states ?? []).join(","), n.level === undefined ? "" : String(n.level), `${n.offscreen ? "o" : ""}${n.hidden ? "h" : ""}`].join("\t");
+}
+
+function snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: string; elapsedMs: number }> {
   const started = performance.now();
   state.revision = params.revision;
   state.refs = new Map();
@@ -159,7 +165,7 @@ function snapshot(params: { revision: string; interactiveOnly: boolean; viewport
     if (shadow) pushChildren(shadow, childDepth);
     if (el.firstElementChild) pushChildren(el, childDepth);
   }
-  return { ok: true, value: { url: location.href, title: document.title, nodes, elapsedMs: Math.round(performance.now() - started) } };
+  return { ok: true, value: { url: location.href, title: document.title, nodes: nodes.map(encodeNode).join("\n"), elapsedMs: Math.round(performance.now() - started) } };
 }
 
 // ---- refs -> elements --------------------------------------------------------------------------

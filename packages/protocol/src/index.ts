@@ -133,7 +133,13 @@ export interface FrameSnapshot {
   parentFrameId: number;
   url: string;
   title: string;
-  nodes: SnapshotNode[];
+  /**
+   * The frame's nodes, one line each (a single string crosses the page -> extension -> broker path far
+   * faster than thousands of objects). Fields are tab-separated, in this order:
+   * ref, role, name, depth, value, states (comma-separated), level, flags ("o" offscreen, "h" hidden).
+   * Empty fields are empty strings; names and values carry no tabs or newlines.
+   */
+  nodes: string;
   /** Time the page spent walking its DOM, for diagnostics. */
   elapsedMs?: number;
 }

@@ -58,12 +58,32 @@ function renderNode(node: SnapshotNode, indent: number): Line {
   return { text: parts.join(" "), haystack: `${node.role} ${node.name} ${node.value ?? ""}`.toLowerCase() };
 }
 
-function renderFrames(frames: FrameSnapshot[], allowed: (url: string) => boolean): { lines: Line[]; withheld: string[] } {
+/** Parses the line format of FrameSnapshot.nodes. */
+export function decodeNodes(encoded: string): SnapshotNode[] {
+  if (!encoded) return [];
+  return encoded.split("\n").map((line) => {
+    const [ref = "", role = "", name = "", depth = "0", value = "", states = "", level = "", flags = ""] = line.split("\t");
+    const node: SnapshotNode = { role, name, depth: Number(depth) || 0 };
+    if (ref) node.ref = ref;
+    if (value) node.value = value;
+    if (states) node.states = states.split(",");
+    if (level) node.level = Number(level);
+    if (flags.includes("o")) node.offscreen = true;
+    if (flags.includes("h")) node.hidden = true;
+    return node;
+  });
+}
+
+interface DecodedFrame extends Omit<FrameSnapshot, "nodes"> {
+  nodes: SnapshotNode[];
+}
+
+function renderFrames(frames: DecodedFrame[], allowed: (url: string) => boolean): { lines: Line[]; withheld: string[] } {
   const lines: Line[] = [];
   const withheld: string[] = [];
-  const children = new Map<number, FrameSnapshot[]>();
+  const children = new Map<number, DecodedFrame[]>();
   for (const frame of frames) children.set(frame.parentFrameId, [...(children.get(frame.parentFrameId) ?? []), frame]);
-  const visit = (frame: FrameSnapshot, indent: number) => {
+  const visit = (frame: DecodedFrame, indent: number) => {
     if (frame.frameId !== 0) {
       if (!allowed(frame.url)) {
         withheld.push(frame.url);
@@ -120,7 +140,10 @@ export const snapshot = defineTool({
         await conn.call("page.snapshot", { tabId: tab.tabId, revision, interactiveOnly: params.interactive_only ?? false, viewportOnly: params.viewport_only ?? false }),
       );
       const { lines } = renderFrames(
-        frames.map((f) => (params.full ? f : { ...f, nodes: f.nodes.filter((n) => !n.hidden) })),
+        frames.map((f) => {
+          const nodes = decodeNodes(f.nodes);
+          return { ...f, nodes: params.full ? nodes : nodes.filter((n) => !n.hidden) };
+        }),
         (url) => ctx.config.policy.check(url).ok,
       );
       snap = { revision, url: tab.url, title: tab.title, lines };

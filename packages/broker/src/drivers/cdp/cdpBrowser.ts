@@ -172,7 +172,7 @@ const snapshotNode = z.object({
   offscreen: z.boolean().optional(),
   hidden: z.boolean().optional(),
 });
-const snapshotValue = z.object({ url: z.string(), title: z.string(), nodes: z.array(snapshotNode), elapsedMs: z.number().optional() });
+const snapshotValue = z.object({ url: z.string(), title: z.string(), nodes: z.string(), elapsedMs: z.number().optional() });
 const elementFacts = z.object({
   ref: z.string(),
   role: z.string(),
@@ -984,7 +984,8 @@ export class CdpBrowser implements BrowserDriver {
       const key = this.#frameKey(tab, route.frameId);
       tab.routes.set(key, route);
       tab.routesByFrame.set(route.frameId, route);
-      const nodes = key === 0 ? value.nodes : value.nodes.map((n) => (n.ref ? { ...n, ref: `f${key}${n.ref}` } : n));
+      // Refs of subframes carry their frame (the first field of each line, see FrameSnapshot.nodes).
+      const nodes = key === 0 ? value.nodes : value.nodes.replace(/^(e\d+)\t/gm, `f${key}$1\t`);
       snapshots.push({
         frameId: key,
         parentFrameId: route.parentId === undefined ? -1 : this.#frameKey(tab, route.parentId),
