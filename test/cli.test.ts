@@ -124,6 +124,15 @@ describe("serve", () => {
   });
 });
 
+describe("serve with a hosted browser", () => {
+  it("names the missing API key and exits 3 before contacting anyone", () => {
+    const { code, stderr } = run(["serve", "--port", "0", "--data-dir", dataDir(), "--provider", "browserbase"], { BROWSERBASE_API_KEY: "" });
+    expect(code).toBe(3);
+    expect(stderr).toContain("BROWSERBASE_API_KEY");
+    expect(run(["serve", "--port", "0", "--data-dir", dataDir(), "--provider", "nope"]).code).toBe(2);
+  });
+});
+
 describe("launch", () => {
   it("says clearly when no browser is found", () => {
     const { code, stderr } = run(["launch", "--headless", "--data-dir", dataDir()], { CHROME_PATH: "/nonexistent/chrome" });

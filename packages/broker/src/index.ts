@@ -10,3 +10,4 @@ export { parseRankingCsv } from "./policy/topSites.js";
 export { createLogger, silentLogger, type Logger } from "./util/log.js";
 export { VERSION } from "./version.js";
 export { AuditLog, formatAuditLine, type AuditRecord, type AuditDecision, type StoredAuditRecord } from "./audit/auditLog.js";
+export { createProviderSession, ProviderError, type ProviderName, type HostedProvider, type ProviderSession } from "./drivers/providers.js";

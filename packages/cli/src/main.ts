@@ -23,6 +23,7 @@ import {
   type BrokerConfig,
 } from "@tabrelay/broker";
 import { AUDIT_HELP, cmdAudit } from "./audit.js";
+import { startWithProvider } from "./providers.js";
 
 /** Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 bad configuration, 4 environment (port taken, no browser). */
 const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, environment: 4 } as const;
@@ -55,8 +56,9 @@ Commands:
   start [--headless] [--cdp]
                           broker + a local Chromium carrying the extension (the embedded default);
                           --cdp drives it over the DevTools protocol instead (servers, CI)
-  serve [--cdp-url URL]   the broker: MCP at /mcp, browsers at /bridge, /health; --cdp-url (or
-                          TABRELAY_CDP_URL) also attaches a running browser over CDP
+  serve [--cdp-url URL | --provider browserbase|kernel]
+                          the broker: MCP at /mcp, browsers at /bridge, /health; --cdp-url (or
+                          TABRELAY_CDP_URL) attaches a running browser over CDP, --provider a hosted one
   stdio                   MCP over stdio for agents that spawn tabrelay (forwards to a running broker)
   launch                  start Chromium with the extension, paired with the broker
   pair                    how to pair a Chrome you run yourself
@@ -71,6 +73,8 @@ Run \`tabrelay <command> --help\` for a command's options.`,
 Runs the broker. Prints the MCP config block to paste into your agent (on stderr).
 --cdp-url attaches a browser that is already running with remote debugging (ws:// endpoint or
 http://host:port); it is left running when tabrelay stops. The URL is a credential: it is never logged.
+--provider browserbase|kernel creates a hosted browser session (BROWSERBASE_API_KEY [+ BROWSERBASE_PROJECT_ID],
+or KERNEL_API_KEY) and releases it when tabrelay stops.
 Environment: TABRELAY_MCP_TOKEN, TABRELAY_PAIRING_TOKEN, TABRELAY_DATA_DIR, TABRELAY_CDP_URL.`,
   stdio: `Usage: tabrelay stdio [--host 127.0.0.1] [--port 9333] [--config FILE] [--data-dir DIR]
 
@@ -175,10 +179,26 @@ function onShutdown(fn: () => Promise<void>): void {
 }
 
 async function cmdServe(args: string[]): Promise<number | undefined> {
-  const { values } = parse(args, { ...COMMON_OPTIONS, "cdp-url": { type: "string" } });
+  const { values } = parse(args, { ...COMMON_OPTIONS, "cdp-url": { type: "string" }, provider: { type: "string" } });
   if (values.help) return help("serve");
+  if (values.provider !== undefined && values["cdp-url"] !== undefined) throw new UsageError("give --cdp-url or --provider, not both");
+  if (values.provider !== undefined && values.provider !== "browserbase" && values.provider !== "kernel") {
+    throw new UsageError(`--provider must be browserbase or kernel, not ${JSON.stringify(values.provider)}`);
+  }
   const config = configFrom(values);
   const { broker, url } = await startBroker(config);
+  let hosted: { stop(): Promise<void> } | undefined;
+  if (values.provider === "browserbase" || values.provider === "kernel") {
+    try {
+      hosted = await startWithProvider(values.provider, broker, process.env);
+    } catch (error) {
+      await broker.close();
+      const kind = error && typeof error === "object" ? Reflect.get(error, "kind") : undefined;
+      const message = error instanceof Error ? error.message : String(error);
+      if (kind === "config") throw new ConfigError(message);
+      throw new EnvironmentError(message);
+    }
+  }
   const cdpUrl = values["cdp-url"] ?? process.env["TABRELAY_CDP_URL"];
   if (cdpUrl) {
     try {
@@ -189,7 +209,10 @@ async function cmdServe(args: string[]): Promise<number | undefined> {
     }
   }
   printClientConfig(url, config);
-  onShutdown(() => broker.close());
+  onShutdown(async () => {
+    await hosted?.stop();
+    await broker.close();
+  });
   return undefined; // keep running
 }
 

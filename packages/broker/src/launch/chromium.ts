@@ -65,6 +65,8 @@ export interface LaunchOptions {
   startUrl?: string;
   /** Where the browser's stderr goes; defaults to being discarded (Chromium is noisy without a display). */
   stderr?: "inherit" | "ignore";
+  /** The browser's environment (default process.env), e.g. with DISPLAY set to a virtual display. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface LaunchedBrowser {
@@ -102,7 +104,7 @@ export function chromiumArgs(options: LaunchOptions): string[] {
 
 export function launchChromium(options: LaunchOptions): LaunchedBrowser {
   mkdirSync(options.profileDir, { recursive: true, mode: 0o700 });
-  const child = spawn(options.chromiumPath, chromiumArgs(options), { stdio: ["ignore", "ignore", options.stderr ?? "ignore"] });
+  const child = spawn(options.chromiumPath, chromiumArgs(options), { stdio: ["ignore", "ignore", options.stderr ?? "ignore"], env: options.env ?? process.env });
   const exited = new Promise<number | null>((resolveExit) => {
     child.once("exit", (code) => resolveExit(code));
     child.once("error", () => resolveExit(-1));

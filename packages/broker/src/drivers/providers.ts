@@ -1,0 +1,361 @@
+// Hosted browsers for the CDP driver: a provider's HTTP API creates a remote browser session and hands back
+// the DevTools WebSocket URL the broker attaches to; stop() ends the session so it is not billed on.
+//
+// The endpoints, as documented by the providers:
+// - Browserbase (header X-BB-API-Key):
+//   POST /v1/sessions {projectId, timeout: 60..21600 s} -> {id, connectUrl, expiresAt, ...}
+//     https://docs.browserbase.com/reference/api/create-a-session
+//     https://docs.browserbase.com/features/timeouts (timeout is the session's whole lifetime)
+//   POST /v1/sessions/{id} {status: "REQUEST_RELEASE", projectId?} ends a session before its timeout
+//     https://docs.browserbase.com/reference/api/update-a-session ("projectId is optional")
+//   The create reference marks projectId as required, while newer pages say the API infers it from the
+//   key: it is sent when BROWSERBASE_PROJECT_ID is set, and a refusal without it names that variable.
+// - Kernel (header Authorization: Bearer):
+//   POST /browsers {timeout_seconds: 10..259200} -> {session_id, cdp_ws_url, timeout_seconds, ...}
+//     https://www.kernel.sh/docs/api-reference/browsers/create-a-browser-session
+//     timeout_seconds is an idle timeout (no CDP or live-view connection), not a lifetime
+//     (kernel/kernel-node-sdk src/resources/browsers/browsers.ts, BrowserCreateParams)
+//   DELETE /browsers/{id}
+//     https://kernel.sh/docs/api-reference/browsers/delete-a-browser-session-by-id
+//     https://kernel.sh/docs/browsers/create-a-browser ("Tear it down")
+//
+// Secrets: the API key and the connect URL (it embeds a signing key or a JWT: whoever holds it drives the
+// browser) never appear in a log line or an error message; both are redacted from anything the provider
+// sends back too, since an error body may echo the request.
+import { z } from "zod";
+import { isLoopback } from "../config/config.js";
+
+export type ProviderName = "local" | "cdp" | "browserbase" | "kernel";
+export type HostedProvider = "browserbase" | "kernel";
+
+export interface ProviderSession {
+  /** The DevTools WebSocket URL: a credential, never log it nor show it to the model. */
+  endpoint: string;
+  /** Always false for a hosted session: the provider runs the browser, stop() ends it through the API. */
+  ownsBrowser: boolean;
+  /** A label for list_browsers; holds no secret. */
+  label: string;
+  /** When the provider ends the session by itself (epoch ms), if it has a fixed lifetime (Browserbase). */
+  expiresAt?: number;
+  /** The provider's session id (not a secret: using it takes the API key); for the user's logs. */
+  id: string;
+  provider: HostedProvider;
+  /** Kernel ends a browser after this many seconds without a connection. */
+  idleTimeoutSeconds?: number;
+  /** Removes the API key and the connect URL (and their parts) from a text. */
+  redact(text: string): string;
+  /** Ends the session. Idempotent; never throws (a failure is a redacted warning on stderr). */
+  stop(): Promise<void>;
+}
+
+export type ProviderErrorKind =
+  /** A missing or unusable setting (API key, base URL, timeout): fix the environment. */
+  | "config"
+  /** The provider refused the API key (HTTP 401 or 403). */
+  | "auth"
+  /** Any other HTTP error from the provider. */
+  | "http"
+  /** The provider's API could not be reached, or did not answer in time. */
+  | "network"
+  /** The provider answered something this code does not understand. */
+  | "protocol"
+  /** The session was created but the browser could not be attached (raised by callers). */
+  | "attach";
+
+export class ProviderError extends Error {
+  override readonly name = "ProviderError";
+  constructor(
+    readonly provider: HostedProvider,
+    readonly kind: ProviderErrorKind,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface CreateProviderSessionOptions {
+  /** Browserbase: the session's lifetime (60..21600). Kernel: its idle timeout (10..259200). */
+  timeoutSeconds?: number;
+  fetchImpl?: typeof fetch;
+}
+
+interface ProviderSpec {
+  title: string;
+  keyVar: string;
+  urlVar: string;
+  defaultUrl: string;
+  timeoutRange: readonly [number, number];
+}
+
+const SPECS: Record<HostedProvider, ProviderSpec> = {
+  browserbase: { title: "Browserbase", keyVar: "BROWSERBASE_API_KEY", urlVar: "BROWSERBASE_API_URL", defaultUrl: "https://api.browserbase.com", timeoutRange: [60, 21_600] },
+  kernel: { title: "Kernel", keyVar: "KERNEL_API_KEY", urlVar: "KERNEL_API_URL", defaultUrl: "https://api.onkernel.com", timeoutRange: [10, 259_200] },
+};
+
+const CREATE_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 15_000;
+/** Secrets shorter than this are not searched for: too likely to match ordinary words. */
+const MIN_SECRET_LENGTH = 8;
+
+const BrowserbaseCreated = z.object({ id: z.string().min(1) });
+const BrowserbaseSession = z.object({
+  connectUrl: z.string().min(1),
+  expiresAt: z.string().optional(),
+  signingKey: z.string().optional(),
+  seleniumRemoteUrl: z.string().optional(),
+});
+const KernelCreated = z.object({ session_id: z.string().min(1) });
+const KernelBrowser = z.object({
+  cdp_ws_url: z.string().min(1),
+  timeout_seconds: z.number().optional(),
+  webdriver_ws_url: z.string().optional(),
+  browser_live_view_url: z.string().optional(),
+});
+/** Browserbase answers errors as {statusCode, error, message}; Kernel as {code, message, details}. */
+const ErrorBody = z.object({ message: z.string().optional(), error: z.union([z.string(), z.object({ message: z.string() })]).optional() });
+const ErrorCause = z.object({ code: z.string().optional(), message: z.string().optional() });
+
+/**
+ * Creates a hosted browser session. The caller attaches `endpoint` and must call `stop()` on shutdown,
+ * and also when anything after this call fails (attaching, start-up): the session is billed until then.
+ *
+ * @example
+ * const session = await createProviderSession("browserbase", process.env, { timeoutSeconds: 3600 });
+ * try {
+ *   await broker.attachCdp(session.endpoint, { label: session.label, ownsBrowser: false });
+ * } catch (error) {
+ *   await session.stop();
+ *   throw error;
+ * }
+ */
+export async function createProviderSession(name: HostedProvider, env: NodeJS.ProcessEnv, opts: CreateProviderSessionOptions = {}): Promise<ProviderSession> {
+  const spec = SPECS[name];
+  const apiKey = env[spec.keyVar]?.trim();
+  if (!apiKey) throw new ProviderError(name, "config", `${spec.title}: ${spec.keyVar} is not set; export your ${spec.title} API key in it`);
+  const redactor = new Redactor([apiKey]);
+  const fail = (kind: ProviderErrorKind, message: string) => new ProviderError(name, kind, redactor.redact(`${spec.title}: ${message}`));
+
+  const base = apiBase(env[spec.urlVar], spec, fail);
+  const timeout = opts.timeoutSeconds;
+  if (timeout !== undefined) {
+    const [min, max] = spec.timeoutRange;
+    if (!Number.isInteger(timeout) || timeout < min || timeout > max) throw fail("config", `the session timeout must be a whole number of seconds from ${min} to ${max}, not ${timeout}`);
+  }
+  const api = new Api(name, spec, base, apiKey, opts.fetchImpl ?? fetch, redactor);
+  return name === "browserbase"
+    ? createBrowserbase(api, env["BROWSERBASE_PROJECT_ID"]?.trim() || undefined, timeout)
+    : createKernel(api, timeout);
+}
+
+async function createBrowserbase(api: Api, projectId: string | undefined, timeout: number | undefined): Promise<ProviderSession> {
+  const body = await api.create("/v1/sessions", { ...(projectId ? { projectId } : {}), ...(timeout !== undefined ? { timeout } : {}) }, projectId ? "" : " (is BROWSERBASE_PROJECT_ID needed? it is not set)");
+  const created = BrowserbaseCreated.safeParse(body);
+  if (!created.success) throw api.error("protocol", "the create-session answer carries no session id");
+  const id = created.data.id;
+  const release = () => api.release(id, "POST", `/v1/sessions/${encodeURIComponent(id)}`, { status: "REQUEST_RELEASE", ...(projectId ? { projectId } : {}) });
+  const session = BrowserbaseSession.safeParse(body);
+  if (session.success) api.redactor.add(session.data.connectUrl, session.data.signingKey, session.data.seleniumRemoteUrl);
+  const endpoint = session.success ? checkEndpoint(session.data.connectUrl) : undefined;
+  if (!session.success || endpoint === undefined) {
+    await release();
+    throw api.error("protocol", `session ${id} came without a usable connectUrl (ws:// or wss://); tabrelay asked Browserbase to end it`);
+  }
+  const expiresAt = session.data.expiresAt === undefined ? Number.NaN : Date.parse(session.data.expiresAt);
+  return hosted(api, { id, endpoint, label: "Browserbase session (CDP)", ...(Number.isFinite(expiresAt) ? { expiresAt } : {}) }, release);
+}
+
+async function createKernel(api: Api, timeout: number | undefined): Promise<ProviderSession> {
+  const body = await api.create("/browsers", timeout !== undefined ? { timeout_seconds: timeout } : {}, "");
+  const created = KernelCreated.safeParse(body);
+  if (!created.success) throw api.error("protocol", "the create-browser answer carries no session_id");
+  const id = created.data.session_id;
+  const release = () => api.release(id, "DELETE", `/browsers/${encodeURIComponent(id)}`, undefined);
+  const browser = KernelBrowser.safeParse(body);
+  if (browser.success) api.redactor.add(browser.data.cdp_ws_url, browser.data.webdriver_ws_url, browser.data.browser_live_view_url);
+  const endpoint = browser.success ? checkEndpoint(browser.data.cdp_ws_url) : undefined;
+  if (!browser.success || endpoint === undefined) {
+    await release();
+    throw api.error("protocol", `browser ${id} came without a usable cdp_ws_url (ws:// or wss://); tabrelay asked Kernel to delete it`);
+  }
+  const idle = browser.data.timeout_seconds ?? timeout;
+  return hosted(api, { id, endpoint, label: "Kernel browser (CDP)", ...(idle !== undefined ? { idleTimeoutSeconds: idle } : {}) }, release);
+}
+
+function hosted(
+  api: Api,
+  facts: { id: string; endpoint: string; label: string; expiresAt?: number; idleTimeoutSeconds?: number },
+  release: () => Promise<void>,
+): ProviderSession {
+  let stopping: Promise<void> | undefined;
+  return {
+    ...facts,
+    provider: api.name,
+    ownsBrowser: false,
+    redact: (text) => api.redactor.redact(text),
+    stop: () => (stopping ??= release()),
+  };
+}
+
+function checkEndpoint(value: string): string | undefined {
+  try {
+    const url = new URL(value);
+    return url.protocol === "ws:" || url.protocol === "wss:" ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function apiBase(configured: string | undefined, spec: ProviderSpec, fail: (kind: ProviderErrorKind, message: string) => ProviderError): URL {
+  const raw = configured?.trim() || spec.defaultUrl;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw fail("config", `${spec.urlVar} is not a URL`);
+  }
+  // The API key travels in a header: never in clear text beyond this machine.
+  const local = isLoopback(url.hostname);
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && local)) throw fail("config", `${spec.urlVar} must be an https:// URL (http:// only for a loopback host)`);
+  return url;
+}
+
+/** One provider's HTTP API: requests with the key, answers parsed, every message redacted. */
+class Api {
+  constructor(
+    readonly name: HostedProvider,
+    readonly spec: ProviderSpec,
+    readonly base: URL,
+    readonly apiKey: string,
+    readonly fetchImpl: typeof fetch,
+    readonly redactor: Redactor,
+  ) {}
+
+  error(kind: ProviderErrorKind, message: string): ProviderError {
+    return new ProviderError(this.name, kind, this.redactor.redact(`${this.spec.title}: ${message}`));
+  }
+
+  #url(path: string): string {
+    return `${this.base.href.replace(/\/+$/, "")}${path}`;
+  }
+
+  #headers(json: boolean): Record<string, string> {
+    const auth: Record<string, string> = this.name === "browserbase" ? { "X-BB-API-Key": this.apiKey } : { Authorization: `Bearer ${this.apiKey}` };
+    return { ...auth, Accept: "application/json", ...(json ? { "Content-Type": "application/json" } : {}) };
+  }
+
+  /** POSTs the create request; resolves with the parsed JSON answer or throws a ProviderError. */
+  async create(path: string, body: Record<string, unknown>, hint: string): Promise<unknown> {
+    let response: Response;
+    try {
+      response = await this.fetchImpl(this.#url(path), {
+        method: "POST",
+        headers: this.#headers(true),
+        body: JSON.stringify(body),
+        redirect: "error",
+        signal: AbortSignal.timeout(CREATE_TIMEOUT_MS),
+      });
+    } catch (error) {
+      throw this.error("network", `could not reach ${this.base.origin} to create a browser session (${networkReason(error, CREATE_TIMEOUT_MS)})`);
+    }
+    const text = await response.text().catch(() => "");
+    if (response.status === 401 || response.status === 403) {
+      throw this.error("auth", `the API key was refused (HTTP ${response.status}); check ${this.spec.keyVar}`);
+    }
+    if (!response.ok) {
+      throw this.error("http", `creating a browser session failed with HTTP ${response.status}${providerMessage(text)}${response.status < 500 ? hint : ""}`);
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw this.error("protocol", `the create answer (HTTP ${response.status}) is not JSON`);
+    }
+  }
+
+  /** Ends the session; never throws. A session that is already gone (404) is fine. */
+  async release(id: string, method: "POST" | "DELETE", path: string, body: Record<string, unknown> | undefined): Promise<void> {
+    const what = `${this.spec.title} session ${id}`;
+    try {
+      const response = await this.fetchImpl(this.#url(path), {
+        method,
+        headers: this.#headers(body !== undefined),
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        redirect: "error",
+        signal: AbortSignal.timeout(STOP_TIMEOUT_MS),
+      });
+      const text = await response.text().catch(() => "");
+      if (response.ok || response.status === 404) return;
+      this.#warn(`could not end the ${what} (HTTP ${response.status}${providerMessage(text)}); end it from the ${this.spec.title} dashboard, or it runs until its timeout`);
+    } catch (error) {
+      this.#warn(`could not end the ${what} (${networkReason(error, STOP_TIMEOUT_MS)}); end it from the ${this.spec.title} dashboard, or it runs until its timeout`);
+    }
+  }
+
+  #warn(message: string): void {
+    const line = this.redactor.redact(message).replace(/[\r\n]+/g, " ");
+    process.stderr.write(`${new Date().toISOString()} warn ${line}\n`);
+  }
+}
+
+/** The provider's own error message, if its body has one (capped, one line); redacted by the caller. */
+function providerMessage(text: string): string {
+  let message: string | undefined;
+  try {
+    const parsed = ErrorBody.safeParse(JSON.parse(text));
+    if (parsed.success) {
+      const { error } = parsed.data;
+      message = parsed.data.message ?? (typeof error === "string" ? error : error?.message);
+    }
+  } catch {
+    message = text;
+  }
+  const clean = (message ?? "").replace(/[\u0000-\u001f\u007f]+/g, " ").trim();
+  return clean ? `: ${clean.length > 300 ? `${clean.slice(0, 300)}…` : clean}` : "";
+}
+
+function networkReason(error: unknown, timeoutMs: number): string {
+  if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return `no answer within ${timeoutMs / 1000} s`;
+  // fetch rejects with "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND, a redirect) is its cause.
+  const cause = error instanceof Error ? ErrorCause.safeParse(error.cause) : undefined;
+  if (cause?.success && (cause.data.code ?? cause.data.message)) return cause.data.code ?? cause.data.message ?? "";
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Replaces every known secret, and its parts and URL-encoded forms, by "[redacted]". */
+class Redactor {
+  #secrets: string[] = [];
+
+  constructor(secrets: string[]) {
+    this.add(...secrets);
+  }
+
+  add(...values: (string | undefined)[]): void {
+    const found = new Set(this.#secrets);
+    for (const value of values) {
+      if (!value) continue;
+      for (const part of [value, ...urlParts(value)]) {
+        if (part.length < MIN_SECRET_LENGTH) continue;
+        found.add(part);
+        found.add(encodeURIComponent(part));
+      }
+    }
+    // Longest first, so a secret inside a longer one does not leave the rest behind.
+    this.#secrets = [...found].sort((a, b) => b.length - a.length);
+  }
+
+  redact(text: string): string {
+    let out = text;
+    for (const secret of this.#secrets) if (out.includes(secret)) out = out.split(secret).join("[redacted]");
+    return out;
+  }
+}
+
+/** The parts of a URL that may carry a credential: password, query values, long path segments. */
+function urlParts(value: string): string[] {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return [];
+  }
+  return [url.password, url.username, url.search.slice(1), ...url.searchParams.values(), ...url.pathname.split("/").filter((s) => s.length >= 16)];
+}
