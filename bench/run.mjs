@@ -22,8 +22,13 @@
 //  10. screenshot of the article's viewport: characters of the default result (text, and base64 image data,
 //      counted separately), and whether tabrelay's link serves a PNG
 //  11. time of the screenshot call (visible tab; each call >= 600 ms after the previous one returned)
+//  12. over CDP: navigate + snapshot of the article (tabrelay start --cdp --headless: navigate + snapshot;
+//      playwright-mcp: browser_navigate + browser_snapshot; chrome-devtools-mcp: navigate_page + take_snapshot),
+//      each in a fresh process, in two passes in ABBA order
+//  13. memory (PSS from /proc/<pid>/smaps_rollup, summed over the server process and its process tree: the
+//      browser's processes) after figure 12's workload, in the same processes
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -59,7 +64,15 @@ const N = {
   click: 20, // clicks, timed (each after an untimed snapshot)
   screenshotWarmup: 2,
   screenshot: 10, // screenshot calls, timed, each >= SHOT_GAP_MS after the previous one returned
+  cdpPasses: 2, // 12-13: fresh processes per tool, in ABBA order (tabrelay, playwright, devtools, then reversed)
+  cdpWarmup: 2, // navigate+snapshot rounds per pass, untimed (the peers' first one starts their browser)
+  cdpRounds: 20, // navigate+snapshot rounds per pass, timed; then the memory is read
+  memorySamples: 5, // PSS readings per pass after the workload, MEMORY_GAP_MS apart
 };
+
+/** 13: the memory is read this long after the workload's last call returned, then every MEMORY_GAP_MS. */
+const MEMORY_SETTLE_MS = 500;
+const MEMORY_GAP_MS = 200;
 
 /** Chrome allows two captureVisibleTab calls a second (the extension spaces them 510 ms apart): wait this long
  * after each screenshot call returns before the next, so the capture is timed and not the quota wait. */
@@ -431,9 +444,9 @@ async function connectHttp(lib, baseUrl, token) {
 // ---------------------------------------------------------------------------------------------------------------
 // 2 + 4 (+ 1 in its own process): `tabrelay serve` as a child process, Chromium with the extension, the workload.
 
-function spawnTabrelay(args, env, dataDir) {
+function spawnTabrelay(args, env, dataDir, chromiumExtra = []) {
   // Run the bin as a user's `npx tabrelay` does: through its shebang, with the flags it sets there.
-  const child = spawn(CLI, [...args, "--port", "0", "--data-dir", dataDir], {
+  const child = spawn(CLI, [...args, "--port", "0", "--data-dir", dataDir, ...(chromiumExtra.length ? ["--", ...chromiumExtra] : [])], {
     cwd: ROOT,
     env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)),
     stdio: ["ignore", "pipe", "pipe"],
@@ -804,6 +817,213 @@ async function peerScreenshot(client, spec, site) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// 12-13: over CDP. Each tool in a fresh process: navigate + snapshot of the article, timed together, then the
+// memory of the server process and its process tree (the browser) after that workload.
+
+/** A process's memory from /proc/<pid>/smaps_rollup, in KiB (Rss, Pss, Pss_Anon, ...), or undefined. */
+function smapsRollup(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+    const out = {};
+    for (const m of text.matchAll(/^(\w+):\s+(\d+) kB/gm)) out[m[1]] = Number(m[2]);
+    return out.Pss === undefined ? undefined : out;
+  } catch {
+    return undefined; // gone meanwhile, or a kernel without smaps_rollup
+  }
+}
+
+/** The executable's file name and the command line as one string (Chromium rewrites its children's titles). */
+function processOf(pid) {
+  let exe = "?";
+  let cmdline = "";
+  try {
+    exe = readlinkSync(`/proc/${pid}/exe`).replace(/ \(deleted\)$/, "").split("/").at(-1);
+  } catch {
+    // not ours to read, or gone
+  }
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ").trim();
+  } catch {
+    // gone
+  }
+  return { exe, cmdline };
+}
+
+/**
+ * PSS of the server process and every process below it (found through /proc/<pid>/stat ppid): the browser's
+ * processes, and anything else it started (listed apart as "other"). In MiB; the per-process list in KiB.
+ */
+function treeMemory(rootPid) {
+  const processes = [];
+  for (const pid of [rootPid, ...descendants(rootPid)]) {
+    const m = smapsRollup(pid);
+    if (!m) continue;
+    const { exe, cmdline } = processOf(pid);
+    const kind = pid === rootPid ? "server" : /^(chromium|chrome|headless_shell|chrome-headless-shell)$/.test(exe) ? "browser" : "other";
+    const type = kind === "browser" ? (/--type=(\S+)/.exec(cmdline)?.[1] ?? "browser") : exe;
+    processes.push({ pid, kind, type, pssKiB: m.Pss, pssAnonKiB: m.Pss_Anon, rssKiB: m.Rss });
+  }
+  const sum = (filter, key = "pssKiB") => round(processes.filter(filter).reduce((a, p) => a + (p[key] ?? 0), 0) / 1024, 1);
+  return {
+    pssMiB: sum(() => true),
+    pssAnonMiB: sum(() => true, "pssAnonKiB"),
+    serverPssMiB: sum((p) => p.kind === "server"),
+    browserPssMiB: sum((p) => p.kind === "browser"),
+    browserProcesses: processes.filter((p) => p.kind === "browser").length,
+    otherPssMiB: sum((p) => p.kind === "other"),
+    otherProcesses: processes.filter((p) => p.kind === "other").map((p) => p.type),
+    rssSumMiB: sum(() => true, "rssKiB"),
+    processes,
+  };
+}
+
+/** N.memorySamples readings of treeMemory, MEMORY_GAP_MS apart, after MEMORY_SETTLE_MS. */
+async function sampleTreeMemory(pid) {
+  await sleep(MEMORY_SETTLE_MS);
+  const samples = [];
+  for (let i = 0; i < N.memorySamples; i++) {
+    if (i) await sleep(MEMORY_GAP_MS);
+    samples.push(treeMemory(pid));
+  }
+  return samples;
+}
+
+/** N.cdpWarmup + N.cdpRounds rounds of navigate then snapshot; the timed ones are returned, apart and together. */
+async function navigateSnapshotRounds({ navigate, snapshot }) {
+  const total = [];
+  const nav = [];
+  const snap = [];
+  let snapshotChars;
+  for (let i = 0; i < N.cdpWarmup + N.cdpRounds; i++) {
+    const t0 = performance.now();
+    await navigate();
+    const t1 = performance.now();
+    const text = await snapshot();
+    const t2 = performance.now();
+    if (!text.includes("Beneath the streets")) throw new Error(`the snapshot after navigating to /article is not the article's: ${text.slice(0, 300)}`);
+    if (i < N.cdpWarmup) continue;
+    total.push(t2 - t0);
+    nav.push(t1 - t0);
+    snap.push(t2 - t1);
+    snapshotChars = text.length;
+  }
+  return { total, nav, snap, snapshotChars };
+}
+
+/** tabrelay: `tabrelay start --cdp --headless` as a child; navigate + snapshot in the tab it starts with. */
+async function cdpPassTabrelay(lib, site) {
+  const dataDir = tempDir("cdp");
+  writeFileSync(join(dataDir, "config.yaml"), allowYaml());
+  // Tokens generated and read from the printed block, as in figure 5. --no-sandbox: the peers' browsers get it
+  // too (tabrelay adds it itself when run as root). --profile in the bench's temp dir: on SIGTERM, tabrelay start
+  // --cdp exits before it has deleted the temporary profile it makes without one (so the bench deletes this one).
+  const proc = spawnTabrelay(
+    ["start", "--cdp", "--headless", "--profile", join(dataDir, "profile")],
+    { CHROME_PATH: CHROMIUM, TABRELAY_MCP_TOKEN: undefined, TABRELAY_PAIRING_TOKEN: undefined },
+    dataDir,
+    ["--no-sandbox"],
+  );
+  cleanups.push(proc.stop);
+  let client;
+  try {
+    const { mcpUrl, token } = await withTimeout(proc.urlPromise, 30_000, "tabrelay start --cdp (MCP endpoint)");
+    client = await connectHttp(lib, mcpUrl, token);
+    const url = `${site.origin}/article`;
+    // The browser starts with one agent tab (about:blank), as the peers start with one page: navigate that one.
+    let tab = Number(/- tab (\d+):/.exec(await callText(client, "list_tabs"))?.[1]);
+    let firstTab = "navigate (the start-up tab)";
+    if (!Number.isInteger(tab)) {
+      tab = Number(/Opened tab (\d+)/.exec(await callText(client, "open_tab", { url }))?.[1]);
+      firstTab = "open_tab, then navigate";
+      if (!Number.isInteger(tab)) throw new Error("neither list_tabs nor open_tab gave a tab");
+    }
+    const rounds = await navigateSnapshotRounds({
+      navigate: () => callText(client, "navigate", { tab, url }),
+      snapshot: () => callText(client, "snapshot", { tab }),
+    });
+    const memory = await sampleTreeMemory(proc.child.pid);
+    return { ...rounds, memory, pid: proc.child.pid, tab: firstTab };
+  } catch (error) {
+    throw new Error(`${message(error)}\n${proc.stderr().slice(-1500)}`);
+  } finally {
+    await client?.close().catch(() => {});
+    await proc.stop();
+    const i = cleanups.indexOf(proc.stop);
+    if (i >= 0) cleanups.splice(i, 1);
+  }
+}
+
+/** A peer: a fresh stdio server; navigate + snapshot (its browser starts on the first call). */
+async function cdpPassPeer(lib, spec, site) {
+  const peer = await startPeer(lib, spec, tempDir(`cdp-${spec.label}`));
+  try {
+    if (!peer.pid) throw new Error("the stdio transport did not report the server's pid");
+    const url = `${site.origin}/article`;
+    const rounds = await navigateSnapshotRounds({ navigate: () => spec.navigate(peer.client, url), snapshot: () => spec.snapshot(peer.client) });
+    const memory = await sampleTreeMemory(peer.pid);
+    return { ...rounds, memory, pid: peer.pid };
+  } catch (error) {
+    throw new Error(`${message(error)}\n${peer.stderrTail()}`);
+  } finally {
+    peer.remember();
+    await peer.stop();
+  }
+}
+
+/** 12-13: N.cdpPasses passes over the three tools, the order reversed every other pass (ABBA). */
+async function benchCdp(lib, specs, site) {
+  const keys = ["tabrelay", "playwright", "devtools"];
+  const passes = Object.fromEntries(keys.map((k) => [k, []]));
+  const failed = {};
+  for (let pass = 0; pass < N.cdpPasses; pass++) {
+    for (const key of pass % 2 ? [...keys].reverse() : keys) {
+      if (failed[key]) continue;
+      const label = key === "tabrelay" ? "tabrelay start --cdp --headless" : specs[key].label;
+      log(`  pass ${pass + 1}/${N.cdpPasses}: ${label} ...`);
+      try {
+        const run = key === "tabrelay" ? cdpPassTabrelay(lib, site) : cdpPassPeer(lib, specs[key], site);
+        passes[key].push(await withTimeout(run, 180_000, `${label} navigate+snapshot pass`));
+      } catch (error) {
+        failed[key] = message(error);
+      }
+      await runCleanupsExceptSite();
+    }
+  }
+  const out = {};
+  for (const key of keys) {
+    const runs = passes[key];
+    if (!runs.length) {
+      out[key] = { error: failed[key] ?? "no pass ran" };
+      continue;
+    }
+    const samples = runs.flatMap((r) => r.memory);
+    const med = (field) => round(median(samples.map((s) => s[field])), 1);
+    out[key] = {
+      passes: runs.length,
+      time: stats(runs.flatMap((r) => r.total)),
+      navigate: stats(runs.flatMap((r) => r.nav)),
+      snapshot: stats(runs.flatMap((r) => r.snap)),
+      snapshotChars: runs.at(-1).snapshotChars,
+      memory: {
+        n: samples.length,
+        pssMiB: med("pssMiB"),
+        pssAnonMiB: med("pssAnonMiB"),
+        serverPssMiB: med("serverPssMiB"),
+        browserPssMiB: med("browserPssMiB"),
+        browserProcesses: median(samples.map((s) => s.browserProcesses)),
+        otherPssMiB: med("otherPssMiB"),
+        otherProcesses: [...new Set(samples.flatMap((s) => s.otherProcesses))],
+        rssSumMiB: med("rssSumMiB"),
+        perPass: runs.map((r) => ({ pid: r.pid, pssMiB: round(median(r.memory.map((s) => s.pssMiB)), 1), lastSample: r.memory.at(-1) })),
+      },
+      ...(runs[0].tab ? { tab: runs[0].tab } : {}),
+      ...(failed[key] ? { error: failed[key] } : {}),
+    };
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // 5: `tabrelay start --headless` to the first successful read_url.
 
 async function coldStartTabrelay(lib, site) {
@@ -1115,7 +1335,7 @@ async function main() {
     }
   })();
   const site = await startSite();
-  const results = { tabrelay: {}, playwright: undefined, devtools: undefined };
+  const results = { tabrelay: {}, playwright: undefined, devtools: undefined, cdp: undefined };
   const errors = {};
 
   log("tabrelay: extract() timings ...");
@@ -1164,6 +1384,10 @@ async function main() {
     await runCleanupsExceptSite();
     if (results[key].error) log(`${specs[key].label} failed: ${results[key].error.split("\n").slice(0, 6).join("\n  ")}`);
   }
+
+  log(`12-13: navigate + snapshot over CDP and memory, fresh processes, ${N.cdpPasses} passes (ABBA) ...`);
+  results.cdp = await benchCdp(lib, specs, site);
+  await runCleanupsExceptSite();
 
   // ------------------------------------------------------------------ the table
   const t = results.tabrelay;
@@ -1262,6 +1486,7 @@ async function main() {
     },
     ...interactionRows(t, pw, cd, errors),
     ...screenshotRows(t, pw, cd, errors),
+    ...cdpRows(results.cdp),
   ];
 
   const meta = {
@@ -1284,7 +1509,9 @@ async function main() {
       "Peers' cold start: spawn of the stdio server to the first successful navigate+snapshot (their browser starts on the first tool call).",
       `6-9 run after the RSS figure, in the same processes: tabrelay serve + its Chromium, the peers' own browsers. Tokens are estimated as characters / 4. Sizes count the snapshot tool's result alone (not open_tab / navigate).`,
       `tabrelay snapshot by default returns the first 300 lines of the page's list (headings, landmarks, controls) with a footer naming the next offset; its time covers the whole page walk in the extension. The last row is looked up with find="${BIG_LAST_BUTTON}" and the first call's revision (same refs, no new walk). The peers return the whole tree in one result.`,
-      `Screenshots (10-11) run last, on /article (tabrelay: open_tab { active: true }; the peers: navigate), in the same processes; tabrelay's broker has \`screenshots: { enabled: true }\` in its config.yaml. chrome-devtools-mcp's headless window gives a larger viewport, so it gets resize_page { width: 1280, height: 720 } first (one default screenshot at its own size is shown too). Sizes count the default call's result: characters of text content, and of base64 data of image content, apart; the image's pixel size is from its PNG header. tabrelay's link is fetched once (status, content type, PNG header). Times: ${N.screenshot} calls after ${N.screenshotWarmup} warm-ups, each ${SHOT_GAP_MS} ms after the previous one returned (Chrome allows two captureVisibleTab calls a second; the extension spaces captures 510 ms apart), so the capture is timed, not the quota wait.`,
+      `Screenshots (10-11) run after 6-9, on /article (tabrelay: open_tab { active: true }; the peers: navigate), in the same processes; tabrelay's broker has \`screenshots: { enabled: true }\` in its config.yaml. chrome-devtools-mcp's headless window gives a larger viewport, so it gets resize_page { width: 1280, height: 720 } first (one default screenshot at its own size is shown too). Sizes count the default call's result: characters of text content, and of base64 data of image content, apart; the image's pixel size is from its PNG header. tabrelay's link is fetched once (status, content type, PNG header). Times: ${N.screenshot} calls after ${N.screenshotWarmup} warm-ups, each ${SHOT_GAP_MS} ms after the previous one returned (Chrome allows two captureVisibleTab calls a second; the extension spaces captures 510 ms apart), so the capture is timed, not the quota wait.`,
+      `12-13 run last, each tool in a fresh process: \`tabrelay start --cdp --headless\` (no extension: the broker drives its own Chromium over the DevTools protocol; it navigates the about:blank tab the browser starts with, as the peers use their one page) and the peers' stdio servers, each with its own browser. Per process: ${N.cdpWarmup} untimed + ${N.cdpRounds} timed rounds of navigate + snapshot of /article (the peers' first round starts their browser), each round timed as one; then PSS read ${N.memorySamples} times, ${MEMORY_GAP_MS} ms apart, from ${MEMORY_SETTLE_MS} ms after the last call. ${N.cdpPasses} passes in ABBA order (tabrelay, playwright-mcp, chrome-devtools-mcp, then the reverse), a fresh server and browser each; medians pool the passes (times N=${N.cdpPasses * N.cdpRounds}, PSS N=${N.cdpPasses * N.memorySamples}; each part, e.g. server and browser, is its own median, so the parts need not add up to the total). tabrelay's snapshot is its default result (the first 300 lines of headings, landmarks and controls), the peers' the whole tree.`,
+      "Memory (13): PSS from /proc/<pid>/smaps_rollup, summed over the server process and every process below it (found through /proc/*/stat ppid): the browser and its zygote, GPU, utility and renderer processes (anything else in a tree is counted too, and named in the row under figure 13). Chromium's crashpad handlers, where it starts them, re-parent to init, so they are outside the trees and counted for no tool (two, ~3 MiB PSS together, beside tabrelay's Chromium). PSS divides shared file pages among all processes mapping them, other Chromiums on the machine included, so its file-backed part moves with what else runs; Pss_Anon (private and copy-on-write memory) does not.",
       `Click: ${N.click} timed clicks after ${N.clickWarmup} warm-ups; before each, one untimed snapshot for the ref. "Reaction visible": tabrelay's result says "the page changed"; for the peers, the new counter text ("Clicked N times") is in the click result. "Clicks that took effect": the counter read back afterwards (tabrelay read_page; peers a snapshot). tabrelay's click includes the broker's fixed 60 ms pause after the action for a navigation to commit (packages/broker/src/tools/act.ts).`,
     ],
     durationS: undefined,
@@ -1303,6 +1530,9 @@ async function main() {
     ...["playwright", "devtools"].filter((k) => results[k]?.interaction?.error).map((k) => `${specs[k].label} snapshot/click: ${results[k].interaction.error}`),
     ...(t.serve?.screenshot?.error ? [`tabrelay screenshot: ${t.serve.screenshot.error}`] : []),
     ...["playwright", "devtools"].filter((k) => results[k]?.screenshot?.error).map((k) => `${specs[k].label} screenshot: ${results[k].screenshot.error}`),
+    ...Object.entries(results.cdp ?? {})
+      .filter(([, v]) => v?.error)
+      .map(([k, v]) => `${k === "tabrelay" ? "tabrelay start --cdp" : specs[k].label} navigate+snapshot/memory (12-13): ${v.error}`),
   ];
   if (failures.length) process.stdout.write(`\nDid not work:\n${failures.map((f) => `- ${f.split("\n").slice(0, 8).join("\n  ")}`).join("\n")}\n`);
   process.stdout.write(`\n(${meta.durationS} s; JSON in bench/results/latest.json)\n`);
@@ -1478,6 +1708,67 @@ function screenshotRows(t, pw, cd, errors) {
       playwright: peer(pw, (x) => x.time && `${fmtMs(x.time)} ${x.tool}`),
       devtools: peer(cd, (x) => x.time && `${fmtMs(x.time)} ${x.tool}`),
       target: `<= 250 ms${verdict(trShot?.time ? trShot.time.median <= 250 : undefined)}`,
+    },
+  ];
+}
+
+function cdpRows(cdp) {
+  const cell = (key, fn) => {
+    const x = cdp?.[key];
+    if (!x) return "n/a";
+    if (!x.time) return `failed: ${(x.error ?? "?").replace(/\s+/g, " ").slice(0, 60)}… (see below)`;
+    return fn(x) ?? "n/a";
+  };
+  const tr = cdp?.tabrelay;
+  const pw = cdp?.playwright;
+  const timeRatio = tr?.time && pw?.time ? tr.time.median / pw.time.median : undefined;
+  const memRatio = tr?.memory && pw?.memory ? tr.memory.pssMiB / pw.memory.pssMiB : undefined;
+  const vsPw = (ratio) => (ratio !== undefined ? `: ${round(ratio, 2)}x${verdict(ratio <= 1)}` : "");
+  const rounds = N.cdpWarmup + N.cdpRounds;
+  const mem = (x) => `${x.memory.pssMiB} MiB (N=${x.memory.n})`;
+  const split = (x) => `${x.memory.serverPssMiB} + ${x.memory.browserPssMiB} MiB (${x.memory.browserProcesses} browser procs${x.memory.otherProcesses.length ? `; + ${x.memory.otherPssMiB} MiB other: ${x.memory.otherProcesses.join(", ")}` : ""})`;
+  return [
+    {
+      figure: "12. over CDP: navigate + snapshot, article (median; fresh processes)",
+      tabrelay: cell("tabrelay", (x) => `${fmtMs(x.time)} navigate+snapshot`),
+      playwright: cell("playwright", (x) => `${fmtMs(x.time)} browser_navigate+browser_snapshot`),
+      devtools: cell("devtools", (x) => `${fmtMs(x.time)} navigate_page+take_snapshot`),
+      target: `<= playwright-mcp${vsPw(timeRatio)}`,
+    },
+    {
+      figure: "    navigate alone / snapshot alone (median)",
+      tabrelay: cell("tabrelay", (x) => `${round(x.navigate.median, 1)} / ${round(x.snapshot.median, 1)} ms`),
+      playwright: cell("playwright", (x) => `${round(x.navigate.median, 1)} / ${round(x.snapshot.median, 1)} ms`),
+      devtools: cell("devtools", (x) => `${round(x.navigate.median, 1)} / ${round(x.snapshot.median, 1)} ms`),
+      target: "",
+    },
+    {
+      figure: "    snapshot result (chars)",
+      tabrelay: cell("tabrelay", (x) => `${x.snapshotChars}`),
+      playwright: cell("playwright", (x) => `${x.snapshotChars}`),
+      devtools: cell("devtools", (x) => `${x.snapshotChars}`),
+      target: "",
+    },
+    {
+      figure: `13. server + browser memory, PSS, after ${rounds} rounds of 12 (median)`,
+      tabrelay: cell("tabrelay", mem),
+      playwright: cell("playwright", mem),
+      devtools: cell("devtools", mem),
+      target: `<= playwright-mcp${vsPw(memRatio)}`,
+    },
+    {
+      figure: "    server process + browser processes (PSS)",
+      tabrelay: cell("tabrelay", split),
+      playwright: cell("playwright", split),
+      devtools: cell("devtools", split),
+      target: "",
+    },
+    {
+      figure: "    anonymous memory only (Pss_Anon)",
+      tabrelay: cell("tabrelay", (x) => `${x.memory.pssAnonMiB} MiB`),
+      playwright: cell("playwright", (x) => `${x.memory.pssAnonMiB} MiB`),
+      devtools: cell("devtools", (x) => `${x.memory.pssAnonMiB} MiB`),
+      target: "",
     },
   ];
 }

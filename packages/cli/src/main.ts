@@ -296,6 +296,7 @@ async function cmdStart(args: string[]): Promise<number | undefined> {
     const code = await new Promise<number | null>((resolveExit) => local.process.once("exit", (c) => resolveExit(c)));
     reportBrowserExit(code, values.headless ?? false);
     await broker.close();
+    await local.close(); // removes a temporary profile before the process exits
     return code === 0 ? EXIT.ok : EXIT.failure;
   }
   printClientConfig(url, config);
