@@ -124,6 +124,35 @@ describe("serve", () => {
   });
 });
 
+describe("start --cdp", () => {
+  it("serves reads over CDP, and on stop shuts its browser down and removes the temporary profile", async () => {
+    const { readdirSync } = await import("node:fs");
+    const profiles = () => new Set(readdirSync(tmpdir()).filter((n) => n.startsWith("tabrelay-cdp-")));
+    const before = profiles();
+    const site = await startSite();
+    site.route("/hello", "<html><head><title>Hello</title></head><body><p>Hello over CDP.</p></body></html>");
+    const dir = dataDir(`policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n`);
+    const child = spawn(process.execPath, [CLI, "start", "--cdp", "--headless", "--port", "0", "--data-dir", dir], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN } });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    try {
+      const url = await waitFor("the MCP URL", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1], 20_000);
+      const client = await connectClient(url);
+      expect((await call(client, "list_browsers")).text).toContain("kind: cdp");
+      expect((await call(client, "read_url", { url: `${site.origin}/hello` })).text).toContain("Hello over CDP.");
+      await client.close();
+      expect(stderr).not.toMatch(/ws:\/\/[^\s]*devtools/);
+    } finally {
+      child.kill("SIGTERM");
+      await exited;
+      await site.close();
+    }
+    const left = [...profiles()].filter((n) => !before.has(n));
+    expect(left).toEqual([]);
+  }, 60_000);
+});
+
 describe("serve with a hosted browser", () => {
   it("names the missing API key and exits 3 before contacting anyone", () => {
     const { code, stderr } = run(["serve", "--port", "0", "--data-dir", dataDir(), "--provider", "browserbase"], { BROWSERBASE_API_KEY: "" });
