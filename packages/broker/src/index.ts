@@ -11,3 +11,4 @@ export { createLogger, silentLogger, type Logger } from "./util/log.js";
 export { VERSION } from "./version.js";
 export { AuditLog, formatAuditLine, type AuditRecord, type AuditDecision, type StoredAuditRecord } from "./audit/auditLog.js";
 export { createProviderSession, ProviderError, type ProviderName, type HostedProvider, type ProviderSession } from "./drivers/providers.js";
+export { startVncDisplay, findVncTools, NOVNC_WEB_ROOT, type VncDisplay, type VncDisplayOptions } from "./launch/vnc.js";

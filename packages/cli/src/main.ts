@@ -19,11 +19,13 @@ import {
   prepareExtension,
   rankingFile,
   serveStdio,
+  startVncDisplay,
   tools,
   type BrokerConfig,
 } from "@tabrelay/broker";
 import { AUDIT_HELP, cmdAudit } from "./audit.js";
 import { startWithProvider } from "./providers.js";
+import { launchWithVnc, vncWindowArgs } from "./vnc.js";
 
 /** Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 bad configuration, 4 environment (port taken, no browser). */
 const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, environment: 4 } as const;
@@ -42,6 +44,7 @@ const COMMON_OPTIONS = {
 const LAUNCH_OPTIONS = {
   headless: { type: "boolean" },
   cdp: { type: "boolean" },
+  vnc: { type: "boolean" },
   profile: { type: "string" },
   broker: { type: "string" },
   chromium: { type: "string" },
@@ -80,12 +83,14 @@ Environment: TABRELAY_MCP_TOKEN, TABRELAY_PAIRING_TOKEN, TABRELAY_DATA_DIR, TABR
 
 Speaks MCP on stdin/stdout and accepts browsers on the bridge port. When a tabrelay broker already
 runs on that port, forwards to it instead (several agents, one browser). Logs go to stderr.`,
-  launch: `Usage: tabrelay launch [--headless] [--profile DIR] [--broker URL] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
+  launch: `Usage: tabrelay launch [--headless | --vnc] [--profile DIR] [--broker URL] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
 
 Starts Chromium/Chrome with the tabrelay extension loaded and paired with the broker, on a persistent
 profile (default <data-dir>/profile). Finds the browser via --chromium, CHROME_PATH, or the usual
-install paths. Arguments after -- go to the browser unchanged.`,
-  start: `Usage: tabrelay start [--headless] [--cdp] [--host H] [--port P] [--config FILE] [--data-dir DIR] [--profile DIR] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
+install paths. Arguments after -- go to the browser unchanged.
+--vnc: headful on a virtual display (Xvfb), viewable through a noVNC link on loopback with a password,
+so a person can log in once on a server (needs: apt-get install xvfb x11vnc novnc websockify).`,
+  start: `Usage: tabrelay start [--headless | --vnc] [--cdp] [--host H] [--port P] [--config FILE] [--data-dir DIR] [--profile DIR] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
 
 Runs the broker and a local Chromium carrying the extension, already paired. Ctrl-C stops both.
 --cdp drives the local Chromium over the DevTools protocol instead of the extension (no extension
@@ -252,12 +257,18 @@ async function isTabrelay(base: string): Promise<boolean> {
   }
 }
 
-async function runBrowser(config: BrokerConfig, values: { headless?: boolean; profile?: string; broker?: string; chromium?: string }, extra: string[], bridgeUrl: string) {
+async function runBrowser(
+  config: BrokerConfig,
+  values: { headless?: boolean; profile?: string; broker?: string; chromium?: string },
+  extra: string[],
+  bridgeUrl: string,
+  env?: NodeJS.ProcessEnv,
+) {
   const chromiumPath = findChromium(process.env, values.chromium);
   const profileDir = values.profile ?? join(config.dataDir, "profile");
   const extensionDir = prepareExtension(profileDir, values.broker ?? bridgeUrl, config.pairingToken, "tabrelay launch");
   process.stderr.write(`tabrelay: starting ${chromiumPath}${values.headless ? " (headless)" : ""} with profile ${profileDir}\n`);
-  return launchChromium({ chromiumPath, profileDir, extensionDir, headless: values.headless ?? false, extraArgs: extra });
+  return launchChromium({ chromiumPath, profileDir, extensionDir, headless: values.headless ?? false, extraArgs: extra, ...(env ? { env } : {}) });
 }
 
 async function cmdLaunch(args: string[]): Promise<number | undefined> {
@@ -265,6 +276,13 @@ async function cmdLaunch(args: string[]): Promise<number | undefined> {
   const { values } = parse(own, { ...COMMON_OPTIONS, ...LAUNCH_OPTIONS });
   if (values.help) return help("launch");
   const config = configFrom(values);
+  if (values.vnc) {
+    if (values.headless) throw new UsageError("--vnc shows the browser on a virtual display: leave out --headless");
+    return launchWithVnc({
+      startDisplay: startVncDisplay,
+      headfulCommand: (env, view) => runBrowser(config, values, [...vncWindowArgs(view), ...extra], bridgeUrlOf(config), env),
+    });
+  }
   const browser = await runBrowser(config, values, extra, bridgeUrlOf(config));
   onShutdown(() => browser.kill());
   const code = await browser.exited;
@@ -277,8 +295,31 @@ async function cmdStart(args: string[]): Promise<number | undefined> {
   const { values } = parse(own, { ...COMMON_OPTIONS, ...LAUNCH_OPTIONS });
   if (values.help) return help("start");
   const config = configFrom(values);
+  if (values.vnc && values.headless) throw new UsageError("--vnc shows the browser on a virtual display: leave out --headless");
   const chromiumPath = findChromium(process.env, values.chromium); // fail before the broker starts
   const { broker, url } = await startBroker(config);
+  if (values.vnc) {
+    printClientConfig(url, config);
+    const bridgeUrl = bridgeUrlOf(config, Number(new URL(url).port));
+    // launchWithVnc handles the signals itself: no onShutdown here.
+    return launchWithVnc({
+      startDisplay: startVncDisplay,
+      headfulCommand: async (env, view) => {
+        const browserArgs = [...vncWindowArgs(view), ...extra];
+        if (!values.cdp) return runBrowser(config, { ...values, chromium: chromiumPath }, browserArgs, bridgeUrl, env);
+        const local = await launchLocalChromium({ chromiumPath, headless: false, env, extraArgs: browserArgs, ...(values.profile ? { profileDir: values.profile } : {}) });
+        try {
+          await broker.attachCdp(local.endpoint, { label: "local Chromium (CDP)", ownsBrowser: true });
+        } catch (error) {
+          await local.close();
+          throw error;
+        }
+        const exited = new Promise<number | null>((resolveExit) => local.process.once("exit", (c) => resolveExit(c)));
+        return { exited, kill: () => local.close() };
+      },
+      onStopped: () => broker.close(),
+    });
+  }
   if (values.cdp) {
     const local = await launchLocalChromium({ chromiumPath, headless: values.headless ?? false, extraArgs: extra, ...(values.profile ? { profileDir: values.profile } : {}) });
     try {

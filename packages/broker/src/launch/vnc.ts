@@ -182,20 +182,27 @@ export async function startVncDisplay(options: VncDisplayOptions = {}): Promise<
     await x11vnc.waitFor(`x11vnc on 127.0.0.1:${vncPort}`, timeoutMs, async () => (await accepts("127.0.0.1", vncPort)) || undefined);
 
     // 3. websockify: noVNC's page and the WebSocket-to-VNC bridge on one port. Its own process group, so
-    // the per-connection processes it forks go with it.
+    // the per-connection processes it forks go with it. It keeps no state, so it is stopped with SIGKILL:
+    // a SIGTERM that lands while it is still starting up is swallowed and it then ignores every later one.
     let webPort = options.webPort ?? 0;
     let websockify: Child | undefined;
     for (let attempt = 0; !websockify; attempt++) {
       const port = webPort === 0 ? await freePort(host) : webPort;
-      const child = Child.spawn("websockify", tools.websockify, ["--web", tools.webRoot, `${bracket(host)}:${port}`, `127.0.0.1:${vncPort}`], { group: true });
+      const child = Child.spawn("websockify", tools.websockify, ["--web", tools.webRoot, `${bracket(host)}:${port}`, `127.0.0.1:${vncPort}`], { group: true, stopSignal: "SIGKILL" });
       started.push(child);
       try {
-        await child.waitFor(`websockify on ${bracket(host)}:${port}`, timeoutMs, async () => (await accepts(connectHost(host), port)) || undefined);
+        // "proxying from" is logged once the socket is bound: a knock alone could be answered by whoever
+        // else holds the port.
+        await child.waitFor(`websockify on ${bracket(host)}:${port}`, timeoutMs, async () =>
+          child.stderr.includes("proxying from") && (await accepts(connectHost(host), port)) ? true : undefined,
+        );
         websockify = child;
         webPort = port;
       } catch (error) {
+        const taken = child.stderr.includes("Address already in use");
+        if (taken && options.webPort) throw new LaunchError(`port ${port} on ${host} is already in use; choose another web port (0 picks a free one)`);
         // A free port chosen here can be taken by someone else before websockify binds it: try another.
-        if (options.webPort || attempt >= 2 || child.running) throw error;
+        if (!taken || attempt >= 2) throw error;
         await child.stop();
       }
     }
@@ -292,6 +299,7 @@ class Child {
     readonly name: string,
     private readonly child: ChildProcess,
     private readonly group: boolean,
+    private readonly stopSignal: NodeJS.Signals,
   ) {
     this.exited = new Promise((resolve) => {
       child.once("exit", (code, signal) => {
@@ -314,12 +322,12 @@ class Child {
     if (fd3 && "on" in fd3) fd3.on("data", keep("fd3"));
   }
 
-  static spawn(name: string, path: string, args: string[], options: { displayFd?: boolean; group?: boolean } = {}): Child {
+  static spawn(name: string, path: string, args: string[], options: { displayFd?: boolean; group?: boolean; stopSignal?: NodeJS.Signals } = {}): Child {
     const child = spawn(path, args, {
       stdio: options.displayFd ? ["ignore", "pipe", "pipe", "pipe"] : ["ignore", "pipe", "pipe"],
       detached: options.group ?? false,
     });
-    const wrapped = new Child(name, child, options.group ?? false);
+    const wrapped = new Child(name, child, options.group ?? false, options.stopSignal ?? "SIGTERM");
     if (child.pid !== undefined) live.add(wrapped);
     if (!exitHookInstalled) {
       exitHookInstalled = true;
@@ -369,21 +377,26 @@ class Child {
     }
   }
 
-  /** SIGTERM, then SIGKILL after 3 s; for a group, also kills what the leader forked. */
+  /** SIGTERM (or the child's stop signal), then SIGKILL after 3 s; for a group, also kills what the leader forked. */
   stop(): Promise<void> {
     return (this.stopping ??= (async () => {
       if (this.running) {
-        this.signal("SIGTERM");
+        this.signal(this.stopSignal);
         const timer = setTimeout(() => this.signal("SIGKILL"), 3000);
         await this.exited;
         clearTimeout(timer);
       }
       if (this.group && this.pid > 0) {
-        // The leader is gone; stragglers it forked (one per viewer connection) keep the group id.
-        try {
-          process.kill(-this.pid, "SIGKILL");
-        } catch {
-          // none left
+        // The leader is gone; what it forked (one process per viewer connection) keeps the group id. Kill it
+        // and wait (bounded) until the group is empty, so no viewer connection outlives stop().
+        const deadline = Date.now() + 3000;
+        while (Date.now() < deadline) {
+          try {
+            process.kill(-this.pid, "SIGKILL");
+          } catch {
+            break; // ESRCH: nothing left in the group
+          }
+          await new Promise((resolve) => setTimeout(resolve, 20));
         }
       }
       live.delete(this);

@@ -17,6 +17,8 @@ export interface LaunchCdpOptions {
   extraArgs?: string[];
   /** How long to wait for "DevTools listening on ..." (default 30 s). */
   startTimeoutMs?: number;
+  /** Environment for the browser (e.g. DISPLAY of a virtual screen); default: this process's. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface LaunchedCdpBrowser {
@@ -73,6 +75,7 @@ export async function launchLocalChromium(options: LaunchCdpOptions): Promise<La
   try {
     child = spawn(options.chromiumPath, cdpChromiumArgs({ profileDir, headless: options.headless, ...(options.extraArgs ? { extraArgs: options.extraArgs } : {}) }), {
       stdio: ["ignore", "ignore", "pipe"],
+      env: options.env ?? process.env,
     });
   } catch (error) {
     await removeProfile();
