@@ -8,7 +8,7 @@
 //      chrome-devtools-mcp list_pages)
 //   2. reading a ~5,000-word article: characters handed to the agent, whether the last paragraph is in it,
 //      and the wall time of the read
-//  2b. the same characters and last-paragraph check for a heavier page: a saved news page (pages/fixtures/
+//  2b. the same characters and last-paragraph check for a heavier page: a saved news page (packages/broker/test/fixtures/
 //      news-article.html: ~4,900 words of article amid nav, mega-menu, ads, related links, comments, footer)
 //   3. broker-side extract() time (readable mode) over the article and the fixture pages
 //   4. server-process RSS after the same workload (1 warm-up + 30 reads)
@@ -312,7 +312,9 @@ function pkgVersion(path) {
 async function startSite() {
   const pages = join(BENCH, "pages");
   const files = new Map([["/article", join(pages, "article.html")]]);
-  for (const name of readdirSync(join(pages, "fixtures"))) if (name.endsWith(".html")) files.set(`/fixtures/${name}`, join(pages, "fixtures", name));
+  // The saved pages of the extraction tests, served as they are (one copy in the repo).
+  const fixtures = join(ROOT, "packages/broker/test/fixtures");
+  for (const name of readdirSync(fixtures)) if (name.endsWith(".html")) files.set(`/fixtures/${name}`, join(fixtures, name));
   // The interaction pages are served too, but are not part of the extract() figure (files).
   const interactionPages = new Map([
     ["/big", join(pages, "big.html")],

@@ -29,7 +29,8 @@
  */
 
 import type { ActionKind, ElementFacts } from "@tabrelay/protocol";
-import { canonicalizeHost, canonicalizeUrlDetailed, isIpHost, type CanonicalUrl } from "./canonicalUrl.js";
+import { canonicalizeUrlDetailed, type CanonicalUrl } from "./canonicalUrl.js";
+import { describeHost, hostMatches, parseHostKey, type HostPattern } from "./hostPattern.js";
 
 type LabelGrant = { label: string };
 
@@ -87,14 +88,6 @@ const MAX_LABEL_LENGTH = 4000;
 
 const CONFIG_FILE = "config.yaml";
 
-/** A host key from config: "example.com", "*.example.com", "127.0.0.1:8080", "[::1]:3000". */
-interface HostPattern {
-  host: string;
-  /** Undefined: any port. Otherwise the decimal port, defaults included ("443"). */
-  port: string | undefined;
-  subdomains: boolean;
-  isIp: boolean;
-}
 
 interface DenyRule {
   rawPath: string;
@@ -219,55 +212,6 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
-/**
- * Parses a host key. `where` names the config location for error messages.
- * With `subdomainsAlways` (deny entries) the host always covers its subdomains.
- */
-function parseHostKey(rawKey: unknown, where: string, subdomainsAlways: boolean): HostPattern {
-  const expected = `expected a host such as "shop.example", "*.shop.example", "127.0.0.1:8080" or "[::1]:3000"`;
-  if (typeof rawKey !== "string") throw new Error(`${where}: the host must be a string (${expected})`);
-  const key = rawKey.trim();
-  const bad = (why: string): Error => new Error(`${where}: ${JSON.stringify(rawKey)} ${why} (${expected})`);
-
-  let rest = key;
-  let wildcard = false;
-  if (rest.startsWith("*.")) {
-    wildcard = true;
-    rest = rest.slice(2);
-  }
-
-  let hostText = rest;
-  let portText: string | undefined;
-  if (rest.startsWith("[")) {
-    const m = /^(\[[^\]]*\])(?::(\d+))?$/.exec(rest);
-    if (m === null) throw bad("is not a valid IPv6 literal");
-    hostText = m[1] ?? "";
-    portText = m[2];
-  } else {
-    const colons = rest.split(":").length - 1;
-    if (colons === 1) {
-      const m = /^([^:]*):(\d+)$/.exec(rest);
-      if (m === null) throw bad("has an invalid port");
-      hostText = m[1] ?? "";
-      portText = m[2];
-    }
-    // More than one colon: a bare IPv6 literal such as "::1" (no port possible).
-  }
-
-  let port: string | undefined;
-  if (portText !== undefined) {
-    const n = Number(portText);
-    if (!Number.isInteger(n) || n < 1 || n > 65535) throw bad("has a port outside 1-65535");
-    port = String(n);
-  }
-
-  const host = canonicalizeHost(hostText);
-  if (host === undefined) throw bad("is not a valid host name");
-  const isIp = isIpHost(host);
-  if (wildcard && isIp) throw bad('uses "*." with an IP address');
-  return { host, port, subdomains: wildcard || subdomainsAlways, isIp };
-}
-
 function compileRegex(source: unknown, where: string, what: string): RegExp {
   if (typeof source !== "string") throw new Error(`${where}: ${what} must be a string holding a regular expression`);
   try {
@@ -277,16 +221,6 @@ function compileRegex(source: unknown, where: string, what: string): RegExp {
   }
 }
 
-function effectivePort(url: CanonicalUrl): string {
-  if (url.port !== "") return url.port;
-  return url.protocol === "https:" ? "443" : "80";
-}
-
-function hostMatches(pattern: HostPattern, url: CanonicalUrl): boolean {
-  if (pattern.port !== undefined && pattern.port !== effectivePort(url)) return false;
-  if (url.host === pattern.host) return true;
-  return pattern.subdomains && !pattern.isIp && !url.isIp && url.host.endsWith(`.${pattern.host}`);
-}
 
 /** Orders grants covering the same URL: exact host > wildcard, longer host > shorter, port > any port. */
 function specificity(grant: Grant, url: CanonicalUrl): number {
@@ -295,10 +229,6 @@ function specificity(grant: Grant, url: CanonicalUrl): number {
   return exact * 1_000_000 + grant.pattern.host.length * 2 + port;
 }
 
-function describeHost(pattern: HostPattern, subdomainWording: string): string {
-  const hosts = pattern.subdomains ? `${pattern.host} ${subdomainWording}` : pattern.host;
-  return pattern.port === undefined ? `${hosts} (any port)` : `${hosts} (port ${pattern.port} only)`;
-}
 
 function hostOf(url: CanonicalUrl): string {
   return url.port === "" ? url.host : `${url.host}:${url.port}`;
