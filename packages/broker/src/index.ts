@@ -1,6 +1,5 @@
 export { Broker, type BrokerOptions } from "./server.js";
 export { BrowserRegistry, BrowserConnection, type BrowserDriver, type BrowserInfo } from "./bridge/registry.js";
-export { CdpBrowser } from "./drivers/cdp/cdpBrowser.js";
 export { launchLocalChromium } from "./drivers/cdp/launchCdp.js";
 export { loadConfig, ConfigError, defaultDataDir, rankingFile, isLoopback, BUILTIN_EXTENSION_ID, type BrokerConfig } from "./config/config.js";
 export { serveStdio, forwardStdio, connectHttpClient } from "./mcp/adapter.js";

@@ -4,7 +4,6 @@ import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { BridgeServer } from "./bridge/bridgeServer.js";
 import { BrowserRegistry, type BrowserDriver } from "./bridge/registry.js";
-import { CdpBrowser } from "./drivers/cdp/cdpBrowser.js";
 import { isLoopback, type BrokerConfig } from "./config/config.js";
 import { HttpSessions } from "./mcp/adapter.js";
 import { AuditLog } from "./audit/auditLog.js";
@@ -136,6 +135,8 @@ export class Broker {
    */
   async attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean }): Promise<BrowserDriver> {
     const holder: { driver?: BrowserDriver } = {};
+    // Loaded on first use: a broker serving only the extension never pays for the CDP driver's memory.
+    const { CdpBrowser } = await import("./drivers/cdp/cdpBrowser.js");
     const driver = await CdpBrowser.connect(await resolveCdpEndpoint(endpoint), {
       label: options.label,
       ownsBrowser: options.ownsBrowser,

@@ -106,6 +106,7 @@ export class AuditLog {
     try {
       db.pragma("journal_mode = WAL"); // SQLite gives -wal and -shm the database file's mode
       db.pragma("synchronous = NORMAL");
+      db.pragma("cache_size = -512"); // 512 KiB: the log is appended to and read in small pages
       migrate(db, path);
       return new AuditLog(path, db, secretVariants(secrets));
     } catch (error) {
