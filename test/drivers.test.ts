@@ -3,7 +3,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findChromium, launchLocalChromium } from "../packages/broker/src/index.js";
-import { article, call, connectClient, launchBrowser, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
+import { browserConnected, article, call, connectClient, launchBrowser, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
 
 const drivers = ["extension", "cdp"] as const;
 
@@ -58,7 +58,7 @@ screenshots:
       await broker.broker.attachCdp(local.endpoint, { label: "test cdp", ownsBrowser: true });
       stopBrowser = () => local.close();
     }
-    await waitFor("a browser", () => broker.broker.registry.list().length > 0 || undefined, 20_000);
+    await browserConnected(broker);
     client = await connectClient(broker.url);
   }, 60_000);
 

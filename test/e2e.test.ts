@@ -6,6 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  browserConnected,
   article,
   call,
   closedPort,
@@ -28,10 +29,6 @@ let offsite: TestSite;
 let broker: TestBroker;
 let browser: TestBrowser;
 let client: Client;
-
-async function browserConnected(b: TestBroker): Promise<void> {
-  await waitFor("the extension to connect", () => b.broker.registry.list().length > 0 || undefined, 20_000);
-}
 
 beforeAll(async () => {
   site = await startSite("127.0.0.1");

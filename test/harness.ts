@@ -136,6 +136,11 @@ export async function waitFor<T>(what: string, probe: () => T | undefined | Prom
   }
 }
 
+/** Resolves once a browser (extension or CDP) is connected to the broker. */
+export async function browserConnected(b: TestBroker, timeoutMs = 20_000): Promise<void> {
+  await waitFor("a browser to connect", () => b.broker.registry.list().length > 0 || undefined, timeoutMs);
+}
+
 export async function connectClient(brokerUrl: string, token = MCP_TOKEN): Promise<Client> {
   const client = new Client({ name: "tabrelay-test", version: "0.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${brokerUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));

@@ -4,7 +4,7 @@ import { build } from "esbuild";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, connectClient, launchBrowser, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "./harness.js";
+import { browserConnected, call, connectClient, launchBrowser, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "./harness.js";
 
 let site: TestSite;
 let other: TestSite;
@@ -140,7 +140,7 @@ document.getElementById("sort").onclick=()=>{const names=buttons.map(b=>b.textCo
 `,
   });
   browser = await launchBrowser(broker.port);
-  await waitFor("the extension to connect", () => broker.broker.registry.list().length > 0 || undefined, 20_000);
+  await browserConnected(broker);
   client = await connectClient(broker.url);
 }, 60_000);
 
@@ -334,7 +334,7 @@ describe("a fresh install performs no writes", () => {
     const fresh = await startBroker();
     const freshBrowser = await launchBrowser(fresh.port);
     try {
-      await waitFor("the extension to connect", () => fresh.broker.registry.list().length > 0 || undefined, 20_000);
+      await browserConnected(fresh);
       const c = await connectClient(fresh.url);
       const opened = await call(c, "open_tab", { url: `${site.origin}/react` });
       const tab = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);

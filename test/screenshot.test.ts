@@ -1,7 +1,7 @@
 // Screenshots through the real extension: off by default, then short-lived signed links to real PNGs.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, connectClient, launchBrowser, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "./harness.js";
+import { browserConnected, call, connectClient, launchBrowser, startBroker, startSite, type TestBroker, type TestBrowser, type TestSite } from "./harness.js";
 
 let site: TestSite;
 let broker: TestBroker;
@@ -26,7 +26,7 @@ beforeAll(async () => {
   );
   broker = await startBroker({ yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\nscreenshots:\n  enabled: true\n  ttl_seconds: 60\n` });
   browser = await launchBrowser(broker.port);
-  await waitFor("the extension to connect", () => broker.broker.registry.list().length > 0 || undefined, 20_000);
+  await browserConnected(broker);
   client = await connectClient(broker.url);
 }, 60_000);
 

@@ -13,7 +13,7 @@ import WebSocket from "ws";
 import { chromiumArgs, findChromium, launchChromium, prepareExtension, type LaunchedBrowser } from "../packages/broker/src/index.js";
 import { startVncDisplay, type VncDisplay } from "../packages/broker/src/launch/vnc.js";
 import { launchWithVnc, vncBanner, vncWindowArgs, type VncView } from "../packages/cli/src/vnc.js";
-import { article, call, connectClient, PAIRING_TOKEN, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
+import { browserConnected, article, call, connectClient, PAIRING_TOKEN, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
 
 /** The start page's colour, looked for in the VNC framebuffer. */
 const PINK = { r: 255, g: 0, b: 170 };
@@ -350,7 +350,7 @@ describe("a headful Chromium with the extension, seen through noVNC", () => {
     };
     args = chromiumArgs(options);
     browser = launchChromium(options);
-    await waitFor("the extension to connect", () => broker.broker.registry.list().length > 0 || undefined, 30_000);
+    await browserConnected(broker, 30_000);
     client = await connectClient(broker.url);
   }, 90_000);
 

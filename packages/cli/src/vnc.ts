@@ -1,27 +1,15 @@
 // `tabrelay launch --vnc` / `tabrelay start --vnc`: a headful browser on a virtual display that a person can
 // see and drive from a web page (noVNC), to log in once on a server; the agent then keeps the profile.
 //
-// The display comes from the broker's startVncDisplay (passed in, so this file only needs its shape).
+// The display comes from the broker's startVncDisplay (passed in, so tests can give a stand-in).
 
-export interface VncViewOptions {
-  width?: number;
-  height?: number;
-  webPort?: number;
-  host?: string;
-  unsafeExposeOnNetwork?: boolean;
-  password?: string;
-}
+import type { VncDisplay, VncDisplayOptions } from "@tabrelay/broker";
+
+/** The display options this glue passes through. */
+export type VncViewOptions = Pick<VncDisplayOptions, "width" | "height" | "webPort" | "host" | "unsafeExposeOnNetwork" | "password">;
 
 /** What startVncDisplay gives back (the part used here). */
-export interface VncView {
-  display: string;
-  url: string;
-  password: string;
-  env: NodeJS.ProcessEnv;
-  width: number;
-  height: number;
-  stop(): Promise<void>;
-}
+export type VncView = Pick<VncDisplay, "display" | "url" | "password" | "env" | "width" | "height" | "stop">;
 
 export interface HeadfulBrowser {
   exited: Promise<number | null>;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { AuditRecord } from "../audit/auditLog.js";
 import type { BrowserRegistry } from "../bridge/registry.js";
 import type { BrokerConfig } from "../config/config.js";
 import type { Logger } from "../util/log.js";
@@ -10,18 +11,7 @@ import type { SnapshotCache } from "./snapshot.js";
 
 /** Where every tool call leaves its record (the SQLite audit log in the broker). */
 export interface AuditSink {
-  record(rec: {
-    time: number;
-    browser?: string;
-    tab?: number;
-    origin?: string;
-    tool: string;
-    target?: string;
-    decision: "allowed" | "refused" | "failed" | "outcome_unknown";
-    rule?: string;
-    code?: string;
-    durationMs: number;
-  }): void;
+  record(rec: AuditRecord): void;
 }
 
 export interface ToolContext {
