@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { platform } from "node:os";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { assetPaths } from "../assets.js";
 
 export class LaunchError extends Error {
   override readonly name = "LaunchError";
@@ -37,7 +37,7 @@ export function findChromium(env: NodeJS.ProcessEnv = process.env, explicit?: st
 
 /** The built MV3 extension (packages/extension/dist), or TABRELAY_EXTENSION_DIR. */
 export function builtExtensionDir(env: NodeJS.ProcessEnv = process.env): string {
-  const dir = env["TABRELAY_EXTENSION_DIR"] ?? fileURLToPath(new URL("../../../extension/dist", import.meta.url));
+  const dir = env["TABRELAY_EXTENSION_DIR"] ?? assetPaths.extensionDir;
   if (!existsSync(join(dir, "manifest.json"))) {
     throw new LaunchError(`the extension is not built at ${dir}; run \`npm run build\` in the tabrelay checkout`);
   }

@@ -5,7 +5,7 @@
  */
 
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { assetPaths } from "../assets.js";
 import { canonicalizeHost, isIpHost } from "./canonicalUrl.js";
 
 const HEADER = /^rank\s*,\s*domain$/i;
@@ -85,13 +85,9 @@ export function parseRankingCsv(text: string): string[] {
   return domains;
 }
 
-/**
- * Absolute path of the shipped ranking, packages/broker/data/top-sites.csv.
- * Resolved relative to this module: src/policy/ and dist/policy/ are both two levels
- * below the package root.
- */
+/** Absolute path of the shipped ranking, packages/broker/data/top-sites.csv. */
 export function shippedRankingPath(): string {
-  return fileURLToPath(new URL("../../data/top-sites.csv", import.meta.url));
+  return assetPaths.topSitesCsv;
 }
 
 /** Reads and parses a ranking file (default: the shipped one). Throws with the path on failure. */

@@ -13,7 +13,6 @@
 //   responses a service worker serves from its cache.
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
 import {
   MAX_FRAME_BYTES,
   type BridgeEvent,
@@ -33,6 +32,7 @@ import {
   type WireError,
 } from "@tabrelay/protocol";
 import { z } from "zod";
+import { assetPaths } from "../../assets.js";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../../bridge/registry.js";
 import { TabrelayError } from "../../util/errors.js";
 import { CdpClient, isRecord, type CdpFailure, type CdpResult } from "./cdpClient.js";
@@ -105,7 +105,7 @@ interface Tab {
 const WORLD_NAME = "tabrelay";
 const MAX_SCREENSHOT_HEIGHT = 16_384;
 const NOT_INSTALLED = "not-installed";
-const INPAGE_PATH = new URL("../../../../extension/dist/inpage.js", import.meta.url);
+const INPAGE_PATH = assetPaths.inpageScript;
 
 const CALL_INPAGE = `function (name, args) {
   const api = globalThis.__tabrelayInpage;
@@ -920,7 +920,7 @@ export class CdpBrowser implements BrowserDriver {
     if (outcome === NOT_INSTALLED) {
       if (!install) throw new DriverError("stale_ref", "the page navigated or reloaded since the snapshot; call snapshot again");
       const source = await loadInpage();
-      if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${fileURLToPath(INPAGE_PATH)}; run \`npm run build\``);
+      if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${INPAGE_PATH}; run \`npm run build\``);
       this.#remoteValue(await this.#must("Runtime.evaluate", { expression: source, contextId, returnByValue: true }, sessionId, { gone }));
       outcome = await run();
     }

@@ -1,0 +1,18 @@
+// Files the broker reads at run time, found from this module's own location. The broker's build
+// (packages/broker/dist/assets.js), its sources under test (packages/broker/src/assets.ts) and the CLI's
+// bundle (packages/cli/bundle/*.js) all sit two directories below packages/, so one rule serves all three.
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const packagesDir = fileURLToPath(new URL("../../", import.meta.url));
+
+export const assetPaths = {
+  /** The broker's package.json: its version. */
+  brokerPackageJson: join(packagesDir, "broker", "package.json"),
+  /** The shipped ranking of popular domains (see README: source and licence). */
+  topSitesCsv: join(packagesDir, "broker", "data", "top-sites.csv"),
+  /** The built MV3 extension. */
+  extensionDir: join(packagesDir, "extension", "dist"),
+  /** The in-page snapshot/act script, built with the extension; the CDP driver injects the same file. */
+  inpageScript: join(packagesDir, "extension", "dist", "inpage.js"),
+} as const;
