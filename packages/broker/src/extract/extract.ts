@@ -11,7 +11,9 @@
  */
 import { isProbablyReaderable, Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
-import TurndownService from "turndown";
+// Turndown's browser build: we hand it linkedom nodes, never strings, so it needs no HTML parser of its own (its
+// Node build loads a second DOM implementation, domino, at import: ~1 MiB of heap for nothing).
+import TurndownService from "turndown/lib/turndown.browser.cjs.js";
 
 export type ExtractMode = "readable" | "full";
 
