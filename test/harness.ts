@@ -11,6 +11,7 @@ import {
   Broker,
   findChromium,
   launchChromium,
+  launchLocalChromium,
   loadConfig,
   prepareExtension,
   silentLogger,
@@ -124,6 +125,37 @@ export async function launchBrowser(bridgePort: number): Promise<TestBrowser> {
       }
     },
   };
+}
+
+/** The two ways a browser serves the broker; suites that must behave the same on both run once per driver. */
+export const DRIVERS = ["extension", "cdp"] as const;
+export type Driver = (typeof DRIVERS)[number];
+
+/**
+ * A real headless Chromium serving the broker through `driver`: the extension dialling the bridge, or the
+ * CDP driver attached to a Chromium of its own. Resolves once the browser is connected.
+ */
+export async function attachBrowser(b: TestBroker, driver: Driver): Promise<{ close(): Promise<void> }> {
+  let browser: { close(): Promise<void> };
+  if (driver === "extension") {
+    browser = await launchBrowser(b.port);
+  } else {
+    const local = await launchLocalChromium({ chromiumPath: findChromium(), headless: true });
+    browser = { close: () => local.close() };
+    try {
+      await b.broker.attachCdp(local.endpoint, { label: "test cdp", ownsBrowser: true });
+    } catch (error) {
+      await browser.close();
+      throw error;
+    }
+  }
+  try {
+    await browserConnected(b);
+  } catch (error) {
+    await browser.close();
+    throw error;
+  }
+  return browser;
 }
 
 export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {

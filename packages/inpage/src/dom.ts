@@ -3,6 +3,13 @@ import type { HiddenReason } from "@tabrelay/protocol";
 
 declare const chrome: { dom?: { openOrClosedShadowRoot?: (el: Element) => ShadowRoot | null } } | undefined;
 
+/** Closed shadow roots handed in by a driver without chrome.dom (CDP reads them with DOM.describeNode). */
+const adoptedRoots = new WeakMap<Element, ShadowRoot>();
+
+export function adoptShadowRoot(root: ShadowRoot): void {
+  adoptedRoots.set(root.host, root);
+}
+
 /** Open and closed shadow roots; extensions may see closed ones through chrome.dom. */
 export function shadowRootOf(el: Element): ShadowRoot | null {
   const api = typeof chrome === "object" ? chrome?.dom?.openOrClosedShadowRoot : undefined;
@@ -13,7 +20,7 @@ export function shadowRootOf(el: Element): ShadowRoot | null {
       return el.shadowRoot;
     }
   }
-  return el.shadowRoot;
+  return el.shadowRoot ?? adoptedRoots.get(el) ?? null;
 }
 
 const INVISIBLE_CHARS = /[\u200b-\u200d\u2060\ufeff\u00ad\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c]/g;

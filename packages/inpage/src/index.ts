@@ -3,6 +3,7 @@
 import type { ActionKind, ElementFacts, SnapshotNode, WireError } from "@tabrelay/protocol";
 import {
   accessibleName,
+  adoptShadowRoot,
   attributeText,
   coveringElement,
   describeElement,
@@ -36,9 +37,12 @@ export interface InpageApi {
   act(params: { ref: string; revision: string; action: ActionKind; value?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: string[] }>>;
   wait(params: { text?: string; textGone?: string; selector?: string; timeoutMs: number }): Promise<InpageResult<{ matched: string; elapsedMs: number }>>;
   rect(params: { ref: string; revision: string }): Promise<InpageResult<{ x: number; y: number; width: number; height: number }>>;
+  /** For drivers without chrome.dom: hosts whose closed shadow root the driver should look up and adopt. */
+  closedRootCandidates(): Element[] | undefined;
+  adoptShadowRoots(roots: unknown[]): number;
 }
 
-const VERSION = 2;
+const VERSION = 3;
 const MAX_NODES = 50_000;
 
 const state: State = { revision: "", refs: new Map() };
@@ -542,6 +546,46 @@ async function rect(params: { ref: string; revision: string }): Promise<InpageRe
   return { ok: true, value: { x: box.x, y: box.y, width: box.width, height: box.height } };
 }
 
+// ---- closed shadow roots, for drivers without chrome.dom -----------------------------------------
+
+const MAX_CANDIDATES = 5_000;
+/** Custom elements already offered as candidates, and whether they were defined (upgraded) then. */
+const askedHosts = new WeakMap<Element, boolean>();
+
+/**
+ * Custom elements (the usual hosts of closed roots, as in snapshot) whose root this script cannot see, in
+ * the document and every shadow root it knows, each offered once; once more after its upgrade, since its
+ * constructor may have attached a root.
+ */
+function closedRootCandidates(): Element[] | undefined {
+  const hosts: Element[] = [];
+  const roots: ParentNode[] = [document];
+  for (let i = 0; i < roots.length && hosts.length < MAX_CANDIDATES; i++) {
+    for (const el of roots[i]!.querySelectorAll("*")) {
+      const custom = el.localName.includes("-");
+      const root = el.shadowRoot ?? (custom ? shadowRootOf(el) : null);
+      if (root) roots.push(root);
+      if (root || !custom) continue;
+      const defined = el.matches(":defined");
+      const asked = askedHosts.get(el);
+      if (asked === true || (asked === false && !defined)) continue;
+      askedHosts.set(el, defined);
+      hosts.push(el);
+    }
+  }
+  return hosts.length ? hosts : undefined;
+}
+
+function adoptShadowRoots(roots: unknown[]): number {
+  let adopted = 0;
+  for (const root of roots) {
+    if (!(root instanceof ShadowRoot)) continue;
+    adoptShadowRoot(root);
+    adopted++;
+  }
+  return adopted;
+}
+
 // ---- install -----------------------------------------------------------------------------------
 
 declare global {
@@ -549,5 +593,5 @@ declare global {
 }
 
 if (!globalThis.__tabrelayInpage || globalThis.__tabrelayInpage.version !== VERSION) {
-  globalThis.__tabrelayInpage = { version: VERSION, snapshot, inspect, act, wait, rect };
+  globalThis.__tabrelayInpage = { version: VERSION, snapshot, inspect, act, wait, rect, closedRootCandidates, adoptShadowRoots };
 }

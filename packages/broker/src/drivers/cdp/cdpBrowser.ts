@@ -5,8 +5,9 @@
 //   attached to, only tabs created through this driver and the tabs those opened (transitively).
 // - Page access goes through the same in-page script as the extension (packages/extension/dist/inpage.js),
 //   installed in an isolated world named "tabrelay" per frame, so page scripts cannot see or tamper with it.
-//   Over CDP there is no chrome.dom.openOrClosedShadowRoot, so the script reaches open shadow roots only:
-//   closed shadow roots are not walked (DOM.describeNode with pierce: true could reach them later).
+//   Over CDP there is no chrome.dom.openOrClosedShadowRoot: before a snapshot the driver asks the script for
+//   the custom elements whose root it cannot see, reads their closed roots with DOM.describeNode, resolves
+//   them into the isolated world and hands them to the script, which then walks (and acts in) them.
 // - Network policy (requestPolicy): Fetch interception on every page, iframe and worker session fails the
 //   requests the callback refuses with BlockedByClient. It applies to every request, subresources (images,
 //   scripts, fetch/XHR, iframes) as well as navigations. Not covered: service workers' own fetches and
@@ -111,6 +112,15 @@ const CALL_INPAGE = `function (name, args) {
   const api = globalThis.__tabrelayInpage;
   return api ? api[name](args) : ${JSON.stringify(NOT_INSTALLED)};
 }`;
+const CLOSED_ROOT_CANDIDATES = `function () {
+  const api = globalThis.__tabrelayInpage;
+  return api && typeof api.closedRootCandidates === "function" ? api.closedRootCandidates() : ${JSON.stringify(NOT_INSTALLED)};
+}`;
+const ADOPT_SHADOW_ROOTS = `function (...roots) {
+  return globalThis.__tabrelayInpage.adoptShadowRoots(roots);
+}`;
+/** Rounds of closed-root discovery per snapshot: each round reaches one more level of nested closed roots. */
+const MAX_SHADOW_ROUNDS = 8;
 const READ_CONTENT = `function (limit) {
   const html = document.documentElement ? document.documentElement.outerHTML : "";
   return html.length > limit ? { tooLarge: html.length } : { url: location.href, title: document.title, html };
@@ -919,15 +929,70 @@ export class CdpBrowser implements BrowserDriver {
     }
     if (outcome === NOT_INSTALLED) {
       if (!install) throw new DriverError("stale_ref", "the page navigated or reloaded since the snapshot; call snapshot again");
-      const source = await loadInpage();
-      if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${INPAGE_PATH}; run \`npm run build\``);
-      this.#remoteValue(await this.#must("Runtime.evaluate", { expression: source, contextId, returnByValue: true }, sessionId, { gone }));
+      await this.#install(sessionId, contextId);
       outcome = await run();
     }
     const envelope = inpageEnvelope.safeParse(outcome);
     if (!envelope.success) throw new DriverError("internal", `the in-page script answered ${method} with an unexpected value`);
     if (!envelope.data.ok) throw new DriverError(errorCode(envelope.data.error.code), envelope.data.error.message);
     return envelope.data.value;
+  }
+
+  async #install(sessionId: string, contextId: number): Promise<void> {
+    const source = await loadInpage();
+    if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${INPAGE_PATH}; run \`npm run build\``);
+    this.#remoteValue(await this.#must("Runtime.evaluate", { expression: source, contextId, returnByValue: true }, sessionId, { gone: "stale_ref" }));
+  }
+
+  /**
+   * What chrome.dom.openOrClosedShadowRoot gives the extension: the frame's closed shadow roots, read with
+   * DOM.describeNode (which sees every root type), resolved into the isolated world and handed to the
+   * script so its snapshot walks them and its refs reach into them. Installs the script if it is missing.
+   */
+  async #revealClosedRoots(sessionId: string, frameId: string): Promise<void> {
+    const gone: ErrorCode = "stale_ref";
+    const contextId = await this.#world(sessionId, frameId, gone);
+    const objectGroup = `tabrelay-shadow-${randomUUID()}`;
+    try {
+      for (let round = 0, installed = false; round < MAX_SHADOW_ROUNDS; round++) {
+        const answer = await this.#must("Runtime.callFunctionOn", { functionDeclaration: CLOSED_ROOT_CANDIDATES, executionContextId: contextId, objectGroup }, sessionId, { gone });
+        this.#remoteValue(answer);
+        const result = rec(answer["result"]);
+        if (result["value"] === NOT_INSTALLED) {
+          if (installed) throw new DriverError("internal", "the in-page script did not install");
+          await this.#install(sessionId, contextId);
+          installed = true;
+          continue;
+        }
+        const listId = str(result["objectId"]);
+        if (listId === undefined) return;
+        const properties = await this.#must("Runtime.getProperties", { objectId: listId, ownProperties: true }, sessionId, { gone });
+        const hosts = (Array.isArray(properties["result"]) ? properties["result"] : [])
+          .filter((p) => /^\d+$/.test(str(rec(p)["name"]) ?? ""))
+          .map((p) => str(rec(rec(p)["value"])["objectId"]))
+          .filter((id): id is string => id !== undefined);
+        const described = await Promise.all(hosts.map((objectId) => this.#send("DOM.describeNode", { objectId, depth: 0 }, sessionId)));
+        const closed: number[] = [];
+        for (const node of described) {
+          const roots = node.ok ? rec(node.value["node"])["shadowRoots"] : undefined;
+          for (const root of Array.isArray(roots) ? roots : []) {
+            const backendNodeId = num(rec(root)["backendNodeId"]);
+            if (rec(root)["shadowRootType"] === "closed" && backendNodeId !== undefined) closed.push(backendNodeId);
+          }
+        }
+        if (closed.length === 0) return;
+        const resolved = await Promise.all(closed.map((backendNodeId) => this.#send("DOM.resolveNode", { backendNodeId, executionContextId: contextId, objectGroup }, sessionId)));
+        const roots = resolved.map((r) => (r.ok ? str(rec(r.value["object"])["objectId"]) : undefined)).filter((id): id is string => id !== undefined);
+        await this.#must(
+          "Runtime.callFunctionOn",
+          { functionDeclaration: ADOPT_SHADOW_ROOTS, executionContextId: contextId, arguments: roots.map((objectId) => ({ objectId })), returnByValue: true },
+          sessionId,
+          { gone },
+        );
+      }
+    } finally {
+      void this.#client.send("Runtime.releaseObjectGroup", { objectGroup }, sessionId);
+    }
   }
 
   #parse<T>(schema: z.ZodType<T>, value: unknown, method: string): T {
@@ -967,6 +1032,7 @@ export class CdpBrowser implements BrowserDriver {
     const results = await Promise.all(
       frames.map(async (route) => {
         try {
+          await this.#revealClosedRoots(route.sessionId, route.frameId);
           return { route, value: this.#parse(snapshotValue, await this.#inpage(route.sessionId, route.frameId, "snapshot", args, true), "snapshot") };
         } catch (error) {
           if (route.frameId === tab.mainFrameId) throw error;
