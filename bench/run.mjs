@@ -432,7 +432,20 @@ async function benchExtract(lib, site) {
     pooled.push(...samples);
     perPage[page.path] = { ...stats(samples), htmlChars: page.html.length, markdownChars: chars };
   }
-  return { pooled: stats(pooled), perPage, worstPageMedian: round(Math.max(...Object.values(perPage).map((p) => p.median))) };
+  return { pooled: stats(pooled), perPage, worstPageMedian: round(Math.max(...Object.values(perPage).map((p) => p.median))), articleTextChars: await articleTextChars(pages) };
+}
+
+/**
+ * The generated article's words alone: the text of its headline, paragraphs, headings, caption and quote inside
+ * <article>, blank-line separated. No reader that keeps every word can hand over fewer characters.
+ */
+async function articleTextChars(pages) {
+  const { parseHTML } = await import("linkedom");
+  const page = pages.find((p) => p.path === "/article");
+  if (!page) return undefined;
+  const { document } = parseHTML(page.html);
+  const blocks = [...document.querySelectorAll("article :is(h1, h2, p, figcaption)")].map((el) => el.textContent.replace(/\s+/g, " ").trim());
+  return blocks.filter(Boolean).join("\n\n").length;
 }
 
 async function connectHttp(lib, baseUrl, token) {
@@ -1434,6 +1447,13 @@ async function main() {
       playwright: "",
       devtools: "",
       target: pwChars ? `0.5x playwright = ${Math.round(pwChars / 2)}` : "",
+    },
+    {
+      figure: "   the article's words alone (its headline, paragraphs, headings, caption as plain text)",
+      tabrelay: t.extract.articleTextChars !== undefined ? `${t.extract.articleTextChars}` : "n/a",
+      playwright: "",
+      devtools: "",
+      target: pwChars && t.extract.articleTextChars ? `${round(t.extract.articleTextChars / pwChars, 2)}x playwright: the floor for a lossless read` : "",
     },
     {
       figure: "   closing-paragraph marker present",

@@ -4,6 +4,7 @@ import type { BrowserDriver } from "../bridge/registry.js";
 import type { ExtractMode, Extracted } from "../extract/extract.js";
 import { paginate, truncationMarker } from "../extract/paginate.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
+import { collectAfterHeavyWork } from "../util/memory.js";
 import { BLANK, checkBeforeNavigation, checkLanding, pickBrowser } from "./landing.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js";
@@ -18,7 +19,11 @@ async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, m
   if (content.url !== tab.url) await checkLanding(ctx, conn, { ...tab, url: content.url }, { requestedUrl, closeOnDeny: false });
   // Loaded on first read: the DOM and Markdown libraries are most of an idle broker's memory.
   const { extract } = await import("../extract/extract.js");
-  return extract({ html: content.html, url: content.url, title: content.title, mode });
+  try {
+    return extract({ html: content.html, url: content.url, title: content.title, mode });
+  } finally {
+    collectAfterHeavyWork(); // the page's DOM is garbage now
+  }
 }
 
 function oneLine(text: string): string {
