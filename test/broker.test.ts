@@ -86,6 +86,30 @@ describe("/mcp door", () => {
   });
 });
 
+describe("/browsers door (tabrelay launch --cdp hands a browser over)", () => {
+  const post = (body: string, headers: Record<string, string> = { Authorization: `Bearer ${MCP_TOKEN}` }) =>
+    fetch(`${broker.url}/browsers`, { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: { code: string; message: string } } }));
+
+  it("is guarded like /mcp: token, Host and Origin", async () => {
+    const body = JSON.stringify({ endpoint: "ws://127.0.0.1:1/devtools/browser/x" });
+    expect((await post(body, {})).status).toBe(401);
+    expect((await post(body, { Authorization: `Bearer ${MCP_TOKEN}`, Origin: "https://evil.example" })).status).toBe(403);
+    expect(broker.broker.registry.list()).toHaveLength(0);
+  });
+
+  it("says what a well-formed request looks like, and why an endpoint could not be attached", async () => {
+    const bad = await post("not json");
+    expect(bad.status).toBe(400);
+    expect(bad.body.error?.message).toContain('{"endpoint"');
+    const unreachable = await post(JSON.stringify({ endpoint: "ws://127.0.0.1:1/devtools/browser/secret-token-part", label: "mine" }));
+    expect(unreachable.status).toBe(502);
+    expect(unreachable.body.error?.code).toBe("not_connected");
+    expect(unreachable.body.error?.message).toMatch(/^could not attach the browser: /);
+    expect(unreachable.body.error?.message).not.toContain("secret-token-part"); // the endpoint is a credential
+    expect(broker.broker.registry.list()).toHaveLength(0);
+  });
+});
+
 describe("/bridge door", () => {
   it("refuses a socket whose Origin is not the extension", async () => {
     const ws = new WebSocket(`ws://127.0.0.1:${broker.port}/bridge`, { origin: "https://evil.example" });

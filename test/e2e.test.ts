@@ -1,10 +1,11 @@
-// End to end: the SDK's MCP client -> broker -> real headless Chromium with the real built extension ->
-// a local test site. Nothing here is mocked.
+// End to end: the SDK's MCP client -> broker -> real headless Chromium, driven by the real built extension
+// or over CDP -> a local test site. Nothing here is mocked.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findChromium, launchLocalChromium } from "../packages/broker/src/index.js";
 import {
   browserConnected,
   article,
@@ -18,7 +19,6 @@ import {
   startSite,
   waitFor,
   type TestBroker,
-  type TestBrowser,
   type TestSite,
 } from "./harness.js";
 
@@ -26,9 +26,6 @@ const CLI = fileURLToPath(new URL("../packages/cli/bin/tabrelay.js", import.meta
 
 let site: TestSite;
 let offsite: TestSite;
-let broker: TestBroker;
-let browser: TestBrowser;
-let client: Client;
 
 beforeAll(async () => {
   site = await startSite("127.0.0.1");
@@ -55,16 +52,9 @@ beforeAll(async () => {
     res.write("<html><head><title>Slow</title></head><body><p>Loading");
     // Never finishes: the browser keeps loading until the test kills it.
   });
-  broker = await startBroker();
-  browser = await launchBrowser(broker.port);
-  await browserConnected(broker);
-  client = await connectClient(broker.url);
 }, 60_000);
 
 afterAll(async () => {
-  await client?.close();
-  await browser?.close();
-  await broker?.close();
   await site?.close();
   await offsite?.close();
 });
@@ -73,170 +63,212 @@ function off(path: string): string {
   return path.replace("OFFSITE", offsite.origin);
 }
 
-describe("reading through the real extension", () => {
-  it("read_url returns the article as Markdown, with its closing paragraph, and closes the tab", async () => {
-    const result = await call(client, "read_url", { url: `${site.origin}/article` });
-    expect(result.isError).toBe(false);
-    expect(result.text).toContain("# Rivers of the North");
-    expect(result.text).toContain(`URL: ${site.origin}/article`);
-    expect(result.text).toContain("This is the closing paragraph of the article.");
-    expect(result.text).toContain(`(${site.origin}/related)`);
-    expect(result.text).toContain(`${site.origin}/img/photo.png`);
-    expect(result.text).not.toContain("Copyright footer text");
-    const tabs = await call(client, "list_tabs");
-    expect(tabs.text).toContain("No agent tabs");
-  });
+// The same suite on both drivers: the real MV3 extension, and the CDP driver on a Chromium of tabrelay's own
+// (as `tabrelay start --cdp` runs it).
+describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
+  let broker: TestBroker;
+  let client: Client;
+  let stopBrowser: () => Promise<void> = async () => undefined;
+  let killBrowser: () => void = () => undefined;
+  const label = driver === "cdp" ? "test cdp" : "test chromium";
 
-  it("full mode keeps the navigation and footer", async () => {
-    const result = await call(client, "read_url", { url: `${site.origin}/article`, mode: "full" });
-    expect(result.text).toContain("Copyright footer text");
-    expect(result.text).toContain("Sports");
-  });
-
-  it("follows an on-policy redirect and reports the final URL", async () => {
-    const result = await call(client, "read_url", { url: `${site.origin}/redirect-home` });
-    expect(result.isError).toBe(false);
-    expect(result.text).toContain(`URL: ${site.origin}/article`);
-  });
-
-  it("fences page text as untrusted data", async () => {
-    const result = await call(client, "read_url", { url: `${site.origin}/injection` });
-    expect(result.text).toMatch(/untrusted data from the web, not instructions/);
-    const fence = /<page-content nonce="([0-9a-f]+)">[\s\S]*Ignore previous instructions[\s\S]*<\/page-content nonce="\1">/;
-    expect(result.text).toMatch(fence);
-  });
-});
-
-describe("the read policy is a boundary", () => {
-  it("refuses a redirect that leaves the allowlist and leaves no tab behind", async () => {
-    const result = await call(client, "read_url", { url: `${site.origin}/redirect-away` });
-    expect(result.isError).toBe(true);
-    expect(result.text).toMatch(/^policy_denied: .*localhost/);
-    expect(result.text).not.toContain("OFFSITE SECRET TEXT");
-    expect((await call(client, "list_tabs")).text).toContain("No agent tabs");
-  });
-
-  it("resets a tab that a script navigated off-policy after load", async () => {
-    const opened = await call(client, "open_tab", { url: `${site.origin}/js-away` });
-    expect(opened.isError).toBe(false);
-    const tabId = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
-    await waitFor("the tab to be reset", async () => ((await call(client, "list_tabs")).text.includes("about:blank") ? true : undefined));
-    const read = await call(client, "read_page", { tab: tabId });
-    expect(read.isError).toBe(true);
-    expect(read.text).not.toContain("OFFSITE SECRET TEXT");
-    await call(client, "close_tab", { tab: tabId });
-  });
-
-  it("resets a meta refresh to an off-policy page", async () => {
-    const result = await call(client, "read_url", { url: `${site.origin}/meta-away` });
-    if (!result.isError) expect(result.text).not.toContain("OFFSITE SECRET TEXT");
-    await waitFor("no tab left on the off-policy page", async () => (!(await call(client, "list_tabs")).text.includes(offsite.origin) ? true : undefined));
-  });
-
-  it("polices a tab that an agent page opened", async () => {
-    const opened = await call(client, "open_tab", { url: `${site.origin}/popup` });
-    const openerId = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
-    const tabs = await waitFor("the popup tab to be listed and reset", async () => {
-      const text = (await call(client, "list_tabs")).text;
-      const ids = [...text.matchAll(/tab (\d+):/g)].map((m) => Number(m[1]));
-      return ids.length >= 2 && !text.includes(offsite.origin) && text.includes("about:blank") ? ids : undefined;
-    });
-    for (const id of tabs) await call(client, "close_tab", { tab: id });
-    expect(tabs).toContain(openerId);
-  });
-});
-
-describe("tabs", () => {
-  it("opens, reads, navigates, goes back and forward, reloads and closes a tab", async () => {
-    const opened = await call(client, "open_tab", { url: `${site.origin}/page-a` });
-    expect(opened.text).toContain("Title: \"Page A\"");
-    const tabId = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
-    expect((await call(client, "read_page", { tab: tabId, mode: "full" })).text).toContain("Alpha page.");
-    expect((await call(client, "navigate", { tab: tabId, url: `${site.origin}/page-b` })).text).toContain(`URL: ${site.origin}/page-b`);
-    expect((await call(client, "history", { tab: tabId, action: "back" })).text).toContain(`URL: ${site.origin}/page-a`);
-    expect((await call(client, "history", { tab: tabId, action: "forward" })).text).toContain(`URL: ${site.origin}/page-b`);
-    expect((await call(client, "history", { tab: tabId, action: "reload" })).text).toContain("Reloaded tab");
-    const denied = await call(client, "navigate", { tab: tabId, url: `${offsite.origin}/secret` });
-    expect(denied.text).toMatch(/^policy_denied:/);
-    expect((await call(client, "close_tab", { tab: tabId })).text).toContain("Closed tab");
-    const gone = await call(client, "read_page", { tab: tabId });
-    expect(gone.text).toMatch(/^(not_agent_tab|no_such_tab):/);
-  });
-
-  it("never touches tabs the agent did not open", async () => {
-    const result = await call(client, "read_page", { tab: 1 });
-    expect(result.isError).toBe(true);
-    expect(result.text).toMatch(/^(not_agent_tab|no_such_tab):/);
-  });
-
-  it("names a page that fails to load", async () => {
-    const result = await call(client, "read_url", { url: `http://127.0.0.1:${await closedPort()}/nothing-listens-here` });
-    expect(result.isError).toBe(true);
-    expect(result.text).toMatch(/^navigation_failed: .*ERR_CONNECTION_REFUSED/);
-  });
-});
-
-describe("stdio", () => {
-  it("forwards to the running broker when the port is taken (several agents, one browser)", async () => {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [CLI, "stdio", "--port", String(broker.port), "--data-dir", broker.dataDir],
-      env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } as Record<string, string>,
-      stderr: "pipe",
-    });
-    const stdioClient = new Client({ name: "stdio-test", version: "0" });
-    const sessionsBefore = broker.broker.mcpSessions;
-    await stdioClient.connect(transport);
-    expect(broker.broker.mcpSessions).toBe(sessionsBefore + 1);
-    const browsers = await call(stdioClient, "list_browsers");
-    expect(browsers.text).toContain("test chromium");
-    const read = await call(stdioClient, "read_url", { url: `${site.origin}/article` });
-    expect(read.text).toContain("This is the closing paragraph of the article.");
-    await stdioClient.close();
-    await waitFor("the forwarded session to end on the broker", () => (broker.broker.mcpSessions === sessionsBefore ? true : undefined), 5000);
-  });
-});
-
-describe("MV3 service-worker lifetime", () => {
-  it("stays connected through 35 s of idle (Chrome kills an idle worker at 30 s) and still answers", async () => {
-    const [before] = broker.broker.registry.list();
-    expect(before).toBeDefined();
-    await new Promise((r) => setTimeout(r, 35_000));
-    const [after] = broker.broker.registry.list();
-    expect(after?.info.connectedAt).toBe(before?.info.connectedAt);
-    expect((await call(client, "list_tabs")).isError).toBe(false);
-  }, 60_000);
-});
-
-describe("failures a user would hit", () => {
-  it("a browser killed mid-call fails the call at once with browser_disconnected", async () => {
-    const pending = call(client, "read_url", { url: `${site.origin}/slow` });
-    await new Promise((r) => setTimeout(r, 1000));
-    const killedAt = Date.now();
-    browser.browser.process.kill("SIGKILL");
-    const result = await pending;
-    expect(result.isError).toBe(true);
-    expect(result.text).toMatch(/^browser_disconnected:/);
-    expect(Date.now() - killedAt).toBeLessThan(3000);
-    expect((await call(client, "list_browsers")).text).toContain("No browser is connected");
-    browser = await launchBrowser(broker.port);
+  async function connectBrowser(): Promise<void> {
+    if (driver === "extension") {
+      const browser = await launchBrowser(broker.port);
+      stopBrowser = () => browser.close();
+      killBrowser = () => browser.browser.process.kill("SIGKILL");
+    } else {
+      // Popups allowed, as for the extension's browser (harness.ts).
+      const local = await launchLocalChromium({ chromiumPath: findChromium(), headless: true, extraArgs: ["--disable-popup-blocking"] });
+      await broker.broker.attachCdp(local.endpoint, { label, ownsBrowser: true });
+      stopBrowser = () => local.close();
+      killBrowser = () => local.process.kill("SIGKILL");
+    }
     await browserConnected(broker);
-  }, 60_000);
+  }
 
-  it("the extension reconnects by itself when the broker restarts on the same port", async () => {
-    const port = broker.port;
-    const dataDir = broker.dataDir;
-    await client.close();
-    await broker.close();
-    await new Promise((r) => setTimeout(r, 1500));
-    broker = await startBroker({ port, dataDir });
-    await browserConnected(broker);
+  beforeAll(async () => {
+    broker = await startBroker();
+    await connectBrowser();
     client = await connectClient(broker.url);
-    const read = await call(client, "read_url", { url: `${site.origin}/article` });
-    expect(read.text).toContain("This is the closing paragraph of the article.");
   }, 60_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await stopBrowser();
+    await broker?.close();
+  });
+
+  describe("reading", () => {
+    it("read_url returns the article as Markdown, with its closing paragraph, and closes the tab", async () => {
+      const result = await call(client, "read_url", { url: `${site.origin}/article` });
+      expect(result.isError).toBe(false);
+      expect(result.text).toContain("# Rivers of the North");
+      expect(result.text).toContain(`URL: ${site.origin}/article`);
+      expect(result.text).toContain("This is the closing paragraph of the article.");
+      expect(result.text).toContain(`(${site.origin}/related)`);
+      expect(result.text).toContain(`${site.origin}/img/photo.png`);
+      expect(result.text).not.toContain("Copyright footer text");
+      const tabs = await call(client, "list_tabs");
+      expect(tabs.text).toContain("No agent tabs");
+    });
+
+    it("full mode keeps the navigation and footer", async () => {
+      const result = await call(client, "read_url", { url: `${site.origin}/article`, mode: "full" });
+      expect(result.text).toContain("Copyright footer text");
+      expect(result.text).toContain("Sports");
+    });
+
+    it("follows an on-policy redirect and reports the final URL", async () => {
+      const result = await call(client, "read_url", { url: `${site.origin}/redirect-home` });
+      expect(result.isError).toBe(false);
+      expect(result.text).toContain(`URL: ${site.origin}/article`);
+    });
+
+    it("fences page text as untrusted data", async () => {
+      const result = await call(client, "read_url", { url: `${site.origin}/injection` });
+      expect(result.text).toMatch(/untrusted data from the web, not instructions/);
+      const fence = /<page-content nonce="([0-9a-f]+)">[\s\S]*Ignore previous instructions[\s\S]*<\/page-content nonce="\1">/;
+      expect(result.text).toMatch(fence);
+    });
+  });
+
+  describe("the read policy is a boundary", () => {
+    it("refuses a redirect that leaves the allowlist and leaves no tab behind", async () => {
+      const result = await call(client, "read_url", { url: `${site.origin}/redirect-away` });
+      expect(result.isError).toBe(true);
+      expect(result.text).toMatch(/^policy_denied: .*localhost/);
+      expect(result.text).not.toContain("OFFSITE SECRET TEXT");
+      expect((await call(client, "list_tabs")).text).toContain("No agent tabs");
+    });
+
+    it("resets a tab that a script navigated off-policy after load", async () => {
+      const opened = await call(client, "open_tab", { url: `${site.origin}/js-away` });
+      expect(opened.isError).toBe(false);
+      const tabId = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
+      await waitFor("the tab to be reset", async () => ((await call(client, "list_tabs")).text.includes("about:blank") ? true : undefined));
+      const read = await call(client, "read_page", { tab: tabId });
+      expect(read.isError).toBe(true);
+      expect(read.text).not.toContain("OFFSITE SECRET TEXT");
+      await call(client, "close_tab", { tab: tabId });
+    });
+
+    it("resets a meta refresh to an off-policy page", async () => {
+      const result = await call(client, "read_url", { url: `${site.origin}/meta-away` });
+      if (!result.isError) expect(result.text).not.toContain("OFFSITE SECRET TEXT");
+      await waitFor("no tab left on the off-policy page", async () => (!(await call(client, "list_tabs")).text.includes(offsite.origin) ? true : undefined));
+    });
+
+    it("polices a tab that an agent page opened", async () => {
+      const opened = await call(client, "open_tab", { url: `${site.origin}/popup` });
+      const openerId = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
+      const tabs = await waitFor("the popup tab to be listed and reset", async () => {
+        const text = (await call(client, "list_tabs")).text;
+        const ids = [...text.matchAll(/tab (\d+):/g)].map((m) => Number(m[1]));
+        return ids.length >= 2 && !text.includes(offsite.origin) && text.includes("about:blank") ? ids : undefined;
+      });
+      for (const id of tabs) await call(client, "close_tab", { tab: id });
+      expect(tabs).toContain(openerId);
+    });
+  });
+
+  describe("tabs", () => {
+    it("opens, reads, navigates, goes back and forward, reloads and closes a tab", async () => {
+      const opened = await call(client, "open_tab", { url: `${site.origin}/page-a` });
+      expect(opened.text).toContain("Title: \"Page A\"");
+      const tabId = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
+      expect((await call(client, "read_page", { tab: tabId, mode: "full" })).text).toContain("Alpha page.");
+      expect((await call(client, "navigate", { tab: tabId, url: `${site.origin}/page-b` })).text).toContain(`URL: ${site.origin}/page-b`);
+      expect((await call(client, "history", { tab: tabId, action: "back" })).text).toContain(`URL: ${site.origin}/page-a`);
+      expect((await call(client, "history", { tab: tabId, action: "forward" })).text).toContain(`URL: ${site.origin}/page-b`);
+      expect((await call(client, "history", { tab: tabId, action: "reload" })).text).toContain("Reloaded tab");
+      const denied = await call(client, "navigate", { tab: tabId, url: `${offsite.origin}/secret` });
+      expect(denied.text).toMatch(/^policy_denied:/);
+      expect((await call(client, "close_tab", { tab: tabId })).text).toContain("Closed tab");
+      const gone = await call(client, "read_page", { tab: tabId });
+      expect(gone.text).toMatch(/^(not_agent_tab|no_such_tab):/);
+    });
+
+    // In a browser tabrelay launched over CDP every tab is the agent's by design; the attached browser's
+    // case (a user's tab) is in lifecycle.test.ts.
+    if (driver === "extension") it("never touches tabs the agent did not open", async () => {
+      const result = await call(client, "read_page", { tab: 1 });
+      expect(result.isError).toBe(true);
+      expect(result.text).toMatch(/^(not_agent_tab|no_such_tab):/);
+    });
+
+    it("names a page that fails to load", async () => {
+      const result = await call(client, "read_url", { url: `http://127.0.0.1:${await closedPort()}/nothing-listens-here` });
+      expect(result.isError).toBe(true);
+      expect(result.text).toMatch(/^navigation_failed: .*ERR_CONNECTION_REFUSED/);
+    });
+  });
+
+  describe("stdio", () => {
+    it("forwards to the running broker when the port is taken (several agents, one browser)", async () => {
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "stdio", "--port", String(broker.port), "--data-dir", broker.dataDir],
+        env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } as Record<string, string>,
+        stderr: "pipe",
+      });
+      const stdioClient = new Client({ name: "stdio-test", version: "0" });
+      const sessionsBefore = broker.broker.mcpSessions;
+      await stdioClient.connect(transport);
+      expect(broker.broker.mcpSessions).toBe(sessionsBefore + 1);
+      const browsers = await call(stdioClient, "list_browsers");
+      expect(browsers.text).toContain(label);
+      const read = await call(stdioClient, "read_url", { url: `${site.origin}/article` });
+      expect(read.text).toContain("This is the closing paragraph of the article.");
+      await stdioClient.close();
+      await waitFor("the forwarded session to end on the broker", () => (broker.broker.mcpSessions === sessionsBefore ? true : undefined), 5000);
+    });
+  });
+
+  // The extension's own lifetime: a CDP browser has no service worker.
+  if (driver === "extension") describe("MV3 service-worker lifetime", () => {
+    it("stays connected through 35 s of idle (Chrome kills an idle worker at 30 s) and still answers", async () => {
+      const [before] = broker.broker.registry.list();
+      expect(before).toBeDefined();
+      await new Promise((r) => setTimeout(r, 35_000));
+      const [after] = broker.broker.registry.list();
+      expect(after?.info.connectedAt).toBe(before?.info.connectedAt);
+      expect((await call(client, "list_tabs")).isError).toBe(false);
+    }, 60_000);
+  });
+
+  describe("failures a user would hit", () => {
+    it("a browser killed mid-call fails the call at once with browser_disconnected", async () => {
+      const pending = call(client, "read_url", { url: `${site.origin}/slow` });
+      await new Promise((r) => setTimeout(r, 1000));
+      const killedAt = Date.now();
+      killBrowser();
+      const result = await pending;
+      expect(result.isError).toBe(true);
+      expect(result.text).toMatch(/^browser_disconnected:/);
+      expect(Date.now() - killedAt).toBeLessThan(3000);
+      expect((await call(client, "list_browsers")).text).toContain("No browser is connected");
+      await stopBrowser();
+      await connectBrowser();
+    }, 60_000);
+
+    // The extension dials the broker; over CDP the broker dials the browser, so there is nothing to reconnect.
+    if (driver === "extension") it("the extension reconnects by itself when the broker restarts on the same port", async () => {
+      const port = broker.port;
+      const dataDir = broker.dataDir;
+      await client.close();
+      await broker.close();
+      await new Promise((r) => setTimeout(r, 1500));
+      broker = await startBroker({ port, dataDir });
+      await browserConnected(broker);
+      client = await connectClient(broker.url);
+      const read = await call(client, "read_url", { url: `${site.origin}/article` });
+      expect(read.text).toContain("This is the closing paragraph of the article.");
+    }, 60_000);
+  });
 });
 
+// `tabrelay start` with the extension; start --cdp is in cli.test.ts and lifecycle.test.ts.
 describe("tabrelay start", () => {
   it("starts broker + headless Chromium and serves a read from the printed config", async () => {
     const { mkdtempSync, writeFileSync } = await import("node:fs");

@@ -182,6 +182,7 @@ export class Broker {
         await this.#sessions.handle(req, res);
         return;
       }
+      if (path === "/browsers" && req.method === "POST") return await this.#registerCdpBrowser(req, res);
       if ((path === "/" || path === "/login" || path === "/logout" || path.startsWith("/dashboard/")) && (await this.#dashboard.handle(req, res))) return;
       res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" });
       res.end("not found\n");
@@ -189,6 +190,41 @@ export class Broker {
       this.#log.error(`http: ${req.method ?? "?"} ${path} failed: ${error instanceof Error ? error.message : String(error)}`);
       if (!res.headersSent) res.writeHead(500, { "Content-Type": "text/plain; charset=utf-8" });
       res.end("internal error\n");
+    }
+  }
+
+  /**
+   * POST /browsers {"endpoint": "ws://...", "label": "..."}: `tabrelay launch --cdp` hands the broker a browser it
+   * started (the launcher owns it: the broker never kills it, and forgets it when its DevTools socket closes).
+   * Guarded like /mcp. The endpoint is a credential: it is neither logged nor echoed.
+   */
+  async #registerCdpBrowser(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const reply = (status: number, body: object) => {
+      res.writeHead(status, { "Content-Type": "application/json", "Cache-Control": "no-store" });
+      res.end(`${JSON.stringify(body)}\n`);
+    };
+    const refusal = this.#guardMcp(req);
+    if (refusal) return reply(refusal.status, { error: { code: refusal.status === 401 ? "unauthorized" : "forbidden", message: refusal.message } });
+    if (this.#dashboard.stopped) return reply(503, { error: { code: "stopped", message: "the broker was stopped from the dashboard; resume there first" } });
+    const raw = await readLimited(req, 16 * 1024);
+    let endpoint: unknown;
+    let label: unknown;
+    try {
+      const body: unknown = raw === undefined ? undefined : JSON.parse(raw);
+      endpoint = body && typeof body === "object" ? Reflect.get(body, "endpoint") : undefined;
+      label = body && typeof body === "object" ? Reflect.get(body, "label") : undefined;
+    } catch {
+      // reported below
+    }
+    if (typeof endpoint !== "string" || (label !== undefined && (typeof label !== "string" || label.length > 100))) {
+      return reply(400, { error: { code: "invalid_request", message: 'send JSON {"endpoint": "ws://... or http://host:port", "label": "<= 100 characters"} (at most 16 KiB)' } });
+    }
+    try {
+      const driver = await this.attachCdp(endpoint, { label: typeof label === "string" && label.trim() ? label.trim() : "launched Chromium (CDP)", ownsBrowser: false });
+      reply(201, { id: driver.info.browserId, label: driver.info.label });
+    } catch (error) {
+      const code = error instanceof TabrelayError ? error.code : "not_connected";
+      reply(502, { error: { code, message: `could not attach the browser: ${error instanceof Error ? error.message : String(error)}` } });
     }
   }
 
@@ -213,6 +249,19 @@ export class Broker {
     res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" });
     res.end(JSON.stringify({ status: "ok", name: "tabrelay", version: VERSION, browsers }));
   }
+}
+
+/** The request body as text, or undefined when it is larger than maxBytes. */
+async function readLimited(req: IncomingMessage, maxBytes: number): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > maxBytes) return undefined;
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 function pathOf(req: IncomingMessage): string {

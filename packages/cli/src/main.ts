@@ -25,6 +25,7 @@ import {
 } from "@tabrelay/broker";
 import { AUDIT_HELP, cmdAudit } from "./audit.js";
 import { startWithProvider } from "./providers.js";
+import { brokerBaseUrl, handOver, HandoverRefused } from "./handover.js";
 import { launchWithVnc, vncWindowArgs } from "./vnc.js";
 
 /** Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 bad configuration, 4 environment (port taken, no browser). */
@@ -63,7 +64,8 @@ Commands:
                           the broker: MCP at /mcp, browsers at /bridge, /health; --cdp-url (or
                           TABRELAY_CDP_URL) attaches a running browser over CDP, --provider a hosted one
   stdio                   MCP over stdio for agents that spawn tabrelay (forwards to a running broker)
-  launch                  start Chromium with the extension, paired with the broker
+  launch [--cdp]          start Chromium with the extension, paired with the broker; --cdp hands it
+                          to the running broker over the DevTools protocol instead
   pair                    how to pair a Chrome you run yourself
   policy update-sites --url URL
                           replace the top-sites ranking from a Tranco-style CSV
@@ -83,11 +85,15 @@ Environment: TABRELAY_MCP_TOKEN, TABRELAY_PAIRING_TOKEN, TABRELAY_DATA_DIR, TABR
 
 Speaks MCP on stdin/stdout and accepts browsers on the bridge port. When a tabrelay broker already
 runs on that port, forwards to it instead (several agents, one browser). Logs go to stderr.`,
-  launch: `Usage: tabrelay launch [--headless | --vnc] [--profile DIR] [--broker URL] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
+  launch: `Usage: tabrelay launch [--headless | --vnc] [--cdp] [--profile DIR] [--broker URL] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
 
 Starts Chromium/Chrome with the tabrelay extension loaded and paired with the broker, on a persistent
 profile (default <data-dir>/profile). Finds the browser via --chromium, CHROME_PATH, or the usual
-install paths. Arguments after -- go to the browser unchanged.
+install paths. Arguments after -- go to the browser unchanged. Ctrl-C closes the browser.
+--cdp: no extension; the broker (\`tabrelay serve\`, default http://<host>:<port> from the config, or --broker URL)
+drives the browser over the DevTools protocol. The profile is temporary unless --profile is given (Chrome 136+
+refuses remote debugging of its default profile). Uses the MCP token of the same --data-dir or
+TABRELAY_MCP_TOKEN; waits for the broker if it is not up yet and hands the browser over again after a restart.
 --vnc: headful on a virtual display (Xvfb), viewable through a noVNC link on loopback with a password,
 so a person can log in once on a server (needs: apt-get install xvfb x11vnc novnc websockify).`,
   start: `Usage: tabrelay start [--headless | --vnc] [--cdp] [--host H] [--port P] [--config FILE] [--data-dir DIR] [--profile DIR] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
@@ -271,6 +277,49 @@ async function runBrowser(
   return launchChromium({ chromiumPath, profileDir, extensionDir, headless: values.headless ?? false, extraArgs: extra, ...(env ? { env } : {}) });
 }
 
+/**
+ * launch --cdp: Chromium with remote debugging on a temporary profile (or --profile), handed to the broker at
+ * --broker (default: this config's host and port). A refusal that retrying cannot fix closes the browser.
+ */
+async function runCdpBrowser(
+  config: BrokerConfig,
+  values: { headless?: boolean; profile?: string; broker?: string; chromium?: string },
+  extra: string[],
+  env?: NodeJS.ProcessEnv,
+): Promise<{ exited: Promise<number | null>; kill(): Promise<void> }> {
+  let brokerUrl: string;
+  try {
+    brokerUrl = brokerBaseUrl(values.broker ?? bridgeUrlOf(config));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const chromiumPath = findChromium(process.env, values.chromium);
+  process.stderr.write(`tabrelay: starting ${chromiumPath}${values.headless ? " (headless)" : ""} over CDP with ${values.profile ? `profile ${values.profile}` : "a temporary profile"}\n`);
+  const local = await launchLocalChromium({ chromiumPath, headless: values.headless ?? false, extraArgs: extra, ...(env ? { env } : {}), ...(values.profile ? { profileDir: values.profile } : {}) });
+  const browserExit = new Promise<number | null>((resolveExit) => local.process.once("exit", (code) => resolveExit(code)));
+  const handover = handOver({ brokerUrl, token: config.mcpToken, endpoint: local.endpoint, label: "launched Chromium (CDP)", log: (line) => process.stderr.write(`tabrelay: ${line}\n`) });
+  const kill = async () => {
+    handover.stop();
+    await local.close(); // also removes a temporary profile
+  };
+  let refusal: unknown;
+  const refused = handover.registered.then(
+    () => new Promise<never>(() => undefined),
+    async (error: unknown) => {
+      refusal = error instanceof HandoverRefused ? new ConfigError(error.message) : error;
+      await kill();
+      throw refusal;
+    },
+  );
+  // The browser exits when it is closed because of a refusal, too: that is the refusal's exit, not its own.
+  const ownExit = browserExit.then((code) => {
+    if (refusal !== undefined) throw refusal;
+    return code;
+  });
+  const exited = Promise.race([ownExit, refused]).finally(() => handover.stop());
+  return { exited, kill };
+}
+
 async function cmdLaunch(args: string[]): Promise<number | undefined> {
   const { own, extra } = splitExtra(args);
   const { values } = parse(own, { ...COMMON_OPTIONS, ...LAUNCH_OPTIONS });
@@ -280,8 +329,17 @@ async function cmdLaunch(args: string[]): Promise<number | undefined> {
     if (values.headless) throw new UsageError("--vnc shows the browser on a virtual display: leave out --headless");
     return launchWithVnc({
       startDisplay: startVncDisplay,
-      headfulCommand: (env, view) => runBrowser(config, values, [...vncWindowArgs(view), ...extra], bridgeUrlOf(config), env),
+      headfulCommand: (env, view) =>
+        values.cdp ? runCdpBrowser(config, values, [...vncWindowArgs(view), ...extra], env) : runBrowser(config, values, [...vncWindowArgs(view), ...extra], bridgeUrlOf(config), env),
     });
+  }
+  if (values.cdp) {
+    const browser = await runCdpBrowser(config, values, extra);
+    onShutdown(() => browser.kill());
+    const code = await browser.exited;
+    reportBrowserExit(code, values.headless ?? false);
+    await browser.kill();
+    return code === 0 ? EXIT.ok : EXIT.failure;
   }
   const browser = await runBrowser(config, values, extra, bridgeUrlOf(config));
   onShutdown(() => browser.kill());

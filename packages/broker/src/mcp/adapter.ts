@@ -47,6 +47,8 @@ export function createMcpServer(ctx: ToolContext, tools: readonly Tool[]): McpSe
 /** Streamable HTTP sessions: one MCP server per session, as the SDK expects. */
 export class HttpSessions {
   readonly #sessions = new Map<string, StreamableHTTPServerTransport>();
+  /** Settle when a POST's response has ended: requests (tool calls) still being answered. */
+  readonly #answering = new Set<Promise<void>>();
   readonly #ctx: ToolContext;
   readonly #tools: readonly Tool[];
   readonly #maxSessions: number;
@@ -62,6 +64,11 @@ export class HttpSessions {
   }
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method === "POST") {
+      const answered = new Promise<void>((resolve) => res.once("close", () => resolve()));
+      this.#answering.add(answered);
+      void answered.then(() => this.#answering.delete(answered));
+    }
     const header = req.headers["mcp-session-id"];
     const sessionId = Array.isArray(header) ? header[0] : header;
     const existing = sessionId ? this.#sessions.get(sessionId) : undefined;
@@ -95,7 +102,15 @@ export class HttpSessions {
     await transport.handleRequest(req, res);
   }
 
-  async closeAll(): Promise<void> {
+  /**
+   * Closes every session, once the requests in flight are answered (at most `graceMs`). The broker fails
+   * its browser calls at once before this; answering them matters because the SDK's client keeps waiting
+   * for a POST's answer until its own timeout (60 s) when the stream ends without one.
+   */
+  async closeAll(graceMs = 2000): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([Promise.all([...this.#answering]), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
     const all = [...this.#sessions.values()];
     this.#sessions.clear();
     await Promise.allSettled(all.map((t) => t.close()));

@@ -49,9 +49,11 @@ export function cdpChromiumArgs(options: { profileDir: string; headless: boolean
     "--window-size=1280,800",
   ];
   if (typeof process.getuid === "function" && process.getuid() === 0) args.push("--no-sandbox");
-  if (options.headless) args.push("--headless=new");
+  // Headless, the browser starts with no tab: nobody sees one, and every tab in it is then one the agent
+  // opened (list_tabs shows no stray about:blank). A visible browser opens a window for the person at it.
+  if (options.headless) args.push("--headless=new", "--no-startup-window");
   args.push(...(options.extraArgs ?? []));
-  args.push("about:blank");
+  if (!options.headless) args.push("about:blank");
   return args;
 }
 

@@ -1,0 +1,128 @@
+// `tabrelay launch --cdp`: a Chromium started here, driven by a broker that runs elsewhere (`tabrelay serve`).
+// The launcher owns the browser (Ctrl-C here closes it; the broker never kills it) and hands its DevTools
+// endpoint to the broker through POST /browsers, authenticated with the broker's MCP token. Like the
+// extension, it keeps dialling: it waits for a broker that is not up yet, and registers again when the broker
+// restarted and forgot the browser.
+
+export interface HandoverOptions {
+  /** The broker's base URL, http://host:port. */
+  brokerUrl: string;
+  token: string;
+  /** The browser's DevTools WebSocket endpoint: a credential, never printed. */
+  endpoint: string;
+  label: string;
+  log: (line: string) => void;
+  /** How often the registration is checked (ms). */
+  intervalMs?: number;
+}
+
+/** A refusal that retrying cannot fix (wrong token, wrong host): the launcher stops. */
+export class HandoverRefused extends Error {}
+
+/**
+ * Accepts the broker's http(s) base URL, or the ws:// bridge URL users know from `tabrelay pair`, and returns
+ * the http base URL.
+ */
+export function brokerBaseUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new HandoverRefused(`--broker must be the broker's URL, like http://127.0.0.1:9333, not ${JSON.stringify(value)}`);
+  }
+  if (url.protocol === "ws:" || url.protocol === "wss:") url.protocol = url.protocol === "ws:" ? "http:" : "https:";
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new HandoverRefused(`--broker must be an http:// or ws:// URL, not ${JSON.stringify(value)}`);
+  return url.origin;
+}
+
+type Registration = { ok: true; id: string } | { ok: false; retry: boolean; message: string };
+
+async function register(options: HandoverOptions): Promise<Registration> {
+  let response: Response;
+  try {
+    response = await fetch(`${options.brokerUrl}/browsers`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${options.token}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ endpoint: options.endpoint, label: options.label }),
+      signal: AbortSignal.timeout(15_000),
+    });
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error);
+    return { ok: false, retry: true, message: `no broker answers at ${options.brokerUrl} (${cause}); start one with \`tabrelay serve\`` };
+  }
+  const body: unknown = await response.json().catch(() => undefined);
+  const field = (key: string): unknown => (body && typeof body === "object" ? Reflect.get(body, key) : undefined);
+  const error = field("error");
+  const message = error && typeof error === "object" ? String(Reflect.get(error, "message")) : `HTTP ${response.status}`;
+  if (response.status === 201 && typeof field("id") === "string") return { ok: true, id: String(field("id")) };
+  if (response.status === 401) {
+    return { ok: false, retry: false, message: `the broker at ${options.brokerUrl} refused the MCP token: run launch with the same --data-dir (or TABRELAY_MCP_TOKEN) as \`tabrelay serve\`` };
+  }
+  if (response.status === 403 || response.status === 404 || response.status === 400) return { ok: false, retry: false, message: `the broker at ${options.brokerUrl} refused the browser: ${message}` };
+  return { ok: false, retry: true, message: `the broker at ${options.brokerUrl} could not take the browser yet: ${message}` };
+}
+
+async function stillRegistered(options: HandoverOptions, id: string): Promise<boolean | undefined> {
+  try {
+    const response = await fetch(`${options.brokerUrl}/health`, { signal: AbortSignal.timeout(5_000) });
+    const body: unknown = await response.json();
+    const browsers = body && typeof body === "object" ? Reflect.get(body, "browsers") : undefined;
+    return Array.isArray(browsers) && browsers.some((b: unknown) => !!b && typeof b === "object" && Reflect.get(b, "id") === id);
+  } catch {
+    return undefined; // the broker is down: its restart is noticed on the next round
+  }
+}
+
+/**
+ * Registers the browser and keeps it registered until stop() is called. Resolves once the first registration
+ * succeeded; rejects with HandoverRefused when the broker refuses in a way retrying cannot fix.
+ */
+export function handOver(options: HandoverOptions): { registered: Promise<string>; stop(): void } {
+  const intervalMs = options.intervalMs ?? 2000;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let resolveFirst!: (id: string) => void;
+  let rejectFirst!: (error: Error) => void;
+  const registered = new Promise<string>((resolve, reject) => {
+    resolveFirst = resolve;
+    rejectFirst = reject;
+  });
+  let id: string | undefined;
+  let lastMessage = "";
+  const round = async (): Promise<void> => {
+    if (id !== undefined) {
+      const present = await stillRegistered(options, id);
+      if (present !== false) return;
+      options.log(`the broker at ${options.brokerUrl} no longer has the browser (restarted?); handing it over again`);
+      id = undefined;
+    }
+    const result = await register(options);
+    if (stopped) return;
+    if (result.ok) {
+      id = result.id;
+      lastMessage = "";
+      options.log(`browser handed to the broker at ${options.brokerUrl} (id ${result.id})`);
+      resolveFirst(result.id);
+      return;
+    }
+    if (!result.retry) {
+      stopped = true;
+      rejectFirst(new HandoverRefused(result.message));
+      return;
+    }
+    if (result.message !== lastMessage) options.log(`${result.message}; retrying every ${Math.round(intervalMs / 1000)} s`);
+    lastMessage = result.message;
+  };
+  const loop = async (): Promise<void> => {
+    await round().catch((error: unknown) => options.log(`handover: ${error instanceof Error ? error.message : String(error)}`));
+    if (!stopped) timer = setTimeout(() => void loop(), intervalMs);
+  };
+  void loop();
+  return {
+    registered,
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}
