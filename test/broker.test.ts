@@ -94,6 +94,16 @@ describe("/browsers door (tabrelay launch --cdp hands a browser over)", () => {
     const body = JSON.stringify({ endpoint: "ws://127.0.0.1:1/devtools/browser/x" });
     expect((await post(body, {})).status).toBe(401);
     expect((await post(body, { Authorization: `Bearer ${MCP_TOKEN}`, Origin: "https://evil.example" })).status).toBe(403);
+    // fetch() will not send a foreign Host header: a raw request does, as a DNS-rebinding page's would.
+    const rebound = await new Promise<number>((resolve, reject) => {
+      const req = request(`${broker.url}/browsers`, { method: "POST", headers: { Host: `evil.example:${broker.port}`, Authorization: `Bearer ${MCP_TOKEN}`, "Content-Type": "application/json" } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+    expect(rebound).toBe(403);
     expect(broker.broker.registry.list()).toHaveLength(0);
   });
 

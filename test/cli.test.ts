@@ -57,6 +57,13 @@ describe("help and version", () => {
     expect(run(["serve", "--no-such-flag"]).code).toBe(2);
     expect(run(["serve", "--port", "http"]).code).toBe(2);
   });
+
+  it("launch --cdp refuses a broker on another machine before starting a browser, saying why", () => {
+    const remote = run(["launch", "--cdp", "--headless", "--broker", "http://broker.example:9333"], { TABRELAY_DATA_DIR: mkdtempSync(join(tmpdir(), "tabrelay-cli-")) });
+    expect(remote.code).toBe(2);
+    expect(remote.stderr).toContain("a broker on broker.example cannot reach");
+    expect(remote.stderr).not.toContain("starting"); // no browser was started
+  });
 });
 
 describe("configuration is validated at start-up", () => {

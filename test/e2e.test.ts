@@ -80,8 +80,8 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
     } else {
       // Popups allowed, as for the extension's browser (harness.ts).
       const local = await launchLocalChromium({ chromiumPath: findChromium(), headless: true, extraArgs: ["--disable-popup-blocking"] });
+      stopBrowser = () => local.close(); // also when the attach below fails
       await broker.broker.attachCdp(local.endpoint, { label, ownsBrowser: true });
-      stopBrowser = () => local.close();
       killBrowser = () => local.process.kill("SIGKILL");
     }
     await browserConnected(broker);

@@ -67,6 +67,19 @@ beforeAll(async () => {
   site.route("/react", page("React shop", `<div id="root"></div><script src="/react.js"></script>`));
   other.route("/pay", page("Pay", `<label for="card">Card number</label><input id="card"><button onclick="document.body.insertAdjacentHTML('beforeend','<h2>Paid with '+document.getElementById('card').value+'</h2>')">Pay now</button>`));
   site.route("/checkout", page("Checkout", `<h1>Checkout</h1><iframe title="payment" src="${other.origin}/pay" width="400" height="200"></iframe>`));
+  // A hostile page: 20,000 custom elements (most never defined, 400 defined without a root), and the one
+  // closed root that matters last; then a root attached to an upgraded element later, after a snapshot.
+  site.route(
+    "/crowd",
+    page(
+      "Crowd",
+      `<h1>Crowd</h1><div id="junk">${"<x-junk></x-junk>".repeat(19_600)}${"<x-plain></x-plain>".repeat(400)}</div><x-vault></x-vault><x-late></x-late>
+<script>customElements.define("x-plain", class extends HTMLElement {});
+customElements.define("x-vault", class extends HTMLElement { constructor() { super(); this.attachShadow({ mode: "closed" }).innerHTML = "<button>Open vault</button>"; } });
+customElements.define("x-late", class extends HTMLElement {});
+setTimeout(() => { document.querySelector("x-late").attachShadow({ mode: "closed" }).innerHTML = "<button>Late door</button>"; }, 4000);</script>`,
+    ),
+  );
   site.route(
     "/shadow",
     page(
@@ -194,6 +207,24 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       const shadow = await open("/shadow");
       expect((await snap(shadow)).ref("Subscribe", "button")).toMatch(/^e\d+$/);
     });
+
+    it("finds the one closed root among 20,000 custom elements, and a root attached after an earlier snapshot", async () => {
+      const tab = await open("/crowd");
+      const first = await call(client, "snapshot", { tab, find: "Open vault" });
+      expect(first.isError, first.text).toBe(false);
+      expect(first.text).toMatch(/- button "Open vault" \[ref=e\d+\]/);
+      expect(first.text).not.toContain("Late door"); // attached 4 s after load
+      // The page attaches a closed root to an element that was already defined (and looked at) before.
+      const late = await waitFor(
+        "the late closed root in a snapshot",
+        async () => {
+          const result = await call(client, "snapshot", { tab, find: "Late door" });
+          return /- button "Late door" \[ref=e\d+\]/.test(result.text) ? result.text : undefined;
+        },
+        20_000,
+      );
+      expect(late).toContain("Late door");
+    }, 60_000);
 
     it("keeps a 10,000-element page small and its last row reachable by find and by paging", async () => {
       const tab = await open("/big");

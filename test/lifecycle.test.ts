@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findChromium, launchLocalChromium } from "../packages/broker/src/index.js";
-import { call, closedPort, connectClient, MCP_TOKEN, startSite, waitFor, type TestSite } from "./harness.js";
+import { call, closedPort, connectClient, MCP_TOKEN, startBroker, startSite, waitFor, type TestSite } from "./harness.js";
 
 const CLI = fileURLToPath(new URL("../packages/cli/bin/tabrelay.js", import.meta.url));
 
@@ -255,6 +255,33 @@ describe("tabrelay serve --cdp-url", () => {
 
 // ---- a browser launched on its own and handed to a running broker ------------------------------------
 
+describe("POST /browsers (what launch --cdp calls)", () => {
+  it("gives the same browser for the same endpoint, also when two hand-overs race", async () => {
+    const broker = await startBroker();
+    const browser = await launchLocalChromium({ chromiumPath: findChromium(), headless: true });
+    try {
+      const post = () =>
+        fetch(`${broker.url}/browsers`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${MCP_TOKEN}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ endpoint: browser.endpoint, label: "handed over" }),
+        }).then(async (r) => ({ status: r.status, body: (await r.json()) as { id?: string } }));
+      const [a, b] = await Promise.all([post(), post()]);
+      const again = await post();
+      expect([a.status, b.status].sort()).toEqual([200, 201]);
+      expect(again.status).toBe(200);
+      expect(new Set([a.body.id, b.body.id, again.body.id]).size).toBe(1);
+      expect(broker.broker.registry.list().map((d) => d.info.label)).toEqual(["handed over"]);
+      // The broker did not start it: stopping the broker leaves it running.
+      await broker.close();
+      expect(await devtoolsAnswers(Number(new URL(browser.endpoint).port))).toBe(true);
+    } finally {
+      await broker.close().catch(() => undefined);
+      await browser.close();
+    }
+  }, 60_000);
+});
+
 describe("tabrelay launch --cdp", () => {
   it("hands its browser to the running broker, again after the broker restarts, and closes it on SIGTERM", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-handover-"));
@@ -322,7 +349,10 @@ describe("tabrelay launch --cdp", () => {
       });
       let stderr = "";
       launcher.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-      const exit = await new Promise<number | null>((resolve) => launcher.once("exit", (code) => resolve(code)));
+      const exit = await Promise.race([
+        new Promise<number | null>((resolve) => launcher.once("exit", (code) => resolve(code))),
+        new Promise<string>((resolve) => setTimeout(() => resolve("still running after 30 s"), 30_000)),
+      ]).finally(() => launcher.kill("SIGKILL"));
       expect(exit).toBe(3); // configuration
       expect(stderr).toMatch(/refused the MCP token: run launch with the same --data-dir \(or TABRELAY_MCP_TOKEN\)/);
       expect(stderr).toContain("over CDP with profile"); // it did start a browser

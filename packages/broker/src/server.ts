@@ -42,6 +42,9 @@ export class Broker {
   #baseUrl = "";
   readonly #screenshots: ScreenshotStore | undefined;
   readonly #localShots: LocalScreenshotStore | undefined;
+  /** CDP endpoints attached or being attached: the same endpoint twice is the same browser. */
+  readonly #cdpEndpoints = new Map<string, Promise<BrowserDriver>>();
+  #closing = false;
 
   constructor(options: BrokerOptions) {
     this.config = options.config;
@@ -131,9 +134,26 @@ export class Broker {
 
   /**
    * Drives a browser over the DevTools protocol (a local Chromium we launched, or an attached endpoint).
-   * The endpoint is a credential: it is never logged nor shown to the model.
+   * The endpoint is a credential: it is never logged nor shown to the model. Attaching an endpoint that is
+   * already attached (or being attached) gives the same browser, never a second entry for it.
    */
-  async attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean }): Promise<BrowserDriver> {
+  attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean }): Promise<BrowserDriver> {
+    if (this.#closing) return Promise.reject(new TabrelayError("not_connected", "the broker is shutting down"));
+    const pending = this.#cdpEndpoints.get(endpoint);
+    if (pending) return pending;
+    const attach = this.#attachCdp(endpoint, options);
+    this.#cdpEndpoints.set(endpoint, attach);
+    attach.then(
+      (driver) => {
+        // Gone already (its browser closed during the attach): a later attach starts afresh.
+        if (!this.registry.list().includes(driver)) this.#cdpEndpoints.delete(endpoint);
+      },
+      () => this.#cdpEndpoints.delete(endpoint),
+    );
+    return attach;
+  }
+
+  async #attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean }): Promise<BrowserDriver> {
     const holder: { driver?: BrowserDriver } = {};
     // Loaded on first use: a broker serving only the extension never pays for the CDP driver's memory.
     const { CdpBrowser } = await import("./drivers/cdp/cdpBrowser.js");
@@ -148,9 +168,14 @@ export class Broker {
         if (holder.driver) this.registry.emit("event", holder.driver, frame);
       },
       onClose: () => {
+        this.#cdpEndpoints.delete(endpoint);
         if (holder.driver) this.registry.remove(holder.driver);
       },
     });
+    if (this.#closing) {
+      driver.close("the broker is shutting down");
+      throw new TabrelayError("not_connected", "the broker is shutting down");
+    }
     holder.driver = driver;
     this.registry.add(driver);
     this.#log.info(`cdp: browser "${options.label}" attached${options.ownsBrowser ? "" : " (left running when tabrelay stops)"}`);
@@ -158,6 +183,7 @@ export class Broker {
   }
 
   async close(): Promise<void> {
+    this.#closing = true;
     this.registry.closeAll("broker shutting down");
     this.#bridge.close();
     await this.#sessions.closeAll();
@@ -206,6 +232,7 @@ export class Broker {
     const refusal = this.#guardMcp(req);
     if (refusal) return reply(refusal.status, { error: { code: refusal.status === 401 ? "unauthorized" : "forbidden", message: refusal.message } });
     if (this.#dashboard.stopped) return reply(503, { error: { code: "stopped", message: "the broker was stopped from the dashboard; resume there first" } });
+    if (this.#closing) return reply(503, { error: { code: "not_connected", message: "the broker is shutting down" } });
     const raw = await readLimited(req, 16 * 1024);
     let endpoint: unknown;
     let label: unknown;
@@ -220,8 +247,9 @@ export class Broker {
       return reply(400, { error: { code: "invalid_request", message: 'send JSON {"endpoint": "ws://... or http://host:port", "label": "<= 100 characters"} (at most 16 KiB)' } });
     }
     try {
+      const known = this.#cdpEndpoints.has(endpoint);
       const driver = await this.attachCdp(endpoint, { label: typeof label === "string" && label.trim() ? label.trim() : "launched Chromium (CDP)", ownsBrowser: false });
-      reply(201, { id: driver.info.browserId, label: driver.info.label });
+      reply(known ? 200 : 201, { id: driver.info.browserId, label: driver.info.label });
     } catch (error) {
       const code = error instanceof TabrelayError ? error.code : "not_connected";
       reply(502, { error: { code, message: `could not attach the browser: ${error instanceof Error ? error.message : String(error)}` } });

@@ -21,7 +21,8 @@ export class HandoverRefused extends Error {}
 
 /**
  * Accepts the broker's http(s) base URL, or the ws:// bridge URL users know from `tabrelay pair`, and returns
- * the http base URL.
+ * the http base URL. Only a broker on this machine: the browser's DevTools endpoint listens on loopback, so a
+ * broker elsewhere could never reach it (and the token would cross the network).
  */
 export function brokerBaseUrl(value: string): string {
   let url: URL;
@@ -32,6 +33,12 @@ export function brokerBaseUrl(value: string): string {
   }
   if (url.protocol === "ws:" || url.protocol === "wss:") url.protocol = url.protocol === "ws:" ? "http:" : "https:";
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new HandoverRefused(`--broker must be an http:// or ws:// URL, not ${JSON.stringify(value)}`);
+  const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  if (host !== "localhost" && host !== "::1" && !/^127\.\d+\.\d+\.\d+$/.test(host)) {
+    throw new HandoverRefused(
+      `launch --cdp hands the broker a DevTools endpoint on this machine's loopback, which a broker on ${url.hostname} cannot reach: run \`tabrelay launch --cdp\` where the broker runs, or \`tabrelay serve --cdp-url\` there with a tunnel to this browser`,
+    );
+  }
   return url.origin;
 }
 
@@ -44,7 +51,8 @@ async function register(options: HandoverOptions): Promise<Registration> {
       method: "POST",
       headers: { Authorization: `Bearer ${options.token}`, "Content-Type": "application/json" },
       body: JSON.stringify({ endpoint: options.endpoint, label: options.label }),
-      signal: AbortSignal.timeout(15_000),
+      // Longer than the broker's own attach can take (endpoint lookup + the first protocol calls).
+      signal: AbortSignal.timeout(60_000),
     });
   } catch (error) {
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error);
@@ -88,6 +96,7 @@ export function handOver(options: HandoverOptions): { registered: Promise<string
     rejectFirst = reject;
   });
   let id: string | undefined;
+  let handedOver = false;
   let lastMessage = "";
   const round = async (): Promise<void> => {
     if (id !== undefined) {
@@ -100,16 +109,19 @@ export function handOver(options: HandoverOptions): { registered: Promise<string
     if (stopped) return;
     if (result.ok) {
       id = result.id;
+      handedOver = true;
       lastMessage = "";
       options.log(`browser handed to the broker at ${options.brokerUrl} (id ${result.id})`);
       resolveFirst(result.id);
       return;
     }
-    if (!result.retry) {
+    if (!result.retry && !handedOver) {
       stopped = true;
       rejectFirst(new HandoverRefused(result.message));
       return;
     }
+    // After a first handover, a refusal (a broker restarted with another token, say) is reported and retried:
+    // the launcher keeps its browser for when the broker is fixed, as the extension keeps dialling.
     if (result.message !== lastMessage) options.log(`${result.message}; retrying every ${Math.round(intervalMs / 1000)} s`);
     lastMessage = result.message;
   };

@@ -39,10 +39,10 @@ export interface InpageApi {
   rect(params: { ref: string; revision: string }): Promise<InpageResult<{ x: number; y: number; width: number; height: number }>>;
   /** For drivers without chrome.dom: hosts whose closed shadow root the driver should look up and adopt. */
   closedRootCandidates(): Element[] | undefined;
-  adoptShadowRoots(roots: unknown[]): number;
+  adoptShadowRoots(hosts: unknown, roots: unknown[]): number;
 }
 
-const VERSION = 3;
+const VERSION = 4;
 const MAX_NODES = 50_000;
 
 const state: State = { revision: "", refs: new Map() };
@@ -548,35 +548,48 @@ async function rect(params: { ref: string; revision: string }): Promise<InpageRe
 
 // ---- closed shadow roots, for drivers without chrome.dom -----------------------------------------
 
-const MAX_CANDIDATES = 5_000;
-/** Custom elements already offered as candidates, and whether they were defined (upgraded) then. */
-const askedHosts = new WeakMap<Element, boolean>();
+/** Candidates offered per call: the driver describes each one, so a page of 100,000 custom elements cannot
+ * turn one snapshot into 100,000 protocol calls. The rest come in later calls (the driver asks again). */
+const MAX_CANDIDATES = 200;
+/** A host without a visible root is offered again after this long: a page may attach a root to it later. */
+const RECHECK_MS = 5_000;
+/** When each custom element was last described by the driver, and whether it was defined (upgraded) then. */
+const describedHosts = new WeakMap<Element, { at: number; defined: boolean }>();
 
 /**
- * Custom elements (the usual hosts of closed roots, as in snapshot) whose root this script cannot see, in
- * the document and every shadow root it knows, each offered once; once more after its upgrade, since its
- * constructor may have attached a root.
+ * Custom elements (the usual hosts of closed roots, as in snapshot) whose root this script cannot see, in the
+ * document and every shadow root it knows: defined ones first (their constructors attach roots), each offered
+ * until the driver reports it described; again after its upgrade, and again after RECHECK_MS.
  */
 function closedRootCandidates(): Element[] | undefined {
-  const hosts: Element[] = [];
+  const now = Date.now();
+  const defined: Element[] = [];
+  const undefinedHosts: Element[] = [];
   const roots: ParentNode[] = [document];
-  for (let i = 0; i < roots.length && hosts.length < MAX_CANDIDATES; i++) {
+  for (let i = 0; i < roots.length && defined.length < MAX_CANDIDATES; i++) {
     for (const el of roots[i]!.querySelectorAll("*")) {
       const custom = el.localName.includes("-");
       const root = el.shadowRoot ?? (custom ? shadowRootOf(el) : null);
       if (root) roots.push(root);
       if (root || !custom) continue;
-      const defined = el.matches(":defined");
-      const asked = askedHosts.get(el);
-      if (asked === true || (asked === false && !defined)) continue;
-      askedHosts.set(el, defined);
-      hosts.push(el);
+      const isDefined = el.matches(":defined");
+      const seen = describedHosts.get(el);
+      if (seen && seen.defined === isDefined && now - seen.at < RECHECK_MS) continue;
+      if (isDefined) defined.push(el);
+      else if (undefinedHosts.length < MAX_CANDIDATES) undefinedHosts.push(el);
+      if (defined.length >= MAX_CANDIDATES) break;
     }
   }
+  const hosts = [...defined, ...undefinedHosts].slice(0, MAX_CANDIDATES);
   return hosts.length ? hosts : undefined;
 }
 
-function adoptShadowRoots(roots: unknown[]): number {
+/** The driver's answer: the closed roots it read for `hosts` (every host in it was described). */
+function adoptShadowRoots(hosts: unknown, roots: unknown[]): number {
+  const now = Date.now();
+  for (const host of Array.isArray(hosts) ? hosts : []) {
+    if (host instanceof Element) describedHosts.set(host, { at: now, defined: host.matches(":defined") });
+  }
   let adopted = 0;
   for (const root of roots) {
     if (!(root instanceof ShadowRoot)) continue;

@@ -116,11 +116,18 @@ const CLOSED_ROOT_CANDIDATES = `function () {
   const api = globalThis.__tabrelayInpage;
   return api && typeof api.closedRootCandidates === "function" ? api.closedRootCandidates() : ${JSON.stringify(NOT_INSTALLED)};
 }`;
-const ADOPT_SHADOW_ROOTS = `function (...roots) {
-  return globalThis.__tabrelayInpage.adoptShadowRoots(roots);
+const ADOPT_SHADOW_ROOTS = `function (hosts, ...roots) {
+  return globalThis.__tabrelayInpage.adoptShadowRoots(hosts, roots);
 }`;
-/** Rounds of closed-root discovery per snapshot: each round reaches one more level of nested closed roots. */
+/**
+ * Rounds of closed-root discovery per snapshot: each offers up to the script's candidate cap (200) and reaches
+ * one more level of nested closed roots. A time budget bounds a snapshot's share: what is left waits for the
+ * next snapshot, which the script resumes where this one stopped.
+ */
 const MAX_SHADOW_ROUNDS = 8;
+const SHADOW_BUDGET_MS = 1_000;
+/** DOM.describeNode calls in flight at once. */
+const SHADOW_BATCH = 50;
 const READ_CONTENT = `function (limit) {
   const html = document.documentElement ? document.documentElement.outerHTML : "";
   return html.length > limit ? { tooLarge: html.length } : { url: location.href, title: document.title, html };
@@ -953,6 +960,7 @@ export class CdpBrowser implements BrowserDriver {
     const gone: ErrorCode = "stale_ref";
     const contextId = await this.#world(sessionId, frameId, gone);
     const objectGroup = `tabrelay-shadow-${randomUUID()}`;
+    const deadline = Date.now() + SHADOW_BUDGET_MS;
     try {
       for (let round = 0, installed = false; round < MAX_SHADOW_ROUNDS; round++) {
         const answer = await this.#must("Runtime.callFunctionOn", { functionDeclaration: CLOSED_ROOT_CANDIDATES, executionContextId: contextId, objectGroup }, sessionId, { gone });
@@ -971,24 +979,28 @@ export class CdpBrowser implements BrowserDriver {
           .filter((p) => /^\d+$/.test(str(rec(p)["name"]) ?? ""))
           .map((p) => str(rec(rec(p)["value"])["objectId"]))
           .filter((id): id is string => id !== undefined);
-        const described = await Promise.all(hosts.map((objectId) => this.#send("DOM.describeNode", { objectId, depth: 0 }, sessionId)));
         const closed: number[] = [];
-        for (const node of described) {
-          const roots = node.ok ? rec(node.value["node"])["shadowRoots"] : undefined;
-          for (const root of Array.isArray(roots) ? roots : []) {
-            const backendNodeId = num(rec(root)["backendNodeId"]);
-            if (rec(root)["shadowRootType"] === "closed" && backendNodeId !== undefined) closed.push(backendNodeId);
+        // In small batches: a page's thousands of custom elements never put thousands of calls in flight.
+        for (let i = 0; i < hosts.length; i += SHADOW_BATCH) {
+          const described = await Promise.all(hosts.slice(i, i + SHADOW_BATCH).map((objectId) => this.#send("DOM.describeNode", { objectId, depth: 0 }, sessionId)));
+          for (const node of described) {
+            const roots = node.ok ? rec(node.value["node"])["shadowRoots"] : undefined;
+            for (const root of Array.isArray(roots) ? roots : []) {
+              const backendNodeId = num(rec(root)["backendNodeId"]);
+              if (rec(root)["shadowRootType"] === "closed" && backendNodeId !== undefined) closed.push(backendNodeId);
+            }
           }
         }
-        if (closed.length === 0) return;
         const resolved = await Promise.all(closed.map((backendNodeId) => this.#send("DOM.resolveNode", { backendNodeId, executionContextId: contextId, objectGroup }, sessionId)));
         const roots = resolved.map((r) => (r.ok ? str(rec(r.value["object"])["objectId"]) : undefined)).filter((id): id is string => id !== undefined);
+        // Also with no roots found: the script marks the hosts described, so the next round offers others.
         await this.#must(
           "Runtime.callFunctionOn",
-          { functionDeclaration: ADOPT_SHADOW_ROOTS, executionContextId: contextId, arguments: roots.map((objectId) => ({ objectId })), returnByValue: true },
+          { functionDeclaration: ADOPT_SHADOW_ROOTS, executionContextId: contextId, arguments: [{ objectId: listId }, ...roots.map((objectId) => ({ objectId }))], returnByValue: true },
           sessionId,
           { gone },
         );
+        if (Date.now() > deadline) return; // the rest on the next snapshot
       }
     } finally {
       void this.#client.send("Runtime.releaseObjectGroup", { objectGroup }, sessionId);
@@ -1032,7 +1044,8 @@ export class CdpBrowser implements BrowserDriver {
     const results = await Promise.all(
       frames.map(async (route) => {
         try {
-          await this.#revealClosedRoots(route.sessionId, route.frameId);
+          // Best effort: a page whose hosts cannot be described still gets its snapshot, without their roots.
+          await this.#revealClosedRoots(route.sessionId, route.frameId).catch(() => undefined);
           return { route, value: this.#parse(snapshotValue, await this.#inpage(route.sessionId, route.frameId, "snapshot", args, true), "snapshot") };
         } catch (error) {
           if (route.frameId === tab.mainFrameId) throw error;
