@@ -3,4 +3,10 @@
 // keep its resident memory low (bench/: ~45 MiB less RSS after a read workload) at no visible cost to
 // latency, where the browser's page load dominates. The bundle (packages/cli/build.mjs) holds less code.
 // --expose-gc: the broker collects right after converting a page (packages/broker/src/util/memory.ts).
-import "../bundle/main.js";
+try {
+  await import("../bundle/main.js");
+} catch (error) {
+  if (error?.code !== "ERR_MODULE_NOT_FOUND" || !String(error.message).includes("bundle/main.js")) throw error;
+  process.stderr.write("tabrelay: not built yet: run `npm install` (or `npm run build`) in the tabrelay checkout\n");
+  process.exit(4);
+}
