@@ -7,6 +7,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findChromium, launchLocalChromium } from "../packages/broker/src/index.js";
 import {
+  allowYaml,
   browserConnected,
   article,
   call,
@@ -52,6 +53,16 @@ beforeAll(async () => {
     res.write("<html><head><title>Slow</title></head><body><p>Loading");
     // Never finishes: the browser keeps loading until the test kills it.
   });
+  site.route("/download", (_req, res) => {
+    res.writeHead(200, { "Content-Type": "application/octet-stream", "Content-Disposition": 'attachment; filename="report.bin"' });
+    res.end("not a page");
+  });
+  site.route("/stalled", (_req, res) => {
+    res.writeHead(200, { "Content-Type": "text/html" });
+    res.write("<html><head><title>Stalled</title></head><body><article><h1>Stalled</h1><p>Everything an agent needs is already here, though the page never finishes loading.</p></article>");
+    // A hanging ad or long poll: the response never ends.
+  });
+  site.route("/alert", `<html><head><title>Alert</title></head><body><p>Text after an alert.</p><script>alert("Hello"); document.body.insertAdjacentHTML("beforeend", "<p>Script ran on.</p>")</script></body></html>`);
 }, 60_000);
 
 afterAll(async () => {
@@ -88,7 +99,8 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
   }
 
   beforeAll(async () => {
-    broker = await startBroker();
+    // A short load timeout: the page that never finishes loading is read after 4 s, not 20.
+    broker = await startBroker({ yaml: allowYaml("read:\n  load_timeout_ms: 4000\n") });
     await connectBrowser();
     client = await connectClient(broker.url);
   }, 60_000);
@@ -238,6 +250,26 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
   });
 
   describe("failures a user would hit", () => {
+    it("a URL that downloads a file is named as such, and leaves no tab behind", async () => {
+      const result = await call(client, "read_url", { url: `${site.origin}/download` });
+      expect(result.isError).toBe(true);
+      expect(result.text).toMatch(/^navigation_failed: .*download/);
+      expect((await call(client, "list_tabs")).text).toContain("No agent tabs");
+    });
+
+    it("a page that never finishes loading is read as it stands when the load timeout passes", async () => {
+      const result = await call(client, "read_url", { url: `${site.origin}/stalled` });
+      expect(result.isError, result.text).toBe(false);
+      expect(result.text).toContain("(read before the page finished loading)");
+      expect(result.text).toContain("Everything an agent needs is already here");
+    });
+
+    it("a page that shows alert() is still read", async () => {
+      const result = await call(client, "read_url", { url: `${site.origin}/alert`, mode: "full" });
+      expect(result.isError, result.text).toBe(false);
+      expect(result.text).toContain("Text after an alert.");
+    });
+
     it("a browser killed mid-call fails the call at once with browser_disconnected", async () => {
       const pending = call(client, "read_url", { url: `${site.origin}/slow` });
       await new Promise((r) => setTimeout(r, 1000));

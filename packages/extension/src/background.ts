@@ -287,7 +287,7 @@ async function agentTab(tabId: number): Promise<chrome.tabs.Tab> {
  * previous page, so tab status alone cannot be trusted.)
  */
 function watchNavigation() {
-  type Outcome = { kind: "completed" } | { kind: "committed" } | { kind: "error"; error: string };
+  type Outcome = { kind: "completed"; at: number } | { kind: "committed"; at: number } | { kind: "error"; error: string; at: number } | { kind: "removed"; at: number };
   const seen = new Map<number, Outcome[]>();
   let wake: (() => void) | undefined;
   const record = (tabId: number, outcome: Outcome) => {
@@ -299,16 +299,19 @@ function watchNavigation() {
   const frameCommits: { tabId: number; frameId: number }[] = [];
   const onCommitted = (d: { tabId: number; frameId: number }) => {
     frameCommits.push({ tabId: d.tabId, frameId: d.frameId });
-    if (d.frameId === 0) record(d.tabId, { kind: "committed" });
+    if (d.frameId === 0) record(d.tabId, { kind: "committed", at: Date.now() });
     else wake?.();
   };
   // Same-document navigations (#fragment, pushState) have no load: they are complete when they happen.
   const onCompleted = (d: { tabId: number; frameId: number }) => {
-    if (d.frameId === 0) record(d.tabId, { kind: "completed" });
+    if (d.frameId === 0) record(d.tabId, { kind: "completed", at: Date.now() });
   };
   const onError = (d: chrome.webNavigation.WebNavigationFramedErrorCallbackDetails) => {
-    if (d.frameId === 0) record(d.tabId, { kind: "error", error: d.error });
+    if (d.frameId === 0) record(d.tabId, { kind: "error", error: d.error, at: Date.now() });
   };
+  // Chrome closes a tab that was opened only to download a file.
+  const onRemoved = (tabId: number) => record(tabId, { kind: "removed", at: Date.now() });
+  chrome.tabs.onRemoved.addListener(onRemoved);
   chrome.webNavigation.onCommitted.addListener(onCommitted);
   chrome.webNavigation.onCompleted.addListener(onCompleted);
   chrome.webNavigation.onReferenceFragmentUpdated.addListener(onCompleted);
@@ -323,6 +326,7 @@ function watchNavigation() {
       chrome.webNavigation.onReferenceFragmentUpdated.removeListener(onCompleted);
       chrome.webNavigation.onHistoryStateUpdated.removeListener(onCompleted);
       chrome.webNavigation.onErrorOccurred.removeListener(onError);
+      chrome.tabs.onRemoved.removeListener(onRemoved);
     },
     /** Resolves when a document commits in that frame (or the whole tab navigates). Never rejects. */
     async committedIn(tabId: number, frameId: number): Promise<void> {
@@ -349,8 +353,14 @@ function watchNavigation() {
         const outcomes = seen.get(tabId) ?? [];
         const last = outcomes[outcomes.length - 1];
         if (last?.kind === "completed") return;
+        if (last?.kind === "removed") throw new CommandError("navigation_failed", `the tab closed while loading: the URL is most likely a file download (the browser saves it and shows no page)`);
         if (until === "commit" && outcomes.length > 0 && last?.kind !== "error") return;
-        // ERR_ABORTED means another navigation (a redirect, a script) replaced this one: keep waiting.
+        // ERR_ABORTED means another navigation (a redirect, a script) replaced this one: keep waiting, unless
+        // a second later nothing is loading (a download in an existing tab, or the page stopped it).
+        if (last?.kind === "error" && last.error === "net::ERR_ABORTED" && Date.now() - last.at > 1000) {
+          const current = await chrome.tabs.get(tabId).catch(() => undefined);
+          if (current?.status !== "loading") throw new CommandError("navigation_failed", "the navigation was aborted and no page loaded: the URL is most likely a file download (the browser saves it), or the page stopped it");
+        }
         if (last?.kind === "error" && last.error !== "net::ERR_ABORTED") {
           throw new CommandError("navigation_failed", `the page failed to load: ${last.error}`);
         }
@@ -412,7 +422,7 @@ function scriptingError(error: unknown): CommandError {
 /** Installs the in-page script (idempotent) into the given frames' isolated world. */
 async function injectInpage(tabId: number, frameIds?: number[]): Promise<void> {
   const target = frameIds ? { tabId, frameIds } : { tabId, allFrames: true };
-  await chrome.scripting.executeScript({ target, files: ["inpage.js"] }).catch((error: unknown) => {
+  await chrome.scripting.executeScript({ target, files: ["inpage.js"], injectImmediately: true }).catch((error: unknown) => {
     throw scriptingError(error);
   });
 }
@@ -422,6 +432,7 @@ async function runInFrame<T>(tabId: number, frameId: number, method: "inspect" |
   try {
     results = await chrome.scripting.executeScript({
       target: { tabId, frameIds: [frameId] },
+      injectImmediately: true,
       func: (name: string, args: unknown) => {
         const api = (globalThis as unknown as { __tabrelayInpage?: Record<string, (a: unknown) => unknown> }).__tabrelayInpage;
         return api ? api[name]!(args) : { ok: false, error: { code: "stale_ref", message: "the page navigated or reloaded since the snapshot; call snapshot again" } };
@@ -551,8 +562,14 @@ const handlers: Handlers = {
       agentTabs.add(tab.id);
       await saveTabs();
       void groupAgentTab(tab);
-      await nav.wait(tab.id, waitUntil, timeoutMs);
-      return { tab: await fresh(tab.id) };
+      try {
+        await nav.wait(tab.id, waitUntil, timeoutMs);
+        return { tab: await fresh(tab.id) };
+      } catch (error) {
+        // The agent never learns this tab's id: close it rather than leave it behind.
+        await chrome.tabs.remove(tab.id).catch(() => undefined);
+        throw error;
+      }
     } finally {
       nav.dispose();
     }
@@ -623,6 +640,7 @@ const handlers: Handlers = {
       try {
         return await chrome.scripting.executeScript({
           target: frameIds ? { tabId, frameIds } : { tabId, allFrames: true },
+          injectImmediately: true,
           func: (args: unknown) => {
             const api = (globalThis as unknown as { __tabrelayInpage?: { snapshot(a: unknown): unknown } }).__tabrelayInpage;
             return api ? api.snapshot(args) : "not-installed";
@@ -744,8 +762,11 @@ const handlers: Handlers = {
   "page.content": async ({ tabId }) => {
     await agentTab(tabId);
     try {
+      // injectImmediately: a page that never finishes loading (a stalled ad, a long poll) is read as it stands,
+      // instead of the script waiting for document_idle until the call times out.
       const [frame] = await chrome.scripting.executeScript({
         target: { tabId, frameIds: [0] },
+        injectImmediately: true,
         func: () => ({ url: location.href, title: document.title, html: document.documentElement.outerHTML }),
       });
       const value: unknown = frame?.result;

@@ -296,6 +296,9 @@ export class CdpBrowser implements BrowserDriver {
       connectedAt: Date.now(),
       kind: "cdp",
     };
+    // A browser of tabrelay's own saves nothing to disk for a page: downloads are refused (the navigation
+    // reports "started a download"). An attached browser is the user's: its downloads are theirs to manage.
+    if (opts.ownsBrowser) await client.send("Browser.setDownloadBehavior", { behavior: "deny" });
     const browser = new CdpBrowser(client, info, opts);
     const started = await browser.#start();
     if (!started.ok) {
@@ -465,6 +468,13 @@ export class CdpBrowser implements BrowserDriver {
     client.on("Page.lifecycleEvent", (p) => this.#onLifecycle(tab, p), sessionId);
     client.on("Page.frameStoppedLoading", (p) => {
       if (p["frameId"] === tab.mainFrameId) this.#touch(tab, () => (tab.loaded = true));
+    }, sessionId);
+    // alert(), confirm() and prompt() stop the page's scripts, and ours with them, until answered: nobody is
+    // at an agent tab to answer, so they are dismissed at once (confirm and prompt as "Cancel"); a
+    // beforeunload prompt lets the agent leave the page.
+    client.on("Page.javascriptDialogOpening", (p) => {
+      const accept = p["type"] === "alert" || p["type"] === "beforeunload";
+      void this.#send("Page.handleJavaScriptDialog", { accept }, sessionId);
     }, sessionId);
     this.#watchChildren(tab, sessionId);
     try {
@@ -1229,7 +1239,16 @@ export class CdpBrowser implements BrowserDriver {
       const sessionId = tab.sessionId;
       if (sessionId === undefined) throw new DriverError("no_such_tab", "the new tab closed at once");
       if (url === "about:blank") return { tab: await this.#info(tab) };
-      const info = await this.#navigate(Object.assign(tab, { sessionId }), url, waitUntil, timeoutMs);
+      let info: TabInfo;
+      try {
+        info = await this.#navigate(Object.assign(tab, { sessionId }), url, waitUntil, timeoutMs);
+      } catch (error) {
+        // The agent never learns this tab's id: close it rather than leave it behind (as the extension does).
+        tab.closedByUs = true;
+        await this.#send("Target.closeTarget", { targetId: tab.targetId });
+        this.#retire(tab);
+        throw error;
+      }
       // chrome.tabs.create starts a tab's history at its URL: drop the about:blank it was created on.
       await this.#send("Page.resetNavigationHistory", {}, sessionId);
       return { tab: info };
