@@ -1,6 +1,7 @@
 // End to end: the SDK's MCP client -> broker -> real headless Chromium, driven by the real built extension
 // or over CDP -> a local test site. Nothing here is mocked.
 import { spawn } from "node:child_process";
+import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -81,6 +82,8 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
   let client: Client;
   let stopBrowser: () => Promise<void> = async () => undefined;
   let killBrowser: () => void = () => undefined;
+  /** The extension's browser saves downloads here (tabrelay's own CDP browser refuses them outright). */
+  let downloadsDir: string | undefined;
   const label = driver === "cdp" ? "test cdp" : "test chromium";
 
   async function connectBrowser(): Promise<void> {
@@ -88,6 +91,7 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
       const browser = await launchBrowser(broker.port);
       stopBrowser = () => browser.close();
       killBrowser = () => browser.browser.process.kill("SIGKILL");
+      downloadsDir = browser.downloadsDir;
     } else {
       // Popups allowed, as for the extension's browser (harness.ts).
       const local = await launchLocalChromium({ chromiumPath: findChromium(), headless: true, extraArgs: ["--disable-popup-blocking"] });
@@ -250,11 +254,17 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
   });
 
   describe("failures a user would hit", () => {
-    it("a URL that downloads a file is named as such, and leaves no tab behind", async () => {
+    it("a URL that downloads a file is named as such, saves nothing, and leaves no tab behind", async () => {
       const result = await call(client, "read_url", { url: `${site.origin}/download` });
       expect(result.isError).toBe(true);
       expect(result.text).toMatch(/^navigation_failed: .*download/);
       expect((await call(client, "list_tabs")).text).toContain("No agent tabs");
+      if (downloadsDir) {
+        const dir = downloadsDir;
+        // Give a download that was not cancelled time to be written (Chrome names it .crdownload until done).
+        await new Promise((r) => setTimeout(r, 1500));
+        expect(readdirSync(dir)).toEqual([]);
+      }
     });
 
     it("a page that never finishes loading is read as it stands when the load timeout passes", async () => {

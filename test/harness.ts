@@ -1,6 +1,6 @@
 // Shared set-up for broker and end-to-end tests: a local test site, a broker on a temp data dir, a real
 // headless Chromium carrying the built extension, and the MCP SDK's own client.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -100,17 +100,24 @@ export async function startBroker(options: { yaml?: string; port?: number; dataD
 export interface TestBrowser {
   browser: LaunchedBrowser;
   profileDir: string;
+  /** Where this browser saves downloads (set in its preferences), so tests can see what landed on disk. */
+  downloadsDir: string;
   close(): Promise<void>;
 }
 
 export async function launchBrowser(bridgePort: number): Promise<TestBrowser> {
   const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
+  const downloadsDir = join(profileDir, "downloads");
+  mkdirSync(join(profileDir, "Default"), { recursive: true });
+  mkdirSync(downloadsDir);
+  writeFileSync(join(profileDir, "Default", "Preferences"), JSON.stringify({ download: { default_directory: downloadsDir, prompt_for_download: false } }));
   const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${bridgePort}/bridge`, PAIRING_TOKEN, "test chromium");
   // Popups allowed, as many users allow them for sites they use: the tests need pages that open tabs.
   const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--disable-popup-blocking"] });
   return {
     browser,
     profileDir,
+    downloadsDir,
     async close() {
       await browser.kill();
       // Chromium's helper processes can still be flushing the profile for a moment after the browser exits.

@@ -2,7 +2,7 @@
 // is always shut down with its temporary profile (after failed calls, on SIGTERM, on SIGINT mid-call, when
 // the browser dies mid-call); a browser tabrelay attached to is left running and usable.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +21,10 @@ beforeAll(async () => {
   site.route("/user", "<html><head><title>User tab</title></head><body><p>Mine.</p></body></html>");
   // The server accepts the connection, then resets it: the page fails to load.
   site.route("/reset", (req) => req.socket.resetAndDestroy());
+  site.route("/download", (_req, res) => {
+    res.writeHead(200, { "Content-Type": "application/octet-stream", "Content-Disposition": 'attachment; filename="report.bin"' });
+    res.end("a file");
+  });
   site.route("/slow", (_req, res) => {
     res.writeHead(200, { "Content-Type": "text/html" });
     res.write("<html><head><title>Slow</title></head><body><p>Loading");
@@ -218,6 +222,33 @@ describe("tabrelay start --cdp --headless", () => {
 // ---- a browser tabrelay attached to ------------------------------------------------------------------
 
 describe("tabrelay serve --cdp-url", () => {
+  it("cancels the downloads the agent's tabs start, and only those, in the user's browser", async () => {
+    const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-attached-"));
+    const downloads = join(profileDir, "downloads");
+    mkdirSync(join(profileDir, "Default"), { recursive: true });
+    mkdirSync(downloads);
+    writeFileSync(join(profileDir, "Default", "Preferences"), JSON.stringify({ download: { default_directory: downloads, prompt_for_download: false } }));
+    const browser = await launchLocalChromium({ chromiumPath: findChromium(), headless: true, profileDir });
+    const port = Number(new URL(browser.endpoint).port);
+    const cli = await startCli(["serve", "--cdp-url", `http://127.0.0.1:${port}`]);
+    try {
+      const result = await call(cli.client, "read_url", { url: `${site.origin}/download` });
+      expect(result.text).toMatch(/^navigation_failed: .*download/);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(readdirSync(downloads)).toEqual([]);
+      // The user's own download in the same browser still lands where the user's downloads go.
+      await fetch(`http://127.0.0.1:${port}/json/new?${site.origin}/download`, { method: "PUT" });
+      await waitFor("the user's download to be saved", () => (readdirSync(downloads).includes("report.bin") ? true : undefined), 10_000);
+    } finally {
+      cli.child.kill("SIGTERM");
+      await cli.exited;
+      await cli.client.close().catch(() => undefined);
+      await browser.close();
+      // Chromium's helpers may still be flushing the profile for a moment.
+      rmSync(profileDir, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
+    }
+  }, 60_000);
+
   it("leaves an attached browser running, with the user's tab, after a failed call and after tabrelay stops", async () => {
     const browser = await launchLocalChromium({ chromiumPath: findChromium(), headless: true });
     const port = Number(new URL(browser.endpoint).port);

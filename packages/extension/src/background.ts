@@ -353,13 +353,13 @@ function watchNavigation() {
         const outcomes = seen.get(tabId) ?? [];
         const last = outcomes[outcomes.length - 1];
         if (last?.kind === "completed") return;
-        if (last?.kind === "removed") throw new CommandError("navigation_failed", `the tab closed while loading: the URL is most likely a file download (the browser saves it and shows no page)`);
+        if (last?.kind === "removed") throw new CommandError("navigation_failed", `the tab closed while loading: the URL is most likely a file download (${DOWNLOAD_NOTE})`);
         if (until === "commit" && outcomes.length > 0 && last?.kind !== "error") return;
         // ERR_ABORTED means another navigation (a redirect, a script) replaced this one: keep waiting, unless
         // a second later nothing is loading (a download in an existing tab, or the page stopped it).
         if (last?.kind === "error" && last.error === "net::ERR_ABORTED" && Date.now() - last.at > 1000) {
           const current = await chrome.tabs.get(tabId).catch(() => undefined);
-          if (current?.status !== "loading") throw new CommandError("navigation_failed", "the navigation was aborted and no page loaded: the URL is most likely a file download (the browser saves it), or the page stopped it");
+          if (current?.status !== "loading") throw new CommandError("navigation_failed", `the navigation was aborted and no page loaded: the URL is most likely a file download (${DOWNLOAD_NOTE}), or the page stopped it`);
         }
         if (last?.kind === "error" && last.error !== "net::ERR_ABORTED") {
           throw new CommandError("navigation_failed", `the page failed to load: ${last.error}`);
@@ -553,6 +553,7 @@ const handlers: Handlers = {
   },
 
   "tabs.open": async ({ url, active = false, waitUntil = "load", timeoutMs = 20_000 }) => {
+    noteAgentRequest(url);
     const nav = watchNavigation();
     try {
       const tab = await chrome.tabs.create({ url, active }).catch((error: unknown) => {
@@ -593,6 +594,7 @@ const handlers: Handlers = {
 
   "tabs.navigate": async ({ tabId, url, waitUntil = "load", timeoutMs = 20_000 }) => {
     await agentTab(tabId);
+    noteAgentRequest(url);
     const nav = watchNavigation();
     try {
       await chrome.tabs.update(tabId, { url }).catch((error: unknown) => {
@@ -782,6 +784,38 @@ const handlers: Handlers = {
     }
   },
 };
+
+// ---- downloads ---------------------------------------------------------------------------------
+// Read-only means nothing lands on the user's disk either: a download started by the agent's navigation, or
+// by a page in one of the agent's tabs, is cancelled and erased from the download list as soon as it starts.
+
+const DOWNLOAD_NOTE = "tabrelay cancels downloads that agent tabs start: nothing was saved";
+/** URLs the agent sent a tab to, with when: a download of one of them (before redirects) is the agent's. */
+const agentRequests = new Map<string, number>();
+const AGENT_REQUEST_MS = 120_000;
+
+function noteAgentRequest(url: string): void {
+  const now = Date.now();
+  for (const [known, at] of agentRequests) if (now - at > AGENT_REQUEST_MS) agentRequests.delete(known);
+  agentRequests.set(url, now);
+}
+
+async function isAgentDownload(item: chrome.downloads.DownloadItem): Promise<boolean> {
+  const at = agentRequests.get(item.url) ?? agentRequests.get(item.finalUrl);
+  if (at !== undefined && Date.now() - at <= AGENT_REQUEST_MS) return true;
+  // Started by a page (a download link, a script): its referrer is the page in the tab it started from.
+  if (!item.referrer) return false;
+  const tabs = await chrome.tabs.query({});
+  return tabs.some((tab) => tab.id !== undefined && agentTabs.has(tab.id) && tab.url === item.referrer);
+}
+
+chrome.downloads.onCreated.addListener((item) => {
+  void tabsLoaded.then(async () => {
+    if (!(await isAgentDownload(item))) return;
+    await chrome.downloads.cancel(item.id).catch(() => undefined);
+    await chrome.downloads.erase({ id: item.id }).catch(() => undefined);
+  });
+});
 
 // ---- events ------------------------------------------------------------------------------------
 

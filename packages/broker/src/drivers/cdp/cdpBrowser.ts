@@ -296,9 +296,10 @@ export class CdpBrowser implements BrowserDriver {
       connectedAt: Date.now(),
       kind: "cdp",
     };
-    // A browser of tabrelay's own saves nothing to disk for a page: downloads are refused (the navigation
-    // reports "started a download"). An attached browser is the user's: its downloads are theirs to manage.
-    if (opts.ownsBrowser) await client.send("Browser.setDownloadBehavior", { behavior: "deny" });
+    // Read-only means nothing lands on disk either. A browser of tabrelay's own refuses every download (the
+    // navigation reports "started a download"); in an attached browser, the user's, downloads keep their
+    // usual handling and only those started in the agent's tabs are cancelled (see #start).
+    await client.send("Browser.setDownloadBehavior", opts.ownsBrowser ? { behavior: "deny" } : { behavior: "default", eventsEnabled: true });
     const browser = new CdpBrowser(client, info, opts);
     const started = await browser.#start();
     if (!started.ok) {
@@ -364,6 +365,12 @@ export class CdpBrowser implements BrowserDriver {
     client.on("Target.detachedFromTarget", (params) => {
       const sessionId = str(params["sessionId"]);
       for (const tab of this.#tabs.values()) if (tab.sessionId === sessionId) tab.sessionId = undefined;
+    });
+    client.on("Browser.downloadWillBegin", (params) => {
+      const frameId = str(params["frameId"]);
+      const guid = str(params["guid"]);
+      const agents = [...this.#tabs.values()].some((tab) => tab.targetId === frameId || tab.mainFrameId === frameId || (frameId !== undefined && tab.frameKeys.has(frameId)));
+      if (agents && guid) void client.send("Browser.cancelDownload", { guid });
     });
     const discover = await client.send("Target.setDiscoverTargets", { discover: true, filter: [{ type: "page" }] });
     if (!discover.ok) return discover;
