@@ -298,6 +298,39 @@ describe("read path through the bridge", () => {
     await client.close();
   });
 
+  it("judges every frame by the read policy, srcdoc frames by the document holding them", async () => {
+    const words = (text: string) => `<p>${`${text} `.repeat(60)}</p>`;
+    const s = stub({
+      handlers: {
+        "tabs.open": ({ url }) => ({ tab: tab(9, url) }),
+        "page.content": () => ({
+          url: "http://127.0.0.1:1/host",
+          title: "Host",
+          html: "<html><body><p>Host words.</p></body></html>",
+          frames: [
+            { url: "http://127.0.0.1:1/allowed", title: "Allowed", html: `<html><body>${words("allowed")}</body></html>`, parent: -1 },
+            { url: "https://evil.test/frame", title: "Evil", html: `<html><body>${words("evil")}</body></html>`, parent: -1 },
+            // Inside the evil frame: its srcdoc child is evil.test's content too.
+            { url: "about:srcdoc", title: "", html: `<html><body>${words("smuggled")}</body></html>`, parent: 1 },
+            // Inside the allowed frame: allowed.
+            { url: "about:srcdoc", title: "", html: `<html><body>${words("nested")}</body></html>`, parent: 0 },
+          ],
+        }),
+        "tabs.close": () => ({ closed: true }),
+      },
+    });
+    await s.welcomed;
+    const client = await connectClient(broker.url);
+    const result = await call(client, "read_url", { url: "http://127.0.0.1:1/host", mode: "full" });
+    expect(result.isError, result.text).toBe(false);
+    expect(result.text).toContain("Frames: 2 included after the page's own text, 2 withheld (outside the read policy)");
+    expect(result.text).toContain("allowed allowed");
+    expect(result.text).toContain("nested nested");
+    expect(result.text).not.toContain("evil evil");
+    expect(result.text).not.toContain("smuggled");
+    await client.close();
+  });
+
   it("refuses and closes the tab when the page landed somewhere off-policy", async () => {
     const s = stub({
       handlers: {

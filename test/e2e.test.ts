@@ -63,6 +63,14 @@ beforeAll(async () => {
     res.write("<html><head><title>Stalled</title></head><body><article><h1>Stalled</h1><p>Everything an agent needs is already here, though the page never finishes loading.</p></article>");
     // A hanging ad or long poll: the response never ends.
   });
+  site.route("/frame-story", `<html><head><title>Embedded story</title></head><body><p>${"The embedded story goes on for a while, so that it reads as an article of its own. ".repeat(8)}END OF EMBEDDED STORY</p></body></html>`);
+  site.route(
+    "/framed",
+    off(`<html><head><title>Framed</title></head><body><h1>Host page</h1><p>The host page's own words.</p>
+<iframe src="/frame-story"></iframe>
+<iframe srcdoc="<p>A SRCDOC NOTE</p>"></iframe>
+<iframe src="OFFSITE/secret"></iframe></body></html>`),
+  );
   site.route("/alert", `<html><head><title>Alert</title></head><body><p>Text after an alert.</p><script>alert("Hello"); document.body.insertAdjacentHTML("beforeend", "<p>Script ran on.</p>")</script></body></html>`);
 }, 60_000);
 
@@ -139,6 +147,23 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
       const result = await call(client, "read_url", { url: `${site.origin}/redirect-home` });
       expect(result.isError).toBe(false);
       expect(result.text).toContain(`URL: ${site.origin}/article`);
+    });
+
+    it("includes the frames the read policy allows, after the page's own text, and withholds the others", async () => {
+      const url = `${site.origin}/framed`;
+      const full = await call(client, "read_url", { url, mode: "full" });
+      expect(full.isError, full.text).toBe(false);
+      expect(full.text).toContain("Frames: 2 included after the page's own text, 1 withheld (outside the read policy)");
+      expect(full.text).toContain("The host page's own words.");
+      expect(full.text).toContain("END OF EMBEDDED STORY");
+      expect(full.text).toContain("A SRCDOC NOTE");
+      expect(full.text.indexOf("The host page's own words.")).toBeLessThan(full.text.indexOf("END OF EMBEDDED STORY"));
+      expect(full.text).not.toContain("OFFSITE SECRET TEXT");
+      // Readable mode keeps frames with an article's worth of words, not every snippet.
+      const readable = await call(client, "read_url", { url });
+      expect(readable.text).toContain("END OF EMBEDDED STORY");
+      expect(readable.text).not.toContain("A SRCDOC NOTE");
+      expect(readable.text).not.toContain("OFFSITE SECRET TEXT");
     });
 
     it("fences page text as untrusted data", async () => {

@@ -1,4 +1,6 @@
 import {
+  FRAME_HTML_BUDGET,
+  MAX_CONTENT_FRAMES,
   MAX_FRAME_BYTES,
   PROTOCOL_VERSION,
   type BridgeCall,
@@ -8,6 +10,7 @@ import {
   type BrokerToBrowser,
   type ElementFacts,
   type ErrorCode,
+  type FrameContent,
   type TabInfo,
   type WireError,
 } from "@tabrelay/protocol";
@@ -773,7 +776,8 @@ const handlers: Handlers = {
       });
       const value: unknown = frame?.result;
       if (!value || typeof value !== "object") throw new CommandError("internal", "the page returned no content");
-      return value as { url: string; title: string; html: string };
+      const frames = await frameContents(tabId);
+      return { ...(value as { url: string; title: string; html: string }), ...(frames.length ? { frames } : {}) };
     } catch (error) {
       if (error instanceof CommandError) throw error;
       const message = error instanceof Error ? error.message : String(error);
@@ -784,6 +788,41 @@ const handlers: Handlers = {
     }
   },
 };
+
+/** The documents of the tab's frames, parents first, within FRAME_HTML_BUDGET characters (see PageContent). */
+async function frameContents(tabId: number): Promise<FrameContent[]> {
+  const all = (await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null)) ?? [];
+  const subframes = all.filter((f) => f.frameId !== 0);
+  if (subframes.length === 0) return [];
+  const results = await chrome.scripting
+    .executeScript({
+      target: { tabId, frameIds: subframes.map((f) => f.frameId) },
+      injectImmediately: true,
+      func: () => ({ url: location.href, title: document.title, html: document.documentElement ? document.documentElement.outerHTML : "" }),
+    })
+    .catch(() => []);
+  const byFrame = new Map(results.map((r) => [r.frameId, r.result as { url: string; title: string; html: string } | undefined]));
+  // Parents before children: order by depth below the top document.
+  const parentOf = new Map(all.map((f) => [f.frameId, f.parentFrameId]));
+  const depth = (frameId: number): number => {
+    let d = 0;
+    for (let id = frameId; id > 0 && d < 64; id = parentOf.get(id) ?? 0) d++;
+    return d;
+  };
+  const ordered = subframes.map((f) => ({ f, depth: depth(f.frameId) })).sort((a, b) => a.depth - b.depth).map((x) => x.f);
+  const frames: FrameContent[] = [];
+  const indexOf = new Map<number, number>();
+  let left = FRAME_HTML_BUDGET;
+  for (const f of ordered.slice(0, MAX_CONTENT_FRAMES)) {
+    const doc = byFrame.get(f.frameId);
+    // A frame whose parent was left out is left out too: its origin could not be told.
+    if (!doc || typeof doc.html !== "string" || doc.html.length > left || (f.parentFrameId !== 0 && !indexOf.has(f.parentFrameId))) continue;
+    left -= doc.html.length;
+    indexOf.set(f.frameId, frames.length);
+    frames.push({ url: doc.url, title: doc.title, html: doc.html, parent: f.parentFrameId === 0 ? -1 : indexOf.get(f.parentFrameId)! });
+  }
+  return frames;
+}
 
 // ---- downloads ---------------------------------------------------------------------------------
 // Read-only means nothing lands on the user's disk either: a download started by the agent's navigation, or

@@ -65,7 +65,27 @@ export interface PageContent {
   url: string;
   title: string;
   html: string;
+  /**
+   * The documents of the page's frames (iframes, nested too), parents before their children, at most
+   * MAX_CONTENT_FRAMES and FRAME_HTML_BUDGET characters in all (the rest left out). The broker decides which
+   * of them the read policy lets the agent see.
+   */
+  frames?: FrameContent[];
 }
+
+export interface FrameContent {
+  /** The frame's document URL (about:srcdoc and about:blank frames show their parent's content). */
+  url: string;
+  title: string;
+  html: string;
+  /** Index in `frames` of the parent frame; -1 for a frame of the top document. */
+  parent: number;
+}
+
+/** Frames read with a page's content, at most. */
+export const MAX_CONTENT_FRAMES = 30;
+/** Characters of frame HTML read with a page's content, in all (the top document's own HTML aside). */
+export const FRAME_HTML_BUDGET = 4 * 1024 * 1024;
 
 export type WaitUntil = "load" | "commit";
 

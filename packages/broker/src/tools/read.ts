@@ -12,15 +12,45 @@ import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js"
 const READ_ERRORS =
   "policy_denied (outside the user's read policy, also after redirects: do not retry, tell the user), restricted_page, navigation_failed, not_connected, browser_disconnected, timeout.";
 
-/** Reads the tab's document, checks the URL the content came from, extracts Markdown. */
-async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, mode: ExtractMode, requestedUrl?: string): Promise<Extracted> {
+/** What a read hands over: the top document's Markdown, with the frames the read policy lets through. */
+type ReadDoc = Extracted & { frames?: { included: number; withheld: number } };
+
+/** Frames of fewer words are left out of readable mode (buttons, widgets, ads); full mode keeps any text. */
+const READABLE_FRAME_MIN_WORDS = 50;
+
+/**
+ * Reads the tab's document, checks the URL the content came from, extracts Markdown. Frames are judged by the
+ * read policy like any document (about:srcdoc and about:blank ones by the document that holds them); those it
+ * allows follow the page's own Markdown, each under a line naming it.
+ */
+async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, mode: ExtractMode, requestedUrl?: string): Promise<ReadDoc> {
   const content = unwrap(await conn.call("page.content", { tabId: tab.tabId }));
   // The document may have moved on since the tab was checked (a script navigated); judge what was read.
   if (content.url !== tab.url) await checkLanding(ctx, conn, { ...tab, url: content.url }, { requestedUrl, closeOnDeny: false });
   // Loaded on first read: the DOM and Markdown libraries are most of an idle broker's memory.
   const { extract } = await import("../extract/extract.js");
   try {
-    return extract({ html: content.html, url: content.url, title: content.title, mode });
+    const doc: ReadDoc = extract({ html: content.html, url: content.url, title: content.title, mode });
+    const frames = content.frames ?? [];
+    if (frames.length === 0) return doc;
+    const effective: string[] = [];
+    const sections: string[] = [];
+    let withheld = 0;
+    frames.forEach((frame, i) => {
+      const holder = frame.parent >= 0 ? effective[frame.parent] : content.url;
+      const url = /^(about|data):/i.test(frame.url) ? (holder ?? content.url) : frame.url;
+      effective[i] = url;
+      if (!ctx.config.policy.check(url).ok) {
+        withheld++;
+        return;
+      }
+      const part = extract({ html: frame.html, url, title: frame.title, mode: "full" });
+      if (part.wordCount === 0 || (mode === "readable" && part.wordCount < READABLE_FRAME_MIN_WORDS)) return;
+      sections.push(`---\n\nFrame ${oneLine(frame.title) ? `"${oneLine(frame.title)}" ` : ""}(${frame.url}):\n\n${part.markdown}`);
+    });
+    if (sections.length === 0 && withheld === 0) return doc;
+    const markdown = [doc.markdown, ...sections].join("\n\n");
+    return { ...doc, markdown, wordCount: doc.wordCount + sections.reduce((n, s) => n + s.split(/\s+/).length, 0), frames: { included: sections.length, withheld } };
   } finally {
     collectAfterHeavyWork(); // the page's DOM is garbage now
   }
@@ -30,13 +60,14 @@ function oneLine(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").replace(/\s+/g, " ").trim().slice(0, 300);
 }
 
-function render(response: ToolResponse, doc: Extracted, tabLine: string, offset: number, maxChars: number, how: (next: number) => string): void {
+function render(response: ToolResponse, doc: ReadDoc, tabLine: string, offset: number, maxChars: number, how: (next: number) => string): void {
   const page = paginate(doc.markdown, offset, maxChars);
   // The title is page text outside the fence: one line, no control characters, so it cannot forge headers.
   response.line(`# ${oneLine(doc.title)}`);
   response.line(`URL: ${doc.url}`);
   response.line(tabLine);
   response.line(`Mode: ${doc.mode}${doc.fellBack ? " (readable found no article; showing the full page)" : ""}`);
+  if (doc.frames) response.line(`Frames: ${doc.frames.included} included after the page's own text${doc.frames.withheld ? `, ${doc.frames.withheld} withheld (outside the read policy)` : ""}`);
   if (page.truncated || offset > 0) response.line(`Characters: ${page.offset}-${page.offset + page.text.length} of ${page.total}`);
   response.pageContent(page.text);
   if (page.nextOffset !== undefined) response.line(truncationMarker(page, how(page.nextOffset)));

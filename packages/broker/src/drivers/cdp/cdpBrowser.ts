@@ -15,6 +15,8 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import {
+  FRAME_HTML_BUDGET,
+  MAX_CONTENT_FRAMES,
   MAX_FRAME_BYTES,
   type BridgeEvent,
   type BridgeMethod,
@@ -22,6 +24,7 @@ import {
   type CaptureResult,
   type ElementFacts,
   type ErrorCode,
+  type FrameContent,
   type FrameSnapshot,
   type HiddenReason,
   type PageContent,
@@ -101,6 +104,24 @@ interface Tab {
   /** Out-of-process iframes: frame id -> session id. */
   oopifs: Map<string, string>;
   waiters: Set<() => void>;
+  /** The URL of a document response stopped because the browser would have saved it as a file. */
+  blockedDownload?: string | undefined;
+}
+
+/** Every request passes the request policy; top documents are paused again at their response (downloads). */
+const PAGE_FETCH_PATTERNS = [{ urlPattern: "*" }, { urlPattern: "*", resourceType: "Document", requestStage: "Response" }];
+
+/** MIME types a browser shows rather than saves (beyond text/*, image/*, audio/*, video/*). */
+const SHOWN_TYPES = /^(application\/(json|xml|xhtml\+xml|pdf|javascript|ecmascript|[\w.+-]+\+(xml|json))|multipart\/x-mixed-replace)$/;
+
+/** Whether a document response would be saved as a file: `Content-Disposition: attachment`, or a type no tab shows. */
+function isDownloadResponse(headers: unknown): boolean {
+  const list = Array.isArray(headers) ? headers.map((h) => rec(h)) : [];
+  const header = (name: string) => str(list.find((h) => str(h["name"])?.toLowerCase() === name)?.["value"]);
+  if (/^\s*attachment\b/i.test(header("content-disposition") ?? "")) return true;
+  const type = (header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type === "") return false; // sniffed: usually shown
+  return !(/^(text|image|audio|video)\//.test(type) || SHOWN_TYPES.test(type));
 }
 
 const WORLD_NAME = "tabrelay";
@@ -487,7 +508,7 @@ export class CdpBrowser implements BrowserDriver {
     try {
       await Promise.all([
         this.#send("Page.enable", {}, sessionId),
-        this.#options.requestPolicy ? this.#send("Fetch.enable", { patterns: [{ urlPattern: "*" }] }, sessionId) : undefined,
+        this.#options.requestPolicy ? this.#send("Fetch.enable", { patterns: PAGE_FETCH_PATTERNS }, sessionId) : undefined,
         this.#autoAttachChildren(sessionId),
       ]);
       const tree = await this.#send("Page.getFrameTree", {}, sessionId);
@@ -521,7 +542,7 @@ export class CdpBrowser implements BrowserDriver {
   #watchChildren(tab: Tab, parentSessionId: string): void {
     const client = this.#client;
     const policy = this.#options.requestPolicy;
-    if (policy) client.on("Fetch.requestPaused", (p) => this.#onRequestPaused(p, parentSessionId), parentSessionId);
+    if (policy) client.on("Fetch.requestPaused", (p) => this.#onRequestPaused(p, parentSessionId, tab), parentSessionId);
     client.on("Target.attachedToTarget", (p) => void this.#onChildAttached(tab, p), parentSessionId);
     client.on("Target.detachedFromTarget", (p) => {
       const sessionId = str(p["sessionId"]);
@@ -544,7 +565,7 @@ export class CdpBrowser implements BrowserDriver {
         tab.oopifs.set(targetId, sessionId);
         this.#watchChildren(tab, sessionId);
         await Promise.all([
-          this.#options.requestPolicy ? this.#send("Fetch.enable", { patterns: [{ urlPattern: "*" }] }, sessionId) : undefined,
+          this.#options.requestPolicy ? this.#send("Fetch.enable", { patterns: PAGE_FETCH_PATTERNS }, sessionId) : undefined,
           this.#autoAttachChildren(sessionId),
         ]);
       } else if (this.#options.requestPolicy) {
@@ -556,10 +577,21 @@ export class CdpBrowser implements BrowserDriver {
     }
   }
 
-  #onRequestPaused(params: Record<string, unknown>, sessionId: string): void {
+  #onRequestPaused(params: Record<string, unknown>, sessionId: string, tab?: Tab): void {
     const requestId = str(params["requestId"]);
     const url = str(rec(params["request"])["url"]) ?? "";
     if (!requestId) return;
+    if (params["responseStatusCode"] !== undefined || params["responseErrorReason"] !== undefined) {
+      // A document's response, before the browser acts on it: one the browser would save as a file is
+      // stopped here, so nothing lands on the user's disk, in an attached browser too.
+      if (tab && isDownloadResponse(params["responseHeaders"])) {
+        tab.blockedDownload = url;
+        void this.#client.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }, sessionId);
+      } else {
+        void this.#client.send("Fetch.continueRequest", { requestId }, sessionId);
+      }
+      return;
+    }
     let allowed = false;
     try {
       allowed = this.#options.requestPolicy?.(url) === true;
@@ -838,6 +870,7 @@ export class CdpBrowser implements BrowserDriver {
   async #navigate(tab: Tab & { sessionId: string }, url: string, until: WaitUntil, timeoutMs: number): Promise<TabInfo> {
     const deadline = Date.now() + timeoutMs;
     const start = tab.generation;
+    tab.blockedDownload = undefined;
     const result = await this.#send("Page.navigate", { url }, tab.sessionId, Math.max(1, timeoutMs));
     if (!result.ok) {
       if (result.error.kind === "timeout") return this.#info(tab);
@@ -845,7 +878,11 @@ export class CdpBrowser implements BrowserDriver {
       throw this.#failure(result.error);
     }
     const errorText = str(result.value["errorText"]);
-    if (result.value["isDownload"] === true) throw new DriverError("navigation_failed", `${url} started a download instead of loading a page`);
+    const blocked = tab.blockedDownload;
+    tab.blockedDownload = undefined;
+    if (result.value["isDownload"] === true || (errorText === "net::ERR_BLOCKED_BY_CLIENT" && blocked !== undefined)) {
+      throw new DriverError("navigation_failed", `${url} is a file download, not a page (tabrelay saves no files)`);
+    }
     // ERR_ABORTED means another navigation (a redirect, a script) replaced this one: keep waiting.
     if (errorText && errorText !== "net::ERR_ABORTED") throw new DriverError("navigation_failed", `the page failed to load: ${errorText}`);
     const loaderId = str(result.value["loaderId"]);
@@ -1155,7 +1192,43 @@ export class CdpBrowser implements BrowserDriver {
     if ("tooLarge" in value.data) {
       throw new DriverError("frame_too_large", `the page's HTML is ${Math.round(value.data.tooLarge / 1048576)} MiB or more, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole`);
     }
-    return value.data;
+    const frames = await this.#frameContents(tab, FRAME_HTML_BUDGET);
+    return { ...value.data, ...(frames.length ? { frames } : {}) };
+  }
+
+  /** The documents of the tab's frames (out-of-process ones too), parents first, within `budget` characters. */
+  async #frameContents(tab: Tab & { sessionId: string }, budget: number): Promise<FrameContent[]> {
+    const routes = (await this.#frames(tab)).filter((r) => r.frameId !== tab.mainFrameId).slice(0, MAX_CONTENT_FRAMES);
+    const read = await Promise.all(
+      routes.map(async (route) => {
+        try {
+          const contextId = await this.#world(route.sessionId, route.frameId, "internal");
+          const answer = await this.#send(
+            "Runtime.callFunctionOn",
+            { functionDeclaration: READ_CONTENT, executionContextId: contextId, arguments: [{ value: budget }], returnByValue: true },
+            route.sessionId,
+            5000,
+          );
+          const value = answer.ok ? contentValue.safeParse(rec(answer.value["result"])["value"]) : undefined;
+          return value?.success && !("tooLarge" in value.data) ? value.data : undefined;
+        } catch {
+          return undefined; // a frame that went away or cannot be scripted is left out
+        }
+      }),
+    );
+    const frames: FrameContent[] = [];
+    const indexOf = new Map<string, number>();
+    let left = budget;
+    routes.forEach((route, i) => {
+      const doc = read[i];
+      // A frame whose parent was left out is left out too: its origin could not be told.
+      const orphan = route.parentId !== undefined && route.parentId !== tab.mainFrameId && !indexOf.has(route.parentId);
+      if (!doc || orphan || doc.html.length > left) return;
+      left -= doc.html.length;
+      indexOf.set(route.frameId, frames.length);
+      frames.push({ url: doc.url, title: doc.title, html: doc.html, parent: route.parentId === undefined || route.parentId === tab.mainFrameId ? -1 : (indexOf.get(route.parentId) ?? -1) });
+    });
+    return frames;
   }
 
   async #capture(tab: Tab & { sessionId: string }, params: CaptureParams): Promise<CaptureResult> {
