@@ -852,6 +852,9 @@ chrome.downloads.onCreated.addListener((item) => {
   void tabsLoaded.then(async () => {
     if (!(await isAgentDownload(item))) return;
     await chrome.downloads.cancel(item.id).catch(() => undefined);
+    // A small file may have finished before the cancel arrived: then its file is deleted.
+    const [now] = await chrome.downloads.search({ id: item.id }).catch(() => []);
+    if (now?.state === "complete") await chrome.downloads.removeFile(item.id).catch(() => undefined);
     await chrome.downloads.erase({ id: item.id }).catch(() => undefined);
   });
 });
