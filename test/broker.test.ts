@@ -308,12 +308,16 @@ describe("read path through the bridge", () => {
           title: "Host",
           html: "<html><body><p>Host words.</p></body></html>",
           frames: [
-            { url: "http://127.0.0.1:1/allowed", title: "Allowed", html: `<html><body>${words("allowed")}</body></html>`, parent: -1 },
-            { url: "https://evil.test/frame", title: "Evil", html: `<html><body>${words("evil")}</body></html>`, parent: -1 },
+            { url: "http://127.0.0.1:1/allowed", origin: "http://127.0.0.1:1", title: "Allowed", html: `<html><body>${words("allowed")}</body></html>`, parent: -1 },
+            { url: "https://evil.test/frame", origin: "https://evil.test", title: "Evil", html: `<html><body>${words("evil")}</body></html>`, parent: -1 },
             // Inside the evil frame: its srcdoc child is evil.test's content too.
-            { url: "about:srcdoc", title: "", html: `<html><body>${words("smuggled")}</body></html>`, parent: 1 },
+            { url: "about:srcdoc", origin: "https://evil.test", title: "", html: `<html><body>${words("smuggled")}</body></html>`, parent: 1 },
             // Inside the allowed frame: allowed.
-            { url: "about:srcdoc", title: "", html: `<html><body>${words("nested")}</body></html>`, parent: 0 },
+            { url: "about:srcdoc", origin: "http://127.0.0.1:1", title: "", html: `<html><body>${words("nested")}</body></html>`, parent: 0 },
+            // Claims the top document as its holder but reports another origin (the top navigated meanwhile).
+            { url: "about:blank", origin: "https://evil.test", title: "", html: `<html><body>${words("switched")}</body></html>`, parent: -1 },
+            // An opaque origin (data:, sandboxed) cannot be tied to the document holding it.
+            { url: "data:text/html,x", origin: "null", title: "", html: `<html><body>${words("opaque")}</body></html>`, parent: -1 },
           ],
         }),
         "tabs.close": () => ({ closed: true }),
@@ -323,11 +327,10 @@ describe("read path through the bridge", () => {
     const client = await connectClient(broker.url);
     const result = await call(client, "read_url", { url: "http://127.0.0.1:1/host", mode: "full" });
     expect(result.isError, result.text).toBe(false);
-    expect(result.text).toContain("Frames: 2 included after the page's own text, 2 withheld (outside the read policy)");
+    expect(result.text).toContain("Frames: 2 included after the page's own text, 4 withheld (outside the read policy)");
     expect(result.text).toContain("allowed allowed");
     expect(result.text).toContain("nested nested");
-    expect(result.text).not.toContain("evil evil");
-    expect(result.text).not.toContain("smuggled");
+    for (const word of ["evil", "smuggled", "switched", "opaque"]) expect(result.text).not.toContain(`${word} ${word}`);
     await client.close();
   });
 

@@ -299,6 +299,8 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
       expect(result.text).toContain("Everything an agent needs is already here");
     });
 
+    // Over CDP the dialog is dismissed; through the extension, a background tab's dialog waits until the tab is
+    // shown, so the page's scripts stop there and the page is read as it stands.
     it("a page that shows alert() is still read", async () => {
       const result = await call(client, "read_url", { url: `${site.origin}/alert`, mode: "full" });
       expect(result.isError, result.text).toBe(false);

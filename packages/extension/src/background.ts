@@ -556,7 +556,7 @@ const handlers: Handlers = {
   },
 
   "tabs.open": async ({ url, active = false, waitUntil = "load", timeoutMs = 20_000 }) => {
-    noteAgentRequest(url);
+    const settled = noteAgentRequest(url);
     const nav = watchNavigation();
     try {
       const tab = await chrome.tabs.create({ url, active }).catch((error: unknown) => {
@@ -576,6 +576,7 @@ const handlers: Handlers = {
       }
     } finally {
       nav.dispose();
+      settled();
     }
   },
 
@@ -597,7 +598,7 @@ const handlers: Handlers = {
 
   "tabs.navigate": async ({ tabId, url, waitUntil = "load", timeoutMs = 20_000 }) => {
     await agentTab(tabId);
-    noteAgentRequest(url);
+    const settled = noteAgentRequest(url);
     const nav = watchNavigation();
     try {
       await chrome.tabs.update(tabId, { url }).catch((error: unknown) => {
@@ -607,6 +608,7 @@ const handlers: Handlers = {
       return { tab: await fresh(tabId) };
     } finally {
       nav.dispose();
+      settled();
     }
   },
 
@@ -776,8 +778,9 @@ const handlers: Handlers = {
       });
       const value: unknown = frame?.result;
       if (!value || typeof value !== "object") throw new CommandError("internal", "the page returned no content");
-      const frames = await frameContents(tabId);
-      return { ...(value as { url: string; title: string; html: string }), ...(frames.length ? { frames } : {}) };
+      const page = value as { url: string; title: string; html: string };
+      const frames = await frameContents(tabId, page.url);
+      return { ...page, ...(frames.length ? { frames } : {}) };
     } catch (error) {
       if (error instanceof CommandError) throw error;
       const message = error instanceof Error ? error.message : String(error);
@@ -790,18 +793,29 @@ const handlers: Handlers = {
 };
 
 /** The documents of the tab's frames, parents first, within FRAME_HTML_BUDGET characters (see PageContent). */
-async function frameContents(tabId: number): Promise<FrameContent[]> {
+async function frameContents(tabId: number, topUrl: string): Promise<FrameContent[]> {
   const all = (await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null)) ?? [];
   const subframes = all.filter((f) => f.frameId !== 0);
   if (subframes.length === 0) return [];
-  const results = await chrome.scripting
-    .executeScript({
-      target: { tabId, frameIds: subframes.map((f) => f.frameId) },
-      injectImmediately: true,
-      func: () => ({ url: location.href, title: document.title, html: document.documentElement ? document.documentElement.outerHTML : "" }),
-    })
-    .catch(() => []);
-  const byFrame = new Map(results.map((r) => [r.frameId, r.result as { url: string; title: string; html: string } | undefined]));
+  type Doc = { url: string; origin: string; title: string; html: string };
+  // One call per frame, each with a deadline: a frame that went away, cannot be scripted or never answers
+  // (a busy loop in an ad) is left out without costing the others.
+  const read = (frameId: number) =>
+    Promise.race([
+      chrome.scripting
+        .executeScript({
+          target: { tabId, frameIds: [frameId] },
+          injectImmediately: true,
+          func: () => ({ url: location.href, origin: self.origin, title: document.title, html: document.documentElement ? document.documentElement.outerHTML : "" }),
+        })
+        .then((results) => results[0]?.result as Doc | undefined),
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), FRAME_READ_MS)),
+    ]).catch(() => undefined);
+  const docs = await Promise.all(subframes.slice(0, MAX_CONTENT_FRAMES * 2).map(async (f) => [f.frameId, await read(f.frameId)] as const));
+  // The frames belong to the document read just before them only if the tab is still on it.
+  const top = await chrome.webNavigation.getFrame({ tabId, frameId: 0 }).catch(() => null);
+  if (!top || top.url !== topUrl) return [];
+  const byFrame = new Map(docs);
   // Parents before children: order by depth below the top document.
   const parentOf = new Map(all.map((f) => [f.frameId, f.parentFrameId]));
   const depth = (frameId: number): number => {
@@ -813,49 +827,65 @@ async function frameContents(tabId: number): Promise<FrameContent[]> {
   const frames: FrameContent[] = [];
   const indexOf = new Map<number, number>();
   let left = FRAME_HTML_BUDGET;
-  for (const f of ordered.slice(0, MAX_CONTENT_FRAMES)) {
+  for (const f of ordered) {
+    if (frames.length >= MAX_CONTENT_FRAMES) break;
     const doc = byFrame.get(f.frameId);
     // A frame whose parent was left out is left out too: its origin could not be told.
     if (!doc || typeof doc.html !== "string" || doc.html.length > left || (f.parentFrameId !== 0 && !indexOf.has(f.parentFrameId))) continue;
     left -= doc.html.length;
     indexOf.set(f.frameId, frames.length);
-    frames.push({ url: doc.url, title: doc.title, html: doc.html, parent: f.parentFrameId === 0 ? -1 : indexOf.get(f.parentFrameId)! });
+    frames.push({ url: String(doc.url), origin: String(doc.origin), title: String(doc.title), html: doc.html, parent: f.parentFrameId === 0 ? -1 : indexOf.get(f.parentFrameId)! });
   }
   return frames;
 }
+
+/** How long one frame's document may take to be read. */
+const FRAME_READ_MS = 3000;
 
 // ---- downloads ---------------------------------------------------------------------------------
 // Read-only means nothing lands on the user's disk either: a download started by the agent's navigation, or
 // by a page in one of the agent's tabs, is cancelled and erased from the download list as soon as it starts.
 
 const DOWNLOAD_NOTE = "tabrelay cancels downloads that agent tabs start: nothing was saved";
-/** URLs the agent sent a tab to, with when: a download of one of them (before redirects) is the agent's. */
+/** URLs the agent is sending a tab to: until when a download of one of them (before redirects) is the agent's. */
 const agentRequests = new Map<string, number>();
-const AGENT_REQUEST_MS = 120_000;
+/** After the agent's navigation settles, how long a download of its URL still counts as the agent's. */
+const AGENT_REQUEST_GRACE_MS = 10_000;
 
-function noteAgentRequest(url: string): void {
-  const now = Date.now();
-  for (const [known, at] of agentRequests) if (now - at > AGENT_REQUEST_MS) agentRequests.delete(known);
-  agentRequests.set(url, now);
+/** Marks `url` as the agent's while its navigation runs; the returned function starts the grace period. */
+function noteAgentRequest(url: string): () => void {
+  agentRequests.set(url, Number.POSITIVE_INFINITY);
+  return () => {
+    agentRequests.set(url, Date.now() + AGENT_REQUEST_GRACE_MS);
+    setTimeout(() => {
+      if ((agentRequests.get(url) ?? 0) <= Date.now()) agentRequests.delete(url);
+    }, AGENT_REQUEST_GRACE_MS + 100);
+  };
 }
 
-async function isAgentDownload(item: chrome.downloads.DownloadItem): Promise<boolean> {
-  const at = agentRequests.get(item.url) ?? agentRequests.get(item.finalUrl);
-  if (at !== undefined && Date.now() - at <= AGENT_REQUEST_MS) return true;
-  // Started by a page (a download link, a script): its referrer is the page in the tab it started from.
-  if (!item.referrer) return false;
+/**
+ * "certain": the download is of a URL the agent is navigating to. "page": it was started by a page that only
+ * an agent tab shows (its referrer), not by any of the user's tabs. undefined: the user's.
+ */
+async function agentDownload(item: chrome.downloads.DownloadItem): Promise<"certain" | "page" | undefined> {
+  const until = agentRequests.get(item.url) ?? agentRequests.get(item.finalUrl);
+  if (until !== undefined && Date.now() <= until) return "certain";
+  if (!item.referrer) return undefined;
   const tabs = await chrome.tabs.query({});
-  return tabs.some((tab) => tab.id !== undefined && agentTabs.has(tab.id) && tab.url === item.referrer);
+  const showing = tabs.filter((tab) => tab.url === item.referrer && tab.id !== undefined);
+  return showing.length > 0 && showing.every((tab) => agentTabs.has(tab.id!)) ? "page" : undefined;
 }
 
 chrome.downloads.onCreated.addListener((item) => {
   void tabsLoaded.then(async () => {
-    if (!(await isAgentDownload(item))) return;
+    const whose = await agentDownload(item);
+    if (!whose) return;
     await chrome.downloads.cancel(item.id).catch(() => undefined);
-    // A small file may have finished before the cancel arrived: then its file is deleted.
+    // A small file may have finished before the cancel arrived: when the download is surely the agent's,
+    // its file is deleted too.
     const [now] = await chrome.downloads.search({ id: item.id }).catch(() => []);
-    if (now?.state === "complete") await chrome.downloads.removeFile(item.id).catch(() => undefined);
-    await chrome.downloads.erase({ id: item.id }).catch(() => undefined);
+    if (whose === "certain" && now?.state === "complete") await chrome.downloads.removeFile(item.id).catch(() => undefined);
+    if (whose === "certain" || now?.state !== "complete") await chrome.downloads.erase({ id: item.id }).catch(() => undefined);
   });
 });
 

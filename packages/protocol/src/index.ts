@@ -76,6 +76,8 @@ export interface PageContent {
 export interface FrameContent {
   /** The frame's document URL (about:srcdoc and about:blank frames show their parent's content). */
   url: string;
+  /** The document's origin as it reports it (self.origin): "null" for an opaque one (data:, sandboxed). */
+  origin: string;
   title: string;
   html: string;
   /** Index in `frames` of the parent frame; -1 for a frame of the top document. */

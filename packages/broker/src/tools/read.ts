@@ -38,9 +38,12 @@ async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, m
     let withheld = 0;
     frames.forEach((frame, i) => {
       const holder = frame.parent >= 0 ? effective[frame.parent] : content.url;
-      const url = /^(about|data):/i.test(frame.url) ? (holder ?? content.url) : frame.url;
+      // A document without a URL of its own (about:srcdoc, about:blank, data:) is judged by the document
+      // holding it, and only when it reports that document's origin: otherwise it is not what it seems.
+      const inherits = /^(about|data):/i.test(frame.url);
+      const url = inherits ? (holder ?? "") : frame.url;
       effective[i] = url;
-      if (!ctx.config.policy.check(url).ok) {
+      if (!url || (inherits && originOf(url) !== frame.origin) || !ctx.config.policy.check(url).ok) {
         withheld++;
         return;
       }
@@ -53,6 +56,14 @@ async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, m
     return { ...doc, markdown, wordCount: doc.wordCount + sections.reduce((n, s) => n + s.split(/\s+/).length, 0), frames: { included: sections.length, withheld } };
   } finally {
     collectAfterHeavyWork(); // the page's DOM is garbage now
+  }
+}
+
+function originOf(url: string): string | undefined {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
   }
 }
 

@@ -112,7 +112,7 @@ interface Tab {
 const PAGE_FETCH_PATTERNS = [{ urlPattern: "*" }, { urlPattern: "*", resourceType: "Document", requestStage: "Response" }];
 
 /** MIME types a browser shows rather than saves (beyond text/*, image/*, audio/*, video/*). */
-const SHOWN_TYPES = /^(application\/(json|xml|xhtml\+xml|pdf|javascript|ecmascript|[\w.+-]+\+(xml|json))|multipart\/x-mixed-replace)$/;
+const SHOWN_TYPES = /^(application\/(json|xml|xhtml\+xml|pdf|javascript|x-javascript|ecmascript|[\w.+-]+\+(xml|json))|message\/rfc822|multipart\/(x-mixed-replace|related))$/;
 
 /** Whether a document response would be saved as a file: `Content-Disposition: attachment`, or a type no tab shows. */
 function isDownloadResponse(headers: unknown): boolean {
@@ -152,6 +152,10 @@ const SHADOW_BATCH = 50;
 const READ_CONTENT = `function (limit) {
   const html = document.documentElement ? document.documentElement.outerHTML : "";
   return html.length > limit ? { tooLarge: html.length } : { url: location.href, title: document.title, html };
+}`;
+const READ_FRAME = `function (limit) {
+  const html = document.documentElement ? document.documentElement.outerHTML : "";
+  return html.length > limit ? { tooLarge: html.length } : { url: location.href, origin: self.origin, title: document.title, html };
 }`;
 const OWNER_OFFSET = `function () {
   const r = this.getBoundingClientRect();
@@ -230,6 +234,7 @@ const waitValue = z.object({ matched: z.string(), elapsedMs: z.number() });
 const rectValue = z.object({ x: z.number(), y: z.number(), width: z.number(), height: z.number() });
 const pointValue = z.object({ x: z.number(), y: z.number() });
 const contentValue = z.union([z.object({ tooLarge: z.number() }), z.object({ url: z.string(), title: z.string(), html: z.string() })]);
+const frameValue = z.union([z.object({ tooLarge: z.number() }), z.object({ url: z.string(), origin: z.string(), title: z.string(), html: z.string() })]);
 
 function str(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;
@@ -387,12 +392,7 @@ export class CdpBrowser implements BrowserDriver {
       const sessionId = str(params["sessionId"]);
       for (const tab of this.#tabs.values()) if (tab.sessionId === sessionId) tab.sessionId = undefined;
     });
-    client.on("Browser.downloadWillBegin", (params) => {
-      const frameId = str(params["frameId"]);
-      const guid = str(params["guid"]);
-      const agents = [...this.#tabs.values()].some((tab) => tab.targetId === frameId || tab.mainFrameId === frameId || (frameId !== undefined && tab.frameKeys.has(frameId)));
-      if (agents && guid) void client.send("Browser.cancelDownload", { guid });
-    });
+    client.on("Browser.downloadWillBegin", (params) => void this.#onDownload(params));
     const discover = await client.send("Target.setDiscoverTargets", { discover: true, filter: [{ type: "page" }] });
     if (!discover.ok) return discover;
     // Browser-level auto-attach pauses every new page until we resume it, so Fetch interception and the
@@ -404,6 +404,24 @@ export class CdpBrowser implements BrowserDriver {
     await Promise.race([Promise.all([...this.#tabs.values()].map((t) => t.ready)), sleep(5000)]);
     this.#connecting = false;
     return { ok: true, value: undefined };
+  }
+
+  /** A download started in any frame of an agent tab is cancelled (in a browser of our own it is refused anyway). */
+  async #onDownload(params: Record<string, unknown>): Promise<void> {
+    const frameId = str(params["frameId"]);
+    const guid = str(params["guid"]);
+    if (!frameId || !guid) return;
+    for (const tab of this.#tabs.values()) {
+      let ours = tab.targetId === frameId || tab.mainFrameId === frameId;
+      if (!ours && tab.sessionId !== undefined) {
+        const routes = await this.#frames(Object.assign(tab, { sessionId: tab.sessionId })).catch(() => []);
+        ours = routes.some((route) => route.frameId === frameId);
+      }
+      if (ours) {
+        await this.#send("Browser.cancelDownload", { guid });
+        return;
+      }
+    }
   }
 
   async #isAgentTarget(targetId: string, openerId: string | undefined): Promise<boolean> {
@@ -584,8 +602,9 @@ export class CdpBrowser implements BrowserDriver {
     if (params["responseStatusCode"] !== undefined || params["responseErrorReason"] !== undefined) {
       // A document's response, before the browser acts on it: one the browser would save as a file is
       // stopped here, so nothing lands on the user's disk, in an attached browser too.
-      if (tab && isDownloadResponse(params["responseHeaders"])) {
-        tab.blockedDownload = url;
+      const status = num(params["responseStatusCode"]) ?? 0;
+      if (tab && status >= 200 && status < 300 && isDownloadResponse(params["responseHeaders"])) {
+        if (str(params["frameId"]) === tab.mainFrameId) tab.blockedDownload = url;
         void this.#client.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }, sessionId);
       } else {
         void this.#client.send("Fetch.continueRequest", { requestId }, sessionId);
@@ -1192,8 +1211,10 @@ export class CdpBrowser implements BrowserDriver {
     if ("tooLarge" in value.data) {
       throw new DriverError("frame_too_large", `the page's HTML is ${Math.round(value.data.tooLarge / 1048576)} MiB or more, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole`);
     }
+    const generation = tab.generation;
     const frames = await this.#frameContents(tab, FRAME_HTML_BUDGET);
-    return { ...value.data, ...(frames.length ? { frames } : {}) };
+    // The frames belong to the document read just before them only if the tab is still on it.
+    return { ...value.data, ...(frames.length && tab.generation === generation ? { frames } : {}) };
   }
 
   /** The documents of the tab's frames (out-of-process ones too), parents first, within `budget` characters. */
@@ -1205,11 +1226,11 @@ export class CdpBrowser implements BrowserDriver {
           const contextId = await this.#world(route.sessionId, route.frameId, "internal");
           const answer = await this.#send(
             "Runtime.callFunctionOn",
-            { functionDeclaration: READ_CONTENT, executionContextId: contextId, arguments: [{ value: budget }], returnByValue: true },
+            { functionDeclaration: READ_FRAME, executionContextId: contextId, arguments: [{ value: budget }], returnByValue: true },
             route.sessionId,
-            5000,
+            3000,
           );
-          const value = answer.ok ? contentValue.safeParse(rec(answer.value["result"])["value"]) : undefined;
+          const value = answer.ok ? frameValue.safeParse(rec(answer.value["result"])["value"]) : undefined;
           return value?.success && !("tooLarge" in value.data) ? value.data : undefined;
         } catch {
           return undefined; // a frame that went away or cannot be scripted is left out
@@ -1226,7 +1247,7 @@ export class CdpBrowser implements BrowserDriver {
       if (!doc || orphan || doc.html.length > left) return;
       left -= doc.html.length;
       indexOf.set(route.frameId, frames.length);
-      frames.push({ url: doc.url, title: doc.title, html: doc.html, parent: route.parentId === undefined || route.parentId === tab.mainFrameId ? -1 : (indexOf.get(route.parentId) ?? -1) });
+      frames.push({ url: doc.url, origin: doc.origin, title: doc.title, html: doc.html, parent: route.parentId === undefined || route.parentId === tab.mainFrameId ? -1 : (indexOf.get(route.parentId) ?? -1) });
     });
     return frames;
   }
