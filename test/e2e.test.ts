@@ -63,6 +63,10 @@ beforeAll(async () => {
     res.write("<html><head><title>Stalled</title></head><body><article><h1>Stalled</h1><p>Everything an agent needs is already here, though the page never finishes loading.</p></article>");
     // A hanging ad or long poll: the response never ends.
   });
+  site.route("/missing", (_req, res) => {
+    res.writeHead(404, { "Content-Type": "text/html" });
+    res.end("<html><head><title>Not found</title></head><body><h1>Gone fishing</h1><p>This page is not here.</p></body></html>");
+  });
   site.route("/frame-story", `<html><head><title>Embedded story</title></head><body><p>${"The embedded story goes on for a while, so that it reads as an article of its own. ".repeat(8)}END OF EMBEDDED STORY</p></body></html>`);
   site.route(
     "/framed",
@@ -164,6 +168,15 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
       expect(readable.text).toContain("END OF EMBEDDED STORY");
       expect(readable.text).not.toContain("A SRCDOC NOTE");
       expect(readable.text).not.toContain("OFFSITE SECRET TEXT");
+    });
+
+    it("says when the server answered with an error status, and not when it did not", async () => {
+      const missing = await call(client, "read_url", { url: `${site.origin}/missing` });
+      expect(missing.isError, missing.text).toBe(false);
+      expect(missing.text).toContain("HTTP status: 404 (the server answered with an error; the text below is that page)");
+      expect(missing.text).toContain("Gone fishing");
+      const fine = await call(client, "read_url", { url: `${site.origin}/article` });
+      expect(fine.text).not.toContain("HTTP status");
     });
 
     it("fences page text as untrusted data", async () => {

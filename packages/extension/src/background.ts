@@ -780,7 +780,8 @@ const handlers: Handlers = {
       if (!value || typeof value !== "object") throw new CommandError("internal", "the page returned no content");
       const page = value as { url: string; title: string; html: string };
       const frames = await frameContents(tabId, page.url);
-      return { ...page, ...(frames.length ? { frames } : {}) };
+      const response = documentStatus.get(tabId);
+      return { ...page, ...(response && response.url === page.url ? { status: response.status } : {}), ...(frames.length ? { frames } : {}) };
     } catch (error) {
       if (error instanceof CommandError) throw error;
       const message = error instanceof Error ? error.message : String(error);
@@ -841,6 +842,19 @@ async function frameContents(tabId: number, topUrl: string): Promise<FrameConten
 
 /** How long one frame's document may take to be read. */
 const FRAME_READ_MS = 3000;
+
+// ---- HTTP status of agent tabs' documents ----------------------------------------------------------
+
+/** The last top-document response per agent tab (observed only: webRequest without blocking). */
+const documentStatus = new Map<number, { url: string; status: number }>();
+
+chrome.webRequest.onCompleted.addListener(
+  (details) => {
+    if (details.tabId >= 0 && agentTabs.has(details.tabId)) documentStatus.set(details.tabId, { url: details.url, status: details.statusCode });
+  },
+  { urls: ["<all_urls>"], types: ["main_frame"] },
+);
+chrome.tabs.onRemoved.addListener((tabId) => documentStatus.delete(tabId));
 
 // ---- downloads ---------------------------------------------------------------------------------
 // Read-only means nothing lands on the user's disk either: a download started by the agent's navigation, or

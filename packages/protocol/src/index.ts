@@ -65,6 +65,8 @@ export interface PageContent {
   url: string;
   title: string;
   html: string;
+  /** HTTP status of the response that brought this document, when the browser saw it (not for a cached page). */
+  status?: number;
   /**
    * The documents of the page's frames (iframes, nested too), parents before their children, at most
    * MAX_CONTENT_FRAMES and FRAME_HTML_BUDGET characters in all (the rest left out). The broker decides which

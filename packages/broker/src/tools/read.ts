@@ -13,7 +13,7 @@ const READ_ERRORS =
   "policy_denied (outside the user's read policy, also after redirects: do not retry, tell the user), restricted_page, navigation_failed, not_connected, browser_disconnected, timeout.";
 
 /** What a read hands over: the top document's Markdown, with the frames the read policy lets through. */
-type ReadDoc = Extracted & { frames?: { included: number; withheld: number } };
+type ReadDoc = Extracted & { frames?: { included: number; withheld: number }; status?: number };
 
 /** Frames of fewer words are left out of readable mode (buttons, widgets, ads); full mode keeps any text. */
 const READABLE_FRAME_MIN_WORDS = 50;
@@ -30,7 +30,7 @@ async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, m
   // Loaded on first read: the DOM and Markdown libraries are most of an idle broker's memory.
   const { extract } = await import("../extract/extract.js");
   try {
-    const doc: ReadDoc = extract({ html: content.html, url: content.url, title: content.title, mode });
+    const doc: ReadDoc = { ...extract({ html: content.html, url: content.url, title: content.title, mode }), ...(content.status !== undefined ? { status: content.status } : {}) };
     const frames = content.frames ?? [];
     if (frames.length === 0) return doc;
     const effective: string[] = [];
@@ -76,6 +76,7 @@ function render(response: ToolResponse, doc: ReadDoc, tabLine: string, offset: n
   // The title is page text outside the fence: one line, no control characters, so it cannot forge headers.
   response.line(`# ${oneLine(doc.title)}`);
   response.line(`URL: ${doc.url}`);
+  if (doc.status !== undefined && (doc.status < 200 || doc.status >= 300)) response.line(`HTTP status: ${doc.status} (the server answered with ${doc.status >= 500 ? "a server error" : doc.status >= 400 ? "an error" : "this status"}; the text below is that page)`);
   response.line(tabLine);
   response.line(`Mode: ${doc.mode}${doc.fellBack ? " (readable found no article; showing the full page)" : ""}`);
   if (doc.frames) response.line(`Frames: ${doc.frames.included} included after the page's own text${doc.frames.withheld ? `, ${doc.frames.withheld} withheld (outside the read policy)` : ""}`);

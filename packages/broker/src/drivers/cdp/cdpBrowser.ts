@@ -106,6 +106,8 @@ interface Tab {
   waiters: Set<() => void>;
   /** The URL of a document response stopped because the browser would have saved it as a file. */
   blockedDownload?: string | undefined;
+  /** The last top-document response seen (Fetch's response stage). */
+  documentStatus?: { url: string; status: number } | undefined;
 }
 
 /** Every request passes the request policy; top documents are paused again at their response (downloads). */
@@ -603,6 +605,7 @@ export class CdpBrowser implements BrowserDriver {
       // A document's response, before the browser acts on it: one the browser would save as a file is
       // stopped here, so nothing lands on the user's disk, in an attached browser too.
       const status = num(params["responseStatusCode"]) ?? 0;
+      if (tab && str(params["frameId"]) === tab.mainFrameId && status > 0) tab.documentStatus = { url, status };
       if (tab && status >= 200 && status < 300 && isDownloadResponse(params["responseHeaders"])) {
         if (str(params["frameId"]) === tab.mainFrameId) tab.blockedDownload = url;
         void this.#client.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }, sessionId);
@@ -1214,7 +1217,12 @@ export class CdpBrowser implements BrowserDriver {
     const generation = tab.generation;
     const frames = await this.#frameContents(tab, FRAME_HTML_BUDGET);
     // The frames belong to the document read just before them only if the tab is still on it.
-    return { ...value.data, ...(frames.length && tab.generation === generation ? { frames } : {}) };
+    const response = tab.documentStatus;
+    return {
+      ...value.data,
+      ...(response && response.url === value.data.url ? { status: response.status } : {}),
+      ...(frames.length && tab.generation === generation ? { frames } : {}),
+    };
   }
 
   /** The documents of the tab's frames (out-of-process ones too), parents first, within `budget` characters. */
