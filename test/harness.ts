@@ -105,12 +105,18 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-export async function launchBrowser(bridgePort: number): Promise<TestBrowser> {
-  const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
+/** Sets a new profile's download folder (`<profileDir>/downloads`, returned) before Chromium first starts on it. */
+export function presetDownloadFolder(profileDir: string): string {
   const downloadsDir = join(profileDir, "downloads");
   mkdirSync(join(profileDir, "Default"), { recursive: true });
-  mkdirSync(downloadsDir);
+  mkdirSync(downloadsDir, { recursive: true });
   writeFileSync(join(profileDir, "Default", "Preferences"), JSON.stringify({ download: { default_directory: downloadsDir, prompt_for_download: false } }));
+  return downloadsDir;
+}
+
+export async function launchBrowser(bridgePort: number): Promise<TestBrowser> {
+  const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
+  const downloadsDir = presetDownloadFolder(profileDir);
   const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${bridgePort}/bridge`, PAIRING_TOKEN, "test chromium");
   // Popups allowed, as many users allow them for sites they use: the tests need pages that open tabs.
   const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--disable-popup-blocking"] });

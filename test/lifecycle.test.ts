@@ -2,14 +2,14 @@
 // is always shut down with its temporary profile (after failed calls, on SIGTERM, on SIGINT mid-call, when
 // the browser dies mid-call); a browser tabrelay attached to is left running and usable.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findChromium, launchLocalChromium } from "../packages/broker/src/index.js";
-import { call, closedPort, connectClient, MCP_TOKEN, startBroker, startSite, waitFor, type TestSite } from "./harness.js";
+import { call, closedPort, connectClient, MCP_TOKEN, presetDownloadFolder, startBroker, startSite, waitFor, type TestSite } from "./harness.js";
 
 const CLI = fileURLToPath(new URL("../packages/cli/bin/tabrelay.js", import.meta.url));
 
@@ -224,10 +224,7 @@ describe("tabrelay start --cdp --headless", () => {
 describe("tabrelay serve --cdp-url", () => {
   it("cancels the downloads the agent's tabs start, and only those, in the user's browser", async () => {
     const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-attached-"));
-    const downloads = join(profileDir, "downloads");
-    mkdirSync(join(profileDir, "Default"), { recursive: true });
-    mkdirSync(downloads);
-    writeFileSync(join(profileDir, "Default", "Preferences"), JSON.stringify({ download: { default_directory: downloads, prompt_for_download: false } }));
+    const downloads = presetDownloadFolder(profileDir);
     const browser = await launchLocalChromium({ chromiumPath: findChromium(), headless: true, profileDir });
     const port = Number(new URL(browser.endpoint).port);
     const cli = await startCli(["serve", "--cdp-url", `http://127.0.0.1:${port}`]);
