@@ -69,6 +69,7 @@ beforeAll(async () => {
   site.route("/checkout", page("Checkout", `<h1>Checkout</h1><iframe title="payment" src="${other.origin}/pay" width="400" height="200"></iframe>`));
   // A hostile page: 20,000 custom elements (most never defined, 400 defined without a root), and the one
   // closed root that matters last; then a root attached to an upgraded element later, after a snapshot.
+  site.route("/giant", page("Giant", `${'<a href="#x">link</a> '.repeat(60_000)}<button>Last button</button>`));
   site.route(
     "/crowd",
     page(
@@ -240,7 +241,19 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       expect(total).toBeGreaterThanOrEqual(7500);
       const last = await call(client, "snapshot", { tab, revision, offset: total - 10, limit: 50 });
       expect(last.text).toContain('"Qty 2500"');
+      expect(first.text).not.toContain("too large to list whole");
     });
+
+    it("says when a page is too large to list whole, and scrolling with viewport_only still reaches its end", async () => {
+      const tab = await open("/giant");
+      const whole = await call(client, "snapshot", { tab, find: "Last button" });
+      expect(whole.text).toContain("(nothing matches");
+      expect(whole.text).toContain("The page is too large to list whole: the list stops after 50,000 elements");
+      const scrolled = await call(client, "scroll", { tab, direction: "bottom" });
+      expect(scrolled.isError, scrolled.text).toBe(false);
+      const view = await call(client, "snapshot", { tab, viewport_only: true, find: "Last button" });
+      expect(view.text).toMatch(/button "Last button" \[ref=e\d+\]/);
+    }, 60_000);
   });
 
   describe("actions", () => {

@@ -433,4 +433,15 @@ describe("hostile structure", () => {
       expect(out.markdown).toContain("and so does the sentence after it");
     }
   });
+
+  it("converts a page of 45,000 elements in full instead of running Readability on it, and says why", () => {
+    const html = `<html><head><title>Grid</title></head><body>${'<div><span>cell</span><a href="/x">link</a></div>'.repeat(15_000)}<p>the last line</p></body></html>`;
+    const out = extract({ html, url: "https://grid.test/", mode: "readable" });
+    expect(out.mode).toBe("full");
+    expect(out.fellBack).toBe(true);
+    expect(out.fallbackReason).toBe("the page has over 30,000 elements, too many for readable mode");
+    expect(out.markdown).toContain("the last line");
+    const small = extract({ html: `<html><body>${"<div>x</div>".repeat(10)}</body></html>`, url: "https://grid.test/", mode: "readable" });
+    expect(small.fallbackReason).toBe("readable found no article");
+  });
 });

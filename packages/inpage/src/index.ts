@@ -1,6 +1,6 @@
 // Installed once per document into the extension's isolated world (the page's scripts cannot see it):
 // snapshots mint refs bound to nodes and fingerprints, actions verify them before touching anything.
-import type { ActionKind, ElementFacts, SnapshotNode, WireError } from "@tabrelay/protocol";
+import { SNAPSHOT_MAX_NODES, type ActionKind, type ElementFacts, type SnapshotNode, type WireError } from "@tabrelay/protocol";
 import {
   accessibleName,
   adoptShadowRoot,
@@ -32,7 +32,7 @@ export type InpageResult<T> = { ok: true; value: T } | { ok: false; error: WireE
 
 export interface InpageApi {
   version: number;
-  snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: string; elapsedMs: number }>;
+  snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: string; elapsedMs: number; capped?: boolean }>;
   inspect(params: { ref: string; revision: string }): Promise<InpageResult<ElementFacts>>;
   act(params: { ref: string; revision: string; action: ActionKind; value?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: string[] }>>;
   wait(params: { text?: string; textGone?: string; selector?: string; timeoutMs: number }): Promise<InpageResult<{ matched: string; elapsedMs: number }>>;
@@ -42,8 +42,8 @@ export interface InpageApi {
   adoptShadowRoots(hosts: unknown, roots: unknown[]): number;
 }
 
-const VERSION = 4;
-const MAX_NODES = 50_000;
+const VERSION = 5;
+const MAX_NODES = SNAPSHOT_MAX_NODES;
 
 const state: State = { revision: "", refs: new Map() };
 
@@ -114,7 +114,7 @@ function encodeNode(n: SnapshotNode): string {
   return [n.ref ?? "", n.role, clean(n.name), String(n.depth), clean(n.value), (n.states ?? []).join(","), n.level === undefined ? "" : String(n.level), `${n.offscreen ? "o" : ""}${n.hidden ? "h" : ""}`].join("\t");
 }
 
-function snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: string; elapsedMs: number }> {
+function snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: string; elapsedMs: number; capped?: boolean }> {
   const started = performance.now();
   state.revision = params.revision;
   state.refs = new Map();
@@ -169,7 +169,8 @@ function snapshot(params: { revision: string; interactiveOnly: boolean; viewport
     if (shadow) pushChildren(shadow, childDepth);
     if (el.firstElementChild) pushChildren(el, childDepth);
   }
-  return { ok: true, value: { url: location.href, title: document.title, nodes: nodes.map(encodeNode).join("\n"), elapsedMs: Math.round(performance.now() - started) } };
+  const capped = stack.length > 0; // stopped at MAX_NODES with elements still to walk
+  return { ok: true, value: { url: location.href, title: document.title, nodes: nodes.map(encodeNode).join("\n"), elapsedMs: Math.round(performance.now() - started), ...(capped ? { capped } : {}) } };
 }
 
 // ---- refs -> elements --------------------------------------------------------------------------
@@ -248,6 +249,8 @@ async function settle(el: Element): Promise<void> {
 }
 
 async function inspect(params: { ref: string; revision: string }): Promise<InpageResult<ElementFacts>> {
+  // The page itself (scroll without a ref) is no snapshot's ref: it holds whatever was snapshotted since.
+  if (params.ref === "page") return { ok: true, value: pageFacts() };
   const found = resolve(params.ref, params.revision);
   if (!found.ok) return found;
   await settle(found.value.el);

@@ -86,6 +86,9 @@ export interface FrameContent {
   parent: number;
 }
 
+/** Elements a frame's snapshot lists at most; the walk stops there (FrameSnapshot.capped). */
+export const SNAPSHOT_MAX_NODES = 50_000;
+
 /** Frames read with a page's content, at most. */
 export const MAX_CONTENT_FRAMES = 30;
 /** Characters of frame HTML read with a page's content, in all (the top document's own HTML aside). */
@@ -166,6 +169,8 @@ export interface FrameSnapshot {
   nodes: string;
   /** Time the page spent walking its DOM, for diagnostics. */
   elapsedMs?: number;
+  /** The walk stopped at its node limit: elements after that point in the document are not listed. */
+  capped?: boolean;
 }
 
 export interface WaitParams {

@@ -30,8 +30,10 @@ export interface Extracted {
   markdown: string;
   /** What was actually used. */
   mode: ExtractMode;
-  /** Readable was requested but Readability found nothing useful, so the full page was converted. */
+  /** Readable was requested but the full page was converted: Readability found nothing useful, or the page was too big. */
   fellBack: boolean;
+  /** Why readable mode fell back, in words for the agent. */
+  fallbackReason?: string;
   byline?: string;
   wordCount: number;
 }
@@ -693,6 +695,13 @@ function fullBody(html: string): DomElement | null {
   return body;
 }
 
+/**
+ * Readability's scoring grows much faster than the page on div-heavy markup (60,000 elements: ~5 s; 180,000:
+ * ~18 s, the broker's event loop blocked all the while). Real articles have a few thousand elements and long
+ * reference pages tens of thousands; beyond this many, readable mode converts the full page instead.
+ */
+const READABILITY_MAX_ELEMENTS = 30_000;
+
 export function extract(input: ExtractInput): Extracted {
   const doc = parseDocument(input.html);
   const base = baseUrl(doc, input.url);
@@ -704,7 +713,8 @@ export function extract(input: ExtractInput): Extracted {
   let fellBack = false;
   let readability: ReadabilityOutcome = {};
 
-  if (body !== null && input.mode === "readable") {
+  const huge = body !== null && input.mode === "readable" && body.querySelectorAll("*").length > READABILITY_MAX_ELEMENTS;
+  if (body !== null && input.mode === "readable" && !huge) {
     prune(body, true); // hidden text must not reach Readability either
     // Readability mutates the document it reads. Pages that look like articles (the common case) hand it the
     // document itself: the fallback is then unlikely and re-parses. Other pages, where the fallback is likely, hand it
@@ -724,6 +734,7 @@ export function extract(input: ExtractInput): Extracted {
     }
   } else if (body !== null) {
     prune(body, false);
+    fellBack = huge;
   }
 
   const title = firstNonEmpty(readability.title, docTitle, input.title, input.url);
@@ -735,5 +746,6 @@ export function extract(input: ExtractInput): Extracted {
 
   const result: Extracted = { title, url: input.url, markdown, mode, fellBack, wordCount: countWords(markdown) };
   if (readability.byline !== undefined) result.byline = readability.byline;
+  if (fellBack) result.fallbackReason = huge ? `the page has over ${String(READABILITY_MAX_ELEMENTS).replace(/\B(?=(\d{3})+$)/g, ",")} elements, too many for readable mode` : "readable found no article";
   return result;
 }

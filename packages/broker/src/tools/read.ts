@@ -78,7 +78,7 @@ function render(response: ToolResponse, doc: ReadDoc, tabLine: string, offset: n
   response.line(`URL: ${doc.url}`);
   if (doc.status !== undefined && (doc.status < 200 || doc.status >= 300)) response.line(`HTTP status: ${doc.status} (the server answered with ${doc.status >= 500 ? "a server error" : doc.status >= 400 ? "an error" : "this status"}; the text below is that page)`);
   response.line(tabLine);
-  response.line(`Mode: ${doc.mode}${doc.fellBack ? " (readable found no article; showing the full page)" : ""}`);
+  response.line(`Mode: ${doc.mode}${doc.fellBack ? ` (${doc.fallbackReason ?? "readable found no article"}; showing the full page)` : ""}`);
   if (doc.frames) response.line(`Frames: ${doc.frames.included} included after the page's own text${doc.frames.withheld ? `, ${doc.frames.withheld} withheld (outside the read policy)` : ""}`);
   if (page.truncated || offset > 0) response.line(`Characters: ${page.offset}-${page.offset + page.text.length} of ${page.total}`);
   response.pageContent(page.text);

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { FrameSnapshot, SnapshotNode } from "@tabrelay/protocol";
+import { SNAPSHOT_MAX_NODES, type FrameSnapshot, type SnapshotNode } from "@tabrelay/protocol";
 import { z } from "zod";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { checkLanding, pickBrowser } from "./landing.js";
@@ -19,7 +19,12 @@ interface CachedSnapshot {
   url: string;
   title: string;
   lines: Line[];
+  /** A frame's walk stopped at the in-page node limit. */
+  capped: boolean;
 }
+
+/** The in-page walk's node limit, as told to the agent. */
+const CAPPED_AT = String(SNAPSHOT_MAX_NODES).replace(/\B(?=(\d{3})+$)/g, ",");
 
 interface Line {
   text: string;
@@ -146,7 +151,7 @@ export const snapshot = defineTool({
         }),
         (url) => ctx.config.policy.check(url).ok,
       );
-      snap = { revision, url: tab.url, title: tab.title, lines };
+      snap = { revision, url: tab.url, title: tab.title, lines, capped: frames.some((f) => f.capped === true) };
       ctx.snapshots.set(conn.info.browserId, tab.tabId, snap);
     }
     const needle = params.find?.toLowerCase();
@@ -157,6 +162,9 @@ export const snapshot = defineTool({
     response.line(`Snapshot of tab ${tab.tabId}: ${quote(tab.title)} ${tab.url}`);
     response.line(`revision: ${snap.revision} (pass it with a ref to act; it stays valid until the page changes or you snapshot again)`);
     response.pageContent(page.map((l) => l.text).join("\n") || (needle ? `(nothing matches ${quote(params.find ?? "")})` : "(no actionable elements)"));
+    if (snap.capped) {
+      response.line(`The page is too large to list whole: the list stops after ${CAPPED_AT} elements, so later ones (and find) are not covered. To reach them: scroll that part into view (scroll), then snapshot with viewport_only=true.`);
+    }
     const end = offset + page.length;
     if (end < matching.length) {
       response.line(`Lines ${offset + 1}-${end} of ${matching.length}${needle ? " matching" : ""}. Next: snapshot with tab=${tab.tabId}, revision="${snap.revision}", offset=${end}${needle ? `, find=${quote(params.find ?? "")}` : ""}; or narrow with find.`);

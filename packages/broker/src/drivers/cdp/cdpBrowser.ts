@@ -216,7 +216,7 @@ const snapshotNode = z.object({
   offscreen: z.boolean().optional(),
   hidden: z.boolean().optional(),
 });
-const snapshotValue = z.object({ url: z.string(), title: z.string(), nodes: z.string(), elapsedMs: z.number().optional() });
+const snapshotValue = z.object({ url: z.string(), title: z.string(), nodes: z.string(), elapsedMs: z.number().optional(), capped: z.boolean().optional() });
 const elementFacts = z.object({
   ref: z.string(),
   role: z.string(),
@@ -1148,6 +1148,7 @@ export class CdpBrowser implements BrowserDriver {
         title: value.title,
         nodes,
         ...(value.elapsedMs !== undefined ? { elapsedMs: value.elapsedMs } : {}),
+        ...(value.capped ? { capped: true } : {}),
       });
     }
     return snapshots;
