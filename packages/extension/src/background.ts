@@ -681,6 +681,8 @@ const handlers: Handlers = {
   "page.inspect": async ({ tabId, ref, revision }) => {
     await agentTab(tabId);
     const { frameId, local } = splitRef(ref);
+    // The page itself needs no snapshot, so the in-page script may not be there yet.
+    if (local === "page") await injectInpage(tabId, [frameId]);
     const facts = await runInFrame<ElementFacts>(tabId, frameId, "inspect", { ref: local, revision });
     return { ...facts, ref };
   },
@@ -781,7 +783,7 @@ const handlers: Handlers = {
       const page = value as { url: string; title: string; html: string };
       const frames = await frameContents(tabId, page.url);
       const response = documentStatus.get(tabId);
-      return { ...page, ...(response && response.url === page.url ? { status: response.status } : {}), ...(frames.length ? { frames } : {}) };
+      return { ...page, ...(response && response.url === withoutFragment(page.url) ? { status: response.status } : {}), ...(frames.length ? { frames } : {}) };
     } catch (error) {
       if (error instanceof CommandError) throw error;
       const message = error instanceof Error ? error.message : String(error);
@@ -843,18 +845,34 @@ async function frameContents(tabId: number, topUrl: string): Promise<FrameConten
 /** How long one frame's document may take to be read. */
 const FRAME_READ_MS = 3000;
 
-// ---- HTTP status of agent tabs' documents ----------------------------------------------------------
+// ---- HTTP status of tabs' documents ------------------------------------------------------------------
 
-/** The last top-document response per agent tab (observed only: webRequest without blocking). */
+/**
+ * The HTTP status of each tab's current top document (observed only: webRequest without blocking). A response
+ * is held until its document commits, and dropped when a document commits without one (bfcache, a service
+ * worker's answer): a status is never shown for another document than the one that brought it.
+ */
+const pendingStatus = new Map<number, { url: string; status: number }>();
 const documentStatus = new Map<number, { url: string; status: number }>();
+const withoutFragment = (url: string) => url.split("#")[0] ?? url;
 
-chrome.webRequest.onCompleted.addListener(
+chrome.webRequest.onResponseStarted.addListener(
   (details) => {
-    if (details.tabId >= 0 && agentTabs.has(details.tabId)) documentStatus.set(details.tabId, { url: details.url, status: details.statusCode });
+    if (details.tabId >= 0) pendingStatus.set(details.tabId, { url: withoutFragment(details.url), status: details.statusCode });
   },
   { urls: ["<all_urls>"], types: ["main_frame"] },
 );
-chrome.tabs.onRemoved.addListener((tabId) => documentStatus.delete(tabId));
+chrome.webNavigation.onCommitted.addListener((details) => {
+  if (details.frameId !== 0) return;
+  const pending = pendingStatus.get(details.tabId);
+  pendingStatus.delete(details.tabId);
+  if (pending && pending.url === withoutFragment(details.url)) documentStatus.set(details.tabId, pending);
+  else documentStatus.delete(details.tabId);
+});
+chrome.tabs.onRemoved.addListener((tabId) => {
+  pendingStatus.delete(tabId);
+  documentStatus.delete(tabId);
+});
 
 // ---- downloads ---------------------------------------------------------------------------------
 // Read-only means nothing lands on the user's disk either: a download started by the agent's navigation, or

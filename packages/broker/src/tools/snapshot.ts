@@ -151,7 +151,9 @@ export const snapshot = defineTool({
         }),
         (url) => ctx.config.policy.check(url).ok,
       );
-      snap = { revision, url: tab.url, title: tab.title, lines, capped: frames.some((f) => f.capped === true) };
+      // Only a frame the agent is shown can make the list incomplete for it.
+      const capped = frames.some((f) => f.capped === true && (f.frameId === 0 || ctx.config.policy.check(f.url).ok));
+      snap = { revision, url: tab.url, title: tab.title, lines, capped };
       ctx.snapshots.set(conn.info.browserId, tab.tabId, snap);
     }
     const needle = params.find?.toLowerCase();

@@ -107,7 +107,9 @@ interface Tab {
   /** The URL of a document response stopped because the browser would have saved it as a file. */
   blockedDownload?: string | undefined;
   /** The last top-document response seen (Fetch's response stage). */
-  documentStatus?: { url: string; status: number } | undefined;
+  documentStatus?: { loaderId: string; status: number } | undefined;
+  /** A top-document response whose document has not committed yet. */
+  pendingStatus?: { url: string; status: number } | undefined;
 }
 
 /** Every request passes the request policy; top documents are paused again at their response (downloads). */
@@ -605,7 +607,8 @@ export class CdpBrowser implements BrowserDriver {
       // A document's response, before the browser acts on it: one the browser would save as a file is
       // stopped here, so nothing lands on the user's disk, in an attached browser too.
       const status = num(params["responseStatusCode"]) ?? 0;
-      if (tab && str(params["frameId"]) === tab.mainFrameId && status > 0) tab.documentStatus = { url, status };
+      // Held until its document commits (#onFrameNavigated), so it is only ever shown for that document.
+      if (tab && str(params["frameId"]) === tab.mainFrameId && status > 0) tab.pendingStatus = { url: url.split("#")[0] ?? url, status };
       if (tab && status >= 200 && status < 300 && isDownloadResponse(params["responseHeaders"])) {
         if (str(params["frameId"]) === tab.mainFrameId) tab.blockedDownload = url;
         void this.#client.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }, sessionId);
@@ -631,6 +634,10 @@ export class CdpBrowser implements BrowserDriver {
     const unreachable = str(frame["unreachableUrl"]);
     const loaderId = str(frame["loaderId"]) ?? "";
     const first = tab.generation === 0;
+    // A document that committed without a response seen for it (bfcache, a service worker) has no status.
+    const pending = tab.pendingStatus;
+    tab.pendingStatus = undefined;
+    tab.documentStatus = pending && pending.url === (url.split("#")[0] ?? url) ? { loaderId, status: pending.status } : undefined;
     this.#touch(tab, () => {
       tab.mainFrameId = str(frame["id"]) ?? tab.mainFrameId;
       tab.generation++;
@@ -1216,12 +1223,13 @@ export class CdpBrowser implements BrowserDriver {
       throw new DriverError("frame_too_large", `the page's HTML is ${Math.round(value.data.tooLarge / 1048576)} MiB or more, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole`);
     }
     const generation = tab.generation;
+    const loaderAtRead = tab.loaderId;
     const frames = await this.#frameContents(tab, FRAME_HTML_BUDGET);
     // The frames belong to the document read just before them only if the tab is still on it.
     const response = tab.documentStatus;
     return {
       ...value.data,
-      ...(response && response.url === value.data.url ? { status: response.status } : {}),
+      ...(response && response.loaderId === loaderAtRead ? { status: response.status } : {}),
       ...(frames.length && tab.generation === generation ? { frames } : {}),
     };
   }
@@ -1402,7 +1410,8 @@ export class CdpBrowser implements BrowserDriver {
       const tab = await this.#agentTab(tabId);
       this.#checkScriptable(tab);
       const { route, local } = this.#route(tab, ref);
-      const facts: ElementFacts = this.#parse(elementFacts, await this.#inpage(route.sessionId, route.frameId, "inspect", { ref: local, revision }, false), "inspect");
+      // The page itself needs no snapshot, so the in-page script may not be there yet: install it for that ref.
+      const facts: ElementFacts = this.#parse(elementFacts, await this.#inpage(route.sessionId, route.frameId, "inspect", { ref: local, revision }, local === "page"), "inspect");
       return { ...facts, ref };
     },
 
@@ -1412,7 +1421,7 @@ export class CdpBrowser implements BrowserDriver {
       const { route, local } = this.#route(tab, ref);
       let raw: unknown;
       try {
-        raw = await this.#inpage(route.sessionId, route.frameId, "act", { ref: local, revision, action, value }, false);
+        raw = await this.#inpage(route.sessionId, route.frameId, "act", { ref: local, revision, action, value }, local === "page");
       } catch (error) {
         // The action ran and the document it ran in went away (a link, a submit): that is its effect.
         if (error instanceof ActInterrupted) return { effects: ["the page navigated away as a result of the action"] };
