@@ -63,6 +63,7 @@ beforeAll(async () => {
     res.write("<html><head><title>Stalled</title></head><body><article><h1>Stalled</h1><p>Everything an agent needs is already here, though the page never finishes loading.</p></article>");
     // A hanging ad or long poll: the response never ends.
   });
+  site.route("/refresh-loop", `<html><head><title>Refreshing</title><meta http-equiv="refresh" content="0"></head><body><p>A page that refreshes itself forever.</p></body></html>`);
   site.route("/missing", (_req, res) => {
     res.writeHead(404, { "Content-Type": "text/html" });
     res.end("<html><head><title>Not found</title></head><body><h1>Gone fishing</h1><p>This page is not here.</p></body></html>");
@@ -302,6 +303,14 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
         // Give a download that was not cancelled time to be written (Chrome names it .crdownload until done).
         await new Promise((r) => setTimeout(r, 1500));
         expect(readdirSync(dir)).toEqual([]);
+      }
+    });
+
+    it("a page that keeps replacing its document (a refresh loop) is still read", async () => {
+      for (let i = 0; i < 3; i++) {
+        const result = await call(client, "read_url", { url: `${site.origin}/refresh-loop`, mode: "full" });
+        expect(result.isError, result.text).toBe(false);
+        expect(result.text).toContain("A page that refreshes itself forever.");
       }
     });
 

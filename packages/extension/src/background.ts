@@ -773,12 +773,25 @@ const handlers: Handlers = {
     try {
       // injectImmediately: a page that never finishes loading (a stalled ad, a long poll) is read as it stands,
       // instead of the script waiting for document_idle until the call times out.
-      const [frame] = await chrome.scripting.executeScript({
-        target: { tabId, frameIds: [0] },
-        injectImmediately: true,
-        func: () => ({ url: location.href, title: document.title, html: document.documentElement.outerHTML }),
-      });
-      const value: unknown = frame?.result;
+      // A page that replaces its document (a refresh loop, a script reloading) can remove the frame under the
+      // script: read again from the new document, a few times.
+      const readTop = () =>
+        chrome.scripting.executeScript({
+          target: { tabId, frameIds: [0] },
+          injectImmediately: true,
+          func: () => ({ url: location.href, title: document.title, html: document.documentElement.outerHTML }),
+        });
+      let results: chrome.scripting.InjectionResult<unknown>[] | undefined;
+      for (let attempt = 1; results === undefined; attempt++) {
+        try {
+          results = await readTop();
+        } catch (error) {
+          if (!/was removed|document.*unloaded|No frame with id/i.test(String(error))) throw error;
+          if (attempt >= 10) throw new CommandError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
+          await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+        }
+      }
+      const value: unknown = results[0]?.result;
       if (!value || typeof value !== "object") throw new CommandError("internal", "the page returned no content");
       const page = value as { url: string; title: string; html: string };
       const frames = await frameContents(tabId, page.url);

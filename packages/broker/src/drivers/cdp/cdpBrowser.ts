@@ -1211,12 +1211,21 @@ export class CdpBrowser implements BrowserDriver {
 
   async #content(tab: Tab & { sessionId: string }): Promise<PageContent> {
     this.#checkScriptable(tab);
-    const contextId = await this.#world(tab.sessionId, tab.mainFrameId, "internal");
-    const answer = await this.#must(
-      "Runtime.callFunctionOn",
-      { functionDeclaration: READ_CONTENT, executionContextId: contextId, arguments: [{ value: MAX_FRAME_BYTES }], returnByValue: true },
-      tab.sessionId,
-    );
+    // A page that replaces its document (a refresh loop, a script reloading) can take the context away between
+    // finding it and reading from it: read again from the new document, a few times.
+    let answer: Record<string, unknown> | undefined;
+    for (let attempt = 1; answer === undefined; attempt++) {
+      const contextId = await this.#world(tab.sessionId, tab.mainFrameId, "internal");
+      const result = await this.#send(
+        "Runtime.callFunctionOn",
+        { functionDeclaration: READ_CONTENT, executionContextId: contextId, arguments: [{ value: MAX_FRAME_BYTES }], returnByValue: true },
+        tab.sessionId,
+      );
+      if (result.ok) answer = result.value;
+      else if (tab.gone || this.#closed || !(result.error.kind === "protocol" && GONE_CONTEXT.test(result.error.message))) throw this.#failure(result.error);
+      else if (attempt >= 10) throw new DriverError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
+      else await sleep(50 * attempt);
+    }
     const value = contentValue.safeParse(this.#remoteValue(answer));
     if (!value.success) throw new DriverError("internal", "the page returned no content");
     if ("tooLarge" in value.data) {
