@@ -14,6 +14,7 @@ import { parseHTML } from "linkedom";
 // Turndown's browser build: we hand it linkedom nodes, never strings, so it needs no HTML parser of its own (its
 // Node build loads a second DOM implementation, domino, at import: ~1 MiB of heap for nothing).
 import TurndownService from "turndown/lib/turndown.browser.cjs.js";
+import { withThousands } from "../util/format.js";
 
 export type ExtractMode = "readable" | "full";
 
@@ -746,6 +747,6 @@ export function extract(input: ExtractInput): Extracted {
 
   const result: Extracted = { title, url: input.url, markdown, mode, fellBack, wordCount: countWords(markdown) };
   if (readability.byline !== undefined) result.byline = readability.byline;
-  if (fellBack) result.fallbackReason = huge ? `the page has over ${String(READABILITY_MAX_ELEMENTS).replace(/\B(?=(\d{3})+$)/g, ",")} elements, too many for readable mode` : "readable found no article";
+  if (fellBack) result.fallbackReason = huge ? `the page has over ${withThousands(READABILITY_MAX_ELEMENTS)} elements, too many for readable mode` : "readable found no article";
   return result;
 }

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { SNAPSHOT_MAX_NODES, type FrameSnapshot, type SnapshotNode } from "@tabrelay/protocol";
 import { z } from "zod";
 import { TabrelayError, unwrap } from "../util/errors.js";
+import { withThousands } from "../util/format.js";
 import { checkLanding, pickBrowser } from "./landing.js";
 import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
 
@@ -24,7 +25,7 @@ interface CachedSnapshot {
 }
 
 /** The in-page walk's node limit, as told to the agent. */
-const CAPPED_AT = String(SNAPSHOT_MAX_NODES).replace(/\B(?=(\d{3})+$)/g, ",");
+const CAPPED_AT = withThousands(SNAPSHOT_MAX_NODES);
 
 interface Line {
   text: string;

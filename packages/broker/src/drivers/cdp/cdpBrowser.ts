@@ -240,6 +240,11 @@ const pointValue = z.object({ x: z.number(), y: z.number() });
 const contentValue = z.union([z.object({ tooLarge: z.number() }), z.object({ url: z.string(), title: z.string(), html: z.string() })]);
 const frameValue = z.union([z.object({ tooLarge: z.number() }), z.object({ url: z.string(), origin: z.string(), title: z.string(), html: z.string() })]);
 
+/** A response's URL and the document's URL compare without the fragment (responses never carry one). */
+function withoutFragment(url: string): string {
+  return url.split("#")[0] ?? url;
+}
+
 function str(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
@@ -608,7 +613,7 @@ export class CdpBrowser implements BrowserDriver {
       // stopped here, so nothing lands on the user's disk, in an attached browser too.
       const status = num(params["responseStatusCode"]) ?? 0;
       // Held until its document commits (#onFrameNavigated), so it is only ever shown for that document.
-      if (tab && str(params["frameId"]) === tab.mainFrameId && status > 0) tab.pendingStatus = { url: url.split("#")[0] ?? url, status };
+      if (tab && str(params["frameId"]) === tab.mainFrameId && status > 0) tab.pendingStatus = { url: withoutFragment(url), status };
       if (tab && status >= 200 && status < 300 && isDownloadResponse(params["responseHeaders"])) {
         if (str(params["frameId"]) === tab.mainFrameId) tab.blockedDownload = url;
         void this.#client.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }, sessionId);
@@ -637,7 +642,7 @@ export class CdpBrowser implements BrowserDriver {
     // A document that committed without a response seen for it (bfcache, a service worker) has no status.
     const pending = tab.pendingStatus;
     tab.pendingStatus = undefined;
-    tab.documentStatus = pending && pending.url === (url.split("#")[0] ?? url) ? { loaderId, status: pending.status } : undefined;
+    tab.documentStatus = pending && pending.url === withoutFragment(url) ? { loaderId, status: pending.status } : undefined;
     this.#touch(tab, () => {
       tab.mainFrameId = str(frame["id"]) ?? tab.mainFrameId;
       tab.generation++;
