@@ -10,6 +10,7 @@ import {
   type ReadPolicyInput,
 } from "../src/policy/readPolicy.js";
 import { loadRanking, parseRankingCsv, shippedRankingPath } from "../src/policy/topSites.js";
+import { compileWritePolicy } from "../src/policy/writePolicy.js";
 
 // The shipped ranking (packages/broker/data/top-sites.csv): google.com is rank 1
 // (listed as www.google.com), blogger.com rank 3 (www.blogger.com), whatsapp.com rank 10,
@@ -279,7 +280,7 @@ describe("host canonicalisation and URL tricks", () => {
     const result = canonicalizeUrl("https://user:secret@google.com/a");
     expect(result).toEqual({
       ok: true,
-      url: { href: "https://google.com/a", protocol: "https:", host: "google.com", port: "", pathAndQuery: "/a", isIp: false },
+      url: { href: "https://google.com/a", protocol: "https:", host: "google.com", port: "", pathAndQuery: "/a", readings: [], denyForms: ["/a"], isIp: false },
     });
   });
 
@@ -307,6 +308,256 @@ describe("host canonicalisation and URL tricks", () => {
 
   it("denies host names with characters no DNS name has", () => {
     expect(deniedRule(defaults.check("https://a*b.google.com/"))).toBe("default: invalid URL");
+  });
+});
+
+describe("paths are judged as the server reads them (percent-encoding, dot segments, parameters)", () => {
+  const bank = policy({ deny: [{ host: "bank.example", path: "^/account" }], allow: { "bank.example": [".*"] } });
+  const guide = policy({ allow: { "docs.internal.test": ["^/guide/"] } });
+  const guideAndDeny = policy({
+    deny: [{ host: "docs.internal.test", path: "^/guide/secret" }],
+    allow: { "docs.internal.test": ["^/guide/"] },
+  });
+  const topDeny = policy({ deny: [{ host: "google.com", path: "^/maps" }] });
+  const href = (raw: string) => {
+    const result = canonicalizeUrl(raw);
+    return result.ok ? result.url.href : `invalid: ${result.reason}`;
+  };
+
+  describe("canonical form (RFC 3986 section 6.2.2): what the policy judges is what the browser is sent", () => {
+    it("decodes percent-encoded unreserved characters (ALPHA, DIGIT, - . _ ~)", () => {
+      expect(href("https://bank.example/%61ccount")).toBe("https://bank.example/account");
+      expect(href("https://bank.example/%41%7a%30%2D%2E%5F%7E")).toBe("https://bank.example/Az0-._~");
+    });
+
+    it("upper-cases the hex digits of the escapes it keeps, in the path and the query", () => {
+      expect(href("https://bank.example/a%2fb%3a?q=%2f%3d%61")).toBe("https://bank.example/a%2Fb%3A?q=%2F%3Da");
+    });
+
+    it("removes dot segments after decoding (%2e and .%2E are dots)", () => {
+      expect(href("https://bank.example/guide/%2e%2e/account")).toBe("https://bank.example/account");
+      expect(href("https://bank.example/guide/.%2E/account")).toBe("https://bank.example/account");
+      expect(href("https://bank.example/guide/%2E/x")).toBe("https://bank.example/guide/x");
+    });
+
+    it('turns "\\" into "/" and resolves what it forms: /guide\\..\\admin is /admin', () => {
+      expect(href("https://docs.internal.test/guide\\..\\admin")).toBe("https://docs.internal.test/admin");
+    });
+
+    it("leaves reserved escapes, a lone % and the host alone; keeps the fragment", () => {
+      expect(href("https://bank.example/a%2Fb/100%/x?y=%26#f%61")).toBe("https://bank.example/a%2Fb/100%/x?y=%26#f%61");
+    });
+
+    it("is idempotent: the canonical href canonicalises to itself", () => {
+      for (const raw of ["https://bank.example/%61ccount", "https://bank.example/a%2fb;x/..;/c?q=%7e%2F", "https://bank.example/%2561"]) {
+        expect(href(href(raw))).toBe(href(raw));
+      }
+    });
+  });
+
+  describe("the deny list wins over every encoding of its path", () => {
+    it.each([
+      ["an encoded letter", "https://bank.example/%61ccount"],
+      ["encoded letters in lower-case hex", "https://bank.example/%61%63count"],
+      ["all letters encoded", "https://bank.example/%61%63%63%6F%75%6E%74/x"],
+      ["dot segments", "https://bank.example/help/../account"],
+      ["encoded dot segments", "https://bank.example/help/%2e%2e/account"],
+      ["backslashes", "https://bank.example/help\\..\\account"],
+      ['an encoded "/" in a dot segment', "https://bank.example/help/..%2faccount"],
+      ['an encoded "/" in upper-case hex', "https://bank.example/help/..%2Faccount"],
+      ['an encoded "\\"', "https://bank.example/help/..%5caccount"],
+      ["double encoding", "https://bank.example/%2561ccount"],
+      ["double-encoded dot segments", "https://bank.example/help/%252e%252e/account"],
+      ["triple encoding", "https://bank.example/%252561ccount"],
+      ["an overlong UTF-8 dot", "https://bank.example/help/%c0%ae%c0%ae/account"],
+      ["an overlong UTF-8 slash", "https://bank.example/help/..%c0%afaccount"],
+      ['an IIS "%u" escape', "https://bank.example/%u0061ccount"],
+      ['Tomcat ";" parameters on a dot segment', "https://bank.example/help/..;/account"],
+      ['a ";" parameter on the first segment', "https://bank.example/;x=1/account"],
+      ["a doubled slash", "https://bank.example//account"],
+      ["upper case (IIS and Express ignore case)", "https://bank.example/ACCOUNT"],
+      ["mixed case and encoding", "https://bank.example/%41CCOUNT"],
+      ["fullwidth letters (Unicode folding)", "https://bank.example/\uff41ccount"],
+      ["a fullwidth solidus", "https://bank.example/help\uff0f..\uff0faccount"],
+    ])("%s: %s is refused by deny[0]", (_trick, raw) => {
+      const decision = bank.check(raw);
+      expect(deniedRule(decision)).toBe("deny[0] bank.example ^/account");
+      expect(bank.isDenied(raw)).toBe(true);
+    });
+
+    it("names how the server reads the path when the sent form does not match", () => {
+      const message = messageOf(bank.check("https://bank.example/help/..%2Faccount"));
+      expect(message).toContain('its path "/help/..%2Faccount" is "/account" to a server that decodes the path before resolving it');
+      expect(message).toContain('because of an encoded "/" (%2F)');
+      expect(messageOf(bank.check("https://bank.example/ACCOUNT"))).toContain("some servers ignore case in paths");
+    });
+
+    it("the sent form is judged (and named) as decoded: /%61ccount is refused as https://bank.example/account", () => {
+      expect(messageOf(bank.check("https://bank.example/%61ccount"))).toMatch(/^policy_denied: https:\/\/bank\.example\/account is not readable: /);
+    });
+
+    it("does not over-reach: other paths of the host stay readable, encoded or not", () => {
+      expect(bank.check("https://bank.example/help/%61bout").ok).toBe(true);
+      expect(bank.check("https://bank.example/a-count").ok).toBe(true);
+      expect(bank.check("https://bank.example/x/account").ok).toBe(true);
+      expect(bank.check("https://bank.example/search?q=%2Faccount").ok).toBe(true);
+    });
+
+    it("wins over the top sites too (path rule on a ranked host)", () => {
+      expect(deniedRule(topDeny.check("https://google.com/%6Daps/place/x"))).toBe("deny[0] google.com ^/maps");
+      expect(deniedRule(topDeny.check("https://www.google.com/x/..%2Fmaps"))).toBe("deny[0] google.com ^/maps");
+      expect(topDeny.check("https://google.com/search?q=%6Daps").ok).toBe(true);
+    });
+
+    it("wins over a path allow entry on the same host", () => {
+      expect(deniedRule(guideAndDeny.check("https://docs.internal.test/guide/%73ecret"))).toBe("deny[0] docs.internal.test ^/guide/secret");
+      expect(deniedRule(guideAndDeny.check("https://docs.internal.test/guide/x/..;/secret"))).toBe("deny[0] docs.internal.test ^/guide/secret");
+      expect(guideAndDeny.check("https://docs.internal.test/guide/public").ok).toBe(true);
+    });
+  });
+
+  describe("an allow path pattern must allow every reading of the path", () => {
+    it("allows an encoded letter that decodes into the allowed prefix (/%67uide/ is /guide/)", () => {
+      expect(guide.check("https://docs.internal.test/%67uide/x").ok).toBe(true);
+      expect(href("https://docs.internal.test/%67uide/x")).toBe("https://docs.internal.test/guide/x");
+    });
+
+    it.each([
+      ["dot segments", "https://docs.internal.test/guide/../admin", "path not allowed"],
+      ["encoded dot segments", "https://docs.internal.test/guide/%2e%2e/admin", "path not allowed"],
+      ["backslashes", "https://docs.internal.test/guide\\..\\admin", "path not allowed"],
+      ['an encoded "/" (lower-case hex)', "https://docs.internal.test/guide/..%2fadmin", "ambiguous path"],
+      ['an encoded "/" (upper-case hex)', "https://docs.internal.test/guide/..%2Fadmin", "ambiguous path"],
+      ['an encoded "\\"', "https://docs.internal.test/guide/..%5Cadmin", "ambiguous path"],
+      ["double encoding", "https://docs.internal.test/guide/%252e%252e/admin", "ambiguous path"],
+      ["an overlong UTF-8 dot", "https://docs.internal.test/guide/%c0%ae%c0%ae/admin", "ambiguous path"],
+      ["an invalid UTF-8 lead byte with an overlong slash", "https://docs.internal.test/guide/..%e0%80%afadmin", "ambiguous path"],
+      ['Tomcat ";" parameters', "https://docs.internal.test/guide/..;/admin", "ambiguous path"],
+      ['an encoded ";"', "https://docs.internal.test/guide/..%3B/admin", "ambiguous path"],
+      ['an IIS "%u" slash', "https://docs.internal.test/guide/..%u002fadmin", "ambiguous path"],
+      ["a fullwidth solidus", "https://docs.internal.test/guide/..\uff0fadmin", "ambiguous path"],
+      ["a segment of dots and spaces (Windows trims them)", "https://docs.internal.test/guide/..%20/admin", "ambiguous path"],
+      ["an encoded prefix that is not the prefix (double-encoded g)", "https://docs.internal.test/%2567uide/x", "path not allowed"],
+    ])("%s: %s is refused", (_trick, raw, why) => {
+      expect(deniedRule(guide.check(raw))).toBe(`read.allow["docs.internal.test"]: ${why}`);
+    });
+
+    it("says why an ambiguous path is refused and what to do", () => {
+      const message = messageOf(guide.check("https://docs.internal.test/guide/..%2Fadmin"));
+      expect(message).toContain('its path is ambiguous: "/guide/..%2Fadmin" (allowed by read.allow["docs.internal.test"]) is "/admin"');
+      expect(message).toContain('because of an encoded "/" (%2F)');
+      expect(message).toContain("Do not retry with another encoding");
+      expect(messageOf(guide.check("https://docs.internal.test/guide/..;/admin"))).toContain('drops ";" parameters from path segments (Tomcat, Jetty)');
+    });
+
+    it("keeps ordinary paths under the prefix readable, ambiguous or not", () => {
+      for (const raw of [
+        "https://docs.internal.test/guide/a%2Fb",
+        "https://docs.internal.test/guide/page;jsessionid=AB12",
+        "https://docs.internal.test/guide//x",
+        "https://docs.internal.test/guide/100%25",
+        "https://docs.internal.test/guide/caf%C3%A9",
+        "https://docs.internal.test/guide/x?next=%2F..%2Fadmin",
+      ]) {
+        expect(guide.check(raw), raw).toEqual({ ok: true, rule: 'read.allow["docs.internal.test"]' });
+      }
+    });
+
+    it("compares hex digits of kept escapes case-insensitively (%2F vs %2f)", () => {
+      const encodedSlash = policy({ allow: { "git.internal.test": ["^/api/projects/group%2Fproject(/|$)", "^/api/projects/group/project(/|$)"] } });
+      expect(encodedSlash.check("https://git.internal.test/api/projects/group%2fproject").ok).toBe(true);
+      expect(encodedSlash.check("https://git.internal.test/api/projects/group%2Fproject/issues").ok).toBe(true);
+    });
+  });
+
+  describe("top sites and read.enabled: false allow every path, so no reading can matter", () => {
+    it.each(["https://github.com/a%2Fb", "https://google.com/x/..%2f..%2fy", "https://google.com/x;y/..;/z", "https://google.com/%2561"])(
+      "%s is readable",
+      (raw) => {
+        expect(defaults.check(raw).ok).toBe(true);
+        expect(policy({ enabled: false, top_sites: 0 }).check(raw.replace("google.com", "anything.example")).ok).toBe(true);
+      },
+    );
+  });
+
+  describe("encoded NUL and control characters", () => {
+    it.each([
+      "https://google.com/file%00.html",
+      "https://google.com/a%2500b",
+      "https://google.com/a%0Ab",
+      "https://google.com/a%0d%0aSet-Cookie:x",
+      "https://google.com/a%7Fb",
+      "https://google.com/a%u0000b",
+      "https://google.com/a%c0%80b",
+    ])("%s is refused on any host, with the reason", (raw) => {
+      const decision = defaults.check(raw);
+      expect(deniedRule(decision)).toBe("default: ambiguous path");
+      expect(messageOf(decision)).toMatch(/holds an encoded (NUL \(%00\)|control character) once decoded/);
+    });
+
+    it("the deny rule is named when it also matches", () => {
+      expect(deniedRule(bank.check("https://bank.example/account%00.html"))).toBe("deny[0] bank.example ^/account");
+      expect(bank.isDenied("https://bank.example/account%00.html")).toBe(true);
+    });
+
+    it("is not confused with a control character in the query", () => {
+      expect(defaults.check("https://google.com/search?q=a%0Ab%00").ok).toBe(true);
+    });
+  });
+
+  describe("the write policy judges its deny list on the same readings", () => {
+    const writes = compileWritePolicy({
+      deny: [{ host: "bank.example", path: "^/account" }],
+      write: { click: { "bank.example": { label: ".*" } } },
+    });
+    const button = (frameUrl: string) => ({
+      ref: "e1",
+      role: "button",
+      name: "Pay",
+      visibleText: "Pay",
+      tag: "button",
+      disabled: false,
+      editable: false,
+      attributeText: "",
+      frameUrl,
+    });
+
+    it.each([
+      "https://bank.example/account",
+      "https://bank.example/%61ccount",
+      "https://bank.example/help/..%2Faccount",
+      "https://bank.example/%2561ccount",
+      "https://bank.example/help/..;/account",
+      "https://bank.example/ACCOUNT",
+    ])("refuses a click on %s by deny[0], whatever the grant", (url) => {
+      expect(writes.check("click", url, button(url)).rule).toBe("deny[0] bank.example ^/account");
+      expect(writes.check("click", "https://bank.example/help", button(url)).rule).toBe("deny[0] bank.example ^/account");
+    });
+
+    it("still grants the click elsewhere on the host", () => {
+      expect(writes.check("click", "https://bank.example/help/%61bout", button("https://bank.example/help")).ok).toBe(true);
+    });
+
+    it("refuses a page whose path holds an encoded NUL as one it cannot judge", () => {
+      const url = "https://bank.example/pay%00";
+      expect(writes.check("click", url, button(url)).ok).toBe(false);
+    });
+  });
+
+  describe("IP literals", () => {
+    const ip = policy({ deny: [{ host: "10.0.0.5", path: "^/admin" }], allow: { "10.0.0.5:8080": ["^/app/"], "127.0.0.1": [".*"] } });
+
+    it("are judged with the same path readings, the host untouched", () => {
+      expect(href("http://0x0a.0.0.5:8080/%61pp/x")).toBe("http://10.0.0.5:8080/app/x");
+      expect(ip.check("http://10.0.0.5:8080/%61pp/x").ok).toBe(true);
+      expect(deniedRule(ip.check("http://10.0.0.5:8080/app/..%2Fadmin"))).toBe("deny[0] 10.0.0.5 ^/admin");
+      expect(deniedRule(ip.check("http://10.0.0.5:8080/app/..;/other"))).toBe('read.allow["10.0.0.5:8080"]: ambiguous path');
+      expect(ip.check("http://127.0.0.1:3000/x/..%2Fy").ok).toBe(true);
+    });
+
+    it("are still refused by default whatever the path", () => {
+      expect(deniedRule(defaults.check("http://8.8.8.8/%61"))).toBe("default: IP literal not in allowlist");
+    });
   });
 });
 

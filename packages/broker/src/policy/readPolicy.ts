@@ -4,6 +4,8 @@
  * Order of evaluation (the first rule that decides wins):
  *   1. the URL must parse and use http: or https:           (else denied)
  *   2. policy.deny: host and its subdomains + path regex     (denied, always)
+ *      tested against the path as sent and as common servers may read it (canonicalUrl.ts: decoded,
+ *      ";" parameters dropped, in lower case); later rules must allow every such reading
  *   3. policy.read.allow: named host (+port) + path regex    (allowed, http or https)
  *   4. policy.read.enabled: false                            (any https URL allowed)
  *   5. top_sites: the first N domains of the ranking and their subdomains,
@@ -71,8 +73,12 @@ function compileRegex(source: string, where: string): RegExp {
 
 
 
+function shortened(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
 function shown(raw: string): string {
-  return JSON.stringify(raw.length > 200 ? `${raw.slice(0, 200)}…` : raw);
+  return JSON.stringify(shortened(raw));
 }
 
 function deny(subject: string, cause: string, rule: string, next: string): PolicyDecision {
@@ -160,6 +166,16 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): Co
           "Only http:// and https:// pages can be read; no configuration allows other schemes.",
         );
       }
+      if (parsed.kind === "ambiguous") {
+        const denied = parsed.url === undefined ? undefined : denyListDecision(parsed.url);
+        if (denied !== undefined) return denied;
+        return deny(
+          shown(raw),
+          parsed.reason,
+          "default: ambiguous path",
+          "Do not retry with another encoding of the path; pass the plain URL, or ask the user.",
+        );
+      }
       return deny(
         typeof raw === "string" ? shown(raw) : "the input",
         parsed.reason,
@@ -168,24 +184,59 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): Co
       );
     }
     const url = parsed.url;
+
+    const denied = denyListDecision(url);
+    if (denied !== undefined) return denied;
+
+    const decision = allowFor(url, url.pathAndQuery);
+    if (!decision.ok) return decision;
+    // An allow rule must allow every reading: a path that is allowed as sent but means another path to the
+    // server ("/guide/..%2Fadmin") is refused rather than guessed at.
+    for (const reading of url.readings) {
+      const other = allowFor(url, reading.pathAndQuery);
+      if (other.ok) continue;
+      return deny(
+        url.href,
+        `its path is ambiguous: ${JSON.stringify(shortened(url.pathAndQuery))} (allowed by ${decision.rule}) is ${JSON.stringify(shortened(reading.pathAndQuery))} to ${reading.reader}, because of ${reading.because}, and that path is not allowed (${other.rule})`,
+        `${decision.rule}: ambiguous path`,
+        `Do not retry with another encoding; pass the plain form of the URL (no encoded "/" or "\\", ";" parameters or double encoding), or ask the user to widen the path patterns in ${CONFIG_FILE}.`,
+      );
+    }
+    return decision;
+  }
+
+  /** The deny list wins over any encoding: it is tested against every way a server may read the path. */
+  function denyListDecision(url: CanonicalUrl): PolicyDecision | undefined {
+    for (const rule of denyRules) {
+      if (!hostMatches(rule.pattern, url)) continue;
+      const form = url.denyForms.find((f) => rule.path.test(f));
+      if (form === undefined) continue;
+      const reading = form === url.pathAndQuery ? undefined : url.readings.find((r) => r.pathAndQuery === form);
+      const how =
+        form === url.pathAndQuery
+          ? ""
+          : reading !== undefined
+            ? ` (its path ${JSON.stringify(shortened(url.pathAndQuery))} is ${JSON.stringify(shortened(form))} to ${reading.reader}, because of ${reading.because})`
+            : ` (its path matches in lower case, ${JSON.stringify(shortened(form))}, and some servers ignore case in paths)`;
+      return deny(
+        url.href,
+        `the user's deny list refuses ${describeHost(rule.pattern, "and its subdomains")} for paths matching /${rule.rawPath}/${how}`,
+        rule.rule,
+        `Do not retry or look for another route to it; only the user can change policy.deny in ${CONFIG_FILE}.`,
+      );
+    }
+    return undefined;
+  }
+
+  /** Everything after the deny list (allow entries, read.enabled, top sites, defaults) for one reading of the path. */
+  function allowFor(url: CanonicalUrl, pathAndQuery: string): PolicyDecision {
     const suggestedKey = url.port === "" ? url.host : `${url.host}:${url.port}`;
     const askToAllow = `Ask the user to add ${JSON.stringify(suggestedKey)} under policy.read.allow in ${CONFIG_FILE}.`;
-
-    for (const rule of denyRules) {
-      if (hostMatches(rule.pattern, url) && rule.path.test(url.pathAndQuery)) {
-        return deny(
-          url.href,
-          `the user's deny list refuses ${describeHost(rule.pattern, "and its subdomains")} for paths matching /${rule.rawPath}/`,
-          rule.rule,
-          `Do not retry or look for another route to it; only the user can change policy.deny in ${CONFIG_FILE}.`,
-        );
-      }
-    }
 
     const pathMisses: AllowRule[] = [];
     for (const rule of allowRules) {
       if (!hostMatches(rule.pattern, url)) continue;
-      if (rule.paths.some((re) => re.test(url.pathAndQuery))) return { ok: true, rule: rule.rule };
+      if (rule.paths.some((re) => re.test(pathAndQuery))) return { ok: true, rule: rule.rule };
       pathMisses.push(rule);
     }
     const pathDenial = (): PolicyDecision | undefined => {
@@ -194,7 +245,7 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): Co
       const patterns = first.paths.map((re) => re.source).join(", ");
       return deny(
         url.href,
-        `the path ${JSON.stringify(url.pathAndQuery)} matches none of the path patterns of ${first.rule} (${patterns})`,
+        `the path ${JSON.stringify(shortened(pathAndQuery))} matches none of the path patterns of ${first.rule} (${patterns})`,
         `${first.rule}: path not allowed`,
         `Ask the user to add a matching path pattern to ${first.rule} in ${CONFIG_FILE}.`,
       );
@@ -279,8 +330,9 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): Co
     isDenied(raw: string): boolean {
       try {
         const parsed = canonicalizeUrlDetailed(raw);
-        if (!parsed.ok) return false;
-        return denyRules.some((rule) => hostMatches(rule.pattern, parsed.url) && rule.path.test(parsed.url.pathAndQuery));
+        const url = parsed.url;
+        if (url === undefined) return false;
+        return denyRules.some((rule) => hostMatches(rule.pattern, url) && url.denyForms.some((form) => rule.path.test(form)));
       } catch {
         return true;
       }

@@ -393,7 +393,7 @@ export function compileWritePolicy(input: WritePolicyInput): CompiledWritePolicy
     }
     const url = parsed.url;
     for (const rule of denyRules) {
-      if (hostMatches(rule.pattern, url) && rule.path.test(url.pathAndQuery)) {
+      if (hostMatches(rule.pattern, url) && url.denyForms.some((form) => rule.path.test(form))) {
         return {
           ok: false,
           decision: refuse(
