@@ -1,4 +1,6 @@
 import {
+  CONTENT_MAX_CHARS,
+  CONTENT_MAX_ELEMENTS,
   FRAME_HTML_BUDGET,
   MAX_CONTENT_FRAMES,
   MAX_FRAME_BYTES,
@@ -8,6 +10,7 @@ import {
   type BridgeMethod,
   type BridgeMethods,
   type BrokerToBrowser,
+  type ContentCapped,
   type ElementFacts,
   type ErrorCode,
   type FrameContent,
@@ -775,25 +778,18 @@ const handlers: Handlers = {
       // instead of the script waiting for document_idle until the call times out.
       // A page that replaces its document (a refresh loop, a script reloading) can remove the frame under the
       // script: read again from the new document, a few times.
-      const readTop = () =>
-        chrome.scripting.executeScript({
-          target: { tabId, frameIds: [0] },
-          injectImmediately: true,
-          func: () => ({ url: location.href, title: document.title, html: document.documentElement.outerHTML }),
-        });
-      let results: chrome.scripting.InjectionResult<unknown>[] | undefined;
-      for (let attempt = 1; results === undefined; attempt++) {
+      let read: DocumentRead | undefined;
+      for (let attempt = 1; read === undefined; attempt++) {
         try {
-          results = await readTop();
+          read = await readDocument(tabId, 0, CONTENT_MAX_CHARS);
         } catch (error) {
           if (!/was removed|document.*unloaded|No frame with id/i.test(String(error))) throw error;
           if (attempt >= 10) throw new CommandError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
           await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
         }
       }
-      const value: unknown = results[0]?.result;
-      if (!value || typeof value !== "object") throw new CommandError("internal", "the page returned no content");
-      const page = value as { url: string; title: string; html: string };
+      if (read === "none") throw new CommandError("internal", "the page returned no content");
+      const { origin: _origin, ...page } = read;
       const frames = await frameContents(tabId, page.url);
       const response = documentStatus.get(tabId);
       return { ...page, ...(response && response.url === withoutFragment(page.url) ? { status: response.status } : {}), ...(frames.length ? { frames } : {}) };
@@ -808,23 +804,52 @@ const handlers: Handlers = {
   },
 };
 
+type DocumentRead = { url: string; origin: string; title: string; html: string; capped?: ContentCapped } | "none";
+
+/**
+ * One frame's document through the in-page script (installed first where missing): its HTML with what a person
+ * cannot see marked, at most `maxChars` characters. Scripting errors are thrown as Chrome gives them.
+ */
+async function readDocument(tabId: number, frameId: number, maxChars: number): Promise<DocumentRead> {
+  const run = () =>
+    chrome.scripting.executeScript({
+      target: { tabId, frameIds: [frameId] },
+      injectImmediately: true,
+      func: (args: unknown) => {
+        const api = (globalThis as unknown as { __tabrelayInpage?: { content?: (a: unknown) => unknown } }).__tabrelayInpage;
+        return api && typeof api.content === "function" ? api.content(args) : "not-installed";
+      },
+      args: [{ maxChars, maxElements: CONTENT_MAX_ELEMENTS }],
+    });
+  let result = (await run())[0]?.result;
+  if (result === "not-installed") {
+    await chrome.scripting.executeScript({ target: { tabId, frameIds: [frameId] }, files: ["inpage.js"], injectImmediately: true });
+    result = (await run())[0]?.result;
+  }
+  const outcome = result as InpageResult<Exclude<DocumentRead, "none">> | undefined;
+  if (!outcome || typeof outcome !== "object" || !outcome.ok || typeof outcome.value?.html !== "string") return "none";
+  return outcome.value;
+}
+
+// Every document of an agent tab gets the in-page script as it commits, so that reading it is one call: a page
+// that keeps replacing its document (a refresh loop) leaves no time for an install and a read in one document.
+chrome.webNavigation.onCommitted.addListener((details) => {
+  void tabsLoaded.then(() => {
+    if (!isVisibleToAgent(details.tabId) || !/^(?:https?:|file:|about:(?:blank|srcdoc))/.test(details.url)) return;
+    chrome.scripting.executeScript({ target: { tabId: details.tabId, frameIds: [details.frameId] }, files: ["inpage.js"], injectImmediately: true }).catch(() => undefined);
+  });
+});
+
 /** The documents of the tab's frames, parents first, within FRAME_HTML_BUDGET characters (see PageContent). */
 async function frameContents(tabId: number, topUrl: string): Promise<FrameContent[]> {
   const all = (await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null)) ?? [];
   const subframes = all.filter((f) => f.frameId !== 0);
   if (subframes.length === 0) return [];
-  type Doc = { url: string; origin: string; title: string; html: string };
   // One call per frame, each with a deadline: a frame that went away, cannot be scripted or never answers
   // (a busy loop in an ad) is left out without costing the others.
   const read = (frameId: number) =>
     Promise.race([
-      chrome.scripting
-        .executeScript({
-          target: { tabId, frameIds: [frameId] },
-          injectImmediately: true,
-          func: () => ({ url: location.href, origin: self.origin, title: document.title, html: document.documentElement ? document.documentElement.outerHTML : "" }),
-        })
-        .then((results) => results[0]?.result as Doc | undefined),
+      readDocument(tabId, frameId, FRAME_HTML_BUDGET).then((doc) => (doc === "none" ? undefined : doc)),
       new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), FRAME_READ_MS)),
     ]).catch(() => undefined);
   const docs = await Promise.all(subframes.slice(0, MAX_CONTENT_FRAMES * 2).map(async (f) => [f.frameId, await read(f.frameId)] as const));
@@ -850,7 +875,7 @@ async function frameContents(tabId: number, topUrl: string): Promise<FrameConten
     if (!doc || typeof doc.html !== "string" || doc.html.length > left || (f.parentFrameId !== 0 && !indexOf.has(f.parentFrameId))) continue;
     left -= doc.html.length;
     indexOf.set(f.frameId, frames.length);
-    frames.push({ url: String(doc.url), origin: String(doc.origin), title: String(doc.title), html: doc.html, parent: f.parentFrameId === 0 ? -1 : indexOf.get(f.parentFrameId)! });
+    frames.push({ url: String(doc.url), origin: String(doc.origin), title: String(doc.title), html: doc.html, parent: f.parentFrameId === 0 ? -1 : indexOf.get(f.parentFrameId)!, ...(doc.capped ? { capped: doc.capped } : {}) });
   }
   return frames;
 }

@@ -16,6 +16,7 @@ import {
   shadowRootOf,
   visibleLabel,
 } from "./dom.js";
+import { content, type ContentParams, type ContentValue } from "./content.js";
 
 interface RefEntry {
   el: WeakRef<Element>;
@@ -40,9 +41,11 @@ export interface InpageApi {
   /** For drivers without chrome.dom: hosts whose closed shadow root the driver should look up and adopt. */
   closedRootCandidates(): Element[] | undefined;
   adoptShadowRoots(hosts: unknown, roots: unknown[]): number;
+  /** The document's HTML with what a person cannot see marked (content.ts). */
+  content(params: ContentParams): InpageResult<ContentValue>;
 }
 
-const VERSION = 5;
+const VERSION = 6;
 const MAX_NODES = SNAPSHOT_MAX_NODES;
 
 const state: State = { revision: "", refs: new Map() };
@@ -609,5 +612,5 @@ declare global {
 }
 
 if (!globalThis.__tabrelayInpage || globalThis.__tabrelayInpage.version !== VERSION) {
-  globalThis.__tabrelayInpage = { version: VERSION, snapshot, inspect, act, wait, rect, closedRootCandidates, adoptShadowRoots };
+  globalThis.__tabrelayInpage = { version: VERSION, snapshot, inspect, act, wait, rect, closedRootCandidates, adoptShadowRoots, content };
 }

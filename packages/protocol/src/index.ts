@@ -73,6 +73,31 @@ export interface PageContent {
    * of them the read policy lets the agent see.
    */
   frames?: FrameContent[];
+  /** Set when the in-page reader stopped before the end of the document (see ContentCapped). */
+  capped?: ContentCapped;
+}
+
+/**
+ * The in-page reader (inpage content()) marks every element a person cannot see with HIDDEN_MARK_ATTR before the
+ * HTML leaves the page: HIDDEN_SUBTREE for an element whose whole subtree is not rendered (display, opacity,
+ * off-screen, clipped, zero-size with overflow hidden, inert, aria-hidden), HIDDEN_OWN_TEXT for one whose own text
+ * is not seen while its children may be (visibility, text colour against the background, tiny type). Markers the
+ * page itself wrote are removed first. The broker drops what is marked and says how much it withheld.
+ */
+export const HIDDEN_MARK_ATTR = "data-tabrelay-hidden";
+export const HIDDEN_SUBTREE = "1";
+export const HIDDEN_OWN_TEXT = "text";
+
+/** What a page may send of one document (the top one, or one frame): the in-page reader stops there and says so. */
+export const CONTENT_MAX_ELEMENTS = 200_000;
+export const CONTENT_MAX_CHARS = 8 * 1024 * 1024;
+
+/** How the in-page reader cut a document short: elements beyond `elements` left out, the HTML cut at `chars`. */
+export interface ContentCapped {
+  /** Elements the document has (counted up to where the walk stopped), when it stopped at CONTENT_MAX_ELEMENTS. */
+  elements?: number;
+  /** Characters of HTML the document would have made, when its HTML was cut at the character cap. */
+  chars?: number;
 }
 
 export interface FrameContent {
@@ -84,6 +109,8 @@ export interface FrameContent {
   html: string;
   /** Index in `frames` of the parent frame; -1 for a frame of the top document. */
   parent: number;
+  /** Set when the in-page reader stopped before the end of the frame's document. */
+  capped?: ContentCapped;
 }
 
 /** Elements a frame's snapshot lists at most; the walk stops there (FrameSnapshot.capped). */

@@ -14,7 +14,9 @@ import { parseHTML } from "linkedom";
 // Turndown's browser build: we hand it linkedom nodes, never strings, so it needs no HTML parser of its own (its
 // Node build loads a second DOM implementation, domino, at import: ~1 MiB of heap for nothing).
 import TurndownService from "turndown/lib/turndown.browser.cjs.js";
+import { HIDDEN_MARK_ATTR, HIDDEN_OWN_TEXT, HIDDEN_SUBTREE } from "@tabrelay/protocol";
 import { withThousands } from "../util/format.js";
+import { addressesAgents } from "./hiddenText.js";
 
 export type ExtractMode = "readable" | "full";
 
@@ -37,6 +39,17 @@ export interface Extracted {
   fallbackReason?: string;
   byline?: string;
   wordCount: number;
+  /** Text the page does not show a person (marked in the page, or hidden by inline style / attribute), dropped. */
+  withheld?: Withheld;
+}
+
+export interface Withheld {
+  /** Hidden elements (or elements whose own text is hidden) that held text. */
+  elements: number;
+  /** Characters of that text (whitespace collapsed). */
+  chars: number;
+  /** How many of those elements address an AI agent or read as instructions to one (the write gate's decoy test). */
+  addressingAgents: number;
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -52,6 +65,7 @@ interface DomNode {
   readonly previousSibling: DomNode | null;
   readonly textContent: string | null;
   readonly nodeValue: string | null;
+  remove(): void;
 }
 
 interface DomElement extends DomNode {
@@ -129,6 +143,7 @@ function isJsonLd(el: DomElement): boolean {
 }
 
 function isHidden(el: DomElement): boolean {
+  if (el.getAttribute(HIDDEN_MARK_ATTR) === HIDDEN_SUBTREE) return true;
   if (el.hasAttribute("hidden")) return true;
   const style = el.getAttribute("style");
   if (style !== null && style.length > 7 && HIDDEN_STYLE.test(style)) return true;
@@ -176,14 +191,62 @@ function codeLanguage(pre: DomElement): string | undefined {
 /** Element depth below which structure is flattened to text (see prune). */
 const MAX_DEPTH = 128;
 
-function prune(root: DomElement, keepJsonLd: boolean): void {
+/** Withheld text looked at per element, and in all, for the AI-address test (a page can hide megabytes). */
+const ADDRESS_CHECK_CHARS = 2_000;
+const ADDRESS_CHECK_TOTAL = 200_000;
+
+class WithheldCount {
+  elements = 0;
+  chars = 0;
+  addressingAgents = 0;
+  #checked = 0;
+
+  add(text: string): void {
+    const collapsed = text.replace(/\s+/g, " ").trim();
+    if (collapsed === "") return;
+    this.elements++;
+    this.chars += collapsed.length;
+    if (this.#checked >= ADDRESS_CHECK_TOTAL) return;
+    const sample = collapsed.slice(0, ADDRESS_CHECK_CHARS);
+    this.#checked += sample.length;
+    if (addressesAgents(sample)) this.addressingAgents++;
+  }
+
+  value(): Withheld | undefined {
+    return this.elements === 0 ? undefined : { elements: this.elements, chars: this.chars, addressingAgents: this.addressingAgents };
+  }
+}
+
+/** Removes the element's own text nodes (its children elements stay), counting their text. */
+function dropOwnText(el: DomElement, withheld: WithheldCount | undefined): void {
+  const texts: DomNode[] = [];
+  for (let i = 0; i < el.childNodes.length; i++) {
+    const node = el.childNodes[i];
+    if (node !== undefined && node.nodeType === TEXT_NODE) texts.push(node);
+  }
+  withheld?.add(texts.map((t) => t.nodeValue ?? "").join(" "));
+  for (const t of texts) t.remove();
+}
+
+function prune(root: DomElement, keepJsonLd: boolean, withheld?: WithheldCount): void {
   const doomed: DomElement[] = [];
   const tooDeep: DomElement[] = [];
   const stack: [DomElement, number][] = [[root, 0]];
+  if (root.getAttribute(HIDDEN_MARK_ATTR) === HIDDEN_SUBTREE) {
+    withheld?.add(root.textContent ?? "");
+    for (let child = root.firstElementChild; child !== null; child = child.nextElementSibling) doomed.push(child);
+    for (const el of doomed) el.remove();
+    dropOwnText(root, undefined);
+    return;
+  }
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const [el, depth] = item;
+    if (el.getAttribute(HIDDEN_MARK_ATTR) === HIDDEN_OWN_TEXT) dropOwnText(el, withheld);
     for (let child = el.firstElementChild; child !== null; child = child.nextElementSibling) {
-      if (DROP_TAGS.has(child.tagName) ? !(keepJsonLd && isJsonLd(child)) : isHidden(child)) {
+      const dropTag = DROP_TAGS.has(child.tagName);
+      if (dropTag ? !(keepJsonLd && isJsonLd(child)) : isHidden(child)) {
+        // A template's content is markup no one sees: counted with the hidden text, unlike scripts and styles.
+        if (!dropTag || child.tagName === "TEMPLATE") withheld?.add(child.textContent ?? "");
         doomed.push(child);
         continue;
       }
@@ -713,10 +776,11 @@ export function extract(input: ExtractInput): Extracted {
   let mode: ExtractMode = "full";
   let fellBack = false;
   let readability: ReadabilityOutcome = {};
+  const withheld = new WithheldCount();
 
   const huge = body !== null && input.mode === "readable" && body.querySelectorAll("*").length > READABILITY_MAX_ELEMENTS;
   if (body !== null && input.mode === "readable" && !huge) {
-    prune(body, true); // hidden text must not reach Readability either
+    prune(body, true, withheld); // hidden text must not reach Readability either
     // Readability mutates the document it reads. Pages that look like articles (the common case) hand it the
     // document itself: the fallback is then unlikely and re-parses. Other pages, where the fallback is likely, hand it
     // a clone and keep the original for the fallback, so no page is ever parsed twice in the likely path.
@@ -734,7 +798,7 @@ export function extract(input: ExtractInput): Extracted {
       mode = "readable";
     }
   } else if (body !== null) {
-    prune(body, false);
+    prune(body, false, withheld);
     fellBack = huge;
   }
 
@@ -747,6 +811,8 @@ export function extract(input: ExtractInput): Extracted {
 
   const result: Extracted = { title, url: input.url, markdown, mode, fellBack, wordCount: countWords(markdown) };
   if (readability.byline !== undefined) result.byline = readability.byline;
+  const hidden = withheld.value();
+  if (hidden !== undefined) result.withheld = hidden;
   if (fellBack) result.fallbackReason = huge ? `the page has over ${withThousands(READABILITY_MAX_ELEMENTS)} elements, too many for readable mode` : "readable found no article";
   return result;
 }

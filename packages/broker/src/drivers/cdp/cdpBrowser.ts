@@ -15,6 +15,8 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import {
+  CONTENT_MAX_CHARS,
+  CONTENT_MAX_ELEMENTS,
   FRAME_HTML_BUDGET,
   MAX_CONTENT_FRAMES,
   MAX_FRAME_BYTES,
@@ -153,13 +155,10 @@ const MAX_SHADOW_ROUNDS = 8;
 const SHADOW_BUDGET_MS = 1_000;
 /** DOM.describeNode calls in flight at once. */
 const SHADOW_BATCH = 50;
-const READ_CONTENT = `function (limit) {
-  const html = document.documentElement ? document.documentElement.outerHTML : "";
-  return html.length > limit ? { tooLarge: html.length } : { url: location.href, title: document.title, html };
-}`;
-const READ_FRAME = `function (limit) {
-  const html = document.documentElement ? document.documentElement.outerHTML : "";
-  return html.length > limit ? { tooLarge: html.length } : { url: location.href, origin: self.origin, title: document.title, html };
+/** A document's HTML with what a person cannot see marked, through the in-page script (inpage content()). */
+const READ_DOCUMENT = `function (limits) {
+  const api = globalThis.__tabrelayInpage;
+  return api && typeof api.content === "function" ? api.content(limits) : ${JSON.stringify(NOT_INSTALLED)};
 }`;
 const OWNER_OFFSET = `function () {
   const r = this.getBoundingClientRect();
@@ -237,8 +236,17 @@ const actValue = z.object({ facts: elementFacts, effects: z.array(z.string()) })
 const waitValue = z.object({ matched: z.string(), elapsedMs: z.number() });
 const rectValue = z.object({ x: z.number(), y: z.number(), width: z.number(), height: z.number() });
 const pointValue = z.object({ x: z.number(), y: z.number() });
-const contentValue = z.union([z.object({ tooLarge: z.number() }), z.object({ url: z.string(), title: z.string(), html: z.string() })]);
-const frameValue = z.union([z.object({ tooLarge: z.number() }), z.object({ url: z.string(), origin: z.string(), title: z.string(), html: z.string() })]);
+const documentValue = z.object({
+  ok: z.literal(true),
+  value: z.object({
+    url: z.string(),
+    origin: z.string(),
+    title: z.string(),
+    html: z.string(),
+    capped: z.object({ elements: z.number().optional(), chars: z.number().optional() }).optional(),
+  }),
+});
+
 
 /** A response's URL and the document's URL compare without the fragment (responses never carry one). */
 function withoutFragment(url: string): string {
@@ -1221,28 +1229,23 @@ export class CdpBrowser implements BrowserDriver {
     let answer: Record<string, unknown> | undefined;
     for (let attempt = 1; answer === undefined; attempt++) {
       const contextId = await this.#world(tab.sessionId, tab.mainFrameId, "internal");
-      const result = await this.#send(
-        "Runtime.callFunctionOn",
-        { functionDeclaration: READ_CONTENT, executionContextId: contextId, arguments: [{ value: MAX_FRAME_BYTES }], returnByValue: true },
-        tab.sessionId,
-      );
+      const result = await this.#readDocument(tab.sessionId, contextId, CONTENT_MAX_CHARS);
       if (result.ok) answer = result.value;
       else if (tab.gone || this.#closed || !(result.error.kind === "protocol" && GONE_CONTEXT.test(result.error.message))) throw this.#failure(result.error);
       else if (attempt >= 10) throw new DriverError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
       else await sleep(50 * attempt);
     }
-    const value = contentValue.safeParse(this.#remoteValue(answer));
+    const value = documentValue.safeParse(this.#remoteValue(answer));
     if (!value.success) throw new DriverError("internal", "the page returned no content");
-    if ("tooLarge" in value.data) {
-      throw new DriverError("frame_too_large", `the page's HTML is ${Math.round(value.data.tooLarge / 1048576)} MiB or more, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole`);
-    }
+    const { origin: _origin, capped, ...page } = value.data.value;
     const generation = tab.generation;
     const loaderAtRead = tab.loaderId;
     const frames = await this.#frameContents(tab, FRAME_HTML_BUDGET);
     // The frames belong to the document read just before them only if the tab is still on it.
     const response = tab.documentStatus;
     return {
-      ...value.data,
+      ...page,
+      ...(capped ? { capped } : {}),
       ...(response && response.loaderId === loaderAtRead ? { status: response.status } : {}),
       ...(frames.length && tab.generation === generation ? { frames } : {}),
     };
@@ -1255,14 +1258,9 @@ export class CdpBrowser implements BrowserDriver {
       routes.map(async (route) => {
         try {
           const contextId = await this.#world(route.sessionId, route.frameId, "internal");
-          const answer = await this.#send(
-            "Runtime.callFunctionOn",
-            { functionDeclaration: READ_FRAME, executionContextId: contextId, arguments: [{ value: budget }], returnByValue: true },
-            route.sessionId,
-            3000,
-          );
-          const value = answer.ok ? frameValue.safeParse(rec(answer.value["result"])["value"]) : undefined;
-          return value?.success && !("tooLarge" in value.data) ? value.data : undefined;
+          const answer = await this.#readDocument(route.sessionId, contextId, budget, 3000);
+          const value = answer.ok ? documentValue.safeParse(rec(answer.value["result"])["value"]) : undefined;
+          return value?.success ? value.data.value : undefined;
         } catch {
           return undefined; // a frame that went away or cannot be scripted is left out
         }
@@ -1278,9 +1276,20 @@ export class CdpBrowser implements BrowserDriver {
       if (!doc || orphan || doc.html.length > left) return;
       left -= doc.html.length;
       indexOf.set(route.frameId, frames.length);
-      frames.push({ url: doc.url, origin: doc.origin, title: doc.title, html: doc.html, parent: route.parentId === undefined || route.parentId === tab.mainFrameId ? -1 : (indexOf.get(route.parentId) ?? -1) });
+      frames.push({ url: doc.url, origin: doc.origin, title: doc.title, html: doc.html, parent: route.parentId === undefined || route.parentId === tab.mainFrameId ? -1 : (indexOf.get(route.parentId) ?? -1), ...(doc.capped ? { capped: doc.capped } : {}) });
     });
     return frames;
+  }
+
+  /**
+   * READ_DOCUMENT in the given isolated world, in one round trip with the in-page script (its install is
+   * idempotent): a page that keeps replacing its document (a refresh loop) leaves no time for two.
+   */
+  async #readDocument(sessionId: string, contextId: number, maxChars: number, timeoutMs?: number): Promise<CdpResult<Record<string, unknown>>> {
+    const source = await loadInpage();
+    if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${INPAGE_PATH}; run \`npm run build\``);
+    const expression = `${source}\n;(${READ_DOCUMENT})(${JSON.stringify({ maxChars, maxElements: CONTENT_MAX_ELEMENTS })})`;
+    return this.#send("Runtime.evaluate", { expression, contextId, returnByValue: true }, sessionId, timeoutMs);
   }
 
   async #capture(tab: Tab & { sessionId: string }, params: CaptureParams): Promise<CaptureResult> {

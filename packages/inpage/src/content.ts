@@ -1,0 +1,267 @@
+// The document as the agent reads it: the HTML of the rendered page with every element a person cannot see
+// marked (HIDDEN_MARK_ATTR), judged here where computed style, layout and colour are known. The live DOM is never
+// touched: the marks go on a copy imported into an inert document (no browsing context: no custom-element
+// constructors run, no image loads), walked in step with the live tree.
+import {
+  CONTENT_MAX_CHARS,
+  CONTENT_MAX_ELEMENTS,
+  HIDDEN_MARK_ATTR,
+  HIDDEN_OWN_TEXT,
+  HIDDEN_SUBTREE,
+  type ContentCapped,
+} from "@tabrelay/protocol";
+
+export interface ContentParams {
+  maxElements?: number;
+  maxChars?: number;
+}
+
+export interface ContentValue {
+  url: string;
+  origin: string;
+  title: string;
+  html: string;
+  capped?: ContentCapped;
+}
+
+/** Elements whose content extraction drops anyway, or that have no rendering of their own to judge. */
+const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "LINK", "META", "BASE", "SVG", "svg", "CANVAS", "OBJECT", "EMBED", "HEAD", "SELECT", "DATALIST"]);
+/** Landmarks that mark an aria-hidden / inert element as the page's app root behind an open modal (see isAppRoot). */
+const MAIN_CONTENT = "main, article, h1, [role=main]";
+/** Below this effective opacity nothing is legible. */
+const MIN_OPACITY = 0.05;
+/** Type smaller than this (px) is not legible. */
+const MIN_FONT_PX = 3;
+/** Text whose contrast ratio against the background it is drawn on is below this is not seen (white on #f5f5f5: 1.09). */
+const MIN_CONTRAST = 1.15;
+
+type Rgba = [number, number, number, number];
+
+function parseColor(value: string): Rgba | undefined {
+  const m = /^rgba?\(\s*([\d.]+)[\s,]+([\d.]+)[\s,]+([\d.]+)(?:[\s,/]+([\d.]+%?))?\s*\)$/.exec(value);
+  if (!m) return undefined;
+  let alpha = m[4] === undefined ? 1 : Number.parseFloat(m[4]);
+  if (m[4]?.endsWith("%")) alpha /= 100;
+  return [Number(m[1]), Number(m[2]), Number(m[3]), alpha];
+}
+
+/** `top` painted over the opaque `bottom`. */
+function over(top: Rgba, bottom: Rgba): Rgba {
+  const a = top[3];
+  return [top[0] * a + bottom[0] * (1 - a), top[1] * a + bottom[1] * (1 - a), top[2] * a + bottom[2] * (1 - a), 1];
+}
+
+function luminance(c: Rgba): number {
+  const lin = (v: number) => {
+    const s = v / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
+}
+
+function contrast(a: Rgba, b: Rgba): number {
+  const la = luminance(a);
+  const lb = luminance(b);
+  return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
+}
+
+/** clip: rect(...) or clip-path shapes that leave (almost) nothing of the box. */
+function clippedAway(clip: string, path: string): boolean {
+  if (clip && clip !== "auto") {
+    const n = clip.match(/-?[\d.]+/g)?.map(Number);
+    if (n && n.length === 4 && (n[1]! - n[3]! < 2 || n[2]! - n[0]! < 2)) return true;
+  }
+  if (path && path !== "none") {
+    const inset = /^inset\(\s*([\d.]+)%/.exec(path);
+    if (inset && Number(inset[1]) >= 50) return true;
+    if (/^(?:circle|ellipse)\(\s*0(?:px|%)?[\s)]/.test(path)) return true;
+  }
+  return false;
+}
+
+function hasOwnText(el: Element): boolean {
+  for (let n = el.firstChild; n; n = n.nextSibling) {
+    if (n.nodeType === 3 && /\S/.test(n.nodeValue ?? "")) return true;
+  }
+  return false;
+}
+
+/** aria-hidden / inert on a page's whole app root while a modal is open hides nothing a person sees. */
+function isAppRoot(el: Element): boolean {
+  return el.querySelector(MAIN_CONTENT) !== null;
+}
+
+interface Context {
+  /** The colour the element is drawn on, when known (an image, a gradient or positioning make it unknown). */
+  background: Rgba | undefined;
+  /** Product of the element's and its ancestors' opacity. */
+  opacity: number;
+  /** position: absolute or fixed (clip applies to those only). */
+  positioned: boolean;
+}
+
+interface Extent {
+  width: number;
+  height: number;
+  scrollX: number;
+  scrollY: number;
+}
+
+/** How far the page can be scrolled: what lies beyond (left of 0, above 0, past the end) no person reaches. */
+function pageExtent(): Extent {
+  const root = document.scrollingElement ?? document.documentElement;
+  const style = getComputedStyle(document.documentElement);
+  const body = document.body ? getComputedStyle(document.body) : undefined;
+  const clipsX = (s: CSSStyleDeclaration | undefined) => s !== undefined && (s.overflowX === "hidden" || s.overflowX === "clip");
+  const clipsY = (s: CSSStyleDeclaration | undefined) => s !== undefined && (s.overflowY === "hidden" || s.overflowY === "clip");
+  return {
+    width: clipsX(style) || clipsX(body) ? innerWidth : Math.max(root.scrollWidth, innerWidth),
+    height: clipsY(style) || clipsY(body) ? innerHeight : Math.max(root.scrollHeight, innerHeight),
+    scrollX,
+    scrollY,
+  };
+}
+
+/**
+ * Why the element's subtree is not rendered for a person (nothing below it can show), HIDDEN_OWN_TEXT when only its
+ * own text is not seen while its children may be, or undefined. `ctx` is the element's own (its opacity included).
+ * Computed properties are read only where they can decide (each read costs ~0.5 us; pages have 10^4-10^5 elements).
+ */
+function judge(el: Element, style: CSSStyleDeclaration, ctx: Context, extent: Extent): typeof HIDDEN_SUBTREE | typeof HIDDEN_OWN_TEXT | undefined {
+  if (!el.checkVisibility()) {
+    // display: contents has no box of its own, its children render.
+    return style.display === "contents" ? undefined : HIDDEN_SUBTREE;
+  }
+  if (ctx.opacity < MIN_OPACITY) return HIDDEN_SUBTREE;
+  if ((el.hasAttribute("inert") || el.getAttribute("aria-hidden")?.trim().toLowerCase() === "true") && !isAppRoot(el)) return HIDDEN_SUBTREE;
+  const rect = el.getBoundingClientRect();
+  if ((rect.width < 2 || rect.height < 2) && (style.overflowX !== "visible" || style.overflowY !== "visible")) return HIDDEN_SUBTREE;
+  if (rect.width > 0 || rect.height > 0) {
+    if (rect.right + extent.scrollX <= 0 || rect.bottom + extent.scrollY <= 0 || rect.left + extent.scrollX >= extent.width || rect.top + extent.scrollY >= extent.height) return HIDDEN_SUBTREE;
+  }
+  if (ctx.positioned && clippedAway(style.clip, "")) return HIDDEN_SUBTREE;
+  const path = style.clipPath;
+  if (path !== "none" && clippedAway("", path)) return HIDDEN_SUBTREE;
+  if (!hasOwnText(el)) return undefined;
+  if (el instanceof HTMLDetailsElement && !el.open) return HIDDEN_OWN_TEXT;
+  if (style.visibility !== "visible") return HIDDEN_OWN_TEXT;
+  if (Number.parseFloat(style.fontSize) < MIN_FONT_PX) return HIDDEN_OWN_TEXT;
+  if (Number.parseFloat(style.textIndent) < -500) return HIDDEN_OWN_TEXT;
+  const fill = parseColor(style.webkitTextFillColor);
+  if (fill && (fill[3] * ctx.opacity < 0.1 || (ctx.background && contrast(over(fill, ctx.background), ctx.background) < MIN_CONTRAST))) {
+    // Gradient text (background-clip: text), outlined or shadowed text shows without a fill of its own.
+    const painted = style.backgroundClip === "text" || style.webkitBackgroundClip === "text" || Number.parseFloat(style.webkitTextStrokeWidth) > 0 || style.textShadow !== "none";
+    if (!painted) return HIDDEN_OWN_TEXT;
+  }
+  return undefined;
+}
+
+/** The colour the element and its children are drawn on, when known. */
+function backgroundFor(style: CSSStyleDeclaration, inherited: Rgba | undefined, positioned: boolean): Rgba | undefined {
+  const own = parseColor(style.backgroundColor);
+  if (style.backgroundImage !== "none") return undefined;
+  if (own && own[3] >= 0.99) return [own[0], own[1], own[2], 1];
+  // A positioned box may be drawn over anything (an image, a video): what is under it is not its parent.
+  const base = positioned ? undefined : inherited;
+  if (base === undefined) return undefined;
+  return own && own[3] > 0 ? over(own, base) : base;
+}
+
+/** The frame is not shown in its parent: a zero-size viewport, or (same origin) a hidden frame element. */
+function frameHidden(): boolean {
+  if (window === window.top) return false;
+  if (innerWidth < 2 || innerHeight < 2) return true;
+  try {
+    for (let owner = window.frameElement, depth = 0; owner && depth < 16; owner = owner.ownerDocument.defaultView?.frameElement ?? null, depth++) {
+      if (!owner.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })) return true;
+      const win = owner.ownerDocument.defaultView;
+      const r = owner.getBoundingClientRect();
+      if (win && (r.right + win.scrollX <= 0 || r.bottom + win.scrollY <= 0)) return true;
+    }
+  } catch {
+    // A cross-origin parent: its frame element cannot be seen from here.
+  }
+  return false;
+}
+
+export function content(params: ContentParams = {}): { ok: true; value: ContentValue } {
+  const maxElements = params.maxElements ?? CONTENT_MAX_ELEMENTS;
+  const maxChars = params.maxChars ?? CONTENT_MAX_CHARS;
+  const base = { url: location.href, origin: self.origin, title: document.title };
+  const live = document.documentElement;
+  if (!live) return { ok: true, value: { ...base, html: "" } };
+  const copy = document.implementation.createHTMLDocument("").importNode(live, true);
+  for (const forged of copy.querySelectorAll(`[${HIDDEN_MARK_ATTR}]`)) forged.removeAttribute(HIDDEN_MARK_ATTR);
+
+  const capped: ContentCapped = {};
+  const liveBody = document.body;
+  let bodyCopy: Element | undefined;
+  for (let l = live.firstElementChild, c = copy.firstElementChild; l && c; l = l.nextElementSibling, c = c.nextElementSibling) {
+    if (l === liveBody) bodyCopy = c;
+  }
+  if (liveBody && bodyCopy) {
+    if (frameHidden()) bodyCopy.setAttribute(HIDDEN_MARK_ATTR, HIDDEN_SUBTREE);
+    else {
+      const elements = walk(liveBody, bodyCopy, maxElements);
+      if (elements > maxElements) capped.elements = elements;
+    }
+  }
+
+  let html = copy.outerHTML;
+  if (html.length > maxChars) {
+    capped.chars = html.length;
+    // Cut before a tag rather than inside one.
+    const cut = html.lastIndexOf("<", maxChars);
+    html = html.slice(0, cut > maxChars / 2 ? cut : maxChars);
+  }
+  return { ok: true, value: { ...base, html, ...(capped.elements !== undefined || capped.chars !== undefined ? { capped } : {}) } };
+}
+
+/**
+ * Walks the live body and its copy in step, marking hidden elements on the copy; past `maxElements` the copy's
+ * unvisited elements are removed. Returns how many elements were visited (maxElements + 1 when it stopped there).
+ */
+function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number {
+  const extent = pageExtent();
+  const bodyStyle = getComputedStyle(liveBody);
+  const rootStyle = getComputedStyle(document.documentElement);
+  const canvas = backgroundFor(rootStyle, [255, 255, 255, 1], false) ?? [255, 255, 255, 1];
+  const rootCtx: Context = { background: backgroundFor(bodyStyle, canvas, false), opacity: (Number.parseFloat(rootStyle.opacity) || 0) * (Number.parseFloat(bodyStyle.opacity) || 0), positioned: false };
+  const stack: [Element, Element, Context][] = [];
+  const pushChildren = (l: Element, c: Element, ctx: Context) => {
+    const start = stack.length;
+    for (let lc = l.firstElementChild, cc = c.firstElementChild; lc && cc; lc = lc.nextElementSibling, cc = cc.nextElementSibling) stack.push([lc, cc, ctx]);
+    // Document order: the first child on top of the stack, so a walk cut short keeps the start of the page.
+    for (let i = start, j = stack.length - 1; i < j; i++, j--) [stack[i], stack[j]] = [stack[j]!, stack[i]!];
+  };
+  const bodyMark = judge(liveBody, bodyStyle, rootCtx, extent);
+  if (bodyMark === HIDDEN_SUBTREE) {
+    bodyCopy.setAttribute(HIDDEN_MARK_ATTR, HIDDEN_SUBTREE);
+    return 1;
+  }
+  if (bodyMark) bodyCopy.setAttribute(HIDDEN_MARK_ATTR, bodyMark);
+  pushChildren(liveBody, bodyCopy, rootCtx);
+  let visited = 1;
+  while (stack.length) {
+    if (visited >= maxElements) {
+      for (const [, c] of stack) c.remove();
+      return maxElements + 1;
+    }
+    const [l, c, ctx] = stack.pop()!;
+    visited++;
+    if (SKIP.has(l.tagName)) continue;
+    const style = getComputedStyle(l);
+    const opacity = ctx.opacity * (Number.parseFloat(style.opacity) || 0);
+    const position = style.position;
+    const positioned = position === "absolute" || position === "fixed";
+    const mine: Context = { background: backgroundFor(style, ctx.background, positioned), opacity, positioned };
+    const mark = judge(l, style, mine, extent);
+    if (mark === HIDDEN_SUBTREE) {
+      c.setAttribute(HIDDEN_MARK_ATTR, HIDDEN_SUBTREE);
+      continue;
+    }
+    if (mark) c.setAttribute(HIDDEN_MARK_ATTR, mark);
+    if (l.firstElementChild) pushChildren(l, c, mine);
+  }
+  return visited;
+}
