@@ -681,23 +681,23 @@ const handlers: Handlers = {
     return { frames };
   },
 
-  "page.inspect": async ({ tabId, ref, revision }) => {
+  "page.inspect": async ({ tabId, ref, revision, action, value }) => {
     await agentTab(tabId);
     const { frameId, local } = splitRef(ref);
     // The page itself needs no snapshot, so the in-page script may not be there yet.
     if (local === "page") await injectInpage(tabId, [frameId]);
-    const facts = await runInFrame<ElementFacts>(tabId, frameId, "inspect", { ref: local, revision });
+    const facts = await runInFrame<ElementFacts>(tabId, frameId, "inspect", { ref: local, revision, action, value });
     return { ...facts, ref };
   },
 
-  "page.act": async ({ tabId, ref, revision, action, value }) => {
+  "page.act": async ({ tabId, ref, revision, action, value, expect }) => {
     await agentTab(tabId);
     const { frameId, local } = splitRef(ref);
     // An action that navigates (a link, a submit) can unload the document before it answers; Chrome then
     // never settles the injection. The commit of the next document is the answer in that case.
     const nav = watchNavigation();
     try {
-      const acted = runInFrame<{ facts: ElementFacts; effects: string[] }>(tabId, frameId, "act", { ref: local, revision, action, value }).then((outcome) => ({
+      const acted = runInFrame<{ facts: ElementFacts; effects: string[] }>(tabId, frameId, "act", { ref: local, revision, action, value, expect }).then((outcome) => ({
         facts: { ...outcome.facts, ref },
         effects: outcome.effects,
       }));

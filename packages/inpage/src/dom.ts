@@ -131,10 +131,6 @@ export function roleOf(el: Element): string {
 
 const NAME_FROM_CONTENT = new Set(["button", "link", "heading", "tab", "menuitem", "menuitemcheckbox", "menuitemradio", "option", "treeitem", "checkbox", "radio", "switch", "cell", "columnheader", "rowheader", "tooltip"]);
 
-function textOf(el: Element): string {
-  return normalize(el instanceof HTMLElement ? el.innerText : el.textContent);
-}
-
 function byIds(el: Element, attr: string): Element[] {
   const ids = el.getAttribute(attr)?.trim().split(/\s+/) ?? [];
   const root = el.getRootNode();
@@ -177,20 +173,39 @@ function imagesAlt(el: Element): string {
 
 /** What a person sees as the control's label (the write policy matches it together with the name). */
 export function visibleLabel(el: Element): string {
-  if (isButtonInput(el)) return normalize(el.type === "image" ? el.alt : el.value);
+  return readLabel(el).text;
+}
+
+/**
+ * The control's label as a person reads it (generated content included, text they cannot see left out), and why
+ * that reading cannot be trusted, if it cannot (see labelConflictOf).
+ */
+export function readLabel(el: Element): { text: string; conflict?: string } {
+  const read = (parts: Element[]): { text: string; conflict?: string } => {
+    const texts: string[] = [];
+    let conflict: string | undefined;
+    for (const part of parts) {
+      const rendered = renderedText(part);
+      conflict ??= labelConflictOf(rendered);
+      if (rendered.text) texts.push(rendered.text);
+    }
+    return { text: texts.join(" "), ...(conflict ? { conflict } : {}) };
+  };
+  if (isButtonInput(el)) return { text: normalize(el.type === "image" ? el.alt : el.value) };
   if (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement || el instanceof HTMLSelectElement) {
-    const labels = labelsOf(el).filter((l) => isVisible(l)).map(textOf).filter(Boolean);
-    if (labels.length) return labels.join(" ");
-    const labelledBy = byIds(el, "aria-labelledby").filter((l) => isVisible(l)).map(textOf).filter(Boolean);
-    if (labelledBy.length) return labelledBy.join(" ");
-    if ((el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement) && !el.value) return normalize(el.placeholder);
-    return "";
+    const labels = read(labelsOf(el).filter((l) => isVisible(l)));
+    if (labels.text) return labels;
+    const labelledBy = read(byIds(el, "aria-labelledby").filter((l) => isVisible(l)));
+    if (labelledBy.text) return labelledBy;
+    if ((el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement) && !el.value) return { text: normalize(el.placeholder), ...(labels.conflict ? { conflict: labels.conflict } : {}) };
+    const conflict = labels.conflict ?? labelledBy.conflict;
+    return { text: "", ...(conflict ? { conflict } : {}) };
   }
-  const own = textOf(el);
-  if (own) return own;
-  const labelledBy = byIds(el, "aria-labelledby").filter((l) => isVisible(l)).map(textOf).filter(Boolean);
-  if (labelledBy.length) return labelledBy.join(" ");
-  return imagesAlt(el);
+  const own = read([el]);
+  if (own.text || own.conflict) return own;
+  const labelledBy = read(byIds(el, "aria-labelledby").filter((l) => isVisible(l)));
+  if (labelledBy.text || labelledBy.conflict) return labelledBy;
+  return { text: imagesAlt(el) };
 }
 
 function isVisible(el: Element): boolean {
@@ -265,4 +280,303 @@ export function attributeText(el: Element): string {
     if (attr.value) parts.push(attr.value);
   }
   return normalize(parts.join(" ")).slice(0, 1000);
+}
+
+// ---- what a person reads: DOM text plus CSS-generated content ------------------------------------
+
+/** Elements read per label at most: a larger one cannot be read as a person would, and is reported so. */
+const MAX_LABEL_ELEMENTS = 2000;
+
+/** Private-use code points: icon fonts draw pictures with them, never words. */
+const PRIVATE_USE = /[\p{Co}]/gu;
+const WORDY = /[\p{L}\p{N}]/u;
+
+function alphaOf(color: string): number {
+  if (color === "transparent") return 0;
+  const m = /^rgba?\(([^)]*)\)$/.exec(color.trim());
+  if (!m) return 1;
+  const parts = m[1]!.split(/[\s,/]+/).filter(Boolean);
+  if (parts.length < 4) return 1;
+  const a = parts[3]!;
+  return a.endsWith("%") ? Number(a.slice(0, -1)) / 100 : Number(a);
+}
+
+/** Whether text drawn with this style leaves ink a person can read (fill colour, stroke, size). */
+function inkVisible(style: CSSStyleDeclaration): boolean {
+  if (style.visibility !== "visible") return false;
+  if (Number.parseFloat(style.fontSize) < 4) return false;
+  const fill = style.getPropertyValue("-webkit-text-fill-color") || style.color;
+  if (alphaOf(fill) >= 0.1) return true;
+  const stroke = Number.parseFloat(style.getPropertyValue("-webkit-text-stroke-width") || "0");
+  return stroke > 0 && alphaOf(style.getPropertyValue("-webkit-text-stroke-color")) >= 0.1;
+}
+
+/** The strings of a computed `content` value (attr() is already resolved there); counters, quotes, images and the alt text after "/" are not text a label is made of. */
+export function contentStrings(value: string): string {
+  if (value === "none" || value === "normal" || value === "") return "";
+  let out = "";
+  let i = 0;
+  while (i < value.length) {
+    const c = value[i]!;
+    if (c === "/") break; // alternative text for speech, not drawn
+    if (c === '"' || c === "'") {
+      i++;
+      while (i < value.length && value[i] !== c) {
+        if (value[i] === "\\") {
+          const hex = /^[0-9a-fA-F]{1,6} ?/.exec(value.slice(i + 1));
+          if (hex) {
+            out += String.fromCodePoint(Math.min(Number.parseInt(hex[0].trim(), 16), 0x10ffff));
+            i += 1 + hex[0].length;
+          } else {
+            out += value[i + 1] ?? "";
+            i += 2;
+          }
+        } else {
+          out += value[i];
+          i++;
+        }
+      }
+      i++;
+      continue;
+    }
+    if (c === "(") {
+      // counter(...), url(...), attr(...) left unresolved: skip the whole function.
+      let depth = 1;
+      i++;
+      while (i < value.length && depth > 0) {
+        if (value[i] === "(") depth++;
+        else if (value[i] === ")") depth--;
+        i++;
+      }
+      continue;
+    }
+    i++;
+  }
+  return out.replace(PRIVATE_USE, "");
+}
+
+function generatedText(el: Element, which: "::before" | "::after", opacity: number): string {
+  const style = getComputedStyle(el, which);
+  const text = contentStrings(style.content);
+  // Content with no letter or digit (arrows, stars, separators, icon glyphs) decorates; it is not words.
+  if (!WORDY.test(text) || style.display === "none" || opacity * Number(style.opacity || "1") < 0.05 || !inkVisible(style)) return "";
+  return text;
+}
+
+export interface RenderedText {
+  /** What a person reads, generated content included, normalised. */
+  text: string;
+  /** DOM text inside the element that a person cannot read (transparent, tiny, moved out of the element's box). */
+  unseen: string;
+  /** Text that CSS generated content adds. */
+  generated: string;
+  /** The element had more than MAX_LABEL_ELEMENTS elements inside: the texts are incomplete. */
+  capped: boolean;
+}
+
+const INLINE_DISPLAY = /^(inline|contents|ruby|ruby-text)$/;
+
+/** Reads the element as a person sees it: visible text nodes and ::before / ::after content, in order. */
+export function renderedText(el: Element): RenderedText {
+  const shown: string[] = [];
+  const unseen: string[] = [];
+  const generated: string[] = [];
+  const box = el.getBoundingClientRect();
+  let elements = 0;
+  let capped = false;
+  const textSeen = (node: Text): boolean => {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    for (const r of range.getClientRects()) {
+      if (r.width > 0 && r.height > 0 && r.right > box.left && r.left < box.right && r.bottom > box.top && r.top < box.bottom) return true;
+    }
+    return false;
+  };
+  const walk = (node: Element, opacity: number): void => {
+    if (capped) return;
+    if (++elements > MAX_LABEL_ELEMENTS) {
+      capped = true;
+      return;
+    }
+    if (!node.checkVisibility()) return;
+    const style = getComputedStyle(node);
+    const own = opacity * Number(style.opacity || "1");
+    const block = !INLINE_DISPLAY.test(style.display);
+    if (block) shown.push(" ");
+    const before = generatedText(node, "::before", own);
+    if (before) {
+      shown.push(" ", before, " ");
+      generated.push(before);
+    }
+    const ink = own >= 0.05 && inkVisible(style);
+    for (const child of node.childNodes) {
+      if (child instanceof Text) {
+        const data = child.data;
+        if (!data.trim()) {
+          shown.push(data);
+          continue;
+        }
+        if (ink && textSeen(child)) shown.push(data);
+        else unseen.push(data);
+      } else if (child instanceof Element) {
+        if (child.tagName === "BR") shown.push(" ");
+        else if (child.tagName !== "SCRIPT" && child.tagName !== "STYLE" && child.tagName !== "TEMPLATE") walk(child, own);
+      }
+    }
+    const after = generatedText(node, "::after", own);
+    if (after) {
+      shown.push(" ", after, " ");
+      generated.push(after);
+    }
+    if (block) shown.push(" ");
+  };
+  walk(el, 1);
+  return { text: normalize(shown.join("")), unseen: normalize(unseen.join(" ")), generated: normalize(generated.join(" ")), capped };
+}
+
+/** Why the rendered label cannot be trusted (see ElementFacts.labelConflict), or undefined. */
+export function labelConflictOf(rendered: RenderedText): string | undefined {
+  if (rendered.capped) return `it holds more than ${MAX_LABEL_ELEMENTS} elements, too many to read its label as a person would`;
+  if (WORDY.test(rendered.generated) && WORDY.test(rendered.unseen)) {
+    return `its text ${JSON.stringify(rendered.unseen.slice(0, 80))} is not visible while CSS-generated content shows ${JSON.stringify(rendered.generated.slice(0, 80))}`;
+  }
+  return undefined;
+}
+
+// ---- effective state ---------------------------------------------------------------------------
+
+/** The next element up the composed tree (a shadow root leads to its host). */
+export function composedParent(el: Element): Element | null {
+  if (el.parentElement) return el.parentElement;
+  const root = el.parentNode;
+  return root instanceof ShadowRoot ? root.host : null;
+}
+
+function inFirstLegend(el: Element, fieldset: HTMLFieldSetElement): boolean {
+  const legend = [...fieldset.children].find((c) => c instanceof HTMLLegendElement);
+  return legend !== undefined && legend.contains(el);
+}
+
+/**
+ * Disabled as HTML and ARIA define it, whatever kind of element: the control's own state (which covers a disabled
+ * fieldset outside its first legend and a disabled optgroup for form controls), an inert subtree, aria-disabled on
+ * it or an ancestor, and, for elements that are not form controls, a disabled fieldset or optgroup around them.
+ */
+export function effectivelyDisabled(el: Element): boolean {
+  if (el.matches(":disabled")) return true;
+  for (let node: Element | null = el; node; node = composedParent(node)) {
+    if (node.hasAttribute("inert")) return true;
+    if (node.getAttribute("aria-disabled")?.trim().toLowerCase() === "true") return true;
+    if (node !== el && node instanceof HTMLFieldSetElement && node.disabled && !inFirstLegend(el, node)) return true;
+    if (node instanceof HTMLOptGroupElement && node.disabled) return true;
+  }
+  return false;
+}
+
+// ---- what a click reaches (HTML activation behaviour) --------------------------------------------
+
+/** Interactive content (HTML), as Chromium's label tests it: a click inside one is not forwarded by the label. */
+function isInteractiveContent(el: Element): boolean {
+  if (el instanceof HTMLAnchorElement) return el.hasAttribute("href");
+  if (el instanceof HTMLInputElement) return el.type !== "hidden";
+  if (el instanceof HTMLImageElement || el instanceof HTMLObjectElement) return el.hasAttribute("usemap");
+  if (el instanceof HTMLMediaElement) return el.hasAttribute("controls");
+  return (
+    el instanceof HTMLButtonElement ||
+    el instanceof HTMLSelectElement ||
+    el instanceof HTMLTextAreaElement ||
+    el instanceof HTMLLabelElement ||
+    el instanceof HTMLDetailsElement ||
+    el instanceof HTMLIFrameElement ||
+    el instanceof HTMLEmbedElement
+  );
+}
+
+const ACTIVATING_INPUTS = new Set(["checkbox", "radio", "submit", "image", "reset", "button", "file", "color"]);
+
+/** Elements whose own click does something (HTML activation behaviour) besides the events a page listens to. */
+function activatesByItself(el: Element): boolean {
+  if (el instanceof HTMLAnchorElement || el instanceof HTMLAreaElement) return el.hasAttribute("href");
+  if (el instanceof HTMLButtonElement) return true;
+  if (el instanceof HTMLInputElement) return ACTIVATING_INPUTS.has(el.type);
+  return false;
+}
+
+function shadowIncludingContains(outer: Element, inner: Element): boolean {
+  for (let node: Element | null = inner; node; node = composedParent(node)) if (node === outer) return true;
+  return false;
+}
+
+/**
+ * The elements a click on `el` reaches through HTML's activation behaviours, besides `el` itself: the control
+ * of a label the click lands in (unless it lands in interactive content inside the label), an enclosing link or
+ * button (Chromium follows a link around a button), and, for each of those, what a click on it reaches in turn.
+ * A <summary> only toggles its <details> and is not listed. Clicks a page's own script forwards are not seen here.
+ */
+export function activationReach(el: Element): { el: Element; via: string }[] {
+  const reached: { el: Element; via: string }[] = [];
+  const seen = new Set<Element>([el]);
+  const visit = (target: Element, depth: number): void => {
+    if (depth > 4) return;
+    let interactiveSoFar = false;
+    for (let node: Element | null = target; node; node = composedParent(node)) {
+      if (node instanceof HTMLLabelElement) {
+        const control = node.control;
+        if (control && !shadowIncludingContains(control, target) && !(interactiveSoFar && node !== target) && !seen.has(control)) {
+          seen.add(control);
+          reached.push({ el: control, via: node === target ? "the control of this label" : "the control of the label it is in" });
+          visit(control, depth + 1);
+        }
+      } else if (node !== target && activatesByItself(node) && !seen.has(node)) {
+        seen.add(node);
+        reached.push({ el: node, via: node instanceof HTMLAnchorElement || node instanceof HTMLAreaElement ? "the link it is inside" : "the control it is inside" });
+      }
+      if (isInteractiveContent(node)) interactiveSoFar = true;
+    }
+  };
+  visit(el, 0);
+  return reached;
+}
+
+// ---- what Enter submits (HTML implicit submission) -------------------------------------------------
+
+const NO_IMPLICIT_SUBMIT = new Set(["submit", "reset", "button", "image", "file", "hidden"]);
+const BLOCKS_IMPLICIT_SUBMISSION = new Set(["text", "search", "url", "tel", "email", "password", "date", "month", "week", "time", "datetime-local", "number"]);
+
+function isSubmitButton(el: Element): el is HTMLButtonElement | HTMLInputElement {
+  return (el instanceof HTMLButtonElement && el.type === "submit") || (el instanceof HTMLInputElement && (el.type === "submit" || el.type === "image"));
+}
+
+/** The form's default button: its first submit button in tree order, form= owners and image buttons included. */
+export function defaultButton(form: HTMLFormElement): HTMLButtonElement | HTMLInputElement | undefined {
+  const candidates: Element[] = [...form.elements].filter(isSubmitButton);
+  // form.elements leaves out <input type=image> (for historical reasons).
+  const root = form.getRootNode();
+  if (root instanceof Document || root instanceof ShadowRoot) {
+    for (const image of root.querySelectorAll("input")) if (image.type === "image" && image.form === form) candidates.push(image);
+  }
+  candidates.sort((a, b) => (a === b ? 0 : a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1));
+  const first = candidates[0];
+  return first && isSubmitButton(first) ? first : undefined;
+}
+
+/**
+ * What an Enter in `el` submits, following HTML's implicit submission: in a single-line field of a form, a click
+ * on the form's default button (nothing if that button is disabled); with no submit button, the form itself,
+ * unless more than one field blocks implicit submission. `none` says why nothing is submitted.
+ */
+export function implicitSubmission(el: Element): { form: HTMLFormElement; button?: HTMLButtonElement | HTMLInputElement } | { none: string } {
+  if (el instanceof HTMLTextAreaElement) return { none: "Enter in a text area adds a line; it submits no form" };
+  if (!(el instanceof HTMLInputElement)) return { none: `Enter on a <${el.tagName.toLowerCase()}> submits no form (only single-line fields do)` };
+  if (NO_IMPLICIT_SUBMIT.has(el.type)) return { none: `Enter on an <input type=${el.type}> submits no form here` };
+  const form = el.form;
+  if (!form) return { none: "the field belongs to no form" };
+  const button = defaultButton(form);
+  if (button) {
+    if (button.matches(":disabled")) return { none: "its form's default button is disabled" };
+    return { form, button };
+  }
+  const blocking = [...form.elements].filter((e) => e instanceof HTMLInputElement && BLOCKS_IMPLICIT_SUBMISSION.has(e.type)).length;
+  if (blocking > 1) return { none: `its form has no submit button and ${blocking} fields, so Enter submits nothing` };
+  return { form };
 }

@@ -1,20 +1,23 @@
 // Installed once per document into the extension's isolated world (the page's scripts cannot see it):
 // snapshots mint refs bound to nodes and fingerprints, actions verify them before touching anything.
-import { SNAPSHOT_MAX_NODES, type ActionKind, type ElementFacts, type SnapshotNode, type WireError } from "@tabrelay/protocol";
+import { SNAPSHOT_MAX_NODES, type ActionKind, type ElementFacts, type ReachedElement, type SnapshotNode, type WireError } from "@tabrelay/protocol";
 import {
   accessibleName,
+  activationReach,
   adoptShadowRoot,
   attributeText,
   coveringElement,
   describeElement,
+  effectivelyDisabled,
   hiddenReason,
+  implicitSubmission,
   INTERACTIVE_ROLES,
   intersectsViewport,
   LANDMARK_ROLES,
   normalize,
+  readLabel,
   roleOf,
   shadowRootOf,
-  visibleLabel,
 } from "./dom.js";
 import { content, type ContentParams, type ContentValue } from "./content.js";
 
@@ -31,11 +34,19 @@ interface State {
 
 export type InpageResult<T> = { ok: true; value: T } | { ok: false; error: WireError };
 
+/** With the action and its value, the facts also say what that action reaches (ElementFacts). */
+export interface InspectArgs {
+  ref: string;
+  revision: string;
+  action?: ActionKind;
+  value?: string;
+}
+
 export interface InpageApi {
   version: number;
   snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: string; elapsedMs: number; capped?: boolean }>;
-  inspect(params: { ref: string; revision: string }): Promise<InpageResult<ElementFacts>>;
-  act(params: { ref: string; revision: string; action: ActionKind; value?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: string[] }>>;
+  inspect(params: InspectArgs): Promise<InpageResult<ElementFacts>>;
+  act(params: InspectArgs & { action: ActionKind; expect?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: string[] }>>;
   wait(params: { text?: string; textGone?: string; selector?: string; timeoutMs: number }): Promise<InpageResult<{ matched: string; elapsedMs: number }>>;
   rect(params: { ref: string; revision: string }): Promise<InpageResult<{ x: number; y: number; width: number; height: number }>>;
   /** For drivers without chrome.dom: hosts whose closed shadow root the driver should look up and adopt. */
@@ -199,17 +210,18 @@ function resolve(ref: string, revision: string): InpageResult<{ el: Element; ent
   return { ok: true, value: { el, entry } };
 }
 
-function factsOf(el: Element, ref: string): ElementFacts {
+function factsOf(el: Element, ref: string, action?: ActionKind, value?: string): ElementFacts {
   const role = roleOf(el);
   const hidden = hiddenReason(el, true);
   const covering = hidden === undefined ? coveringElement(el) : undefined;
+  const label = readLabel(el);
   const facts: ElementFacts = {
     ref,
     role,
     name: accessibleName(el, role),
-    visibleText: visibleLabel(el),
+    visibleText: label.text,
     tag: el.tagName.toLowerCase(),
-    disabled: (el as HTMLButtonElement).disabled === true || el.closest('[aria-disabled="true"]') !== null || el.closest("fieldset:disabled") !== null,
+    disabled: effectivelyDisabled(el),
     editable: isEditable(el),
     attributeText: attributeText(el),
     frameUrl: location.href,
@@ -217,7 +229,106 @@ function factsOf(el: Element, ref: string): ElementFacts {
   if (el instanceof HTMLInputElement) facts.inputType = el.type;
   if (hidden) facts.hidden = hidden;
   if (covering) facts.coveredBy = describeElement(covering);
+  if (label.conflict) facts.labelConflict = label.conflict;
+  if (action === "click" || action === "check") facts.activates = activationReach(el).map((r) => reachedFacts(r.el, r.via));
+  if (action === "press") Object.assign(facts, pressFacts(el, parseKey(value ?? "Enter")));
+  if (action === "select") facts.option = optionFacts(pickOption(el, value ?? ""));
   return facts;
+}
+
+/** The facts the gate judges an element on when an action reaches it without targeting it. */
+function reachedFacts(el: Element, via: string): ReachedElement {
+  const role = roleOf(el);
+  const label = readLabel(el);
+  const hidden = hiddenReason(el, false);
+  return {
+    via,
+    role,
+    name: accessibleName(el, role),
+    visibleText: label.text,
+    tag: el.tagName.toLowerCase(),
+    ...(el instanceof HTMLInputElement ? { inputType: el.type } : {}),
+    disabled: effectivelyDisabled(el),
+    ...(hidden ? { hidden } : {}),
+    attributeText: attributeText(el),
+    ...(label.conflict ? { labelConflict: label.conflict } : {}),
+  };
+}
+
+/** What an Enter here would submit; other keys carry only their normalised name. */
+function pressFacts(el: Element, key: ParsedKey): Pick<ElementFacts, "key" | "submits" | "noSubmit"> {
+  if (!key.submitsLikeEnter) return { key: key.combo };
+  const submission = implicitSubmission(el);
+  if ("none" in submission) return { key: key.combo, noSubmit: submission.none };
+  // A form has no text of its own: its accessible name (aria-label, aria-labelledby, title) stands for both.
+  const name = accessibleName(submission.form, "form");
+  const form: ReachedElement = {
+    via: "the form Enter submits",
+    role: "form",
+    name,
+    visibleText: name,
+    tag: "form",
+    disabled: false,
+    attributeText: attributeText(submission.form),
+  };
+  return { key: key.combo, submits: { form, ...(submission.button ? { button: reachedFacts(submission.button, "the form's default button, which Enter clicks") } : {}) } };
+}
+
+function optionFacts(option: HTMLOptionElement): ReachedElement {
+  const hidden = option.hidden || getComputedStyle(option).display === "none" || (option.parentElement instanceof HTMLOptGroupElement && getComputedStyle(option.parentElement).display === "none");
+  const text = normalize(option.label);
+  return {
+    via: "the option chosen",
+    role: "option",
+    name: text,
+    visibleText: text,
+    tag: "option",
+    disabled: effectivelyDisabled(option),
+    ...(hidden ? { hidden: "display" as const } : {}),
+    attributeText: attributeText(option),
+  };
+}
+
+/** Facts as the broker's gate compares them: canonical JSON (sorted keys), without the ref the drivers rewrite. */
+function fingerprint(facts: ElementFacts): string {
+  const { ref: _ref, ...rest } = facts;
+  return canonical(rest);
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** The facts that differ between what the gate judged and what holds now, for the message. */
+function changedFacts(expected: string, now: ElementFacts): string {
+  let judged: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(expected);
+    if (parsed !== null && typeof parsed === "object") judged = parsed as Record<string, unknown>;
+  } catch {
+    return "the judged facts could not be read";
+  }
+  const current = JSON.parse(fingerprint(now)) as Record<string, unknown>;
+  const keys = new Set([...Object.keys(judged), ...Object.keys(current)]);
+  const changed = [...keys].filter((k) => canonical(judged[k]) !== canonical(current[k]));
+  return changed.length ? changed.join(", ") : "their form";
+}
+
+/** Fails unless the element's facts (and what the action reaches) are still those the gate judged. */
+function verify(el: Element, params: InspectArgs & { action: ActionKind; expect?: string }, when: string): void {
+  if (params.expect === undefined) return;
+  const now = factsOf(el, params.ref, params.action, params.value);
+  if (fingerprint(now) === params.expect) return;
+  throw new ActError(
+    "stale_ref",
+    `the element ${describeElement(el)} or what its action reaches changed ${when} (${changedFacts(params.expect, now)}), so the action was not performed; call snapshot again`,
+  );
 }
 
 function isEditable(el: Element): boolean {
@@ -251,13 +362,17 @@ async function settle(el: Element): Promise<void> {
   }
 }
 
-async function inspect(params: { ref: string; revision: string }): Promise<InpageResult<ElementFacts>> {
+async function inspect(params: InspectArgs): Promise<InpageResult<ElementFacts>> {
   // The page itself (scroll without a ref) is no snapshot's ref: it holds whatever was snapshotted since.
   if (params.ref === "page") return { ok: true, value: pageFacts() };
   const found = resolve(params.ref, params.revision);
   if (!found.ok) return found;
   await settle(found.value.el);
-  return { ok: true, value: factsOf(found.value.el, params.ref) };
+  try {
+    return { ok: true, value: factsOf(found.value.el, params.ref, params.action, params.value) };
+  } catch (error) {
+    return error instanceof ActError ? fail(error.code, error.message) : fail("internal", error instanceof Error ? error.message : String(error));
+  }
 }
 
 // ---- actions -----------------------------------------------------------------------------------
@@ -276,13 +391,15 @@ function hover(el: Element): void {
   for (const type of ["pointerover", "pointerenter", "mouseover", "mouseenter", "pointermove", "mousemove"]) pointer(el, type);
 }
 
-function click(el: Element): void {
+/** `beforeActivation` runs after the pointer events and focus, just before the click that activates. */
+function click(el: Element, beforeActivation: () => void): void {
   hover(el);
   pointer(el, "pointerdown");
   pointer(el, "mousedown");
   if (el instanceof HTMLElement) el.focus({ preventScroll: true });
   pointer(el, "pointerup");
   pointer(el, "mouseup");
+  beforeActivation();
   // click() fires the click event and runs the element's activation behaviour (links, checkboxes, submit).
   if (el instanceof HTMLElement) el.click();
   else pointer(el, "click");
@@ -320,12 +437,19 @@ function fill(el: Element, value: string): string {
   throw new ActError("not_actionable", `${describeElement(el)} is not a text field; use click or select_option`);
 }
 
-function selectOption(el: Element, wanted: string): string {
+/** The option select_option picks for `wanted`: by label first, then by value. */
+function pickOption(el: Element, wanted: string): HTMLOptionElement {
   if (!(el instanceof HTMLSelectElement)) throw new ActError("not_actionable", `${describeElement(el)} is not a <select>; click the option instead`);
   const options = [...el.options];
   const option = options.find((o) => normalize(o.label) === normalize(wanted)) ?? options.find((o) => o.value === wanted);
   if (!option) throw new ActError("element_not_found", `no option ${JSON.stringify(wanted)}; options are: ${options.map((o) => JSON.stringify(normalize(o.label))).join(", ")}`);
-  if (option.disabled) throw new ActError("not_actionable", `option ${JSON.stringify(wanted)} is disabled`);
+  return option;
+}
+
+function selectOption(el: Element, wanted: string): string {
+  const option = pickOption(el, wanted);
+  if (!(el instanceof HTMLSelectElement)) throw new ActError("not_actionable", `${describeElement(el)} is not a <select>`);
+  if (effectivelyDisabled(option)) throw new ActError("not_actionable", `option ${JSON.stringify(wanted)} is disabled`);
   el.focus({ preventScroll: true });
   setNativeValue(el, option.value);
   el.dispatchEvent(new Event("input", { bubbles: true, composed: true }));
@@ -338,9 +462,9 @@ function checkedOf(el: Element): boolean {
   return el.getAttribute("aria-checked") === "true" || el.getAttribute("aria-pressed") === "true";
 }
 
-function setChecked(el: Element, want: boolean): string {
+function setChecked(el: Element, want: boolean, beforeActivation: () => void): string {
   if (checkedOf(el) === want) return `already ${want ? "checked" : "unchecked"}`;
-  click(el);
+  click(el, beforeActivation);
   const now = checkedOf(el);
   if (now !== want) throw new ActError("not_actionable", `clicking ${describeElement(el)} did not ${want ? "check" : "uncheck"} it`);
   return `now ${now ? "checked" : "unchecked"}`;
@@ -364,14 +488,59 @@ const KEYS: Record<string, { key: string; code: string; keyCode: number }> = {
   pagedown: { key: "PageDown", code: "PageDown", keyCode: 34 },
 };
 
-function press(el: Element, combo: string): string {
+const MODIFIERS: Record<string, "Control" | "Alt" | "Shift" | "Meta"> = {
+  control: "Control",
+  ctrl: "Control",
+  alt: "Alt",
+  option: "Alt",
+  shift: "Shift",
+  meta: "Meta",
+  cmd: "Meta",
+  command: "Meta",
+};
+const MODIFIER_ORDER = ["Control", "Alt", "Shift", "Meta"] as const;
+
+interface ParsedKey {
+  /** Normalised: modifiers in the order Control, Alt, Shift, Meta, then the key ("Control+Enter", "Space", "a"). */
+  combo: string;
+  key: { key: string; code: string; keyCode: number };
+  mods: Set<string>;
+  /** Enter with no Control, Alt or Meta: the key that submits forms. */
+  submitsLikeEnter: boolean;
+}
+
+function parseKey(combo: string): ParsedKey {
   const parts = combo.split("+").map((p) => p.trim()).filter(Boolean);
   const main = parts.pop();
   if (!main) throw new ActError("invalid_params", `no key in ${JSON.stringify(combo)}; use e.g. "Enter", "Tab", "Control+A"`);
-  const mods = new Set(parts.map((p) => p.toLowerCase()));
+  const mods = new Set<string>();
+  for (const part of parts) {
+    const mod = MODIFIERS[part.toLowerCase()];
+    if (!mod) throw new ActError("invalid_params", `unknown modifier ${JSON.stringify(part)} in ${JSON.stringify(combo)}; use Control, Alt, Shift or Meta`);
+    mods.add(mod);
+  }
   const named = KEYS[main.toLowerCase()];
   const key = named ?? (main.length === 1 ? { key: main, code: /[a-z]/i.test(main) ? `Key${main.toUpperCase()}` : "", keyCode: main.toUpperCase().charCodeAt(0) } : undefined);
   if (!key) throw new ActError("invalid_params", `unknown key ${JSON.stringify(main)}; use a single character or one of ${Object.keys(KEYS).join(", ")}`);
+  const name = key.key === " " ? "Space" : key.key;
+  const ordered = MODIFIER_ORDER.filter((m) => mods.has(m));
+  return {
+    combo: [...ordered, name].join("+"),
+    key,
+    mods,
+    submitsLikeEnter: key.key === "Enter" && !mods.has("Control") && !mods.has("Alt") && !mods.has("Meta"),
+  };
+}
+
+/**
+ * Synthetic key events have no default action, so the only effects besides the page's own listeners are the ones
+ * emulated here: Tab moves focus, and Enter (with no Control, Alt or Meta) submits the way HTML's implicit
+ * submission does, by clicking the form's default button, or submitting a form that has none. `judged` is the
+ * submission the gate judged; if the page changed it while the key was down, nothing is submitted.
+ */
+function press(el: Element, combo: string, judged: Pick<ElementFacts, "submits" | "noSubmit">): string {
+  const parsed = parseKey(combo);
+  const { key, mods } = parsed;
   const target = el instanceof HTMLElement ? el : document.body;
   target.focus({ preventScroll: true });
   const init: KeyboardEventInit = {
@@ -382,25 +551,34 @@ function press(el: Element, combo: string): string {
     bubbles: true,
     cancelable: true,
     composed: true,
-    ctrlKey: mods.has("control") || mods.has("ctrl"),
-    shiftKey: mods.has("shift"),
-    altKey: mods.has("alt"),
-    metaKey: mods.has("meta") || mods.has("cmd"),
+    ctrlKey: mods.has("Control"),
+    shiftKey: mods.has("Shift"),
+    altKey: mods.has("Alt"),
+    metaKey: mods.has("Meta"),
   };
   const proceed = target.dispatchEvent(new KeyboardEvent("keydown", init));
   if (key.key.length === 1 || key.key === "Enter") target.dispatchEvent(new KeyboardEvent("keypress", init));
   target.dispatchEvent(new KeyboardEvent("keyup", init));
-  // Synthetic key events have no default action; emulate the ones forms and focus depend on.
-  if (proceed && key.key === "Enter" && (target instanceof HTMLInputElement) && target.form) {
-    target.form.requestSubmit();
-    return "pressed Enter: submitted the form";
+  if (proceed && parsed.submitsLikeEnter) {
+    const now = pressFacts(el, parsed);
+    if (canonical({ submits: now.submits, noSubmit: now.noSubmit }) !== canonical({ submits: judged.submits, noSubmit: judged.noSubmit })) {
+      throw new ActError("stale_ref", `the page changed what Enter submits while the key was pressed (the key events were delivered), so nothing was submitted; call snapshot again`);
+    }
+    const submission = implicitSubmission(el);
+    if ("none" in submission) return `pressed ${parsed.combo}: ${submission.none}`;
+    if (submission.button) {
+      submission.button.click();
+      return `pressed ${parsed.combo}: submitted the form with its default button ${JSON.stringify(readLabel(submission.button).text || accessibleName(submission.button))}`;
+    }
+    submission.form.requestSubmit();
+    return `pressed ${parsed.combo}: submitted the form`;
   }
   if (proceed && key.key === "Tab") {
     const next = nextFocusable(target, init.shiftKey === true);
     next?.focus();
-    return next ? `pressed Tab: focus moved to ${describeElement(next)}` : "pressed Tab";
+    return next ? `pressed ${parsed.combo}: focus moved to ${describeElement(next)}` : `pressed ${parsed.combo}`;
   }
-  return `pressed ${combo}`;
+  return `pressed ${parsed.combo}`;
 }
 
 function nextFocusable(from: Element, backwards: boolean): HTMLElement | undefined {
@@ -437,7 +615,7 @@ class ActError extends Error {
   }
 }
 
-async function act(params: { ref: string; revision: string; action: ActionKind; value?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: string[] }>> {
+async function act(params: InspectArgs & { action: ActionKind; expect?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: string[] }>> {
   if (params.action === "scroll" && params.ref === "page") {
     try {
       return { ok: true, value: { facts: pageFacts(), effects: [scroll(null, params.value)] } };
@@ -449,7 +627,18 @@ async function act(params: { ref: string; revision: string; action: ActionKind; 
   if (!found.ok) return found;
   const el = found.value.el;
   await settle(el);
-  const facts = factsOf(el, params.ref);
+  const writes = params.action !== "hover" && params.action !== "scroll";
+  if (writes && params.expect === undefined) return fail("invalid_params", "a write action needs the facts the broker's gate judged (expect)");
+  let facts: ElementFacts;
+  try {
+    facts = factsOf(el, params.ref, params.action, params.value);
+    if (writes && params.expect !== undefined && fingerprint(facts) !== params.expect) {
+      return fail("stale_ref", `the element ${describeElement(el)} or what its action reaches changed since the policy check (${changedFacts(params.expect, facts)}), so nothing was done; call snapshot again`);
+    }
+  } catch (error) {
+    return error instanceof ActError ? fail(error.code, error.message) : fail("internal", error instanceof Error ? error.message : String(error));
+  }
+  const beforeActivation = () => verify(el, params, "while it was being pressed (pointer events, focus)");
   const mutations: MutationRecord[] = [];
   const observer = new MutationObserver((records) => mutations.push(...records));
   observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
@@ -457,7 +646,7 @@ async function act(params: { ref: string; revision: string; action: ActionKind; 
   try {
     switch (params.action) {
       case "click":
-        click(el);
+        click(el, beforeActivation);
         effects.push(`clicked ${facts.role} "${facts.name}"`);
         break;
       case "fill":
@@ -467,10 +656,10 @@ async function act(params: { ref: string; revision: string; action: ActionKind; 
         effects.push(selectOption(el, params.value ?? ""));
         break;
       case "check":
-        effects.push(setChecked(el, params.value !== "false"));
+        effects.push(setChecked(el, params.value !== "false", beforeActivation));
         break;
       case "press":
-        effects.push(press(el, params.value ?? "Enter"));
+        effects.push(press(el, params.value ?? "Enter", facts));
         break;
       case "hover":
         hover(el);

@@ -149,6 +149,41 @@ export interface ElementFacts {
   attributeText: string;
   /** URL of the frame the element lives in. */
   frameUrl: string;
+  /**
+   * Present when what a person reads on the element cannot be trusted as its label: its DOM text is not seen
+   * (transparent, tiny, moved away) while CSS-generated content (::before / ::after) shows other words, or the
+   * element is too large to read as a person would. visibleText already includes generated content.
+   */
+  labelConflict?: string;
+  /**
+   * click and check: the other elements the click's HTML activation behaviour reaches (a label's control, an
+   * enclosing link or button, and what those reach in turn). Empty when the click reaches only the element.
+   */
+  activates?: ReachedElement[];
+  /** press: the key combo as pressed, normalised ("Enter", "Shift+Tab", "Control+Enter", "a"). */
+  key?: string;
+  /** press: the form an Enter here submits (implicit submission) and its default button; absent when it submits nothing. */
+  submits?: { form: ReachedElement; button?: ReachedElement };
+  /** press with Enter: why it submits nothing here (no form, a textarea, a disabled default button, ...). */
+  noSubmit?: string;
+  /** select: the option the requested label or value picks. */
+  option?: ReachedElement;
+}
+
+/** An element an action reaches besides its target, described by the same facts the gate judges targets on. */
+export interface ReachedElement {
+  /** How the action reaches it, for messages: "the control of its label", "the link it is inside", ... */
+  via: string;
+  role: string;
+  name: string;
+  visibleText: string;
+  tag: string;
+  inputType?: string;
+  /** Effectively disabled: the control's own state, a disabled fieldset or optgroup, inert, aria-disabled. */
+  disabled: boolean;
+  hidden?: HiddenReason;
+  attributeText: string;
+  labelConflict?: string;
 }
 
 export type ActionKind = "click" | "fill" | "select" | "check" | "press" | "hover" | "scroll";
@@ -159,6 +194,21 @@ export interface ActParams {
   revision: string;
   action: ActionKind;
   /** fill: text; select: option label or value; press: key combo like "Enter" or "Control+A"; check: "true"/"false". */
+  value?: string;
+  /**
+   * The facts the broker's gate judged (canonical JSON of ElementFacts without `ref`, see page.inspect). The page
+   * recomputes them before acting, and again just before the click or submission itself, and fails with
+   * stale_ref when they differ: what was judged is what is acted on.
+   */
+  expect?: string;
+}
+
+/** page.inspect: with `action` and `value`, the facts include what that action reaches (see ElementFacts). */
+export interface InspectParams {
+  tabId: number;
+  ref: string;
+  revision: string;
+  action?: ActionKind;
   value?: string;
 }
 
@@ -231,7 +281,7 @@ export interface BridgeMethods {
   "page.content": { params: { tabId: number }; result: PageContent };
   "page.snapshot": { params: SnapshotParams; result: { frames: FrameSnapshot[] } };
   /** Resolves a ref minted at `revision` and reports its facts; fails with stale_ref if it no longer holds. */
-  "page.inspect": { params: { tabId: number; ref: string; revision: string }; result: ElementFacts };
+  "page.inspect": { params: InspectParams; result: ElementFacts };
   /** `facts` is absent when the action navigated the page away before the page could answer. */
   "page.act": { params: ActParams; result: { facts?: ElementFacts; effects: string[] } };
   "page.wait": { params: WaitParams; result: { matched: string; elapsedMs: number } };

@@ -59,6 +59,18 @@ const fileSchema = z
           .object({
             click: z.record(z.string(), z.object({ label: regex }).strict()).optional(),
             type: z.record(z.string(), z.object({ label: regex }).strict()).optional(),
+            // Keys that only a page's script gives meaning to (chords, Escape, Enter outside a form): writePolicy.ts.
+            keys: z
+              .record(
+                z.string(),
+                z
+                  .object({
+                    keys: z.string({ error: 'missing or not a string: the regex of the key combos allowed, e.g. "^Enter$" or "^(Control|Meta)\\+Enter$"' }).pipe(regex),
+                    label: z.string({ error: 'missing or not a string: the regex the element\'s visible text and accessible name must match, e.g. "^Search$"' }).pipe(regex),
+                  })
+                  .strict(),
+              )
+              .optional(),
           })
           .strict()
           .optional(),
@@ -223,6 +235,7 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
       write: {
         ...(file.policy?.write?.click ? { click: file.policy.write.click } : {}),
         ...(file.policy?.write?.type ? { type: file.policy.write.type } : {}),
+        ...(file.policy?.write?.keys ? { keys: file.policy.write.keys } : {}),
       },
     });
   } catch (error) {

@@ -16,6 +16,25 @@ function target(facts: ElementFacts): string {
   return `${facts.role} ${JSON.stringify(facts.name)}`;
 }
 
+/**
+ * The facts the gate judged, as the page compares them before it acts (ActParams.expect): canonical JSON with
+ * sorted keys, without the ref (drivers rewrite it). The page recomputes the same string from the live element.
+ */
+export function judgedFingerprint(facts: ElementFacts): string {
+  const { ref: _ref, ...rest } = facts;
+  return canonical(rest);
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
 /** Collects what the action caused in the browser: navigation of this tab, tabs it opened. */
 function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
   const opened: number[] = [];
@@ -50,7 +69,11 @@ async function perform(
   const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
   const tab = await checkLanding(ctx, conn, current, {});
   response.audit({ tab: tab.tabId, url: tab.url });
-  const facts = unwrap(await conn.call("page.inspect", { tabId: tab.tabId, ref: params.ref, revision: params.revision }));
+  // With the action and its value, the page also reports what the action reaches (a label's control, the form
+  // an Enter submits, the option chosen), so the gate judges exactly what will happen.
+  const facts = unwrap(
+    await conn.call("page.inspect", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, ...(value !== undefined ? { value } : {}) }),
+  );
   response.audit({ target: target(facts) });
   // An element inside a frame is only reachable if the frame itself may be read.
   const frameDecision = ctx.config.policy.check(facts.frameUrl);
@@ -62,7 +85,8 @@ async function perform(
   let outcome: { facts?: ElementFacts; effects: string[] };
   try {
     response.markDispatched();
-    outcome = unwrap(await conn.call("page.act", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, value }));
+    const expect = ctx.config.writePolicy.isStateChanging(action) ? { expect: judgedFingerprint(facts) } : {};
+    outcome = unwrap(await conn.call("page.act", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, value, ...expect }));
     // A navigation the action started commits shortly after; give it a moment to show up.
     await new Promise((r) => setTimeout(r, 60));
   } finally {
@@ -152,7 +176,7 @@ export const pressKey = actionTool({
   name: "press_key",
   title: "Press a key",
   action: "press",
-  what: "Focuses an element by ref and presses a key (Enter in a field submits its form; Tab moves focus). Counts as typing.",
+  what: "Presses a key on a ref (Enter in a field clicks its form's default button; Tab moves focus). Chords, Escape: keys grant.",
   valueField: { name: "key", schema: z.string().min(1).describe('e.g. "Enter", "Escape", "Shift+Tab", "a".') },
   toValue: (v) => String(v ?? "Enter"),
 });

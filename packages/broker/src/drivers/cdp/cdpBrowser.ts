@@ -42,6 +42,7 @@ import { assetPaths } from "../../assets.js";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../../bridge/registry.js";
 import { TabrelayError } from "../../util/errors.js";
 import { CdpClient, isRecord, type CdpFailure, type CdpResult } from "./cdpClient.js";
+import { reachFactsShape } from "../../policy/elementFactsSchema.js";
 
 export interface CdpBrowserOptions {
   label: string;
@@ -231,6 +232,7 @@ const elementFacts = z.object({
   coveredBy: z.string().optional(),
   attributeText: z.string(),
   frameUrl: z.string(),
+  ...reachFactsShape,
 });
 const actValue = z.object({ facts: elementFacts, effects: z.array(z.string()) });
 const waitValue = z.object({ matched: z.string(), elapsedMs: z.number() });
@@ -1429,22 +1431,22 @@ export class CdpBrowser implements BrowserDriver {
       }
     },
 
-    "page.inspect": async ({ tabId, ref, revision }) => {
+    "page.inspect": async ({ tabId, ref, revision, action, value }) => {
       const tab = await this.#agentTab(tabId);
       this.#checkScriptable(tab);
       const { route, local } = this.#route(tab, ref);
       // The page itself needs no snapshot, so the in-page script may not be there yet: install it for that ref.
-      const facts: ElementFacts = this.#parse(elementFacts, await this.#inpage(route.sessionId, route.frameId, "inspect", { ref: local, revision }, local === "page"), "inspect");
+      const facts: ElementFacts = this.#parse(elementFacts, await this.#inpage(route.sessionId, route.frameId, "inspect", { ref: local, revision, action, value }, local === "page"), "inspect");
       return { ...facts, ref };
     },
 
-    "page.act": async ({ tabId, ref, revision, action, value }) => {
+    "page.act": async ({ tabId, ref, revision, action, value, expect }) => {
       const tab = await this.#agentTab(tabId);
       this.#checkScriptable(tab);
       const { route, local } = this.#route(tab, ref);
       let raw: unknown;
       try {
-        raw = await this.#inpage(route.sessionId, route.frameId, "act", { ref: local, revision, action, value }, local === "page");
+        raw = await this.#inpage(route.sessionId, route.frameId, "act", { ref: local, revision, action, value, expect }, local === "page");
       } catch (error) {
         // The action ran and the document it ran in went away (a link, a submit): that is its effect.
         if (error instanceof ActInterrupted) return { effects: ["the page navigated away as a result of the action"] };

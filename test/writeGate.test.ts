@@ -1,0 +1,403 @@
+// The write gate end to end, on hostile local pages, through the real MCP client against real Chromium (the
+// extension and CDP): a grant to type is not a grant to submit, a key chord needs its own grant, labels are
+// judged as a person sees them, and a control disabled by its group stays untouched. Every attack is refused
+// with write_denied naming the rule, the server or the DOM shows nothing happened, and the granted action next
+// to it still works.
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { attachBrowser, call, connectClient, DRIVERS, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
+
+let site: TestSite;
+let broker: TestBroker;
+let client: Client;
+
+/** Requests the hostile pages' forms and scripts sent, as "METHOD /path body". */
+const hits: string[] = [];
+
+const page = (title: string, body: string) => `<!doctype html><html><head><title>${title}</title></head><body>${body}</body></html>`;
+
+function record(req: IncomingMessage, res: ServerResponse): void {
+  let body = "";
+  req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+  req.on("end", () => {
+    hits.push(`${req.method ?? "GET"} ${req.url ?? ""} ${body}`.trim());
+    res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
+    res.end(page("Done", `<h1>Server got ${req.method} ${req.url}</h1>`));
+  });
+}
+
+function hitsTo(path: string): string[] {
+  return hits.filter((h) => h.split(" ")[1]?.split("?")[0] === path);
+}
+
+async function open(path: string): Promise<number> {
+  const opened = await call(client, "open_tab", { url: `${site.origin}${path}` });
+  expect(opened.isError, opened.text).toBe(false);
+  return Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
+}
+
+interface Snap {
+  text: string;
+  revision: string;
+  ref(name: string, role?: string): string;
+}
+
+async function snap(tab: number): Promise<Snap> {
+  const result = await call(client, "snapshot", { tab });
+  expect(result.isError, result.text).toBe(false);
+  const revision = /revision: (\S+)/.exec(result.text)?.[1] ?? "";
+  return {
+    text: result.text,
+    revision,
+    ref(name, role) {
+      const line = result.text.split("\n").find((l) => l.includes(`"${name}"`) && l.includes("[ref=") && (!role || l.includes(`- ${role} `)));
+      const ref = line ? /\[ref=([^\]]+)\]/.exec(line)?.[1] : undefined;
+      if (!ref) throw new Error(`no ref for ${role ?? ""} "${name}" in:\n${result.text}`);
+      return ref;
+    },
+  };
+}
+
+async function act(tool: string, tab: number, name: string, role: string, extra: Record<string, unknown> = {}) {
+  const s = await snap(tab);
+  return call(client, tool, { tab, ref: s.ref(name, role), revision: s.revision, ...extra });
+}
+
+async function read(tab: number): Promise<string> {
+  return (await call(client, "read_page", { tab, mode: "full" })).text;
+}
+
+/** The rule a write_denied message names. */
+function ruleIn(text: string): string | undefined {
+  return /\(rule: ([^)]*(?:\([^)]*\))?[^)]*)\)/.exec(text)?.[1];
+}
+
+beforeAll(async () => {
+  site = await startSite("127.0.0.1");
+  for (const path of ["/delete-account", "/cart", "/search", "/sorted", "/send", "/save"]) site.route(path, record);
+
+  // ---- point 3: Enter, chords, fill, select ----
+  site.route(
+    "/enter-delete",
+    page("Quantity", `<form method="post" action="/delete-account"><label for="qty">Quantity</label><input id="qty" name="qty" value="1"><button>Delete account</button></form>`),
+  );
+  site.route(
+    "/enter-hidden-button",
+    page("Quantity", `<form method="post" action="/delete-account"><label for="qty">Quantity</label><input id="qty" name="qty" value="1"><button style="display:none">Add to cart</button></form>`),
+  );
+  // The field belongs, through form=, to a form whose only submit button sits elsewhere and deletes the account.
+  site.route(
+    "/enter-form-attr",
+    page(
+      "Quantity",
+      `<form id="danger" method="post" action="/delete-account"></form>
+<form method="post" action="/cart"><label for="qty">Quantity</label><input id="qty" name="qty" form="danger" value="1"><button>Add to cart</button></form>
+<p><button form="danger">Delete account</button></p>`,
+    ),
+  );
+  site.route(
+    "/enter-search",
+    page(
+      "Search",
+      `<form method="post" action="/search"><label for="q">Search</label><input id="q" name="q"><label for="n">Quantity</label><input id="n" name="n"><button>Search</button><button formaction="/delete-account">Delete account</button></form>`,
+    ),
+  );
+  site.route("/enter-nameless", page("Nameless", `<form method="post" action="/delete-account"><label for="q">Search</label><input id="q" name="q"></form>`));
+  site.route("/enter-named", page("Named", `<form method="post" action="/search" aria-label="Search"><label for="q">Search</label><input id="q" name="q"></form>`));
+  site.route(
+    "/chat",
+    page(
+      "Chat",
+      `<label for="msg">Message</label><textarea id="msg"></textarea><label for="notes">Notes</label><textarea id="notes"></textarea><p id="status">draft</p>
+<script>
+msg.addEventListener("keydown", (e) => { if (e.key === "Enter") { document.getElementById("status").textContent = "sent " + (e.ctrlKey ? "with Control" : "plain"); fetch("/send", { method: "POST", body: msg.value }); } });
+notes.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && e.ctrlKey) { document.getElementById("status").textContent = "notes saved"; fetch("/save", { method: "POST", body: notes.value }); }
+  if (e.key === "Escape") document.getElementById("status").textContent = "notes discarded";
+});
+document.addEventListener("keydown", (e) => { if (e.key === "#" && e.target === document.body) document.getElementById("status").textContent = "deleted by shortcut"; });
+</script>`,
+    ),
+  );
+  site.route(
+    "/fill-newline",
+    page(
+      "Fill",
+      `<form method="post" action="/delete-account"><label for="qty">Quantity</label><input id="qty" name="qty"><button>Delete account</button></form>
+<span id="ed-label">Notes</span><div id="ed" contenteditable="true" aria-labelledby="ed-label"></div><p id="status">idle</p>
+<script>document.getElementById("ed").addEventListener("keydown", (e) => { if (e.key === "Enter") document.getElementById("status").textContent = "sent"; });
+document.getElementById("ed").addEventListener("beforeinput", (e) => { if (e.inputType === "insertParagraph" || e.inputType === "insertLineBreak") document.getElementById("status").textContent = "sent"; });</script>`,
+    ),
+  );
+  site.route(
+    "/select-navigates",
+    page(
+      "Sort",
+      `<label for="sort">Sort</label><select id="sort" onchange="location.href='/sorted?by=' + this.value"><option>Relevance</option><option>Price</option></select>
+<label for="plan">Plan</label><select id="plan" onchange="location.href='/sorted?plan=' + this.value"><option>Free</option><option>Basic</option></select>`,
+    ),
+  );
+
+  // ---- point 4b: activation forwarded to what the click reaches ----
+  site.route(
+    "/label-forward",
+    page(
+      "Shop",
+      `<form method="post" action="/delete-account"><label for="del"><span role="button" tabindex="0">Add to cart</span></label><button id="del" style="display:none">Delete account</button></form>
+<form method="post" action="/cart"><label for="add"><span role="button" tabindex="0">Search</span></label><button id="add" style="position:absolute;left:300px;top:10px">Search</button></form>`,
+    ),
+  );
+  site.route(
+    "/label-visible-other",
+    page("Shop", `<form method="post" action="/delete-account"><label for="del"><span role="button" tabindex="0">Add to cart</span></label> <button id="del">Delete account</button></form>`),
+  );
+  // The label's control sits inside a link: the click reaches the control, and Chromium then follows the link.
+  site.route(
+    "/link-around-button",
+    page(
+      "Shop",
+      `<p><label for="go"><span role="button" tabindex="0">Add to cart</span></label> <a href="/delete-account" aria-label="Delete account"><button id="go" type="button">Add to cart</button></a></p>
+<p><label for="go2"><span role="button" tabindex="0">Search</span></label> <a href="/cart"><button id="go2" type="button">Search</button></a></p>`,
+    ),
+  );
+
+  // ---- point 4c: generated content ----
+  site.route(
+    "/generated",
+    page(
+      "Shop",
+      `<style>
+#swap { color: transparent; position: relative; }
+#swap::after { content: "Delete account"; position: absolute; left: 0; right: 0; color: #000; }
+#extra::after { content: " " attr(data-more); }
+#deco::before { content: "\\2605  "; }
+</style>
+<form method="post" action="/delete-account"><button id="swap">Add to cart</button></form>
+<form method="post" action="/delete-account"><button id="extra" data-more="and delete account">Add to cart</button></form>
+<form method="post" action="/cart"><button id="deco">Search</button></form>`,
+    ),
+  );
+
+  // ---- point 4d: disabled by its group ----
+  site.route(
+    "/groups",
+    page(
+      "Groups",
+      `<label for="plan">Plan</label><select id="plan"><option>Free</option><option>Basic</option><optgroup label="Paid" disabled><option>Premium</option></optgroup></select>
+<fieldset disabled><legend><button type="button" onclick="document.getElementById('status').textContent='legend clicked'">Search</button></legend>
+<div role="button" tabindex="0" onclick="document.getElementById('status').textContent='fieldset clicked'">Add to cart</div></fieldset>
+<p id="status">nothing clicked</p>`,
+    ),
+  );
+}, 60_000);
+
+afterAll(async () => {
+  await site?.close();
+});
+
+describe.each(DRIVERS)("the write gate with the %s driver", (driver) => {
+  let browser: { close(): Promise<void> } | undefined;
+
+  beforeAll(async () => {
+    hits.length = 0; // the other driver's suite used the same pages
+    broker = await startBroker({
+      yaml: `policy:
+  read:
+    allow:
+      "127.0.0.1": [".*"]
+  write:
+    click:
+      "127.0.0.1": { label: "^(Add to cart|Search|Plan)$" }
+    type:
+      "127.0.0.1": { label: "^(Quantity|Search|Message|Notes|Sort)$" }
+    keys:
+      "127.0.0.1": { keys: "^(Enter|Control\\\\+Enter)$", label: "^Notes$" }
+`,
+    });
+    browser = await attachBrowser(broker, driver);
+    client = await connectClient(broker.url);
+  }, 60_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await broker?.close();
+    await browser?.close();
+  });
+
+  describe("a grant to type is not a grant to submit", () => {
+    it("Enter in a granted field does not submit a form whose default button is not granted", async () => {
+      const tab = await open("/enter-delete");
+      const pressed = await act("press_key", tab, "Quantity", "textbox", { key: "Enter" });
+      expect(pressed.isError).toBe(true);
+      expect(pressed.text).toMatch(/^write_denied: submitting a form by pressing "Enter"/);
+      expect(pressed.text).toContain("Delete account");
+      expect(ruleIn(pressed.text)).toBe('write.click["127.0.0.1"].label');
+      expect(hitsTo("/delete-account")).toEqual([]);
+      expect(await read(tab)).not.toContain("Server got");
+      // Typing in the same field stays allowed.
+      const typed = await act("press_key", tab, "Quantity", "textbox", { key: "Backspace" });
+      expect(typed.isError, typed.text).toBe(false);
+    });
+
+    it("Enter that would click a hidden default button is refused even when its label is granted", async () => {
+      const tab = await open("/enter-hidden-button");
+      const pressed = await act("press_key", tab, "Quantity", "textbox", { key: "Enter" });
+      expect(ruleIn(pressed.text)).toBe("submit: hidden");
+      expect(pressed.text).toMatch(/default button.*hidden from a person/);
+      expect(hitsTo("/delete-account")).toEqual([]);
+    });
+
+    it("follows form= to the form the field really belongs to and its default button", async () => {
+      const tab = await open("/enter-form-attr");
+      const pressed = await act("press_key", tab, "Quantity", "textbox", { key: "Enter" });
+      expect(ruleIn(pressed.text)).toBe('write.click["127.0.0.1"].label');
+      expect(pressed.text).toContain("Delete account");
+      expect(hitsTo("/delete-account")).toEqual([]);
+      expect(hitsTo("/cart")).toEqual([]);
+    });
+
+    it("a form with no button needs a click grant matching the form's accessible name", async () => {
+      const nameless = await open("/enter-nameless");
+      const refused = await act("press_key", nameless, "Search", "textbox", { key: "Enter" });
+      expect(ruleIn(refused.text)).toBe('write.click["127.0.0.1"].label');
+      expect(refused.text).toMatch(/the form Enter submits.*accessible name \(empty\)|the form Enter submits.*visible text \(empty\)/);
+      expect(hitsTo("/delete-account")).toEqual([]);
+      const named = await open("/enter-named");
+      await act("fill", named, "Search", "textbox", { text: "lamps" });
+      const submitted = await act("press_key", named, "Search", "textbox", { key: "Enter" });
+      expect(submitted.isError, submitted.text).toBe(false);
+      await waitFor("the search to reach the server", () => (hitsTo("/search").some((h) => h.includes("q=lamps")) ? true : undefined));
+      expect(hitsTo("/delete-account")).toEqual([]);
+    });
+
+    it("positive control: Enter in a granted field submits with the granted default button (the first in tree order)", async () => {
+      const tab = await open("/enter-search");
+      await act("fill", tab, "Search", "textbox", { text: "chairs" });
+      const pressed = await act("press_key", tab, "Search", "textbox", { key: "Enter" });
+      expect(pressed.isError, pressed.text).toBe(false);
+      await waitFor("the search to reach the server", () => (hitsTo("/search").some((h) => h.includes("q=chairs")) ? true : undefined));
+      expect(hitsTo("/delete-account")).toEqual([]);
+    });
+
+    it("key chords, Enter in a text area, Escape and page shortcuts need a keys grant", async () => {
+      const tab = await open("/chat");
+      const chord = await act("press_key", tab, "Message", "textbox", { key: "Ctrl+Enter" });
+      expect(chord.text).toMatch(/^write_denied: pressing "Control\+Enter"/);
+      expect(ruleIn(chord.text)).toBe('write.keys["127.0.0.1"].label');
+      const plain = await act("press_key", tab, "Message", "textbox", { key: "Enter" });
+      expect(plain.text).toMatch(/Enter here submits no form \(Enter in a text area adds a line/);
+      expect(ruleIn(plain.text)).toBe('write.keys["127.0.0.1"].label');
+      const escape = await act("press_key", tab, "Notes", "textbox", { key: "Escape" });
+      expect(ruleIn(escape.text)).toBe('write.keys["127.0.0.1"].keys');
+      expect(await read(tab)).toContain("draft");
+      expect(hitsTo("/send")).toEqual([]);
+      // Typing a character in the field is typing.
+      const typed = await act("press_key", tab, "Message", "textbox", { key: "h" });
+      expect(typed.isError, typed.text).toBe(false);
+      // Positive control: the keys grant covers Control+Enter on Notes.
+      const saved = await act("press_key", tab, "Notes", "textbox", { key: "Control+Enter" });
+      expect(saved.isError, saved.text).toBe(false);
+      expect(saved.text).toContain("pressed Control+Enter");
+      expect(await read(tab)).toContain("notes saved");
+      await waitFor("the save to reach the server", () => (hitsTo("/save").length > 0 ? true : undefined));
+      expect(hitsTo("/send")).toEqual([]);
+    });
+
+    it("fill never submits: a newline in a single-line field or a contenteditable sends no Enter", async () => {
+      const tab = await open("/fill-newline");
+      const filled = await act("fill", tab, "Quantity", "textbox", { text: "2\n" });
+      expect(filled.isError, filled.text).toBe(false);
+      expect(filled.text).toContain('value is now "2"');
+      const notes = await act("fill", tab, "Notes", "textbox", { text: "first line\nsecond line" });
+      expect(notes.isError, notes.text).toBe(false);
+      const text = await read(tab);
+      expect(text).toContain("idle");
+      expect(text).toContain("second line");
+      expect(hitsTo("/delete-account")).toEqual([]);
+    });
+
+    it("select_option is gated as a click on the select (whose change navigates)", async () => {
+      const tab = await open("/select-navigates");
+      const refused = await act("select_option", tab, "Sort", "combobox", { option: "Price" });
+      expect(refused.text).toMatch(/^write_denied: choosing an option in "Sort"/);
+      expect(ruleIn(refused.text)).toBe('write.click["127.0.0.1"].label');
+      expect(hitsTo("/sorted")).toEqual([]);
+      const chosen = await act("select_option", tab, "Plan", "combobox", { option: "Basic" });
+      expect(chosen.isError, chosen.text).toBe(false);
+      await waitFor("the navigation the select started", () => (hitsTo("/sorted").some((h) => h.includes("plan=Basic")) ? true : undefined));
+      expect(hitsTo("/sorted").some((h) => h.includes("by="))).toBe(false);
+    });
+  });
+
+  describe("labels are judged in the form the person sees", () => {
+    it("a label that forwards its click to a hidden button is refused; one forwarding to a visible granted button works", async () => {
+      const tab = await open("/label-forward");
+      const refused = await act("click", tab, "Add to cart", "button");
+      expect(refused.text).toMatch(/^write_denied: clicking "Add to cart"/);
+      expect(ruleIn(refused.text)).toBe("activation: hidden");
+      expect(refused.text).toContain("Delete account");
+      expect(hitsTo("/delete-account")).toEqual([]);
+      const clicked = await act("click", tab, "Search", "button");
+      expect(clicked.isError, clicked.text).toBe(false);
+      await waitFor("the cart form to reach the server", () => (hitsTo("/cart").length > 0 ? true : undefined));
+      expect(hitsTo("/delete-account")).toEqual([]);
+    });
+
+    it("a label forwarding to a visible control is judged by that control's own label", async () => {
+      const tab = await open("/label-visible-other");
+      const refused = await act("click", tab, "Add to cart", "button");
+      expect(ruleIn(refused.text)).toBe('write.click["127.0.0.1"].label');
+      expect(refused.text).toMatch(/the control of the label it is in.*Delete account/);
+      expect(hitsTo("/delete-account")).toEqual([]);
+    });
+
+    it("a link around the control a label forwards to is judged too", async () => {
+      const tab = await open("/link-around-button");
+      const refused = await act("click", tab, "Add to cart", "button");
+      expect(ruleIn(refused.text)).toBe('write.click["127.0.0.1"].label');
+      expect(refused.text).toMatch(/the link it is inside.*accessible name "Delete account"/);
+      expect(hitsTo("/delete-account")).toEqual([]);
+      const clicked = await act("click", tab, "Search", "button");
+      expect(clicked.isError, clicked.text).toBe(false);
+      await waitFor("the link to reach the server", () => (hitsTo("/cart").length > 0 ? true : undefined));
+      expect(hitsTo("/delete-account")).toEqual([]);
+    });
+
+    it("generated content that replaces or extends a button's words is what the gate reads", async () => {
+      const tab = await open("/generated");
+      const s = await snap(tab);
+      const buttons = s.text.split("\n").filter((l) => l.includes('button "Add to cart"'));
+      expect(buttons).toHaveLength(2);
+      const refs = buttons.map((l) => /\[ref=([^\]]+)\]/.exec(l)?.[1]);
+      const swapped = await call(client, "click", { tab, ref: refs[0], revision: s.revision });
+      expect(ruleIn(swapped.text)).toBe("element: rendered label differs");
+      expect(swapped.text).toContain("Delete account");
+      const extended = await call(client, "click", { tab, ref: refs[1], revision: s.revision });
+      expect(ruleIn(extended.text)).toBe('write.click["127.0.0.1"].label');
+      expect(extended.text).toContain('visible text "Add to cart and delete account"');
+      expect(hitsTo("/delete-account")).toEqual([]);
+      // A decorative star drawn before the words changes nothing.
+      const starred = await act("click", tab, "Search", "button");
+      expect(starred.isError, starred.text).toBe(false);
+      await waitFor("the cart form to reach the server", () => (hitsTo("/cart").length > 1 ? true : undefined));
+      expect(hitsTo("/delete-account")).toEqual([]);
+    });
+
+    it("an option in a disabled optgroup and a control in a disabled fieldset are disabled; the first legend is not", async () => {
+      const tab = await open("/groups");
+      const premium = await act("select_option", tab, "Plan", "combobox", { option: "Premium" });
+      expect(ruleIn(premium.text)).toBe("option: disabled");
+      expect((await snap(tab)).text).toMatch(/combobox "Plan" \[ref=e\d+\] value="Free"/);
+      const fieldset = await act("click", tab, "Add to cart", "button");
+      expect(ruleIn(fieldset.text)).toBe("element: disabled");
+      expect(await read(tab)).toContain("nothing clicked");
+      const legend = await act("click", tab, "Search", "button");
+      expect(legend.isError, legend.text).toBe(false);
+      expect(await read(tab)).toContain("legend clicked");
+      const basic = await act("select_option", tab, "Plan", "combobox", { option: "Basic" });
+      expect(basic.isError, basic.text).toBe(false);
+      expect((await snap(tab)).text).toMatch(/combobox "Plan" \[ref=e\d+\] value="Basic"/);
+    });
+  });
+});
