@@ -103,6 +103,15 @@ beforeAll(async () => {
       `<form method="post" action="/search"><label for="q">Search</label><input id="q" name="q"><label for="n">Quantity</label><input id="n" name="n"><button>Search</button><button formaction="/delete-account">Delete account</button></form>`,
     ),
   );
+  // The page swaps what Enter submits as the key goes down, after the gate judged it.
+  site.route(
+    "/enter-swap-on-focus",
+    page(
+      "Quantity",
+      `<form id="f" method="post" action="/search"><label for="qty">Quantity</label><input id="qty" name="qty" value="1"><button>Search</button></form>
+<script>document.getElementById("qty").addEventListener("keydown", () => document.getElementById("f").insertAdjacentHTML("afterbegin", '<button formaction="/delete-account">Delete account</button>'), { once: true });</script>`,
+    ),
+  );
   site.route("/enter-nameless", page("Nameless", `<form method="post" action="/delete-account"><label for="q">Search</label><input id="q" name="q"></form>`));
   site.route("/enter-named", page("Named", `<form method="post" action="/search" aria-label="Search"><label for="q">Search</label><input id="q" name="q"></form>`));
   site.route(
@@ -148,6 +157,16 @@ document.getElementById("ed").addEventListener("beforeinput", (e) => { if (e.inp
 <form method="post" action="/cart"><label for="add"><span role="button" tabindex="0">Search</span></label><button id="add" style="position:absolute;left:300px;top:10px">Search</button></form>`,
     ),
   );
+  // The label points at the granted button until the pointer goes down on it, then at the hidden delete button.
+  site.route(
+    "/label-swap-on-press",
+    page(
+      "Shop",
+      `<form method="post" action="/cart"><label id="l" for="add"><span id="s" role="button" tabindex="0">Add to cart</span></label> <button id="add">Add to cart</button></form>
+<form method="post" action="/delete-account"><button id="del" style="display:none">Delete account</button></form>
+<script>document.getElementById("s").addEventListener("pointerdown", () => { document.getElementById("l").htmlFor = "del"; });</script>`,
+    ),
+  );
   site.route(
     "/label-visible-other",
     page("Shop", `<form method="post" action="/delete-account"><label for="del"><span role="button" tabindex="0">Add to cart</span></label> <button id="del">Delete account</button></form>`),
@@ -184,7 +203,7 @@ document.getElementById("ed").addEventListener("beforeinput", (e) => { if (e.inp
     "/groups",
     page(
       "Groups",
-      `<label for="plan">Plan</label><select id="plan"><option>Free</option><option>Basic</option><optgroup label="Paid" disabled><option>Premium</option></optgroup></select>
+      `<label for="plan">Plan</label><select id="plan"><option>Free</option><option>Basic</option><optgroup label="Paid" disabled><option>Premium</option></optgroup><option style="display:none">Transfer all funds</option></select>
 <fieldset disabled><legend><button type="button" onclick="document.getElementById('status').textContent='legend clicked'">Search</button></legend>
 <div role="button" tabindex="0" onclick="document.getElementById('status').textContent='fieldset clicked'">Add to cart</div></fieldset>
 <p id="status">nothing clicked</p>`,
@@ -235,9 +254,26 @@ describe.each(DRIVERS)("the write gate with the %s driver", (driver) => {
       expect(ruleIn(pressed.text)).toBe('write.click["127.0.0.1"].label');
       expect(hitsTo("/delete-account")).toEqual([]);
       expect(await read(tab)).not.toContain("Server got");
+      // Enter on the button itself is no text entry: a keys grant would be needed (and none names it).
+      const onButton = await act("press_key", tab, "Delete account", "button", { key: "Enter" });
+      expect(ruleIn(onButton.text)).toBe('write.keys["127.0.0.1"].label');
+      expect(hitsTo("/delete-account")).toEqual([]);
       // Typing in the same field stays allowed.
       const typed = await act("press_key", tab, "Quantity", "textbox", { key: "Backspace" });
       expect(typed.isError, typed.text).toBe(false);
+    });
+
+    it("a page that changes what Enter submits after the check gets nothing submitted", async () => {
+      const tab = await open("/enter-swap-on-focus");
+      const pressed = await act("press_key", tab, "Quantity", "textbox", { key: "Enter" });
+      expect(pressed.isError).toBe(true);
+      expect(pressed.text).toMatch(/^stale_ref: the page changed what Enter submits while the key was pressed/);
+      expect(hitsTo("/delete-account")).toEqual([]);
+      expect(hitsTo("/search")).toEqual([]);
+      // The page as it is now: Enter would click "Delete account", which the gate refuses.
+      const again = await act("press_key", tab, "Quantity", "textbox", { key: "Enter" });
+      expect(ruleIn(again.text)).toBe('write.click["127.0.0.1"].label');
+      expect(hitsTo("/delete-account")).toEqual([]);
     });
 
     it("Enter that would click a hidden default button is refused even when its label is granted", async () => {
@@ -344,6 +380,16 @@ describe.each(DRIVERS)("the write gate with the %s driver", (driver) => {
       expect(hitsTo("/delete-account")).toEqual([]);
     });
 
+    it("a page that re-points the label while the pointer is down gets no click", async () => {
+      const tab = await open("/label-swap-on-press");
+      const before = hitsTo("/cart").length;
+      const clicked = await act("click", tab, "Add to cart", "button");
+      expect(clicked.isError).toBe(true);
+      expect(clicked.text).toMatch(/^stale_ref: .*changed while it was being pressed \(pointer events, focus\) \(activates\)/);
+      expect(hitsTo("/delete-account")).toEqual([]);
+      expect(hitsTo("/cart")).toHaveLength(before);
+    });
+
     it("a label forwarding to a visible control is judged by that control's own label", async () => {
       const tab = await open("/label-visible-other");
       const refused = await act("click", tab, "Add to cart", "button");
@@ -388,6 +434,9 @@ describe.each(DRIVERS)("the write gate with the %s driver", (driver) => {
       const tab = await open("/groups");
       const premium = await act("select_option", tab, "Plan", "combobox", { option: "Premium" });
       expect(ruleIn(premium.text)).toBe("option: disabled");
+      expect((await snap(tab)).text).toMatch(/combobox "Plan" \[ref=e\d+\] value="Free"/);
+      const hidden = await act("select_option", tab, "Plan", "combobox", { option: "Transfer all funds" });
+      expect(ruleIn(hidden.text)).toBe("option: hidden");
       expect((await snap(tab)).text).toMatch(/combobox "Plan" \[ref=e\d+\] value="Free"/);
       const fieldset = await act("click", tab, "Add to cart", "button");
       expect(ruleIn(fieldset.text)).toBe("element: disabled");
