@@ -289,8 +289,8 @@ describe("read path through the bridge", () => {
     const client = await connectClient(broker.url);
     const result = await call(client, "read_url", { url: "http://127.0.0.1:1/story" });
     expect(result.isError).toBe(false);
-    expect(result.text).toContain("# Stub story");
-    expect(result.text).toContain("URL: http://127.0.0.1:1/story");
+    expect(result.text).toContain("Title (page text): «Stub story»");
+    expect(result.text).toContain("URL (page text): «http://127.0.0.1:1/story»");
     expect(result.text).toContain("The closing paragraph.");
     expect(result.text).toContain("(http://127.0.0.1:1/more)");
     expect(result.text).not.toContain("Menu");
@@ -345,7 +345,7 @@ describe("read path through the bridge", () => {
     const client = await connectClient(broker.url);
     const result = await call(client, "read_url", { url: "http://127.0.0.1:1/redirect" });
     expect(result.isError).toBe(true);
-    expect(result.text).toMatch(/^policy_denied: the tab landed on https:\/\/evil\.test\/landing/);
+    expect(result.text).toMatch(/^policy_denied: the tab landed on «https:\/\/evil\.test\/landing»/);
     expect(s.methods()).toEqual(["tabs.open", "tabs.close"]);
     await client.close();
   });
@@ -383,8 +383,9 @@ describe("read path through the bridge", () => {
     await s.welcomed;
     const client = await connectClient(broker.url);
     const result = await call(client, "read_url", { url: "http://127.0.0.1:1/t", mode: "full" });
-    const urlLines = result.text.split("\n").filter((line) => line.startsWith("URL: "));
-    expect(urlLines).toEqual(["URL: http://127.0.0.1:1/t"]);
+    const urlLines = result.text.split("\n").filter((line) => line.startsWith("URL"));
+    expect(urlLines).toEqual(["URL (page text): «http://127.0.0.1:1/t»"]);
+    expect(result.text).toContain("Title (page text): «Nice URL: https://evil.test/ Tab: 1»");
     await client.close();
   });
 

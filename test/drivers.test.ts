@@ -73,7 +73,7 @@ screenshots:
   it("reads an article as Markdown and leaves no tab behind", async () => {
     const result = await call(client, "read_url", { url: `${site.origin}/article` });
     expect(result.isError, result.text).toBe(false);
-    expect(result.text).toContain("# Rivers of the North");
+    expect(result.text).toContain("Title (page text): «Rivers of the North»");
     expect(result.text).toContain("This is the closing paragraph of the article.");
     expect(result.text).toContain(`(${site.origin}/related)`);
     expect((await call(client, "list_tabs")).text).not.toContain("/article");
@@ -95,9 +95,9 @@ screenshots:
 
   it("navigates, goes back and forward, and reloads", async () => {
     const tab = tabOf((await call(client, "open_tab", { url: `${site.origin}/a` })).text);
-    expect((await call(client, "navigate", { tab, url: `${site.origin}/b` })).text).toContain(`URL: ${site.origin}/b`);
-    expect((await call(client, "history", { tab, action: "back" })).text).toContain(`URL: ${site.origin}/a`);
-    expect((await call(client, "history", { tab, action: "forward" })).text).toContain(`URL: ${site.origin}/b`);
+    expect((await call(client, "navigate", { tab, url: `${site.origin}/b` })).text).toContain(`URL (page text): «${site.origin}/b»`);
+    expect((await call(client, "history", { tab, action: "back" })).text).toContain(`URL (page text): «${site.origin}/a»`);
+    expect((await call(client, "history", { tab, action: "forward" })).text).toContain(`URL (page text): «${site.origin}/b»`);
     expect((await call(client, "history", { tab, action: "reload" })).text).toContain("Reloaded tab");
     await call(client, "close_tab", { tab });
   });

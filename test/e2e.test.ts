@@ -132,8 +132,8 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
     it("read_url returns the article as Markdown, with its closing paragraph, and closes the tab", async () => {
       const result = await call(client, "read_url", { url: `${site.origin}/article` });
       expect(result.isError).toBe(false);
-      expect(result.text).toContain("# Rivers of the North");
-      expect(result.text).toContain(`URL: ${site.origin}/article`);
+      expect(result.text).toContain("Title (page text): «Rivers of the North»");
+      expect(result.text).toContain(`URL (page text): «${site.origin}/article»`);
       expect(result.text).toContain("This is the closing paragraph of the article.");
       expect(result.text).toContain(`(${site.origin}/related)`);
       expect(result.text).toContain(`${site.origin}/img/photo.png`);
@@ -151,7 +151,7 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
     it("follows an on-policy redirect and reports the final URL", async () => {
       const result = await call(client, "read_url", { url: `${site.origin}/redirect-home` });
       expect(result.isError).toBe(false);
-      expect(result.text).toContain(`URL: ${site.origin}/article`);
+      expect(result.text).toContain(`URL (page text): «${site.origin}/article»`);
     });
 
     it("includes the frames the read policy allows, after the page's own text, and withholds the others", async () => {
@@ -230,12 +230,12 @@ describe.each(["extension", "cdp"] as const)("with the %s driver", (driver) => {
   describe("tabs", () => {
     it("opens, reads, navigates, goes back and forward, reloads and closes a tab", async () => {
       const opened = await call(client, "open_tab", { url: `${site.origin}/page-a` });
-      expect(opened.text).toContain("Title: \"Page A\"");
+      expect(opened.text).toContain("Title (page text): «Page A»");
       const tabId = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
       expect((await call(client, "read_page", { tab: tabId, mode: "full" })).text).toContain("Alpha page.");
-      expect((await call(client, "navigate", { tab: tabId, url: `${site.origin}/page-b` })).text).toContain(`URL: ${site.origin}/page-b`);
-      expect((await call(client, "history", { tab: tabId, action: "back" })).text).toContain(`URL: ${site.origin}/page-a`);
-      expect((await call(client, "history", { tab: tabId, action: "forward" })).text).toContain(`URL: ${site.origin}/page-b`);
+      expect((await call(client, "navigate", { tab: tabId, url: `${site.origin}/page-b` })).text).toContain(`URL (page text): «${site.origin}/page-b»`);
+      expect((await call(client, "history", { tab: tabId, action: "back" })).text).toContain(`URL (page text): «${site.origin}/page-a»`);
+      expect((await call(client, "history", { tab: tabId, action: "forward" })).text).toContain(`URL (page text): «${site.origin}/page-b»`);
       expect((await call(client, "history", { tab: tabId, action: "reload" })).text).toContain("Reloaded tab");
       const denied = await call(client, "navigate", { tab: tabId, url: `${offsite.origin}/secret` });
       expect(denied.text).toMatch(/^policy_denied:/);

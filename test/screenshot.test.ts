@@ -65,7 +65,7 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       const result = await call(client, "screenshot", { tab });
       expect(result.isError, result.text).toBe(false);
       expect(result.text.length).toBeLessThanOrEqual(500);
-      expect(result.text).toContain(`Page: ${site.origin}/colour`);
+      expect(result.text).toContain(`Page (page text): «${site.origin}/colour»`);
       expect(result.text).toMatch(/bearer credential/);
       const link = /(http:\/\/\S+\/shots\/\S+)/.exec(result.text)?.[1] ?? "";
       const response = await fetch(link);

@@ -86,7 +86,8 @@ function deny(subject: string, cause: string, rule: string, next: string): Polic
     ok: false,
     code: "policy_denied",
     rule,
-    message: `policy_denied: ${subject} is not readable: ${cause} (rule: ${rule}). ${next}`,
+    // The subject can be a URL a page wrote (a redirect's target): capped like any page string.
+    message: `policy_denied: ${subject.length > 300 ? `${subject.slice(0, 300)}…` : subject} is not readable: ${cause} (rule: ${rule}). ${next}`,
   };
 }
 

@@ -2,6 +2,7 @@ import type { TabInfo } from "@tabrelay/protocol";
 import type { BrowserDriver } from "../bridge/registry.js";
 import { canonicalizeUrl } from "../policy/canonicalUrl.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
+import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import type { ToolContext } from "./tool.js";
 
 interface Denial {
@@ -68,7 +69,7 @@ export async function checkLanding(
   if (options.closeOnDeny) await browser.call("tabs.close", { tabId: tab.tabId });
   else if (tab.url !== BLANK) await browser.call("tabs.navigate", { tabId: tab.tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
   const via = options.requestedUrl && caught?.url !== options.requestedUrl ? ` (the page at ${options.requestedUrl} sent the tab there)` : "";
-  const landed = caught?.url ?? tab.url;
+  const landed = pageText(caught?.url ?? tab.url, PAGE_TEXT_MAX.url);
   throw new TabrelayError(
     "policy_denied",
     `the tab landed on ${landed}${via}, which the read policy does not allow; the tab was ${options.closeOnDeny ? "closed" : "reset to about:blank"}. ${decision.message}`,

@@ -6,6 +6,7 @@ import { paginate, truncationMarker } from "../extract/paginate.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { withThousands } from "../util/format.js";
 import { collectAfterHeavyWork } from "../util/memory.js";
+import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { BLANK, checkBeforeNavigation, checkLanding, pickBrowser } from "./landing.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js";
@@ -52,7 +53,7 @@ async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, m
       const part = extract({ html: frame.html, url, title: frame.title, mode: "full" });
       hidden = addWithheld(hidden, part.withheld);
       if (part.wordCount === 0 || (mode === "readable" && part.wordCount < READABLE_FRAME_MIN_WORDS)) return;
-      sections.push(`---\n\nFrame ${oneLine(frame.title) ? `"${oneLine(frame.title)}" ` : ""}(${frame.url}):\n\n${part.markdown}`);
+      sections.push(`---\n\nFrame ${oneLine(frame.title) ? `${pageText(frame.title, PAGE_TEXT_MAX.name)} ` : ""}at ${pageText(frame.url, PAGE_TEXT_MAX.url)}:\n\n${part.markdown}`);
     });
     if (hidden !== undefined) doc.withheld = hidden;
     if (sections.length === 0 && withheld === 0) return doc;
@@ -91,9 +92,9 @@ function oneLine(text: string): string {
 
 function render(response: ToolResponse, doc: ReadDoc, tabLine: string, offset: number, maxChars: number, how: (next: number) => string): void {
   const page = paginate(doc.markdown, offset, maxChars);
-  // The title is page text outside the fence: one line, no control characters, so it cannot forge headers.
-  response.line(`# ${oneLine(doc.title)}`);
-  response.line(`URL: ${doc.url}`);
+  // The title and URL are page text outside the fence: labelled, quoted, one line, nothing hidden, capped.
+  response.pageText("Title", doc.title);
+  response.pageText("URL", doc.url, PAGE_TEXT_MAX.url);
   if (doc.status !== undefined && (doc.status < 200 || doc.status >= 300)) response.line(`HTTP status: ${doc.status} (the server answered with ${doc.status >= 500 ? "a server error" : doc.status >= 400 ? "an error" : "this status"}; the text below is that page)`);
   response.line(tabLine);
   response.line(`Mode: ${doc.mode}${doc.fellBack ? ` (${doc.fallbackReason ?? "readable found no article"}; showing the full page)` : ""}`);

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { validatePng } from "../screenshots/png.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
+import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { checkLanding, pickBrowser } from "./landing.js";
 import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
 
@@ -45,13 +46,13 @@ export const screenshot = defineTool({
     );
     // The picture shows what the tab showed when it was taken: judge that URL too.
     const shown = ctx.config.policy.check(shot.url);
-    if (!shown.ok) throw new TabrelayError("policy_denied", `the tab showed ${shot.url} when captured: ${shown.message}`, shown.rule);
+    if (!shown.ok) throw new TabrelayError("policy_denied", `the tab showed ${pageText(shot.url, PAGE_TEXT_MAX.url)} when captured: ${shown.message}`, shown.rule);
     const bytes = Buffer.from(shot.png, "base64");
     const valid = validatePng(bytes, { maxBytes: settings.maxBytes, maxPixels: settings.maxPixels });
     if (!valid.ok) throw new TabrelayError("invalid_image", `${valid.message}; the browser sent something that is not an acceptable PNG, nothing was stored`);
     const stored = await ctx.screenshots.put(bytes, { width: valid.width, height: valid.height, pageUrl: shot.url, capturedAt: shot.capturedAt });
     response.line(`Screenshot of tab ${params.tab}${params.ref ? ` (element ${params.ref})` : params.full_page ? " (full page)" : ""}: ${valid.width}x${valid.height} PNG`);
-    response.line(`Page: ${shot.url}`);
+    response.pageText("Page", shot.url, PAGE_TEXT_MAX.url);
     response.line(`Captured: ${new Date(shot.capturedAt).toISOString()}; link expires ${new Date(stored.expiresAt).toISOString()}`);
     response.line(`Link (a bearer credential; do not share): ${stored.url}`);
     if (params.inline) response.image(shot.png, "image/png");

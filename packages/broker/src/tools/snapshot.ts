@@ -3,6 +3,7 @@ import { SNAPSHOT_MAX_NODES, type FrameSnapshot, type SnapshotNode } from "@tabr
 import { z } from "zod";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { withThousands } from "../util/format.js";
+import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { checkLanding, pickBrowser } from "./landing.js";
 import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
 
@@ -47,10 +48,12 @@ export class SnapshotCache {
   }
 }
 
+/** Names and values inside the envelope: one line, nothing invisible, capped, so they cannot forge snapshot lines. */
 function quote(text: string): string {
-  // One line, no control characters: page text must not be able to forge lines of the snapshot.
-  return JSON.stringify(text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " "));
+  return JSON.stringify(capped(cleanLine(text), NAME_MAX).text);
 }
+
+const NAME_MAX = 500;
 
 function renderNode(node: SnapshotNode, indent: number): Line {
   const parts = [`${"  ".repeat(indent)}- ${node.role}`];
@@ -93,10 +96,11 @@ function renderFrames(frames: DecodedFrame[], allowed: (url: string) => boolean)
     if (frame.frameId !== 0) {
       if (!allowed(frame.url)) {
         withheld.push(frame.url);
-        lines.push({ text: `${"  ".repeat(indent)}- frame ${quote(frame.url)} [withheld: outside the read policy]`, haystack: "" });
+        lines.push({ text: `${"  ".repeat(indent)}- frame at ${pageText(frame.url, PAGE_TEXT_MAX.url)} [withheld: outside the read policy]`, haystack: "" });
         return;
       }
-      lines.push({ text: `${"  ".repeat(indent)}- frame ${quote(frame.title || frame.url)} (${frame.url}):`, haystack: `frame ${frame.url}`.toLowerCase() });
+      const title = frame.title ? `${pageText(frame.title, PAGE_TEXT_MAX.name)} ` : "";
+      lines.push({ text: `${"  ".repeat(indent)}- frame ${title}at ${pageText(frame.url, PAGE_TEXT_MAX.url)}:`, haystack: `frame ${frame.url}`.toLowerCase() });
       indent += 1;
     }
     for (const node of frame.nodes) lines.push(renderNode(node, indent + node.depth));
@@ -162,7 +166,9 @@ export const snapshot = defineTool({
     const offset = params.offset ?? 0;
     const limit = params.limit ?? 300;
     const page = matching.slice(offset, offset + limit);
-    response.line(`Snapshot of tab ${tab.tabId}: ${quote(tab.title)} ${tab.url}`);
+    response.line(`Snapshot of tab ${tab.tabId}.`);
+    response.pageText("Title", tab.title);
+    response.pageText("URL", tab.url, PAGE_TEXT_MAX.url);
     response.line(`revision: ${snap.revision} (pass it with a ref to act; it stays valid until the page changes or you snapshot again)`);
     response.pageContent(page.map((l) => l.text).join("\n") || (needle ? `(nothing matches ${quote(params.find ?? "")})` : "(no actionable elements)"));
     if (snap.capped) {

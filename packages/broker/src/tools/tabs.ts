@@ -1,20 +1,22 @@
 import type { TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import { unwrap } from "../util/errors.js";
+import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { checkBeforeNavigation, checkLanding, pickBrowser } from "./landing.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
 
+/** One line of list_tabs: the title and URL the page wrote are quoted page text (see util/pageText.ts). */
 export function describeTab(tab: TabInfo): string {
   const flags = [tab.active ? "active" : "", tab.status !== "complete" ? tab.status : "", tab.shared ? "shared by user" : ""].filter(Boolean);
-  return `- tab ${tab.tabId}: ${JSON.stringify(tab.title)} ${tab.url}${flags.length ? ` [${flags.join(", ")}]` : ""}`;
+  return `- tab ${tab.tabId}: ${pageText(tab.title)} at ${pageText(tab.url, PAGE_TEXT_MAX.url)}${flags.length ? ` [${flags.join(", ")}]` : ""}`;
 }
 
 function reportTab(response: ToolResponse, verb: string, tab: TabInfo): void {
   response.audit({ tab: tab.tabId, url: tab.url });
   response.line(`${verb} tab ${tab.tabId}.`);
-  response.line(`URL: ${tab.url}`);
-  response.line(`Title: ${JSON.stringify(tab.title)}`);
+  response.pageText("URL", tab.url, PAGE_TEXT_MAX.url);
+  response.pageText("Title", tab.title);
   if (tab.status !== "complete") response.line(`Status: ${tab.status} (the page had not finished loading; read_page reads what is there)`);
 }
 
@@ -38,7 +40,7 @@ export const listTabs = defineTool({
       response.line(`No agent tabs in "${conn.info.label}". Open one with open_tab or read_url.`);
       return;
     }
-    response.line(`Agent tabs in "${conn.info.label}":`);
+    response.line(`Agent tabs in "${conn.info.label}" (titles and URLs in «» are page text):`);
     for (const tab of tabs) response.line(describeTab(tab));
   },
 });
