@@ -180,31 +180,32 @@ export function removeDotSegments(path: string): string {
  * forms ("%C0%AF" is "/"), invalid bytes as U+FFFD, IIS's "%uXXXX" as that code unit.
  */
 function decodeOnce(text: string): string {
-  const bytes: number[] = [];
+  if (!text.includes("%")) return text;
   const utf8 = new TextEncoder();
-  for (let i = 0; i < text.length; ) {
-    const rest = text.slice(i);
-    const byte = /^%([0-9A-Fa-f]{2})/.exec(rest);
-    if (byte) {
-      bytes.push(Number.parseInt(byte[1] ?? "", 16));
-      i += 3;
-      continue;
-    }
-    const wide = /^%[uU]([0-9A-Fa-f]{4})/.exec(rest);
-    if (wide) {
-      bytes.push(...utf8.encode(String.fromCharCode(Number.parseInt(wide[1] ?? "", 16))));
-      i += 6;
-      continue;
-    }
-    const codePoint = text.codePointAt(i) ?? 0;
-    const char = String.fromCodePoint(codePoint);
-    bytes.push(...utf8.encode(char));
-    i += char.length;
+  const chunks: Uint8Array[] = [];
+  let last = 0;
+  for (const match of text.matchAll(/%([0-9A-Fa-f]{2})|%[uU]([0-9A-Fa-f]{4})/g)) {
+    chunks.push(utf8.encode(text.slice(last, match.index)));
+    const byte = match[1];
+    chunks.push(byte !== undefined ? Uint8Array.of(Number.parseInt(byte, 16)) : utf8.encode(String.fromCharCode(Number.parseInt(match[2] ?? "", 16))));
+    last = match.index + match[0].length;
   }
-  return lenientUtf8(bytes);
+  chunks.push(utf8.encode(text.slice(last)));
+  const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  try {
+    // Well-formed UTF-8 (which excludes overlong forms) decodes as it is.
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return lenientUtf8(bytes);
+  }
 }
 
-function lenientUtf8(bytes: number[]): string {
+function lenientUtf8(bytes: Uint8Array): string {
   let out = "";
   const cont = (k: number) => {
     const b = bytes[k];
