@@ -520,6 +520,7 @@ describe("paths are judged as the server reads them (percent-encoding, dot segme
       editable: false,
       attributeText: "",
       frameUrl,
+      activates: [],
     });
 
     it.each([
