@@ -379,6 +379,10 @@ describe("paths are judged as the server reads them (percent-encoding, dot segme
       ["mixed case and encoding", "https://bank.example/%41CCOUNT"],
       ["fullwidth letters (Unicode folding)", "https://bank.example/\uff41ccount"],
       ["a fullwidth solidus", "https://bank.example/help\uff0f..\uff0faccount"],
+      ["a tab and a newline inside the path (the parser drops them)", "https://bank.example/acc\tou\nnt"],
+      ["an escape written with escaped hex digits (%%36%31)", "https://bank.example/%%36%31ccount"],
+      ["an overlong UTF-8 letter", "https://bank.example/%c1%a1ccount"],
+      ["a four-byte overlong slash", "https://bank.example/help/..%f0%80%80%afaccount"],
     ])("%s: %s is refused by deny[0]", (_trick, raw) => {
       const decision = bank.check(raw);
       expect(deniedRule(decision)).toBe("deny[0] bank.example ^/account");
@@ -412,6 +416,8 @@ describe("paths are judged as the server reads them (percent-encoding, dot segme
     it("wins over a path allow entry on the same host", () => {
       expect(deniedRule(guideAndDeny.check("https://docs.internal.test/guide/%73ecret"))).toBe("deny[0] docs.internal.test ^/guide/secret");
       expect(deniedRule(guideAndDeny.check("https://docs.internal.test/guide/x/..;/secret"))).toBe("deny[0] docs.internal.test ^/guide/secret");
+      // A compatibility letter (long s, U+017F) folds to "s" on a server that normalises Unicode.
+      expect(deniedRule(guideAndDeny.check("https://docs.internal.test/guide/\u017fecret"))).toBe("deny[0] docs.internal.test ^/guide/secret");
       expect(guideAndDeny.check("https://docs.internal.test/guide/public").ok).toBe(true);
     });
   });
