@@ -161,7 +161,7 @@ export function accessibleName(el: Element, role = roleOf(el)): string {
   if (el instanceof HTMLImageElement) return normalize(el.alt) || normalize(el.title);
   if (el.tagName === "IFRAME") return normalize(el.getAttribute("title")) || normalize(el.getAttribute("name"));
   if (NAME_FROM_CONTENT.has(role)) {
-    const content = normalize(el.textContent) || imagesAlt(el);
+    const content = normalize(flatTextContent(el)) || imagesAlt(el);
     if (content) return content.slice(0, 200);
   }
   return normalize(el.getAttribute("title"));
@@ -284,6 +284,36 @@ export function attributeText(el: Element): string {
 
 // ---- what a person reads: DOM text plus CSS-generated content ------------------------------------
 
+/**
+ * An element's children as they are rendered (the flat tree): a shadow host shows its shadow root, a slot what
+ * is assigned to it (or its fallback content), any other element its own children.
+ */
+export function flatChildren(node: Element): Node[] {
+  if (node instanceof HTMLSlotElement) {
+    const assigned = node.assignedNodes({ flatten: true });
+    return assigned.length ? assigned : [...node.childNodes];
+  }
+  const root = shadowRootOf(node);
+  return root ? [...root.childNodes] : [...node.childNodes];
+}
+
+/** Text nodes reached reading down the flat tree, for names from content (textContent stops at slots and roots). */
+function flatTextContent(el: Element): string {
+  if (shadowRootOf(el) === null && el.querySelector("slot") === null) return el.textContent ?? "";
+  const parts: string[] = [];
+  let budget = 5000;
+  const walk = (node: Node): void => {
+    if (--budget < 0) return;
+    if (node instanceof Text) parts.push(node.data);
+    else if (node instanceof Element) {
+      if (node.tagName === "SCRIPT" || node.tagName === "STYLE" || node.tagName === "TEMPLATE") return;
+      for (const child of flatChildren(node)) walk(child);
+    }
+  };
+  walk(el);
+  return parts.join("");
+}
+
 /** Elements read per label at most: a larger one cannot be read as a person would, and is reported so. */
 const MAX_LABEL_ELEMENTS = 2000;
 
@@ -355,7 +385,7 @@ export function contentStrings(value: string): string {
   return out.replace(PRIVATE_USE, "");
 }
 
-function generatedText(el: Element, which: "::before" | "::after", opacity: number): string {
+function generatedText(el: Element, which: "::before" | "::after" | "::marker", opacity: number): string {
   const style = getComputedStyle(el, which);
   const text = contentStrings(style.content);
   // Content with no letter or digit (arrows, stars, separators, icon glyphs) decorates; it is not words.
@@ -388,7 +418,8 @@ export function renderedText(el: Element): RenderedText {
     const range = document.createRange();
     range.selectNodeContents(node);
     for (const r of range.getClientRects()) {
-      if (r.width > 0 && r.height > 0 && r.right > box.left && r.left < box.right && r.bottom > box.top && r.top < box.bottom) return true;
+      // Under 4 px high (tiny type, a scale() transform) no one reads it.
+      if (r.width >= 1 && r.height >= 4 && r.right > box.left && r.left < box.right && r.bottom > box.top && r.top < box.bottom) return true;
     }
     return false;
   };
@@ -398,18 +429,26 @@ export function renderedText(el: Element): RenderedText {
       capped = true;
       return;
     }
-    if (!node.checkVisibility()) return;
     const style = getComputedStyle(node);
+    // display: contents (slots, wrappers) has no box of its own, so checkVisibility() is false, but its children show.
+    if (style.display === "none" || (style.display !== "contents" && !node.checkVisibility())) return;
     const own = opacity * Number(style.opacity || "1");
     const block = !INLINE_DISPLAY.test(style.display);
     if (block) shown.push(" ");
+    if (style.display === "list-item") {
+      const marker = generatedText(node, "::marker", own);
+      if (marker) {
+        shown.push(" ", marker, " ");
+        generated.push(marker);
+      }
+    }
     const before = generatedText(node, "::before", own);
     if (before) {
       shown.push(" ", before, " ");
       generated.push(before);
     }
     const ink = own >= 0.05 && inkVisible(style);
-    for (const child of node.childNodes) {
+    for (const child of flatChildren(node)) {
       if (child instanceof Text) {
         const data = child.data;
         if (!data.trim()) {
@@ -445,8 +484,23 @@ export function labelConflictOf(rendered: RenderedText): string | undefined {
 
 // ---- effective state ---------------------------------------------------------------------------
 
-/** The next element up the composed tree (a shadow root leads to its host). */
+/** The slot a light-DOM child is shown in (assignedSlot is null for slots of closed roots, so those are looked up). */
+function slotOf(el: Element): HTMLSlotElement | null {
+  if (el.assignedSlot) return el.assignedSlot;
+  const parent = el.parentElement;
+  const root = parent ? shadowRootOf(parent) : null;
+  if (!root) return null;
+  for (const slot of root.querySelectorAll("slot")) if (slot.assignedElements().includes(el)) return slot;
+  return null;
+}
+
+/**
+ * The next element up the path an event takes: the slot a slotted element is shown in, else its parent, and from
+ * the top of a shadow tree its host.
+ */
 export function composedParent(el: Element): Element | null {
+  const slot = slotOf(el);
+  if (slot) return slot;
   if (el.parentElement) return el.parentElement;
   const root = el.parentNode;
   return root instanceof ShadowRoot ? root.host : null;
