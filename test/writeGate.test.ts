@@ -108,6 +108,14 @@ beforeAll(async () => {
       `<form method="post" action="/search"><label for="q">Search</label><input id="q" name="q"><label for="n">Quantity</label><input id="n" name="n"><button>Search</button><button formaction="/delete-account">Delete account</button></form>`,
     ),
   );
+  // An image button comes first in tree order: it is the default button (form.elements leaves image buttons out).
+  site.route(
+    "/enter-image-button",
+    page(
+      "Search",
+      `<form method="post" action="/search"><label for="q">Search</label><input id="q" name="q"><input type="image" alt="Delete account" formaction="/delete-account" src="data:image/gif;base64,R0lGODlhAQABAAAAACw="><button>Search</button></form>`,
+    ),
+  );
   // The page swaps what Enter submits as the key goes down, after the gate judged it.
   site.route(
     "/enter-swap-on-focus",
@@ -279,6 +287,14 @@ describe.each(DRIVERS)("the write gate with the %s driver", (driver) => {
       // Typing in the same field stays allowed.
       const typed = await act("press_key", tab, "Quantity", "textbox", { key: "Backspace" });
       expect(typed.isError, typed.text).toBe(false);
+    });
+
+    it("an image button first in tree order is the default button Enter clicks", async () => {
+      const tab = await open("/enter-image-button");
+      const pressed = await act("press_key", tab, "Search", "textbox", { key: "Enter" });
+      expect(ruleIn(pressed.text)).toBe('write.click["127.0.0.1"].label');
+      expect(pressed.text).toMatch(/default button, which Enter clicks, <input> "Delete account"/);
+      expect(hitsTo("/delete-account")).toEqual([]);
     });
 
     it("a page that changes what Enter submits after the check gets nothing submitted", async () => {
