@@ -48,7 +48,7 @@ export class StubExtension {
       this.ws.send(
         JSON.stringify({
           type: "hello",
-          protocol: 1,
+          protocol: 2,
           token: options.token ?? PAIRING_TOKEN,
           browserId: options.browserId ?? "stub-browser-0001",
           label: options.label ?? "stub",

@@ -89,6 +89,7 @@ export class Broker {
       extensionIds: this.config.extensionIds,
       callTimeoutMs: this.config.callTimeoutMs,
       brokerVersion: VERSION,
+      navigationRules: () => this.config.policy.navigationRules(),
       log: this.#log,
       ...(options.helloTimeoutMs ? { helloTimeoutMs: options.helloTimeoutMs } : {}),
     });
@@ -161,9 +162,10 @@ export class Broker {
       label: options.label,
       ownsBrowser: options.ownsBrowser,
       callTimeoutMs: this.config.callTimeoutMs,
-      // Documents are judged by the read policy on commit (as with the extension); at the network layer
-      // only explicitly denied origins are cut off, so pages can still load from their CDNs.
-      requestPolicy: (url) => !this.config.policy.isDenied(url),
+      // Navigation requests (documents of the top frame and of frames, redirect hops included) must be
+      // readable before they are sent; other requests are cut off only for explicitly denied origins, so
+      // pages can still load from their CDNs.
+      requestPolicy: (url, kind) => (kind === "navigation" ? this.config.policy.check(url).ok : !this.config.policy.isDenied(url)),
       onEvent: (frame) => {
         if (holder.driver) this.registry.emit("event", holder.driver, frame);
       },

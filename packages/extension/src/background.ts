@@ -7,6 +7,7 @@ import {
   PROTOCOL_VERSION,
   type BridgeCall,
   type BridgeEvent,
+  type BridgeEvents,
   type BridgeMethod,
   type BridgeMethods,
   type BrokerToBrowser,
@@ -17,6 +18,7 @@ import {
   type TabInfo,
   type WireError,
 } from "@tabrelay/protocol";
+import { navigationRulesError, setNavigationRules, syncNavigationRules, watchAgentTabs } from "./navigationRules.js";
 import { loadSeedConfig } from "./seed.js";
 
 const EXTENSION_VERSION = chrome.runtime.getManifest().version;
@@ -68,9 +70,14 @@ function numberArray(value: unknown): number[] {
   return Array.isArray(value) ? value.filter((v): v is number => typeof v === "number") : [];
 }
 
+/** Persists the agent's tabs and rebuilds the navigation rules for them; resolves once the rules are in place. */
 async function saveTabs(): Promise<void> {
-  await chrome.storage.session.set({ agentTabs: [...agentTabs], sharedTabs: [...sharedTabs] });
+  await Promise.all([syncNavigationRules(), chrome.storage.session.set({ agentTabs: [...agentTabs], sharedTabs: [...sharedTabs] })]);
 }
+const scopesWatched = tabsLoaded.then(() => watchAgentTabs(isVisibleToAgent, () => [...agentTabs, ...sharedTabs]));
+
+/** Settles once the broker's navigation rules from its welcome frame are installed: no call is served before. */
+let rulesReady: Promise<void> = new Promise(() => undefined);
 
 function isVisibleToAgent(tabId: number): boolean {
   return agentTabs.has(tabId) || sharedTabs.has(tabId);
@@ -213,6 +220,8 @@ async function onFrame(ws: WebSocket, data: string): Promise<void> {
   }
   switch (frame.type) {
     case "welcome":
+      rulesReady = scopesWatched.then(() => setNavigationRules(frame.navigationRules));
+      await rulesReady;
       attempt = 0;
       setState("connected");
       startPing(ws);
@@ -233,6 +242,7 @@ async function onFrame(ws: WebSocket, data: string): Promise<void> {
 
 async function runCall(ws: WebSocket, call: BridgeCall): Promise<void> {
   await tabsLoaded;
+  await rulesReady;
   try {
     const handler = handlers[call.method];
     if (!handler) throw new CommandError("unknown_method", `unknown method ${String(call.method)}`);
@@ -303,17 +313,20 @@ function watchNavigation() {
     wake?.();
   };
   const frameCommits: { tabId: number; frameId: number }[] = [];
-  const onCommitted = (d: { tabId: number; frameId: number }) => {
+  /** Tabs opened blank before being sent somewhere: the blank page's own events are not that navigation's. */
+  const leavingBlank = new Set<number>();
+  const ours = (d: { tabId: number; url: string }) => !(leavingBlank.has(d.tabId) && d.url === "about:blank");
+  const onCommitted = (d: { tabId: number; frameId: number; url: string }) => {
     frameCommits.push({ tabId: d.tabId, frameId: d.frameId });
-    if (d.frameId === 0) record(d.tabId, { kind: "committed", at: Date.now() });
+    if (d.frameId === 0 && ours(d)) record(d.tabId, { kind: "committed", at: Date.now() });
     else wake?.();
   };
   // Same-document navigations (#fragment, pushState) have no load: they are complete when they happen.
-  const onCompleted = (d: { tabId: number; frameId: number }) => {
-    if (d.frameId === 0) record(d.tabId, { kind: "completed", at: Date.now() });
+  const onCompleted = (d: { tabId: number; frameId: number; url: string }) => {
+    if (d.frameId === 0 && ours(d)) record(d.tabId, { kind: "completed", at: Date.now() });
   };
   const onError = (d: chrome.webNavigation.WebNavigationFramedErrorCallbackDetails) => {
-    if (d.frameId === 0) record(d.tabId, { kind: "error", error: d.error, at: Date.now() });
+    if (d.frameId === 0 && ours(d)) record(d.tabId, { kind: "error", error: d.error, at: Date.now() });
   };
   // Chrome closes a tab that was opened only to download a file.
   const onRemoved = (tabId: number) => record(tabId, { kind: "removed", at: Date.now() });
@@ -349,6 +362,11 @@ function watchNavigation() {
         });
       }
     },
+    /** The tab was opened blank and is about to be sent to its URL: what the blank page did does not count. */
+    forget(tabId: number): void {
+      seen.delete(tabId);
+      leavingBlank.add(tabId);
+    },
     moved(tabId: number): boolean {
       return (seen.get(tabId) ?? []).length > 0;
     },
@@ -367,6 +385,9 @@ function watchNavigation() {
           const current = await chrome.tabs.get(tabId).catch(() => undefined);
           if (current?.status !== "loading") throw new CommandError("navigation_failed", `the navigation was aborted and no page loaded: the URL is most likely a file download (${DOWNLOAD_NOTE}), or the page stopped it`);
         }
+        // Stopped by the navigation rules (or another extension's): the tab shows an error page for where the
+        // page tried to go. The broker judges that URL; it is not a load failure to report here.
+        if (last?.kind === "error" && last.error === "net::ERR_BLOCKED_BY_CLIENT") return;
         if (last?.kind === "error" && last.error !== "net::ERR_ABORTED") {
           throw new CommandError("navigation_failed", `the page failed to load: ${last.error}`);
         }
@@ -562,14 +583,20 @@ const handlers: Handlers = {
     const settled = noteAgentRequest(url);
     const nav = watchNavigation();
     try {
-      const tab = await chrome.tabs.create({ url, active }).catch((error: unknown) => {
-        throw new CommandError("navigation_failed", `could not open ${url}: ${String(error)}`);
+      // Opened blank and sent to the URL only once the navigation rules cover the new tab: a redirect from
+      // the first response is then stopped like any other.
+      const tab = await chrome.tabs.create({ url: "about:blank", active }).catch((error: unknown) => {
+        throw new CommandError("navigation_failed", `could not open a tab for ${url}: ${String(error)}`);
       });
       if (tab.id === undefined) throw new CommandError("internal", "the browser created a tab without an id");
       agentTabs.add(tab.id);
       await saveTabs();
       void groupAgentTab(tab);
       try {
+        nav.forget(tab.id);
+        await chrome.tabs.update(tab.id, { url }).catch((error: unknown) => {
+          throw new CommandError("navigation_failed", `could not open ${url}: ${String(error)}`);
+        });
         await nav.wait(tab.id, waitUntil, timeoutMs);
         return { tab: await fresh(tab.id) };
       } catch (error) {
@@ -961,6 +988,32 @@ chrome.downloads.onCreated.addListener((item) => {
 
 // ---- events ------------------------------------------------------------------------------------
 
+// A navigation request of an agent tab stopped before it was sent (the navigation rules, or another
+// extension's): the broker decides whether it was its policy, records it and tells the agent.
+// A popup's first request is stopped before the tab is claimed as the agent's: it is reported once it is.
+const stoppedBeforeClaim = new Map<number, BridgeEvents["tab.blocked"]>();
+chrome.webRequest.onErrorOccurred.addListener(
+  (details) => {
+    if (details.error !== "net::ERR_BLOCKED_BY_CLIENT" || details.tabId < 0) return;
+    const params = { tabId: details.tabId, url: details.url, frame: details.type !== "main_frame" };
+    void tabsLoaded.then(() => {
+      if (isVisibleToAgent(details.tabId)) {
+        emit({ type: "event", event: "tab.blocked", params });
+      } else if (!params.frame) {
+        stoppedBeforeClaim.set(details.tabId, params);
+        setTimeout(() => stoppedBeforeClaim.delete(details.tabId), 5000);
+      }
+    });
+  },
+  { urls: ["<all_urls>"], types: ["main_frame", "sub_frame"] },
+);
+
+function reportStoppedBeforeClaim(tabId: number): void {
+  const params = stoppedBeforeClaim.get(tabId);
+  stoppedBeforeClaim.delete(tabId);
+  if (params) emit({ type: "event", event: "tab.blocked", params });
+}
+
 chrome.webNavigation.onCommitted.addListener((details) => {
   if (details.frameId !== 0) return;
   void tabsLoaded.then(() => {
@@ -976,6 +1029,7 @@ chrome.tabs.onCreated.addListener((tab) => {
     await saveTabs();
     void groupAgentTab(tab);
     emit({ type: "event", event: "tab.created", params: { tab: toTabInfo(tab), openerTabId: tab.openerTabId } });
+    reportStoppedBeforeClaim(tab.id);
   });
 });
 
@@ -984,6 +1038,7 @@ chrome.webNavigation.onCreatedNavigationTarget.addListener((details) => {
     if (!agentTabs.has(details.sourceTabId) || agentTabs.has(details.tabId)) return;
     agentTabs.add(details.tabId);
     await saveTabs();
+    reportStoppedBeforeClaim(details.tabId);
     emit({ type: "event", event: "tab.committed", params: { tabId: details.tabId, url: details.url, openerTabId: details.sourceTabId } });
   });
 });
@@ -1021,7 +1076,8 @@ chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendRespons
       sharedTabs.delete(message.tabId);
       await saveTabs();
     }
-    sendResponse({ state, lastError, brokerUrl: settings.brokerUrl ?? "", browserId: settings.browserId, label: settings.label, sharedTabs: [...sharedTabs] });
+    const rulesError = navigationRulesError();
+    sendResponse({ state, lastError: [lastError, rulesError].filter(Boolean).join("; "), brokerUrl: settings.brokerUrl ?? "", browserId: settings.browserId, label: settings.label, sharedTabs: [...sharedTabs] });
   })();
   // Keep the message channel open for the async sendResponse above.
   return true;

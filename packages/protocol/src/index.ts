@@ -12,8 +12,11 @@
  * const reply: BridgeResult = { type: "result", id: 7, ok: true, result: { tabs: [] } };
  */
 
-/** Bumped when a frame changes shape; the broker refuses a browser that speaks another version. */
-export const PROTOCOL_VERSION = 1;
+/**
+ * Bumped when a frame changes shape; the broker refuses a browser that speaks another version. 2: the welcome
+ * frame carries the navigation rules the extension must enforce before it serves a call.
+ */
+export const PROTOCOL_VERSION = 2;
 
 /** Largest frame either end accepts, in bytes. A rendered page's HTML travels in one frame. */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
@@ -331,6 +334,28 @@ export interface WelcomeFrame {
   type: "welcome";
   browserId: string;
   brokerVersion: string;
+  /**
+   * The read policy compiled for the network layer: the browser installs them (declarativeNetRequest session
+   * rules scoped to the agent's tabs) before it serves any call, and keeps them until another broker's welcome.
+   */
+  navigationRules: NavigationRule[];
+}
+
+/**
+ * One rule of the read policy as the network layer enforces it on navigation requests (top frame and frames,
+ * redirects included) from agent tabs. The browser adds the agent's tab ids and the navigation resource types;
+ * it never adds, drops or reorders rules. The highest priority that matches decides; at equal priority allow
+ * wins. Conditions follow chrome.declarativeNetRequest: all given conditions must match.
+ */
+export interface NavigationRule {
+  priority: number;
+  action: "allow" | "block";
+  /** RE2 syntax, matched against the whole request URL (which never holds a fragment). */
+  regexFilter?: string;
+  /** declarativeNetRequest URL filter syntax ("|https://" anchors at the start). */
+  urlFilter?: string;
+  /** The request's host is one of these or a subdomain of one (lower case, punycode). */
+  requestDomains?: string[];
 }
 
 /** Broker -> browser before closing a socket it refuses, so the popup can say why. */
@@ -354,6 +379,11 @@ export type BridgeResult =
 export interface BridgeEvents {
   /** A top-level document committed in an agent tab (redirects, JS navigation, meta refresh included). */
   "tab.committed": { tabId: number; url: string; openerTabId?: number };
+  /**
+   * A navigation request from an agent tab (top frame or a frame, a redirect hop included) was stopped before it
+   * was sent, by the navigation rules. `frame`: false for the tab's top document.
+   */
+  "tab.blocked": { tabId: number; url: string; frame: boolean };
   /** The page opened a new tab from an agent tab; it is the agent's too. */
   "tab.created": { tab: TabInfo; openerTabId?: number };
   "tab.removed": { tabId: number };

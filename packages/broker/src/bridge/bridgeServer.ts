@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { MAX_FRAME_BYTES, PROTOCOL_VERSION, type BrowserToBroker, type RejectFrame, type WireError } from "@tabrelay/protocol";
+import { MAX_FRAME_BYTES, PROTOCOL_VERSION, type BrowserToBroker, type NavigationRule, type RejectFrame, type WelcomeFrame, type WireError } from "@tabrelay/protocol";
 import { WebSocketServer, type WebSocket } from "ws";
 import { safeEqual } from "../util/secrets.js";
 import type { Logger } from "../util/log.js";
@@ -12,6 +12,8 @@ export interface BridgeServerOptions {
   extensionIds: string[];
   callTimeoutMs: number;
   brokerVersion: string;
+  /** The read policy for the network layer, sent in the welcome frame: the browser enforces it before serving calls. */
+  navigationRules: () => NavigationRule[];
   log: Logger;
   /** How long a socket may stay unauthenticated before it is closed. */
   helloTimeoutMs?: number;
@@ -79,7 +81,8 @@ export class BridgeServer {
           { send: (text) => ws.send(text), close: (code, reason) => ws.close(code, reason) },
           this.#options.callTimeoutMs,
         );
-        ws.send(JSON.stringify({ type: "welcome", browserId: frame.browserId, brokerVersion: this.#options.brokerVersion }));
+        const welcome: WelcomeFrame = { type: "welcome", browserId: frame.browserId, brokerVersion: this.#options.brokerVersion, navigationRules: this.#options.navigationRules() };
+        ws.send(JSON.stringify(welcome));
         registry.add(connection);
         log.info(`bridge: browser "${connection.info.label}" (${connection.info.browserId}) connected`);
         return;

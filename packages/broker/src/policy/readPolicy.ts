@@ -18,6 +18,8 @@
 
 import { canonicalizeHost, canonicalizeUrlDetailed, isIpHost, type CanonicalUrl } from "./canonicalUrl.js";
 import { describeHost, hostMatches, parseHostKey, type HostPattern } from "./hostPattern.js";
+import { compileNavigationRules } from "./navigationRules.js";
+import type { NavigationRule } from "@tabrelay/protocol";
 
 export type PolicyDecision =
   | { ok: true; rule: string }
@@ -35,6 +37,8 @@ export interface CompiledReadPolicy {
    * from any CDN must still load but explicitly denied origins must not be contacted at all.
    */
   isDenied(url: string): boolean;
+  /** The policy for the network layer: rules that stop navigation requests to refused origins (see navigationRules.ts). */
+  navigationRules(): NavigationRule[];
   /** Human-readable lines for docs and the dashboard. */
   describe(): string[];
 }
@@ -300,6 +304,13 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): Co
     );
   }
 
+  const navigation = compileNavigationRules({
+    deny: denyRules.map((rule) => ({ pattern: rule.pattern, path: rule.rawPath })),
+    allow: allowRules.map((rule) => ({ pattern: rule.pattern })),
+    topDomains: read.enabled ? [...topRanks.keys()] : [],
+    anyHttps: !read.enabled,
+  });
+
   const lines: string[] = [];
   lines.push("Only http:// and https:// URLs can ever be read.");
   for (const rule of denyRules) {
@@ -328,6 +339,7 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): Co
   }
 
   return {
+    navigationRules: () => navigation.map((rule) => ({ ...rule, ...(rule.requestDomains ? { requestDomains: [...rule.requestDomains] } : {}) })),
     isDenied(raw: string): boolean {
       try {
         const parsed = canonicalizeUrlDetailed(raw);

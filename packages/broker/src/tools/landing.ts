@@ -9,6 +9,8 @@ interface Denial {
   url: string;
   rule: string;
   message: string;
+  /** The navigation request was stopped before it was sent (the network rules); otherwise the tab committed it. */
+  blocked?: boolean;
   at: number;
 }
 
@@ -20,7 +22,11 @@ export class Denials {
   readonly #byTab = new Map<string, Denial>();
 
   record(browserId: string, tabId: number, denial: Omit<Denial, "at">): void {
-    this.#byTab.set(`${browserId}:${tabId}`, { ...denial, at: Date.now() });
+    const key = `${browserId}:${tabId}`;
+    // The error page of a stopped request commits at the URL it was stopped for: it stays a blocked request.
+    const earlier = this.#byTab.get(key);
+    const blocked = denial.blocked === true || (earlier?.blocked === true && earlier.url === denial.url);
+    this.#byTab.set(key, { ...denial, ...(blocked ? { blocked } : {}), at: Date.now() });
   }
 
   take(browserId: string, tabId: number): Denial | undefined {
@@ -32,6 +38,27 @@ export class Denials {
 
   forget(browserId: string, tabId: number): void {
     this.#byTab.delete(`${browserId}:${tabId}`);
+    this.#frames.delete(`${browserId}:${tabId}`);
+  }
+
+  readonly #frames = new Map<string, Set<string>>();
+
+  /** A frame of the tab's current document was stopped on its way to `url` (the network rules). */
+  recordFrame(browserId: string, tabId: number, url: string): void {
+    const key = `${browserId}:${tabId}`;
+    const urls = this.#frames.get(key) ?? new Set<string>();
+    if (urls.size < 1000) urls.add(url);
+    this.#frames.set(key, urls);
+  }
+
+  /** How many frames of the tab's current document were stopped before they loaded (withheld, like refused frames). */
+  stoppedFrames(browserId: string, tabId: number): number {
+    return this.#frames.get(`${browserId}:${tabId}`)?.size ?? 0;
+  }
+
+  /** A new top document committed: its frames start afresh. */
+  newDocument(browserId: string, tabId: number): void {
+    this.#frames.delete(`${browserId}:${tabId}`);
   }
 }
 
@@ -70,18 +97,78 @@ export async function checkLanding(
   else if (tab.url !== BLANK) await browser.call("tabs.navigate", { tabId: tab.tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
   const via = options.requestedUrl && caught?.url !== options.requestedUrl ? ` (the page at ${options.requestedUrl} sent the tab there)` : "";
   const landed = pageText(caught?.url ?? tab.url, PAGE_TEXT_MAX.url);
-  throw new TabrelayError(
-    "policy_denied",
-    `the tab landed on ${landed}${via}, which the read policy does not allow; the tab was ${options.closeOnDeny ? "closed" : "reset to about:blank"}. ${decision.message}`,
-    decision.rule,
-  );
+  const what = caught?.blocked
+    ? `the page tried to go to ${landed}${via}, which the read policy does not allow; tabrelay stopped the request before it left the browser`
+    : `the tab landed on ${landed}${via}, which the read policy does not allow`;
+  throw new TabrelayError("policy_denied", `${what}; the tab was ${options.closeOnDeny ? "closed" : "reset to about:blank"}. ${decision.message}`, decision.rule);
 }
 
-/** Wires the browser's commit events to the policy: every committed top-level URL of an agent tab is checked. */
+/** Failures a tab gives when its document went away under the call: a caught off-policy navigation explains them. */
+const WENT_AWAY = new Set(["restricted_page", "navigation_failed", "no_such_tab", "stale_ref", "internal"]);
+
+/**
+ * The policy_denied a failed call on `tabId` really was, when the tab's page was caught going off-policy (its
+ * navigation stopped, or its landing reset) while the call ran; undefined otherwise.
+ */
+export function explainByDenial(ctx: ToolContext, browser: BrowserDriver, tabId: number | undefined, error: TabrelayError): TabrelayError | undefined {
+  if (tabId === undefined || !WENT_AWAY.has(error.code)) return undefined;
+  const caught = ctx.denials.take(browser.info.browserId, tabId);
+  if (!caught) return undefined;
+  if (!browser.closed) void browser.call("tabs.navigate", { tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
+  const what = caught.blocked
+    ? `while tabrelay worked on tab ${tabId}, its page tried to go to ${caught.url}, which the read policy does not allow; tabrelay stopped the request before it left the browser`
+    : `while tabrelay worked on tab ${tabId}, its page went to ${caught.url}, which the read policy does not allow`;
+  return new TabrelayError("policy_denied", `${what}; nothing from that page was read and the tab no longer shows it. ${caught.message}`, caught.rule);
+}
+
+/** At most this many stopped navigations of one tab are audited per window; a page looping on them is summarised. */
+const AUDIT_BLOCKED_MAX = 10;
+const AUDIT_BLOCKED_WINDOW_MS = 10_000;
+
+/**
+ * Wires the browser's navigation events to the policy: every committed top-level URL of an agent tab is checked,
+ * and every navigation request the network rules stopped is recorded (for the tool that caused it) and audited.
+ */
 export function enforceOnCommit(ctx: ToolContext): void {
+  const audited = new Map<string, { since: number; count: number }>();
   ctx.registry.on("event", (browser, frame) => {
+    if (frame.event === "tab.blocked") {
+      const { tabId, url, frame: inFrame } = frame.params;
+      const decision = ctx.config.policy.check(url);
+      // Stopped by something else (another extension's rules): not tabrelay's refusal to report.
+      if (decision.ok) return;
+      if (inFrame) ctx.denials.recordFrame(browser.info.browserId, tabId, url);
+      if (!inFrame) {
+        ctx.denials.record(browser.info.browserId, tabId, { url, rule: decision.rule, message: decision.message, blocked: true });
+        // The tab shows the browser's error page for where its page tried to go: it is left blank instead.
+        void browser.call("tabs.navigate", { tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
+      }
+      const key = `${browser.info.browserId}:${tabId}`;
+      const now = Date.now();
+      const seen = audited.get(key);
+      const span = seen && now - seen.since < AUDIT_BLOCKED_WINDOW_MS ? seen : { since: now, count: 0 };
+      span.count++;
+      audited.set(key, span);
+      if (audited.size > 1000) audited.clear();
+      if (span.count > AUDIT_BLOCKED_MAX) return;
+      ctx.audit.record({
+        time: now,
+        tool: "navigation",
+        browser: `${browser.info.label} (${browser.info.browserId})`,
+        tab: tabId,
+        origin: originOf(url),
+        target: span.count === AUDIT_BLOCKED_MAX ? `${inFrame ? "frame" : "top frame"} (further stopped requests of this tab in the next ${AUDIT_BLOCKED_WINDOW_MS / 1000} s are not recorded)` : inFrame ? "frame" : "top frame",
+        decision: "refused",
+        rule: decision.rule,
+        code: "policy_denied",
+        durationMs: 0,
+      });
+      ctx.log.warn(`policy: stopped a navigation request of tab ${tabId}${inFrame ? " (a frame)" : ""} to ${originOf(url)} before it was sent (${decision.rule})`);
+      return;
+    }
     if (frame.event !== "tab.committed") return;
     const { tabId, url } = frame.params;
+    ctx.denials.newDocument(browser.info.browserId, tabId);
     if (url === BLANK || url.startsWith("chrome-error://")) return;
     const decision = ctx.config.policy.check(url);
     if (decision.ok) return;
@@ -89,4 +176,12 @@ export function enforceOnCommit(ctx: ToolContext): void {
     ctx.log.warn(`policy: tab ${tabId} committed ${url}; reset to about:blank (${decision.rule})`);
     void browser.call("tabs.navigate", { tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
   });
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url.slice(0, 100);
+  }
 }

@@ -1,5 +1,6 @@
 import { ZodError } from "zod";
 import { TabrelayError } from "../util/errors.js";
+import { explainByDenial } from "./landing.js";
 import { ToolResponse, type RenderedResult } from "./response.js";
 import type { Tool, ToolContext } from "./tool.js";
 
@@ -22,7 +23,10 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
   try {
     await tool.run(ctx, args, response, signal);
     result = response.render();
-  } catch (error) {
+  } catch (thrown) {
+    // A page that went somewhere the read policy refuses while the call ran (a meta refresh, a script) leaves
+    // the tab on an error page or blank: the call failed because of that, and says so.
+    const error = thrown instanceof TabrelayError && picked.ok ? (explainByDenial(ctx, picked.value, response.auditFacts.tab, thrown) ?? thrown) : thrown;
     if (error instanceof TabrelayError) {
       code = error.code;
       rule = error.rule;

