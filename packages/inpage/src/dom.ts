@@ -385,9 +385,22 @@ export function contentStrings(value: string): string {
   return out.replace(PRIVATE_USE, "");
 }
 
+/** Counter styles that draw only numbers, letters of the alphabet in order or bullets. */
+const PLAIN_COUNTER_STYLES = new Set(["decimal", "decimal-leading-zero", "lower-roman", "upper-roman", "lower-alpha", "upper-alpha", "lower-latin", "upper-latin", "lower-greek", "disc", "circle", "square", "none"]);
+
+/** A custom @counter-style can draw any words ("symbols: 'Delete account'"): such content cannot be read here. */
+function customCounter(content: string): boolean {
+  for (const m of content.matchAll(/counters?\(([^)]*)\)/g)) {
+    const args = (m[1] ?? "").split(",").map((a) => a.trim());
+    const style = m[0].startsWith("counters(") ? args[2] : args[1];
+    if (style !== undefined && !PLAIN_COUNTER_STYLES.has(style.toLowerCase())) return true;
+  }
+  return false;
+}
+
 function generatedText(el: Element, which: "::before" | "::after" | "::marker", opacity: number): string {
   const style = getComputedStyle(el, which);
-  const text = contentStrings(style.content);
+  const text = contentStrings(style.content) + (customCounter(style.content) ? " [text drawn by a custom CSS counter style] " : "");
   // Content with no letter or digit (arrows, stars, separators, icon glyphs) decorates; it is not words.
   if (!WORDY.test(text) || style.display === "none" || opacity * Number(style.opacity || "1") < 0.05 || !inkVisible(style)) return "";
   return text;
