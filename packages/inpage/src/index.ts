@@ -56,7 +56,7 @@ export interface InpageApi {
   content(params: ContentParams): InpageResult<ContentValue>;
 }
 
-const VERSION = 6;
+const VERSION = 7;
 const MAX_NODES = SNAPSHOT_MAX_NODES;
 
 const state: State = { revision: "", refs: new Map() };
