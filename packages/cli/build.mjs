@@ -13,7 +13,8 @@ const root = dirname(fileURLToPath(import.meta.url));
 const out = join(root, "bundle");
 rmSync(out, { recursive: true, force: true });
 await build({
-  entryPoints: { main: join(root, "dist/main.js") },
+  // The extraction worker thread's script (the broker finds it through assets.ts); it shares the extraction chunk.
+  entryPoints: { main: join(root, "dist/main.js"), extractWorker: join(root, "../broker/dist/extract/worker.js") },
   outdir: out,
   bundle: true,
   splitting: true, // keeps the broker's lazy imports (extraction, CDP driver, S3) lazy

@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const packagesDir = fileURLToPath(new URL("../../", import.meta.url));
+/** Running from the CLI's bundle (packages/cli/bundle), not from the broker's build or sources. */
+const inBundle = /[\\/]cli[\\/]bundle[\\/][^\\/]*$/.test(fileURLToPath(import.meta.url));
 
 export const assetPaths = {
   /** The broker's package.json: its version. */
@@ -15,4 +17,9 @@ export const assetPaths = {
   extensionDir: join(packagesDir, "extension", "dist"),
   /** The in-page snapshot/act script, built with the extension; the CDP driver injects the same file. */
   inpageScript: join(packagesDir, "extension", "dist", "inpage.js"),
+  /**
+   * The extraction worker thread's script: the bundle's own when running from it, else the broker's build (also
+   * under test, where the broker runs from its TypeScript sources but a worker needs JavaScript).
+   */
+  extractWorker: inBundle ? join(packagesDir, "cli", "bundle", "extractWorker.js") : join(packagesDir, "broker", "dist", "extract", "worker.js"),
 } as const;

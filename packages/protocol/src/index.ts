@@ -93,7 +93,7 @@ export const HIDDEN_OWN_TEXT = "text";
 
 /** What a page may send of one document (the top one, or one frame): the in-page reader stops there and says so. */
 export const CONTENT_MAX_ELEMENTS = 200_000;
-export const CONTENT_MAX_CHARS = 8 * 1024 * 1024;
+export const CONTENT_MAX_CHARS = 4 * 1024 * 1024;
 
 /** How the in-page reader cut a document short: elements beyond `elements` left out, the HTML cut at `chars`. */
 export interface ContentCapped {

@@ -16,7 +16,9 @@ import { parseHTML } from "linkedom";
 import TurndownService from "turndown/lib/turndown.browser.cjs.js";
 import { HIDDEN_MARK_ATTR, HIDDEN_OWN_TEXT, HIDDEN_SUBTREE } from "@tabrelay/protocol";
 import { withThousands } from "../util/format.js";
-import { addressesAgents } from "./hiddenText.js";
+import { WithheldCount, type Withheld } from "./withheld.js";
+
+export type { Withheld } from "./withheld.js";
 
 export type ExtractMode = "readable" | "full";
 
@@ -43,14 +45,6 @@ export interface Extracted {
   withheld?: Withheld;
 }
 
-export interface Withheld {
-  /** Hidden elements (or elements whose own text is hidden) that held text. */
-  elements: number;
-  /** Characters of that text (whitespace collapsed). */
-  chars: number;
-  /** How many of those elements address an AI agent or read as instructions to one (the write gate's decoy test). */
-  addressingAgents: number;
-}
 
 // ---------------------------------------------------------------------------------------------------------------------
 // The subset of the DOM we use. The broker compiles without the DOM lib, so linkedom's and Turndown's typings (which
@@ -190,32 +184,6 @@ function codeLanguage(pre: DomElement): string | undefined {
  */
 /** Element depth below which structure is flattened to text (see prune). */
 const MAX_DEPTH = 128;
-
-/** Withheld text looked at per element, and in all, for the AI-address test (a page can hide megabytes). */
-const ADDRESS_CHECK_CHARS = 2_000;
-const ADDRESS_CHECK_TOTAL = 200_000;
-
-class WithheldCount {
-  elements = 0;
-  chars = 0;
-  addressingAgents = 0;
-  #checked = 0;
-
-  add(text: string): void {
-    const collapsed = text.replace(/\s+/g, " ").trim();
-    if (collapsed === "") return;
-    this.elements++;
-    this.chars += collapsed.length;
-    if (this.#checked >= ADDRESS_CHECK_TOTAL) return;
-    const sample = collapsed.slice(0, ADDRESS_CHECK_CHARS);
-    this.#checked += sample.length;
-    if (addressesAgents(sample)) this.addressingAgents++;
-  }
-
-  value(): Withheld | undefined {
-    return this.elements === 0 ? undefined : { elements: this.elements, chars: this.chars, addressingAgents: this.addressingAgents };
-  }
-}
 
 /** Removes the element's own text nodes (its children elements stay), counting their text. */
 function dropOwnText(el: DomElement, withheld: WithheldCount | undefined): void {

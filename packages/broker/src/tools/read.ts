@@ -1,8 +1,9 @@
-import type { TabInfo } from "@tabrelay/protocol";
+import { CONTENT_MAX_CHARS, CONTENT_MAX_ELEMENTS, type ContentCapped, type FrameContent, type TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import type { BrowserDriver } from "../bridge/registry.js";
 import type { ExtractMode, Extracted, Withheld } from "../extract/extract.js";
 import { paginate, truncationMarker } from "../extract/paginate.js";
+import { convertRead } from "../extract/runner.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { withThousands } from "../util/format.js";
 import { collectAfterHeavyWork } from "../util/memory.js";
@@ -15,7 +16,7 @@ const READ_ERRORS =
   "policy_denied (outside the user's read policy, also after redirects: do not retry, tell the user), restricted_page, navigation_failed, not_connected, browser_disconnected, timeout.";
 
 /** What a read hands over: the top document's Markdown, with the frames the read policy lets through. */
-type ReadDoc = Extracted & { frames?: { included: number; withheld: number }; status?: number };
+type ReadDoc = Extracted & { frames?: { included: number; withheld: number }; status?: number; limits?: string[] };
 
 /** Frames of fewer words are left out of readable mode (buttons, widgets, ads); full mode keeps any text. */
 const READABLE_FRAME_MIN_WORDS = 50;
@@ -29,39 +30,52 @@ async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, m
   const content = unwrap(await conn.call("page.content", { tabId: tab.tabId }));
   // The document may have moved on since the tab was checked (a script navigated); judge what was read.
   if (content.url !== tab.url) await checkLanding(ctx, conn, { ...tab, url: content.url }, { requestedUrl, closeOnDeny: false });
-  // Loaded on first read: the DOM and Markdown libraries are most of an idle broker's memory.
-  const { extract } = await import("../extract/extract.js");
-  try {
-    const doc: ReadDoc = { ...extract({ html: content.html, url: content.url, title: content.title, mode }), ...(content.status !== undefined ? { status: content.status } : {}) };
-    const frames = content.frames ?? [];
-    if (frames.length === 0) return doc;
-    const effective: string[] = [];
-    const sections: string[] = [];
-    let withheld = 0;
-    let hidden = doc.withheld;
-    frames.forEach((frame, i) => {
-      const holder = frame.parent >= 0 ? effective[frame.parent] : content.url;
-      // A document without a URL of its own (about:srcdoc, about:blank, data:) is judged by the document
-      // holding it, and only when it reports that document's origin: otherwise it is not what it seems.
-      const inherits = /^(about|data):/i.test(frame.url);
-      const url = inherits ? (holder ?? "") : frame.url;
-      effective[i] = url;
-      if (!url || (inherits && originOf(url) !== frame.origin) || !ctx.config.policy.check(url).ok) {
-        withheld++;
-        return;
-      }
-      const part = extract({ html: frame.html, url, title: frame.title, mode: "full" });
-      hidden = addWithheld(hidden, part.withheld);
-      if (part.wordCount === 0 || (mode === "readable" && part.wordCount < READABLE_FRAME_MIN_WORDS)) return;
-      sections.push(`---\n\nFrame ${oneLine(frame.title) ? `${pageText(frame.title, PAGE_TEXT_MAX.name)} ` : ""}at ${pageText(frame.url, PAGE_TEXT_MAX.url)}:\n\n${part.markdown}`);
-    });
-    if (hidden !== undefined) doc.withheld = hidden;
-    if (sections.length === 0 && withheld === 0) return doc;
-    const markdown = [doc.markdown, ...sections].join("\n\n");
-    return { ...doc, markdown, wordCount: doc.wordCount + sections.reduce((n, s) => n + s.split(/\s+/).length, 0), frames: { included: sections.length, withheld } };
-  } finally {
-    collectAfterHeavyWork(); // the page's DOM is garbage now
-  }
+  const frames = content.frames ?? [];
+  const effective: string[] = [];
+  const allowed: { frame: FrameContent; url: string }[] = [];
+  let withheld = 0;
+  frames.forEach((frame, i) => {
+    const holder = frame.parent >= 0 ? effective[frame.parent] : content.url;
+    // A document without a URL of its own (about:srcdoc, about:blank, data:) is judged by the document
+    // holding it, and only when it reports that document's origin: otherwise it is not what it seems.
+    const inherits = /^(about|data):/i.test(frame.url);
+    const url = inherits ? (holder ?? "") : frame.url;
+    effective[i] = url;
+    if (!url || (inherits && originOf(url) !== frame.origin) || !ctx.config.policy.check(url).ok) withheld++;
+    else allowed.push({ frame, url });
+  });
+  // The conversion runs off the event loop, within a size budget and a deadline (extract/runner.ts).
+  const converted = await convertRead({
+    top: { html: content.html, url: content.url, title: content.title, mode },
+    frames: allowed.map(({ frame, url }) => ({ html: frame.html, url, title: frame.title })),
+  }).finally(collectAfterHeavyWork); // the page's HTML (megabytes, perhaps) is garbage now
+  const limits = [...(content.capped ? [cappedNote("the page", content.capped)] : []), ...(converted.top.plainBecause !== undefined ? [`the page was converted as plain text: ${converted.top.plainBecause}`] : [])];
+  let hidden = converted.top.withheld;
+  const sections: string[] = [];
+  allowed.forEach(({ frame }, i) => {
+    const part = converted.frames[i];
+    if (part === undefined) return;
+    hidden = addWithheld(hidden, part.withheld);
+    if (frame.capped) limits.push(cappedNote(`a frame (${oneLine(frame.url).slice(0, 100)})`, frame.capped));
+    if (part.plainBecause !== undefined && converted.top.plainBecause !== part.plainBecause) limits.push(`a frame was converted as plain text: ${part.plainBecause}`);
+    if (part.wordCount === 0 || (mode === "readable" && part.wordCount < READABLE_FRAME_MIN_WORDS)) return;
+    sections.push(`---\n\nFrame ${oneLine(frame.title) ? `${pageText(frame.title, PAGE_TEXT_MAX.name)} ` : ""}at ${pageText(frame.url, PAGE_TEXT_MAX.url)}:\n\n${part.markdown}`);
+  });
+  const { plainBecause: _plain, ...top } = converted.top;
+  const doc: ReadDoc = { ...top, ...(content.status !== undefined ? { status: content.status } : {}) };
+  if (hidden !== undefined) doc.withheld = hidden;
+  if (limits.length > 0) doc.limits = [...new Set(limits)];
+  if (sections.length === 0 && withheld === 0) return doc;
+  const markdown = [doc.markdown, ...sections].join("\n\n");
+  return { ...doc, markdown, wordCount: doc.wordCount + sections.reduce((n, s) => n + s.split(/\s+/).length, 0), frames: { included: sections.length, withheld } };
+}
+
+/** How the in-page reader cut a document short, in words for the agent. */
+function cappedNote(what: string, capped: ContentCapped): string {
+  const parts: string[] = [];
+  if (capped.elements !== undefined) parts.push(`it has over ${withThousands(CONTENT_MAX_ELEMENTS)} elements (the rest was left out)`);
+  if (capped.chars !== undefined) parts.push(`its HTML is ${withThousands(Math.round(capped.chars / 1048576))} MiB (only its first ${withThousands(Math.round(CONTENT_MAX_CHARS / 1048576))} MiB were read)`);
+  return `${what} is too large to read whole: ${parts.join("; ")}`;
 }
 
 function addWithheld(a: Withheld | undefined, b: Withheld | undefined): Withheld | undefined {
@@ -99,6 +113,7 @@ function render(response: ToolResponse, doc: ReadDoc, tabLine: string, offset: n
   response.line(tabLine);
   response.line(`Mode: ${doc.mode}${doc.fellBack ? ` (${doc.fallbackReason ?? "readable found no article"}; showing the full page)` : ""}`);
   for (const line of doc.withheld ? withheldLines(doc.withheld) : []) response.line(line);
+  for (const limit of doc.limits ?? []) response.line(`Limit: ${limit}`);
   if (doc.frames) response.line(`Frames: ${doc.frames.included} included after the page's own text${doc.frames.withheld ? `, ${doc.frames.withheld} withheld (outside the read policy)` : ""}`);
   if (page.truncated || offset > 0) response.line(`Characters: ${page.offset}-${page.offset + page.text.length} of ${page.total}`);
   response.pageContent(page.text);

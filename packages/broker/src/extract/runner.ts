@@ -1,0 +1,61 @@
+/**
+ * Where a read's conversion runs. The broker's default is a pool of worker threads (nodeRunner.ts), so that a hostile
+ * page cannot stall the event loop other sessions and /health share; a runtime without worker threads (the Workers
+ * entry) runs it in-process instead (setExtractRunner). Either way the job has a size budget (job.ts); in a worker it
+ * also has a deadline: past it the worker is ended, the documents are converted again as plain text, and past that
+ * deadline too the read fails with `timeout` rather than hang.
+ */
+import { TabrelayError } from "../util/errors.js";
+import type { ReadJob, ReadJobResult } from "./job.js";
+
+export type RunOutcome = { ok: true; value: ReadJobResult } | { ok: false; reason: string; message: string };
+
+export interface ExtractRunner {
+  run(job: ReadJob, deadlineMs: number): Promise<RunOutcome>;
+  close?(): Promise<void>;
+}
+
+/** Converting a read's documents to Markdown, at most. */
+export const MARKDOWN_DEADLINE_MS = 10_000;
+/** The plain-text conversion after that, at most. */
+export const PLAIN_DEADLINE_MS = 5_000;
+
+/** Runs the job on this thread (no deadline can be enforced: only a worker can be stopped mid-way). */
+export const inProcessRunner: ExtractRunner = {
+  async run(job) {
+    const { runReadJob } = await import("./job.js"); // the DOM and Markdown libraries load on first read
+    return { ok: true, value: runReadJob(job) };
+  },
+};
+
+let chosen: Promise<ExtractRunner> | undefined;
+
+/** Replaces the runner (a runtime without worker threads passes inProcessRunner). */
+export function setExtractRunner(runner: ExtractRunner): void {
+  const previous = chosen;
+  chosen = Promise.resolve(runner);
+  void previous?.then((r) => (r === runner ? undefined : r.close?.()));
+}
+
+function runner(): Promise<ExtractRunner> {
+  // Loaded lazily: the worker pool needs node:worker_threads, which the core does not import.
+  chosen ??= import("./nodeRunner.js").then((m) => m.nodeExtractRunner() ?? inProcessRunner).catch(() => inProcessRunner);
+  return chosen;
+}
+
+export interface Converted extends ReadJobResult {
+  /** Set when the Markdown conversion overran its deadline and plain text was made instead. */
+  overran?: string;
+}
+
+export async function convertRead(job: Omit<ReadJob, "how">): Promise<Converted> {
+  const run = await runner();
+  const first = await run.run({ ...job, how: "markdown" }, MARKDOWN_DEADLINE_MS);
+  if (first.ok) return first.value;
+  const second = await run.run({ ...job, how: "plain" }, PLAIN_DEADLINE_MS);
+  if (second.ok) return { ...second.value, overran: first.message };
+  throw new TabrelayError(
+    "timeout",
+    `the page could not be converted (${first.message}; as plain text: ${second.message}); it is too large or too complex to read whole: use snapshot, or read another page`,
+  );
+}
