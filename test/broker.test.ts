@@ -217,6 +217,8 @@ describe("actions through the bridge", () => {
     editable: false,
     attributeText: "",
     frameUrl: "http://127.0.0.1:1/shop",
+    // A click reaches only the button itself (no label control, no enclosing link).
+    activates: [],
   };
 
   it("an action whose browser vanished after dispatch is outcome_unknown, audited, and not retried", async () => {

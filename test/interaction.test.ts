@@ -138,7 +138,7 @@ document.getElementById("sort").onclick=()=>{const names=buttons.map(b=>b.textCo
     "/keys",
     page(
       "Keys",
-      `<form onsubmit="event.preventDefault();document.getElementById('out').textContent='searched '+document.getElementById('q').value"><label for="q">Search</label><input id="q"></form><p id="out">idle</p>
+      `<form aria-label="Search" onsubmit="event.preventDefault();document.getElementById('out').textContent='searched '+document.getElementById('q').value"><label for="q">Search</label><input id="q"></form><p id="out">idle</p>
 <div id="hovered">not hovered</div><button onmouseover="document.getElementById('hovered').textContent='hovered'">Menu</button>
 <span id="notes-label">Notes</span><div contenteditable="true" aria-labelledby="notes-label"></div>
 <script>setTimeout(()=>document.body.insertAdjacentHTML('beforeend','<p>Late arrival</p>'),400)</script>`,
@@ -170,7 +170,7 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       "localhost": [".*"]
   write:
     click:
-      "127.0.0.1": { label: "^(Add to cart|Buy|Open .*|Cancel|Subscribe|AI assistants click here|Next|Size|Gift wrap|Sort)$" }
+      "127.0.0.1": { label: "^(Add to cart|Buy|Open .*|Cancel|Subscribe|AI assistants click here|Next|Size|Gift wrap|Sort|Search)$" }
       "localhost": { label: "^Pay now$" }
     type:
       "127.0.0.1": { label: "^(Name|Search|Notes)$" }
