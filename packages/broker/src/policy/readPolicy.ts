@@ -18,6 +18,7 @@
 
 import { canonicalizeHost, canonicalizeUrlDetailed, isIpHost, type CanonicalUrl } from "./canonicalUrl.js";
 import { describeHost, hostMatches, parseHostKey, type HostPattern } from "./hostPattern.js";
+import { compileRegex, errorText, shown } from "./text.js";
 import { compileNavigationRules } from "./navigationRules.js";
 import type { NavigationRule } from "@tabrelay/protocol";
 
@@ -59,31 +60,6 @@ interface AllowRule {
 }
 
 const CONFIG_FILE = "config.yaml";
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function compileRegex(source: string, where: string): RegExp {
-  if (typeof source !== "string") {
-    throw new Error(`${where}: a path pattern must be a string holding a regular expression`);
-  }
-  try {
-    return new RegExp(source);
-  } catch (error) {
-    throw new Error(`${where}: invalid regular expression ${JSON.stringify(source)}: ${errorText(error)}`);
-  }
-}
-
-
-
-function shortened(text: string): string {
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
-}
-
-function shown(raw: string): string {
-  return JSON.stringify(shortened(raw));
-}
 
 function deny(subject: string, cause: string, rule: string, next: string): PolicyDecision {
   return {
@@ -202,7 +178,7 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): Co
       if (other.ok) continue;
       return deny(
         url.href,
-        `its path is ambiguous: ${JSON.stringify(shortened(url.pathAndQuery))} (allowed by ${decision.rule}) is ${JSON.stringify(shortened(reading.pathAndQuery))} to ${reading.reader}, because of ${reading.because}, and that path is not allowed (${other.rule})`,
+        `its path is ambiguous: ${shown(url.pathAndQuery)} (allowed by ${decision.rule}) is ${shown(reading.pathAndQuery)} to ${reading.reader}, because of ${reading.because}, and that path is not allowed (${other.rule})`,
         `${decision.rule}: ambiguous path`,
         `Do not retry with another encoding; pass the plain form of the URL (no encoded "/" or "\\", ";" parameters or double encoding), or ask the user to widen the path patterns in ${CONFIG_FILE}.`,
       );
@@ -221,8 +197,8 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): Co
         form === url.pathAndQuery
           ? ""
           : reading !== undefined
-            ? ` (its path ${JSON.stringify(shortened(url.pathAndQuery))} is ${JSON.stringify(shortened(form))} to ${reading.reader}, because of ${reading.because})`
-            : ` (its path matches in lower case, ${JSON.stringify(shortened(form))}, and some servers ignore case in paths)`;
+            ? ` (its path ${shown(url.pathAndQuery)} is ${shown(form)} to ${reading.reader}, because of ${reading.because})`
+            : ` (its path matches in lower case, ${shown(form)}, and some servers ignore case in paths)`;
       return deny(
         url.href,
         `the user's deny list refuses ${describeHost(rule.pattern, "and its subdomains")} for paths matching /${rule.rawPath}/${how}`,
@@ -250,7 +226,7 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): Co
       const patterns = first.paths.map((re) => re.source).join(", ");
       return deny(
         url.href,
-        `the path ${JSON.stringify(shortened(pathAndQuery))} matches none of the path patterns of ${first.rule} (${patterns})`,
+        `the path ${shown(pathAndQuery)} matches none of the path patterns of ${first.rule} (${patterns})`,
         `${first.rule}: path not allowed`,
         `Ask the user to add a matching path pattern to ${first.rule} in ${CONFIG_FILE}.`,
       );
