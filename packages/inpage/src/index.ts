@@ -1,24 +1,10 @@
 // Installed once per document into the extension's isolated world (the page's scripts cannot see it):
 // snapshots mint refs bound to nodes and fingerprints, actions verify them before touching anything.
 import { SNAPSHOT_MAX_NODES, type ActionKind, type ElementFacts, type ReachedElement, type SnapshotNode, type WireError } from "@tabrelay/protocol";
-import {
-  accessibleName,
-  activationReach,
-  adoptShadowRoot,
-  attributeText,
-  coveringElement,
-  describeElement,
-  effectivelyDisabled,
-  hiddenReason,
-  implicitSubmission,
-  INTERACTIVE_ROLES,
-  intersectsViewport,
-  LANDMARK_ROLES,
-  normalize,
-  readLabel,
-  roleOf,
-  shadowRootOf,
-} from "./dom.js";
+import { accessibleName, attributeText, coveringElement, describeElement, hiddenReason, INTERACTIVE_ROLES, intersectsViewport, LANDMARK_ROLES, readLabel, roleOf } from "./dom.js";
+import { adoptShadowRoot, shadowRootOf } from "./flatTree.js";
+import { activationReach, effectivelyDisabled, implicitSubmission } from "./reach.js";
+import { normalize } from "./rendered.js";
 import { content, type ContentParams, type ContentValue } from "./content.js";
 
 interface RefEntry {

@@ -1,0 +1,207 @@
+// What a person reads: DOM text plus CSS-generated content, with what they cannot see left out, and the
+// normalised form such text is compared in.
+import { flatChildren, shadowRootOf } from "./flatTree.js";
+
+const INVISIBLE_CHARS = /[\u200b-\u200d\u2060\ufeff\u00ad\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c]/g;
+
+export function normalize(text: string | null | undefined): string {
+  return (text ?? "").replace(INVISIBLE_CHARS, "").replace(/\s+/g, " ").trim();
+}
+
+/** Text nodes reached reading down the flat tree, for names from content (textContent stops at slots and roots). */
+export function flatTextContent(el: Element): string {
+  if (shadowRootOf(el) === null && el.querySelector("slot") === null) return el.textContent ?? "";
+  const parts: string[] = [];
+  let budget = 5000;
+  const walk = (node: Node): void => {
+    if (--budget < 0) return;
+    if (node instanceof Text) parts.push(node.data);
+    else if (node instanceof Element) {
+      if (node.tagName === "SCRIPT" || node.tagName === "STYLE" || node.tagName === "TEMPLATE") return;
+      for (const child of flatChildren(node)) walk(child);
+    }
+  };
+  walk(el);
+  return parts.join("");
+}
+
+/** Elements read per label at most: a larger one cannot be read as a person would, and is reported so. */
+const MAX_LABEL_ELEMENTS = 2000;
+
+/** Private-use code points: icon fonts draw pictures with them, never words. */
+const PRIVATE_USE = /[\p{Co}]/gu;
+const WORDY = /[\p{L}\p{N}]/u;
+
+function alphaOf(color: string): number {
+  if (color === "transparent") return 0;
+  const m = /^rgba?\(([^)]*)\)$/.exec(color.trim());
+  if (!m) return 1;
+  const parts = m[1]!.split(/[\s,/]+/).filter(Boolean);
+  if (parts.length < 4) return 1;
+  const a = parts[3]!;
+  return a.endsWith("%") ? Number(a.slice(0, -1)) / 100 : Number(a);
+}
+
+/** Whether text drawn with this style leaves ink a person can read (fill colour, stroke, size). */
+function inkVisible(style: CSSStyleDeclaration): boolean {
+  if (style.visibility !== "visible") return false;
+  if (Number.parseFloat(style.fontSize) < 4) return false;
+  const fill = style.getPropertyValue("-webkit-text-fill-color") || style.color;
+  if (alphaOf(fill) >= 0.1) return true;
+  const stroke = Number.parseFloat(style.getPropertyValue("-webkit-text-stroke-width") || "0");
+  return stroke > 0 && alphaOf(style.getPropertyValue("-webkit-text-stroke-color")) >= 0.1;
+}
+
+/** The strings of a computed `content` value (attr() is already resolved there); counters, quotes, images and the alt text after "/" are not text a label is made of. */
+export function contentStrings(value: string): string {
+  if (value === "none" || value === "normal" || value === "") return "";
+  let out = "";
+  let i = 0;
+  while (i < value.length) {
+    const c = value[i]!;
+    if (c === "/") break; // alternative text for speech, not drawn
+    if (c === '"' || c === "'") {
+      i++;
+      while (i < value.length && value[i] !== c) {
+        if (value[i] === "\\") {
+          const hex = /^[0-9a-fA-F]{1,6} ?/.exec(value.slice(i + 1));
+          if (hex) {
+            out += String.fromCodePoint(Math.min(Number.parseInt(hex[0].trim(), 16), 0x10ffff));
+            i += 1 + hex[0].length;
+          } else {
+            out += value[i + 1] ?? "";
+            i += 2;
+          }
+        } else {
+          out += value[i];
+          i++;
+        }
+      }
+      i++;
+      continue;
+    }
+    if (c === "(") {
+      // counter(...), url(...), attr(...) left unresolved: skip the whole function.
+      let depth = 1;
+      i++;
+      while (i < value.length && depth > 0) {
+        if (value[i] === "(") depth++;
+        else if (value[i] === ")") depth--;
+        i++;
+      }
+      continue;
+    }
+    i++;
+  }
+  return out.replace(PRIVATE_USE, "");
+}
+
+/** Counter styles that draw only numbers, letters of the alphabet in order or bullets. */
+const PLAIN_COUNTER_STYLES = new Set(["decimal", "decimal-leading-zero", "lower-roman", "upper-roman", "lower-alpha", "upper-alpha", "lower-latin", "upper-latin", "lower-greek", "disc", "circle", "square", "none"]);
+
+/** A custom @counter-style can draw any words ("symbols: 'Delete account'"): such content cannot be read here. */
+function customCounter(content: string): boolean {
+  for (const m of content.matchAll(/counters?\(([^)]*)\)/g)) {
+    const args = (m[1] ?? "").split(",").map((a) => a.trim());
+    const style = m[0].startsWith("counters(") ? args[2] : args[1];
+    if (style !== undefined && !PLAIN_COUNTER_STYLES.has(style.toLowerCase())) return true;
+  }
+  return false;
+}
+
+function generatedText(el: Element, which: "::before" | "::after" | "::marker", opacity: number): string {
+  const style = getComputedStyle(el, which);
+  const text = contentStrings(style.content) + (customCounter(style.content) ? " [text drawn by a custom CSS counter style] " : "");
+  // Content with no letter or digit (arrows, stars, separators, icon glyphs) decorates; it is not words.
+  if (!WORDY.test(text) || style.display === "none" || opacity * Number(style.opacity || "1") < 0.05 || !inkVisible(style)) return "";
+  return text;
+}
+
+export interface RenderedText {
+  /** What a person reads, generated content included, normalised. */
+  text: string;
+  /** DOM text inside the element that a person cannot read (transparent, tiny, moved out of the element's box). */
+  unseen: string;
+  /** Text that CSS generated content adds. */
+  generated: string;
+  /** The element had more than MAX_LABEL_ELEMENTS elements inside: the texts are incomplete. */
+  capped: boolean;
+}
+
+const INLINE_DISPLAY = /^(inline|contents|ruby|ruby-text)$/;
+
+/** Reads the element as a person sees it: visible text nodes and ::before / ::after content, in order. */
+export function renderedText(el: Element): RenderedText {
+  const shown: string[] = [];
+  const unseen: string[] = [];
+  const generated: string[] = [];
+  const box = el.getBoundingClientRect();
+  let elements = 0;
+  let capped = false;
+  const textSeen = (node: Text): boolean => {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    for (const r of range.getClientRects()) {
+      // Under 4 px high (tiny type, a scale() transform) no one reads it.
+      if (r.width >= 1 && r.height >= 4 && r.right > box.left && r.left < box.right && r.bottom > box.top && r.top < box.bottom) return true;
+    }
+    return false;
+  };
+  const walk = (node: Element, opacity: number): void => {
+    if (capped) return;
+    if (++elements > MAX_LABEL_ELEMENTS) {
+      capped = true;
+      return;
+    }
+    const style = getComputedStyle(node);
+    // display: contents (slots, wrappers) has no box of its own, so checkVisibility() is false, but its children show.
+    if (style.display === "none" || (style.display !== "contents" && !node.checkVisibility())) return;
+    const own = opacity * Number(style.opacity || "1");
+    const block = !INLINE_DISPLAY.test(style.display);
+    if (block) shown.push(" ");
+    if (style.display === "list-item") {
+      const marker = generatedText(node, "::marker", own);
+      if (marker) {
+        shown.push(" ", marker, " ");
+        generated.push(marker);
+      }
+    }
+    const before = generatedText(node, "::before", own);
+    if (before) {
+      shown.push(" ", before, " ");
+      generated.push(before);
+    }
+    const ink = own >= 0.05 && inkVisible(style);
+    for (const child of flatChildren(node)) {
+      if (child instanceof Text) {
+        const data = child.data;
+        if (!data.trim()) {
+          shown.push(data);
+          continue;
+        }
+        if (ink && textSeen(child)) shown.push(data);
+        else unseen.push(data);
+      } else if (child instanceof Element) {
+        if (child.tagName === "BR") shown.push(" ");
+        else if (child.tagName !== "SCRIPT" && child.tagName !== "STYLE" && child.tagName !== "TEMPLATE") walk(child, own);
+      }
+    }
+    const after = generatedText(node, "::after", own);
+    if (after) {
+      shown.push(" ", after, " ");
+      generated.push(after);
+    }
+    if (block) shown.push(" ");
+  };
+  walk(el, 1);
+  return { text: normalize(shown.join("")), unseen: normalize(unseen.join(" ")), generated: normalize(generated.join(" ")), capped };
+}
+
+/** Why the rendered label cannot be trusted (see ElementFacts.labelConflict), or undefined. */
+export function labelConflictOf(rendered: RenderedText): string | undefined {
+  if (rendered.capped) return `it holds more than ${MAX_LABEL_ELEMENTS} elements, too many to read its label as a person would`;
+  if (WORDY.test(rendered.generated) && WORDY.test(rendered.unseen)) {
+    return `its text ${JSON.stringify(rendered.unseen.slice(0, 80))} is not visible while CSS-generated content shows ${JSON.stringify(rendered.generated.slice(0, 80))}`;
+  }
+  return undefined;
+}
