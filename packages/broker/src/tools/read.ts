@@ -33,8 +33,14 @@ async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, m
   const frames = content.frames ?? [];
   const effective: string[] = [];
   const allowed: { frame: FrameContent; url: string }[] = [];
-  let withheld = 0;
+  // Frames whose navigation was stopped before it was sent (outside the read policy) hold the browser's error
+  // page: they are counted as withheld once, from the broker's record of them.
+  let withheld = ctx.denials.stoppedFrames(conn.info.browserId, tab.tabId);
   frames.forEach((frame, i) => {
+    if (/^chrome-error:/i.test(frame.url)) {
+      effective[i] = "";
+      return;
+    }
     const holder = frame.parent >= 0 ? effective[frame.parent] : content.url;
     // A document without a URL of its own (about:srcdoc, about:blank, data:) is judged by the document
     // holding it, and only when it reports that document's origin: otherwise it is not what it seems.
