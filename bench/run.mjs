@@ -551,6 +551,9 @@ async function benchTabrelayServe(lib, site) {
     if ((i + 1) % 10 === 0) rssSeries[`read${i + 1}`] = procStatus(server.child.pid).rssMiB;
   }
   const rss = { ...procStatus(server.child.pid), series: rssSeries };
+  // And once idle: the broker ends an extraction worker 5 s after its last job.
+  await sleep(6_500);
+  rssSeries.idle6s = procStatus(server.child.pid).rssMiB;
 
   // 2b: the news page, after the RSS figure (which stays the article workload's): every call to its end.
   let news;
@@ -1499,6 +1502,22 @@ async function main() {
   const results = { tabrelay: {}, playwright: undefined, devtools: undefined, cdp: undefined };
   const errors = {};
 
+  if (process.argv.includes("--only=tabrelay")) {
+    // Figures 3 and 4 alone (extract() timings; tabrelay serve's read workload and RSS): `node bench/run.mjs --only=tabrelay`.
+    log("3: extract() timings ...");
+    const extract = await benchExtract(lib, site);
+    log("4: tabrelay serve: read workload and RSS ...");
+    const serve = await benchTabrelayServe(lib, site);
+    await runCleanupsExceptSite();
+    const rss = serve.rss;
+    process.stdout.write(
+      `3. extract() readable, median over ${Object.keys(extract.perPage).length} pages: ${fmtMs(extract.pooled)}; worst page ${round(extract.worstPageMedian, 1)} ms\n` +
+        Object.entries(extract.perPage).map(([path, x]) => `   ${path}: ${round(x.median, 1)} ms\n`).join("") +
+        `2. read_url article (median): ${fmtMs(serve.read.time)}\n` +
+        `4. server RSS after the workload: ${rss.rssMiB} MiB (peak ${rss.peakRssMiB}); series ${JSON.stringify(rss.series)}\n`,
+    );
+    return;
+  }
   if (process.argv.includes("--only=stall")) {
     // Figure 14 alone (fresh processes; no peers): `node bench/run.mjs --only=stall`.
     log("14: cheap calls while another session reads a hostile page ...");
@@ -1640,7 +1659,7 @@ async function main() {
     ...Object.entries(t.extract.perPage).map(([path, s]) => ({ figure: `   ${path} (${Math.round(s.htmlChars / 1000)}k chars HTML)`, tabrelay: `${round(s.median, 1)} ms`, playwright: "", devtools: "", target: "" })),
     {
       figure: `4. server RSS after the workload (${N.reads + 2}+ reads)`,
-      tabrelay: t.serve ? `${fmtMiB(t.serve.rss)} (peak ${t.serve.rss.peakRssMiB})` : "n/a",
+      tabrelay: t.serve ? `${fmtMiB(t.serve.rss)} (peak ${t.serve.rss.peakRssMiB}; ${t.serve.rss.series.idle6s} MiB 6.5 s later)` : "n/a",
       playwright: peerCell(pw, (p) => p.rss && `${fmtMiB(p.rss)} (peak ${p.rss.peakRssMiB})`),
       devtools: peerCell(cd, (p) => p.rss && `${fmtMiB(p.rss)} (peak ${p.rss.peakRssMiB})`),
       target: `<= 90 MiB${verdict(t.serve?.rss?.rssMiB !== undefined ? t.serve.rss.rssMiB <= 90 : undefined)}`,
