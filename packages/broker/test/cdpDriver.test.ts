@@ -3,12 +3,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { inflateSync } from "node:zlib";
-import type { BridgeEvent, BridgeMethod, FrameSnapshot, ParamsOf, Result, ResultOf, WireError } from "@tabrelay/protocol";
+import type { ActParams, BridgeEvent, BridgeMethod, FrameSnapshot, ParamsOf, Result, ResultOf, WireError } from "@tabrelay/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CdpBrowser } from "../src/drivers/cdp/cdpBrowser.js";
 import { CdpClient } from "../src/drivers/cdp/cdpClient.js";
 import { launchLocalChromium, type LaunchedCdpBrowser } from "../src/drivers/cdp/launchCdp.js";
 import { findChromium } from "../src/launch/chromium.js";
+import { judgedFingerprint } from "../src/tools/act.js";
 import { decodeNodes } from "../src/tools/snapshot.js";
 
 // ---- a local site ------------------------------------------------------------------------------
@@ -109,6 +110,15 @@ async function ok<M extends BridgeMethod>(browser: CdpBrowser, method: M, params
   const result = await browser.call(method, params, timeoutMs === undefined ? {} : { timeoutMs });
   if (!result.ok) throw new Error(`${method} failed: ${result.error.code}: ${result.error.message}`);
   return result.value;
+}
+
+/**
+ * A write action as the broker sends it: the element's facts first (page.inspect, what the gate judges), then the
+ * action with those facts for the page to check again.
+ */
+async function act(browser: CdpBrowser, params: ActParams): Promise<ResultOf<"page.act">> {
+  const facts = await ok(browser, "page.inspect", { tabId: params.tabId, ref: params.ref, revision: params.revision, action: params.action, ...(params.value !== undefined ? { value: params.value } : {}) });
+  return ok(browser, "page.act", { ...params, expect: judgedFingerprint(facts) });
 }
 
 async function fails<M extends BridgeMethod>(browser: CdpBrowser, method: M, params: ParamsOf<M>): Promise<WireError> {
@@ -326,7 +336,7 @@ describe("CDP driver: tabs", () => {
     const mark = events.length;
     const { frames } = await ok(browser, "page.snapshot", { tabId: tab.tabId, revision: nextRevision(), interactiveOnly: true, viewportOnly: false });
     const revision = `r${revisions}`;
-    await ok(browser, "page.act", { tabId: tab.tabId, ref: refOf(frames, "button", "Open a tab"), revision, action: "click" });
+    await act(browser, { tabId: tab.tabId, ref: refOf(frames, "button", "Open a tab"), revision, action: "click" });
     const created = await until("tab.created", () => events.slice(mark).find((e) => e.event === "tab.created"));
     if (created.event !== "tab.created") throw new Error("unreachable");
     expect(created.params.openerTabId).toBe(tab.tabId);
@@ -363,9 +373,9 @@ describe("CDP driver: pages", () => {
     const facts = await ok(browser, "page.inspect", { tabId: tab.tabId, ref: field, revision });
     expect(facts).toMatchObject({ ref: field, role: "textbox", name: "Your name", editable: true, disabled: false, frameUrl: `${site.a}/form` });
 
-    const filled = await ok(browser, "page.act", { tabId: tab.tabId, ref: field, revision, action: "fill", value: "Ada" });
+    const filled = await act(browser, { tabId: tab.tabId, ref: field, revision, action: "fill", value: "Ada" });
     expect(filled.effects.join(" ")).toContain('value is now "Ada"');
-    const clicked = await ok(browser, "page.act", { tabId: tab.tabId, ref: button, revision, action: "click" });
+    const clicked = await act(browser, { tabId: tab.tabId, ref: button, revision, action: "click" });
     expect(clicked.facts).toMatchObject({ ref: button, role: "button", name: "Greet" });
     expect(clicked.effects.join(" ")).toMatch(/the page changed/);
     const content = await ok(browser, "page.content", { tabId: tab.tabId });
@@ -431,10 +441,10 @@ describe("CDP driver: pages", () => {
     const sameBox = await ok(browser, "page.rect", { tabId: tab.tabId, ref: sameButton, revision });
     expect(sameBox.x).toBeCloseTo(520, 0);
     expect(sameBox.y).toBeCloseTo(140, 0);
-    const sameClick = await ok(browser, "page.act", { tabId: tab.tabId, ref: sameButton, revision, action: "click" });
+    const sameClick = await act(browser, { tabId: tab.tabId, ref: sameButton, revision, action: "click" });
     expect(sameClick.effects.join(" ")).toMatch(/the page changed/);
 
-    const acted = await ok(browser, "page.act", { tabId: tab.tabId, ref: button, revision, action: "click" });
+    const acted = await act(browser, { tabId: tab.tabId, ref: button, revision, action: "click" });
     expect(acted.facts).toMatchObject({ ref: button, name: "Press me", frameUrl: `${site.b}/inner` });
     expect(acted.effects.join(" ")).toMatch(/the page changed/);
 
@@ -516,10 +526,12 @@ describe("CDP driver: pages", () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(denied.hits.size).toBe(0);
     expect(site.hits.get("/pixel.png")).toBeGreaterThanOrEqual(1);
-    // A top-level navigation to the denied origin fails too.
-    const error = await fails(browser, "tabs.navigate", { tabId: tab.tabId, url: `http://127.0.0.1:${denied.port}/page` });
-    expect(error.code).toBe("navigation_failed");
-    expect(error.message).toContain("ERR_BLOCKED_BY_CLIENT");
+    // A top-level navigation to the denied origin is stopped before it is sent: the tab shows the browser's error
+    // page for it (the broker judges that landing and resets the tab), and the driver reports the stopped request.
+    const deniedPage = `http://127.0.0.1:${denied.port}/page`;
+    const landed = await ok(browser, "tabs.navigate", { tabId: tab.tabId, url: deniedPage });
+    expect(landed.tab.url).toBe(deniedPage);
+    expect(events).toContainEqual({ type: "event", event: "tab.blocked", params: { tabId: tab.tabId, url: deniedPage, frame: false } });
     expect(denied.hits.size).toBe(0);
     await ok(browser, "tabs.close", { tabId: tab.tabId });
   });
@@ -578,7 +590,7 @@ describe("CDP driver: browser lifetime", () => {
 
       // A tab the agent's page opens is the agent's too.
       const { frames } = await ok(driver, "page.snapshot", { tabId: tab.tabId, revision: "a1", interactiveOnly: true, viewportOnly: false });
-      await ok(driver, "page.act", { tabId: tab.tabId, ref: refOf(frames, "button", "Open a tab"), revision: "a1", action: "click" });
+      await act(driver, { tabId: tab.tabId, ref: refOf(frames, "button", "Open a tab"), revision: "a1", action: "click" });
       const created = await until("tab.created", () => seen.find((e) => e.event === "tab.created"));
       if (created.event !== "tab.created") throw new Error("unreachable");
       expect(created.params.openerTabId).toBe(tab.tabId);
