@@ -414,7 +414,7 @@ async function benchInProcess(lib, site) {
   for (let i = 0; i < N.roundTrip; i++) samples.push((await timed(() => callText(client, "list_tabs"))).ms);
   // The whole bridge, once more, on an article read (cheap sanity check that this browser reads pages).
   const check = await tabrelayRead(client, `${site.origin}/article`);
-  if (!check.includes("# Beneath the streets")) throw new Error("in-process read_url returned something unexpected");
+  if (!check.includes("Beneath the streets")) throw new Error(`in-process read_url returned something unexpected: ${check.slice(0, 200)}`);
   return { roundTrip: stats(samples) };
 }
 

@@ -83,6 +83,13 @@ beforeAll(async () => {
 <iframe src="/undisplayed-frame" style="display: none"></iframe>`,
     ),
   );
+  // An app that scrolls its content in a box of its own (the page itself does not scroll).
+  site.route(
+    "/app-scroller",
+    `<!doctype html><html><head><title>App</title><style>html, body { margin: 0; height: 100%; overflow: hidden } main { height: 100%; overflow: auto }</style></head>
+<body><main><h1>App</h1>${story("APP")}<div style="height: 3000px"></div><p>BELOW THE APP'S FOLD: the rest of the timetable.</p>
+<p style="position: absolute; left: -9999px">${INJECTION} [off-screen inside the scroller]</p></main></body></html>`,
+  );
   site.route("/plain", `<html><head><title>Plain</title></head><body><article><h1>Plain</h1>${story("PLAIN")}</article></body></html>`);
 }, 60_000);
 
@@ -147,6 +154,15 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       }
     });
   }
+
+  it("keeps the text below the fold of an app that scrolls in a box of its own, and still withholds what is off-screen", async () => {
+    const result = await call(client, "read_url", { url: `${site.origin}/app-scroller`, mode: "full" });
+    expect(result.isError, result.text).toBe(false);
+    expect(result.text).toContain("VISIBLE APP paragraph 8:");
+    expect(result.text).toContain("BELOW THE APP'S FOLD: the rest of the timetable.");
+    expect(result.text).not.toContain("evil.test");
+    expect(result.text).toContain("Hidden text withheld: 1 element,");
+  });
 
   it("says nothing about hidden text on a page that hides none", async () => {
     const result = await call(client, "read_url", { url: `${site.origin}/plain`, mode: "full" });

@@ -98,7 +98,22 @@ interface Context {
   opacity: number;
   /** position: absolute or fixed (clip applies to those only). */
   positioned: boolean;
+  /** The scrollable area of the nearest scrolling ancestor (overflow auto / scroll), in viewport coordinates. */
+  scrollArea?: Area;
 }
+
+interface Area {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
+function outside(rect: DOMRect, area: Area): boolean {
+  return rect.right <= area.left || rect.bottom <= area.top || rect.left >= area.right || rect.top >= area.bottom;
+}
+
+const SCROLLS = /^(?:auto|scroll)$/;
 
 interface Extent {
   width: number;
@@ -127,17 +142,19 @@ function pageExtent(): Extent {
  * own text is not seen while its children may be, or undefined. `ctx` is the element's own (its opacity included).
  * Computed properties are read only where they can decide (each read costs ~0.5 us; pages have 10^4-10^5 elements).
  */
-function judge(el: Element, style: CSSStyleDeclaration, ctx: Context, extent: Extent): typeof HIDDEN_SUBTREE | typeof HIDDEN_OWN_TEXT | undefined {
+function judge(el: Element, style: CSSStyleDeclaration, rect: DOMRect, ctx: Context, extent: Extent): typeof HIDDEN_SUBTREE | typeof HIDDEN_OWN_TEXT | undefined {
   if (!el.checkVisibility()) {
     // display: contents has no box of its own, its children render.
     return style.display === "contents" ? undefined : HIDDEN_SUBTREE;
   }
   if (ctx.opacity < MIN_OPACITY) return HIDDEN_SUBTREE;
   if ((el.hasAttribute("inert") || el.getAttribute("aria-hidden")?.trim().toLowerCase() === "true") && !isAppRoot(el)) return HIDDEN_SUBTREE;
-  const rect = el.getBoundingClientRect();
   if ((rect.width < 2 || rect.height < 2) && (style.overflowX !== "visible" || style.overflowY !== "visible")) return HIDDEN_SUBTREE;
   if (rect.width > 0 || rect.height > 0) {
-    if (rect.right + extent.scrollX <= 0 || rect.bottom + extent.scrollY <= 0 || rect.left + extent.scrollX >= extent.width || rect.top + extent.scrollY >= extent.height) return HIDDEN_SUBTREE;
+    // Out of the page's scrollable area, and out of the nearest scrolling box's (an app that scrolls its content in a
+    // box of its own keeps it there, below that box's fold, not hidden).
+    const outsidePage = rect.right + extent.scrollX <= 0 || rect.bottom + extent.scrollY <= 0 || rect.left + extent.scrollX >= extent.width || rect.top + extent.scrollY >= extent.height;
+    if (outsidePage && (ctx.scrollArea === undefined || outside(rect, ctx.scrollArea))) return HIDDEN_SUBTREE;
   }
   if (ctx.positioned && clippedAway(style.clip, "")) return HIDDEN_SUBTREE;
   const path = style.clipPath;
@@ -226,6 +243,7 @@ function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number
   const bodyStyle = getComputedStyle(liveBody);
   const rootStyle = getComputedStyle(document.documentElement);
   const canvas = backgroundFor(rootStyle, [255, 255, 255, 1], false) ?? [255, 255, 255, 1];
+  const bodyRect = liveBody.getBoundingClientRect();
   const rootCtx: Context = { background: backgroundFor(bodyStyle, canvas, false), opacity: (Number.parseFloat(rootStyle.opacity) || 0) * (Number.parseFloat(bodyStyle.opacity) || 0), positioned: false };
   const stack: [Element, Element, Context][] = [];
   const pushChildren = (l: Element, c: Element, ctx: Context) => {
@@ -234,7 +252,7 @@ function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number
     // Document order: the first child on top of the stack, so a walk cut short keeps the start of the page.
     for (let i = start, j = stack.length - 1; i < j; i++, j--) [stack[i], stack[j]] = [stack[j]!, stack[i]!];
   };
-  const bodyMark = judge(liveBody, bodyStyle, rootCtx, extent);
+  const bodyMark = judge(liveBody, bodyStyle, bodyRect, rootCtx, extent);
   if (bodyMark === HIDDEN_SUBTREE) {
     bodyCopy.setAttribute(HIDDEN_MARK_ATTR, HIDDEN_SUBTREE);
     return 1;
@@ -254,14 +272,20 @@ function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number
     const opacity = ctx.opacity * (Number.parseFloat(style.opacity) || 0);
     const position = style.position;
     const positioned = position === "absolute" || position === "fixed";
-    const mine: Context = { background: backgroundFor(style, ctx.background, positioned), opacity, positioned };
-    const mark = judge(l, style, mine, extent);
+    const mine: Context = { background: backgroundFor(style, ctx.background, positioned), opacity, positioned, ...(ctx.scrollArea ? { scrollArea: ctx.scrollArea } : {}) };
+    const rect = l.getBoundingClientRect();
+    const mark = judge(l, style, rect, mine, extent);
     if (mark === HIDDEN_SUBTREE) {
       c.setAttribute(HIDDEN_MARK_ATTR, HIDDEN_SUBTREE);
       continue;
     }
     if (mark) c.setAttribute(HIDDEN_MARK_ATTR, mark);
-    if (l.firstElementChild) pushChildren(l, c, mine);
+    if (!l.firstElementChild) continue;
+    if (SCROLLS.test(style.overflowY) || SCROLLS.test(style.overflowX)) {
+      const left = rect.left - l.scrollLeft;
+      const top = rect.top - l.scrollTop;
+      pushChildren(l, c, { ...mine, scrollArea: { left, top, right: left + Math.max(l.scrollWidth, rect.width), bottom: top + Math.max(l.scrollHeight, rect.height) } });
+    } else pushChildren(l, c, mine);
   }
   return visited;
 }
