@@ -1,10 +1,11 @@
 /**
  * HTML -> Markdown extraction.
  *
- * The extension sends the serialized DOM of the rendered page (no computed styles), the broker turns it into
- * compact Markdown for the agent. Pipeline (the HTML is parsed exactly once):
+ * Both drivers send the serialized DOM of the rendered page with what a person cannot see marked by the in-page
+ * reader (HIDDEN_MARK_ATTR, judged there from computed style and layout); the broker turns it into compact Markdown
+ * for the agent, dropping the marked elements and counting what it withheld. Pipeline (parsed exactly once):
  *
- *   parse (linkedom) -> prune hidden/non-content elements from <body>
+ *   parse (linkedom) -> prune marked, hidden and non-content elements from <body>
  *     readable: clone the document, run Readability on the clone, keep its article unless it found nothing useful
  *     full (or fallback): use the pruned <body> of the original document
  *   -> absolutize/sanitize links and images -> Turndown -> tidy.
@@ -125,7 +126,7 @@ const DROP_TAGS = new Set([
   "SELECT", "DATALIST",
 ]);
 
-/** Inline styles that hide an element. Only inline styles are visible to us: the extension sends serialized HTML. */
+/** Inline styles that hide an element: a second line of defence for HTML that carries no in-page marks. */
 const HIDDEN_STYLE =
   /(?:^|[;\s])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|content-visibility\s*:\s*hidden)\s*(?:!\s*important\s*)?(?:;|$)/i;
 
