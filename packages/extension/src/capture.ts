@@ -1,0 +1,90 @@
+// Screenshots: captures of the visible tab, cropped to a clip or stitched into a full page.
+import { scriptingError } from "./inpageScript.js";
+
+interface PageMetrics {
+  innerWidth: number;
+  innerHeight: number;
+  scrollHeight: number;
+  scrollY: number;
+  dpr: number;
+}
+
+let lastCaptureAt = 0;
+
+export async function pageMetrics(tabId: number): Promise<PageMetrics> {
+  const [frame] = await chrome.scripting
+    .executeScript({
+      target: { tabId, frameIds: [0] },
+      func: () => ({
+        innerWidth,
+        innerHeight,
+        scrollHeight: Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0),
+        scrollY,
+        dpr: devicePixelRatio,
+      }),
+    })
+    .catch((error: unknown) => {
+      throw scriptingError(error);
+    });
+  return frame?.result as PageMetrics;
+}
+
+export async function scrollTo(tabId: number, y: number): Promise<void> {
+  await chrome.scripting.executeScript({ target: { tabId, frameIds: [0] }, func: (top: number) => window.scrollTo(0, top), args: [y] });
+}
+
+/**
+ * captureVisibleTab right after a DOM change can return the previous frame: wait for two animation frames
+ * in the page first. Chrome allows at most two captures per second, so captures are spaced 510 ms apart.
+ */
+export async function captureFresh(tabId: number, windowId: number): Promise<string> {
+  await chrome.scripting.executeScript({
+    target: { tabId, frameIds: [0] },
+    func: () => new Promise<boolean>((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))),
+  });
+  const wait = lastCaptureAt + 510 - Date.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  lastCaptureAt = Date.now();
+  const dataUrl = await chrome.tabs.captureVisibleTab(windowId, { format: "png" });
+  return dataUrl.slice(dataUrl.indexOf(",") + 1);
+}
+
+async function decode(png: string): Promise<ImageBitmap> {
+  const blob = await (await fetch(`data:image/png;base64,${png}`)).blob();
+  return createImageBitmap(blob);
+}
+
+async function encode(canvas: OffscreenCanvas): Promise<string> {
+  const blob = await canvas.convertToBlob({ type: "image/png" });
+  const bytes = new Uint8Array(await blob.arrayBuffer());
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+/** Crops (clip) or stitches (full page) the captures; a plain viewport capture passes through untouched. */
+export async function compose(
+  shots: { png: string; y: number }[],
+  metrics: PageMetrics,
+  clip: { x: number; y: number; width: number; height: number } | undefined,
+  fullPage: boolean,
+): Promise<{ png: string; width: number; height: number }> {
+  const first = await decode(shots[0]!.png);
+  const scale = first.width / metrics.innerWidth;
+  if (!clip && !fullPage) return { png: shots[0]!.png, width: first.width, height: first.height };
+  if (clip) {
+    const sx = Math.max(0, Math.round(clip.x * scale));
+    const sy = Math.max(0, Math.round(clip.y * scale));
+    const w = Math.max(1, Math.min(first.width - sx, Math.round(clip.width * scale)));
+    const h = Math.max(1, Math.min(first.height - sy, Math.round(clip.height * scale)));
+    const canvas = new OffscreenCanvas(w, h);
+    canvas.getContext("2d")?.drawImage(first, sx, sy, w, h, 0, 0, w, h);
+    return { png: await encode(canvas), width: w, height: h };
+  }
+  const last = shots[shots.length - 1]!;
+  const height = Math.round((last.y + metrics.innerHeight) * scale);
+  const canvas = new OffscreenCanvas(first.width, Math.min(height, 16_384));
+  const ctx = canvas.getContext("2d");
+  for (const shot of shots) ctx?.drawImage(await decode(shot.png), 0, Math.round(shot.y * scale));
+  return { png: await encode(canvas), width: canvas.width, height: canvas.height };
+}

@@ -1,0 +1,279 @@
+// The commands the broker may call: a typed dispatch over BridgeMethods, nothing else is served.
+import { CONTENT_MAX_CHARS, type BridgeMethod, type BridgeMethods, type ElementFacts } from "@tabrelay/protocol";
+import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
+import { CommandError } from "./commandError.js";
+import { noteAgentRequest } from "./downloads.js";
+import { frameContents, readDocument, type DocumentRead } from "./frames.js";
+import { documentStatus, withoutFragment } from "./httpStatus.js";
+import { injectInpage, runInFrame, scriptingError, splitRef, type InpageResult } from "./inpageScript.js";
+import { watchNavigation } from "./navigation.js";
+import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
+import { agentTab, fresh, groupAgentTab, toTabInfo } from "./tabs.js";
+
+type Handlers = { [M in BridgeMethod]: (params: BridgeMethods[M]["params"]) => Promise<BridgeMethods[M]["result"]> };
+
+export const handlers: Handlers = {
+  "browser.ping": async () => ({ now: Date.now() }),
+
+  "tabs.list": async () => {
+    const tabs = await chrome.tabs.query({});
+    const visible = tabs.filter((t) => t.id !== undefined && isVisibleToAgent(t.id));
+    return { tabs: visible.map(toTabInfo) };
+  },
+
+  "tabs.get": async ({ tabId }) => {
+    await agentTab(tabId);
+    return { tab: await fresh(tabId) };
+  },
+
+  "tabs.open": async ({ url, active = false, waitUntil = "load", timeoutMs = 20_000 }) => {
+    const settled = noteAgentRequest(url);
+    const nav = watchNavigation();
+    try {
+      // Opened blank and sent to the URL only once the navigation rules cover the new tab: a redirect from
+      // the first response is then stopped like any other.
+      const tab = await chrome.tabs.create({ url: "about:blank", active }).catch((error: unknown) => {
+        throw new CommandError("navigation_failed", `could not open a tab for ${url}: ${String(error)}`);
+      });
+      if (tab.id === undefined) throw new CommandError("internal", "the browser created a tab without an id");
+      agentTabs.add(tab.id);
+      await saveTabs();
+      void groupAgentTab(tab);
+      try {
+        nav.forget(tab.id);
+        await chrome.tabs.update(tab.id, { url }).catch((error: unknown) => {
+          throw new CommandError("navigation_failed", `could not open ${url}: ${String(error)}`);
+        });
+        await nav.wait(tab.id, waitUntil, timeoutMs);
+        return { tab: await fresh(tab.id) };
+      } catch (error) {
+        // The agent never learns this tab's id: close it rather than leave it behind.
+        await chrome.tabs.remove(tab.id).catch(() => undefined);
+        throw error;
+      }
+    } finally {
+      nav.dispose();
+      settled();
+    }
+  },
+
+  "tabs.close": async ({ tabId }) => {
+    await agentTab(tabId);
+    await chrome.tabs.remove(tabId);
+    agentTabs.delete(tabId);
+    sharedTabs.delete(tabId);
+    await saveTabs();
+    return { closed: true };
+  },
+
+  "tabs.activate": async ({ tabId }) => {
+    const tab = await agentTab(tabId);
+    await chrome.tabs.update(tabId, { active: true });
+    await chrome.windows.update(tab.windowId, { focused: true }).catch(() => undefined);
+    return { tab: await fresh(tabId) };
+  },
+
+  "tabs.navigate": async ({ tabId, url, waitUntil = "load", timeoutMs = 20_000 }) => {
+    await agentTab(tabId);
+    const settled = noteAgentRequest(url);
+    const nav = watchNavigation();
+    try {
+      await chrome.tabs.update(tabId, { url }).catch((error: unknown) => {
+        throw new CommandError("navigation_failed", `could not navigate to ${url}: ${String(error)}`);
+      });
+      await nav.wait(tabId, waitUntil, timeoutMs);
+      return { tab: await fresh(tabId) };
+    } finally {
+      nav.dispose();
+      settled();
+    }
+  },
+
+  "tabs.history": async ({ tabId, action, timeoutMs = 20_000 }) => {
+    await agentTab(tabId);
+    const nav = watchNavigation();
+    const none = () => new CommandError("navigation_failed", `cannot go ${action}: there is no page ${action === "back" ? "before" : "after"} this one in the tab's history`);
+    try {
+      try {
+        if (action === "back") await chrome.tabs.goBack(tabId);
+        else if (action === "forward") await chrome.tabs.goForward(tabId);
+        else await chrome.tabs.reload(tabId);
+      } catch (error) {
+        if (action === "reload") throw new CommandError("navigation_failed", `cannot reload: ${String(error)}`);
+        // Chrome's back/forward skips entries reached without a user gesture (the history manipulation
+        // intervention), and nothing an agent does carries one. The page's own history.go() is not
+        // subject to it; if nothing moves shortly, there truly is no entry.
+        await chrome.scripting
+          .executeScript({ target: { tabId }, func: (delta: number) => history.go(delta), args: [action === "back" ? -1 : 1] })
+          .catch(() => {
+            throw none();
+          });
+        await nav.wait(tabId, "commit", 3000);
+        if (!nav.moved(tabId)) throw none();
+      }
+      await nav.wait(tabId, "load", timeoutMs);
+      return { tab: await fresh(tabId) };
+    } finally {
+      nav.dispose();
+    }
+  },
+
+  "page.snapshot": async ({ tabId, revision, interactiveOnly, viewportOnly }) => {
+    await agentTab(tabId);
+    const run = async (frameIds?: number[]) => {
+      try {
+        return await chrome.scripting.executeScript({
+          target: frameIds ? { tabId, frameIds } : { tabId, allFrames: true },
+          injectImmediately: true,
+          func: (args: unknown) => {
+            const api = (globalThis as unknown as { __tabrelayInpage?: { snapshot(a: unknown): unknown } }).__tabrelayInpage;
+            return api ? api.snapshot(args) : "not-installed";
+          },
+          args: [{ revision, interactiveOnly, viewportOnly }],
+        });
+      } catch (error) {
+        throw scriptingError(error);
+      }
+    };
+    // The in-page script usually is there already (one round trip); frames that lack it get it, then run.
+    let results = await run();
+    const missing = results.filter((r) => r.result === "not-installed").map((r) => r.frameId);
+    if (missing.length) {
+      await injectInpage(tabId, missing);
+      const again = await run(missing);
+      results = [...results.filter((r) => r.result !== "not-installed"), ...again];
+    }
+    const tree = (await chrome.webNavigation.getAllFrames({ tabId })) ?? [];
+    const frames = results.flatMap((r) => {
+      const outcome = r.result as InpageResult<{ url: string; title: string; nodes: string; elapsedMs?: number; capped?: boolean }> | undefined;
+      if (!outcome?.ok) return [];
+      const info = tree.find((f) => f.frameId === r.frameId);
+      // Refs of subframes carry their frame (the first field of each line).
+      const nodes = r.frameId === 0 ? outcome.value.nodes : outcome.value.nodes.replace(/^(e\d+)\t/gm, `f${r.frameId}$1\t`);
+      return [{ frameId: r.frameId, parentFrameId: info?.parentFrameId ?? -1, url: outcome.value.url, title: outcome.value.title, nodes, ...(outcome.value.elapsedMs !== undefined ? { elapsedMs: outcome.value.elapsedMs } : {}), ...(outcome.value.capped ? { capped: true } : {}) }];
+    });
+    return { frames };
+  },
+
+  "page.inspect": async ({ tabId, ref, revision, action, value }) => {
+    await agentTab(tabId);
+    const { frameId, local } = splitRef(ref);
+    // The page itself needs no snapshot, so the in-page script may not be there yet.
+    if (local === "page") await injectInpage(tabId, [frameId]);
+    const facts = await runInFrame<ElementFacts>(tabId, frameId, "inspect", { ref: local, revision, action, value });
+    return { ...facts, ref };
+  },
+
+  "page.act": async ({ tabId, ref, revision, action, value, expect }) => {
+    await agentTab(tabId);
+    const { frameId, local } = splitRef(ref);
+    // An action that navigates (a link, a submit) can unload the document before it answers; Chrome then
+    // never settles the injection. The commit of the next document is the answer in that case.
+    const nav = watchNavigation();
+    try {
+      const acted = runInFrame<{ facts: ElementFacts; effects: string[] }>(tabId, frameId, "act", { ref: local, revision, action, value, expect }).then((outcome) => ({
+        facts: { ...outcome.facts, ref },
+        effects: outcome.effects,
+      }));
+      const navigated = nav.committedIn(tabId, frameId).then(async () => {
+        // Give a fast answer that was already on its way the chance to win.
+        await new Promise((r) => setTimeout(r, 50));
+        return { effects: ["the page navigated away as a result of the action"] };
+      });
+      return await Promise.race([acted, navigated]);
+    } finally {
+      nav.dispose();
+    }
+  },
+
+  "page.wait": async ({ tabId, text, textGone, selector, urlIncludes, timeoutMs }) => {
+    await agentTab(tabId);
+    const started = Date.now();
+    if (urlIncludes !== undefined) {
+      for (;;) {
+        const tab = await chrome.tabs.get(tabId);
+        if ((tab.url ?? "").includes(urlIncludes)) return { matched: `URL is ${tab.url}`, elapsedMs: Date.now() - started };
+        if (Date.now() - started > timeoutMs) throw new CommandError("wait_timeout", `the URL did not come to include ${JSON.stringify(urlIncludes)} within ${timeoutMs} ms (it is ${tab.url})`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    // A navigation during the wait destroys the page's script; start again in the new document.
+    for (;;) {
+      const left = timeoutMs - (Date.now() - started);
+      await injectInpage(tabId, [0]);
+      try {
+        const outcome = await runInFrame<{ matched: string }>(tabId, 0, "wait", { text, textGone, selector, timeoutMs: Math.max(0, left) });
+        return { matched: outcome.matched, elapsedMs: Date.now() - started };
+      } catch (error) {
+        if (!(error instanceof CommandError) || error.code !== "stale_ref" || Date.now() - started > timeoutMs) throw error;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  },
+
+  "page.rect": async ({ tabId, ref, revision }) => {
+    await agentTab(tabId);
+    const { frameId, local } = splitRef(ref);
+    if (frameId !== 0) throw new CommandError("not_actionable", "element screenshots of elements inside frames are not supported; capture the viewport instead");
+    return runInFrame<{ x: number; y: number; width: number; height: number }>(tabId, 0, "rect", { ref: local, revision });
+  },
+
+  "page.capture": async ({ tabId, activate, clip, fullPage }) => {
+    let tab = await agentTab(tabId);
+    if (!tab.active) {
+      if (!activate) throw new CommandError("tab_not_visible", `tab ${tabId} is not the visible tab of its window; pass activate to bring it to the front, or use activate_tab`);
+      await chrome.tabs.update(tabId, { active: true });
+      tab = await chrome.tabs.get(tabId);
+    }
+    const shots: { png: string; y: number }[] = [];
+    const metrics = await pageMetrics(tabId);
+    if (!fullPage) {
+      shots.push({ png: await captureFresh(tabId, tab.windowId), y: 0 });
+    } else {
+      // Scroll and stitch, at most 10 viewports; Chrome allows two captures a second.
+      const steps = Math.min(10, Math.ceil(metrics.scrollHeight / metrics.innerHeight));
+      for (let i = 0; i < steps; i++) {
+        const y = Math.min(i * metrics.innerHeight, Math.max(0, metrics.scrollHeight - metrics.innerHeight));
+        await scrollTo(tabId, y);
+        shots.push({ png: await captureFresh(tabId, tab.windowId), y });
+      }
+      await scrollTo(tabId, metrics.scrollY);
+    }
+    const after = await chrome.tabs.get(tabId);
+    if (!after.active) throw new CommandError("tab_not_visible", `tab ${tabId} stopped being the visible tab during the capture; try again`);
+    const composed = await compose(shots, metrics, clip, fullPage === true);
+    return { ...composed, url: after.url ?? "", capturedAt: Date.now() };
+  },
+
+  "page.content": async ({ tabId }) => {
+    await agentTab(tabId);
+    try {
+      // injectImmediately: a page that never finishes loading (a stalled ad, a long poll) is read as it stands,
+      // instead of the script waiting for document_idle until the call times out.
+      // A page that replaces its document (a refresh loop, a script reloading) can remove the frame under the
+      // script: read again from the new document, a few times.
+      let read: DocumentRead | undefined;
+      for (let attempt = 1; read === undefined; attempt++) {
+        try {
+          read = await readDocument(tabId, 0, CONTENT_MAX_CHARS);
+        } catch (error) {
+          if (!/was removed|document.*unloaded|No frame with id/i.test(String(error))) throw error;
+          if (attempt >= 10) throw new CommandError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
+          await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+        }
+      }
+      if (read === "none") throw new CommandError("internal", "the page returned no content");
+      const { origin: _origin, ...page } = read;
+      const frames = await frameContents(tabId, page.url);
+      const response = documentStatus.get(tabId);
+      return { ...page, ...(response && response.url === withoutFragment(page.url) ? { status: response.status } : {}), ...(frames.length ? { frames } : {}) };
+    } catch (error) {
+      if (error instanceof CommandError) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      if (/cannot be scripted|Cannot access|chrome:\/\/|extensions gallery|Missing host permission/i.test(message)) {
+        throw new CommandError("restricted_page", `the browser does not let extensions read this page (${message})`);
+      }
+      throw new CommandError("internal", message);
+    }
+  },
+};

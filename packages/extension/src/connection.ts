@@ -1,0 +1,163 @@
+import { MAX_FRAME_BYTES, PROTOCOL_VERSION, type BridgeCall, type BridgeEvent, type BrokerToBrowser, type WireError } from "@tabrelay/protocol";
+import { handlers } from "./commands.js";
+import { CommandError } from "./commandError.js";
+import { setNavigationRules } from "./navigationRules.js";
+import { loadSettings } from "./settings.js";
+import { bridge, scopesWatched, tabsLoaded, type ConnState } from "./state.js";
+
+const EXTENSION_VERSION = chrome.runtime.getManifest().version;
+const PING_MS = 20_000;
+const BACKOFF_BASE_MS = 250;
+const BACKOFF_CAP_MS = 30_000;
+
+function setState(next: ConnState, error = ""): void {
+  bridge.state = next;
+  bridge.lastError = error;
+  const badge: Record<ConnState, [string, string]> = {
+    connected: ["ON", "#1a7f37"],
+    connecting: ["…", "#9a6700"],
+    disconnected: ["OFF", "#6e7781"],
+    unpaired: ["SET", "#6e7781"],
+    rejected: ["ERR", "#cf222e"],
+  };
+  const [text, color] = badge[next];
+  void chrome.action.setBadgeText({ text });
+  void chrome.action.setBadgeBackgroundColor({ color });
+  void chrome.action.setTitle({ title: `tabrelay: ${next}${error ? ` (${error})` : ""}` });
+}
+
+export async function connect(): Promise<void> {
+  if (bridge.connecting || (bridge.socket && bridge.socket.readyState <= WebSocket.OPEN)) return;
+  bridge.connecting = true;
+  try {
+    const settings = await loadSettings();
+    if (!settings.brokerUrl || !settings.pairingToken) {
+      setState("unpaired", "open the tabrelay popup and pair with your broker");
+      return;
+    }
+    setState("connecting");
+    const ws = new WebSocket(settings.brokerUrl);
+    bridge.socket = ws;
+    ws.onopen = () => {
+      ws.send(
+        JSON.stringify({
+          type: "hello",
+          protocol: PROTOCOL_VERSION,
+          token: settings.pairingToken,
+          browserId: settings.browserId,
+          label: settings.label,
+          extensionVersion: EXTENSION_VERSION,
+          userAgent: navigator.userAgent,
+        }),
+      );
+    };
+    ws.onmessage = (event) => {
+      if (typeof event.data === "string") void onFrame(ws, event.data);
+    };
+    ws.onclose = () => {
+      if (bridge.socket === ws) bridge.socket = undefined;
+      stopPing();
+      if (bridge.state !== "rejected") setState("disconnected");
+      scheduleReconnect();
+    };
+  } catch (error) {
+    setState("disconnected", error instanceof Error ? error.message : String(error));
+    scheduleReconnect();
+  } finally {
+    bridge.connecting = false;
+  }
+}
+
+function scheduleReconnect(): void {
+  if (bridge.reconnectTimer) return;
+  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** bridge.attempt);
+  const delay = ceiling / 2 + Math.random() * (ceiling / 2);
+  bridge.attempt = Math.min(bridge.attempt + 1, 20);
+  bridge.reconnectTimer = setTimeout(() => {
+    bridge.reconnectTimer = undefined;
+    void connect();
+  }, delay);
+}
+
+export function reconnectNow(): void {
+  if (bridge.reconnectTimer) clearTimeout(bridge.reconnectTimer);
+  bridge.reconnectTimer = undefined;
+  bridge.attempt = 0;
+  bridge.socket?.close();
+  bridge.socket = undefined;
+  void connect();
+}
+
+function startPing(ws: WebSocket): void {
+  stopPing();
+  // A message every 20 s keeps an MV3 service worker alive (Chrome 116+); without it Chrome kills the
+  // worker after 30 s idle and the socket dies with it.
+  bridge.pingTimer = setInterval(() => {
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "ping", at: Date.now() }));
+  }, PING_MS);
+}
+
+function stopPing(): void {
+  if (bridge.pingTimer) clearInterval(bridge.pingTimer);
+  bridge.pingTimer = undefined;
+}
+
+function send(frame: unknown): void {
+  if (bridge.socket && bridge.socket.readyState === WebSocket.OPEN) bridge.socket.send(JSON.stringify(frame));
+}
+
+async function onFrame(ws: WebSocket, data: string): Promise<void> {
+  let frame: BrokerToBrowser;
+  try {
+    frame = JSON.parse(data) as BrokerToBrowser;
+  } catch {
+    return;
+  }
+  switch (frame.type) {
+    case "welcome":
+      bridge.rulesReady = scopesWatched.then(() => setNavigationRules(frame.navigationRules));
+      await bridge.rulesReady;
+      bridge.attempt = 0;
+      setState("connected");
+      startPing(ws);
+      return;
+    case "reject":
+      setState("rejected", `${frame.error.code}: ${frame.error.message}`);
+      return;
+    case "ping":
+      ws.send(JSON.stringify({ type: "pong", at: frame.at }));
+      return;
+    case "pong":
+      return;
+    case "call":
+      await runCall(ws, frame);
+      return;
+  }
+}
+
+async function runCall(ws: WebSocket, call: BridgeCall): Promise<void> {
+  await tabsLoaded;
+  await bridge.rulesReady;
+  try {
+    const handler = handlers[call.method];
+    if (!handler) throw new CommandError("unknown_method", `unknown method ${String(call.method)}`);
+    const result = await handler(call.params as never);
+    const frame = JSON.stringify({ type: "result", id: call.id, ok: true, result });
+    // The broker closes a socket that sends an oversized frame; answer with an error instead of losing the link.
+    const bytes = frame.length * 3 > MAX_FRAME_BYTES ? new TextEncoder().encode(frame).length : frame.length;
+    if (bytes > MAX_FRAME_BYTES) {
+      throw new CommandError("frame_too_large", `the answer is ${Math.round(bytes / 1048576)} MiB, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole`);
+    }
+    if (ws.readyState === WebSocket.OPEN) ws.send(frame);
+  } catch (error) {
+    const wire: WireError =
+      error instanceof CommandError
+        ? { code: error.code, message: error.message }
+        : { code: "internal", message: error instanceof Error ? error.message : String(error) };
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "result", id: call.id, ok: false, error: wire }));
+  }
+}
+
+export function emit(event: BridgeEvent): void {
+  send(event);
+}

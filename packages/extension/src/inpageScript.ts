@@ -1,0 +1,51 @@
+// Calls into the in-page script (packages/inpage, bundled as inpage.js) in a tab's frames.
+import type { WireError } from "@tabrelay/protocol";
+import { CommandError } from "./commandError.js";
+
+export type InpageResult<T> = { ok: true; value: T } | { ok: false; error: WireError };
+
+/** Refs from subframes carry their frame: "e3" is in the top frame, "f12e3" in frame 12. */
+export function splitRef(ref: string): { frameId: number; local: string } {
+  const match = /^f(\d+)(e\d+)$/.exec(ref);
+  return match ? { frameId: Number(match[1]), local: match[2]! } : { frameId: 0, local: ref };
+}
+
+export function scriptingError(error: unknown): CommandError {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/cannot be scripted|Cannot access|chrome:\/\/|extensions gallery|Missing host permission/i.test(message)) {
+    return new CommandError("restricted_page", `the browser does not let extensions read or act on this page (${message})`);
+  }
+  if (/No frame with id|Frame with ID .* was removed|document.*unloaded/i.test(message)) {
+    return new CommandError("stale_ref", "the frame navigated or went away since the snapshot; call snapshot again");
+  }
+  return new CommandError("internal", message);
+}
+
+/** Installs the in-page script (idempotent) into the given frames' isolated world. */
+export async function injectInpage(tabId: number, frameIds?: number[]): Promise<void> {
+  const target = frameIds ? { tabId, frameIds } : { tabId, allFrames: true };
+  await chrome.scripting.executeScript({ target, files: ["inpage.js"], injectImmediately: true }).catch((error: unknown) => {
+    throw scriptingError(error);
+  });
+}
+
+export async function runInFrame<T>(tabId: number, frameId: number, method: "inspect" | "act" | "wait" | "rect", params: unknown): Promise<T> {
+  let results: chrome.scripting.InjectionResult<unknown>[];
+  try {
+    results = await chrome.scripting.executeScript({
+      target: { tabId, frameIds: [frameId] },
+      injectImmediately: true,
+      func: (name: string, args: unknown) => {
+        const api = (globalThis as unknown as { __tabrelayInpage?: Record<string, (a: unknown) => unknown> }).__tabrelayInpage;
+        return api ? api[name]!(args) : { ok: false, error: { code: "stale_ref", message: "the page navigated or reloaded since the snapshot; call snapshot again" } };
+      },
+      args: [method, params],
+    });
+  } catch (error) {
+    throw scriptingError(error);
+  }
+  const outcome = results[0]?.result as InpageResult<T> | undefined;
+  if (!outcome) throw new CommandError("internal", "the page returned nothing");
+  if (!outcome.ok) throw new CommandError(outcome.error.code, outcome.error.message);
+  return outcome.value;
+}

@@ -1,0 +1,110 @@
+import { CommandError } from "./commandError.js";
+import { DOWNLOAD_NOTE } from "./downloads.js";
+
+/**
+ * Collects top-frame navigation events from before an action starts, so a fast load that finishes before
+ * tabs.create resolves is not missed. (Right after tabs.update, tabs.get still reports "complete" for the
+ * previous page, so tab status alone cannot be trusted.)
+ */
+export function watchNavigation() {
+  type Outcome = { kind: "completed"; at: number } | { kind: "committed"; at: number } | { kind: "error"; error: string; at: number } | { kind: "removed"; at: number };
+  const seen = new Map<number, Outcome[]>();
+  let wake: (() => void) | undefined;
+  const record = (tabId: number, outcome: Outcome) => {
+    const list = seen.get(tabId) ?? [];
+    list.push(outcome);
+    seen.set(tabId, list);
+    wake?.();
+  };
+  const frameCommits: { tabId: number; frameId: number }[] = [];
+  /** Tabs opened blank before being sent somewhere: the blank page's own events are not that navigation's. */
+  const leavingBlank = new Set<number>();
+  const ours = (d: { tabId: number; url: string }) => !(leavingBlank.has(d.tabId) && d.url === "about:blank");
+  const onCommitted = (d: { tabId: number; frameId: number; url: string }) => {
+    frameCommits.push({ tabId: d.tabId, frameId: d.frameId });
+    if (d.frameId === 0 && ours(d)) record(d.tabId, { kind: "committed", at: Date.now() });
+    else wake?.();
+  };
+  // Same-document navigations (#fragment, pushState) have no load: they are complete when they happen.
+  const onCompleted = (d: { tabId: number; frameId: number; url: string }) => {
+    if (d.frameId === 0 && ours(d)) record(d.tabId, { kind: "completed", at: Date.now() });
+  };
+  const onError = (d: chrome.webNavigation.WebNavigationFramedErrorCallbackDetails) => {
+    if (d.frameId === 0 && ours(d)) record(d.tabId, { kind: "error", error: d.error, at: Date.now() });
+  };
+  // Chrome closes a tab that was opened only to download a file.
+  const onRemoved = (tabId: number) => record(tabId, { kind: "removed", at: Date.now() });
+  chrome.tabs.onRemoved.addListener(onRemoved);
+  chrome.webNavigation.onCommitted.addListener(onCommitted);
+  chrome.webNavigation.onCompleted.addListener(onCompleted);
+  chrome.webNavigation.onReferenceFragmentUpdated.addListener(onCompleted);
+  chrome.webNavigation.onHistoryStateUpdated.addListener(onCompleted);
+  chrome.webNavigation.onErrorOccurred.addListener(onError);
+  let disposed = false;
+  return {
+    dispose() {
+      disposed = true;
+      chrome.webNavigation.onCommitted.removeListener(onCommitted);
+      chrome.webNavigation.onCompleted.removeListener(onCompleted);
+      chrome.webNavigation.onReferenceFragmentUpdated.removeListener(onCompleted);
+      chrome.webNavigation.onHistoryStateUpdated.removeListener(onCompleted);
+      chrome.webNavigation.onErrorOccurred.removeListener(onError);
+      chrome.tabs.onRemoved.removeListener(onRemoved);
+    },
+    /** Resolves when a document commits in that frame (or the whole tab navigates). Never rejects. */
+    async committedIn(tabId: number, frameId: number): Promise<void> {
+      const hit = () => frameCommits.some((c) => c.tabId === tabId && (c.frameId === frameId || c.frameId === 0));
+      while (!hit()) {
+        // After dispose nothing will ever be recorded: stay pending (the caller has moved on), stop polling.
+        if (disposed) return new Promise<void>(() => undefined);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 1000);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+    },
+    /** The tab was opened blank and is about to be sent to its URL: what the blank page did does not count. */
+    forget(tabId: number): void {
+      seen.delete(tabId);
+      leavingBlank.add(tabId);
+    },
+    moved(tabId: number): boolean {
+      return (seen.get(tabId) ?? []).length > 0;
+    },
+    /** Resolves on load (or commit); a load still running at the deadline resolves too, with the tab loading. */
+    async wait(tabId: number, until: "load" | "commit", timeoutMs: number): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const outcomes = seen.get(tabId) ?? [];
+        const last = outcomes[outcomes.length - 1];
+        if (last?.kind === "completed") return;
+        if (last?.kind === "removed") throw new CommandError("navigation_failed", `the tab closed while loading: the URL is most likely a file download (${DOWNLOAD_NOTE})`);
+        if (until === "commit" && outcomes.length > 0 && last?.kind !== "error") return;
+        // ERR_ABORTED means another navigation (a redirect, a script) replaced this one: keep waiting, unless
+        // a second later nothing is loading (a download in an existing tab, or the page stopped it).
+        if (last?.kind === "error" && last.error === "net::ERR_ABORTED" && Date.now() - last.at > 1000) {
+          const current = await chrome.tabs.get(tabId).catch(() => undefined);
+          if (current?.status !== "loading") throw new CommandError("navigation_failed", `the navigation was aborted and no page loaded: the URL is most likely a file download (${DOWNLOAD_NOTE}), or the page stopped it`);
+        }
+        // Stopped by the navigation rules (or another extension's): the tab shows an error page for where the
+        // page tried to go. The broker judges that URL; it is not a load failure to report here.
+        if (last?.kind === "error" && last.error === "net::ERR_BLOCKED_BY_CLIENT") return;
+        if (last?.kind === "error" && last.error !== "net::ERR_ABORTED") {
+          throw new CommandError("navigation_failed", `the page failed to load: ${last.error}`);
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) return;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(left, 1000));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+    },
+  };
+}

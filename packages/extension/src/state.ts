@@ -1,0 +1,50 @@
+// The service worker's state shared by its modules: the bridge connection and the tabs the agent may use.
+import { syncNavigationRules, watchAgentTabs } from "./navigationRules.js";
+
+export type ConnState = "unpaired" | "connecting" | "connected" | "disconnected" | "rejected";
+
+/** The bridge connection: written by connection.ts, read by the popup's messages. */
+export const bridge: {
+  socket: WebSocket | undefined;
+  // Set synchronously before any await so two wake-ups (alarm + startup) never open two sockets.
+  connecting: boolean;
+  attempt: number;
+  reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  pingTimer: ReturnType<typeof setInterval> | undefined;
+  state: ConnState;
+  lastError: string;
+  /** Settles once the broker's navigation rules from its welcome frame are installed: no call is served before. */
+  rulesReady: Promise<void>;
+} = {
+  socket: undefined,
+  connecting: false,
+  attempt: 0,
+  reconnectTimer: undefined,
+  pingTimer: undefined,
+  state: "disconnected",
+  lastError: "",
+  rulesReady: new Promise(() => undefined),
+};
+
+/** Tabs the agent opened (or that its pages opened) and tabs the user shared. Survive worker restarts. */
+export const agentTabs = new Set<number>();
+export const sharedTabs = new Set<number>();
+export const tabsLoaded = (async () => {
+  const stored = await chrome.storage.session.get(["agentTabs", "sharedTabs"]);
+  for (const id of numberArray(stored["agentTabs"])) agentTabs.add(id);
+  for (const id of numberArray(stored["sharedTabs"])) sharedTabs.add(id);
+})();
+
+function numberArray(value: unknown): number[] {
+  return Array.isArray(value) ? value.filter((v): v is number => typeof v === "number") : [];
+}
+
+/** Persists the agent's tabs and rebuilds the navigation rules for them; resolves once the rules are in place. */
+export async function saveTabs(): Promise<void> {
+  await Promise.all([syncNavigationRules(), chrome.storage.session.set({ agentTabs: [...agentTabs], sharedTabs: [...sharedTabs] })]);
+}
+export const scopesWatched = tabsLoaded.then(() => watchAgentTabs(isVisibleToAgent, () => [...agentTabs, ...sharedTabs]));
+
+export function isVisibleToAgent(tabId: number): boolean {
+  return agentTabs.has(tabId) || sharedTabs.has(tabId);
+}
