@@ -110,6 +110,8 @@ interface Tab {
   waiters: Set<() => void>;
   /** The URL of a document response stopped because the browser would have saved it as a file. */
   blockedDownload?: string | undefined;
+  /** The tab's visibility as last read from the page (#visible). */
+  lastVisible?: boolean | undefined;
   /** The last top-frame navigation request the request policy stopped: its error page is a landing, not a load failure. */
   blockedNavigation?: { url: string; at: number } | undefined;
   /** The last top-document response seen (Fetch's response stage). */
@@ -169,6 +171,9 @@ const OWNER_OFFSET = `function () {
   const s = getComputedStyle(this);
   return { x: r.left + this.clientLeft + (parseFloat(s.paddingLeft) || 0), y: r.top + this.clientTop + (parseFloat(s.paddingTop) || 0) };
 }`;
+
+/** How long tabs.list and tabs.get wait for a page to say whether it is visible before using its last answer. */
+const VISIBILITY_WAIT_MS = 200;
 
 /** Schemes Chrome does not let extensions script; the extension fails on them, so this driver does too. */
 const RESTRICTED = /^(chrome|chrome-extension|chrome-untrusted|chrome-search|chrome-error|devtools|view-source|edge):/i;
@@ -875,7 +880,7 @@ export class CdpBrowser implements BrowserDriver {
 
   async #info(tab: Tab): Promise<TabInfo> {
     if (tab.gone) throw new DriverError("no_such_tab", `tab ${tab.tabId} no longer exists; call list_tabs`);
-    const [target, visible] = await Promise.all([this.#send("Target.getTargetInfo", { targetId: tab.targetId }), this.#visible(tab)]);
+    const [target, visible] = await Promise.all([this.#send("Target.getTargetInfo", { targetId: tab.targetId }), this.#visible(tab, { quick: true })]);
     if (target.ok) {
       const info = rec(target.value["targetInfo"]);
       tab.title = str(info["title"]) ?? tab.title;
@@ -884,14 +889,23 @@ export class CdpBrowser implements BrowserDriver {
     return { ...this.#quickInfo(tab), active: visible };
   }
 
-  /** Whether the tab is the visible one of its window (the page's own view, read in the isolated world). */
-  async #visible(tab: Tab): Promise<boolean> {
+  /**
+   * Whether the tab is the visible one of its window (the page's own view, read in the isolated world). A renderer
+   * busy with a heavy page answers late: with `quick` (describing tabs), past VISIBILITY_WAIT_MS the last answer
+   * stands, so listing tabs stays quick; a capture waits for the page's answer.
+   */
+  async #visible(tab: Tab, options: { quick?: boolean } = {}): Promise<boolean> {
     if (!tab.sessionId) return false;
-    const world = await this.#client.send("Page.createIsolatedWorld", { frameId: tab.mainFrameId, worldName: WORLD_NAME, grantUniveralAccess: false }, tab.sessionId, { timeoutMs: 1000 });
-    const contextId = world.ok ? num(world.value["executionContextId"]) : undefined;
-    if (contextId === undefined) return false;
-    const state = await this.#client.send("Runtime.evaluate", { expression: "document.visibilityState", contextId, returnByValue: true }, tab.sessionId, { timeoutMs: 1000 });
-    return state.ok && rec(state.value["result"])["value"] === "visible";
+    const sessionId = tab.sessionId;
+    const ask = (async () => {
+      const world = await this.#client.send("Page.createIsolatedWorld", { frameId: tab.mainFrameId, worldName: WORLD_NAME, grantUniveralAccess: false }, sessionId, { timeoutMs: 1000 });
+      const contextId = world.ok ? num(world.value["executionContextId"]) : undefined;
+      if (contextId === undefined) return false;
+      const state = await this.#client.send("Runtime.evaluate", { expression: "document.visibilityState", contextId, returnByValue: true }, sessionId, { timeoutMs: 1000 });
+      tab.lastVisible = state.ok && rec(state.value["result"])["value"] === "visible";
+      return tab.lastVisible;
+    })();
+    return options.quick ? Promise.race([ask, sleep(VISIBILITY_WAIT_MS).then(() => tab.lastVisible ?? false)]) : ask;
   }
 
   async #createTab(active: boolean): Promise<Tab> {
