@@ -293,7 +293,16 @@ setInterval(async () => {
     await client?.close();
     await browser?.kill();
     await broker?.close();
-    rmSync(profileDir, { recursive: true, force: true });
+    // Chromium's helper processes can still be writing the profile for a moment after the browser exits.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        rmSync(profileDir, { recursive: true, force: true });
+        break;
+      } catch (error) {
+        if (attempt >= 20) throw error;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
   });
 
   it("a user's page opens a tab and navigates to a host outside the agent's policy, with an agent tab on the same site", async () => {

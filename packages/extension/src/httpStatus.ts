@@ -15,6 +15,12 @@ chrome.webRequest.onResponseStarted.addListener(
 );
 chrome.webNavigation.onCommitted.addListener((details) => {
   if (details.frameId !== 0) return;
+  // A tab opened blank and then sent to its URL (tabs.open): the blank page's commit can be reported after the
+  // real page's response; it brought no response and takes none away from the page that follows.
+  if (details.url === "about:blank") {
+    documentStatus.delete(details.tabId);
+    return;
+  }
   const pending = pendingStatus.get(details.tabId);
   pendingStatus.delete(details.tabId);
   if (pending && pending.url === withoutFragment(details.url)) documentStatus.set(details.tabId, pending);
