@@ -5,18 +5,17 @@ import { join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { compileReadPolicy, type CompiledReadPolicy } from "../policy/readPolicy.js";
+import { patternProblem } from "../policy/text.js";
 import { loadRanking, shippedRankingPath } from "../policy/topSites.js";
 import { compileWritePolicy, type CompiledWritePolicy } from "../policy/writePolicy.js";
 
 /** The extension's ID, fixed by the `key` in its manifest; the bridge accepts only these origins. */
 export const BUILTIN_EXTENSION_ID = "bkcjhkpmfjmfjkljdlooigoilajjfhpb";
 
+// Config patterns are RE2 syntax, matched in linear time (policy/text.ts).
 const regex = z.string().superRefine((value, ctx) => {
-  try {
-    new RegExp(value, "u");
-  } catch (error) {
-    ctx.addIssue({ code: "custom", message: `not a valid regular expression: ${error instanceof Error ? error.message : String(error)}` });
-  }
+  const problem = patternProblem(value);
+  if (problem !== undefined) ctx.addIssue({ code: "custom", message: `not a valid regular expression: ${problem}` });
 });
 
 const fileSchema = z

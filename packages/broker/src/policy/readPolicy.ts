@@ -18,7 +18,7 @@
 
 import { canonicalizeHost, canonicalizeUrlDetailed, isIpHost, type CanonicalUrl } from "./canonicalUrl.js";
 import { describeHost, hostMatches, parseHostKey, type HostPattern } from "./hostPattern.js";
-import { compileRegex, errorText, shown } from "./text.js";
+import { compileRegex, errorText, shown, type ConfigPattern } from "./text.js";
 import { compileNavigationRules } from "./navigationRules.js";
 import type { NavigationRule } from "@tabrelay/protocol";
 
@@ -48,14 +48,14 @@ export interface CompiledReadPolicy {
 interface DenyRule {
   rawPath: string;
   pattern: HostPattern;
-  path: RegExp;
+  path: ConfigPattern;
   rule: string;
 }
 
 interface AllowRule {
   key: string;
   pattern: HostPattern;
-  paths: RegExp[];
+  paths: ConfigPattern[];
   rule: string;
 }
 

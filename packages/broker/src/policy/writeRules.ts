@@ -3,7 +3,7 @@
 import type { ActionKind } from "@tabrelay/protocol";
 import { canonicalizeUrlDetailed, type CanonicalUrl } from "./canonicalUrl.js";
 import { describeHost, hostMatches, parseHostKey, type HostPattern } from "./hostPattern.js";
-import { compileRegex, shown } from "./text.js";
+import { compileRegex, shown, type ConfigPattern } from "./text.js";
 
 type LabelGrant = { label: string };
 type KeysGrant = { keys: string; label: string };
@@ -33,7 +33,7 @@ export const CONFIG_FILE = "config.yaml";
 interface DenyRule {
   rawPath: string;
   pattern: HostPattern;
-  path: RegExp;
+  path: ConfigPattern;
   rule: string;
 }
 
@@ -45,10 +45,10 @@ export interface Grant {
   /** The regex as written in config. */
   labelSource: string;
   /** The same regex, required to span the whole text. */
-  label: RegExp;
+  label: ConfigPattern;
   /** keys grants: the key combo regex as written, and anchored. */
   keysSource?: string;
-  keys?: RegExp;
+  keys?: ConfigPattern;
   /** policy.write.click["shop.example"] */
   where: string;
   /** write.click["shop.example"] */
@@ -141,19 +141,16 @@ export function compileWriteRules(input: WritePolicyInput): WriteRules {
         if (!settings.includes(field)) throw new Error(`${where}.${field}: unknown setting (only ${settings.map((f) => `"${f}"`).join(" and ")} ${settings.length > 1 ? "are" : "is"} supported)`);
       }
       let keysSource: string | undefined;
-      let keys: RegExp | undefined;
+      let keys: ConfigPattern | undefined;
       if (kind === "keys") {
         if (value.keys === undefined) {
           throw new Error(`${where}.keys: missing: the regex of the key combos this grant allows, as tabrelay names them (e.g. "^Enter$", "^(Control|Meta)\\+Enter$")`);
         }
-        compileRegex(value.keys, `${where}.keys`, "the keys setting");
+        keys = compileRegex(value.keys, `${where}.keys`, "the keys setting", { full: true });
         keysSource = String(value.keys);
-        keys = new RegExp(`^(?:${keysSource})$`);
       }
       const labelSource = value.label;
-      compileRegex(labelSource, `${where}.label`, "the label");
-      // Valid on its own, so wrapping cannot change how it parses; the anchors make it a full match.
-      const label = new RegExp(`^(?:${String(labelSource)})$`);
+      const label = compileRegex(labelSource, `${where}.label`, "the label", { full: true });
       list.push(
         Object.freeze({
           kind,
