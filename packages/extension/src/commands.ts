@@ -62,7 +62,7 @@ export const handlers: Handlers = {
     await chrome.tabs.remove(tabId);
     agentTabs.delete(tabId);
     sharedTabs.delete(tabId);
-    await saveTabs();
+    await saveTabs("later");
     return { closed: true };
   },
 

@@ -63,7 +63,7 @@ chrome.tabs.onRemoved.addListener((tabId) => {
     if (!isVisibleToAgent(tabId)) return;
     agentTabs.delete(tabId);
     sharedTabs.delete(tabId);
-    await saveTabs();
+    await saveTabs("later");
     emit({ type: "event", event: "tab.removed", params: { tabId } });
   });
 });

@@ -34,6 +34,7 @@ const agentHosts = new Map<number, Set<string>>();
 let running: Promise<void> | undefined;
 let again = false;
 let lastError = "";
+let installedIds: number[] | undefined;
 
 const loaded = (async () => {
   const stored = await chrome.storage.session.get(STORAGE_KEY).catch(() => ({}) as Record<string, unknown>);
@@ -114,8 +115,9 @@ async function install(): Promise<void> {
   const agent = [...new Set(agentTabIds())].filter((id) => Number.isInteger(id) && id >= 0);
   for (const id of agentHosts.keys()) if (!agent.includes(id)) agentHosts.delete(id);
   const initiators = [...new Set([...agentHosts.values()].flatMap((hosts) => [...hosts]))];
-  const existing = await chrome.declarativeNetRequest.getSessionRules();
-  const removeRuleIds = existing.map((rule) => rule.id);
+  // The ids installed last (asked of the browser once per worker start: session rules outlive the worker).
+  installedIds ??= (await chrome.declarativeNetRequest.getSessionRules()).map((rule) => rule.id);
+  const removeRuleIds = installedIds;
   const scopes: chrome.declarativeNetRequest.RuleCondition[] = [];
   if (agent.length > 0) {
     scopes.push({ tabIds: agent, resourceTypes: NAVIGATIONS });
@@ -125,13 +127,18 @@ async function install(): Promise<void> {
     if (domains.length > 0) scopes.push({ excludedTabIds: known, initiatorDomains: domains, resourceTypes: TOP_FRAME });
   }
   const build = (list: NavigationRule[]) => scopes.flatMap((scope, s) => list.map((rule, i) => toDnr(rule, s * list.length + i + 1, scope)));
+  const wanted = build(rules ?? BLOCK_ALL);
   try {
-    await chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds, addRules: build(rules ?? BLOCK_ALL) });
+    await chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds, addRules: wanted });
+    installedIds = wanted.map((rule) => rule.id);
     lastError = "";
   } catch (error) {
     // Fail closed: rules the browser refuses (a regex it cannot take) leave agent tabs unable to navigate at all.
     lastError = `the broker's navigation rules could not be installed (${error instanceof Error ? error.message : String(error)}); agent tabs cannot navigate`;
-    await chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds, addRules: build(BLOCK_ALL) });
+    installedIds = undefined;
+    const fallback = build(BLOCK_ALL);
+    await chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds: (await chrome.declarativeNetRequest.getSessionRules()).map((rule) => rule.id), addRules: fallback });
+    installedIds = fallback.map((rule) => rule.id);
   }
 }
 

@@ -23,7 +23,7 @@ chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendRespons
       await saveTabs();
     } else if (message.type === "unshare") {
       sharedTabs.delete(message.tabId);
-      await saveTabs();
+      await saveTabs("later");
     }
     const rulesError = navigationRulesError();
     sendResponse({ state: bridge.state, lastError: [bridge.lastError, rulesError].filter(Boolean).join("; "), brokerUrl: settings.brokerUrl ?? "", browserId: settings.browserId, label: settings.label, sharedTabs: [...sharedTabs] });

@@ -40,8 +40,11 @@ function numberArray(value: unknown): number[] {
 }
 
 /** Persists the agent's tabs and rebuilds the navigation rules for them; resolves once the rules are in place. */
-export async function saveTabs(): Promise<void> {
-  await Promise.all([syncNavigationRules(), chrome.storage.session.set({ agentTabs: [...agentTabs], sharedTabs: [...sharedTabs] })]);
+export async function saveTabs(rules: "wait" | "later" = "wait"): Promise<void> {
+  // A tab that left the agent's set needs no rule in a hurry (a rule for it is harmless; it only ever stops more):
+  // its rebuild runs in the background, off the path of the call that closed it.
+  const rebuilt = syncNavigationRules();
+  await Promise.all([rules === "wait" ? rebuilt : undefined, chrome.storage.session.set({ agentTabs: [...agentTabs], sharedTabs: [...sharedTabs] })]);
 }
 export const scopesWatched = tabsLoaded.then(() => watchAgentTabs(isVisibleToAgent, () => [...agentTabs, ...sharedTabs]));
 

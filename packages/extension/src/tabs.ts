@@ -26,7 +26,7 @@ export async function agentTab(tabId: number): Promise<chrome.tabs.Tab> {
   } catch {
     agentTabs.delete(tabId);
     sharedTabs.delete(tabId);
-    await saveTabs();
+    await saveTabs("later");
     throw new CommandError("no_such_tab", `tab ${tabId} no longer exists; call list_tabs`);
   }
 }
