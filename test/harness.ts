@@ -171,6 +171,36 @@ export async function attachBrowser(b: TestBroker, driver: Driver): Promise<{ cl
   return browser;
 }
 
+/** A broker, a real browser serving it through `driver` and an MCP client: what most end-to-end suites start from. */
+export interface TestSession {
+  broker: TestBroker;
+  client: Client;
+  /** Ends the client, the browser and the broker. */
+  close(): Promise<void>;
+}
+
+export async function startSession(driver: Driver, options: Parameters<typeof startBroker>[0] = {}): Promise<TestSession> {
+  const broker = await startBroker(options);
+  let browser: { close(): Promise<void> } | undefined;
+  try {
+    browser = await attachBrowser(broker, driver);
+    const client = await connectClient(broker.url);
+    return {
+      broker,
+      client,
+      async close() {
+        await client.close();
+        await browser?.close();
+        await broker.close();
+      },
+    };
+  } catch (error) {
+    await browser?.close();
+    await broker.close();
+    throw error;
+  }
+}
+
 export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -14,13 +14,13 @@ import { findChromium, launchChromium, prepareExtension, type LaunchedBrowser } 
 import {
   allowYaml,
   article,
-  attachBrowser,
   browserConnected,
   call,
   connectClient,
   DRIVERS,
   PAIRING_TOKEN,
   startBroker,
+  startSession,
   startSite,
   waitFor,
   type TestBroker,
@@ -120,22 +120,16 @@ afterAll(async () => {
 describe.each(DRIVERS)("navigation boundary with the %s driver", (driver) => {
   let broker: TestBroker;
   let client: Client;
-  let browser: { close(): Promise<void> };
+  let closeSession: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
     // A click grant for "Go": an action the agent may take, after which the page tries to leave.
-    broker = await startBroker({
+    ({ broker, client, close: closeSession } = await startSession(driver, {
       yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n  write:\n    click:\n      "127.0.0.1": { label: "^Go$" }\nread:\n  load_timeout_ms: 5000\n`,
-    });
-    browser = await attachBrowser(broker, driver);
-    client = await connectClient(broker.url);
+    }));
   }, 60_000);
 
-  afterAll(async () => {
-    await client?.close();
-    await browser?.close();
-    await broker?.close();
-  });
+  afterAll(() => closeSession());
 
   afterEach(async () => {
     // Whatever a case did, the refused host never heard of it.

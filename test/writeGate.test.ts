@@ -6,7 +6,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { attachBrowser, call, connectClient, DRIVERS, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
+import { call, DRIVERS, startSession, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
 
 let site: TestSite;
 let broker: TestBroker;
@@ -246,11 +246,11 @@ afterAll(async () => {
 });
 
 describe.each(DRIVERS)("the write gate with the %s driver", (driver) => {
-  let browser: { close(): Promise<void> } | undefined;
+  let closeSession: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
     hits.length = 0; // the other driver's suite used the same pages
-    broker = await startBroker({
+    ({ broker, client, close: closeSession } = await startSession(driver, {
       yaml: `policy:
   read:
     allow:
@@ -263,16 +263,10 @@ describe.each(DRIVERS)("the write gate with the %s driver", (driver) => {
     keys:
       "127.0.0.1": { keys: "^(Enter|Control\\\\+Enter)$", label: "^Notes$" }
 `,
-    });
-    browser = await attachBrowser(broker, driver);
-    client = await connectClient(broker.url);
+    }));
   }, 60_000);
 
-  afterAll(async () => {
-    await client?.close();
-    await broker?.close();
-    await browser?.close();
-  });
+  afterAll(() => closeSession());
 
   describe("a grant to type is not a grant to submit", () => {
     it("Enter in a granted field does not submit a form whose default button is not granted", async () => {
