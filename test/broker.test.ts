@@ -1,9 +1,10 @@
 // The broker against a stub browser that speaks the real bridge protocol: doors, registry, errors.
 import { request } from "node:http";
-import type { TabInfo } from "../packages/protocol/src/index.js";
+import { BUILTIN_EXTENSION_ID } from "../packages/broker/src/index.js";
+import { PROTOCOL_VERSION, newNonce, type TabInfo } from "../packages/protocol/src/index.js";
 import WebSocket from "ws";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { allowYaml, call, connectClient, MCP_TOKEN, startBroker, waitFor, type TestBroker } from "./harness.js";
+import { allowYaml, call, connectClient, MCP_TOKEN, PAIRING_TOKEN, startBroker, waitFor, type TestBroker } from "./harness.js";
 import { StubExtension, StubError } from "./stubExtension.js";
 
 let broker: TestBroker;
@@ -132,6 +133,62 @@ describe("/bridge door", () => {
     const closed = await s.closed;
     expect(closed.code).toBe(4401);
     expect(s.rejected?.code).toBe("unauthorized");
+    expect(broker.broker.registry.list()).toHaveLength(0);
+  });
+
+  it("proves itself first over fresh nonces, and the pairing secret never crosses the socket either way", async () => {
+    const sent: string[] = [];
+    const s = stub();
+    const original = s.ws.send.bind(s.ws);
+    s.ws.send = ((data: string) => {
+      sent.push(String(data));
+      original(data);
+    }) as typeof s.ws.send;
+    const received: string[] = [];
+    s.ws.on("message", (data) => received.push(data.toString()));
+    await s.welcomed;
+    expect(s.brokerProved).toBe(true);
+    expect(received[0]).toMatch(/"type":"challenge"/);
+    expect([...sent, ...received].join("\n")).not.toContain(PAIRING_TOKEN);
+    // A second stub gets another challenge nonce and another proof: nothing to replay.
+    const t = stub({ browserId: "stub-browser-0002" });
+    const second: string[] = [];
+    t.ws.on("message", (data) => second.push(data.toString()));
+    await t.welcomed;
+    const nonceOf = (frame: string | undefined) => (JSON.parse(frame ?? "{}") as { nonce?: string }).nonce;
+    expect(nonceOf(second[0])).toMatch(/^[\w-]{43}$/);
+    expect(nonceOf(second[0])).not.toBe(nonceOf(received[0]));
+    s.close();
+    t.close();
+  });
+
+  it("refuses a browser that echoes the broker's own proof as its answer", async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${broker.port}/bridge`, { origin: `chrome-extension://${BUILTIN_EXTENSION_ID}` });
+    const frames: Array<{ type: string; nonce?: string; proof?: string; error?: { code: string } }> = [];
+    const closed = new Promise<number>((resolve) => ws.on("close", (code) => resolve(code)));
+    ws.on("open", () => ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId: "replayer-0001", nonce: newNonce(), extensionVersion: "x" })));
+    ws.on("message", (data) => {
+      const frame = JSON.parse(data.toString()) as (typeof frames)[number];
+      frames.push(frame);
+      if (frame.type === "challenge") ws.send(JSON.stringify({ type: "auth", proof: frame.proof, label: "replay", userAgent: "x" }));
+    });
+    expect(await closed).toBe(4401);
+    expect(frames.map((f) => f.type)).toEqual(["challenge", "reject"]);
+    expect(broker.broker.registry.list()).toHaveLength(0);
+  });
+
+  it("tells a protocol-2 extension (which sends its code in hello) to upgrade, and never registers it", async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${broker.port}/bridge`, { origin: `chrome-extension://${BUILTIN_EXTENSION_ID}` });
+    const frames: Array<{ type: string; error?: { code: string; message: string } }> = [];
+    const closed = new Promise<number>((resolve) => ws.on("close", (code) => resolve(code)));
+    ws.on("open", () =>
+      ws.send(JSON.stringify({ type: "hello", protocol: 2, token: PAIRING_TOKEN, browserId: "old-extension-1", label: "old", extensionVersion: "0.0.9", userAgent: "x" })),
+    );
+    ws.on("message", (data) => frames.push(JSON.parse(data.toString()) as (typeof frames)[number]));
+    expect(await closed).toBe(4401);
+    expect(frames).toHaveLength(1);
+    expect(frames[0]?.type).toBe("reject");
+    expect(frames[0]?.error?.message).toMatch(/too old.*protocol 2.*needs 3.*update the tabrelay extension/);
     expect(broker.broker.registry.list()).toHaveLength(0);
   });
 

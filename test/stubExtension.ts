@@ -1,7 +1,7 @@
 // A browser stand-in that speaks the real bridge protocol over a real WebSocket, for fast broker tests.
 // It never replaces the real extension in the end-to-end suite.
 import { BUILTIN_EXTENSION_ID } from "../packages/broker/src/index.js";
-import type { BridgeCall, BridgeMethod, BrokerToBrowser, ParamsOf, ResultOf, WireError } from "../packages/protocol/src/index.js";
+import { PROTOCOL_VERSION, bridgeProof, newNonce, proofsEqual, type BridgeCall, type BridgeMethod, type BrokerToBrowser, type ParamsOf, type ResultOf, type WireError } from "../packages/protocol/src/index.js";
 import WebSocket from "ws";
 import { PAIRING_TOKEN } from "./harness.js";
 
@@ -32,6 +32,8 @@ export class StubExtension {
   readonly welcomed: Promise<void>;
   readonly closed: Promise<{ code: number; reason: string }>;
   rejected: WireError | undefined;
+  /** Whether the broker's challenge proved it knows this stub's pairing token. */
+  brokerProved: boolean | undefined;
 
   constructor(options: StubOptions) {
     this.handlers = options.handlers ?? {};
@@ -43,25 +45,26 @@ export class StubExtension {
     this.closed = new Promise((resolve) => this.ws.once("close", (code, reason) => resolve({ code, reason: reason.toString() })));
     let welcome: () => void = () => undefined;
     this.welcomed = new Promise((resolve) => (welcome = resolve));
+    const browserId = options.browserId ?? "stub-browser-0001";
+    const token = options.token ?? PAIRING_TOKEN;
+    const nonce = newNonce();
     this.ws.on("open", () => {
       if (options.sendHello === false) return;
-      this.ws.send(
-        JSON.stringify({
-          type: "hello",
-          protocol: 2,
-          token: options.token ?? PAIRING_TOKEN,
-          browserId: options.browserId ?? "stub-browser-0001",
-          label: options.label ?? "stub",
-          extensionVersion: "0.0.0",
-          userAgent: "stub",
-        }),
-      );
+      this.ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId, nonce, extensionVersion: "0.0.0" }));
     });
+    // Frames are handled one at a time, in order, as the extension does: the proofs are async.
+    let queue = Promise.resolve();
     this.ws.on("message", (data) => {
       const frame = JSON.parse(data.toString()) as BrokerToBrowser;
-      if (frame.type === "welcome") welcome();
-      else if (frame.type === "reject") this.rejected = frame.error;
-      else if (frame.type === "call") void this.#answer(frame);
+      queue = queue.then(async () => {
+        if (frame.type === "challenge") {
+          const transcript = { browserNonce: nonce, brokerNonce: frame.nonce, browserId };
+          this.brokerProved = proofsEqual(frame.proof, await bridgeProof(token, "broker", transcript));
+          this.ws.send(JSON.stringify({ type: "auth", proof: await bridgeProof(token, "browser", transcript), label: options.label ?? "stub", userAgent: "stub" }));
+        } else if (frame.type === "welcome") welcome();
+        else if (frame.type === "reject") this.rejected = frame.error;
+        else if (frame.type === "call") void this.#answer(frame);
+      });
     });
   }
 

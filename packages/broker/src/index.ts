@@ -3,6 +3,7 @@ export { BrowserRegistry, BrowserConnection, type BrowserDriver, type BrowserInf
 export { launchLocalChromium } from "./drivers/cdp/launchCdp.js";
 export { loadConfig, ConfigError, defaultDataDir, rankingFile, isLoopback, BUILTIN_EXTENSION_ID, type BrokerConfig } from "./config/config.js";
 export { serveStdio, forwardStdio, connectHttpClient } from "./mcp/adapter.js";
+export { checkBroker, BrokerNotProven } from "./mcp/brokerProof.js";
 export { tools } from "./tools/index.js";
 export { findChromium, builtExtensionDir, prepareExtension, launchChromium, chromiumArgs, LaunchError, type LaunchedBrowser } from "./launch/chromium.js";
 export { parseRankingCsv } from "./policy/topSites.js";

@@ -276,8 +276,12 @@ export class Broker {
 
   #health(res: ServerResponse): void {
     const browsers = this.registry.list().map((b) => ({ id: b.info.browserId, label: b.info.label, kind: b.info.kind, connectedAt: new Date(b.info.connectedAt).toISOString() }));
+    const health = this.audit.health();
+    const audit = health.ok
+      ? { ok: true, failures: health.failures }
+      : { ok: false, failures: health.failures, error: health.error, since: new Date(health.since ?? Date.now()).toISOString(), writes: "refused until the audit log can be written again" };
     res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" });
-    res.end(JSON.stringify({ status: "ok", name: "tabrelay", version: VERSION, browsers }));
+    res.end(JSON.stringify({ status: health.ok ? "ok" : "degraded", name: "tabrelay", version: VERSION, browsers, audit }));
   }
 }
 

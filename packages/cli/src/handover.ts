@@ -2,7 +2,10 @@
 // The launcher owns the browser (Ctrl-C here closes it; the broker never kills it) and hands its DevTools
 // endpoint to the broker through POST /browsers, authenticated with the broker's MCP token. Like the
 // extension, it keeps dialling: it waits for a broker that is not up yet, and registers again when the broker
-// restarted and forgot the browser.
+// restarted and forgot the browser. The broker proves it knows the MCP token (POST /auth/proof) before the
+// launcher sends it the token and the endpoint.
+import { BrokerNotProven, checkBroker } from "@tabrelay/broker";
+import { parseBrokerUrl, type BrokerAddress } from "./brokerUrl.js";
 
 export interface HandoverOptions {
   /** The broker's base URL, http://host:port. */
@@ -20,31 +23,36 @@ export interface HandoverOptions {
 export class HandoverRefused extends Error {}
 
 /**
- * Accepts the broker's http(s) base URL, or the ws:// bridge URL users know from `tabrelay pair`, and returns
- * the http base URL. Only a broker on this machine: the browser's DevTools endpoint listens on loopback, so a
- * broker elsewhere could never reach it (and the token would cross the network).
+ * The http base URL of the broker at `value` (any --broker form, see brokerUrl.ts). Only a broker on this machine:
+ * the browser's DevTools endpoint listens on loopback, so a broker elsewhere could never reach it (and the token
+ * would cross the network).
  */
 export function brokerBaseUrl(value: string): string {
-  let url: URL;
+  let address: BrokerAddress;
   try {
-    url = new URL(value);
-  } catch {
-    throw new HandoverRefused(`--broker must be the broker's URL, like http://127.0.0.1:9333, not ${JSON.stringify(value)}`);
+    address = parseBrokerUrl(value);
+  } catch (error) {
+    throw new HandoverRefused(error instanceof Error ? error.message : String(error));
   }
-  if (url.protocol === "ws:" || url.protocol === "wss:") url.protocol = url.protocol === "ws:" ? "http:" : "https:";
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new HandoverRefused(`--broker must be an http:// or ws:// URL, not ${JSON.stringify(value)}`);
-  const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  if (host !== "localhost" && host !== "::1" && !/^127\.\d+\.\d+\.\d+$/.test(host)) {
+  if (!address.loopback) {
+    const host = new URL(address.base).hostname;
     throw new HandoverRefused(
-      `launch --cdp hands the broker a DevTools endpoint on this machine's loopback, which a broker on ${url.hostname} cannot reach: run \`tabrelay launch --cdp\` where the broker runs, or \`tabrelay serve --cdp-url\` there with a tunnel to this browser`,
+      `launch --cdp hands the broker a DevTools endpoint on this machine's loopback, which a broker on ${host} cannot reach: run \`tabrelay launch --cdp\` where the broker runs, or \`tabrelay serve --cdp-url\` there with a tunnel to this browser`,
     );
   }
-  return url.origin;
+  return address.base;
 }
 
 type Registration = { ok: true; id: string } | { ok: false; retry: boolean; message: string };
 
 async function register(options: HandoverOptions): Promise<Registration> {
+  // The endpoint and the token are credentials: only a listener that proves it knows the token gets them.
+  try {
+    await checkBroker(options.brokerUrl, options.token);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { ok: false, retry: true, message: error instanceof BrokerNotProven ? message : `${message}; start one with \`tabrelay serve\`` };
+  }
   let response: Response;
   try {
     response = await fetch(`${options.brokerUrl}/browsers`, {

@@ -26,6 +26,7 @@ import {
 import { AUDIT_HELP, cmdAudit } from "./audit.js";
 import { startWithProvider } from "./providers.js";
 import { brokerBaseUrl, handOver, HandoverRefused } from "./handover.js";
+import { parseBrokerUrl, plainRemoteRefusal, type BrokerAddress } from "./brokerUrl.js";
 import { launchWithVnc, vncWindowArgs } from "./vnc.js";
 
 /** Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 bad configuration, 4 environment (port taken, no browser). */
@@ -49,6 +50,7 @@ const LAUNCH_OPTIONS = {
   profile: { type: "string" },
   broker: { type: "string" },
   chromium: { type: "string" },
+  "unsafe-plain-ws": { type: "boolean" },
 } as const satisfies ParseArgsConfig["options"];
 
 const HELP: Record<string, string> = {
@@ -88,7 +90,9 @@ runs on that port, forwards to it instead (several agents, one browser). Logs go
   launch: `Usage: tabrelay launch [--headless | --vnc] [--cdp] [--profile DIR] [--broker URL] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
 
 Starts Chromium/Chrome with the tabrelay extension loaded and paired with the broker, on a persistent
-profile (default <data-dir>/profile). Finds the browser via --chromium, CHROME_PATH, or the usual
+profile (default <data-dir>/profile). --broker is where the broker is, in any mode: http(s)://HOST:PORT or
+ws(s)://HOST:PORT/bridge. A broker off this machine is reached only over TLS (https/wss) unless
+--unsafe-plain-ws is given. Finds the browser via --chromium, CHROME_PATH, or the usual
 install paths. Arguments after -- go to the browser unchanged. Ctrl-C closes the browser.
 --cdp: no extension; the broker (\`tabrelay serve\`, default http://<host>:<port> from the config, or --broker URL)
 drives the browser over the DevTools protocol. The profile is temporary unless --profile is given (Chrome 136+
@@ -265,16 +269,31 @@ async function isTabrelay(base: string): Promise<boolean> {
 
 async function runBrowser(
   config: BrokerConfig,
-  values: { headless?: boolean; profile?: string; broker?: string; chromium?: string },
+  values: { headless?: boolean; profile?: string; broker?: string; chromium?: string; "unsafe-plain-ws"?: boolean },
   extra: string[],
   bridgeUrl: string,
   env?: NodeJS.ProcessEnv,
 ) {
+  const bridge = extensionBridgeUrl(values, bridgeUrl);
   const chromiumPath = findChromium(process.env, values.chromium);
   const profileDir = values.profile ?? join(config.dataDir, "profile");
-  const extensionDir = prepareExtension(profileDir, values.broker ?? bridgeUrl, config.pairingToken, "tabrelay launch");
+  const extensionDir = prepareExtension(profileDir, bridge, config.pairingToken, "tabrelay launch", process.env, { unsafePlainWs: values["unsafe-plain-ws"] === true });
   process.stderr.write(`tabrelay: starting ${chromiumPath}${values.headless ? " (headless)" : ""} with profile ${profileDir}\n`);
   return launchChromium({ chromiumPath, profileDir, extensionDir, headless: values.headless ?? false, extraArgs: extra, ...(env ? { env } : {}) });
+}
+
+/** The bridge URL the launched extension dials: --broker in any of its forms, over TLS unless on this machine. */
+function extensionBridgeUrl(values: { broker?: string; "unsafe-plain-ws"?: boolean }, fallback: string): string {
+  if (values.broker === undefined) return fallback;
+  let address: BrokerAddress;
+  try {
+    address = parseBrokerUrl(values.broker);
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const refusal = plainRemoteRefusal(address, values["unsafe-plain-ws"]);
+  if (refusal) throw new UsageError(refusal);
+  return address.bridge;
 }
 
 /**

@@ -1,8 +1,8 @@
-import { MAX_FRAME_BYTES, PROTOCOL_VERSION, type BridgeCall, type BridgeEvent, type BrokerToBrowser, type WireError } from "@tabrelay/protocol";
+import { MAX_FRAME_BYTES, PROTOCOL_VERSION, bridgeProof, newNonce, proofsEqual, type BridgeCall, type BridgeEvent, type BrokerToBrowser, type WireError } from "@tabrelay/protocol";
 import { handlers } from "./commands.js";
 import { CommandError } from "./commandError.js";
 import { setNavigationRules } from "./navigationRules.js";
-import { loadSettings } from "./settings.js";
+import { loadSettings, plainRemoteRefusal, type Settings } from "./settings.js";
 import { bridge, scopesWatched, tabsLoaded, type ConnState } from "./state.js";
 
 const EXTENSION_VERSION = chrome.runtime.getManifest().version;
@@ -35,24 +35,21 @@ export async function connect(): Promise<void> {
       setState("unpaired", "open the tabrelay popup and pair with your broker");
       return;
     }
+    const refusal = plainRemoteRefusal(settings);
+    if (refusal) {
+      setState("rejected", refusal);
+      return;
+    }
     setState("connecting");
     const ws = new WebSocket(settings.brokerUrl);
     bridge.socket = ws;
+    const link: Link = { ws, settings: settings as Link["settings"], nonce: newNonce(), step: "hello" };
     ws.onopen = () => {
-      ws.send(
-        JSON.stringify({
-          type: "hello",
-          protocol: PROTOCOL_VERSION,
-          token: settings.pairingToken,
-          browserId: settings.browserId,
-          label: settings.label,
-          extensionVersion: EXTENSION_VERSION,
-          userAgent: navigator.userAgent,
-        }),
-      );
+      ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId: settings.browserId, nonce: link.nonce, extensionVersion: EXTENSION_VERSION }));
+      link.step = "challenge";
     };
     ws.onmessage = (event) => {
-      if (typeof event.data === "string") void onFrame(ws, event.data);
+      if (typeof event.data === "string") void onFrame(link, event.data);
     };
     ws.onclose = () => {
       if (bridge.socket === ws) bridge.socket = undefined;
@@ -106,33 +103,69 @@ function send(frame: unknown): void {
   if (bridge.socket && bridge.socket.readyState === WebSocket.OPEN) bridge.socket.send(JSON.stringify(frame));
 }
 
-async function onFrame(ws: WebSocket, data: string): Promise<void> {
+/**
+ * One socket's handshake. A listener on the broker's address is trusted only once it proved it knows the pairing
+ * secret (its challenge); only then does this browser prove itself, and only after the welcome does it serve calls.
+ */
+interface Link {
+  ws: WebSocket;
+  settings: Settings & { brokerUrl: string; pairingToken: string };
+  nonce: string;
+  step: "hello" | "challenge" | "auth" | "serving";
+}
+
+async function onFrame(link: Link, data: string): Promise<void> {
+  const { ws } = link;
   let frame: BrokerToBrowser;
   try {
     frame = JSON.parse(data) as BrokerToBrowser;
   } catch {
     return;
   }
+  if (frame.type === "reject") {
+    setState("rejected", `${frame.error.code}: ${frame.error.message}`);
+    return;
+  }
+  if (link.step !== "serving") {
+    await handshake(link, frame);
+    return;
+  }
   switch (frame.type) {
-    case "welcome":
-      bridge.rulesReady = scopesWatched.then(() => setNavigationRules(frame.navigationRules));
-      await bridge.rulesReady;
-      bridge.attempt = 0;
-      setState("connected");
-      startPing(ws);
-      return;
-    case "reject":
-      setState("rejected", `${frame.error.code}: ${frame.error.message}`);
-      return;
     case "ping":
       ws.send(JSON.stringify({ type: "pong", at: frame.at }));
-      return;
-    case "pong":
       return;
     case "call":
       await runCall(ws, frame);
       return;
+    default:
+      return;
   }
+}
+
+async function handshake(link: Link, frame: BrokerToBrowser): Promise<void> {
+  const { ws, settings } = link;
+  if (link.step === "challenge" && frame.type === "challenge" && typeof frame.nonce === "string" && typeof frame.proof === "string") {
+    link.step = "auth"; // one challenge per socket: a second one is not answered
+    const transcript = { browserNonce: link.nonce, brokerNonce: frame.nonce, browserId: settings.browserId };
+    if (proofsEqual(frame.proof, await bridgeProof(settings.pairingToken, "broker", transcript))) {
+      ws.send(JSON.stringify({ type: "auth", proof: await bridgeProof(settings.pairingToken, "browser", transcript), label: settings.label, userAgent: navigator.userAgent }));
+      return;
+    }
+  } else if (link.step === "auth" && frame.type === "welcome") {
+    link.step = "serving";
+    bridge.impostor = "";
+    bridge.rulesReady = scopesWatched.then(() => setNavigationRules(frame.navigationRules));
+    await bridge.rulesReady;
+    bridge.attempt = 0;
+    setState("connected");
+    startPing(ws);
+    return;
+  }
+  // Anything else before a welcome (a wrong proof, a welcome or a call without one): this listener is not our
+  // broker, or an older one. It got nothing that depends on the pairing code; stop talking to it and keep dialling.
+  bridge.impostor = `the listener at ${settings.brokerUrl} did not prove it is your tabrelay broker (another program on that port, or a broker older than this extension); this browser sent it nothing and serves it nothing (${new Date().toLocaleTimeString()})`;
+  setState("rejected", bridge.impostor);
+  ws.close();
 }
 
 async function runCall(ws: WebSocket, call: BridgeCall): Promise<void> {

@@ -1,7 +1,7 @@
 // The popup's requests (popup.ts): status, pairing, sharing the active tab.
 import { reconnectNow } from "./connection.js";
 import { navigationRulesError } from "./navigationRules.js";
-import { loadSettings } from "./settings.js";
+import { loadSettings, plainRemoteRefusal, type Settings } from "./settings.js";
 import { bridge, saveTabs, sharedTabs, tabsLoaded } from "./state.js";
 
 type PopupMessage =
@@ -16,6 +16,11 @@ chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendRespons
     await tabsLoaded;
     const settings = await loadSettings();
     if (message.type === "pair") {
+      const refusal = plainRemoteRefusal({ brokerUrl: message.url });
+      if (refusal) {
+        sendResponse({ ...status(settings), lastError: refusal });
+        return;
+      }
       await chrome.storage.local.set({ brokerUrl: message.url, pairingToken: message.token });
       reconnectNow();
     } else if (message.type === "share") {
@@ -25,9 +30,14 @@ chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendRespons
       sharedTabs.delete(message.tabId);
       await saveTabs("later");
     }
-    const rulesError = navigationRulesError();
-    sendResponse({ state: bridge.state, lastError: [bridge.lastError, rulesError].filter(Boolean).join("; "), brokerUrl: settings.brokerUrl ?? "", browserId: settings.browserId, label: settings.label, sharedTabs: [...sharedTabs] });
+    sendResponse(status(await loadSettings()));
   })();
   // Keep the message channel open for the async sendResponse above.
   return true;
 });
+
+function status(settings: Settings) {
+  // A listener that failed to prove itself stays on the popup until a real broker welcomes this browser.
+  const lastError = [...new Set([bridge.lastError, bridge.impostor, navigationRulesError()])].filter(Boolean).join("; ");
+  return { state: bridge.state, lastError, brokerUrl: settings.brokerUrl ?? "", browserId: settings.browserId, label: settings.label, sharedTabs: [...sharedTabs] };
+}

@@ -8,6 +8,7 @@ export interface SeedConfig {
   url: string;
   token: string;
   label?: string;
+  unsafePlainWs?: boolean;
 }
 
 // importScripts only works while the service worker's script is first evaluated, so this runs at load.
@@ -24,5 +25,5 @@ export function loadSeedConfig(): SeedConfig | undefined {
   const token: unknown = Reflect.get(raw, "token");
   const label: unknown = Reflect.get(raw, "label");
   if (typeof url !== "string" || typeof token !== "string") return undefined;
-  return { url, token, ...(typeof label === "string" ? { label } : {}) };
+  return { url, token, ...(typeof label === "string" ? { label } : {}), ...(Reflect.get(raw, "unsafePlainWs") === true ? { unsafePlainWs: true } : {}) };
 }

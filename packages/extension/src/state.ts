@@ -15,6 +15,8 @@ export const bridge: {
   lastError: string;
   /** Settles once the broker's navigation rules from its welcome frame are installed: no call is served before. */
   rulesReady: Promise<void>;
+  /** Why the last listener on the broker's address was not trusted, until a real broker welcomes us. */
+  impostor: string;
 } = {
   socket: undefined,
   connecting: false,
@@ -24,6 +26,7 @@ export const bridge: {
   state: "disconnected",
   lastError: "",
   rulesReady: new Promise(() => undefined),
+  impostor: "",
 };
 
 /** Tabs the agent opened (or that its pages opened) and tabs the user shared. Survive worker restarts. */

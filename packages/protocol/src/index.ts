@@ -1,9 +1,11 @@
 /**
  * Wire protocol between the tabrelay broker and browsers (the MV3 extension today).
  *
- * Types only: both ends import this module and nothing here runs. Every frame is a JSON object with a
- * discriminant `type`. The browser dials the broker's `/bridge` WebSocket, sends `hello` with the pairing
- * token as its first frame, and waits for `welcome` before it serves `call`s.
+ * Types, constants and the handshake proofs (handshake.ts): both ends import this module. Every frame is a JSON
+ * object with a discriminant `type`. The browser dials the broker's `/bridge` WebSocket and the two prove to
+ * each other that they know the pairing secret, which never crosses the wire: browser `hello` (a nonce), broker
+ * `challenge` (its nonce and its proof), browser `auth` (its proof, once the broker's checked out), broker
+ * `welcome`. The browser serves `call`s only on a socket whose broker proved itself and welcomed it.
  *
  * @example
  * // broker -> browser
@@ -14,9 +16,12 @@
 
 /**
  * Bumped when a frame changes shape; the broker refuses a browser that speaks another version. 2: the welcome
- * frame carries the navigation rules the extension must enforce before it serves a call.
+ * frame carries the navigation rules the extension must enforce before it serves a call. 3: mutual proof of the
+ * pairing secret (hello / challenge / auth) instead of the secret itself in `hello`.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
+
+export * from "./handshake.js";
 
 /** Largest frame either end accepts, in bytes. A rendered page's HTML travels in one frame. */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
@@ -44,6 +49,7 @@ export type ErrorCode =
   | "unknown_method"
   | "frame_too_large"
   | "unauthorized"
+  | "audit_unavailable"
   | "internal";
 
 export interface WireError {
@@ -318,15 +324,33 @@ export type BridgeMethod = keyof BridgeMethods;
 export type ParamsOf<M extends BridgeMethod> = BridgeMethods[M]["params"];
 export type ResultOf<M extends BridgeMethod> = BridgeMethods[M]["result"];
 
-/** Browser -> broker, first frame. The token is the pairing token; it never travels in a URL. */
+/**
+ * Browser -> broker, first frame. Nothing in it depends on the pairing secret: the listener has proved nothing
+ * yet. (Protocol 2 extensions sent the secret itself here as `token`; the broker answers them with an upgrade
+ * message.)
+ */
 export interface HelloFrame {
   type: "hello";
   protocol: number;
-  token: string;
   /** Stable id the browser generated at install, kept across restarts. */
   browserId: string;
-  label: string;
+  /** A fresh nonce (handshake.ts `newNonce`). */
+  nonce: string;
   extensionVersion: string;
+}
+
+/** Broker -> browser after `hello`: its own nonce and its proof over both (`bridgeProof(secret, "broker", ...)`). */
+export interface ChallengeFrame {
+  type: "challenge";
+  nonce: string;
+  proof: string;
+}
+
+/** Browser -> broker, only once the broker's proof checked out: the browser's proof, then who it is. */
+export interface AuthFrame {
+  type: "auth";
+  proof: string;
+  label: string;
   userAgent: string;
 }
 
@@ -404,8 +428,8 @@ export interface PongFrame {
   at: number;
 }
 
-export type BrowserToBroker = HelloFrame | BridgeResult | BridgeEvent | PingFrame | PongFrame;
-export type BrokerToBrowser = WelcomeFrame | RejectFrame | BridgeCall | PingFrame | PongFrame;
+export type BrowserToBroker = HelloFrame | AuthFrame | BridgeResult | BridgeEvent | PingFrame | PongFrame;
+export type BrokerToBrowser = ChallengeFrame | WelcomeFrame | RejectFrame | BridgeCall | PingFrame | PongFrame;
 
 /** Result of anything that crosses a boundary: a value, never a throw. */
 export type Result<T> = { ok: true; value: T } | { ok: false; error: WireError };

@@ -355,7 +355,7 @@ export class Dashboard {
         };
       }),
     );
-    return { version: VERSION, now: Date.now(), stopped: this.#stoppedAt !== undefined, stoppedAt: this.#stoppedAt ?? null, browsers };
+    return { version: VERSION, now: Date.now(), stopped: this.#stoppedAt !== undefined, stoppedAt: this.#stoppedAt ?? null, browsers, audit: this.#audit.health() };
   }
 
   /** tabs.list, shared by every open dashboard for a moment so that viewers do not multiply bridge calls. */

@@ -56,6 +56,12 @@ export function dashboardPage(options: { csrf: string; version: string }): strin
 </header>
 <main id="main">
 
+<section id="audit-alert" class="audit-alert" aria-labelledby="audit-alert-heading" hidden>
+<h2 id="audit-alert-heading">Writes refused: the audit log cannot be written</h2>
+<p id="audit-alert-text" role="alert"></p>
+<p id="audit-alert-count" class="meta"></p>
+</section>
+
 <section id="stop-section" class="stop" aria-labelledby="stop-heading" data-stopped="false">
 <h2 id="stop-heading">Emergency stop</h2>
 <p id="stop-explain">Disconnects every browser at once. Until you resume, browsers that try to reconnect are turned away.</p>
@@ -172,6 +178,8 @@ button:disabled { opacity: .6; cursor: progress; }
 .version, .count, .meta { color: var(--muted); font-weight: normal; font-size: .9rem; }
 .stop { border-color: var(--danger); }
 .stop[data-stopped="true"] { background: color-mix(in srgb, var(--danger) 12%, var(--panel)); }
+.audit-alert { border-color: var(--danger); background: color-mix(in srgb, var(--danger) 12%, var(--panel)); }
+.audit-alert[hidden] { display: none; }
 .stop-actions { display: flex; gap: .75rem; flex-wrap: wrap; }
 .stop-actions form { margin: 0; }
 .browser { border-top: 1px solid var(--line); padding-top: .5rem; margin-top: .5rem; }
@@ -306,6 +314,8 @@ export const DASHBOARD_JS = String.raw`"use strict";
         : "Disconnects every browser at once. Until you resume, browsers that try to reconnect are turned away.",
     );
 
+    renderAuditHealth(state.audit);
+
     const browsers = state.browsers;
     setText(byId("browser-count"), "(" + browsers.length + " connected)");
     const empty = byId("browsers-empty");
@@ -335,6 +345,18 @@ export const DASHBOARD_JS = String.raw`"use strict";
     for (const node of document.querySelectorAll("[data-since]")) {
       setText(node, clock(Number(node.getAttribute("data-since"))) + " (" + ago(Number(node.getAttribute("data-since"))) + ")");
     }
+  }
+
+  function renderAuditHealth(audit) {
+    const failing = !!audit && audit.ok === false;
+    byId("audit-alert").hidden = !failing;
+    setText(
+      byId("audit-alert-text"),
+      failing
+        ? "tabrelay records every write before it runs, and the audit log cannot be written (" + audit.error + "), so every click, fill, selection, checkbox and key press is refused and not sent to the browser. Reads go on. Free disk space in the tabrelay data folder (or fix its permissions): writes resume as soon as a record can be written."
+        : "",
+    );
+    setText(byId("audit-alert-count"), failing ? audit.failures + " records could not be written; failing since " + clock(audit.since) + "." : "");
   }
 
   function renderBrowser(b, index) {

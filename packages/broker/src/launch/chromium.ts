@@ -48,11 +48,19 @@ export function builtExtensionDir(env: NodeJS.ProcessEnv = process.env): string 
  * Copies the extension into the profile and writes config.js so the worker pairs itself on start. The copy
  * lives inside the (private, 0700) profile, never in the source tree.
  */
-export function prepareExtension(profileDir: string, bridgeUrl: string, pairingToken: string, label: string, env: NodeJS.ProcessEnv = process.env): string {
+export function prepareExtension(
+  profileDir: string,
+  bridgeUrl: string,
+  pairingToken: string,
+  label: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: { unsafePlainWs?: boolean } = {},
+): string {
   const target = join(profileDir, "tabrelay-extension");
   rmSync(target, { recursive: true, force: true });
   cpSync(builtExtensionDir(env), target, { recursive: true });
-  writeFileSync(join(target, "config.js"), `self.TABRELAY_CONFIG = ${JSON.stringify({ url: bridgeUrl, token: pairingToken, label })};\n`, { mode: 0o600 });
+  const seed = { url: bridgeUrl, token: pairingToken, label, ...(options.unsafePlainWs ? { unsafePlainWs: true } : {}) };
+  writeFileSync(join(target, "config.js"), `self.TABRELAY_CONFIG = ${JSON.stringify(seed)};\n`, { mode: 0o600 });
   return target;
 }
 

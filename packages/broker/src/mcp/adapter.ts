@@ -9,6 +9,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { runTool } from "../tools/runner.js";
+import { checkBroker } from "./brokerProof.js";
 import type { Tool, ToolContext } from "../tools/tool.js";
 import { VERSION } from "../version.js";
 
@@ -136,9 +137,10 @@ export async function serveStdio(ctx: ToolContext, tools: readonly Tool[]): Prom
 
 /**
  * Another broker already owns the port: relay this stdio session to its /mcp, message by message, so
- * several agents share one browser.
+ * several agents share one browser. The broker proves it knows the token before the token is sent.
  */
 export async function forwardStdio(mcpUrl: string, token: string): Promise<{ closed: Promise<void> }> {
+  await checkBroker(new URL(mcpUrl).origin, token);
   const upstream = new StreamableHTTPClientTransport(new URL(mcpUrl), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
   });
@@ -182,6 +184,7 @@ export async function forwardStdio(mcpUrl: string, token: string): Promise<{ clo
 
 /** A real SDK client, used by `tabrelay` itself (bench, smoke checks). */
 export async function connectHttpClient(mcpUrl: string, token: string): Promise<Client> {
+  await checkBroker(new URL(mcpUrl).origin, token);
   const client = new Client({ name: "tabrelay-cli", version: VERSION });
   await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
   return client;

@@ -1,0 +1,255 @@
+// The browser obeys only its own broker (issue 10, point 1). A program that takes the broker's port while
+// tabrelay is stopped (any local process can) gets neither the pairing secret nor service from the real
+// extension in real Chromium, nor the MCP token from `tabrelay stdio`, nor a DevTools endpoint from
+// `tabrelay launch --cdp`; the real broker still pairs, and the popup says what happened.
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import WebSocket, { WebSocketServer } from "ws";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BUILTIN_EXTENSION_ID, findChromium, launchChromium, prepareExtension, type LaunchedBrowser } from "../packages/broker/src/index.js";
+import { MCP_TOKEN, PAIRING_TOKEN, browserConnected, call, connectClient, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
+
+const CLI = fileURLToPath(new URL("../packages/cli/bin/tabrelay.js", import.meta.url));
+
+/** What a fake broker on the port saw: every bridge frame and every HTTP request, headers included. */
+interface Impostor {
+  port: number;
+  frames: string[];
+  requests: Array<{ method: string; url: string; headers: IncomingMessage["headers"]; body: string }>;
+  /** How it answers a browser's hello. */
+  mode: "welcome" | "bad-proof" | "replay";
+  close(): Promise<void>;
+}
+
+async function startImpostor(port = 0): Promise<Impostor> {
+  const wss = new WebSocketServer({ noServer: true });
+  const impostor: Impostor = { port: 0, frames: [], requests: [], mode: "welcome", close: async () => undefined };
+  const server: Server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      impostor.requests.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body });
+      res.writeHead(req.url === "/health" ? 200 : req.url === "/auth/proof" ? 200 : 404, { "Content-Type": "application/json" });
+      // It looks like tabrelay and answers the proof request with a made-up proof.
+      if (req.url === "/health") res.end(JSON.stringify({ status: "ok", name: "tabrelay", version: "9.9.9", browsers: [] }));
+      else if (req.url === "/auth/proof") res.end(JSON.stringify({ proof: "A".repeat(43) }));
+      else res.end("{}");
+    });
+  });
+  server.on("upgrade", (req, socket, head) => {
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      ws.on("message", (data) => {
+        const text = data.toString();
+        impostor.frames.push(text);
+        const frame = JSON.parse(text) as { type: string; nonce?: string };
+        if (frame.type !== "hello") return;
+        if (impostor.mode === "bad-proof") ws.send(JSON.stringify({ type: "challenge", nonce: "B".repeat(43), proof: "C".repeat(43) }));
+        // Replays a challenge a real broker once sent: a stale proof over another browser nonce.
+        if (impostor.mode === "replay") ws.send(JSON.stringify({ type: "challenge", nonce: frame.nonce, proof: frame.nonce }));
+        if (impostor.mode === "welcome") {
+          ws.send(JSON.stringify({ type: "welcome", browserId: "x", brokerVersion: "9.9.9", navigationRules: [] }));
+          ws.send(JSON.stringify({ type: "call", id: 1, method: "tabs.open", params: { url: `${witnessOrigin}/stolen`, active: false } }));
+          ws.send(JSON.stringify({ type: "call", id: 2, method: "tabs.list", params: {} }));
+        }
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  impostor.port = (server.address() as AddressInfo).port;
+  impostor.close = async () => {
+    for (const client of wss.clients) client.terminate();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return impostor;
+}
+
+let witnessOrigin = "";
+
+/** The popup's status line, as the user reads it: popup.html opened in a tab through DevTools. */
+async function popupStatus(profileDir: string): Promise<string> {
+  const active = readFileSync(join(profileDir, "DevToolsActivePort"), "utf8").split("\n");
+  const devtools = new WebSocket(`ws://127.0.0.1:${active[0]}${active[1]}`);
+  await new Promise((resolve, reject) => devtools.once("open", resolve).once("error", reject));
+  let id = 0;
+  const send = (method: string, params: object, sessionId?: string) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      const mine = ++id;
+      const onMessage = (data: WebSocket.RawData) => {
+        const message = JSON.parse(data.toString()) as { id?: number; result?: Record<string, unknown> };
+        if (message.id !== mine) return;
+        devtools.off("message", onMessage);
+        resolve(message.result ?? {});
+      };
+      devtools.on("message", onMessage);
+      devtools.send(JSON.stringify({ id: mine, method, params, ...(sessionId ? { sessionId } : {}) }));
+    });
+  try {
+    const { targetId } = await send("Target.createTarget", { url: `chrome-extension://${BUILTIN_EXTENSION_ID}/popup.html` });
+    const { sessionId } = await send("Target.attachToTarget", { targetId, flatten: true });
+    const text = await waitFor("the popup to render its status", async () => {
+      const result = await send("Runtime.evaluate", { expression: "document.getElementById('state')?.textContent ?? ''", returnByValue: true }, String(sessionId));
+      const value = String((result["result"] as { value?: unknown } | undefined)?.value ?? "");
+      return value.startsWith("State:") ? value : undefined;
+    });
+    await send("Target.closeTarget", { targetId });
+    return text;
+  } finally {
+    devtools.close();
+  }
+}
+
+describe("the extension obeys only its own broker", () => {
+  let witness: TestSite;
+  const stolen: string[] = [];
+  let impostor: Impostor;
+  let profileDir = "";
+  let browser: LaunchedBrowser | undefined;
+  let broker: TestBroker | undefined;
+
+  beforeAll(async () => {
+    witness = await startSite();
+    witnessOrigin = witness.origin;
+    witness.route("/stolen", (req, res) => {
+      stolen.push(req.url ?? "");
+      res.end("<title>stolen</title>");
+    });
+    impostor = await startImpostor();
+    profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
+    const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${impostor.port}/bridge`, PAIRING_TOKEN, "test chromium");
+    browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--remote-debugging-port=0"] });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.kill();
+    await impostor?.close();
+    await broker?.close();
+    await witness?.close();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        rmSync(profileDir, { recursive: true, force: true });
+        break;
+      } catch (error) {
+        if (attempt >= 20) throw error;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  });
+
+  const hellos = () => impostor.frames.filter((f) => f.includes('"type":"hello"')).length;
+
+  it("a listener that answers hello with welcome and calls gets no secret, no answer, and no tab", async () => {
+    impostor.mode = "welcome";
+    await waitFor("the extension to dial the impostor twice", () => hellos() >= 2 || undefined, 30_000);
+    await new Promise((r) => setTimeout(r, 1500)); // time for any answer to the calls to arrive
+    const all = impostor.frames.join("\n");
+    expect(all).not.toContain(PAIRING_TOKEN);
+    expect(impostor.frames.every((f) => (JSON.parse(f) as { type: string }).type === "hello")).toBe(true);
+    expect(stolen).toEqual([]);
+    expect(await popupStatus(profileDir)).toMatch(/did not prove it is your tabrelay broker.*sent it nothing and serves it nothing/);
+  }, 60_000);
+
+  it("a listener whose challenge carries a wrong or replayed proof gets no proof back", async () => {
+    for (const mode of ["bad-proof", "replay"] as const) {
+      impostor.mode = mode;
+      const before = hellos();
+      await waitFor(`the extension to dial the ${mode} impostor twice`, () => hellos() >= before + 2 || undefined, 30_000);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    expect(impostor.frames.join("\n")).not.toContain(PAIRING_TOKEN);
+    expect(impostor.frames.some((f) => f.includes('"type":"auth"'))).toBe(false);
+    expect(impostor.frames.some((f) => f.includes('"type":"result"'))).toBe(false);
+    expect(stolen).toEqual([]);
+  }, 90_000);
+
+  it("once the real broker has the port, the same browser pairs with it and the popup clears", async () => {
+    const port = impostor.port;
+    await impostor.close();
+    broker = await startBroker({ port });
+    await browserConnected(broker, 40_000);
+    const client = await connectClient(broker.url);
+    expect((await call(client, "list_browsers")).text).toContain("test chromium");
+    await client.close();
+    const status = await popupStatus(profileDir);
+    expect(status).toMatch(/^State: connected/);
+    expect(status).not.toContain("did not prove");
+  }, 60_000);
+});
+
+describe("tabrelay's own clients send the MCP token only to a broker that proves it knows it", () => {
+  function dataDir(): string {
+    return mkdtempSync(join(tmpdir(), "tabrelay-doors-"));
+  }
+
+  function runCli(args: string[], until: (stderr: string) => boolean, timeoutMs = 30_000): Promise<{ code: number | null; stderr: string }> {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } });
+    let stderr = "";
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => child.kill("SIGTERM"), timeoutMs);
+      child.stderr.on("data", (d: Buffer) => {
+        stderr += d.toString();
+        if (until(stderr)) child.kill("SIGTERM");
+      });
+      // An agent's first MCP message, as a spawning agent would send it.
+      child.stdin.end(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } } })}\n`);
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        resolve({ code, stderr });
+      });
+    });
+  }
+
+  const sawToken = (impostor: Impostor) => impostor.requests.some((r) => JSON.stringify(r.headers).includes(MCP_TOKEN) || r.body.includes(MCP_TOKEN));
+
+  it("stdio refuses to forward to a listener that looks like tabrelay but cannot prove the token", async () => {
+    const impostor = await startImpostor();
+    try {
+      const result = await runCli(["stdio", "--port", String(impostor.port), "--data-dir", dataDir()], () => false);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toMatch(/did not prove it knows this MCP token.*the token was not sent/);
+      expect(impostor.requests.some((r) => r.url === "/auth/proof")).toBe(true);
+      expect(impostor.requests.some((r) => r.url === "/mcp")).toBe(false);
+      expect(sawToken(impostor)).toBe(false);
+    } finally {
+      await impostor.close();
+    }
+  }, 40_000);
+
+  it("stdio forwards to the real broker on the port", async () => {
+    const real = await startBroker();
+    try {
+      const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+      const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "stdio", "--port", String(real.port), "--data-dir", dataDir()],
+        env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } as Record<string, string>,
+        stderr: "pipe",
+      });
+      const client = new Client({ name: "doors", version: "0" });
+      await client.connect(transport);
+      expect((await call(client, "list_browsers")).text).toMatch(/No browser|browser/i);
+      await client.close();
+    } finally {
+      await real.close();
+    }
+  }, 40_000);
+
+  it("launch --cdp hands neither the token nor the DevTools endpoint to an impostor", async () => {
+    const impostor = await startImpostor();
+    try {
+      const result = await runCli(["launch", "--cdp", "--headless", "--broker", `http://127.0.0.1:${impostor.port}`, "--data-dir", dataDir()], (stderr) => /did not prove/.test(stderr));
+      expect(result.stderr).toMatch(/did not prove it knows this MCP token.*the token was not sent/);
+      expect(impostor.requests.some((r) => r.url === "/browsers")).toBe(false);
+      expect(sawToken(impostor)).toBe(false);
+      expect(impostor.requests.map((r) => r.body).join("\n")).not.toMatch(/devtools\/browser/);
+    } finally {
+      await impostor.close();
+    }
+  }, 60_000);
+});
