@@ -1,6 +1,7 @@
 // The dashboard at `/`, driven like a person would: a headless Chromium (playwright-core) views the page,
 // while the agent's browser is the real extension (launchBrowser) and the agent is the SDK's MCP client.
-import { request } from "node:http";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -32,6 +33,8 @@ const CHROMIUM_ARGS = [
 ];
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'";
 const HOSTILE_TITLE = `<img src=x onerror="window.__pwned=1">Hostile & <b>bold</b>`;
+/** Shown as is, U+202E (right-to-left override) makes "Invoice exe.pdf" read "Invoice fdp.exe". */
+const RLO_TITLE = "Invoice \u202Eexe.pdf";
 
 interface RawResponse {
   status: number;
@@ -40,9 +43,10 @@ interface RawResponse {
 }
 
 /** A request with exactly the headers given (no fetch defaults), as an attacker's page or script could send. */
-function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
+function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string; localAddress?: string } = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: options.method ?? "GET", headers: options.headers ?? {} }, (res) => {
+    const from = options.localAddress ? { localAddress: options.localAddress } : {};
+    const req = request(url, { method: options.method ?? "GET", headers: options.headers ?? {}, ...from }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
@@ -61,9 +65,10 @@ function cookiePair(cookies: string[], prefix: string): string | undefined {
   return cookies.find((c) => c.startsWith(prefix))?.split(";")[0];
 }
 
-/** Logs in the way the form does; returns the answer to the POST. */
-async function rawLogin(b: TestBroker, token: string): Promise<RawResponse> {
-  const form = await raw(`${b.url}/login`);
+/** Logs in the way the form does (from `localAddress`, default 127.0.0.1); returns the answer to the POST. */
+async function rawLogin(b: TestBroker, token: string, localAddress?: string): Promise<RawResponse> {
+  const from = localAddress ? { localAddress } : {};
+  const form = await raw(`${b.url}/login`, from);
   const loginCookie = cookiePair(setCookies(form), "tabrelay_login_");
   const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1];
   if (!loginCookie || !csrf) throw new Error("the login form lacks its CSRF cookie or field");
@@ -71,6 +76,7 @@ async function rawLogin(b: TestBroker, token: string): Promise<RawResponse> {
     method: "POST",
     headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: b.url, Cookie: loginCookie },
     body: new URLSearchParams({ csrf, token }).toString(),
+    ...from,
   });
 }
 
@@ -97,6 +103,7 @@ const cspViolations: string[] = [];
 beforeAll(async () => {
   site = await startSite("127.0.0.1");
   site.route("/article", article("Rivers of the North", 20, "The closing paragraph."));
+  site.route("/rlo", `<!doctype html><html><head><title>${RLO_TITLE}</title></head><body><p>An override in the title.</p></body></html>`);
   site.route("/hostile", `<!doctype html><html><head><title>${HOSTILE_TITLE}</title></head><body><p>Hostile title page.</p></body></html>`);
   broker = await startBroker();
   viewer = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
@@ -237,6 +244,32 @@ describe("what the dashboard shows", () => {
     expect(await page.locator("#audit-rows tr[data-decision='allowed']").first().isVisible()).toBe(true);
   });
 
+  it("shows a title with a right-to-left override stripped of it and isolated in <bdi>, in the tab list and the Watching line", async () => {
+    if (!client) throw new Error("no MCP client");
+    const opened = await call(client, "open_tab", { url: `${site.origin}/rlo`, active: true });
+    expect(opened.isError).toBe(false);
+    const shown = RLO_TITLE.replace("\u202E", "");
+    // What the broker serves the page: the title without the control.
+    const { cookie } = await rawSession(broker);
+    const state = await waitFor("the /rlo tab in the dashboard's state", async () => {
+      const res = await raw(`${broker.url}/dashboard/api/state`, { headers: { Cookie: cookie } });
+      return res.body.includes("/rlo") ? res.body : undefined;
+    }, 10_000);
+    expect(state).not.toMatch(/\u202E|\\u202e/i);
+    expect(state).toContain(JSON.stringify(shown));
+    // What the person sees: inside <bdi>, no override anywhere in the browsers list or the live view's line.
+    const cell = page.locator(".tab-title", { hasText: "Invoice" });
+    await cell.waitFor({ timeout: 10_000 });
+    await expect(cell.locator("bdi").textContent()).resolves.toBe(shown);
+    const target = page.locator("#preview-target", { hasText: "Invoice" });
+    await target.waitFor({ timeout: 10_000 });
+    await expect(target.textContent()).resolves.toBe(`Watching ${shown} — ${site.origin}/rlo (test chromium)`);
+    expect(await target.locator("bdi").allTextContents()).toEqual([shown, `${site.origin}/rlo`, "test chromium"]);
+    expect(await page.evaluate('document.body.innerText.includes("\\u202E")')).toBe(false);
+    // The override would have reversed the rest of its line; isolated and stripped, the words stay in order.
+    expect(await page.evaluate<string>('document.getElementById("preview-target").innerText')).toContain(`Watching ${shown} — `);
+  });
+
   it("shows the policy and where it came from, and how to pair a browser", async () => {
     await expect(page.locator("#config-file").textContent()).resolves.toBe(`${broker.dataDir}/config.yaml`);
     const readRules = await page.locator("#read-policy li").allTextContents();
@@ -309,6 +342,38 @@ describe("login attempts", () => {
       expect(limited.status).toBe(429);
       expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
       expect(cookiePair(setCookies(limited), "tabrelay_session_")).toBeUndefined();
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("can come from any loopback address (the test's premise: Node binds 127.0.0.x as the source)", async () => {
+    const echo = createServer((req, res) => res.end(req.socket.remoteAddress));
+    await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = echo.address() as AddressInfo;
+      expect((await raw(`http://127.0.0.1:${port}/`, { localAddress: "127.0.0.7" })).body).toBe("127.0.0.7");
+    } finally {
+      await new Promise((resolve) => echo.close(resolve));
+    }
+  });
+
+  it("count every loopback address as this one machine: 100 wrong tokens from 127.0.0.2-.21 are stopped after five, and the right one then waits too", async () => {
+    const own = await startBroker();
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 100; i++) statuses.push((await rawLogin(own, `wrong-token-number-${i}-xxxxxxxx`, `127.0.0.${2 + (i % 20)}`)).status);
+      expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
+      expect(statuses.slice(5).every((status) => status === 429)).toBe(true);
+      const limited = await rawLogin(own, MCP_TOKEN, "127.0.0.22");
+      expect(limited.status).toBe(429);
+      expect(limited.body).toContain("Too many wrong tokens from this machine. Wait ");
+      const wait = Number(limited.headers["retry-after"]);
+      expect(wait).toBeGreaterThan(0);
+      expect(wait).toBeLessThanOrEqual(60);
+      expect(limited.body).toContain(`Wait ${wait} s`);
+      expect(cookiePair(setCookies(limited), "tabrelay_session_")).toBeUndefined();
+      expect((await rawLogin(own, MCP_TOKEN, "127.0.0.1")).status).toBe(429);
     } finally {
       await own.close();
     }

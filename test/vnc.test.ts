@@ -4,6 +4,7 @@
 // websockify's WebSocket (password required, the browser's pixels on screen), and noVNC itself connecting
 // with the printed link. Needs: apt-get install xvfb x11vnc novnc websockify chromium.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { request } from "node:http";
 import { connect } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -160,8 +161,8 @@ class RfbOverWebSocket {
     ws.on("error", (error) => this.fail(error));
   }
 
-  static open(url: string): Promise<RfbOverWebSocket> {
-    const ws = new WebSocket(url, ["binary"]);
+  static open(url: string, origin: string): Promise<RfbOverWebSocket> {
+    const ws = new WebSocket(url, ["binary"], { origin });
     return new Promise((resolve, reject) => {
       ws.once("open", () => resolve(new RfbOverWebSocket(ws)));
       ws.once("error", reject);
@@ -288,6 +289,38 @@ function wsUrl(display: VncDisplay): string {
   return `ws://127.0.0.1:${display.webPort}/websockify`;
 }
 
+/** The origin of the page at the printed link, as a browser that opened it sends it. */
+function pageOrigin(display: VncDisplay): string {
+  return new URL(display.url).origin;
+}
+
+/** The status of a WebSocket upgrade to websockify with exactly this Origin (or none): 101 when it is accepted. */
+function upgradeStatus(display: VncDisplay, origin: string | undefined, host = `127.0.0.1:${display.webPort}`): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(wsUrl(display).replace(/^ws:/, "http:"), {
+      headers: {
+        Host: host,
+        Connection: "Upgrade",
+        Upgrade: "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Protocol": "binary",
+        ...(origin === undefined ? {} : { Origin: origin }),
+      },
+    });
+    req.on("upgrade", (res, socket) => {
+      socket.destroy();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("response", (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
 // ---- the suite ------------------------------------------------------------------------------------
 
 describe("DES for the test's VNC client", () => {
@@ -402,7 +435,7 @@ describe("a headful Chromium with the extension, seen through noVNC", () => {
   });
 
   it("shows the browser to a VNC viewer holding the password, through websockify", async () => {
-    const rfb = await RfbOverWebSocket.open(wsUrl(display));
+    const rfb = await RfbOverWebSocket.open(wsUrl(display), pageOrigin(display));
     try {
       const auth = await rfb.authenticate(display.password);
       expect(auth.types).toContain(2);
@@ -438,8 +471,25 @@ describe("a headful Chromium with the extension, seen through noVNC", () => {
     await call(client, "close_tab", { tab });
   }, 45_000);
 
+  it("takes the WebSocket only from the link's own page origin: another page, a rebound name or no Origin gets 403", async () => {
+    const port = display.webPort;
+    expect(display.origins).toContain(`http://127.0.0.1:${port}`);
+    expect(await upgradeStatus(display, pageOrigin(display))).toBe(101);
+    expect(await upgradeStatus(display, `http://localhost:${port}`, `localhost:${port}`)).toBe(101);
+    expect(await upgradeStatus(display, "https://evil.example")).toBe(403);
+    expect(await upgradeStatus(display, undefined)).toBe(403);
+    expect(await upgradeStatus(display, "null")).toBe(403);
+    // Another web page on this machine: same host, another port.
+    expect(await upgradeStatus(display, `http://127.0.0.1:${port + 1}`)).toBe(403);
+    expect(await upgradeStatus(display, `https://127.0.0.1:${port}`)).toBe(403);
+    // DNS rebinding: a name of the attacker's that resolves to 127.0.0.1, page and socket on the same port.
+    expect(await upgradeStatus(display, `http://evil.example:${port}`, `evil.example:${port}`)).toBe(403);
+    // And the refused viewer got nothing of VNC: a ws client sees the 403 before any RFB byte.
+    await expect(RfbOverWebSocket.open(wsUrl(display), "https://evil.example")).rejects.toThrow(/403/);
+  });
+
   it("refuses a VNC viewer with the wrong password", async () => {
-    const rfb = await RfbOverWebSocket.open(wsUrl(display));
+    const rfb = await RfbOverWebSocket.open(wsUrl(display), pageOrigin(display));
     try {
       const wrong = display.password === "wrongpw1" ? "wrongpw2" : "wrongpw1";
       const auth = await rfb.authenticate(wrong);
@@ -481,7 +531,11 @@ describe("exposing the page on the network, when asked to", () => {
       if (other) {
         expect(await accepts(other, display.webPort)).toBe(true);
         expect(await accepts(other, display.vncPort)).toBe(false);
+        // Opened at this machine's own address, the page's origin is that address: accepted, and still nothing else.
+        expect(display.origins).toContain(`http://${other}:${display.webPort}`);
+        expect(await upgradeStatus(display, `http://${other}:${display.webPort}`, `${other}:${display.webPort}`)).toBe(101);
       }
+      expect(await upgradeStatus(display, "https://evil.example")).toBe(403);
       // A web port already taken is named as such, and what was started for it is stopped again.
       const before = processesMentioning(`127.0.0.1:${display.webPort}`);
       await expect(startVncDisplay({ webPort: display.webPort })).rejects.toThrow(`port ${display.webPort} on 127.0.0.1 is already in use`);

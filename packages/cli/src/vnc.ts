@@ -45,6 +45,7 @@ export function vncBanner(view: VncView): string {
     `    ${view.url}`,
     "",
     "  The link carries the VNC password: treat it as a secret.",
+    "  The view takes a connection only from its own page at this address and port: keep the port when you tunnel.",
     local
       ? `  It listens on this machine's loopback only. From your computer: ssh -N -L ${port}:127.0.0.1:${port} <this server>, then open the link.`
       : "  It listens beyond loopback (unsafeExposeOnNetwork): anyone who reaches it and has the link sees and drives the browser.",

@@ -10,8 +10,10 @@ import type { BrowserRegistry } from "../bridge/registry.js";
 import { isLoopback, type BrokerConfig } from "../config/config.js";
 import { builtExtensionDir } from "../launch/chromium.js";
 import type { Logger } from "../util/log.js";
+import { plainLine } from "../util/pageText.js";
 import { safeEqual } from "../util/secrets.js";
 import { VERSION } from "../version.js";
+import { LoginThrottle, type LoginScope } from "./loginThrottle.js";
 import { DASHBOARD_CSS, DASHBOARD_JS, dashboardPage, loginPage } from "./page.js";
 
 export interface DashboardOptions {
@@ -26,9 +28,6 @@ export interface DashboardOptions {
 const SESSION_TTL_S = 12 * 60 * 60;
 const MAX_SESSIONS = 64;
 const LOGIN_FORM_TTL_S = 30 * 60;
-const LOGIN_WINDOW_MS = 60_000;
-const LOGIN_MAX_FAILURES = 5;
-const MAX_TRACKED_ADDRESSES = 10_000;
 const BODY_MAX_BYTES = 8 * 1024;
 const TABS_FRESH_MS = 800;
 const TABS_TIMEOUT_MS = 3_000;
@@ -100,7 +99,7 @@ export class Dashboard {
   readonly #log: Logger;
   readonly #onEmergencyStop: () => void;
   readonly #sessions = new Map<string, Session>();
-  readonly #loginFailures = new Map<string, number[]>();
+  readonly #loginThrottle = new LoginThrottle();
   /** Signs the pre-session CSRF nonce, so a cookie set by another page on this host cannot forge the form field. */
   readonly #loginKey = randomBytes(32);
   readonly #tabsCache = new WeakMap<ConnectedBrowser, { at: number; result: Promise<Outcome<TabView[]>> }>();
@@ -235,10 +234,10 @@ export class Dashboard {
     const address = remoteAddress(req);
     const now = Date.now();
     // Once limited, not even a right token is checked: the answer must not tell a guesser anything.
-    const waitMs = this.#loginWaitMs(address, now);
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
-      this.#sendLogin(req, res, 429, `Too many wrong tokens from this address. Wait ${seconds} s, then try again.`, { "Retry-After": String(seconds) });
+    const limit = this.#loginThrottle.check({ address }, now);
+    if (!limit.ok) {
+      const seconds = Math.ceil(limit.waitMs / 1000);
+      this.#sendLogin(req, res, 429, `${LIMITED_BECAUSE[limit.scope]} Wait ${seconds} s, then try again.`, { "Retry-After": String(seconds) });
       return;
     }
     const nonce = cookieValue(req, loginCookieName(req)) ?? "";
@@ -250,7 +249,7 @@ export class Dashboard {
     let accepted = false;
     for (const token of dashboardTokens(this.#config)) accepted = safeEqual(given.trim(), token) || accepted;
     if (!accepted) {
-      this.#loginFailed(address, now);
+      this.#loginThrottle.failed({ address }, now);
       this.#log.warn(`dashboard: refused a login from ${address} (wrong token)`);
       this.#sendLogin(req, res, 401, "That token was not accepted.");
       return;
@@ -284,26 +283,6 @@ export class Dashboard {
 
   #signLoginNonce(nonce: string): string {
     return createHmac("sha256", this.#loginKey).update(nonce).digest("base64url");
-  }
-
-  #loginWaitMs(address: string, now: number): number {
-    const recent = (this.#loginFailures.get(address) ?? []).filter((t) => now - t < LOGIN_WINDOW_MS);
-    if (recent.length === 0) this.#loginFailures.delete(address);
-    else this.#loginFailures.set(address, recent);
-    const oldest = recent[0];
-    return recent.length >= LOGIN_MAX_FAILURES && oldest !== undefined ? LOGIN_WINDOW_MS - (now - oldest) : 0;
-  }
-
-  #loginFailed(address: string, now: number): void {
-    const list = this.#loginFailures.get(address) ?? [];
-    list.push(now);
-    this.#loginFailures.delete(address);
-    this.#loginFailures.set(address, list);
-    while (this.#loginFailures.size > MAX_TRACKED_ADDRESSES) {
-      const first = this.#loginFailures.keys().next().value;
-      if (first === undefined) break;
-      this.#loginFailures.delete(first);
-    }
   }
 
   #session(req: IncomingMessage): Session | undefined {
@@ -347,7 +326,7 @@ export class Dashboard {
         const tabs = await this.#tabs(b);
         return {
           id: b.info.browserId,
-          label: b.info.label,
+          label: pageString(b.info.label),
           kind: b.info.kind,
           extensionVersion: b.info.extensionVersion,
           connectedAt: b.info.connectedAt,
@@ -434,7 +413,7 @@ export class Dashboard {
       if (!r.ok) return { ok: false, error: { code: r.error.code, message: String(r.error.message) } };
       const v = r.value;
       if (typeof v.png !== "string" || !/^[A-Za-z0-9+/]+={0,2}$/.test(v.png)) return { ok: false, error: { code: "invalid_image", message: "the browser's capture was not base64 PNG data" } };
-      return { ok: true, png: v.png, width: Number(v.width) || 0, height: Number(v.height) || 0, url: text(v.url), capturedAt: Number(v.capturedAt) || Date.now() };
+      return { ok: true, png: v.png, width: Number(v.width) || 0, height: Number(v.height) || 0, url: pageString(v.url), capturedAt: Number(v.capturedAt) || Date.now() };
     })().catch((error: unknown): Preview => ({ ok: false, error: { code: "internal", message: errorText(error) } }));
     this.#captures.set(connection, { tabId, startAt, result });
     return result;
@@ -519,6 +498,12 @@ export class Dashboard {
     return { stopped: false, wasStopped };
   }
 }
+
+const LIMITED_BECAUSE: Readonly<Record<LoginScope, string>> = {
+  "this machine": "Too many wrong tokens from this machine.",
+  "this address": "Too many wrong tokens from this address.",
+  "this dashboard": "Too many wrong tokens were tried on this dashboard.",
+};
 
 // ---- routes ----
 
@@ -665,8 +650,8 @@ function tabView(tab: TabInfo): TabView {
   return {
     tabId: Number(tab.tabId),
     windowId: Number(tab.windowId),
-    url: text(tab.url),
-    title: text(tab.title),
+    url: pageString(tab.url),
+    title: pageString(tab.title),
     active: tab.active === true,
     status: text(tab.status),
     shared: tab.shared === true,
@@ -676,6 +661,11 @@ function tabView(tab: TabInfo): TabView {
 function text(value: unknown): string {
   const s = typeof value === "string" ? value : value === undefined || value === null ? "" : String(value);
   return s.length > TEXT_MAX ? `${s.slice(0, TEXT_MAX - 1)}…` : s;
+}
+
+/** A string a page (or a browser) chose: one line, without the controls that hide or reorder text. */
+function pageString(value: unknown): string {
+  return plainLine(text(value));
 }
 
 function errorText(error: unknown): string {

@@ -1,6 +1,7 @@
 // The dashboard's HTML, stylesheet and script. No framework, no external resource, no inline script or
 // style (the CSP forbids them): the script and the stylesheet are served from /dashboard/app.{js,css}.
 // Everything that comes from pages or browsers is put in the DOM with textContent, never parsed as HTML.
+import { PLAIN_LINE_PATTERNS } from "../util/pageText.js";
 
 /** For the few server-side values in the HTML (a CSRF token, fixed messages). */
 export function escapeHtml(value: string): string {
@@ -210,10 +211,12 @@ body.login input[type="password"] { padding: .5rem; border: 1px solid var(--line
 `;
 
 // Plain browser JavaScript, served as /dashboard/app.js. Page-derived strings only ever reach the DOM
-// through textContent, setAttribute or Text nodes.
+// through pageBdi (textContent in a <bdi>) or, in attributes, pageString.
 export const DASHBOARD_JS = String.raw`"use strict";
 (() => {
   const byId = (id) => document.getElementById(id);
+  const BREAKS = new RegExp(${JSON.stringify(PLAIN_LINE_PATTERNS.breaks)}, "g");
+  const INVISIBLE = new RegExp(${JSON.stringify(PLAIN_LINE_PATTERNS.invisible)}, "gu");
   const csrfMeta = document.querySelector('meta[name="csrf-token"]');
   const csrf = csrfMeta ? csrfMeta.getAttribute("content") || "" : "";
   const MAX_ROWS = 500;
@@ -238,6 +241,27 @@ export const DASHBOARD_JS = String.raw`"use strict";
 
   function setText(node, text) {
     if (node && node.textContent !== text) node.textContent = text;
+  }
+
+  /** A string a page or a browser chose, as the tools show it: one line, no control that hides or reorders text. */
+  function pageString(value) {
+    return String(value === undefined || value === null ? "" : value).replace(BREAKS, " ").replace(INVISIBLE, "").replace(/\s+/g, " ").trim();
+  }
+
+  /** Every page string in the DOM goes through here: cleaned, and isolated so it cannot reorder the text around it. */
+  function pageBdi(value, className) {
+    return el("bdi", { className, text: pageString(value) });
+  }
+
+  function titleBdi(title) {
+    return pageString(title) ? pageBdi(title) : "(untitled)";
+  }
+
+  /** Like setText, for a line of fixed words and pageBdi parts. */
+  function setParts(node, parts) {
+    const text = parts.map((part) => (typeof part === "string" ? part : part.textContent)).join("");
+    if (node.textContent === text && node.childNodes.length === parts.length) return;
+    node.replaceChildren(...parts);
   }
 
   function clock(ms) {
@@ -363,11 +387,11 @@ export const DASHBOARD_JS = String.raw`"use strict";
     const headingId = "browser-" + index;
     const since = el("time", { datetime: new Date(b.connectedAt).toISOString(), "data-since": b.connectedAt });
     const parts = [
-      el("h3", { id: headingId, className: "browser-label", text: b.label }),
+      el("h3", { id: headingId, className: "browser-label" }, [pageBdi(b.label)]),
       el("p", { className: "meta" }, ["ID ", el("code", { text: b.id }), " · extension " + (b.extensionVersion || "?") + " · connected since ", since]),
     ];
     if (b.tabsError) {
-      parts.push(el("p", { className: "error", text: "Could not list its tabs: " + b.tabsError.code + ": " + b.tabsError.message }));
+      parts.push(el("p", { className: "error" }, ["Could not list its tabs: " + b.tabsError.code + ": ", pageBdi(b.tabsError.message)]));
     } else if (b.tabs.length === 0) {
       parts.push(el("p", { className: "no-tabs", text: "No agent tabs are open in this browser." }));
     } else {
@@ -378,21 +402,21 @@ export const DASHBOARD_JS = String.raw`"use strict";
           name: "watch",
           value,
           "data-key": value,
-          "aria-label": "Watch " + (t.title || t.url || "tab " + t.tabId),
+          "aria-label": "Watch " + pageString(t.title || t.url || "tab " + t.tabId),
           checked: watch === value,
         });
         const flags = [t.active ? "in front" : "in the background", t.status, t.shared ? "shared by you" : "opened by the agent"];
         return el("tr", { "data-tab-id": t.tabId }, [
           el("td", {}, [radio]),
-          el("td", { className: "tab-title", text: t.title || "(untitled)" }),
-          el("td", {}, [el("span", { className: "url tab-url", text: t.url })]),
+          el("td", { className: "tab-title" }, [titleBdi(t.title)]),
+          el("td", {}, [el("span", { className: "url tab-url" }, [pageBdi(t.url)])]),
           el("td", { className: "meta", text: flags.join(", ") }),
         ]);
       });
       parts.push(
         el("div", { className: "scroll" }, [
           el("table", { className: "tabs" }, [
-            el("caption", { className: "visually-hidden", text: "Agent tabs in " + b.label }),
+            el("caption", { className: "visually-hidden" }, ["Agent tabs in ", pageBdi(b.label)]),
             el("thead", {}, [el("tr", {}, [el("th", { scope: "col", text: "Watch" }), el("th", { scope: "col", text: "Title" }), el("th", { scope: "col", text: "URL" }), el("th", { scope: "col", text: "State" })])]),
             el("tbody", {}, rows),
           ]),
@@ -438,10 +462,11 @@ export const DASHBOARD_JS = String.raw`"use strict";
     return null;
   }
 
+  /** status and time: a string, or a list of strings and pageBdi parts. */
   function showPreview(kind, status, time) {
     byId("preview").setAttribute("data-state", kind);
-    setText(byId("preview-status"), status);
-    setText(byId("preview-time"), time || "");
+    setParts(byId("preview-status"), [].concat(status));
+    setParts(byId("preview-time"), [].concat(time || ""));
     if (kind !== "live") {
       img.hidden = true;
       img.removeAttribute("src");
@@ -457,20 +482,19 @@ export const DASHBOARD_JS = String.raw`"use strict";
         setText(byId("preview-target"), "");
         return showPreview("none", state && state.browsers.length ? "No agent tab to show: the agent has no tab open." : "No agent tab to show: no browser is connected.");
       }
-      const label = target.t.title || "(untitled)";
-      setText(byId("preview-target"), "Watching " + label + " — " + target.t.url + " (" + target.b.label + ")");
+      setParts(byId("preview-target"), ["Watching ", titleBdi(target.t.title), " — ", pageBdi(target.t.url), " (", pageBdi(target.b.label), ")"]);
       const result = await getJson("/dashboard/api/preview?browser=" + encodeURIComponent(target.b.id) + "&tab=" + encodeURIComponent(String(target.t.tabId)));
       if (result.ok) {
         img.src = "data:image/png;base64," + result.png;
-        img.setAttribute("alt", "What the agent's tab shows: " + label);
+        img.setAttribute("alt", "What the agent's tab shows: " + (pageString(target.t.title) || "(untitled)"));
         if (result.width) img.setAttribute("width", String(result.width));
         if (result.height) img.setAttribute("height", String(result.height));
         img.hidden = false;
-        showPreview("live", "Showing the agent's tab " + label + ".", "Captured " + clock(result.capturedAt) + " from " + result.url);
+        showPreview("live", ["Showing the agent's tab ", titleBdi(target.t.title), "."], ["Captured " + clock(result.capturedAt) + " from ", pageBdi(result.url)]);
       } else if (result.error.code === "tab_not_visible") {
         showPreview("not-visible", "Not visible: this tab is not the tab in front in its window, so Chrome cannot picture it. It shows here once it is in front.");
       } else {
-        showPreview("error", "No picture: " + result.error.code + ": " + result.error.message);
+        showPreview("error", ["No picture: " + result.error.code + ": ", pageBdi(result.error.message)]);
       }
     } catch (error) {
       if (!ended) showPreview("error", "No picture: " + error.message);
@@ -496,15 +520,15 @@ export const DASHBOARD_JS = String.raw`"use strict";
   let firstBatch = true;
 
   function auditRow(r) {
-    const where = [r.browser, r.tab !== undefined ? "tab " + r.tab : ""].filter(Boolean).join(", ");
+    const where = [r.browser ? pageBdi(r.browser) : "", r.browser && r.tab !== undefined ? ", " : "", r.tab !== undefined ? "tab " + r.tab : ""].filter(Boolean);
     const outcome = [r.rule, r.code].filter(Boolean).join(" · ");
     return el("tr", { "data-decision": r.decision, "data-id": r.id }, [
       el("td", {}, [el("time", { datetime: new Date(r.time).toISOString(), text: clock(r.time) })]),
       el("td", { className: "decision decision-" + r.decision, text: r.decision.replace("_", " ") }),
       el("td", { className: "tool", text: r.tool }),
-      el("td", { text: where }),
-      el("td", { className: "url", text: r.origin || "" }),
-      el("td", { className: "target", text: r.target || "" }),
+      el("td", {}, where),
+      el("td", { className: "url" }, [r.origin ? pageBdi(r.origin) : ""]),
+      el("td", { className: "target" }, [r.target ? pageBdi(r.target) : ""]),
       el("td", { text: outcome }),
       el("td", { text: r.durationMs + " ms" }),
     ]);
@@ -531,7 +555,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
     const newest = records[records.length - 1];
     if (newest) lastAuditId = newest.id;
     if (!firstBatch && newest) {
-      const what = newest.decision.replace("_", " ") + " " + newest.tool + (newest.target ? " on " + newest.target : "");
+      const what = newest.decision.replace("_", " ") + " " + newest.tool + (newest.target ? " on " + pageString(newest.target) : "");
       setText(byId("audit-announce"), records.length === 1 ? "New tool call: " + what : records.length + " new tool calls; latest: " + what);
     }
   }
@@ -566,10 +590,10 @@ export const DASHBOARD_JS = String.raw`"use strict";
   // ---- emergency stop ----
 
   function describeStop(result) {
-    const names = result.disconnected.map((b) => b.label).join(", ");
+    const names = result.disconnected.flatMap((b, i) => (i === 0 ? [pageBdi(b.label)] : [", ", pageBdi(b.label)]));
     const count = result.disconnected.length;
-    const what = count === 0 ? "no browser was connected" : "disconnected " + count + (count === 1 ? " browser" : " browsers") + " (" + names + ")";
-    return "Emergency stop at " + clock(result.stoppedAt) + ": " + what + ". Browsers that try to reconnect are turned away until you press Resume.";
+    const what = count === 0 ? ["no browser was connected"] : ["disconnected " + count + (count === 1 ? " browser" : " browsers") + " (", ...names, ")"];
+    return ["Emergency stop at " + clock(result.stoppedAt) + ": ", ...what, ". Browsers that try to reconnect are turned away until you press Resume."];
   }
 
   byId("stop-form").addEventListener("submit", async (event) => {
@@ -579,7 +603,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
     button.disabled = true;
     setText(out, "Stopping…");
     try {
-      setText(out, describeStop(await post("/dashboard/api/stop")));
+      setParts(out, describeStop(await post("/dashboard/api/stop")));
     } catch (error) {
       setText(out, "The stop failed: " + error.message + ". Close the browser yourself to be sure.");
     } finally {

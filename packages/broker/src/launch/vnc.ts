@@ -5,12 +5,13 @@
 // Safe by default: the web page binds 127.0.0.1 unless the caller explicitly asks for the network, the VNC
 // port itself is always loopback-only, the X server takes TCP connections from nobody and local ones only
 // with its random cookie, and the VNC password is generated when not given. The password never appears on
-// a command line (x11vnc reads it from a 0600 file it deletes at once).
+// a command line (x11vnc reads it from a 0600 file it deletes at once). websockify takes a WebSocket only
+// from the link's own page origin, so no other web page on the machine (nor a DNS-rebound name) reaches VNC.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomInt } from "node:crypto";
 import { accessSync, constants, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer, type AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { isLoopback } from "../config/config.js";
 import { LaunchError } from "./chromium.js";
@@ -51,6 +52,8 @@ export interface VncDisplay {
   webPort: number;
   /** x11vnc's port, bound to 127.0.0.1 only. */
   vncPort: number;
+  /** The page origins whose WebSocket upgrade websockify accepts (any other Origin, or none, gets a 403). */
+  origins: string[];
   pids: { xvfb: number; x11vnc: number; websockify: number };
   /** Ends websockify, x11vnc and Xvfb and deletes the temporary files; safe to call twice. */
   stop(): Promise<void>;
@@ -186,9 +189,13 @@ export async function startVncDisplay(options: VncDisplayOptions = {}): Promise<
     // a SIGTERM that lands while it is still starting up is swallowed and it then ignores every later one.
     let webPort = options.webPort ?? 0;
     let websockify: Child | undefined;
+    let origins: string[] = [];
     for (let attempt = 0; !websockify; attempt++) {
       const port = webPort === 0 ? await freePort(host) : webPort;
-      const child = Child.spawn("websockify", tools.websockify, ["--web", tools.webRoot, `${bracket(host)}:${port}`, `127.0.0.1:${vncPort}`], { group: true, stopSignal: "SIGKILL" });
+      origins = vncPageOrigins(host, port);
+      // ExpectOrigin (websockify's own auth plugin) answers an upgrade whose Origin is not listed with 403.
+      const args = ["--web", tools.webRoot, "--auth-plugin", "ExpectOrigin", "--auth-source", origins.join(" "), `${bracket(host)}:${port}`, `127.0.0.1:${vncPort}`];
+      const child = Child.spawn("websockify", tools.websockify, args, { group: true, stopSignal: "SIGKILL" });
       started.push(child);
       try {
         // "proxying from" is logged once the socket is bound: a knock alone could be answered by whoever
@@ -221,6 +228,7 @@ export async function startVncDisplay(options: VncDisplayOptions = {}): Promise<
       height,
       webPort,
       vncPort,
+      origins,
       pids: { xvfb: xvfb.pid, x11vnc: x11vnc.pid, websockify: websockify.pid },
       stop,
     };
@@ -228,6 +236,26 @@ export async function startVncDisplay(options: VncDisplayOptions = {}): Promise<
     await stop();
     throw error;
   }
+}
+
+/**
+ * The origins the noVNC page has when opened at `host:port`: the link's own, under each name loopback answers
+ * to, and for a wildcard bind each address of this machine. Only IP literals and localhost, so a DNS name
+ * rebound to this machine never passes; a configured host name passes as itself.
+ */
+export function vncPageOrigins(host: string, port: number): string[] {
+  const plain = host.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  const names = new Set<string>();
+  const wildcard = plain === "" || plain === "0.0.0.0" || plain === "::";
+  if (wildcard || isLoopback(plain)) for (const name of ["127.0.0.1", "localhost", "::1"]) names.add(name);
+  if (wildcard) {
+    for (const address of Object.values(networkInterfaces()).flat()) {
+      if (address && (plain === "::" || address.family === "IPv4")) names.add(address.address.replace(/%.*$/, "").toLowerCase());
+    }
+  } else {
+    names.add(plain);
+  }
+  return [...names].map((name) => `http://${bracket(name)}:${port}`);
 }
 
 function bracket(host: string): string {

@@ -24,9 +24,17 @@ const MARKER = /<(\s*\/?\s*page-(?:content|text))/gi;
 /** Default caps, in characters. */
 export const PAGE_TEXT_MAX = { title: 300, url: 1000, name: 200 } as const;
 
-/** One line with nothing hidden: breaks as spaces, invisible characters removed, whitespace collapsed, markers defused. */
+/** One line with nothing hidden: breaks as spaces, invisible characters removed, whitespace collapsed. */
+export function plainLine(text: string): string {
+  return String(text).replace(BREAKS, " ").replace(INVISIBLE, "").replace(/\s+/g, " ").trim();
+}
+
+/** plainLine's two patterns as sources (flags `g` and `gu`), for a script that runs in another realm (the dashboard's). */
+export const PLAIN_LINE_PATTERNS = { breaks: BREAKS.source, invisible: INVISIBLE.source } as const;
+
+/** plainLine, with anything that looks like the envelope's markers defused: for text inside tool results. */
 export function cleanLine(text: string): string {
-  return String(text).replace(BREAKS, " ").replace(INVISIBLE, "").replace(/\s+/g, " ").trim().replace(MARKER, "‹$1");
+  return plainLine(text).replace(MARKER, "‹$1");
 }
 
 /** Cuts a string to `max` characters (code points, so no pair is split), marking the cut with "…". */
