@@ -260,3 +260,90 @@ describe("AuditLog failures", () => {
     expect(log.list()).toEqual([]);
   });
 });
+
+describe("AuditLog: a write is recorded before it runs", () => {
+  const CREATE_AUDIT = `CREATE TABLE audit (
+     id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, browser TEXT, tab INTEGER, origin TEXT, tool TEXT NOT NULL,
+     target TEXT, decision TEXT NOT NULL CHECK (decision IN ('allowed', 'refused', 'failed', 'outcome_unknown')),
+     rule TEXT, code TEXT, duration_ms INTEGER NOT NULL)`;
+
+  it("begin() leaves an outcome_unknown record that another reader already sees, and complete() replaces it", () => {
+    const dir = tempDir();
+    const log = open(dir);
+    const begun = log.begin({ time: 1_000, tool: "click", tab: 3, origin: "https://shop.test", target: 'button "Buy"', rule: "write.click" });
+    expect(begun).toEqual({ ok: true, id: 1 });
+    // What a crash at this point would leave, as the CLI (another process) reads it.
+    const reader = open(dir);
+    expect(reader.list()).toEqual([{ id: 1, time: 1_000, tab: 3, origin: "https://shop.test", tool: "click", target: 'button "Buy"', decision: "outcome_unknown", rule: "write.click", durationMs: 0 }]);
+    log.complete(1, { time: 1_000, tool: "click", tab: 3, origin: "https://shop.test", target: 'button "Buy"', rule: "write.click", decision: "allowed", durationMs: 87 });
+    expect(reader.list()).toEqual([{ id: 1, time: 1_000, tab: 3, origin: "https://shop.test", tool: "click", target: 'button "Buy"', decision: "allowed", rule: "write.click", durationMs: 87 }]);
+    expect(log.health()).toEqual({ ok: true, failures: 0 });
+  });
+
+  it("complete() records a failure code and redacts like record()", () => {
+    const log = open(tempDir(), ["SECRET-TOKEN-123"]);
+    const begun = log.begin({ time: Date.now(), tool: "fill" });
+    if (!begun.ok) throw new Error(begun.error);
+    log.complete(begun.id, { time: Date.now(), tool: "fill", target: 'textbox "SECRET-TOKEN-123"', decision: "outcome_unknown", code: "browser_disconnected", durationMs: 5 });
+    expect(log.list()).toEqual([expect.objectContaining({ id: begun.id, target: 'textbox "[redacted]"', decision: "outcome_unknown", code: "browser_disconnected", durationMs: 5 })]);
+  });
+
+  it("a tail stops short of a write in flight, then shows it completed, with what came after it", () => {
+    const log = open(tempDir());
+    log.record(rec({ time: Date.now(), tool: "snapshot" }));
+    const begun = log.begin({ time: Date.now(), tool: "click" });
+    if (!begun.ok) throw new Error(begun.error);
+    log.record(rec({ time: Date.now(), tool: "navigation", decision: "refused" }));
+    expect(log.list({ afterId: 0 }).map((r) => r.tool)).toEqual(["snapshot"]);
+    expect(log.list({ afterId: 1 })).toEqual([]);
+    log.complete(begun.id, rec({ time: Date.now(), tool: "click", decision: "allowed" }));
+    expect(log.list({ afterId: 1 }).map((r) => `${r.tool} ${r.decision}`)).toEqual(["click allowed", "navigation refused"]);
+  });
+
+  it("a write left in flight by a broker that stopped long ago is shown as outcome_unknown, not held back", () => {
+    const log = open(tempDir());
+    const begun = log.begin({ time: Date.now() - 11 * 60_000, tool: "click" });
+    expect(begun.ok).toBe(true);
+    log.record(rec({ time: Date.now(), tool: "snapshot" }));
+    expect(log.list({ afterId: 0 }).map((r) => `${r.tool} ${r.decision} ${r.durationMs}`)).toEqual(["click outcome_unknown 0", "snapshot allowed 42"]);
+  });
+
+  it("begin() that cannot write says why and where, counts the failure and turns health to failing; a later write recovers", () => {
+    const dir = tempDir();
+    const log = open(dir);
+    const raw = new Database(join(dir, "audit.db"));
+    raw.exec("DROP TABLE audit");
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    const before = Date.now();
+    const begun = log.begin({ time: Date.now(), tool: "click" });
+    expect(begun.ok).toBe(false);
+    if (begun.ok) return;
+    expect(begun.error).toContain(join(dir, "audit.db"));
+    expect(begun.error).toMatch(/SQLITE_ERROR: no such table: audit/);
+    log.record(rec({ tool: "read_url" }));
+    const failing = log.health();
+    expect(failing).toMatchObject({ ok: false, failures: 2, error: "SQLITE_ERROR: no such table: audit" });
+    expect(failing.since).toBeGreaterThanOrEqual(before);
+    expect(stderr).toHaveBeenCalledTimes(2);
+
+    raw.exec(CREATE_AUDIT);
+    raw.close();
+    const again = log.begin({ time: Date.now(), tool: "click" });
+    expect(again.ok).toBe(true);
+    expect(log.health()).toEqual({ ok: true, failures: 2 });
+  });
+
+  it("complete() on a log that stopped taking writes does not throw, counts the failure and leaves outcome_unknown", () => {
+    const dir = tempDir();
+    const log = open(dir);
+    const begun = log.begin({ time: Date.now(), tool: "click" });
+    if (!begun.ok) throw new Error(begun.error);
+    const raw = new Database(join(dir, "audit.db"));
+    raw.exec("CREATE TRIGGER no_updates BEFORE UPDATE ON audit BEGIN SELECT RAISE(FAIL, 'disk I/O error'); END");
+    vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    expect(() => log.complete(begun.id, rec({ tool: "click", decision: "allowed" }))).not.toThrow();
+    raw.close();
+    expect(log.health()).toMatchObject({ ok: false, failures: 1 });
+    expect(log.list()).toEqual([expect.objectContaining({ tool: "click", decision: "outcome_unknown" })]);
+  });
+});

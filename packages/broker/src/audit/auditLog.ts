@@ -1,4 +1,6 @@
 // The audit log: one durable record per tool call that reads or acts, in <dataDir>/audit.db (SQLite, WAL).
+// A write is recorded before it is sent to the browser (begin, as outcome_unknown) and completed after; when
+// that first record cannot be written the write is refused. Failed attempts are counted and shown by health().
 // Secrets are redacted and fields capped before anything is written; CR/LF are escaped on output.
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
@@ -28,12 +30,32 @@ export interface StoredAuditRecord extends AuditRecord {
   id: number;
 }
 
+/** Whether the log could be written at the last attempt, and how often it could not. */
+export interface AuditHealth {
+  ok: boolean;
+  /** Failed record attempts since the log was opened. */
+  failures: number;
+  /** While failing: why the last attempt failed, e.g. `SQLITE_FULL: database or disk is full`. */
+  error?: string;
+  /** While failing: when (epoch ms) the current run of failures began. */
+  since?: number;
+}
+
+export type AuditBegun = { ok: true; id: number } | { ok: false; error: string };
+
 export const AUDIT_DB_FILE = "audit.db";
 /** The longest a text field is stored (in UTF-16 code units, the marker included). */
 export const AUDIT_FIELD_MAX = 500;
 
 const REDACTED = "[redacted]";
 const TRUNCATED = "…";
+/**
+ * A write's record while it runs: decision outcome_unknown and this duration. Tailing (list with afterId) stops
+ * short of it for IN_FLIGHT_HOLD_MS so the completed record is shown rather than the pending one; one older than
+ * that (the broker stopped mid-write) is shown as what it is, outcome_unknown.
+ */
+const IN_FLIGHT = -1;
+const IN_FLIGHT_HOLD_MS = 10 * 60_000;
 const DECISIONS: readonly string[] = ["allowed", "refused", "failed", "outcome_unknown"] satisfies AuditDecision[];
 
 /** Migrations, in order: MIGRATIONS[n] takes the schema from version n to n + 1. */
@@ -78,6 +100,9 @@ export class AuditLog {
   private readonly db: Database.Database;
   private readonly secrets: string[];
   private readonly insert: Database.Statement<[InsertParams]>;
+  private readonly update: Database.Statement<[Row]>;
+  private failures = 0;
+  private failing: { error: string; since: number } | undefined;
 
   private constructor(path: string, db: Database.Database, secrets: string[]) {
     this.path = path;
@@ -86,6 +111,10 @@ export class AuditLog {
     this.insert = db.prepare<[InsertParams]>(
       `INSERT INTO audit (time, browser, tab, origin, tool, target, decision, rule, code, duration_ms)
        VALUES (@time, @browser, @tab, @origin, @tool, @target, @decision, @rule, @code, @duration_ms)`,
+    );
+    this.update = db.prepare<[Row]>(
+      `UPDATE audit SET time = @time, browser = @browser, tab = @tab, origin = @origin, tool = @tool, target = @target,
+         decision = @decision, rule = @rule, code = @code, duration_ms = @duration_ms WHERE id = @id`,
     );
   }
 
@@ -115,42 +144,99 @@ export class AuditLog {
     }
   }
 
-  /** Writes one record, synchronously. Never throws: a failure costs one line on stderr. */
+  /** Writes one record, synchronously. Never throws: a failure is counted (see health) and costs a line on stderr. */
   record(rec: AuditRecord): void {
     try {
-      this.insert.run({
-        time: Number.isFinite(rec.time) ? Math.trunc(rec.time) : Date.now(),
-        browser: this.text(rec.browser),
-        tab: rec.tab !== undefined && Number.isSafeInteger(rec.tab) ? rec.tab : null,
-        origin: this.text(rec.origin),
-        tool: this.text(rec.tool) ?? "",
-        target: this.text(rec.target),
-        decision: rec.decision,
-        rule: this.text(rec.rule),
-        code: this.text(rec.code),
-        duration_ms: Number.isFinite(rec.durationMs) ? Math.max(0, Math.round(rec.durationMs)) : 0,
-      });
+      this.insert.run(this.params(rec));
+      this.succeeded();
     } catch (error) {
-      try {
-        const message = error instanceof Error ? error.message : String(error);
-        const tool = typeof rec.tool === "string" ? rec.tool : "?";
-        process.stderr.write(`tabrelay: audit log ${this.path}: could not record ${escapeText(this.text(tool) ?? "")}: ${escapeText(this.text(message) ?? "")}\n`);
-      } catch {
-        // stderr itself is gone: nothing more to do
-      }
+      this.failed(rec.tool, error);
     }
   }
 
   /**
+   * Records a write before it is sent to the browser: a row with decision outcome_unknown, which `complete`
+   * then replaces with the outcome (a broker that stops in between leaves it outcome_unknown, which is the truth).
+   * Never throws: when the row cannot be written the answer says why, and the caller must not send the write.
+   */
+  begin(rec: Omit<AuditRecord, "decision" | "durationMs">): AuditBegun {
+    try {
+      const id = Number(this.insert.run({ ...this.params({ ...rec, decision: "outcome_unknown", durationMs: 0 }), duration_ms: IN_FLIGHT }).lastInsertRowid);
+      this.succeeded();
+      return { ok: true, id };
+    } catch (error) {
+      return { ok: false, error: this.failed(rec.tool, error) };
+    }
+  }
+
+  /** Replaces the record `begin` wrote with the write's outcome. Never throws: a failure is counted and leaves outcome_unknown. */
+  complete(id: number, rec: AuditRecord): void {
+    try {
+      this.update.run({ id, ...this.params(rec) });
+      this.succeeded();
+    } catch (error) {
+      this.failed(rec.tool, error);
+    }
+  }
+
+  /** Whether the last record could be written; failed attempts since the log was opened. */
+  health(): AuditHealth {
+    return this.failing
+      ? { ok: false, failures: this.failures, error: this.failing.error, since: this.failing.since }
+      : { ok: true, failures: this.failures };
+  }
+
+  private params(rec: AuditRecord): InsertParams {
+    return {
+      time: Number.isFinite(rec.time) ? Math.trunc(rec.time) : Date.now(),
+      browser: this.text(rec.browser),
+      tab: rec.tab !== undefined && Number.isSafeInteger(rec.tab) ? rec.tab : null,
+      origin: this.text(rec.origin),
+      tool: this.text(rec.tool) ?? "",
+      target: this.text(rec.target),
+      decision: rec.decision,
+      rule: this.text(rec.rule),
+      code: this.text(rec.code),
+      duration_ms: Number.isFinite(rec.durationMs) ? Math.max(0, Math.round(rec.durationMs)) : 0,
+    };
+  }
+
+  private succeeded(): void {
+    this.failing = undefined;
+  }
+
+  /** Counts a failed attempt and returns its one-line cause (`<path>: SQLITE_FULL: database or disk is full`). */
+  private failed(tool: unknown, error: unknown): string {
+    this.failures += 1;
+    const message = error instanceof Error ? error.message : String(error);
+    const code = error instanceof Error ? Reflect.get(error, "code") : undefined;
+    const cause = escapeText(this.text(typeof code === "string" && !message.startsWith(code) ? `${code}: ${message}` : message) ?? "");
+    this.failing = { error: cause, since: this.failing?.since ?? Date.now() };
+    try {
+      process.stderr.write(`tabrelay: audit log ${this.path}: could not record ${escapeText(this.text(typeof tool === "string" ? tool : "?") ?? "")}: ${cause}\n`);
+    } catch {
+      // stderr itself is gone: the failure is still counted
+    }
+    return `${this.path}: ${cause}`;
+  }
+
+  /**
    * Records, oldest first. Without `afterId`: the last `limit` records (all when no limit).
-   * With `afterId`: the first `limit` records whose id is greater (for tailing and paging forward).
+   * With `afterId`: the first `limit` records whose id is greater (for tailing and paging forward), stopping
+   * short of a write still in flight so that a tail shows its outcome, not its pending record.
    */
   list(options: { afterId?: number; limit?: number } = {}): StoredAuditRecord[] {
     const limit = options.limit === undefined ? -1 : Math.max(0, Math.trunc(options.limit));
     const rows =
       options.afterId === undefined
         ? this.db.prepare<[number], Row>("SELECT * FROM (SELECT * FROM audit ORDER BY id DESC LIMIT ?) ORDER BY id ASC").all(limit)
-        : this.db.prepare<[number, number], Row>("SELECT * FROM audit WHERE id > ? ORDER BY id ASC LIMIT ?").all(Math.trunc(options.afterId), limit);
+        : this.db
+            .prepare<[{ after: number; inFlight: number; fresh: number; limit: number }], Row>(
+              `SELECT * FROM audit WHERE id > @after AND id < COALESCE(
+                 (SELECT MIN(id) FROM audit WHERE id > @after AND duration_ms = @inFlight AND time > @fresh), 9223372036854775807)
+               ORDER BY id ASC LIMIT @limit`,
+            )
+            .all({ after: Math.trunc(options.afterId), inFlight: IN_FLIGHT, fresh: Date.now() - IN_FLIGHT_HOLD_MS, limit });
     return rows.map(fromRow);
   }
 
@@ -246,7 +332,7 @@ function fromRow(row: Row): StoredAuditRecord {
     decision: isDecision(row.decision) ? row.decision : "failed",
     ...(row.rule !== null ? { rule: row.rule } : {}),
     ...(row.code !== null ? { code: row.code } : {}),
-    durationMs: row.duration_ms,
+    durationMs: Math.max(0, row.duration_ms),
   };
 }
 

@@ -12,6 +12,8 @@ const revision = z.string().min(1).describe("Revision of that snapshot.");
 
 const ACT_ERRORS =
   "Errors: stale_ref (snapshot again), write_denied (the user's policy forbids it: do not retry, tell the user), not_actionable, policy_denied, browser_disconnected (not retried: snapshot to check).";
+/** Writes can also be refused because their record cannot be written first (the list stays within its token budget). */
+const WRITE_ERRORS = ACT_ERRORS.replace("write_denied (the user's policy forbids it: do not retry, tell the user)", "write_denied, audit_unavailable (refused: do not retry, tell the user)");
 
 function target(facts: ElementFacts): string {
   return `${facts.role} ${JSON.stringify(facts.name)}`;
@@ -142,7 +144,7 @@ function actionTool(spec: {
       "Reports what changed.",
       writes ? "Needs the user's write grant for this site and label." : "Needs no write grant.",
       UNTRUSTED_NOTE,
-      ACT_ERRORS,
+      writes ? WRITE_ERRORS : ACT_ERRORS,
     ].join(" "),
     input,
     kind: writes ? "write" : "read",

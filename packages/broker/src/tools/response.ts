@@ -31,6 +31,7 @@ export class ToolResponse {
   readonly #secrets: string[];
   readonly auditFacts: AuditFacts = {};
   #dispatched = false;
+  #beforeDispatch: (() => void) | undefined;
 
   constructor(secrets: string[]) {
     this.#secrets = secrets.filter((s) => s.length >= 8);
@@ -41,8 +42,14 @@ export class ToolResponse {
     return this;
   }
 
-  /** The action was sent to the browser: a lost answer now means the outcome is unknown. */
+  /** Runs (and may throw, refusing the action) just before the action is sent; the runner installs it for writes. */
+  beforeDispatch(hook: () => void): void {
+    this.#beforeDispatch = hook;
+  }
+
+  /** Call right before the action is sent to the browser: a lost answer now means the outcome is unknown. Throws to refuse it. */
   markDispatched(): void {
+    this.#beforeDispatch?.();
     this.#dispatched = true;
   }
 

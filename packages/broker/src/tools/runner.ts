@@ -1,15 +1,17 @@
 import { ZodError } from "zod";
+import type { AuditRecord } from "../audit/auditLog.js";
 import { TabrelayError } from "../util/errors.js";
 import { explainByDenial } from "./landing.js";
-import { ToolResponse, type RenderedResult } from "./response.js";
+import { ToolResponse, type AuditFacts, type RenderedResult } from "./response.js";
 import type { Tool, ToolContext } from "./tool.js";
 
-const REFUSALS = new Set(["policy_denied", "write_denied"]);
+const REFUSALS = new Set(["policy_denied", "write_denied", "audit_unavailable"]);
 const LOST = new Set(["browser_disconnected", "timeout"]);
 
 /**
  * Runs one tool call; never throws. Failures become isError results naming the cause and the next step.
- * Every call leaves one audit record.
+ * Every call leaves one audit record. A write tool's is written before the action is sent (outcome_unknown) and
+ * completed after; when it cannot be written the action is refused with audit_unavailable and never sent.
  */
 export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSignal): Promise<RenderedResult> {
   const started = Date.now();
@@ -20,6 +22,19 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
   let result: RenderedResult;
   let code: string | undefined;
   let rule: string | undefined;
+  let begun: number | undefined;
+  if (tool.kind === "write") {
+    response.beforeDispatch(() => {
+      const pre = ctx.audit.begin({ time: started, tool: tool.name, ...factFields(browserHint, response.auditFacts) });
+      if (!pre.ok) {
+        throw new TabrelayError(
+          "audit_unavailable",
+          `the audit log cannot be written (${pre.error}); tabrelay records every write before it runs, so this ${tool.name} was not sent to the browser. Tell the user to free disk space or fix the data dir (GET /health shows the audit status); reads still work; retry once /health says the audit log is ok`,
+        );
+      }
+      begun = pre.id;
+    });
+  }
   try {
     await tool.run(ctx, args, response, signal);
     result = response.render();
@@ -50,19 +65,27 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
       text: `${result.text}\nThe action had been sent to the browser when it stopped answering, so whether it happened is unknown; it was not retried. Take a snapshot to see the page before doing anything else.`,
     };
   }
-  ctx.audit.record({
+  const record: AuditRecord = {
     time: started,
     tool: tool.name,
     decision,
     durationMs: Date.now() - started,
-    ...(browserHint ? { browser: browserHint } : {}),
+    ...factFields(browserHint, { ...facts, ...(rule ? { rule } : {}) }),
+    ...(code ? { code } : {}),
+  };
+  if (begun === undefined) ctx.audit.record(record);
+  else ctx.audit.complete(begun, record);
+  return result;
+}
+
+function factFields(browser: string | undefined, facts: AuditFacts) {
+  return {
+    ...(browser ? { browser } : {}),
     ...(facts.tab !== undefined ? { tab: facts.tab } : {}),
     ...(facts.url ? { origin: originOf(facts.url) } : {}),
     ...(facts.target ? { target: facts.target } : {}),
-    ...((rule ?? facts.rule) ? { rule: rule ?? facts.rule } : {}),
-    ...(code ? { code } : {}),
-  });
-  return result;
+    ...(facts.rule ? { rule: facts.rule } : {}),
+  };
 }
 
 function originOf(url: string): string {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { AuditRecord } from "../audit/auditLog.js";
+import type { AuditBegun, AuditRecord } from "../audit/auditLog.js";
 import type { BrowserRegistry } from "../bridge/registry.js";
 import type { BrokerConfig } from "../config/config.js";
 import type { Logger } from "../util/log.js";
@@ -9,9 +9,11 @@ import type { ToolResponse } from "./response.js";
 import type { ScreenshotStore } from "../screenshots/store.js";
 import type { SnapshotCache } from "./snapshot.js";
 
-/** Where every tool call leaves its record (the SQLite audit log in the broker). */
+/** Where every tool call leaves its record (the SQLite audit log in the broker). A write is begun before it is sent. */
 export interface AuditSink {
   record(rec: AuditRecord): void;
+  begin(rec: Omit<AuditRecord, "decision" | "durationMs">): AuditBegun;
+  complete(id: number, rec: AuditRecord): void;
 }
 
 export interface ToolContext {
