@@ -72,7 +72,12 @@ async function startImpostor(port = 0): Promise<Impostor> {
 let witnessOrigin = "";
 
 /** The popup's status line, as the user reads it: popup.html opened in a tab through DevTools. */
-async function popupStatus(profileDir: string): Promise<string> {
+function popupStatus(profileDir: string): Promise<string> {
+  return popupEval(profileDir, "document.getElementById('state')?.textContent ?? ''", (value) => value.startsWith("State:"));
+}
+
+/** Evaluates `expression` (awaited) in the extension's popup page, opened in a tab through DevTools. */
+async function popupEval(profileDir: string, expression: string, ready: (value: string) => boolean = () => true): Promise<string> {
   const active = readFileSync(join(profileDir, "DevToolsActivePort"), "utf8").split("\n");
   const devtools = new WebSocket(`ws://127.0.0.1:${active[0]}${active[1]}`);
   await new Promise((resolve, reject) => devtools.once("open", resolve).once("error", reject));
@@ -92,10 +97,10 @@ async function popupStatus(profileDir: string): Promise<string> {
   try {
     const { targetId } = await send("Target.createTarget", { url: `chrome-extension://${BUILTIN_EXTENSION_ID}/popup.html` });
     const { sessionId } = await send("Target.attachToTarget", { targetId, flatten: true });
-    const text = await waitFor("the popup to render its status", async () => {
-      const result = await send("Runtime.evaluate", { expression: "document.getElementById('state')?.textContent ?? ''", returnByValue: true }, String(sessionId));
+    const text = await waitFor("the popup to answer", async () => {
+      const result = await send("Runtime.evaluate", { expression, returnByValue: true, awaitPromise: true }, String(sessionId));
       const value = String((result["result"] as { value?: unknown } | undefined)?.value ?? "");
-      return value.startsWith("State:") ? value : undefined;
+      return ready(value) ? value : undefined;
     });
     await send("Target.closeTarget", { targetId });
     return text;
@@ -179,6 +184,13 @@ describe("the extension obeys only its own broker", () => {
     expect(status).toMatch(/^State: connected/);
     expect(status).not.toContain("did not prove");
   }, 60_000);
+
+  it("the popup refuses to pair with a plain ws:// broker on another machine, and keeps the working pairing", async () => {
+    const reply = await popupEval(profileDir, `chrome.runtime.sendMessage({ type: "pair", url: "ws://10.9.8.7:9333/bridge", token: "x".repeat(32) }).then((s) => s.lastError)`);
+    expect(reply).toMatch(/refusing ws:\/\/10\.9\.8\.7:9333: a broker on another machine is reached only over wss:\/\//);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(broker?.broker.registry.list()).toHaveLength(1);
+  }, 30_000);
 });
 
 describe("tabrelay's own clients send the MCP token only to a broker that proves it knows it", () => {
@@ -250,6 +262,64 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
       expect(impostor.requests.map((r) => r.body).join("\n")).not.toMatch(/devtools\/browser/);
     } finally {
       await impostor.close();
+    }
+  }, 60_000);
+});
+
+describe("--broker has one meaning in every mode, and a broker off this machine is reached over TLS only", () => {
+  function launch(args: string[], until: (stderr: string) => boolean, timeoutMs = 30_000): Promise<{ code: number | null; stderr: string }> {
+    const child = spawn(process.execPath, [CLI, "launch", "--headless", ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN, TABRELAY_DATA_DIR: mkdtempSync(join(tmpdir(), "tabrelay-doors-")) },
+    });
+    let stderr = "";
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => child.kill("SIGTERM"), timeoutMs);
+      child.stderr.on("data", (d: Buffer) => {
+        stderr += d.toString();
+        if (until(stderr)) child.kill("SIGTERM");
+      });
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        resolve({ code, stderr });
+      });
+    });
+  }
+
+  it("launch (extension) pairs with the broker given as its base URL and as its bridge URL", async () => {
+    const broker = await startBroker();
+    try {
+      for (const form of [`http://127.0.0.1:${broker.port}`, `ws://127.0.0.1:${broker.port}/bridge`]) {
+        let connected = false;
+        const run = launch(["--broker", form], () => connected);
+        await browserConnected(broker, 40_000);
+        connected = true;
+        await run;
+        await waitFor(`the browser launched with ${form} to leave`, () => broker.broker.registry.list().length === 0 || undefined, 20_000);
+      }
+    } finally {
+      await broker.close();
+    }
+  }, 120_000);
+
+  it("refuses, before starting a browser, a --broker that is not an address, and plain ws:// off this machine", async () => {
+    for (const [form, message] of [
+      ["127.0.0.1:9333", /--broker must be the broker's address \(http:\/\/HOST:PORT, https:\/\/HOST:PORT, ws:\/\/HOST:PORT\/bridge or wss:\/\/HOST:PORT\/bridge\)/],
+      ["http://127.0.0.1:9333/mcp", /--broker must be the broker's address/],
+      ["ws://10.9.8.7:9333/bridge", /refusing a plain ws:\/\/ link to 10\.9\.8\.7:9333.*wss:\/\/10\.9\.8\.7:9333\/bridge.*--unsafe-plain-ws/],
+      ["http://broker.example:9333", /refusing a plain ws:\/\/ link to broker\.example:9333/],
+    ] as const) {
+      const result = await launch(["--broker", form], () => false, 20_000);
+      expect(result.code, form).toBe(2);
+      expect(result.stderr, form).toMatch(message);
+      expect(result.stderr, form).not.toContain("starting"); // no browser was started
+    }
+  }, 60_000);
+
+  it("starts a browser for wss:// off this machine, and for ws:// with --unsafe-plain-ws", async () => {
+    for (const args of [["--broker", "wss://broker.example/bridge"], ["--broker", "ws://10.9.8.7:9333/bridge", "--unsafe-plain-ws"]]) {
+      const result = await launch(args, (stderr) => stderr.includes("starting"), 20_000);
+      expect(result.stderr, args.join(" ")).toContain("starting");
     }
   }, 60_000);
 });

@@ -6,6 +6,7 @@ import { BridgeServer } from "./bridge/bridgeServer.js";
 import { BrowserRegistry, type BrowserDriver } from "./bridge/registry.js";
 import { isLoopback, type BrokerConfig } from "./config/config.js";
 import { HttpSessions } from "./mcp/adapter.js";
+import { answerProof } from "./mcp/brokerProof.js";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
 import { LocalScreenshotStore, S3ScreenshotStore, type ScreenshotStore } from "./screenshots/store.js";
@@ -211,6 +212,7 @@ export class Broker {
         return;
       }
       if (path === "/browsers" && req.method === "POST") return await this.#registerCdpBrowser(req, res);
+      if (path === "/auth/proof" && req.method === "POST") return await answerProof(req, res, this.config.mcpToken);
       if ((path === "/" || path === "/login" || path === "/logout" || path.startsWith("/dashboard/")) && (await this.#dashboard.handle(req, res))) return;
       res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" });
       res.end("not found\n");

@@ -201,6 +201,20 @@ async function cmdServe(args: string[]): Promise<number | undefined> {
     throw new UsageError(`--provider must be browserbase or kernel, not ${JSON.stringify(values.provider)}`);
   }
   const config = configFrom(values);
+  if (!isLoopback(config.host)) {
+    process.stderr.write(
+      [
+        "",
+        `tabrelay: WARNING: serving on ${config.host}, beyond this machine, over PLAIN HTTP.`,
+        "  The MCP token, the pairing token and every page the agent reads cross the network in clear:",
+        "  anyone on the path can read them and take over the browser.",
+        "  Put TLS in front: keep tabrelay on 127.0.0.1 and let a reverse proxy terminate TLS and forward to it,",
+        `  WebSocket upgrades included (e.g. caddy reverse-proxy --from HOST --to 127.0.0.1:${config.port}, or nginx);`,
+        "  agents then use https://HOST/mcp and browsers wss://HOST/bridge.",
+        "",
+      ].join("\n"),
+    );
+  }
   const { broker, url } = await startBroker(config);
   let hosted: { stop(): Promise<void> } | undefined;
   if (values.provider === "browserbase" || values.provider === "kernel") {

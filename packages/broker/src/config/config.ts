@@ -1,13 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { compileReadPolicy, type CompiledReadPolicy } from "../policy/readPolicy.js";
 import { patternProblem } from "../policy/text.js";
-import { loadRanking, shippedRankingPath } from "../policy/topSites.js";
+import { loadRanking, parseRankingCsv, shippedRankingPath } from "../policy/topSites.js";
 import { compileWritePolicy, type CompiledWritePolicy } from "../policy/writePolicy.js";
+import { TOKEN_ADVICE, weakTokenReason } from "../util/secrets.js";
+import { readOwnFile, secureDataDir, writeSecretFile, type FileCheck } from "./fileSafety.js";
 
 /** The extension's ID, fixed by the `key` in its manifest; the bridge accepts only these origins. */
 export const BUILTIN_EXTENSION_ID = "bkcjhkpmfjmfjkljdlooigoilajjfhpb";
@@ -142,6 +144,19 @@ export interface ConfigOptions {
   configPath?: string;
   dataDir?: string;
   env?: NodeJS.ProcessEnv;
+  /** Where a problem tabrelay fixed on its own is reported (default: a `tabrelay: warning:` line on stderr). */
+  warn?: (message: string) => void;
+}
+
+function stderrWarning(message: string): void {
+  process.stderr.write(`tabrelay: warning: ${message}\n`);
+}
+
+/** The value of a file check, its warnings reported; a refusal stops start-up. */
+function checked<T>(result: FileCheck<T>, warn: (message: string) => void): T {
+  if (!result.ok) throw new ConfigError(result.message);
+  for (const warning of result.warnings) warn(warning);
+  return result.value;
 }
 
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -149,15 +164,20 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 export function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+  return host === "localhost" || host === "::1" || host === "[::1]" || /^(::ffff:)?127\.\d+\.\d+\.\d+$/i.test(host);
 }
 
-/** Reads and validates the YAML file; an unknown key or a bad regex stops start-up naming file, key and reason. */
-export function readConfigFile(path: string): ConfigFile {
-  if (!existsSync(path)) return {};
+/**
+ * Reads and validates the YAML file; an unknown key or a bad regex stops start-up naming file, key and reason.
+ * The file must be safe to trust (fileSafety.ts); `named` is a path the user gave with --config, whose
+ * symlinks are followed.
+ */
+export function readConfigFile(path: string, options: { named?: boolean; warn?: (message: string) => void } = {}): ConfigFile {
+  const text = checked(readOwnFile(path, "config", { followSymlink: options.named ?? false }), options.warn ?? stderrWarning);
+  if (text === undefined) return {};
   let raw: unknown;
   try {
-    raw = parseYaml(readFileSync(path, "utf8"));
+    raw = parseYaml(text);
   } catch (error) {
     throw new ConfigError(`${path}: not valid YAML: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -174,24 +194,38 @@ export function readConfigFile(path: string): ConfigFile {
   return parsed.data;
 }
 
-function loadOrCreateToken(dataDir: string, file: string, fromEnv: string | undefined): string {
+function loadOrCreateToken(dataDir: string, file: string, envName: string, env: NodeJS.ProcessEnv, warn: (message: string) => void): string {
+  const fromEnv = env[envName];
   if (fromEnv) {
-    if (fromEnv.length < 16) throw new ConfigError(`the token given in the environment for ${file} is shorter than 16 characters; use a longer random value`);
+    const weak = weakTokenReason(fromEnv);
+    if (weak !== undefined) throw new ConfigError(`${envName} is too weak to use: ${weak}; ${TOKEN_ADVICE}`);
     return fromEnv;
   }
   const path = join(dataDir, file);
-  if (existsSync(path)) {
-    const token = readFileSync(path, "utf8").trim();
-    if (token.length >= 16) return token;
+  const stored = checked(readOwnFile(path, "token"), warn)?.trim();
+  if (stored) {
+    const weak = weakTokenReason(stored);
+    if (weak !== undefined) throw new ConfigError(`the token file ${path} holds a token too weak to use: ${weak}; delete it (rm ${path}) and tabrelay creates a new one, or write a strong one into it (openssl rand -hex 32 > ${path})`);
+    return stored;
   }
   const token = randomBytes(24).toString("base64url"); // 192 bits
-  writeFileSync(path, `${token}\n`, { mode: 0o600 });
-  chmodSync(path, 0o600);
+  writeSecretFile(path, `${token}\n`);
   return token;
 }
 
-export function ensureDataDir(dataDir: string): void {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+/** Creates the data dir 0700 or checks and, where it can, fixes the existing one (fileSafety.ts). */
+export function ensureDataDir(dataDir: string, warn: (message: string) => void = stderrWarning): void {
+  checked(secureDataDir(dataDir), warn);
+}
+
+function readUserRanking(path: string, warn: (message: string) => void): string[] | undefined {
+  const text = checked(readOwnFile(path, "config"), warn);
+  if (text === undefined) return undefined;
+  try {
+    return parseRankingCsv(text);
+  } catch (error) {
+    throw new ConfigError(`${path}: ${error instanceof Error ? error.message : String(error)}; fix it, or delete it to use the shipped ranking`);
+  }
 }
 
 export function rankingFile(dataDir: string): string {
@@ -200,17 +234,19 @@ export function rankingFile(dataDir: string): string {
 
 export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
   const env = options.env ?? process.env;
+  const warn = options.warn ?? stderrWarning;
   const dataDir = options.dataDir ? resolve(options.dataDir) : defaultDataDir(env);
-  ensureDataDir(dataDir);
+  ensureDataDir(dataDir, warn);
   const configPath = resolve(options.configPath ?? join(dataDir, "config.yaml"));
   if (options.configPath && !existsSync(configPath)) {
     throw new ConfigError(`${configPath}: no such file; pass an existing --config or omit it to use ${join(dataDir, "config.yaml")}`);
   }
-  const file = readConfigFile(configPath);
+  const file = readConfigFile(configPath, { named: options.configPath !== undefined, warn });
   const host = options.host ?? file.host ?? "127.0.0.1";
   const port = options.port ?? file.port ?? 9333;
   const userRanking = rankingFile(dataDir);
-  const rankingPath = existsSync(userRanking) ? userRanking : shippedRankingPath();
+  const userDomains = readUserRanking(userRanking, warn);
+  const rankingPath = userDomains ? userRanking : shippedRankingPath();
   let policy: CompiledReadPolicy;
   try {
     policy = compileReadPolicy(
@@ -222,7 +258,7 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
           allow: file.policy?.read?.allow ?? {},
         },
       },
-      loadRanking(rankingPath),
+      userDomains ?? loadRanking(rankingPath),
     );
   } catch (error) {
     throw new ConfigError(`${configPath}: policy: ${error instanceof Error ? error.message : String(error)}`);
@@ -240,8 +276,8 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
   } catch (error) {
     throw new ConfigError(`${configPath}: policy.write: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const mcpToken = loadOrCreateToken(dataDir, "mcp-token", env["TABRELAY_MCP_TOKEN"]);
-  const pairingToken = loadOrCreateToken(dataDir, "pairing-token", env["TABRELAY_PAIRING_TOKEN"]);
+  const mcpToken = loadOrCreateToken(dataDir, "mcp-token", "TABRELAY_MCP_TOKEN", env, warn);
+  const pairingToken = loadOrCreateToken(dataDir, "pairing-token", "TABRELAY_PAIRING_TOKEN", env, warn);
   return {
     host,
     port,
