@@ -386,7 +386,8 @@ describe("tabrelay launch --cdp", () => {
         new Promise<string>((resolve) => setTimeout(() => resolve("still running after 30 s"), 30_000)),
       ]).finally(() => launcher.kill("SIGKILL"));
       expect(exit).toBe(3); // configuration
-      expect(stderr).toMatch(/refused the MCP token: run launch with the same --data-dir \(or TABRELAY_MCP_TOKEN\)/);
+      // The broker cannot prove it knows the launcher's token, so the launcher sends it nothing.
+      expect(stderr).toMatch(/did not prove it knows this MCP token \(a broker with another --data-dir or TABRELAY_MCP_TOKEN, or another program on that port\); the token was not sent/);
       expect(stderr).toContain("over CDP with profile"); // it did start a browser
       const left = await waitFor("the browser it started to exit", () => (browsersOnProfile().length ? undefined : []), 5000).catch(() => browsersOnProfile());
       expect(left).toEqual([]);

@@ -51,7 +51,10 @@ async function register(options: HandoverOptions): Promise<Registration> {
     await checkBroker(options.brokerUrl, options.token);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    return { ok: false, retry: true, message: error instanceof BrokerNotProven ? message : `${message}; start one with \`tabrelay serve\`` };
+    // A listener that cannot prove the token is a broker with another token or not a broker: as for a refused
+    // token, retrying cannot fix it (before the first handover; after it, the launcher keeps trying).
+    if (error instanceof BrokerNotProven) return { ok: false, retry: false, message };
+    return { ok: false, retry: true, message: `${message}; start one with \`tabrelay serve\`` };
   }
   let response: Response;
   try {

@@ -497,7 +497,7 @@ async function cmdPolicy(args: string[]): Promise<number> {
   loadConfig({ dataDir }); // creates the data dir and validates the current config first
   const target = rankingFile(dataDir);
   const temp = `${target}.tmp-${process.pid}`;
-  writeFileSync(temp, ["rank,domain", ...domains.map((d, i) => `${i + 1},${d}`)].join("\n") + "\n");
+  writeFileSync(temp, ["rank,domain", ...domains.map((d, i) => `${i + 1},${d}`)].join("\n") + "\n", { mode: 0o600, flag: "wx" });
   renameSync(temp, target);
   process.stdout.write(`Saved ${domains.length} domains to ${target}. Restart the broker to use them.\n`);
   return EXIT.ok;

@@ -252,17 +252,19 @@ export const handlers: Handlers = {
       // instead of the script waiting for document_idle until the call times out.
       // A page that replaces its document (a refresh loop, a script reloading) can remove the frame under the
       // script: read again from the new document, a few times.
-      let read: DocumentRead | undefined;
+      // No result at all ("none") means the same: the document the script ran in was gone before it answered.
+      let read: Exclude<DocumentRead, "none"> | undefined;
       for (let attempt = 1; read === undefined; attempt++) {
         try {
-          read = await readDocument(tabId, 0, CONTENT_MAX_CHARS);
+          const got = await readDocument(tabId, 0, CONTENT_MAX_CHARS);
+          if (got !== "none") read = got;
         } catch (error) {
           if (!/was removed|document.*unloaded|No frame with id/i.test(String(error))) throw error;
-          if (attempt >= 10) throw new CommandError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
-          await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
         }
+        if (read !== undefined) break;
+        if (attempt >= 10) throw new CommandError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
       }
-      if (read === "none") throw new CommandError("internal", "the page returned no content");
       const { origin: _origin, ...page } = read;
       const frames = await frameContents(tabId, page.url);
       const response = documentStatus.get(tabId);
