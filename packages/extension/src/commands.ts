@@ -7,6 +7,7 @@ import { frameContents, readDocument, type DocumentRead } from "./frames.js";
 import { documentStatus, withoutFragment } from "./httpStatus.js";
 import { injectInpage, runInFrame, scriptingError, splitRef, type InpageResult } from "./inpageScript.js";
 import { watchNavigation } from "./navigation.js";
+import { scopeNewTabs } from "./navigationRules.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
 import { agentTab, fresh, groupAgentTab, toTabInfo } from "./tabs.js";
 
@@ -30,20 +31,22 @@ export const handlers: Handlers = {
     const settled = noteAgentRequest(url);
     const nav = watchNavigation();
     try {
-      // Opened blank and sent to the URL only once the navigation rules cover the new tab: a redirect from
-      // the first response is then stopped like any other.
-      const tab = await chrome.tabs.create({ url: "about:blank", active }).catch((error: unknown) => {
-        throw new CommandError("navigation_failed", `could not open a tab for ${url}: ${String(error)}`);
-      });
+      // Created with its URL under a scope that covers every tab not known yet (navigationRules.ts), then scoped
+      // by its own id: a redirect from the first response is stopped like any other.
+      const endScope = await scopeNewTabs();
+      let tab: chrome.tabs.Tab;
+      try {
+        tab = await chrome.tabs.create({ url, active }).catch((error: unknown) => {
+          throw new CommandError("navigation_failed", `could not open a tab for ${url}: ${String(error)}`);
+        });
+        if (tab.id !== undefined) agentTabs.add(tab.id);
+      } finally {
+        endScope();
+        await saveTabs();
+      }
       if (tab.id === undefined) throw new CommandError("internal", "the browser created a tab without an id");
-      agentTabs.add(tab.id);
-      await saveTabs();
       void groupAgentTab(tab);
       try {
-        nav.forget(tab.id);
-        await chrome.tabs.update(tab.id, { url }).catch((error: unknown) => {
-          throw new CommandError("navigation_failed", `could not open ${url}: ${String(error)}`);
-        });
         await nav.wait(tab.id, waitUntil, timeoutMs);
         return { tab: await fresh(tab.id) };
       } catch (error) {

@@ -17,20 +17,17 @@ export function watchNavigation() {
     wake?.();
   };
   const frameCommits: { tabId: number; frameId: number }[] = [];
-  /** Tabs opened blank before being sent somewhere: the blank page's own events are not that navigation's. */
-  const leavingBlank = new Set<number>();
-  const ours = (d: { tabId: number; url: string }) => !(leavingBlank.has(d.tabId) && d.url === "about:blank");
   const onCommitted = (d: { tabId: number; frameId: number; url: string }) => {
     frameCommits.push({ tabId: d.tabId, frameId: d.frameId });
-    if (d.frameId === 0 && ours(d)) record(d.tabId, { kind: "committed", at: Date.now() });
+    if (d.frameId === 0) record(d.tabId, { kind: "committed", at: Date.now() });
     else wake?.();
   };
   // Same-document navigations (#fragment, pushState) have no load: they are complete when they happen.
   const onCompleted = (d: { tabId: number; frameId: number; url: string }) => {
-    if (d.frameId === 0 && ours(d)) record(d.tabId, { kind: "completed", at: Date.now() });
+    if (d.frameId === 0) record(d.tabId, { kind: "completed", at: Date.now() });
   };
   const onError = (d: chrome.webNavigation.WebNavigationFramedErrorCallbackDetails) => {
-    if (d.frameId === 0 && ours(d)) record(d.tabId, { kind: "error", error: d.error, at: Date.now() });
+    if (d.frameId === 0) record(d.tabId, { kind: "error", error: d.error, at: Date.now() });
   };
   // Chrome closes a tab that was opened only to download a file.
   const onRemoved = (tabId: number) => record(tabId, { kind: "removed", at: Date.now() });
@@ -65,11 +62,6 @@ export function watchNavigation() {
           };
         });
       }
-    },
-    /** The tab was opened blank and is about to be sent to its URL: what the blank page did does not count. */
-    forget(tabId: number): void {
-      seen.delete(tabId);
-      leavingBlank.add(tabId);
     },
     moved(tabId: number): boolean {
       return (seen.get(tabId) ?? []).length > 0;

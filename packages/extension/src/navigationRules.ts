@@ -8,7 +8,9 @@
 //   an agent tab started (initiatorDomains: the hosts of the agent tabs' documents). A page's window.open or
 //   target=_blank link creates its tab and sends the request before any tab event can reach this worker;
 //   this scope stops that first request too. A tab is the user's once a second has passed without it being
-//   claimed as an agent tab; a user's GET navigation stopped in that second is sent again once it is known.
+//   claimed as an agent tab; a user's GET navigation stopped in that second is sent again once it is known;
+// - while the agent opens a tab (tabs.open), every tab not known yet: the new tab is created with its URL, and
+//   its first request is sent before its id can be named.
 import type { NavigationRule } from "@tabrelay/protocol";
 
 const STORAGE_KEY = "navigationRules";
@@ -69,6 +71,30 @@ export function navigationRulesError(): string {
   return lastError;
 }
 
+/** tabs.open calls in flight (see install). */
+let opening = 0;
+
+/**
+ * Scopes every tab not known yet until the returned function is called (once the opened tab is the agent's);
+ * resolves once that scope is in place. The next rebuild after the call drops it.
+ */
+export async function scopeNewTabs(): Promise<() => void> {
+  opening++;
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    opening--;
+  };
+  try {
+    await syncNavigationRules();
+  } catch (error) {
+    end();
+    throw error;
+  }
+  return end;
+}
+
 /** Rebuilds the session rules for the current tabs; resolves once they are in place. */
 export async function syncNavigationRules(): Promise<void> {
   await loaded;
@@ -119,13 +145,16 @@ async function install(): Promise<void> {
   installedIds ??= (await chrome.declarativeNetRequest.getSessionRules()).map((rule) => rule.id);
   const removeRuleIds = installedIds;
   const scopes: chrome.declarativeNetRequest.RuleCondition[] = [];
+  const known = [...agent, ...userTabs];
   if (agent.length > 0) {
     scopes.push({ tabIds: agent, resourceTypes: NAVIGATIONS });
-    const known = [...agent, ...userTabs];
     // IPv6 literals cannot be named as initiators: their pages' popups are scoped only once claimed (README).
     const domains = initiators.filter((host) => !host.includes(":"));
     if (domains.length > 0) scopes.push({ excludedTabIds: known, initiatorDomains: domains, resourceTypes: TOP_FRAME });
   }
+  // While the agent opens a tab, every tab not known yet is scoped, whoever started it: the new tab's first
+  // request (and its redirects) is stopped before its id is known. The scope goes as soon as the tab is the agent's.
+  if (opening > 0) scopes.push(known.length > 0 ? { excludedTabIds: known, resourceTypes: NAVIGATIONS } : { resourceTypes: NAVIGATIONS });
   const build = (list: NavigationRule[]) => scopes.flatMap((scope, s) => list.map((rule, i) => toDnr(rule, s * list.length + i + 1, scope)));
   const wanted = build(rules ?? BLOCK_ALL);
   try {

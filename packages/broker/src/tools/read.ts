@@ -26,7 +26,15 @@ const READABLE_FRAME_MIN_WORDS = 50;
  * read policy like any document (about:srcdoc and about:blank ones by the document that holds them); those it
  * allows follow the page's own Markdown, each under a line naming it.
  */
-async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, mode: ExtractMode, requestedUrl?: string): Promise<ReadDoc> {
+async function extractTab(
+  ctx: ToolContext,
+  conn: BrowserDriver,
+  tab: TabInfo,
+  mode: ExtractMode,
+  requestedUrl?: string,
+  /** Runs beside the conversion, once the page is read (read_url closes its tab there). */
+  whileConverting?: () => Promise<unknown>,
+): Promise<ReadDoc> {
   const content = unwrap(await conn.call("page.content", { tabId: tab.tabId }));
   // The document may have moved on since the tab was checked (a script navigated); judge what was read.
   if (content.url !== tab.url) await checkLanding(ctx, conn, { ...tab, url: content.url }, { requestedUrl, closeOnDeny: false });
@@ -51,10 +59,13 @@ async function extractTab(ctx: ToolContext, conn: BrowserDriver, tab: TabInfo, m
     else allowed.push({ frame, url });
   });
   // The conversion runs off the event loop, within a size budget and a deadline (extract/runner.ts).
-  const converted = await convertRead({
-    top: { html: content.html, url: content.url, title: content.title, mode },
-    frames: allowed.map(({ frame, url }) => ({ html: frame.html, url, title: frame.title })),
-  }).finally(collectAfterHeavyWork); // the page's HTML (megabytes, perhaps) is garbage now
+  const [converted] = await Promise.all([
+    convertRead({
+      top: { html: content.html, url: content.url, title: content.title, mode },
+      frames: allowed.map(({ frame, url }) => ({ html: frame.html, url, title: frame.title })),
+    }).finally(collectAfterHeavyWork), // the page's HTML (megabytes, perhaps) is garbage now
+    whileConverting?.(),
+  ]);
   const limits = [...(content.capped ? [cappedNote("the page", content.capped)] : []), ...(converted.top.plainBecause !== undefined ? [`the page was converted as plain text: ${converted.top.plainBecause}`] : [])];
   let hidden = converted.top.withheld;
   const sections: string[] = [];
@@ -169,12 +180,13 @@ export const readUrl = defineTool({
         closed = true;
         throw error;
       });
-      const doc = await extractTab(ctx, conn, tab, mode, params.url);
-      ctx.docs.set(key, doc);
-      if (closeAfter) {
+      // The tab is closed while its content is converted: the read is over once the page is read.
+      const close = async () => {
         await conn.call("tabs.close", { tabId: tab.tabId });
         closed = true;
-      }
+      };
+      const doc = await extractTab(ctx, conn, tab, mode, params.url, closeAfter ? close : undefined);
+      ctx.docs.set(key, doc);
       const status = tab.status === "complete" ? "" : " (read before the page finished loading)";
       render(response, doc, closeAfter ? `Tab: ${tab.tabId} (closed)${status}` : `Tab: ${tab.tabId} (open)${status}`, offset, maxChars, how);
     } finally {
