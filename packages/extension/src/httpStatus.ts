@@ -15,8 +15,8 @@ chrome.webRequest.onResponseStarted.addListener(
 );
 chrome.webNavigation.onCommitted.addListener((details) => {
   if (details.frameId !== 0) return;
-  // A tab opened blank and then sent to its URL (tabs.open): the blank page's commit can be reported after the
-  // real page's response; it brought no response and takes none away from the page that follows.
+  // A blank document (a tab reset after a refused landing, a new tab's initial one) can commit after the next
+  // page's response was seen; it brought no response and takes none away from the page that follows.
   if (details.url === "about:blank") {
     documentStatus.delete(details.tabId);
     return;
