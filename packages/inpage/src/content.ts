@@ -65,6 +65,23 @@ function contrast(a: Rgba, b: Rgba): number {
   return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
 }
 
+/**
+ * Whether text of colour `fill` (a computed colour string) is too faint on `background`. Pages reuse a handful of
+ * colours over thousands of elements, and children share their parent's background object: answers are kept per
+ * background, per fill.
+ */
+const faintCache = new WeakMap<Rgba, Map<string, boolean>>();
+function faintOn(fillText: string, fill: Rgba, background: Rgba): boolean {
+  let byFill = faintCache.get(background);
+  if (!byFill) faintCache.set(background, (byFill = new Map()));
+  let faint = byFill.get(fillText);
+  if (faint === undefined) byFill.set(fillText, (faint = contrast(over(fill, background), background) < MIN_CONTRAST));
+  return faint;
+}
+
+/** The computed value of a transparent background-color: most elements, no need to parse it. */
+const TRANSPARENT = "rgba(0, 0, 0, 0)";
+
 /** clip: rect(...) or clip-path shapes that leave (almost) nothing of the box. */
 function clippedAway(clip: string, path: string): boolean {
   if (clip && clip !== "auto") {
@@ -164,8 +181,9 @@ function judge(el: Element, style: CSSStyleDeclaration, rect: DOMRect, ctx: Cont
   if (style.visibility !== "visible") return HIDDEN_OWN_TEXT;
   if (Number.parseFloat(style.fontSize) < MIN_FONT_PX) return HIDDEN_OWN_TEXT;
   if (Number.parseFloat(style.textIndent) < -500) return HIDDEN_OWN_TEXT;
-  const fill = parseColor(style.webkitTextFillColor);
-  if (fill && (fill[3] * ctx.opacity < 0.1 || (ctx.background && contrast(over(fill, ctx.background), ctx.background) < MIN_CONTRAST))) {
+  const fillText = style.webkitTextFillColor;
+  const fill = parseColor(fillText);
+  if (fill && (fill[3] * ctx.opacity < 0.1 || (ctx.background && faintOn(fillText, fill, ctx.background)))) {
     // Gradient text (background-clip: text), outlined or shadowed text shows without a fill of its own.
     const painted = style.backgroundClip === "text" || style.webkitBackgroundClip === "text" || Number.parseFloat(style.webkitTextStrokeWidth) > 0 || style.textShadow !== "none";
     if (!painted) return HIDDEN_OWN_TEXT;
@@ -175,8 +193,11 @@ function judge(el: Element, style: CSSStyleDeclaration, rect: DOMRect, ctx: Cont
 
 /** The colour the element and its children are drawn on, when known. */
 function backgroundFor(style: CSSStyleDeclaration, inherited: Rgba | undefined, positioned: boolean): Rgba | undefined {
-  const own = parseColor(style.backgroundColor);
   if (style.backgroundImage !== "none") return undefined;
+  const color = style.backgroundColor;
+  // Transparent and not positioned: drawn on what its parent is drawn on (the same object, which faintOn relies on).
+  if (color === TRANSPARENT) return positioned ? undefined : inherited;
+  const own = parseColor(color);
   if (own && own[3] >= 0.99) return [own[0], own[1], own[2], 1];
   // A positioned box may be drawn over anything (an image, a video): what is under it is not its parent.
   const base = positioned ? undefined : inherited;
