@@ -1,0 +1,130 @@
+// What the gate's decisions do to tabs: a tab found off-policy is reset to about:blank (or closed, when it was
+// opened for this call) and the call refused; a failure caused by the page going off-policy mid-call is reported as
+// that; the browser's commit and stopped-request events are judged as they arrive, recorded (tabRecord.ts) and
+// audited. The decisions themselves are decisions.ts; nothing here decides on its own.
+import type { TabInfo } from "@tabrelay/protocol";
+import type { BrowserDriver } from "../bridge/registry.js";
+import type { ToolContext } from "../tools/tool.js";
+import { TabrelayError, unwrap } from "../util/errors.js";
+import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
+import { BLANK, gateNavigation, gateStopped, gateTab } from "./decisions.js";
+
+export function pickBrowser(ctx: ToolContext, selector: string | undefined): BrowserDriver {
+  return unwrap(ctx.registry.pick(selector));
+}
+
+/**
+ * Refuses a URL before the browser is told to go anywhere, and returns the canonical form to load, so the
+ * URL that was checked is exactly the URL the browser goes to.
+ */
+export function checkBeforeNavigation(ctx: ToolContext, url: string): string {
+  const verdict = gateNavigation(ctx.config.policy, url);
+  if (!verdict.ok) throw new TabrelayError(verdict.code, verdict.message, verdict.rule);
+  return verdict.url;
+}
+
+/**
+ * Checks the URL a tab actually committed (after redirects, meta refresh, script navigation). An
+ * off-policy landing is reset to about:blank (or closed, for a tab opened just for this call) and refused.
+ */
+export async function checkLanding(
+  ctx: ToolContext,
+  browser: BrowserDriver,
+  tab: TabInfo,
+  options: { requestedUrl?: string; closeOnDeny?: boolean },
+): Promise<TabInfo> {
+  const caught = ctx.denials.take(browser.info.browserId, tab.tabId);
+  const decision = gateTab(ctx.config.policy, tab.url, caught);
+  if (decision.ok) return tab;
+  if (options.closeOnDeny) await browser.call("tabs.close", { tabId: tab.tabId });
+  else if (tab.url !== BLANK) await browser.call("tabs.navigate", { tabId: tab.tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
+  const via = options.requestedUrl && caught?.url !== options.requestedUrl ? ` (the page at ${options.requestedUrl} sent the tab there)` : "";
+  const landed = pageText(caught?.url ?? tab.url, PAGE_TEXT_MAX.url);
+  const what = caught?.blocked
+    ? `the page tried to go to ${landed}${via}, which the read policy does not allow; tabrelay stopped the request before it left the browser`
+    : `the tab landed on ${landed}${via}, which the read policy does not allow`;
+  throw new TabrelayError("policy_denied", `${what}; the tab was ${options.closeOnDeny ? "closed" : "reset to about:blank"}. ${decision.message}`, decision.rule);
+}
+
+/** Failures a tab gives when its document went away under the call: a caught off-policy navigation explains them. */
+const WENT_AWAY = new Set(["restricted_page", "navigation_failed", "no_such_tab", "stale_ref", "internal"]);
+
+/**
+ * The policy_denied a failed call on `tabId` really was, when the tab's page was caught going off-policy (its
+ * navigation stopped, or its landing reset) while the call ran; undefined otherwise.
+ */
+export function explainByDenial(ctx: ToolContext, browser: BrowserDriver, tabId: number | undefined, error: TabrelayError): TabrelayError | undefined {
+  if (tabId === undefined || !WENT_AWAY.has(error.code)) return undefined;
+  const caught = ctx.denials.take(browser.info.browserId, tabId);
+  if (!caught) return undefined;
+  if (!browser.closed) void browser.call("tabs.navigate", { tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
+  const what = caught.blocked
+    ? `while tabrelay worked on tab ${tabId}, its page tried to go to ${caught.url}, which the read policy does not allow; tabrelay stopped the request before it left the browser`
+    : `while tabrelay worked on tab ${tabId}, its page went to ${caught.url}, which the read policy does not allow`;
+  return new TabrelayError("policy_denied", `${what}; nothing from that page was read and the tab no longer shows it. ${caught.message}`, caught.rule);
+}
+
+/** At most this many stopped navigations of one tab are audited per window; a page looping on them is summarised. */
+const AUDIT_BLOCKED_MAX = 10;
+const AUDIT_BLOCKED_WINDOW_MS = 10_000;
+
+/**
+ * Wires the browser's navigation events to the policy: every committed top-level URL of an agent tab is checked,
+ * and every navigation request the network rules stopped is recorded (for the tool that caused it) and audited.
+ */
+export function enforceOnCommit(ctx: ToolContext): void {
+  const audited = new Map<string, { since: number; count: number }>();
+  ctx.registry.on("event", (browser, frame) => {
+    if (frame.event === "tab.blocked") {
+      const { tabId, url, frame: inFrame } = frame.params;
+      const decision = gateStopped(ctx.config.policy, url);
+      // Stopped by something else (another extension's rules): not tabrelay's refusal to report.
+      if (!decision) return;
+      if (inFrame) ctx.denials.recordFrame(browser.info.browserId, tabId, url);
+      if (!inFrame) {
+        ctx.denials.record(browser.info.browserId, tabId, { url, rule: decision.rule, message: decision.message, blocked: true });
+        // The tab shows the browser's error page for where its page tried to go: it is left blank instead.
+        void browser.call("tabs.navigate", { tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
+      }
+      const key = `${browser.info.browserId}:${tabId}`;
+      const now = Date.now();
+      const seen = audited.get(key);
+      const span = seen && now - seen.since < AUDIT_BLOCKED_WINDOW_MS ? seen : { since: now, count: 0 };
+      span.count++;
+      audited.set(key, span);
+      if (audited.size > 1000) audited.clear();
+      if (span.count > AUDIT_BLOCKED_MAX) return;
+      ctx.audit.record({
+        time: now,
+        tool: "navigation",
+        browser: `${browser.info.label} (${browser.info.browserId})`,
+        tab: tabId,
+        origin: originOf(url),
+        target: span.count === AUDIT_BLOCKED_MAX ? `${inFrame ? "frame" : "top frame"} (further stopped requests of this tab in the next ${AUDIT_BLOCKED_WINDOW_MS / 1000} s are not recorded)` : inFrame ? "frame" : "top frame",
+        decision: "refused",
+        rule: decision.rule,
+        code: "policy_denied",
+        durationMs: 0,
+      });
+      ctx.log.warn(`policy: stopped a navigation request of tab ${tabId}${inFrame ? " (a frame)" : ""} to ${originOf(url)} before it was sent (${decision.rule})`);
+      return;
+    }
+    if (frame.event !== "tab.committed") return;
+    const { tabId, url } = frame.params;
+    ctx.denials.newDocument(browser.info.browserId, tabId);
+    if (url === BLANK || url.startsWith("chrome-error://")) return;
+    const decision = gateTab(ctx.config.policy, url, undefined);
+    if (decision.ok) return;
+    ctx.denials.record(browser.info.browserId, tabId, { url, rule: decision.rule, message: decision.message });
+    ctx.log.warn(`policy: tab ${tabId} committed ${url}; reset to about:blank (${decision.rule})`);
+    void browser.call("tabs.navigate", { tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
+  });
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url.slice(0, 100);
+  }
+}
