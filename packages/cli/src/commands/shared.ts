@@ -1,0 +1,109 @@
+// What every command shares: exit codes, the error classes the dispatcher maps to them, option parsing, the
+// broker's config from the common options, and the lines printed when a broker is up.
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { Broker, VERSION, createLogger, loadConfig, type BrokerConfig } from "@tabrelay/broker";
+
+/** Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 bad configuration, 4 environment (port taken, no browser). */
+export const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, environment: 4 } as const;
+
+export class UsageError extends Error {}
+export class EnvironmentError extends Error {}
+
+export const COMMON_OPTIONS = {
+  host: { type: "string" },
+  port: { type: "string" },
+  config: { type: "string" },
+  "data-dir": { type: "string" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "v" },
+} as const satisfies ParseArgsConfig["options"];
+
+export const LAUNCH_OPTIONS = {
+  headless: { type: "boolean" },
+  cdp: { type: "boolean" },
+  vnc: { type: "boolean" },
+  profile: { type: "string" },
+  broker: { type: "string" },
+  chromium: { type: "string" },
+  "unsafe-plain-ws": { type: "boolean" },
+} as const satisfies ParseArgsConfig["options"];
+
+export function parse<O extends ParseArgsConfig["options"]>(args: string[], options: O): ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>> {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+export function printHelp(text: string): number {
+  process.stdout.write(`${text}\n`);
+  return EXIT.ok;
+}
+
+function portOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a number from 0 to 65535, not ${JSON.stringify(value)}`);
+  return port;
+}
+
+export function configFrom(values: { host?: string; port?: string; config?: string; "data-dir"?: string }): BrokerConfig {
+  return loadConfig({
+    ...(values.host ? { host: values.host } : {}),
+    ...(values.port !== undefined ? { port: portOf(values.port) } : {}),
+    ...(values.config ? { configPath: values.config } : {}),
+    ...(values["data-dir"] ? { dataDir: values["data-dir"] } : {}),
+  });
+}
+
+export function bridgeUrlOf(config: BrokerConfig, port = config.port): string {
+  const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host.includes(":") ? `[${config.host}]` : config.host;
+  return `ws://${host}:${port}/bridge`;
+}
+
+export function printClientConfig(url: string, config: BrokerConfig): void {
+  const block = { mcpServers: { tabrelay: { type: "http", url: `${url}/mcp`, headers: { Authorization: `Bearer ${config.mcpToken}` } } } };
+  process.stderr.write(
+    [
+      "",
+      `tabrelay ${VERSION} is listening on ${url}`,
+      `  MCP endpoint:   ${url}/mcp`,
+      `  Browser bridge: ${bridgeUrlOf(config, Number(new URL(url).port))}`,
+      `  Data dir:       ${config.dataDir}`,
+      "",
+      "Add this to your MCP client (Claude Code: .mcp.json; Cursor: ~/.cursor/mcp.json; VS Code: use \"servers\" in .vscode/mcp.json):",
+      JSON.stringify(block, null, 2),
+      "",
+    ].join("\n"),
+  );
+}
+
+export async function startBroker(config: BrokerConfig): Promise<{ broker: Broker; url: string }> {
+  const log = createLogger();
+  const broker = new Broker({ config, log });
+  try {
+    const { url } = await broker.listen();
+    return { broker, url };
+  } catch (error) {
+    if (isAddressInUse(error)) {
+      throw new EnvironmentError(`port ${config.port} on ${config.host} is already in use. Is another tabrelay running? (try: curl http://${config.host}:${config.port}/health) Use --port to pick another.`);
+    }
+    throw error;
+  }
+}
+
+export function isAddressInUse(error: unknown): boolean {
+  return error instanceof Error && "code" in error && error.code === "EADDRINUSE";
+}
+
+export function onShutdown(fn: () => Promise<void>): void {
+  let stopping = false;
+  const handler = () => {
+    if (stopping) process.exit(EXIT.failure);
+    stopping = true;
+    void fn().then(() => process.exit(EXIT.ok));
+  };
+  process.on("SIGINT", handler);
+  process.on("SIGTERM", handler);
+}
