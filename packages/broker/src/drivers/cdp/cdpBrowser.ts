@@ -43,7 +43,7 @@ import { assetPaths } from "../../assets.js";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../../bridge/registry.js";
 import { TabrelayError } from "../../util/errors.js";
 import { CdpClient, isRecord, type CdpFailure, type CdpResult } from "./cdpClient.js";
-import { reachFactsShape } from "../../policy/elementFactsSchema.js";
+import { reachFactsShape } from "../elementFactsSchema.js";
 
 export interface CdpBrowserOptions {
   label: string;
