@@ -355,7 +355,7 @@ describe("CDP driver: tabs", () => {
     const target = infos.find((t: unknown) => typeof t === "object" && t !== null && "url" in t && t.url === `${site.a}/page2`);
     const targetId = typeof target === "object" && target !== null && "targetId" in target ? target.targetId : undefined;
     expect(typeof targetId).toBe("string");
-    await raw.value.send("Target.closeTarget", { targetId });
+    await raw.value.send("Target.closeTarget", { targetId: String(targetId) });
     raw.value.close();
     await until("tab.removed", () => events.slice(mark2).find((e) => e.event === "tab.removed" && e.params.tabId === popup));
   });
@@ -397,7 +397,7 @@ describe("CDP driver: pages", () => {
     const infos = targets.ok && Array.isArray(targets.value["targetInfos"]) ? targets.value["targetInfos"] : [];
     const target = infos.find((t: unknown) => typeof t === "object" && t !== null && "url" in t && t.url === `${site.a}/form`);
     const targetId = typeof target === "object" && target !== null && "targetId" in target ? target.targetId : undefined;
-    const attached = await raw.value.send("Target.attachToTarget", { targetId, flatten: true });
+    const attached = await raw.value.send("Target.attachToTarget", { targetId: String(targetId), flatten: true });
     const sessionId = attached.ok && typeof attached.value["sessionId"] === "string" ? attached.value["sessionId"] : undefined;
     const seen = await raw.value.send("Runtime.evaluate", { expression: "typeof globalThis.__tabrelayInpage", returnByValue: true }, sessionId);
     raw.value.close();

@@ -18,6 +18,7 @@ import { readFile } from "node:fs/promises";
 import {
   CONTENT_MAX_CHARS,
   CONTENT_MAX_ELEMENTS,
+  ERROR_CODES,
   FRAME_HTML_BUDGET,
   MAX_CONTENT_FRAMES,
   MAX_FRAME_BYTES,
@@ -38,11 +39,12 @@ import {
   type WaitUntil,
   type WireError,
 } from "@tabrelay/protocol";
+import type { Protocol } from "devtools-protocol";
 import { z } from "zod";
 import { assetPaths } from "../../assets.js";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../../bridge/registry.js";
 import { TabrelayError } from "../../util/errors.js";
-import { CdpClient, isRecord, type CdpFailure, type CdpResult } from "./cdpClient.js";
+import { CdpClient, type CdpFailure, type CdpMethod, type CdpParams, type CdpResult, type CdpReturn } from "./cdpClient.js";
 import { reachFactsShape } from "../elementFactsSchema.js";
 
 export interface CdpBrowserOptions {
@@ -56,6 +58,9 @@ export interface CdpBrowserOptions {
   /** Called once when the driver closes, whether the browser went away or close() was called. */
   onClose?: (reason: string) => void;
 }
+
+/** What Runtime.evaluate and Runtime.callFunctionOn answer. */
+type RemoteAnswer = Protocol.Runtime.EvaluateResponse;
 
 /** An action whose document unloaded while the page ran it: it happened, and it navigated. */
 class ActInterrupted extends Error {}
@@ -121,15 +126,14 @@ interface Tab {
 }
 
 /** Every request passes the request policy; top documents are paused again at their response (downloads). */
-const PAGE_FETCH_PATTERNS = [{ urlPattern: "*" }, { urlPattern: "*", resourceType: "Document", requestStage: "Response" }];
+const PAGE_FETCH_PATTERNS: Protocol.Fetch.RequestPattern[] = [{ urlPattern: "*" }, { urlPattern: "*", resourceType: "Document", requestStage: "Response" }];
 
 /** MIME types a browser shows rather than saves (beyond text/*, image/*, audio/*, video/*). */
 const SHOWN_TYPES = /^(application\/(json|xml|xhtml\+xml|pdf|javascript|x-javascript|ecmascript|[\w.+-]+\+(xml|json))|message\/rfc822|multipart\/(x-mixed-replace|related))$/;
 
 /** Whether a document response would be saved as a file: `Content-Disposition: attachment`, or a type no tab shows. */
-function isDownloadResponse(headers: unknown): boolean {
-  const list = Array.isArray(headers) ? headers.map((h) => rec(h)) : [];
-  const header = (name: string) => str(list.find((h) => str(h["name"])?.toLowerCase() === name)?.["value"]);
+function isDownloadResponse(headers: Protocol.Fetch.HeaderEntry[] = []): boolean {
+  const header = (name: string) => headers.find((h) => h.name.toLowerCase() === name)?.value;
   if (/^\s*attachment\b/i.test(header("content-disposition") ?? "")) return true;
   const type = (header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type === "") return false; // sniffed: usually shown
@@ -181,31 +185,6 @@ const WEB_STORE = /^https:\/\/(chromewebstore\.google\.com|chrome\.google\.com\/
 /** Protocol errors meaning the frame's document (or the frame) is gone. */
 const GONE_CONTEXT = /Cannot find context|Execution context was destroyed|No frame for given id|Frame .*not found|Inspected target navigated or closed|Target closed|Session with given id not found|No frame with given id/i;
 const NOT_ATTACHED = /Not attached to an active page/i;
-
-const ERROR_CODES = [
-  "tab_not_visible",
-  "screenshots_disabled",
-  "invalid_image",
-  "stale_ref",
-  "write_denied",
-  "element_not_found",
-  "not_actionable",
-  "wait_timeout",
-  "not_connected",
-  "browser_disconnected",
-  "unknown_browser",
-  "timeout",
-  "policy_denied",
-  "restricted_page",
-  "no_such_tab",
-  "not_agent_tab",
-  "navigation_failed",
-  "invalid_params",
-  "unknown_method",
-  "frame_too_large",
-  "unauthorized",
-  "internal",
-] as const satisfies readonly ErrorCode[];
 
 const HIDDEN_REASONS = ["display", "visibility", "opacity", "size", "offscreen", "clipped", "inert", "aria-hidden", "detached"] as const satisfies readonly HiddenReason[];
 
@@ -260,18 +239,6 @@ const documentValue = z.object({
 /** A response's URL and the document's URL compare without the fragment (responses never carry one). */
 function withoutFragment(url: string): string {
   return url.split("#")[0] ?? url;
-}
-
-function str(value: unknown): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
-
-function num(value: unknown): number | undefined {
-  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
-}
-
-function rec(value: unknown): Record<string, unknown> {
-  return isRecord(value) ? value : {};
 }
 
 function errorCode(code: string): ErrorCode {
@@ -335,7 +302,7 @@ export class CdpBrowser implements BrowserDriver {
     const connected = await CdpClient.connect(endpoint, { timeoutMs: opts.callTimeoutMs });
     if (!connected.ok) throw new TabrelayError("not_connected", connected.error.message);
     const client = connected.value;
-    const version = await client.send("Browser.getVersion");
+    const version = await client.send("Browser.getVersion", {});
     if (!version.ok) {
       client.close();
       throw new TabrelayError("not_connected", `the DevTools endpoint did not answer Browser.getVersion: ${version.error.message}`);
@@ -343,8 +310,8 @@ export class CdpBrowser implements BrowserDriver {
     const info: BrowserInfo = {
       browserId: `cdp-${randomUUID()}`,
       label: opts.label,
-      userAgent: str(version.value["userAgent"]) ?? "",
-      extensionVersion: `cdp ${str(version.value["product"]) ?? "unknown"}`,
+      userAgent: version.value.userAgent,
+      extensionVersion: `cdp ${version.value.product}`,
       connectedAt: Date.now(),
       kind: "cdp",
     };
@@ -412,10 +379,9 @@ export class CdpBrowser implements BrowserDriver {
     const client = this.#client;
     client.onClose((reason) => this.#markClosed(`the browser's DevTools connection closed (${reason})`));
     client.on("Target.attachedToTarget", (params) => void this.#onPageAttached(params));
-    client.on("Target.targetInfoChanged", (params) => this.#onTargetInfo(rec(params["targetInfo"])));
-    client.on("Target.targetDestroyed", (params) => this.#onTargetGone(str(params["targetId"]) ?? ""));
-    client.on("Target.detachedFromTarget", (params) => {
-      const sessionId = str(params["sessionId"]);
+    client.on("Target.targetInfoChanged", (params) => this.#onTargetInfo(params.targetInfo));
+    client.on("Target.targetDestroyed", (params) => this.#onTargetGone(params.targetId));
+    client.on("Target.detachedFromTarget", ({ sessionId }) => {
       for (const tab of this.#tabs.values()) if (tab.sessionId === sessionId) tab.sessionId = undefined;
     });
     client.on("Browser.downloadWillBegin", (params) => void this.#onDownload(params));
@@ -433,9 +399,7 @@ export class CdpBrowser implements BrowserDriver {
   }
 
   /** A download started in any frame of an agent tab is cancelled (in a browser of our own it is refused anyway). */
-  async #onDownload(params: Record<string, unknown>): Promise<void> {
-    const frameId = str(params["frameId"]);
-    const guid = str(params["guid"]);
+  async #onDownload({ frameId, guid }: Protocol.Browser.DownloadWillBeginEvent): Promise<void> {
     if (!frameId || !guid) return;
     for (const tab of this.#tabs.values()) {
       let ours = tab.targetId === frameId || tab.mainFrameId === frameId;
@@ -458,14 +422,10 @@ export class CdpBrowser implements BrowserDriver {
     return this.#created.has(targetId);
   }
 
-  async #onPageAttached(params: Record<string, unknown>): Promise<void> {
-    const sessionId = str(params["sessionId"]);
-    const targetInfo = rec(params["targetInfo"]);
-    const targetId = str(targetInfo["targetId"]);
-    const waiting = params["waitingForDebugger"] === true;
+  async #onPageAttached({ sessionId, targetInfo, waitingForDebugger: waiting }: Protocol.Target.AttachedToTargetEvent): Promise<void> {
+    const { targetId, openerId } = targetInfo;
     if (!sessionId || !targetId) return;
-    const openerId = str(targetInfo["openerId"]);
-    const agent = targetInfo["type"] === "page" && !this.#tabs.has(targetId) && (await this.#isAgentTarget(targetId, openerId));
+    const agent = targetInfo.type === "page" && !this.#tabs.has(targetId) && (await this.#isAgentTarget(targetId, openerId));
     if (!agent || this.#closed) {
       // Not the agent's (a user's tab in an attached browser): let it run and let go of it.
       if (waiting) await this.#client.send("Runtime.runIfWaitingForDebugger", {}, sessionId);
@@ -496,7 +456,7 @@ export class CdpBrowser implements BrowserDriver {
     return undefined;
   }
 
-  #newTab(targetId: string, sessionId: string, openerTabId: number | undefined, targetInfo: Record<string, unknown>): Tab {
+  #newTab(targetId: string, sessionId: string, openerTabId: number | undefined, targetInfo: Protocol.Target.TargetInfo): Tab {
     return {
       targetId,
       tabId: this.#nextTabId++,
@@ -505,9 +465,9 @@ export class CdpBrowser implements BrowserDriver {
       ready: Promise.resolve(),
       mainFrameId: targetId,
       windowId: -1,
-      url: str(targetInfo["url"]) ?? "",
-      docUrl: str(targetInfo["url"]) ?? "",
-      title: str(targetInfo["title"]) ?? "",
+      url: targetInfo.url,
+      docUrl: targetInfo.url,
+      title: targetInfo.title,
       loaderId: "",
       commits: [],
       loaded: false,
@@ -539,13 +499,13 @@ export class CdpBrowser implements BrowserDriver {
     client.on("Page.navigatedWithinDocument", (p) => this.#onSameDocument(tab, p), sessionId);
     client.on("Page.lifecycleEvent", (p) => this.#onLifecycle(tab, p), sessionId);
     client.on("Page.frameStoppedLoading", (p) => {
-      if (p["frameId"] === tab.mainFrameId) this.#touch(tab, () => (tab.loaded = true));
+      if (p.frameId === tab.mainFrameId) this.#touch(tab, () => (tab.loaded = true));
     }, sessionId);
     // alert(), confirm() and prompt() stop the page's scripts, and ours with them, until answered: nobody is
     // at an agent tab to answer, so they are dismissed at once (confirm and prompt as "Cancel"); a
     // beforeunload prompt lets the agent leave the page.
     client.on("Page.javascriptDialogOpening", (p) => {
-      const accept = p["type"] === "alert" || p["type"] === "beforeunload";
+      const accept = p.type === "alert" || p.type === "beforeunload";
       void this.#send("Page.handleJavaScriptDialog", { accept }, sessionId);
     }, sessionId);
     this.#watchChildren(tab, sessionId);
@@ -557,15 +517,15 @@ export class CdpBrowser implements BrowserDriver {
       ]);
       const tree = await this.#send("Page.getFrameTree", {}, sessionId);
       if (tree.ok) {
-        const frame = rec(rec(tree.value["frameTree"])["frame"]);
-        tab.mainFrameId = str(frame["id"]) ?? tab.mainFrameId;
-        if (tab.generation === 0 && !tab.loaderId) tab.loaderId = str(frame["loaderId"]) ?? "";
+        const frame = tree.value.frameTree.frame;
+        tab.mainFrameId = frame.id;
+        if (tab.generation === 0 && !tab.loaderId) tab.loaderId = frame.loaderId;
       }
       // Enabled after the frame tree is known: Chrome replays the current document's lifecycle, so an
       // already loaded page is seen as loaded.
       await this.#send("Page.setLifecycleEventsEnabled", { enabled: true }, sessionId);
       const window = await this.#send("Browser.getWindowForTarget", { targetId: tab.targetId });
-      if (window.ok) tab.windowId = num(window.value["windowId"]) ?? -1;
+      if (window.ok) tab.windowId = window.value.windowId;
     } finally {
       beforeResume();
       if (waiting) await client.send("Runtime.runIfWaitingForDebugger", {}, sessionId);
@@ -573,7 +533,7 @@ export class CdpBrowser implements BrowserDriver {
   }
 
   /** Out-of-process iframes (and, under a request policy, workers) attach to the page's session. */
-  #autoAttachChildren(sessionId: string): Promise<CdpResult<Record<string, unknown>>> {
+  #autoAttachChildren(sessionId: string): Promise<CdpResult<void>> {
     const policy = this.#options.requestPolicy !== undefined;
     // With a request policy, children wait for us so Fetch is on before their first request.
     return this.#send(
@@ -588,24 +548,19 @@ export class CdpBrowser implements BrowserDriver {
     const policy = this.#options.requestPolicy;
     if (policy) client.on("Fetch.requestPaused", (p) => this.#onRequestPaused(p, parentSessionId, tab), parentSessionId);
     client.on("Target.attachedToTarget", (p) => void this.#onChildAttached(tab, p), parentSessionId);
-    client.on("Target.detachedFromTarget", (p) => {
-      const sessionId = str(p["sessionId"]);
-      const targetId = str(p["targetId"]);
+    client.on("Target.detachedFromTarget", ({ sessionId, targetId }) => {
       if (!sessionId) return;
       this.#children.delete(sessionId);
       if (targetId && tab.oopifs.get(targetId) === sessionId) tab.oopifs.delete(targetId);
     }, parentSessionId);
   }
 
-  async #onChildAttached(tab: Tab, params: Record<string, unknown>): Promise<void> {
-    const sessionId = str(params["sessionId"]);
-    const targetInfo = rec(params["targetInfo"]);
-    const targetId = str(targetInfo["targetId"]);
+  async #onChildAttached(tab: Tab, { sessionId, targetInfo, waitingForDebugger: waiting }: Protocol.Target.AttachedToTargetEvent): Promise<void> {
+    const targetId = targetInfo.targetId;
     if (!sessionId || !targetId) return;
-    const waiting = params["waitingForDebugger"] === true;
     this.#children.set(sessionId, tab);
     try {
-      if (targetInfo["type"] === "iframe") {
+      if (targetInfo.type === "iframe") {
         tab.oopifs.set(targetId, sessionId);
         this.#watchChildren(tab, sessionId);
         await Promise.all([
@@ -621,25 +576,25 @@ export class CdpBrowser implements BrowserDriver {
     }
   }
 
-  #onRequestPaused(params: Record<string, unknown>, sessionId: string, tab?: Tab): void {
-    const requestId = str(params["requestId"]);
-    const url = str(rec(params["request"])["url"]) ?? "";
+  #onRequestPaused(params: Protocol.Fetch.RequestPausedEvent, sessionId: string, tab?: Tab): void {
+    const { requestId, frameId } = params;
+    const url = params.request.url;
     if (!requestId) return;
-    if (params["responseStatusCode"] !== undefined || params["responseErrorReason"] !== undefined) {
+    if (params.responseStatusCode !== undefined || params.responseErrorReason !== undefined) {
       // A document's response, before the browser acts on it: one the browser would save as a file is
       // stopped here, so nothing lands on the user's disk, in an attached browser too.
-      const status = num(params["responseStatusCode"]) ?? 0;
+      const status = params.responseStatusCode ?? 0;
       // Held until its document commits (#onFrameNavigated), so it is only ever shown for that document.
-      if (tab && str(params["frameId"]) === tab.mainFrameId && status > 0) tab.pendingStatus = { url: withoutFragment(url), status };
-      if (tab && status >= 200 && status < 300 && isDownloadResponse(params["responseHeaders"])) {
-        if (str(params["frameId"]) === tab.mainFrameId) tab.blockedDownload = url;
+      if (tab && frameId === tab.mainFrameId && status > 0) tab.pendingStatus = { url: withoutFragment(url), status };
+      if (tab && status >= 200 && status < 300 && isDownloadResponse(params.responseHeaders)) {
+        if (frameId === tab.mainFrameId) tab.blockedDownload = url;
         void this.#client.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }, sessionId);
       } else {
         void this.#client.send("Fetch.continueRequest", { requestId }, sessionId);
       }
       return;
     }
-    const navigation = params["resourceType"] === "Document";
+    const navigation = params.resourceType === "Document";
     let allowed = false;
     try {
       allowed = this.#options.requestPolicy?.(url, navigation ? "navigation" : "subresource") === true;
@@ -653,25 +608,23 @@ export class CdpBrowser implements BrowserDriver {
     void this.#client.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }, sessionId);
     const owner = tab ?? this.#children.get(sessionId);
     if (navigation && owner) {
-      const frame = str(params["frameId"]) !== owner.mainFrameId;
+      const frame = frameId !== owner.mainFrameId;
       if (!frame) owner.blockedNavigation = { url, at: Date.now() };
       this.#emit({ type: "event", event: "tab.blocked", params: { tabId: owner.tabId, url, frame } });
     }
   }
 
-  #onFrameNavigated(tab: Tab, params: Record<string, unknown>): void {
-    const frame = rec(params["frame"]);
-    if (str(frame["parentId"]) !== undefined) return;
-    const url = str(frame["url"]) ?? "";
-    const unreachable = str(frame["unreachableUrl"]);
-    const loaderId = str(frame["loaderId"]) ?? "";
+  #onFrameNavigated(tab: Tab, params: Protocol.Page.FrameNavigatedEvent): void {
+    const frame = params.frame;
+    if (frame.parentId !== undefined) return;
+    const { url, loaderId, unreachableUrl: unreachable } = frame;
     const first = tab.generation === 0;
     // A document that committed without a response seen for it (bfcache, a service worker) has no status.
     const pending = tab.pendingStatus;
     tab.pendingStatus = undefined;
     tab.documentStatus = pending && pending.url === withoutFragment(url) ? { loaderId, status: pending.status } : undefined;
     this.#touch(tab, () => {
-      tab.mainFrameId = str(frame["id"]) ?? tab.mainFrameId;
+      tab.mainFrameId = frame.id;
       tab.generation++;
       tab.loaderId = loaderId;
       tab.commits.push(loaderId);
@@ -680,7 +633,7 @@ export class CdpBrowser implements BrowserDriver {
       tab.url = unreachable ?? url;
       tab.errorPage = unreachable;
       // A page restored from the back/forward cache is already loaded: no load event follows.
-      tab.loaded = params["type"] === "BackForwardCacheRestore";
+      tab.loaded = params.type === "BackForwardCacheRestore";
       // A new document has new subframes. Keys keep counting up, so an old ref never names a new frame.
       tab.frameKeys.clear();
       tab.routes.clear();
@@ -689,9 +642,8 @@ export class CdpBrowser implements BrowserDriver {
     this.#emit({ type: "event", event: "tab.committed", params: { tabId: tab.tabId, url, ...(first && tab.openerTabId !== undefined ? { openerTabId: tab.openerTabId } : {}) } });
   }
 
-  #onSameDocument(tab: Tab, params: Record<string, unknown>): void {
-    if (params["frameId"] !== tab.mainFrameId) return;
-    const url = str(params["url"]);
+  #onSameDocument(tab: Tab, { frameId, url }: Protocol.Page.NavigatedWithinDocumentEvent): void {
+    if (frameId !== tab.mainFrameId) return;
     this.#touch(tab, () => {
       tab.generation++;
       if (url) {
@@ -701,18 +653,15 @@ export class CdpBrowser implements BrowserDriver {
     });
   }
 
-  #onLifecycle(tab: Tab, params: Record<string, unknown>): void {
-    if (params["frameId"] !== tab.mainFrameId) return;
-    const loaderId = str(params["loaderId"]) ?? "";
+  #onLifecycle(tab: Tab, { frameId, loaderId, name }: Protocol.Page.LifecycleEventEvent): void {
+    if (frameId !== tab.mainFrameId) return;
     if (!tab.loaderId) tab.loaderId = loaderId;
-    if (params["name"] === "load" && loaderId === tab.loaderId) this.#touch(tab, () => (tab.loaded = true));
+    if (name === "load" && loaderId === tab.loaderId) this.#touch(tab, () => (tab.loaded = true));
   }
 
-  #onTargetInfo(targetInfo: Record<string, unknown>): void {
-    const tab = this.#tabs.get(str(targetInfo["targetId"]) ?? "");
+  #onTargetInfo({ targetId, title, url }: Protocol.Target.TargetInfo): void {
+    const tab = this.#tabs.get(targetId);
     if (!tab) return;
-    const title = str(targetInfo["title"]);
-    const url = str(targetInfo["url"]);
     this.#touch(tab, () => {
       if (title !== undefined) tab.title = title;
       if (url) tab.url = url;
@@ -846,7 +795,7 @@ export class CdpBrowser implements BrowserDriver {
    * A CDP call on a session. During a cross-process navigation the page's session briefly answers "Not
    * attached to an active page"; such calls are retried for up to a second.
    */
-  async #send(method: string, params: Record<string, unknown>, sessionId?: string, timeoutMs?: number): Promise<CdpResult<Record<string, unknown>>> {
+  async #send<M extends CdpMethod>(method: M, params: CdpParams<M>, sessionId?: string, timeoutMs?: number): Promise<CdpResult<CdpReturn<M>>> {
     for (let attempt = 0; ; attempt++) {
       const result = await this.#client.send(method, params, sessionId, timeoutMs !== undefined ? { timeoutMs } : {});
       if (result.ok || result.error.kind !== "protocol" || !NOT_ATTACHED.test(result.error.message) || attempt >= 10) return result;
@@ -854,7 +803,7 @@ export class CdpBrowser implements BrowserDriver {
     }
   }
 
-  async #must(method: string, params: Record<string, unknown>, sessionId?: string, options: { timeoutMs?: number; gone?: ErrorCode } = {}): Promise<Record<string, unknown>> {
+  async #must<M extends CdpMethod>(method: M, params: CdpParams<M>, sessionId?: string, options: { timeoutMs?: number; gone?: ErrorCode } = {}): Promise<CdpReturn<M>> {
     const result = await this.#send(method, params, sessionId, options.timeoutMs);
     if (!result.ok) throw this.#failure(result.error, options.gone);
     return result.value;
@@ -882,9 +831,9 @@ export class CdpBrowser implements BrowserDriver {
     if (tab.gone) throw new DriverError("no_such_tab", `tab ${tab.tabId} no longer exists; call list_tabs`);
     const [target, visible] = await Promise.all([this.#send("Target.getTargetInfo", { targetId: tab.targetId }), this.#visible(tab, { quick: true })]);
     if (target.ok) {
-      const info = rec(target.value["targetInfo"]);
-      tab.title = str(info["title"]) ?? tab.title;
-      tab.url = str(info["url"]) || tab.url;
+      const info = target.value.targetInfo;
+      tab.title = info.title;
+      tab.url = info.url || tab.url;
     }
     return { ...this.#quickInfo(tab), active: visible };
   }
@@ -899,10 +848,10 @@ export class CdpBrowser implements BrowserDriver {
     const sessionId = tab.sessionId;
     const ask = (async () => {
       const world = await this.#client.send("Page.createIsolatedWorld", { frameId: tab.mainFrameId, worldName: WORLD_NAME, grantUniveralAccess: false }, sessionId, { timeoutMs: 1000 });
-      const contextId = world.ok ? num(world.value["executionContextId"]) : undefined;
+      const contextId = world.ok ? world.value.executionContextId : undefined;
       if (contextId === undefined) return false;
       const state = await this.#client.send("Runtime.evaluate", { expression: "document.visibilityState", contextId, returnByValue: true }, sessionId, { timeoutMs: 1000 });
-      tab.lastVisible = state.ok && rec(state.value["result"])["value"] === "visible";
+      tab.lastVisible = state.ok && state.value.result.value === "visible";
       return tab.lastVisible;
     })();
     return options.quick ? Promise.race([ask, sleep(VISIBILITY_WAIT_MS).then(() => tab.lastVisible ?? false)]) : ask;
@@ -919,14 +868,14 @@ export class CdpBrowser implements BrowserDriver {
         ...(this.#options.ownsBrowser ? { newWindow: true } : {}),
       })
       .then((result) => {
-        const targetId = result.ok ? str(result.value["targetId"]) : undefined;
+        const targetId = result.ok ? result.value.targetId : undefined;
         if (targetId) this.#created.add(targetId);
         return result;
       });
     this.#creating.add(creation);
     const result = await creation.finally(() => this.#creating.delete(creation));
     if (!result.ok) throw result.error.kind === "protocol" ? new DriverError("navigation_failed", `could not open a tab: ${result.error.message}`) : this.#failure(result.error);
-    const targetId = str(result.value["targetId"]) ?? "";
+    const targetId = result.value.targetId;
     const tab = await this.#whenTab(targetId, 10_000);
     if (!tab) throw new DriverError("internal", "the browser created a tab but never attached it");
     await tab.ready;
@@ -948,10 +897,10 @@ export class CdpBrowser implements BrowserDriver {
       if (result.error.kind === "protocol" && !GONE_CONTEXT.test(result.error.message)) throw new DriverError("navigation_failed", `could not navigate to ${url}: ${result.error.message}`);
       throw this.#failure(result.error);
     }
-    const errorText = str(result.value["errorText"]);
+    const { errorText, loaderId } = result.value;
     const blocked = tab.blockedDownload;
     tab.blockedDownload = undefined;
-    if (result.value["isDownload"] === true || (errorText === "net::ERR_BLOCKED_BY_CLIENT" && blocked !== undefined)) {
+    if (result.value.isDownload === true || (errorText === "net::ERR_BLOCKED_BY_CLIENT" && blocked !== undefined)) {
       throw new DriverError("navigation_failed", `${url} is a file download, not a page (tabrelay saves no files)`);
     }
     // Stopped by the request policy (the URL or a redirect hop): the error page that commits is where the page
@@ -962,7 +911,6 @@ export class CdpBrowser implements BrowserDriver {
     }
     // ERR_ABORTED means another navigation (a redirect, a script) replaced this one: keep waiting.
     if (errorText && errorText !== "net::ERR_ABORTED") throw new DriverError("navigation_failed", `the page failed to load: ${errorText}`);
-    const loaderId = str(result.value["loaderId"]);
     if (!loaderId && !errorText) {
       // Same-document navigation (#fragment): complete as soon as it is seen.
       await this.#waitNavigation(tab, start, "commit", Math.min(deadline, Date.now() + 2000));
@@ -999,10 +947,7 @@ export class CdpBrowser implements BrowserDriver {
       if (!reload.ok) throw reload.error.kind === "protocol" ? new DriverError("navigation_failed", `cannot reload: ${reload.error.message}`) : this.#failure(reload.error);
     } else {
       const history = await this.#must("Page.getNavigationHistory", {}, tab.sessionId);
-      const entries = Array.isArray(history["entries"]) ? history["entries"] : [];
-      const current = num(history["currentIndex"]) ?? 0;
-      const entry = rec(entries[current + (action === "back" ? -1 : 1)]);
-      const entryId = num(entry["id"]);
+      const entryId = history.entries[history.currentIndex + (action === "back" ? -1 : 1)]?.id;
       if (entryId === undefined) {
         throw new DriverError("navigation_failed", `cannot go ${action}: there is no page ${action === "back" ? "before" : "after"} this one in the tab's history`);
       }
@@ -1025,19 +970,18 @@ export class CdpBrowser implements BrowserDriver {
 
   async #world(sessionId: string, frameId: string, gone: ErrorCode): Promise<number> {
     const world = await this.#must("Page.createIsolatedWorld", { frameId, worldName: WORLD_NAME, grantUniveralAccess: false }, sessionId, { gone });
-    const contextId = num(world["executionContextId"]);
-    if (contextId === undefined) throw new DriverError("internal", "the browser created no isolated world");
-    return contextId;
+    return world.executionContextId;
   }
 
   /** Runtime answers: the value, or the page's exception as an internal error. */
-  #remoteValue(answer: Record<string, unknown>): unknown {
-    const exception = rec(answer["exceptionDetails"]);
-    if (Object.keys(exception).length > 0) {
-      const description = str(rec(exception["exception"])["description"]) ?? str(exception["text"]) ?? "an exception";
+  #remoteValue(answer: RemoteAnswer): unknown {
+    const exception = answer.exceptionDetails;
+    if (exception) {
+      const description = exception.exception?.description ?? exception.text;
       throw new DriverError("internal", `the in-page script threw: ${description.split("\n")[0]}`);
     }
-    return rec(answer["result"])["value"];
+    const value: unknown = answer.result.value;
+    return value;
   }
 
   /**
@@ -1096,34 +1040,32 @@ export class CdpBrowser implements BrowserDriver {
       for (let round = 0, installed = false; round < MAX_SHADOW_ROUNDS; round++) {
         const answer = await this.#must("Runtime.callFunctionOn", { functionDeclaration: CLOSED_ROOT_CANDIDATES, executionContextId: contextId, objectGroup }, sessionId, { gone });
         this.#remoteValue(answer);
-        const result = rec(answer["result"]);
-        if (result["value"] === NOT_INSTALLED) {
+        const result = answer.result;
+        if (result.value === NOT_INSTALLED) {
           if (installed) throw new DriverError("internal", "the in-page script did not install");
           await this.#install(sessionId, contextId);
           installed = true;
           continue;
         }
-        const listId = str(result["objectId"]);
+        const listId = result.objectId;
         if (listId === undefined) return;
         const properties = await this.#must("Runtime.getProperties", { objectId: listId, ownProperties: true }, sessionId, { gone });
-        const hosts = (Array.isArray(properties["result"]) ? properties["result"] : [])
-          .filter((p) => /^\d+$/.test(str(rec(p)["name"]) ?? ""))
-          .map((p) => str(rec(rec(p)["value"])["objectId"]))
+        const hosts = properties.result
+          .filter((p) => /^\d+$/.test(p.name))
+          .map((p) => p.value?.objectId)
           .filter((id): id is string => id !== undefined);
         const closed: number[] = [];
         // In small batches: a page's thousands of custom elements never put thousands of calls in flight.
         for (let i = 0; i < hosts.length; i += SHADOW_BATCH) {
           const described = await Promise.all(hosts.slice(i, i + SHADOW_BATCH).map((objectId) => this.#send("DOM.describeNode", { objectId, depth: 0 }, sessionId)));
           for (const node of described) {
-            const roots = node.ok ? rec(node.value["node"])["shadowRoots"] : undefined;
-            for (const root of Array.isArray(roots) ? roots : []) {
-              const backendNodeId = num(rec(root)["backendNodeId"]);
-              if (rec(root)["shadowRootType"] === "closed" && backendNodeId !== undefined) closed.push(backendNodeId);
+            for (const root of (node.ok ? node.value.node.shadowRoots : undefined) ?? []) {
+              if (root.shadowRootType === "closed") closed.push(root.backendNodeId);
             }
           }
         }
         const resolved = await Promise.all(closed.map((backendNodeId) => this.#send("DOM.resolveNode", { backendNodeId, executionContextId: contextId, objectGroup }, sessionId)));
-        const roots = resolved.map((r) => (r.ok ? str(rec(r.value["object"])["objectId"]) : undefined)).filter((id): id is string => id !== undefined);
+        const roots = resolved.map((r) => (r.ok ? r.value.object.objectId : undefined)).filter((id): id is string => id !== undefined);
         // Also with no roots found: the script marks the hosts described, so the next round offers others.
         await this.#must(
           "Runtime.callFunctionOn",
@@ -1147,16 +1089,14 @@ export class CdpBrowser implements BrowserDriver {
   /** Every frame of the tab with the session that can reach it: the page's, or an out-of-process iframe's. */
   async #frames(tab: Tab & { sessionId: string }): Promise<FrameRoute[]> {
     const routes = new Map<string, FrameRoute>();
-    const walk = (node: unknown, sessionId: string) => {
-      const frame = rec(rec(node)["frame"]);
-      const frameId = str(frame["id"]);
-      if (frameId) routes.set(frameId, { frameId, parentId: str(frame["parentId"]), sessionId });
-      const children = rec(node)["childFrames"];
-      if (Array.isArray(children)) for (const child of children) walk(child, sessionId);
+    const walk = (node: Protocol.Page.FrameTree, sessionId: string) => {
+      const { id: frameId, parentId } = node.frame;
+      routes.set(frameId, { frameId, parentId, sessionId });
+      for (const child of node.childFrames ?? []) walk(child, sessionId);
     };
-    walk((await this.#must("Page.getFrameTree", {}, tab.sessionId))["frameTree"], tab.sessionId);
+    walk((await this.#must("Page.getFrameTree", {}, tab.sessionId)).frameTree, tab.sessionId);
     const remote = await Promise.all([...tab.oopifs.values()].map(async (sessionId) => ({ sessionId, tree: await this.#send("Page.getFrameTree", {}, sessionId) })));
-    for (const { sessionId, tree } of remote) if (tree.ok) walk(tree.value["frameTree"], sessionId);
+    for (const { sessionId, tree } of remote) if (tree.ok) walk(tree.value.frameTree, sessionId);
     return [...routes.values()];
   }
 
@@ -1238,11 +1178,10 @@ export class CdpBrowser implements BrowserDriver {
       if (!parentId || !parent) throw new DriverError("stale_ref", "the frame's place in the page changed since the snapshot; call snapshot again");
       const parentSession = this.#sessionFor(tab, parent);
       const owner = await this.#must("DOM.getFrameOwner", { frameId: current.frameId }, parentSession, { gone: "stale_ref" });
-      const backendNodeId = num(owner["backendNodeId"]);
-      if (backendNodeId === undefined) throw new DriverError("stale_ref", "the frame's element is gone; call snapshot again");
+      const backendNodeId = owner.backendNodeId;
       const contextId = await this.#world(parentSession, parentId, "stale_ref");
       const resolved = await this.#must("DOM.resolveNode", { backendNodeId, executionContextId: contextId }, parentSession, { gone: "stale_ref" });
-      const objectId = str(rec(resolved["object"])["objectId"]);
+      const objectId = resolved.object.objectId;
       if (!objectId) throw new DriverError("stale_ref", "the frame's element is gone; call snapshot again");
       try {
         const answer = await this.#must("Runtime.callFunctionOn", { objectId, functionDeclaration: OWNER_OFFSET, returnByValue: true }, parentSession, { gone: "stale_ref" });
@@ -1261,7 +1200,7 @@ export class CdpBrowser implements BrowserDriver {
     this.#checkScriptable(tab);
     // A page that replaces its document (a refresh loop, a script reloading) can take the context away between
     // finding it and reading from it: read again from the new document, a few times.
-    let answer: Record<string, unknown> | undefined;
+    let answer: RemoteAnswer | undefined;
     for (let attempt = 1; answer === undefined; attempt++) {
       const contextId = await this.#world(tab.sessionId, tab.mainFrameId, "internal");
       const result = await this.#readDocument(tab.sessionId, contextId, CONTENT_MAX_CHARS);
@@ -1294,7 +1233,7 @@ export class CdpBrowser implements BrowserDriver {
         try {
           const contextId = await this.#world(route.sessionId, route.frameId, "internal");
           const answer = await this.#readDocument(route.sessionId, contextId, budget, 3000);
-          const value = answer.ok ? documentValue.safeParse(rec(answer.value["result"])["value"]) : undefined;
+          const value = answer.ok ? documentValue.safeParse(answer.value.result.value) : undefined;
           return value?.success ? value.data.value : undefined;
         } catch {
           return undefined; // a frame that went away or cannot be scripted is left out
@@ -1320,7 +1259,7 @@ export class CdpBrowser implements BrowserDriver {
    * READ_DOCUMENT in the given isolated world, in one round trip with the in-page script (its install is
    * idempotent): a page that keeps replacing its document (a refresh loop) leaves no time for two.
    */
-  async #readDocument(sessionId: string, contextId: number, maxChars: number, timeoutMs?: number): Promise<CdpResult<Record<string, unknown>>> {
+  async #readDocument(sessionId: string, contextId: number, maxChars: number, timeoutMs?: number): Promise<CdpResult<RemoteAnswer>> {
     const source = await loadInpage();
     if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${INPAGE_PATH}; run \`npm run build\``);
     const expression = `${source}\n;(${READ_DOCUMENT})(${JSON.stringify({ maxChars, maxElements: CONTENT_MAX_ELEMENTS })})`;
@@ -1336,23 +1275,21 @@ export class CdpBrowser implements BrowserDriver {
       visible = true;
     }
     const metrics = await this.#must("Page.getLayoutMetrics", {}, tab.sessionId);
-    const viewport = rec(metrics["cssVisualViewport"]);
-    const content = rec(metrics["cssContentSize"]);
-    const pageX = num(viewport["pageX"]) ?? 0;
-    const pageY = num(viewport["pageY"]) ?? 0;
-    let shot: Record<string, unknown> = { format: "png" };
+    const { cssVisualViewport: viewport, cssContentSize: content } = metrics;
+    const { pageX, pageY } = viewport;
+    let shot: Protocol.Page.CaptureScreenshotRequest = { format: "png" };
     if (params.clip) {
       // The protocol's clip is viewport-relative; CDP's is in document coordinates.
       shot = { format: "png", clip: { x: params.clip.x + pageX, y: params.clip.y + pageY, width: Math.max(1, params.clip.width), height: Math.max(1, params.clip.height), scale: 1 } };
     } else if (params.fullPage) {
-      const width = num(content["width"]) ?? num(viewport["clientWidth"]) ?? 1;
-      const height = Math.min(num(content["height"]) ?? num(viewport["clientHeight"]) ?? 1, MAX_SCREENSHOT_HEIGHT);
+      const width = content.width;
+      const height = Math.min(content.height, MAX_SCREENSHOT_HEIGHT);
       shot = { format: "png", captureBeyondViewport: true, clip: { x: 0, y: 0, width: Math.ceil(width), height: Math.ceil(height), scale: 1 } };
     }
     let data: string | undefined;
     for (let attempt = 0; attempt < (visible ? 1 : 4) && data === undefined; attempt++) {
       const result = await this.#send("Page.captureScreenshot", shot, tab.sessionId, visible ? undefined : 3000);
-      if (result.ok) data = str(result.value["data"]);
+      if (result.ok) data = result.value.data;
       else if (result.error.kind !== "timeout" || visible) throw this.#failure(result.error);
     }
     if (data === undefined) throw new DriverError("timeout", `tab ${tab.tabId} is in the background and did not render a frame to capture; activate it (activate_tab) and retry`);

@@ -6,6 +6,12 @@
 //
 // The endpoint URL is a credential (whoever holds it drives the browser): it is never logged, and it is
 // scrubbed from every message this module produces.
+//
+// Commands and events are typed with the protocol's own map (devtools-protocol, types only): `send` checks a
+// command's params and types its result, `on` types an event's params. Those types describe what Chromium
+// sends; this module trusts the browser's JSON to match them (the one place it does), and the driver still
+// parses with zod what comes from the page (in-page script answers, evaluated values).
+import type { ProtocolMapping } from "devtools-protocol/types/protocol-mapping.js";
 import { WebSocket, type RawData } from "ws";
 
 export type CdpFailure =
@@ -19,8 +25,28 @@ export type CdpFailure =
 
 export type CdpResult<T> = { ok: true; value: T } | { ok: false; error: CdpFailure };
 
-/** An event's params (always a JSON object) and the session it came from (undefined: the browser session). */
-export type CdpListener = (params: Record<string, unknown>, sessionId: string | undefined) => void;
+type Commands = ProtocolMapping.Commands;
+type Events = ProtocolMapping.Events;
+
+/** A command's name, e.g. "Page.navigate". */
+export type CdpMethod = keyof Commands;
+/** An event's name, e.g. "Page.frameNavigated". */
+export type CdpEvent = keyof Events;
+/** What a parameterless command is sent. */
+type NoParams = Record<string, never>;
+type ParamsIn<T> = T extends [] ? NoParams : T extends [infer P] ? P : T extends [(infer P)?] ? NonNullable<P> : never;
+/** A command's params, e.g. `{ url: string; ... }` for Page.navigate. */
+export type CdpParams<M extends CdpMethod> = ParamsIn<Commands[M]["paramsType"]>;
+/** A command's result object (`void` for commands answering `{}`). */
+export type CdpReturn<M extends CdpMethod> = Commands[M]["returnType"];
+/** Commands whose params may be left out (none required by the protocol). */
+type OptionalParamsMethod = { [M in CdpMethod]: Commands[M]["paramsType"] extends [unknown] ? never : M }[CdpMethod];
+/** An event's params. */
+export type CdpEventParams<E extends CdpEvent> = Events[E] extends [infer P] ? P : NoParams;
+
+/** An event's params and the session it came from (undefined: the browser session). */
+export type CdpListener<E extends CdpEvent> = (params: CdpEventParams<E>, sessionId: string | undefined) => void;
+type RawListener = (params: Record<string, unknown>, sessionId: string | undefined) => void;
 
 export interface CdpClientOptions {
   /** Default deadline of a call; a call may pass its own. */
@@ -55,7 +81,7 @@ export class CdpClient {
   readonly #scrub: (text: string) => string;
   readonly #pending = new Map<number, Pending>();
   /** session key ("" for the browser session) -> method -> listeners */
-  readonly #listeners = new Map<string, Map<string, Set<CdpListener>>>();
+  readonly #listeners = new Map<string, Map<string, Set<RawListener>>>();
   readonly #anyListeners = new Set<(method: string, params: Record<string, unknown>, sessionId: string | undefined) => void>();
   readonly #closeListeners = new Set<(reason: string) => void>();
   #nextId = 1;
@@ -124,7 +150,9 @@ export class CdpClient {
    * Calls `method` on the browser session, or on `sessionId` (a flat session); resolves with its result
    * object or a failure, never rejects.
    */
-  send(method: string, params: Record<string, unknown> = {}, sessionId?: string, options: SendOptions = {}): Promise<CdpResult<Record<string, unknown>>> {
+  send<M extends OptionalParamsMethod>(method: M, params?: CdpParams<M>, sessionId?: string, options?: SendOptions): Promise<CdpResult<CdpReturn<M>>>;
+  send<M extends CdpMethod>(method: M, params: CdpParams<M>, sessionId?: string, options?: SendOptions): Promise<CdpResult<CdpReturn<M>>>;
+  send(method: CdpMethod, params: object = {}, sessionId?: string, options: SendOptions = {}): Promise<CdpResult<unknown>> {
     if (this.#closed) return Promise.resolve(this.#disconnected());
     const id = this.#nextId++;
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
@@ -151,7 +179,9 @@ export class CdpClient {
    * Subscribes to `method` events of one session (undefined: the browser session). Listeners of a session
    * are dropped when it detaches. Returns the unsubscribe function.
    */
-  on(method: string, listener: CdpListener, sessionId?: string): () => void {
+  on<E extends CdpEvent>(method: E, listener: CdpListener<E>, sessionId?: string): () => void {
+    // The parsing boundary: an event's JSON params are taken to be what the protocol says they are.
+    const raw: RawListener = (params, from) => listener(params as CdpEventParams<E>, from);
     const key = sessionId ?? BROWSER_KEY;
     let byMethod = this.#listeners.get(key);
     if (!byMethod) {
@@ -163,9 +193,9 @@ export class CdpClient {
       set = new Set();
       byMethod.set(method, set);
     }
-    set.add(listener);
+    set.add(raw);
     return () => {
-      set.delete(listener);
+      set.delete(raw);
     };
   }
 
