@@ -26,31 +26,8 @@ export * from "./handshake.js";
 /** Largest frame either end accepts, in bytes. A rendered page's HTML travels in one frame. */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
 
-/** Stable error codes. Tools surface these verbatim; docs/errors.md explains each. */
-export type ErrorCode =
-  | "tab_not_visible"
-  | "screenshots_disabled"
-  | "invalid_image"
-  | "stale_ref"
-  | "write_denied"
-  | "element_not_found"
-  | "not_actionable"
-  | "wait_timeout"
-  | "not_connected"
-  | "browser_disconnected"
-  | "unknown_browser"
-  | "timeout"
-  | "policy_denied"
-  | "restricted_page"
-  | "no_such_tab"
-  | "not_agent_tab"
-  | "navigation_failed"
-  | "invalid_params"
-  | "unknown_method"
-  | "frame_too_large"
-  | "unauthorized"
-  | "audit_unavailable"
-  | "internal";
+export * from "./errors.js";
+import type { ErrorCode } from "./errors.js";
 
 export interface WireError {
   code: ErrorCode;

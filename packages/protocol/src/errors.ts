@@ -1,0 +1,92 @@
+/**
+ * Every error code tabrelay can return, with what it means and what the agent (or the user) does next. This
+ * table is the one source: the ErrorCode type is derived from it, the README's "Error codes" table is generated
+ * from it (`node scripts/errors-table.mjs --write`), and each tool's "Errors: ..." sentence is built from the
+ * codes the tool declares, using `hint` where there is one. A test checks that all three agree.
+ *
+ * @example
+ * const info = ERRORS.find((e) => e.code === "stale_ref");
+ * // info.next === "`snapshot` again"
+ */
+export interface ErrorInfo {
+  readonly code: string;
+  /** What happened, for the README. */
+  readonly meaning: string;
+  /** The next step, for the README. */
+  readonly next: string;
+  /**
+   * The next step in a few words, shown after the code in tool descriptions (codes sharing a hint are listed
+   * together before it); none where the code and the error's own message say enough.
+   */
+  readonly hint?: string;
+}
+
+const REFUSED = "refused: do not retry, tell the user";
+
+export const ERRORS = [
+  { code: "not_connected", meaning: "no browser connected", next: "`tabrelay launch`, or pair your Chrome" },
+  {
+    code: "browser_disconnected",
+    meaning: "the browser went away during the call (failed at once, not after a timeout)",
+    next: "retry once it is back; a write is not retried: `snapshot` to check",
+  },
+  { code: "unknown_browser", meaning: "no browser with that id/label", next: "`list_browsers`" },
+  {
+    code: "timeout",
+    meaning: "the browser did not answer in time, or a page could not be converted within its deadline (even as plain text)",
+    next: "retry; for a page, use `snapshot` or read another page",
+  },
+  {
+    code: "policy_denied",
+    meaning: "the URL, or where the page went, is outside the read policy (the rule is named)",
+    next: "ask the user to allow it",
+    hint: REFUSED,
+  },
+  { code: "restricted_page", meaning: "Chrome does not let extensions read it (chrome://, Web Store)", next: "none" },
+  { code: "no_such_tab", meaning: "the tab is gone", next: "`list_tabs`", hint: "list_tabs" },
+  { code: "not_agent_tab", meaning: "the tab is not the agent's (nor shared by the user)", next: "`list_tabs`" },
+  { code: "navigation_failed", meaning: "the page did not load (DNS, refused, no history, a blank tab)", next: "check the URL" },
+  { code: "stale_ref", meaning: "the ref's page navigated, the element re-rendered, or a newer snapshot exists", next: "`snapshot` again", hint: "snapshot again" },
+  {
+    code: "write_denied",
+    meaning: "the write policy refuses this action on this element (the rule is named)",
+    next: "tell the user; do not retry",
+    hint: REFUSED,
+  },
+  { code: "not_actionable", meaning: "the element cannot take that action", next: "pick another element" },
+  { code: "element_not_found", meaning: "the option (or element) does not exist", next: "pick another element" },
+  { code: "wait_timeout", meaning: "the awaited condition did not hold in time", next: "`snapshot` to see the page", hint: "snapshot to see the page" },
+  {
+    code: "screenshots_disabled",
+    meaning: "screenshots are off in config",
+    next: "the user enables `screenshots.enabled`",
+    hint: "off unless the user enables them",
+  },
+  { code: "tab_not_visible", meaning: "the tab is not the visible tab of its window and `activate` was false", next: "`activate_tab`" },
+  { code: "invalid_image", meaning: "the browser sent something that is not an acceptable PNG", next: "retry; report if it persists" },
+  { code: "frame_too_large", meaning: "the page's answer exceeds the bridge's 32 MiB frame cap", next: "read a smaller page" },
+  {
+    code: "audit_unavailable",
+    meaning: "the audit log cannot be written (disk full, read-only data dir), so the write was refused and not sent; reads still work",
+    next: "tell the user to free space in the data dir; retry once `/health` says the audit log is ok",
+    hint: REFUSED,
+  },
+  {
+    code: "invalid_params",
+    meaning: "an unknown argument, one of the wrong type or out of range, or a missing or contradictory one (the field is named)",
+    next: "fix what the message names and call the tool again",
+  },
+  { code: "unknown_method", meaning: "the browser does not know a command the broker sent (an extension older than the broker)", next: "update the extension" },
+  {
+    code: "unauthorized",
+    meaning: "a browser or client did not prove it knows the pairing code or the MCP token",
+    next: "`tabrelay pair` again, or use the token the broker printed",
+  },
+  { code: "internal", meaning: "a bug", next: "retry once; report it if it persists" },
+] as const satisfies readonly ErrorInfo[];
+
+/** Stable error codes. Tools surface these verbatim; ERRORS explains each. */
+export type ErrorCode = (typeof ERRORS)[number]["code"];
+
+export const ERROR_CODES: readonly ErrorCode[] = ERRORS.map((e) => e.code);
+
