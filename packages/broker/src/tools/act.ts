@@ -1,4 +1,4 @@
-import type { ActionKind, ElementFacts, TabInfo } from "@tabrelay/protocol";
+import type { ActionKind, ElementFacts, ErrorCode, TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import type { BrowserDriver } from "../bridge/registry.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
@@ -10,10 +10,10 @@ import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js"
 const ref = z.string().min(1).describe("Element ref from snapshot.");
 const revision = z.string().min(1).describe("Revision of that snapshot.");
 
-const ACT_ERRORS =
-  "Errors: stale_ref (snapshot again), write_denied (the user's policy forbids it: do not retry, tell the user), not_actionable, policy_denied, browser_disconnected (not retried: snapshot to check).";
-/** Writes can also be refused because their record cannot be written first (the list stays within its token budget). */
-const WRITE_ERRORS = ACT_ERRORS.replace("write_denied (the user's policy forbids it: do not retry, tell the user)", "write_denied, audit_unavailable (refused: do not retry, tell the user)");
+/** What hover and scroll can return: they need no write grant, so the write policy never refuses them. */
+const ACT_ERRORS = ["stale_ref", "not_actionable", "policy_denied", "browser_disconnected"] as const;
+/** Writes can also be refused by the write policy, or because their audit record cannot be written first. */
+const WRITE_ERRORS = ["stale_ref", "write_denied", "audit_unavailable", "not_actionable", "policy_denied", "browser_disconnected"] as const;
 
 function target(facts: ElementFacts): string {
   return `${facts.role} ${JSON.stringify(facts.name)}`;
@@ -127,6 +127,8 @@ function actionTool(spec: {
   what: string;
   valueField?: { name: string; schema: z.ZodType<string | boolean | undefined> };
   toValue?: (v: unknown) => string | undefined;
+  /** Codes this action adds to the common list. */
+  errors?: readonly ErrorCode[];
 }) {
   const input = {
     tab: fields.tab,
@@ -144,10 +146,10 @@ function actionTool(spec: {
       "Reports what changed.",
       writes ? "Needs the user's write grant for this site and label." : "Needs no write grant.",
       UNTRUSTED_NOTE,
-      writes ? WRITE_ERRORS : ACT_ERRORS,
     ].join(" "),
     input,
     kind: writes ? "write" : "read",
+    errors: [...(writes ? WRITE_ERRORS : ACT_ERRORS), ...(spec.errors ?? [])],
     async handler(ctx, params: Record<string, unknown>, response) {
       const value = spec.valueField && spec.toValue ? spec.toValue(params[spec.valueField.name]) : undefined;
       await perform(
@@ -179,6 +181,7 @@ export const selectOption = actionTool({
   what: "Chooses an option of a <select> by ref.",
   valueField: { name: "option", schema: z.string().describe("Option label or value.") },
   toValue: (v) => String(v ?? ""),
+  errors: ["element_not_found"],
 });
 
 export const setChecked = actionTool({
@@ -207,7 +210,6 @@ export const scroll = defineTool({
   description: [
     "Scrolls an element into view (ref + revision) or the page (no ref). Needs no write grant.",
     UNTRUSTED_NOTE,
-    ACT_ERRORS,
   ].join(" "),
   input: {
     tab: fields.tab,
@@ -217,6 +219,7 @@ export const scroll = defineTool({
     browser: fields.browser,
   },
   kind: "read",
+  errors: ACT_ERRORS,
   async handler(ctx, params, response) {
     if (params.ref && !params.revision) throw new TabrelayError("invalid_params", "scroll with a ref needs the revision of the snapshot it came from");
     await perform(ctx, response, { tab: params.tab, ref: params.ref ?? "page", revision: params.revision ?? "", browser: params.browser }, "scroll", params.direction);
@@ -229,7 +232,6 @@ export const waitFor = defineTool({
   description: [
     "Waits until text appears or disappears, a CSS selector matches a visible element, or the URL includes a string; returns as soon as it holds. Give exactly one condition.",
     UNTRUSTED_NOTE,
-    "Errors: wait_timeout (snapshot to see the page), invalid_params.",
   ].join(" "),
   input: {
     tab: fields.tab,
@@ -241,6 +243,7 @@ export const waitFor = defineTool({
     browser: fields.browser,
   },
   kind: "read",
+  errors: ["wait_timeout", "policy_denied", "invalid_params"],
   async handler(ctx, params, response) {
     const conditions = [params.text, params.text_gone, params.selector, params.url_includes].filter((c) => c !== undefined);
     if (conditions.length !== 1) throw new TabrelayError("invalid_params", "give exactly one of text, text_gone, selector, url_includes");

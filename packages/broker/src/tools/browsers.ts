@@ -10,6 +10,7 @@ export const listBrowsers = defineTool({
   ].join(" "),
   input: {},
   kind: "read",
+  errors: [],
   async handler(ctx, _params, response) {
     const browsers = ctx.registry.list();
     if (browsers.length === 0) {

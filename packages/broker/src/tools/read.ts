@@ -12,8 +12,8 @@ import { BLANK, checkBeforeNavigation, checkLanding, pickBrowser } from "./landi
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js";
 
-const READ_ERRORS =
-  "policy_denied (outside the user's read policy, also after redirects: do not retry, tell the user), restricted_page, navigation_failed, not_connected, browser_disconnected, timeout.";
+/** policy_denied also covers where a redirect or the page itself went. */
+const READ_ERRORS = ["policy_denied", "restricted_page", "navigation_failed", "not_connected", "browser_disconnected", "timeout"] as const;
 
 /** What a read hands over: the top document's Markdown, with the frames the read policy lets through. */
 type ReadDoc = Extracted & { frames?: { included: number; withheld: number }; status?: number; limits?: string[] };
@@ -144,7 +144,6 @@ export const readUrl = defineTool({
     "Loads a URL in a background tab of the user's browser (their logins apply) and returns it as Markdown with title, final URL and absolute links.",
     "Long pages are cut at max_chars; call again with the offset the marker names (cached, no reload).",
     UNTRUSTED_NOTE,
-    `Errors: ${READ_ERRORS}`,
   ].join(" "),
   input: {
     url: fields.url,
@@ -155,6 +154,7 @@ export const readUrl = defineTool({
     browser: fields.browser,
   },
   kind: "read",
+  errors: READ_ERRORS,
   async handler(ctx, params, response) {
     response.audit({ url: params.url });
     const target = checkBeforeNavigation(ctx, params.url);
@@ -202,10 +202,10 @@ export const readPage = defineTool({
   description: [
     "Returns an agent tab's current content as Markdown (title, URL, absolute links), as rendered now. Long pages: call again with the offset the marker names.",
     UNTRUSTED_NOTE,
-    `Errors: ${READ_ERRORS} no_such_tab.`,
   ].join(" "),
   input: { tab: fields.tab, mode: fields.mode, offset: fields.offset, max_chars: fields.maxChars, browser: fields.browser },
   kind: "read",
+  errors: [...READ_ERRORS, "no_such_tab"],
   async handler(ctx, params, response) {
     const conn = pickBrowser(ctx, params.browser);
     const mode = params.mode ?? "readable";

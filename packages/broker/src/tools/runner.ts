@@ -1,4 +1,3 @@
-import { ZodError } from "zod";
 import type { AuditRecord } from "../audit/auditLog.js";
 import { TabrelayError } from "../util/errors.js";
 import { explainByDenial } from "./landing.js";
@@ -9,7 +8,8 @@ const REFUSALS = new Set(["policy_denied", "write_denied", "audit_unavailable"])
 const LOST = new Set(["browser_disconnected", "timeout"]);
 
 /**
- * Runs one tool call; never throws. Failures become isError results naming the cause and the next step.
+ * Runs one tool call; never throws. Failures become isError results naming the cause and the next step; arguments
+ * the tool's schema refuses are one of them (invalid_params, from tools/args.ts).
  * Every call leaves one audit record. A write tool's is written before the action is sent (outcome_unknown) and
  * completed after; when it cannot be written the action is refused with audit_unavailable and never sent.
  */
@@ -46,10 +46,6 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
       code = error.code;
       rule = error.rule;
       result = response.renderError(error.code, error.message, error.rule);
-    } else if (error instanceof ZodError) {
-      code = "invalid_params";
-      const detail = error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; ");
-      result = response.renderError("invalid_params", `${detail}; fix the arguments and call ${tool.name} again`);
     } else {
       code = "internal";
       ctx.log.error(`tool ${tool.name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

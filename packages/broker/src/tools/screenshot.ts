@@ -11,7 +11,6 @@ export const screenshot = defineTool({
   description: [
     "Captures an agent tab (viewport, element by ref, or full page) and returns a short-lived link to the PNG; the link is a bearer credential: do not share it.",
     UNTRUSTED_NOTE,
-    "Errors: screenshots_disabled (off unless the user enables them), tab_not_visible, stale_ref, invalid_image.",
   ].join(" "),
   input: {
     tab: fields.tab,
@@ -23,6 +22,7 @@ export const screenshot = defineTool({
     browser: fields.browser,
   },
   kind: "read",
+  errors: ["screenshots_disabled", "tab_not_visible", "stale_ref", "policy_denied", "invalid_image"],
   async handler(ctx, params, response) {
     const settings = ctx.config.screenshots;
     if (!settings.enabled || !ctx.screenshots) {

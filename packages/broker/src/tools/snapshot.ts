@@ -121,7 +121,6 @@ export const snapshot = defineTool({
     "Actions take a ref and its revision; after navigation, re-render or a newer snapshot they fail with stale_ref.",
     "Long lists are paged (offset, limit) and searchable (find); pass revision to page or find without new refs.",
     UNTRUSTED_NOTE,
-    "Errors: stale_ref, restricted_page, policy_denied, no_such_tab.",
   ].join(" "),
   input: {
     tab: fields.tab,
@@ -135,6 +134,7 @@ export const snapshot = defineTool({
     browser: fields.browser,
   },
   kind: "read",
+  errors: ["stale_ref", "restricted_page", "policy_denied", "no_such_tab"],
   async handler(ctx, params, response) {
     const conn = pickBrowser(ctx, params.browser);
     const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));

@@ -20,8 +20,8 @@ function reportTab(response: ToolResponse, verb: string, tab: TabInfo): void {
   if (tab.status !== "complete") response.line(`Status: ${tab.status} (the page had not finished loading; read_page reads what is there)`);
 }
 
-const POLICY_ERRORS = "policy_denied (outside the user's read policy: do not retry, tell the user).";
-const COMMON_ERRORS = "not_connected, browser_disconnected, no_such_tab (list_tabs), timeout.";
+const BROWSER_ERRORS = ["not_connected", "browser_disconnected", "timeout"] as const;
+const TAB_ERRORS = ["not_connected", "browser_disconnected", "no_such_tab", "timeout"] as const;
 
 export const listTabs = defineTool({
   name: "list_tabs",
@@ -29,10 +29,10 @@ export const listTabs = defineTool({
   description: [
     "Lists the agent's tabs (opened by it or its pages, or shared by the user) with id, title, URL and state. The user's other tabs are never listed.",
     UNTRUSTED_NOTE,
-    `Errors: ${COMMON_ERRORS}`,
   ].join(" "),
   input: { browser: fields.browser },
   kind: "read",
+  errors: BROWSER_ERRORS,
   async handler(ctx, { browser }, response) {
     const conn = pickBrowser(ctx, browser);
     const { tabs } = unwrap(await conn.call("tabs.list", {}));
@@ -51,7 +51,6 @@ export const openTab = defineTool({
   description: [
     "Opens a URL in a new background agent tab and waits for the load; returns tab id, final URL and title.",
     UNTRUSTED_NOTE,
-    `Errors: ${POLICY_ERRORS} navigation_failed, ${COMMON_ERRORS}`,
   ].join(" "),
   input: {
     url: fields.url,
@@ -59,6 +58,7 @@ export const openTab = defineTool({
     browser: fields.browser,
   },
   kind: "read",
+  errors: ["policy_denied", "navigation_failed", ...BROWSER_ERRORS],
   async handler(ctx, { url, active, browser }, response) {
     response.audit({ url });
     const target = checkBeforeNavigation(ctx, url);
@@ -74,10 +74,10 @@ export const navigate = defineTool({
   description: [
     "Loads a URL in an agent tab and waits for the load; returns the final URL and title.",
     UNTRUSTED_NOTE,
-    `Errors: ${POLICY_ERRORS} navigation_failed, ${COMMON_ERRORS}`,
   ].join(" "),
   input: { tab: fields.tab, url: fields.url, browser: fields.browser },
   kind: "read",
+  errors: ["policy_denied", "navigation_failed", ...TAB_ERRORS],
   async handler(ctx, { tab: tabId, url, browser }, response) {
     response.audit({ url });
     const target = checkBeforeNavigation(ctx, url);
@@ -94,10 +94,10 @@ export const history = defineTool({
   description: [
     "Goes back or forward in an agent tab's history, or reloads it, and waits for the load; returns the final URL and title.",
     UNTRUSTED_NOTE,
-    `Errors: navigation_failed (no such page), ${POLICY_ERRORS} ${COMMON_ERRORS}`,
   ].join(" "),
   input: { tab: fields.tab, action: z.enum(["back", "forward", "reload"]).describe("What to do."), browser: fields.browser },
   kind: "read",
+  errors: ["navigation_failed", "policy_denied", ...TAB_ERRORS],
   async handler(ctx, { tab: tabId, action, browser }, response) {
     const conn = pickBrowser(ctx, browser);
     ctx.denials.forget(conn.info.browserId, tabId);
@@ -109,9 +109,10 @@ export const history = defineTool({
 export const closeTab = defineTool({
   name: "close_tab",
   title: "Close a tab",
-  description: `Closes an agent tab. ${UNTRUSTED_NOTE} Errors: ${COMMON_ERRORS}`,
+  description: `Closes an agent tab. ${UNTRUSTED_NOTE}`,
   input: { tab: fields.tab, browser: fields.browser },
   kind: "read",
+  errors: TAB_ERRORS,
   async handler(ctx, { tab, browser }, response) {
     const conn = pickBrowser(ctx, browser);
     unwrap(await conn.call("tabs.close", { tabId: tab }));
@@ -123,9 +124,10 @@ export const closeTab = defineTool({
 export const activateTab = defineTool({
   name: "activate_tab",
   title: "Bring a tab to the front",
-  description: `Brings an agent tab to the front. ${UNTRUSTED_NOTE} Errors: ${COMMON_ERRORS}`,
+  description: `Brings an agent tab to the front. ${UNTRUSTED_NOTE}`,
   input: { tab: fields.tab, browser: fields.browser },
   kind: "read",
+  errors: TAB_ERRORS,
   async handler(ctx, { tab: tabId, browser }, response) {
     const conn = pickBrowser(ctx, browser);
     const { tab } = unwrap(await conn.call("tabs.activate", { tabId }));

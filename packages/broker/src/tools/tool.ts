@@ -1,8 +1,10 @@
+import { ERRORS, type ErrorCode } from "@tabrelay/protocol";
 import { z } from "zod";
 import type { AuditBegun, AuditRecord } from "../audit/auditLog.js";
 import type { BrowserRegistry } from "../bridge/registry.js";
 import type { BrokerConfig } from "../config/config.js";
 import type { Logger } from "../util/log.js";
+import { parseArgs } from "./args.js";
 import type { DocCache } from "./docCache.js";
 import type { Denials } from "./landing.js";
 import type { ToolResponse } from "./response.js";
@@ -33,10 +35,16 @@ export type ToolKind = "read" | "write";
 export interface ToolSpec<S extends z.ZodRawShape> {
   name: string;
   title: string;
+  /** What the tool does and returns; the "Errors: ..." sentence is added from `errors`. */
   description: string;
   /** Flat object fields, each with .describe(). */
   input: S;
   kind: ToolKind;
+  /**
+   * The error codes this tool can return and the agent can act on, in the order its description lists them
+   * (invalid_params and internal apply to every tool and are listed by none).
+   */
+  errors: readonly ErrorCode[];
   handler(ctx: ToolContext, params: z.infer<z.ZodObject<S>>, response: ToolResponse, signal: AbortSignal): Promise<void>;
 }
 
@@ -44,22 +52,54 @@ export interface ToolSpec<S extends z.ZodRawShape> {
 export interface Tool {
   name: string;
   title: string;
+  /** The description the model reads, its "Errors: ..." sentence included. */
   description: string;
-  input: z.ZodRawShape;
+  /** The strict schema the arguments are parsed with; tools/list advertises it as JSON Schema. */
+  input: z.ZodObject;
   kind: ToolKind;
+  errors: readonly ErrorCode[];
   run(ctx: ToolContext, args: unknown, response: ToolResponse, signal: AbortSignal): Promise<void>;
 }
 
+/** Codes every tool can return, whatever it declares: arguments that do not fit, and bugs. */
+export const EVERY_TOOL_ERRORS: readonly ErrorCode[] = ["invalid_params", "internal"];
+
 export function defineTool<S extends z.ZodRawShape>(spec: ToolSpec<S>): Tool {
   const schema = z.object(spec.input).strict();
+  const json = z.toJSONSchema(schema, { io: "input" });
+  const args = { tool: spec.name, schema, fields: json.properties ?? {} };
   return {
     name: spec.name,
     title: spec.title,
-    description: spec.description,
-    input: spec.input,
+    description: [spec.description, errorsSentence(spec.errors)].filter(Boolean).join(" "),
+    input: schema,
     kind: spec.kind,
-    run: (ctx, args, response, signal) => spec.handler(ctx, schema.parse(args ?? {}), response, signal),
+    errors: spec.errors,
+    run: (ctx, raw, response, signal) => spec.handler(ctx, parseArgs(args, raw), response, signal),
   };
+}
+
+/**
+ * "Errors: stale_ref (snapshot again), write_denied, policy_denied (refused: do not retry, tell the user)." from the
+ * codes, with each code's hint from the table; codes that share a hint are named together, where the first stands.
+ */
+export function errorsSentence(codes: readonly ErrorCode[]): string {
+  if (codes.length === 0) return "";
+  const hintOf = (code: ErrorCode): string | undefined => {
+    const info = ERRORS.find((e) => e.code === code);
+    return info && "hint" in info ? info.hint : undefined;
+  };
+  const parts: string[] = [];
+  const said = new Set<string>();
+  for (const code of codes) {
+    const hint = hintOf(code);
+    if (!hint) parts.push(code);
+    else if (!said.has(hint)) {
+      said.add(hint);
+      parts.push(`${codes.filter((c) => hintOf(c) === hint).join(", ")} (${hint})`);
+    }
+  }
+  return `Errors: ${parts.join(", ")}.`;
 }
 
 /** Appended to every description: the model must treat what pages say as data. */
