@@ -1,0 +1,48 @@
+// Screenshots in the CDP driver: page.capture (viewport, clip, full page), with background tabs
+// brought to the front or retried.
+import type { CaptureParams, CaptureResult } from "@tabrelay/protocol";
+import type { Protocol } from "devtools-protocol";
+import { type CdpCore, DriverError, type Tab } from "./cdpCore.js";
+import { isVisible, tabInfo } from "./navigation.js";
+
+export const MAX_SCREENSHOT_HEIGHT = 16_384;
+
+/** Width and height from a PNG's IHDR chunk (signature, length, "IHDR", width, height). */
+export function pngSize(base64: string): { width: number; height: number } | undefined {
+  const head = Buffer.from(base64.slice(0, 44), "base64");
+  if (head.length < 24 || head.readUInt32BE(0) !== 0x89504e47 || head.toString("latin1", 12, 16) !== "IHDR") return undefined;
+  return { width: head.readUInt32BE(16), height: head.readUInt32BE(20) };
+}
+
+export async function capture(core: CdpCore, tab: Tab & { sessionId: string }, params: CaptureParams): Promise<CaptureResult> {
+  let visible = await isVisible(core, tab);
+  // Chrome stalls captures of a background tab. In a browser of our own (or when asked to) the tab is
+  // brought to the front; otherwise the capture is retried (it does complete, irregularly).
+  if (!visible && (params.activate || core.options.ownsBrowser)) {
+    await core.must("Target.activateTarget", { targetId: tab.targetId });
+    visible = true;
+  }
+  const metrics = await core.must("Page.getLayoutMetrics", {}, tab.sessionId);
+  const { cssVisualViewport: viewport, cssContentSize: content } = metrics;
+  const { pageX, pageY } = viewport;
+  let shot: Protocol.Page.CaptureScreenshotRequest = { format: "png" };
+  if (params.clip) {
+    // The protocol's clip is viewport-relative; CDP's is in document coordinates.
+    shot = { format: "png", clip: { x: params.clip.x + pageX, y: params.clip.y + pageY, width: Math.max(1, params.clip.width), height: Math.max(1, params.clip.height), scale: 1 } };
+  } else if (params.fullPage) {
+    const width = content.width;
+    const height = Math.min(content.height, MAX_SCREENSHOT_HEIGHT);
+    shot = { format: "png", captureBeyondViewport: true, clip: { x: 0, y: 0, width: Math.ceil(width), height: Math.ceil(height), scale: 1 } };
+  }
+  let data: string | undefined;
+  for (let attempt = 0; attempt < (visible ? 1 : 4) && data === undefined; attempt++) {
+    const result = await core.send("Page.captureScreenshot", shot, tab.sessionId, visible ? undefined : 3000);
+    if (result.ok) data = result.value.data;
+    else if (result.error.kind !== "timeout" || visible) throw core.failure(result.error);
+  }
+  if (data === undefined) throw new DriverError("timeout", `tab ${tab.tabId} is in the background and did not render a frame to capture; activate it (activate_tab) and retry`);
+  const size = pngSize(data);
+  if (!size) throw new DriverError("internal", "the browser returned something other than a PNG");
+  const info = await tabInfo(core, tab);
+  return { png: data, width: size.width, height: size.height, url: info.url, capturedAt: Date.now() };
+}

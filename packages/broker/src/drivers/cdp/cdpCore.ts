@@ -1,0 +1,289 @@
+// The CDP driver's shared state and plumbing: the agent's tabs (Tab) and what is known of each, the
+// connection, the options, and the calls every part makes: send/must (with the "Not attached" retry),
+// failure -> error-code mapping, event emission, waiting for a tab to change, tab lookup and retirement.
+// The other modules of the driver are functions over one CdpCore; its members are public to them (the
+// package exports only CdpBrowser).
+import { type BridgeEvent, type BridgeMethod, type ErrorCode, MAX_FRAME_BYTES, type Result, type ResultOf, type TabInfo, type WireError } from "@tabrelay/protocol";
+import type { Protocol } from "devtools-protocol";
+import type { BrowserInfo } from "../../bridge/registry.js";
+import type { CdpClient, CdpFailure, CdpMethod, CdpParams, CdpResult, CdpReturn } from "./cdpClient.js";
+
+export interface CdpBrowserOptions {
+  label: string;
+  /** True for a browser tabrelay launched: all its tabs are the agent's, and close() shuts it down. */
+  ownsBrowser: boolean;
+  onEvent: (frame: BridgeEvent) => void;
+  /** Network-layer policy: requests whose URL this refuses fail with BlockedByClient (subresources too). */
+  requestPolicy?: (url: string, kind: "navigation" | "subresource") => boolean;
+  callTimeoutMs: number;
+  /** Called once when the driver closes, whether the browser went away or close() was called. */
+  onClose?: (reason: string) => void;
+}
+
+/** An action whose document unloaded while the page ran it: it happened, and it navigated. */
+export class ActInterrupted extends Error {}
+
+export class DriverError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface FrameRoute {
+  frameId: string;
+  parentId: string | undefined;
+  sessionId: string;
+}
+
+export interface Tab {
+  readonly targetId: string;
+  readonly tabId: number;
+  readonly openerTabId: number | undefined;
+  sessionId: string | undefined;
+  ready: Promise<void>;
+  mainFrameId: string;
+  windowId: number;
+  /** What Chrome shows as the tab's URL (for an error page: the URL that failed). */
+  url: string;
+  /** URL of the committed document (chrome-error://chromewebdata/ for an error page). */
+  docUrl: string;
+  title: string;
+  loaderId: string;
+  /** Loader ids of the last commits, oldest first. */
+  commits: string[];
+  loaded: boolean;
+  /** Set while the committed document is Chrome's error page for this URL. */
+  errorPage: string | undefined;
+  /** Bumped on every top-level commit or same-document navigation. */
+  generation: number;
+  gone: boolean;
+  closedByUs: boolean;
+  frameKeys: Map<string, number>;
+  nextFrameKey: number;
+  /** From the last snapshot: frame key -> route, and frame id -> route. */
+  routes: Map<number, FrameRoute>;
+  routesByFrame: Map<string, FrameRoute>;
+  /** Out-of-process iframes: frame id -> session id. */
+  oopifs: Map<string, string>;
+  waiters: Set<() => void>;
+  /** The URL of a document response stopped because the browser would have saved it as a file. */
+  blockedDownload?: string | undefined;
+  /** The tab's visibility as last read from the page (isVisible). */
+  lastVisible?: boolean | undefined;
+  /** The last top-frame navigation request the request policy stopped: its error page is a landing, not a load failure. */
+  blockedNavigation?: { url: string; at: number } | undefined;
+  /** The last top-document response seen (Fetch's response stage). */
+  documentStatus?: { loaderId: string; status: number } | undefined;
+  /** A top-document response whose document has not committed yet. */
+  pendingStatus?: { url: string; status: number } | undefined;
+}
+
+/** Protocol errors meaning the frame's document (or the frame) is gone. */
+export const GONE_CONTEXT = /Cannot find context|Execution context was destroyed|No frame for given id|Frame .*not found|Inspected target navigated or closed|Target closed|Session with given id not found|No frame with given id/i;
+
+export const NOT_ATTACHED = /Not attached to an active page/i;
+
+/** A response's URL and the document's URL compare without the fragment (responses never carry one). */
+export function withoutFragment(url: string): string {
+  return url.split("#")[0] ?? url;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export class CdpCore {
+  readonly tabs = new Map<string, Tab>();
+  readonly byTabId = new Map<number, Tab>();
+  /** Tab ids that existed and are gone: calls on them fail with no_such_tab, not not_agent_tab. */
+  readonly retired = new Set<number>();
+  /** Targets created through tabs.open (attached browsers: these and their descendants are the agent's). */
+  readonly created = new Set<string>();
+  readonly creating = new Set<Promise<unknown>>();
+  /** Every iframe / worker session -> its tab. */
+  readonly children = new Map<string, Tab>();
+  readonly tabListeners = new Map<string, Set<(tab: Tab) => void>>();
+  readonly pendingCalls = new Set<() => void>();
+  nextTabId = 1;
+  closed = false;
+  connecting = true;
+
+  constructor(
+    readonly client: CdpClient,
+    readonly info: BrowserInfo,
+    readonly options: CdpBrowserOptions,
+  ) {}
+
+  /** The agent tab a target belongs to: a page, or an out-of-process iframe in it (popups name either). */
+  tabOf(targetId: string): Tab | undefined {
+    const tab = this.tabs.get(targetId);
+    if (tab) return tab;
+    for (const candidate of this.tabs.values()) if (candidate.oopifs.has(targetId)) return candidate;
+    return undefined;
+  }
+
+  retire(tab: Tab): void {
+    this.touch(tab, () => (tab.gone = true));
+    this.tabs.delete(tab.targetId);
+    this.byTabId.delete(tab.tabId);
+    this.retired.add(tab.tabId);
+    for (const [sessionId, owner] of this.children) if (owner === tab) this.children.delete(sessionId);
+  }
+
+  /** Applies a change to a tab and wakes whoever waits on it. */
+  touch(tab: Tab, change: () => void): void {
+    change();
+    const waiters = [...tab.waiters];
+    tab.waiters.clear();
+    for (const wake of waiters) wake();
+  }
+
+  changed(tab: Tab, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        tab.waiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      tab.waiters.add(wake);
+    });
+  }
+
+  /** Resolves with the tab once the target is indexed (it may attach before createTarget answers). */
+  whenTab(targetId: string, timeoutMs: number): Promise<Tab | undefined> {
+    const known = this.tabs.get(targetId);
+    if (known) return Promise.resolve(known);
+    return new Promise((resolve) => {
+      const listeners = this.tabListeners.get(targetId) ?? new Set<(tab: Tab) => void>();
+      const done = (tab: Tab | undefined) => {
+        clearTimeout(timer);
+        listeners.delete(done);
+        resolve(tab);
+      };
+      const timer = setTimeout(() => {
+        done(undefined);
+        if (listeners.size === 0) this.tabListeners.delete(targetId);
+      }, timeoutMs);
+      listeners.add(done);
+      this.tabListeners.set(targetId, listeners);
+    });
+  }
+
+  emit(frame: BridgeEvent): void {
+    if (this.closed) return;
+    try {
+      this.options.onEvent(frame);
+    } catch {
+      // the broker's listener owns its errors
+    }
+  }
+
+  markClosed(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const fail of [...this.pendingCalls]) fail();
+    this.pendingCalls.clear();
+    for (const tab of this.tabs.values()) this.touch(tab, () => undefined);
+    try {
+      this.options.onClose?.(reason);
+    } catch {
+      // the caller's listener owns its errors
+    }
+  }
+
+  disconnected(): { ok: false; error: WireError } {
+    return {
+      ok: false,
+      error: {
+        code: "browser_disconnected",
+        message: `browser "${this.info.label}" (${this.info.browserId}) disconnected before answering; check that it is running, then call list_browsers and retry`,
+      },
+    };
+  }
+
+  wireError(error: unknown): WireError {
+    if (this.closed) return this.disconnected().error;
+    if (error instanceof DriverError) return { code: error.code, message: error.message };
+    return { code: "internal", message: error instanceof Error ? error.message : String(error) };
+  }
+
+  failure(error: CdpFailure, gone: ErrorCode = "no_such_tab"): DriverError {
+    switch (error.kind) {
+      case "disconnected":
+        return new DriverError("browser_disconnected", this.disconnected().error.message);
+      case "timeout":
+        return new DriverError("timeout", error.message);
+      case "detached":
+        return new DriverError(gone, gone === "stale_ref" ? "the frame navigated or went away since the snapshot; call snapshot again" : "the tab went away during the call; call list_tabs");
+      case "protocol":
+        if (GONE_CONTEXT.test(error.message)) {
+          return new DriverError(gone, gone === "stale_ref" ? "the frame navigated or went away since the snapshot; call snapshot again" : `the tab went away during the call (${error.message})`);
+        }
+        return new DriverError("internal", error.message);
+    }
+  }
+
+  sized<M extends BridgeMethod>(method: M, value: ResultOf<M>): Result<ResultOf<M>> {
+    const text = JSON.stringify(value);
+    const bytes = text.length * 3 > MAX_FRAME_BYTES ? Buffer.byteLength(text) : text.length;
+    if (bytes > MAX_FRAME_BYTES) {
+      return {
+        ok: false,
+        error: { code: "frame_too_large", message: `the answer to ${method} is ${Math.round(bytes / 1048576)} MiB, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole` },
+      };
+    }
+    return { ok: true, value };
+  }
+
+  /**
+   * A CDP call on a session. During a cross-process navigation the page's session briefly answers "Not
+   * attached to an active page"; such calls are retried for up to a second.
+   */
+  async send<M extends CdpMethod>(method: M, params: CdpParams<M>, sessionId?: string, timeoutMs?: number): Promise<CdpResult<CdpReturn<M>>> {
+    for (let attempt = 0; ; attempt++) {
+      const result = await this.client.send(method, params, sessionId, timeoutMs !== undefined ? { timeoutMs } : {});
+      if (result.ok || result.error.kind !== "protocol" || !NOT_ATTACHED.test(result.error.message) || attempt >= 10) return result;
+      await sleep(100);
+    }
+  }
+
+  async must<M extends CdpMethod>(method: M, params: CdpParams<M>, sessionId?: string, options: { timeoutMs?: number; gone?: ErrorCode } = {}): Promise<CdpReturn<M>> {
+    const result = await this.send(method, params, sessionId, options.timeoutMs);
+    if (!result.ok) throw this.failure(result.error, options.gone);
+    return result.value;
+  }
+
+  async agentTab(tabId: number): Promise<Tab & { sessionId: string }> {
+    const tab = this.byTabId.get(tabId);
+    if (!tab) {
+      if (this.retired.has(tabId)) throw new DriverError("no_such_tab", `tab ${tabId} no longer exists; call list_tabs`);
+      throw new DriverError("not_agent_tab", `tab ${tabId} is not one of the agent's tabs; list_tabs shows the tabs the agent may use`);
+    }
+    await tab.ready;
+    const sessionId = tab.sessionId;
+    if (tab.gone || sessionId === undefined) throw new DriverError("no_such_tab", `tab ${tabId} no longer exists; call list_tabs`);
+    return Object.assign(tab, { sessionId });
+  }
+
+  quickInfo(tab: Tab): TabInfo {
+    return { tabId: tab.tabId, windowId: tab.windowId, url: tab.url, title: tab.title, active: false, status: tab.loaded ? "complete" : "loading", shared: false };
+  }
+
+  /** Every frame of the tab with the session that can reach it: the page's, or an out-of-process iframe's. */
+  async frames(tab: Tab & { sessionId: string }): Promise<FrameRoute[]> {
+    const routes = new Map<string, FrameRoute>();
+    const walk = (node: Protocol.Page.FrameTree, sessionId: string) => {
+      const { id: frameId, parentId } = node.frame;
+      routes.set(frameId, { frameId, parentId, sessionId });
+      for (const child of node.childFrames ?? []) walk(child, sessionId);
+    };
+    walk((await this.must("Page.getFrameTree", {}, tab.sessionId)).frameTree, tab.sessionId);
+    const remote = await Promise.all([...tab.oopifs.values()].map(async (sessionId) => ({ sessionId, tree: await this.send("Page.getFrameTree", {}, sessionId) })));
+    for (const { sessionId, tree } of remote) if (tree.ok) walk(tree.value.frameTree, sessionId);
+    return [...routes.values()];
+  }
+}

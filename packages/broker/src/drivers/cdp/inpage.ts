@@ -1,0 +1,264 @@
+// The in-page script over CDP: the isolated world it runs in, installing it, calling its API and
+// parsing (zod) what it answers, closed shadow roots handed to it, and reading a document through it.
+import { randomUUID } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { CONTENT_MAX_ELEMENTS, ERROR_CODES, type ErrorCode, type HiddenReason } from "@tabrelay/protocol";
+import type { Protocol } from "devtools-protocol";
+import { z } from "zod";
+import { assetPaths } from "../../assets.js";
+import { reachFactsShape } from "../elementFactsSchema.js";
+import type { CdpResult } from "./cdpClient.js";
+import { ActInterrupted, type CdpCore, DriverError, type Tab } from "./cdpCore.js";
+
+/** What Runtime.evaluate and Runtime.callFunctionOn answer. */
+export type RemoteAnswer = Protocol.Runtime.EvaluateResponse;
+
+export const WORLD_NAME = "tabrelay";
+
+export const NOT_INSTALLED = "not-installed";
+
+export const INPAGE_PATH = assetPaths.inpageScript;
+
+export const CALL_INPAGE = `function (name, args) {
+  const api = globalThis.__tabrelayInpage;
+  return api ? api[name](args) : ${JSON.stringify(NOT_INSTALLED)};
+}`;
+
+export const CLOSED_ROOT_CANDIDATES = `function () {
+  const api = globalThis.__tabrelayInpage;
+  return api && typeof api.closedRootCandidates === "function" ? api.closedRootCandidates() : ${JSON.stringify(NOT_INSTALLED)};
+}`;
+
+export const ADOPT_SHADOW_ROOTS = `function (hosts, ...roots) {
+  return globalThis.__tabrelayInpage.adoptShadowRoots(hosts, roots);
+}`;
+
+/**
+ * Rounds of closed-root discovery per snapshot: each offers up to the script's candidate cap (200) and reaches
+ * one more level of nested closed roots. A time budget bounds a snapshot's share: what is left waits for the
+ * next snapshot, which the script resumes where this one stopped.
+ */
+export const MAX_SHADOW_ROUNDS = 8;
+
+export const SHADOW_BUDGET_MS = 1_000;
+
+/** DOM.describeNode calls in flight at once. */
+export const SHADOW_BATCH = 50;
+
+/** A document's HTML with what a person cannot see marked, through the in-page script (inpage content()). */
+export const READ_DOCUMENT = `function (limits) {
+  const api = globalThis.__tabrelayInpage;
+  return api && typeof api.content === "function" ? api.content(limits) : ${JSON.stringify(NOT_INSTALLED)};
+}`;
+
+/** Schemes Chrome does not let extensions script; the extension fails on them, so this driver does too. */
+export const RESTRICTED = /^(chrome|chrome-extension|chrome-untrusted|chrome-search|chrome-error|devtools|view-source|edge):/i;
+
+export const WEB_STORE = /^https:\/\/(chromewebstore\.google\.com|chrome\.google\.com\/webstore)(\/|$)/i;
+
+export const HIDDEN_REASONS = ["display", "visibility", "opacity", "size", "offscreen", "clipped", "inert", "aria-hidden", "detached"] as const satisfies readonly HiddenReason[];
+
+export const inpageEnvelope = z.union([
+  z.object({ ok: z.literal(true), value: z.unknown() }),
+  z.object({ ok: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) }),
+]);
+
+export const snapshotNode = z.object({
+  ref: z.string().optional(),
+  role: z.string(),
+  name: z.string(),
+  depth: z.number(),
+  value: z.string().optional(),
+  states: z.array(z.string()).optional(),
+  level: z.number().optional(),
+  offscreen: z.boolean().optional(),
+  hidden: z.boolean().optional(),
+});
+
+export const snapshotValue = z.object({ url: z.string(), title: z.string(), nodes: z.string(), elapsedMs: z.number().optional(), capped: z.boolean().optional() });
+
+export const elementFacts = z.object({
+  ref: z.string(),
+  role: z.string(),
+  name: z.string(),
+  visibleText: z.string(),
+  tag: z.string(),
+  inputType: z.string().optional(),
+  disabled: z.boolean(),
+  editable: z.boolean(),
+  hidden: z.enum(HIDDEN_REASONS).optional(),
+  coveredBy: z.string().optional(),
+  attributeText: z.string(),
+  frameUrl: z.string(),
+  ...reachFactsShape,
+});
+
+export const actValue = z.object({ facts: elementFacts, effects: z.array(z.string()) });
+
+export const waitValue = z.object({ matched: z.string(), elapsedMs: z.number() });
+
+export const rectValue = z.object({ x: z.number(), y: z.number(), width: z.number(), height: z.number() });
+
+export const pointValue = z.object({ x: z.number(), y: z.number() });
+
+export const documentValue = z.object({
+  ok: z.literal(true),
+  value: z.object({
+    url: z.string(),
+    origin: z.string(),
+    title: z.string(),
+    html: z.string(),
+    capped: z.object({ elements: z.number().optional(), chars: z.number().optional() }).optional(),
+  }),
+});
+
+export function errorCode(code: string): ErrorCode {
+  return ERROR_CODES.find((c) => c === code) ?? "internal";
+}
+
+let inpageSource: Promise<string | undefined> | undefined;
+
+/** The bundled in-page script, read once. */
+export function loadInpage(): Promise<string | undefined> {
+  inpageSource ??= readFile(INPAGE_PATH, "utf8").catch(() => {
+    inpageSource = undefined;
+    return undefined;
+  });
+  return inpageSource;
+}
+
+export function checkScriptable(tab: Tab): void {
+  const url = tab.docUrl || tab.url;
+  if (RESTRICTED.test(url) || WEB_STORE.test(url)) {
+    throw new DriverError("restricted_page", `the browser does not let extensions read or act on this page (${url}); tabrelay treats it the same over CDP`);
+  }
+}
+
+export async function isolatedWorld(core: CdpCore, sessionId: string, frameId: string, gone: ErrorCode): Promise<number> {
+  const world = await core.must("Page.createIsolatedWorld", { frameId, worldName: WORLD_NAME, grantUniveralAccess: false }, sessionId, { gone });
+  return world.executionContextId;
+}
+
+/** Runtime answers: the value, or the page's exception as an internal error. */
+export function remoteValue(answer: RemoteAnswer): unknown {
+  const exception = answer.exceptionDetails;
+  if (exception) {
+    const description = exception.exception?.description ?? exception.text;
+    throw new DriverError("internal", `the in-page script threw: ${description.split("\n")[0]}`);
+  }
+  const value: unknown = answer.result.value;
+  return value;
+}
+
+/**
+ * Calls __tabrelayInpage.<method>(args) in the frame's isolated world. With `install`, a frame without
+ * the script gets it first; without, a missing script means the document changed since the snapshot.
+ */
+export async function callInpage(core: CdpCore, sessionId: string, frameId: string, method: "snapshot" | "inspect" | "act" | "wait" | "rect", args: unknown, install: boolean, timeoutMs?: number): Promise<unknown> {
+  const gone: ErrorCode = "stale_ref";
+  const contextId = await isolatedWorld(core, sessionId, frameId, gone);
+  const run = async () =>
+    remoteValue(
+      await core.must(
+        "Runtime.callFunctionOn",
+        { functionDeclaration: CALL_INPAGE, executionContextId: contextId, arguments: [{ value: method }, { value: args }], awaitPromise: true, returnByValue: true },
+        sessionId,
+        { gone, ...(timeoutMs !== undefined ? { timeoutMs } : {}) },
+      ),
+    );
+  let outcome: unknown;
+  try {
+    outcome = await run();
+  } catch (error) {
+    // The call reached the page and the document went away before it answered: for an action, that is
+    // the action navigating (a link, a submit), not a stale ref.
+    if (method === "act" && error instanceof DriverError && error.code === "stale_ref") throw new ActInterrupted();
+    throw error;
+  }
+  if (outcome === NOT_INSTALLED) {
+    if (!install) throw new DriverError("stale_ref", "the page navigated or reloaded since the snapshot; call snapshot again");
+    await installInpage(core, sessionId, contextId);
+    outcome = await run();
+  }
+  const envelope = inpageEnvelope.safeParse(outcome);
+  if (!envelope.success) throw new DriverError("internal", `the in-page script answered ${method} with an unexpected value`);
+  if (!envelope.data.ok) throw new DriverError(errorCode(envelope.data.error.code), envelope.data.error.message);
+  return envelope.data.value;
+}
+
+export async function installInpage(core: CdpCore, sessionId: string, contextId: number): Promise<void> {
+  const source = await loadInpage();
+  if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${INPAGE_PATH}; run \`npm run build\``);
+  remoteValue(await core.must("Runtime.evaluate", { expression: source, contextId, returnByValue: true }, sessionId, { gone: "stale_ref" }));
+}
+
+/**
+ * What chrome.dom.openOrClosedShadowRoot gives the extension: the frame's closed shadow roots, read with
+ * DOM.describeNode (which sees every root type), resolved into the isolated world and handed to the
+ * script so its snapshot walks them and its refs reach into them. Installs the script if it is missing.
+ */
+export async function revealClosedRoots(core: CdpCore, sessionId: string, frameId: string): Promise<void> {
+  const gone: ErrorCode = "stale_ref";
+  const contextId = await isolatedWorld(core, sessionId, frameId, gone);
+  const objectGroup = `tabrelay-shadow-${randomUUID()}`;
+  const deadline = Date.now() + SHADOW_BUDGET_MS;
+  try {
+    for (let round = 0, installed = false; round < MAX_SHADOW_ROUNDS; round++) {
+      const answer = await core.must("Runtime.callFunctionOn", { functionDeclaration: CLOSED_ROOT_CANDIDATES, executionContextId: contextId, objectGroup }, sessionId, { gone });
+      remoteValue(answer);
+      const result = answer.result;
+      if (result.value === NOT_INSTALLED) {
+        if (installed) throw new DriverError("internal", "the in-page script did not install");
+        await installInpage(core, sessionId, contextId);
+        installed = true;
+        continue;
+      }
+      const listId = result.objectId;
+      if (listId === undefined) return;
+      const properties = await core.must("Runtime.getProperties", { objectId: listId, ownProperties: true }, sessionId, { gone });
+      const hosts = properties.result
+        .filter((p) => /^\d+$/.test(p.name))
+        .map((p) => p.value?.objectId)
+        .filter((id): id is string => id !== undefined);
+      const closed: number[] = [];
+      // In small batches: a page's thousands of custom elements never put thousands of calls in flight.
+      for (let i = 0; i < hosts.length; i += SHADOW_BATCH) {
+        const described = await Promise.all(hosts.slice(i, i + SHADOW_BATCH).map((objectId) => core.send("DOM.describeNode", { objectId, depth: 0 }, sessionId)));
+        for (const node of described) {
+          for (const root of (node.ok ? node.value.node.shadowRoots : undefined) ?? []) {
+            if (root.shadowRootType === "closed") closed.push(root.backendNodeId);
+          }
+        }
+      }
+      const resolved = await Promise.all(closed.map((backendNodeId) => core.send("DOM.resolveNode", { backendNodeId, executionContextId: contextId, objectGroup }, sessionId)));
+      const roots = resolved.map((r) => (r.ok ? r.value.object.objectId : undefined)).filter((id): id is string => id !== undefined);
+      // Also with no roots found: the script marks the hosts described, so the next round offers others.
+      await core.must(
+        "Runtime.callFunctionOn",
+        { functionDeclaration: ADOPT_SHADOW_ROOTS, executionContextId: contextId, arguments: [{ objectId: listId }, ...roots.map((objectId) => ({ objectId }))], returnByValue: true },
+        sessionId,
+        { gone },
+      );
+      if (Date.now() > deadline) return; // the rest on the next snapshot
+    }
+  } finally {
+    void core.client.send("Runtime.releaseObjectGroup", { objectGroup }, sessionId);
+  }
+}
+
+export function parseAnswer<T>(schema: z.ZodType<T>, value: unknown, method: string): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new DriverError("internal", `the in-page script answered ${method} with an unexpected shape`);
+  return parsed.data;
+}
+
+/**
+ * READ_DOCUMENT in the given isolated world, in one round trip with the in-page script (its install is
+ * idempotent): a page that keeps replacing its document (a refresh loop) leaves no time for two.
+ */
+export async function readDocument(core: CdpCore, sessionId: string, contextId: number, maxChars: number, timeoutMs?: number): Promise<CdpResult<RemoteAnswer>> {
+  const source = await loadInpage();
+  if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${INPAGE_PATH}; run \`npm run build\``);
+  const expression = `${source}\n;(${READ_DOCUMENT})(${JSON.stringify({ maxChars, maxElements: CONTENT_MAX_ELEMENTS })})`;
+  return core.send("Runtime.evaluate", { expression, contextId, returnByValue: true }, sessionId, timeoutMs);
+}

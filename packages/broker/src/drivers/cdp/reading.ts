@@ -1,0 +1,167 @@
+// Page reading in the CDP driver: the frames of a tab and their sessions (out-of-process iframes
+// included), snapshots across frames with frame-qualified refs, where a ref lives, frame offsets, and
+// page.content with its frames' documents.
+import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type FrameContent, type FrameSnapshot, MAX_CONTENT_FRAMES, type PageContent } from "@tabrelay/protocol";
+import { type CdpCore, DriverError, type FrameRoute, GONE_CONTEXT, sleep, type Tab } from "./cdpCore.js";
+import { callInpage, checkScriptable, documentValue, isolatedWorld, parseAnswer, pointValue, readDocument, type RemoteAnswer, remoteValue, revealClosedRoots, snapshotValue } from "./inpage.js";
+
+export const OWNER_OFFSET = `function () {
+  const r = this.getBoundingClientRect();
+  const s = getComputedStyle(this);
+  return { x: r.left + this.clientLeft + (parseFloat(s.paddingLeft) || 0), y: r.top + this.clientTop + (parseFloat(s.paddingTop) || 0) };
+}`;
+
+export function frameKey(tab: Tab, frameId: string): number {
+  if (frameId === tab.mainFrameId) return 0;
+  let key = tab.frameKeys.get(frameId);
+  if (key === undefined) {
+    key = tab.nextFrameKey++;
+    tab.frameKeys.set(frameId, key);
+  }
+  return key;
+}
+
+export async function snapshot(core: CdpCore, tab: Tab & { sessionId: string }, args: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): Promise<FrameSnapshot[]> {
+  const frames = await core.frames(tab);
+  const results = await Promise.all(
+    frames.map(async (route) => {
+      try {
+        // Best effort: a page whose hosts cannot be described still gets its snapshot, without their roots.
+        await revealClosedRoots(core, route.sessionId, route.frameId).catch(() => undefined);
+        return { route, value: parseAnswer(snapshotValue, await callInpage(core, route.sessionId, route.frameId, "snapshot", args, true), "snapshot") };
+      } catch (error) {
+        if (route.frameId === tab.mainFrameId) throw error;
+        // A subframe that went away or cannot be scripted is left out, as the extension does.
+        return undefined;
+      }
+    }),
+  );
+  tab.routes.clear();
+  tab.routesByFrame.clear();
+  const snapshots: FrameSnapshot[] = [];
+  for (const result of results) {
+    if (!result) continue;
+    const { route, value } = result;
+    const key = frameKey(tab, route.frameId);
+    tab.routes.set(key, route);
+    tab.routesByFrame.set(route.frameId, route);
+    // Refs of subframes carry their frame (the first field of each line, see FrameSnapshot.nodes).
+    const nodes = key === 0 ? value.nodes : value.nodes.replace(/^(e\d+)\t/gm, `f${key}$1\t`);
+    snapshots.push({
+      frameId: key,
+      parentFrameId: route.parentId === undefined ? -1 : frameKey(tab, route.parentId),
+      url: value.url,
+      title: value.title,
+      nodes,
+      ...(value.elapsedMs !== undefined ? { elapsedMs: value.elapsedMs } : {}),
+      ...(value.capped ? { capped: true } : {}),
+    });
+  }
+  return snapshots;
+}
+
+/** Where a ref lives: "e3" in the top frame, "f12e3" in frame 12 of the last snapshot. */
+export function routeOf(core: CdpCore, tab: Tab & { sessionId: string }, ref: string): { route: FrameRoute; local: string; key: number } {
+  const match = /^f(\d+)(e\d+)$/.exec(ref);
+  if (!match?.[2]) return { route: { frameId: tab.mainFrameId, parentId: undefined, sessionId: tab.sessionId }, local: ref, key: 0 };
+  const key = Number(match[1]);
+  const route = tab.routes.get(key);
+  if (!route) throw new DriverError("stale_ref", `ref ${ref} belongs to a frame that navigated or went away since the snapshot; call snapshot again`);
+  return { route: { ...route, sessionId: sessionFor(core, tab, route) }, local: match[2], key };
+}
+
+/** A frame's current session: an iframe that moved to another process since the snapshot has a new one. */
+export function sessionFor(core: CdpCore, tab: Tab & { sessionId: string }, route: FrameRoute): string {
+  const oopif = tab.oopifs.get(route.frameId);
+  if (oopif) return oopif;
+  if (route.sessionId === tab.sessionId || core.children.has(route.sessionId)) return route.sessionId;
+  return tab.sessionId;
+}
+
+/** Offset of a subframe's viewport within the top frame's, summed over its ancestor frames. */
+export async function frameOffset(core: CdpCore, tab: Tab & { sessionId: string }, route: FrameRoute): Promise<{ x: number; y: number }> {
+  let x = 0;
+  let y = 0;
+  let current = route;
+  for (let depth = 0; current.frameId !== tab.mainFrameId && depth < 32; depth++) {
+    const parentId = current.parentId;
+    const parent = parentId === undefined ? undefined : tab.routesByFrame.get(parentId);
+    if (!parentId || !parent) throw new DriverError("stale_ref", "the frame's place in the page changed since the snapshot; call snapshot again");
+    const parentSession = sessionFor(core, tab, parent);
+    const owner = await core.must("DOM.getFrameOwner", { frameId: current.frameId }, parentSession, { gone: "stale_ref" });
+    const backendNodeId = owner.backendNodeId;
+    const contextId = await isolatedWorld(core, parentSession, parentId, "stale_ref");
+    const resolved = await core.must("DOM.resolveNode", { backendNodeId, executionContextId: contextId }, parentSession, { gone: "stale_ref" });
+    const objectId = resolved.object.objectId;
+    if (!objectId) throw new DriverError("stale_ref", "the frame's element is gone; call snapshot again");
+    try {
+      const answer = await core.must("Runtime.callFunctionOn", { objectId, functionDeclaration: OWNER_OFFSET, returnByValue: true }, parentSession, { gone: "stale_ref" });
+      const point = parseAnswer(pointValue, remoteValue(answer), "rect");
+      x += point.x;
+      y += point.y;
+    } finally {
+      void core.client.send("Runtime.releaseObject", { objectId }, parentSession);
+    }
+    current = parent;
+  }
+  return { x, y };
+}
+
+export async function readContent(core: CdpCore, tab: Tab & { sessionId: string }): Promise<PageContent> {
+  checkScriptable(tab);
+  // A page that replaces its document (a refresh loop, a script reloading) can take the context away between
+  // finding it and reading from it: read again from the new document, a few times.
+  let answer: RemoteAnswer | undefined;
+  for (let attempt = 1; answer === undefined; attempt++) {
+    const contextId = await isolatedWorld(core, tab.sessionId, tab.mainFrameId, "internal");
+    const result = await readDocument(core, tab.sessionId, contextId, CONTENT_MAX_CHARS);
+    if (result.ok) answer = result.value;
+    else if (tab.gone || core.closed || !(result.error.kind === "protocol" && GONE_CONTEXT.test(result.error.message))) throw core.failure(result.error);
+    else if (attempt >= 10) throw new DriverError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
+    else await sleep(50 * attempt);
+  }
+  const value = documentValue.safeParse(remoteValue(answer));
+  if (!value.success) throw new DriverError("internal", "the page returned no content");
+  const { origin: _origin, capped, ...page } = value.data.value;
+  const generation = tab.generation;
+  const loaderAtRead = tab.loaderId;
+  const frames = await frameContents(core, tab, FRAME_HTML_BUDGET);
+  // The frames belong to the document read just before them only if the tab is still on it.
+  const response = tab.documentStatus;
+  return {
+    ...page,
+    ...(capped ? { capped } : {}),
+    ...(response && response.loaderId === loaderAtRead ? { status: response.status } : {}),
+    ...(frames.length && tab.generation === generation ? { frames } : {}),
+  };
+}
+
+/** The documents of the tab's frames (out-of-process ones too), parents first, within `budget` characters. */
+export async function frameContents(core: CdpCore, tab: Tab & { sessionId: string }, budget: number): Promise<FrameContent[]> {
+  const routes = (await core.frames(tab)).filter((r) => r.frameId !== tab.mainFrameId).slice(0, MAX_CONTENT_FRAMES);
+  const read = await Promise.all(
+    routes.map(async (route) => {
+      try {
+        const contextId = await isolatedWorld(core, route.sessionId, route.frameId, "internal");
+        const answer = await readDocument(core, route.sessionId, contextId, budget, 3000);
+        const value = answer.ok ? documentValue.safeParse(answer.value.result.value) : undefined;
+        return value?.success ? value.data.value : undefined;
+      } catch {
+        return undefined; // a frame that went away or cannot be scripted is left out
+      }
+    }),
+  );
+  const frames: FrameContent[] = [];
+  const indexOf = new Map<string, number>();
+  let left = budget;
+  routes.forEach((route, i) => {
+    const doc = read[i];
+    // A frame whose parent was left out is left out too: its origin could not be told.
+    const orphan = route.parentId !== undefined && route.parentId !== tab.mainFrameId && !indexOf.has(route.parentId);
+    if (!doc || orphan || doc.html.length > left) return;
+    left -= doc.html.length;
+    indexOf.set(route.frameId, frames.length);
+    frames.push({ url: doc.url, origin: doc.origin, title: doc.title, html: doc.html, parent: route.parentId === undefined || route.parentId === tab.mainFrameId ? -1 : (indexOf.get(route.parentId) ?? -1), ...(doc.capped ? { capped: doc.capped } : {}) });
+  });
+  return frames;
+}
