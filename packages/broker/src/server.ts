@@ -16,8 +16,9 @@ import { Denials, enforceOnCommit } from "./tools/landing.js";
 import { SnapshotCache } from "./tools/snapshot.js";
 import type { ToolContext } from "./tools/tool.js";
 import { TabrelayError } from "./util/errors.js";
-import { safeEqual } from "./util/secrets.js";
-import { createLogger, type Logger } from "./util/log.js";
+import { safeEqual, SecretRegistry } from "./util/secrets.js";
+import { createLogger, redactingLogger, type Logger } from "./util/log.js";
+import { PROVIDER_KEY_VARS } from "./drivers/providers.js";
 import { VERSION } from "./version.js";
 
 export interface BrokerOptions {
@@ -33,6 +34,8 @@ export class Broker {
   readonly registry = new BrowserRegistry();
   readonly context: ToolContext;
   readonly audit: AuditLog;
+  /** Every exit (tool results, audit records, log lines, the dashboard, /health, /browsers) redacts through it. */
+  readonly secrets = new SecretRegistry();
   readonly #log: Logger;
   readonly #http: Server;
   readonly #bridge: BridgeServer;
@@ -49,8 +52,12 @@ export class Broker {
 
   constructor(options: BrokerOptions) {
     this.config = options.config;
-    this.#log = options.log ?? createLogger();
-    this.audit = AuditLog.open(this.config.dataDir, [this.config.mcpToken, this.config.pairingToken]);
+    this.secrets.register(this.config.mcpToken, "mcp token");
+    this.secrets.register(this.config.pairingToken, "pairing token");
+    // A hosted provider's key is a secret whether or not this broker creates the session (the CLI does).
+    for (const name of PROVIDER_KEY_VARS) this.secrets.register(process.env[name]?.trim(), "provider key");
+    this.#log = redactingLogger(options.log ?? createLogger(), this.secrets);
+    this.audit = AuditLog.open(this.config.dataDir, this.secrets);
     const shots = this.config.screenshots;
     if (shots.enabled && shots.s3) {
       const accessKeyId = process.env["AWS_ACCESS_KEY_ID"];
@@ -80,6 +87,7 @@ export class Broker {
       ...(this.#screenshots ? { screenshots: this.#screenshots } : {}),
       audit: this.audit,
       log: this.#log,
+      secrets: this.secrets,
     };
     enforceOnCommit(this.context);
     this.#allowedOrigins = new Set(this.config.allowedOrigins);
@@ -99,6 +107,7 @@ export class Broker {
       audit: this.audit,
       config: this.config,
       log: this.#log,
+      secrets: this.secrets,
       onEmergencyStop: () => this.registry.closeAll("emergency stop from the dashboard"),
     });
     this.#http = createServer((req, res) => void this.#route(req, res));
@@ -141,6 +150,9 @@ export class Broker {
    */
   attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean }): Promise<BrowserDriver> {
     if (this.#closing) return Promise.reject(new TabrelayError("not_connected", "the broker is shutting down"));
+    // Registered before anything can quote it (an error from the connect, a log line), and kept after the
+    // browser detaches: an endpoint left running still opens that browser.
+    this.secrets.register(endpoint, "cdp endpoint");
     const pending = this.#cdpEndpoints.get(endpoint);
     if (pending) return pending;
     const attach = this.#attachCdp(endpoint, options);
@@ -159,7 +171,9 @@ export class Broker {
     const holder: { driver?: BrowserDriver } = {};
     // Loaded on first use: a broker serving only the extension never pays for the CDP driver's memory.
     const { CdpBrowser } = await import("./drivers/cdp/cdpBrowser.js");
-    const driver = await CdpBrowser.connect(await resolveCdpEndpoint(endpoint), {
+    const socketUrl = await resolveCdpEndpoint(endpoint);
+    this.secrets.register(socketUrl, "cdp endpoint");
+    const driver = await CdpBrowser.connect(socketUrl, {
       label: options.label,
       ownsBrowser: options.ownsBrowser,
       callTimeoutMs: this.config.callTimeoutMs,
@@ -231,7 +245,7 @@ export class Broker {
   async #registerCdpBrowser(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const reply = (status: number, body: object) => {
       res.writeHead(status, { "Content-Type": "application/json", "Cache-Control": "no-store" });
-      res.end(`${JSON.stringify(body)}\n`);
+      res.end(`${JSON.stringify(this.secrets.redactValue(body))}\n`);
     };
     const refusal = this.#guardMcp(req);
     if (refusal) return reply(refusal.status, { error: { code: refusal.status === 401 ? "unauthorized" : "forbidden", message: refusal.message } });
@@ -283,7 +297,7 @@ export class Broker {
       ? { ok: true, failures: health.failures }
       : { ok: false, failures: health.failures, error: health.error, since: new Date(health.since ?? Date.now()).toISOString(), writes: "refused until the audit log can be written again" };
     res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" });
-    res.end(JSON.stringify({ status: health.ok ? "ok" : "degraded", name: "tabrelay", version: VERSION, browsers, audit }));
+    res.end(JSON.stringify(this.secrets.redactValue({ status: health.ok ? "ok" : "degraded", name: "tabrelay", version: VERSION, browsers, audit })));
   }
 }
 

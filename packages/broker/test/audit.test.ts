@@ -5,6 +5,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AUDIT_FIELD_MAX, AUDIT_SCHEMA_VERSION, AuditLog, formatAuditLine, type AuditRecord, type StoredAuditRecord } from "../src/audit/auditLog.js";
+import { SecretRegistry } from "../src/util/secrets.js";
 
 const dirs: string[] = [];
 const logs: AuditLog[] = [];
@@ -128,15 +129,31 @@ describe("AuditLog hygiene", () => {
     const text = JSON.stringify(stored);
     expect(text).not.toContain("TOKEN");
     expect(stored).toMatchObject({
-      browser: "label [redacted]",
-      origin: "https://x.test/?t=[redacted]",
-      tool: "tool[redacted]",
-      target: 'textbox "[redacted]" and again [redacted]',
-      rule: "rule:[redacted]",
-      code: "[redacted]",
+      browser: "label [redacted: secret]",
+      origin: "https://x.test/?t=[redacted: secret]",
+      tool: "tool[redacted: secret]",
+      target: 'textbox "[redacted: secret]" and again [redacted: secret]',
+      rule: "rule:[redacted: secret]",
+      code: "[redacted: secret]",
     });
     // an empty secret does not redact everything
     expect(stored?.decision).toBe("failed");
+  });
+
+  it("redacts through the broker's registry, secrets registered after opening included, marked with their kind", () => {
+    const secrets = new SecretRegistry();
+    const log = AuditLog.open(tempDir(), secrets);
+    logs.push(log);
+    const endpoint = "ws://127.0.0.1:9222/devtools/browser/6f3c1f2e-8a4b-4c1d-9e0f-1a2b3c4d5e6f";
+    log.record(rec({ target: `before ${endpoint}` }));
+    secrets.register(endpoint, "cdp endpoint");
+    log.record(rec({ target: `after ${endpoint}`, origin: `https://x.test/?u=${encodeURIComponent(endpoint)}` }));
+    log.record(rec({ target: "the id 6f3c1f2e-8a4b-4c1d-9e0f-1a2b3c4d5e6f alone" }));
+    const [before, after, part] = log.list();
+    // Redaction happens at write time: what was recorded before the secret was known stays as it was.
+    expect(before?.target).toBe(`before ${endpoint}`);
+    expect(after).toMatchObject({ target: "after [redacted: cdp endpoint]", origin: "https://x.test/?u=[redacted: cdp endpoint]" });
+    expect(part?.target).toBe("the id [redacted: cdp endpoint] alone");
   });
 
   it("redacts before capping, so a secret straddling the cap leaves no part behind", () => {
@@ -233,7 +250,7 @@ describe("AuditLog failures", () => {
     expect(() => log.record(rec({ tool: "read_url s3cret-value" }))).not.toThrow();
     expect(stderr).toHaveBeenCalledTimes(1);
     const line = String(stderr.mock.calls[0]?.[0]);
-    expect(line).toMatch(/^tabrelay: audit log .*audit\.db: could not record read_url \[redacted\]: .+\n$/);
+    expect(line).toMatch(/^tabrelay: audit log .*audit\.db: could not record read_url \[redacted: secret\]: .+\n$/);
     expect(line.split("\n")).toHaveLength(2);
   });
 
@@ -285,7 +302,7 @@ describe("AuditLog: a write is recorded before it runs", () => {
     const begun = log.begin({ time: Date.now(), tool: "fill" });
     if (!begun.ok) throw new Error(begun.error);
     log.complete(begun.id, { time: Date.now(), tool: "fill", target: 'textbox "SECRET-TOKEN-123"', decision: "outcome_unknown", code: "browser_disconnected", durationMs: 5 });
-    expect(log.list()).toEqual([expect.objectContaining({ id: begun.id, target: 'textbox "[redacted]"', decision: "outcome_unknown", code: "browser_disconnected", durationMs: 5 })]);
+    expect(log.list()).toEqual([expect.objectContaining({ id: begun.id, target: 'textbox "[redacted: secret]"', decision: "outcome_unknown", code: "browser_disconnected", durationMs: 5 })]);
   });
 
   it("a tail stops short of a write in flight, then shows it completed, with what came after it", () => {

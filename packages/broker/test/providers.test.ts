@@ -220,7 +220,7 @@ describe.each(["browserbase", "kernel"] as const)("%s", (name) => {
     if (name === "browserbase") expect(session.expiresAt).toBe(Date.parse(EXPIRES_AT));
     else expect(session.idleTimeoutSeconds).toBe(120);
     expectNoSecrets(session.label);
-    expect(session.redact(`failed: ${connectUrl()} key=${API_KEY}`)).toBe("failed: [redacted] key=[redacted]");
+    expect(session.redact(`failed: ${connectUrl()} key=${API_KEY}`)).toBe("failed: [redacted: provider session] key=[redacted: provider key]");
 
     const driver = await broker.broker.attachCdp(session.endpoint, { label: session.label, ownsBrowser: false });
     const client = await connectClient(broker.url);
@@ -253,6 +253,32 @@ describe.each(["browserbase", "kernel"] as const)("%s", (name) => {
     expect(api.requests).toHaveLength(2);
   });
 
+  it("registers the API key and the connect URL in the broker's registry, so every exit of the broker redacts them", async () => {
+    api.onCreate = () => c.created(connectUrl());
+    const secrets = broker.broker.secrets;
+    const session = await createProviderSession(name, c.env(api.origin), { secrets });
+    expect(secrets.has(API_KEY)).toBe(true);
+    expect(secrets.has(connectUrl())).toBe(true);
+    expect(secrets.has(TOKEN)).toBe(true);
+    // The URL may have been attached (registered as a cdp endpoint) by an earlier test: the first kind given stays.
+    expect(secrets.redact(`key ${API_KEY} url ${encodeURIComponent(connectUrl())}`)).toMatch(/^key \[redacted: provider key\] url \[redacted: (provider session|cdp endpoint)\]$/);
+    // A page that quotes them, read over MCP from the session's own browser: the result carries neither.
+    site.route("/quoting", `<title>key ${API_KEY}</title><p>the session is ${connectUrl()} and its token ${TOKEN}</p>`);
+    const driver = await broker.broker.attachCdp(session.endpoint, { label: session.label, ownsBrowser: false });
+    const client = await connectClient(broker.url);
+    try {
+      const read = await call(client, "read_url", { url: `${site.origin}/quoting`, mode: "full" });
+      expect(read.isError).toBe(false);
+      expect(read.text).toContain("[redacted: provider key]");
+      expect(read.text).toMatch(/\[redacted: (provider session|cdp endpoint)\]/);
+      expectNoSecrets(read.text);
+    } finally {
+      await client.close();
+      driver.close("test done");
+      await session.stop();
+    }
+  });
+
   it(`names ${c.keyVar} when the API key is missing, and calls nothing`, async () => {
     const env = c.env(api.origin);
     delete env[c.keyVar];
@@ -277,7 +303,7 @@ describe.each(["browserbase", "kernel"] as const)("%s", (name) => {
     api.onCreate = () => ({ status: 500, body: { code: "internal", message: `upstream failed for key ${API_KEY}` } });
     const { message, kind } = await failure(createProviderSession(name, c.env(api.origin)));
     expect(message).toContain("HTTP 500");
-    expect(message).toContain("upstream failed for key [redacted]");
+    expect(message).toContain("upstream failed for key [redacted: provider key]");
     expect(kind).toBe("http");
   });
 
@@ -311,7 +337,7 @@ describe.each(["browserbase", "kernel"] as const)("%s", (name) => {
     api.onCreate = () => c.created(connectUrl());
     const quoting = { attachCdp: (endpoint: string) => Promise.reject(new Error(`cannot open ${endpoint}`)) };
     const quoted = await failure(startWithProvider(name, quoting, c.env(api.origin)));
-    expect(quoted.message).toContain("cannot open [redacted]");
+    expect(quoted.message).toContain("cannot open [redacted: provider session]");
     expect(releases(c)).toHaveLength(2);
   });
 
@@ -343,7 +369,8 @@ describe.each(["browserbase", "kernel"] as const)("%s", (name) => {
       const written = stderrText();
       expect(written).toContain("warn");
       expect(written).toContain("HTTP 500");
-      expect(written).toContain("[redacted]");
+      expect(written).toContain("[redacted: provider session]");
+      expect(written).toContain("[redacted: provider key]");
     } finally {
       api.onRelease = () => ({ status: 200, body: {} });
     }

@@ -3,10 +3,12 @@
 // billed until then, so it is also called when attaching fails.
 //
 // Imported from the broker's build output until @tabrelay/broker's index exports these.
-import { createProviderSession, ProviderError, type HostedProvider } from "@tabrelay/broker";
+import { createProviderSession, ProviderError, type HostedProvider, type SecretSink } from "@tabrelay/broker";
 
 /** The one Broker method used here (structural, so any build of Broker fits). */
 export interface CdpAttacher {
+  /** The broker's secrets registry: the API key and the session's URLs are registered in it. */
+  readonly secrets?: SecretSink;
   attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean }): Promise<{ readonly closed: boolean; close(reason: string): void }>;
 }
 
@@ -21,7 +23,7 @@ export async function startWithProvider(
   env: NodeJS.ProcessEnv,
   opts: { timeoutSeconds?: number; fetchImpl?: typeof fetch } = {},
 ): Promise<ProviderHandle> {
-  const session = await createProviderSession(name, env, opts);
+  const session = await createProviderSession(name, env, { ...opts, ...(broker.secrets ? { secrets: broker.secrets } : {}) });
   let driver: Awaited<ReturnType<CdpAttacher["attachCdp"]>>;
   try {
     driver = await broker.attachCdp(session.endpoint, { label: session.label, ownsBrowser: false });

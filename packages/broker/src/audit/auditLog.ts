@@ -5,6 +5,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { SecretRegistry, type Redactor } from "../util/secrets.js";
 
 export type AuditDecision = "allowed" | "refused" | "failed" | "outcome_unknown";
 
@@ -47,7 +48,6 @@ export const AUDIT_DB_FILE = "audit.db";
 /** The longest a text field is stored (in UTF-16 code units, the marker included). */
 export const AUDIT_FIELD_MAX = 500;
 
-const REDACTED = "[redacted]";
 const TRUNCATED = "…";
 /**
  * A write's record while it runs: decision outcome_unknown and this duration. Tailing (list with afterId) stops
@@ -98,13 +98,13 @@ type InsertParams = Omit<Row, "id">;
 export class AuditLog {
   readonly path: string;
   private readonly db: Database.Database;
-  private readonly secrets: string[];
+  private readonly secrets: Redactor;
   private readonly insert: Database.Statement<[InsertParams]>;
   private readonly update: Database.Statement<[Row]>;
   private failures = 0;
   private failing: { error: string; since: number } | undefined;
 
-  private constructor(path: string, db: Database.Database, secrets: string[]) {
+  private constructor(path: string, db: Database.Database, secrets: Redactor) {
     this.path = path;
     this.db = db;
     this.secrets = secrets;
@@ -120,10 +120,11 @@ export class AuditLog {
 
   /**
    * Opens (creating if needed) `<dataDir>/audit.db`, mode 0600, in WAL mode, and brings its schema up to date.
-   * `secrets` (tokens and the like) are replaced by "[redacted]" wherever they occur in a recorded field.
-   * Throws if the file cannot be opened or was written by a newer tabrelay.
+   * Every recorded field goes through `secrets`, the broker's registry (util/secrets.ts), read at each write so that
+   * secrets registered later (a CDP endpoint attached after start) are redacted too. A plain list is for readers
+   * (`tabrelay audit`) and tests. Throws if the file cannot be opened or was written by a newer tabrelay.
    */
-  static open(dataDir: string, secrets: string[]): AuditLog {
+  static open(dataDir: string, secrets: Redactor | readonly string[]): AuditLog {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const path = join(dataDir, AUDIT_DB_FILE);
     // Create the file ourselves so that it never exists with a wider mode, then tighten any old one.
@@ -137,7 +138,7 @@ export class AuditLog {
       db.pragma("synchronous = NORMAL");
       db.pragma("cache_size = -512"); // 512 KiB: the log is appended to and read in small pages
       migrate(db, path);
-      return new AuditLog(path, db, secretVariants(secrets));
+      return new AuditLog(path, db, isRedactor(secrets) ? secrets : SecretRegistry.of(secrets, "secret"));
     } catch (error) {
       db.close();
       throw error;
@@ -247,11 +248,7 @@ export class AuditLog {
   /** Redacts the secrets, then caps the length (in that order, so a cut never leaves part of a secret). */
   private text(value: string | undefined): string | null {
     if (value === undefined || value === null) return null;
-    let text = String(value);
-    for (const secret of this.secrets) {
-      if (text.includes(secret)) text = text.split(secret).join(REDACTED);
-    }
-    return cap(text, AUDIT_FIELD_MAX);
+    return cap(this.secrets.redact(String(value)), AUDIT_FIELD_MAX);
   }
 }
 
@@ -291,15 +288,8 @@ function cap(text: string, max: number): string {
   return text.slice(0, end) + TRUNCATED;
 }
 
-/** The secrets to look for: non-empty, longest first, with their URL-encoded forms. */
-function secretVariants(secrets: string[]): string[] {
-  const all = new Set<string>();
-  for (const secret of secrets) {
-    if (typeof secret !== "string" || secret === "") continue;
-    all.add(secret);
-    all.add(encodeURIComponent(secret));
-  }
-  return [...all].sort((a, b) => b.length - a.length);
+function isRedactor(secrets: Redactor | readonly string[]): secrets is Redactor {
+  return !Array.isArray(secrets);
 }
 
 function migrate(db: Database.Database, path: string): void {

@@ -11,7 +11,7 @@ import { isLoopback, type BrokerConfig } from "../config/config.js";
 import { builtExtensionDir } from "../launch/chromium.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
-import { safeEqual } from "../util/secrets.js";
+import { safeEqual, type SecretRegistry } from "../util/secrets.js";
 import { VERSION } from "../version.js";
 import { LoginThrottle, type LoginScope } from "./loginThrottle.js";
 import { DASHBOARD_CSS, DASHBOARD_JS, dashboardPage, loginPage } from "./page.js";
@@ -21,6 +21,8 @@ export interface DashboardOptions {
   audit: AuditLog;
   config: BrokerConfig;
   log: Logger;
+  /** The broker's secrets registry: every JSON answer and audit event is redacted through it. */
+  secrets: SecretRegistry;
   /** Disconnects every browser. The dashboard also turns reconnecting browsers away until the user resumes. */
   onEmergencyStop: () => void;
 }
@@ -97,6 +99,7 @@ export class Dashboard {
   readonly #audit: AuditLog;
   readonly #config: BrokerConfig;
   readonly #log: Logger;
+  readonly #secrets: SecretRegistry;
   readonly #onEmergencyStop: () => void;
   readonly #sessions = new Map<string, Session>();
   readonly #loginThrottle = new LoginThrottle();
@@ -112,6 +115,7 @@ export class Dashboard {
     this.#audit = options.audit;
     this.#config = options.config;
     this.#log = options.log;
+    this.#secrets = options.secrets;
     this.#onEmergencyStop = options.onEmergencyStop;
     // The extension reconnects within a second of being closed; a stop that lasted that long would be no stop.
     this.#registry.on("connected", (connection) => {
@@ -191,7 +195,7 @@ export class Dashboard {
 
     // API routes: a session, and for anything that changes state, its CSRF token.
     if (!session) {
-      sendJson(res, 401, { error: "not logged in, or the session expired; log in again at /login" });
+      this.#json(res, 401, { error: "not logged in, or the session expired; log in again at /login" });
       return true;
     }
     if (post) {
@@ -199,16 +203,18 @@ export class Dashboard {
       if (form === undefined) return true;
       const token = headerValue(req, "x-csrf-token") ?? form.get("csrf") ?? "";
       if (!safeEqual(token, session.csrf)) {
-        sendJson(res, 403, { error: "missing or wrong CSRF token; reload the dashboard" });
+        this.#json(res, 403, { error: "missing or wrong CSRF token; reload the dashboard" });
         return true;
       }
     }
     switch (path) {
       case "/dashboard/api/state":
-        sendJson(res, 200, await this.#state());
+        this.#json(res, 200, await this.#state());
         return true;
       case "/dashboard/api/config":
-        sendJson(res, 200, this.#configView(req));
+        // The pairing code is shown to the logged-in user on purpose (they enter it in the extension's popup);
+        // it is the one secret any exit shows, and it is set after the rest of the view is redacted.
+        sendJson(res, 200, { ...this.#secrets.redactValue(this.#configView(req)), pairingToken: this.#config.pairingToken });
         return true;
       case "/dashboard/api/preview":
         await this.#preview(query, res);
@@ -217,13 +223,18 @@ export class Dashboard {
         this.#auditStream(req, query, res, session);
         return true;
       case "/dashboard/api/stop":
-        sendJson(res, 200, this.#stop());
+        this.#json(res, 200, this.#stop());
         return true;
       case "/dashboard/api/resume":
-        sendJson(res, 200, this.#resume());
+        this.#json(res, 200, this.#resume());
         return true;
     }
     return false;
+  }
+
+  /** Every JSON answer goes through the secrets registry: tab titles, URLs and errors come from pages and browsers. */
+  #json(res: ServerResponse, status: number, value: unknown): void {
+    sendJson(res, status, this.#secrets.redactValue(value));
   }
 
   // ---- login, sessions ----
@@ -349,7 +360,8 @@ export class Dashboard {
     return result;
   }
 
-  #configView(req: IncomingMessage): unknown {
+  /** The config as the page shows it, without the pairing code (added by the route, unredacted). */
+  #configView(req: IncomingMessage): Record<string, unknown> {
     const config = this.#config;
     let extensionDir: string | null = null;
     let extensionDirError: string | null = null;
@@ -367,7 +379,6 @@ export class Dashboard {
       readPolicy: config.policy.describe(),
       writePolicy: config.writePolicy.describe(),
       bridgeUrl: `ws://${host}:${port}/bridge`,
-      pairingToken: config.pairingToken,
       extensionDir,
       extensionDirError,
     };
@@ -377,25 +388,25 @@ export class Dashboard {
     const browserId = query.get("browser") ?? "";
     const tabId = Number(query.get("tab") ?? Number.NaN);
     if (!browserId || !Number.isSafeInteger(tabId)) {
-      sendJson(res, 400, { error: "pass browser (an id) and tab (a tab id)" });
+      this.#json(res, 400, { error: "pass browser (an id) and tab (a tab id)" });
       return;
     }
     const connection = this.#registry.list().find((b) => b.info.browserId === browserId);
     if (!connection) {
-      sendJson(res, 200, { ok: false, error: { code: "unknown_browser", message: "that browser is not connected" } });
+      this.#json(res, 200, { ok: false, error: { code: "unknown_browser", message: "that browser is not connected" } });
       return;
     }
     // Only tabs the agent may see: the same list the page shows, never any other tab of the user's.
     const tabs = await this.#tabs(connection);
     if (!tabs.ok) {
-      sendJson(res, 200, { ok: false, error: tabs.error });
+      this.#json(res, 200, { ok: false, error: tabs.error });
       return;
     }
     if (!tabs.value.some((t) => t.tabId === tabId)) {
-      sendJson(res, 200, { ok: false, error: { code: "no_such_tab", message: `tab ${tabId} is not one of the agent's tabs (any more)` } });
+      this.#json(res, 200, { ok: false, error: { code: "no_such_tab", message: `tab ${tabId} is not one of the agent's tabs (any more)` } });
       return;
     }
-    sendJson(res, 200, await this.#capture(connection, tabId));
+    this.#json(res, 200, await this.#capture(connection, tabId));
   }
 
   /** At most one capture a second per browser, shared by every viewer; the agent keeps the rest of Chrome's quota. */
@@ -456,7 +467,7 @@ export class Dashboard {
       const last = records[records.length - 1];
       if (last) afterId = last.id;
       else afterId ??= 0;
-      if (records.length > 0) res.write(`event: audit\nid: ${afterId}\ndata: ${JSON.stringify(records)}\n\n`);
+      if (records.length > 0) res.write(`event: audit\nid: ${afterId}\ndata: ${JSON.stringify(this.#secrets.redactValue(records))}\n\n`);
     };
     pump();
     res.write("event: ready\ndata: {}\n\n");

@@ -21,9 +21,11 @@
 //
 // Secrets: the API key and the connect URL (it embeds a signing key or a JWT: whoever holds it drives the
 // browser) never appear in a log line or an error message; both are redacted from anything the provider
-// sends back too, since an error body may echo the request.
+// sends back too, since an error body may echo the request. They are registered in the secrets registry the
+// caller passes (the broker's, so that every exit of the broker redacts them too).
 import { z } from "zod";
 import { isLoopback } from "../config/config.js";
+import { SecretRegistry, type SecretSink } from "../util/secrets.js";
 
 export type ProviderName = "local" | "cdp" | "browserbase" | "kernel";
 export type HostedProvider = "browserbase" | "kernel";
@@ -42,7 +44,7 @@ export interface ProviderSession {
   provider: HostedProvider;
   /** Kernel ends a browser after this many seconds without a connection. */
   idleTimeoutSeconds?: number;
-  /** Removes the API key and the connect URL (and their parts) from a text. */
+  /** Removes the API key and the connect URL (and their parts), and every other registered secret, from a text. */
   redact(text: string): string;
   /** Ends the session. Idempotent; never throws (a failure is a redacted warning on stderr). */
   stop(): Promise<void>;
@@ -77,6 +79,8 @@ export interface CreateProviderSessionOptions {
   /** Browserbase: the session's lifetime (60..21600). Kernel: its idle timeout (10..259200). */
   timeoutSeconds?: number;
   fetchImpl?: typeof fetch;
+  /** Where the API key and the session's URLs are registered (the broker's registry); a private one otherwise. */
+  secrets?: SecretSink;
 }
 
 interface ProviderSpec {
@@ -92,10 +96,11 @@ const SPECS: Record<HostedProvider, ProviderSpec> = {
   kernel: { title: "Kernel", keyVar: "KERNEL_API_KEY", urlVar: "KERNEL_API_URL", defaultUrl: "https://api.onkernel.com", timeoutRange: [10, 259_200] },
 };
 
+/** The environment variables that hold the providers' API keys: secrets wherever they show. */
+export const PROVIDER_KEY_VARS: readonly string[] = Object.values(SPECS).map((spec) => spec.keyVar);
+
 const CREATE_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 15_000;
-/** Secrets shorter than this are not searched for: too likely to match ordinary words. */
-const MIN_SECRET_LENGTH = 8;
 
 const BrowserbaseCreated = z.object({ id: z.string().min(1) });
 const BrowserbaseSession = z.object({
@@ -132,7 +137,8 @@ export async function createProviderSession(name: HostedProvider, env: NodeJS.Pr
   const spec = SPECS[name];
   const apiKey = env[spec.keyVar]?.trim();
   if (!apiKey) throw new ProviderError(name, "config", `${spec.title}: ${spec.keyVar} is not set; export your ${spec.title} API key in it`);
-  const redactor = new Redactor([apiKey]);
+  const redactor: SecretSink = opts.secrets ?? new SecretRegistry();
+  redactor.register(apiKey, "provider key");
   const fail = (kind: ProviderErrorKind, message: string) => new ProviderError(name, kind, redactor.redact(`${spec.title}: ${message}`));
 
   const base = apiBase(env[spec.urlVar], spec, fail);
@@ -154,7 +160,7 @@ async function createBrowserbase(api: Api, projectId: string | undefined, timeou
   const id = created.data.id;
   const release = () => api.release(id, "POST", `/v1/sessions/${encodeURIComponent(id)}`, { status: "REQUEST_RELEASE", ...(projectId ? { projectId } : {}) });
   const session = BrowserbaseSession.safeParse(body);
-  if (session.success) api.redactor.add(session.data.connectUrl, session.data.signingKey, session.data.seleniumRemoteUrl);
+  if (session.success) for (const secret of [session.data.connectUrl, session.data.signingKey, session.data.seleniumRemoteUrl]) api.redactor.register(secret, "provider session");
   const endpoint = session.success ? checkEndpoint(session.data.connectUrl) : undefined;
   if (!session.success || endpoint === undefined) {
     await release();
@@ -171,7 +177,7 @@ async function createKernel(api: Api, timeout: number | undefined): Promise<Prov
   const id = created.data.session_id;
   const release = () => api.release(id, "DELETE", `/browsers/${encodeURIComponent(id)}`, undefined);
   const browser = KernelBrowser.safeParse(body);
-  if (browser.success) api.redactor.add(browser.data.cdp_ws_url, browser.data.webdriver_ws_url, browser.data.browser_live_view_url);
+  if (browser.success) for (const secret of [browser.data.cdp_ws_url, browser.data.webdriver_ws_url, browser.data.browser_live_view_url]) api.redactor.register(secret, "provider session");
   const endpoint = browser.success ? checkEndpoint(browser.data.cdp_ws_url) : undefined;
   if (!browser.success || endpoint === undefined) {
     await release();
@@ -227,7 +233,7 @@ class Api {
     readonly base: URL,
     readonly apiKey: string,
     readonly fetchImpl: typeof fetch,
-    readonly redactor: Redactor,
+    readonly redactor: SecretSink,
   ) {}
 
   error(kind: ProviderErrorKind, message: string): ProviderError {
@@ -318,44 +324,4 @@ function networkReason(error: unknown, timeoutMs: number): string {
   const cause = error instanceof Error ? ErrorCause.safeParse(error.cause) : undefined;
   if (cause?.success && (cause.data.code ?? cause.data.message)) return cause.data.code ?? cause.data.message ?? "";
   return error instanceof Error ? error.message : String(error);
-}
-
-/** Replaces every known secret, and its parts and URL-encoded forms, by "[redacted]". */
-class Redactor {
-  #secrets: string[] = [];
-
-  constructor(secrets: string[]) {
-    this.add(...secrets);
-  }
-
-  add(...values: (string | undefined)[]): void {
-    const found = new Set(this.#secrets);
-    for (const value of values) {
-      if (!value) continue;
-      for (const part of [value, ...urlParts(value)]) {
-        if (part.length < MIN_SECRET_LENGTH) continue;
-        found.add(part);
-        found.add(encodeURIComponent(part));
-      }
-    }
-    // Longest first, so a secret inside a longer one does not leave the rest behind.
-    this.#secrets = [...found].sort((a, b) => b.length - a.length);
-  }
-
-  redact(text: string): string {
-    let out = text;
-    for (const secret of this.#secrets) if (out.includes(secret)) out = out.split(secret).join("[redacted]");
-    return out;
-  }
-}
-
-/** The parts of a URL that may carry a credential: password, query values, long path segments. */
-function urlParts(value: string): string[] {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return [];
-  }
-  return [url.password, url.username, url.search.slice(1), ...url.searchParams.values(), ...url.pathname.split("/").filter((s) => s.length >= 16)];
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { capped, cleanLine, defuseMarkers, pageText, PAGE_TEXT_MAX } from "../util/pageText.js";
+import { SecretRegistry, type Redactor } from "../util/secrets.js";
 
 /** Hard cap on one tool result, whatever a handler adds. Page text is paginated well below it. */
 const MAX_RESULT_CHARS = 400_000;
@@ -28,13 +29,18 @@ export interface AuditFacts {
 export class ToolResponse {
   readonly #lines: string[] = [];
   readonly #images: { data: string; mimeType: string }[] = [];
-  readonly #secrets: string[];
+  readonly #secrets: Redactor;
   readonly auditFacts: AuditFacts = {};
   #dispatched = false;
   #beforeDispatch: (() => void) | undefined;
 
-  constructor(secrets: string[]) {
-    this.#secrets = secrets.filter((s) => s.length >= 8);
+  /**
+   * `secrets` is the broker's registry (util/secrets.ts): everything rendered goes through it. A plain list is
+   * accepted while tools/runner.ts still passes the two tokens (the runner's switch to ctx.secrets lands with its
+   * own rework); drop it then.
+   */
+  constructor(secrets: Redactor | readonly string[]) {
+    this.#secrets = isRedactor(secrets) ? secrets : SecretRegistry.of(secrets, "secret");
   }
 
   audit(facts: AuditFacts): this {
@@ -108,9 +114,12 @@ export class ToolResponse {
   }
 
   #finish(text: string): string {
-    let out = text;
-    for (const secret of this.#secrets) out = out.split(secret).join("[redacted]");
+    let out = this.#secrets.redact(text);
     if (out.length > MAX_RESULT_CHARS) out = `${out.slice(0, MAX_RESULT_CHARS)}\n[… result cut at ${MAX_RESULT_CHARS} characters]`;
     return out;
   }
+}
+
+function isRedactor(secrets: Redactor | readonly string[]): secrets is Redactor {
+  return !Array.isArray(secrets);
 }
