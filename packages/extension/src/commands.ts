@@ -148,12 +148,13 @@ export const handlers: Handlers = {
     }
     const tree = (await chrome.webNavigation.getAllFrames({ tabId })) ?? [];
     const frames = results.flatMap((r) => {
-      const outcome = r.result as InpageResult<{ url: string; title: string; nodes: string; elapsedMs?: number; capped?: boolean }> | undefined;
+      const outcome = r.result as InpageResult<{ url: string; origin?: string; title: string; nodes: string; elapsedMs?: number; capped?: boolean }> | undefined;
       if (!outcome?.ok) return [];
       const info = tree.find((f) => f.frameId === r.frameId);
       // Refs of subframes carry their frame (the first field of each line).
       const nodes = r.frameId === 0 ? outcome.value.nodes : outcome.value.nodes.replace(/^(e\d+)\t/gm, `f${r.frameId}$1\t`);
-      return [{ frameId: r.frameId, parentFrameId: info?.parentFrameId ?? -1, url: outcome.value.url, title: outcome.value.title, nodes, ...(outcome.value.elapsedMs !== undefined ? { elapsedMs: outcome.value.elapsedMs } : {}), ...(outcome.value.capped ? { capped: true } : {}) }];
+      const origin = typeof outcome.value.origin === "string" ? { origin: outcome.value.origin } : {};
+      return [{ frameId: r.frameId, parentFrameId: info?.parentFrameId ?? -1, url: outcome.value.url, ...origin, title: outcome.value.title, nodes, ...(outcome.value.elapsedMs !== undefined ? { elapsedMs: outcome.value.elapsedMs } : {}), ...(outcome.value.capped ? { capped: true } : {}) }];
     });
     return { frames };
   },

@@ -82,7 +82,7 @@ function encodeNode(n: SnapshotNode): string {
   return [n.ref ?? "", n.role, clean(n.name), String(n.depth), clean(n.value), (n.states ?? []).join(","), n.level === undefined ? "" : String(n.level), `${n.offscreen ? "o" : ""}${n.hidden ? "h" : ""}`].join("\t");
 }
 
-export function snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; title: string; nodes: string; elapsedMs: number; capped?: boolean }> {
+export function snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; origin: string; title: string; nodes: string; elapsedMs: number; capped?: boolean }> {
   const started = performance.now();
   state.revision = params.revision;
   state.refs = new Map();
@@ -138,7 +138,7 @@ export function snapshot(params: { revision: string; interactiveOnly: boolean; v
     if (el.firstElementChild) pushChildren(el, childDepth);
   }
   const capped = stack.length > 0; // stopped at MAX_NODES with elements still to walk
-  return { ok: true, value: { url: location.href, title: document.title, nodes: nodes.map(encodeNode).join("\n"), elapsedMs: Math.round(performance.now() - started), ...(capped ? { capped } : {}) } };
+  return { ok: true, value: { url: location.href, origin: self.origin, title: document.title, nodes: nodes.map(encodeNode).join("\n"), elapsedMs: Math.round(performance.now() - started), ...(capped ? { capped } : {}) } };
 }
 
 // ---- refs -> elements --------------------------------------------------------------------------

@@ -222,6 +222,8 @@ export interface FrameSnapshot {
   frameId: number;
   parentFrameId: number;
   url: string;
+  /** The document's origin as it reports it (self.origin): the gate judges an about:/data: frame by it. */
+  origin?: string;
   title: string;
   /**
    * The frame's nodes, one line each (a single string crosses the page -> extension -> broker path far

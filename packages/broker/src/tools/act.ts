@@ -3,7 +3,8 @@ import { z } from "zod";
 import type { BrowserDriver } from "../bridge/registry.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { checkLanding, pickBrowser } from "./landing.js";
+import { gateStopped, gateWrite } from "../gate/decisions.js";
+import { checkLanding, pickBrowser } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js";
 
@@ -51,7 +52,7 @@ function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
       if (p.openerTabId === tabId) opened.push(p.tab.tabId);
     } else if (frame.event === "tab.blocked") {
       const p = frame.params as { tabId: number; url: string; frame: boolean };
-      if (p.tabId === tabId && !p.frame && !ctx.config.policy.check(p.url).ok) stopped.push(p.url);
+      if (p.tabId === tabId && !p.frame && gateStopped(ctx.config.policy, p.url)) stopped.push(p.url);
     } else if (frame.event === "tab.committed") {
       const p = frame.params as { tabId: number; url: string; openerTabId?: number };
       if (p.tabId === tabId) committed.push(p.url);
@@ -84,12 +85,10 @@ async function perform(
     await conn.call("page.inspect", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, ...(value !== undefined ? { value } : {}) }),
   );
   response.audit({ target: target(facts) });
-  // An element inside a frame is only reachable if the frame itself may be read.
-  const frameDecision = ctx.config.policy.check(facts.frameUrl);
-  if (!frameDecision.ok) throw new TabrelayError("policy_denied", `the element is inside a frame at ${facts.frameUrl}: ${frameDecision.message}`, frameDecision.rule);
-  const decision = ctx.config.writePolicy.check(action, tab.url, facts);
-  if (!decision.ok) throw new TabrelayError("write_denied", decision.message, decision.rule);
-  response.audit({ rule: decision.rule });
+  // An element inside a frame is only reachable if the frame itself may be read; then the write policy decides.
+  const decision = gateWrite(ctx.config.policy, ctx.config.writePolicy, action, tab.url, facts);
+  if (!decision.ok) throw new TabrelayError(decision.code, decision.message, decision.rule);
+  if (decision.rule) response.audit({ rule: decision.rule });
   const effects = watchEffects(ctx, conn, tab.tabId);
   let outcome: { facts?: ElementFacts; effects: string[] };
   try {

@@ -1,6 +1,6 @@
 import type { AuditRecord } from "../audit/auditLog.js";
 import { TabrelayError } from "../util/errors.js";
-import { explainByDenial } from "./landing.js";
+import { explainByDenial } from "../gate/enforce.js";
 import { ToolResponse, type AuditFacts, type RenderedResult } from "./response.js";
 import type { Tool, ToolContext } from "./tool.js";
 
@@ -18,7 +18,7 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
   const selector = args && typeof args === "object" ? Reflect.get(args, "browser") : undefined;
   const picked = ctx.registry.pick(typeof selector === "string" ? selector : undefined);
   const browserHint = picked.ok ? `${picked.value.info.label} (${picked.value.info.browserId})` : undefined;
-  const response = new ToolResponse([ctx.config.mcpToken, ctx.config.pairingToken]);
+  const response = new ToolResponse(ctx.secrets);
   let result: RenderedResult;
   let code: string | undefined;
   let rule: string | undefined;

@@ -2,7 +2,8 @@ import { z } from "zod";
 import { validatePng } from "../screenshots/png.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { checkLanding, pickBrowser } from "./landing.js";
+import { gateTab } from "../gate/decisions.js";
+import { checkLanding, pickBrowser } from "../gate/enforce.js";
 import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
 
 export const screenshot = defineTool({
@@ -45,7 +46,8 @@ export const screenshot = defineTool({
       ),
     );
     // The picture shows what the tab showed when it was taken: judge that URL too.
-    const shown = ctx.config.policy.check(shot.url);
+    // What was captured is judged like any document the tab shows: the page may have moved on since it was checked.
+    const shown = gateTab(ctx.config.policy, shot.url, undefined);
     if (!shown.ok) throw new TabrelayError("policy_denied", `the tab showed ${pageText(shot.url, PAGE_TEXT_MAX.url)} when captured: ${shown.message}`, shown.rule);
     const bytes = Buffer.from(shot.png, "base64");
     const valid = validatePng(bytes, { maxBytes: settings.maxBytes, maxPixels: settings.maxPixels });

@@ -4,7 +4,9 @@ import { z } from "zod";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { withThousands } from "../util/format.js";
 import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { checkLanding, pickBrowser } from "./landing.js";
+import { gateFrame, type FrameVerdict } from "../gate/decisions.js";
+import { checkLanding, pickBrowser } from "../gate/enforce.js";
+import type { CompiledReadPolicy } from "../policy/readPolicy.js";
 import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
 
 const INSTANCE = randomBytes(3).toString("hex");
@@ -87,16 +89,40 @@ interface DecodedFrame extends Omit<FrameSnapshot, "nodes"> {
   nodes: SnapshotNode[];
 }
 
-function renderFrames(frames: DecodedFrame[], allowed: (url: string) => boolean): { lines: Line[]; withheld: string[] } {
+/**
+ * Each frame's verdict by the gate's one frame rule (gate/decisions.ts gateFrame), judged through its holders: an
+ * about:srcdoc frame is judged by the frame (or page) holding it. Drivers list frames in any order.
+ */
+function judgeFrames(policy: CompiledReadPolicy, frames: readonly Omit<FrameSnapshot, "nodes">[]): Map<number, FrameVerdict> {
+  const byId = new Map(frames.map((f) => [f.frameId, f]));
+  const verdicts = new Map<number, FrameVerdict>();
+  const judge = (frame: Omit<FrameSnapshot, "nodes">, depth: number): FrameVerdict => {
+    const known = verdicts.get(frame.frameId);
+    if (known) return known;
+    const top = frame.frameId === 0;
+    const parent = byId.get(frame.parentFrameId);
+    const holder = parent && depth < 32 ? judge(parent, depth + 1).url || undefined : undefined;
+    const verdict: FrameVerdict = top ? { ok: true, url: frame.url } : gateFrame(policy, frame, holder);
+    verdicts.set(frame.frameId, verdict);
+    return verdict;
+  };
+  for (const frame of frames) judge(frame, 0);
+  return verdicts;
+}
+
+function renderFrames(frames: DecodedFrame[], verdictOf: (frame: DecodedFrame) => FrameVerdict | undefined): { lines: Line[]; withheld: string[] } {
   const lines: Line[] = [];
   const withheld: string[] = [];
   const children = new Map<number, DecodedFrame[]>();
   for (const frame of frames) children.set(frame.parentFrameId, [...(children.get(frame.parentFrameId) ?? []), frame]);
   const visit = (frame: DecodedFrame, indent: number) => {
     if (frame.frameId !== 0) {
-      if (!allowed(frame.url)) {
+      const verdict = verdictOf(frame) ?? { ok: false, url: frame.url, why: "outside the read policy" };
+      // A browser error page holds nothing of the page's; a stopped frame is reported once, from the broker's record.
+      if (!verdict.ok && verdict.why === "error page") return;
+      if (!verdict.ok) {
         withheld.push(frame.url);
-        lines.push({ text: `${"  ".repeat(indent)}- frame at ${pageText(frame.url, PAGE_TEXT_MAX.url)} [withheld: outside the read policy]`, haystack: "" });
+        lines.push({ text: `${"  ".repeat(indent)}- frame at ${pageText(frame.url, PAGE_TEXT_MAX.url)} [withheld: ${verdict.why}]`, haystack: "" });
         return;
       }
       const title = frame.title ? `${pageText(frame.title, PAGE_TEXT_MAX.name)} ` : "";
@@ -149,15 +175,21 @@ export const snapshot = defineTool({
       const { frames } = unwrap(
         await conn.call("page.snapshot", { tabId: tab.tabId, revision, interactiveOnly: params.interactive_only ?? false, viewportOnly: params.viewport_only ?? false }),
       );
+      // The top document was judged as the tab (checkLanding above); every frame by the gate's frame rule.
+      const verdicts = judgeFrames(ctx.config.policy, frames);
+      const shown = (frame: { frameId: number }) => verdicts.get(frame.frameId)?.ok === true;
       const { lines } = renderFrames(
         frames.map((f) => {
           const nodes = decodeNodes(f.nodes);
           return { ...f, nodes: params.full ? nodes : nodes.filter((n) => !n.hidden) };
         }),
-        (url) => ctx.config.policy.check(url).ok,
+        (frame) => verdicts.get(frame.frameId),
       );
+      // Frames whose navigation the network rules stopped hold the browser's error page: counted, as read_url does.
+      const stopped = ctx.denials.stoppedFrames(conn.info.browserId, tab.tabId);
+      if (stopped > 0) lines.push({ text: `- ${stopped} frame${stopped === 1 ? "" : "s"} [withheld: outside the read policy, stopped before loading]`, haystack: "" });
       // Only a frame the agent is shown can make the list incomplete for it.
-      const capped = frames.some((f) => f.capped === true && (f.frameId === 0 || ctx.config.policy.check(f.url).ok));
+      const capped = frames.some((f) => f.capped === true && shown(f));
       snap = { revision, url: tab.url, title: tab.title, lines, capped };
       ctx.snapshots.set(conn.info.browserId, tab.tabId, snap);
     }

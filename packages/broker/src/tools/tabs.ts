@@ -2,7 +2,7 @@ import type { TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import { unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { checkBeforeNavigation, checkLanding, pickBrowser } from "./landing.js";
+import { checkBeforeNavigation, checkLanding, pickBrowser } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
 

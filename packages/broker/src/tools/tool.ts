@@ -4,9 +4,10 @@ import type { AuditBegun, AuditRecord } from "../audit/auditLog.js";
 import type { BrowserRegistry } from "../bridge/registry.js";
 import type { BrokerConfig } from "../config/config.js";
 import type { Logger } from "../util/log.js";
+import type { Redactor } from "../util/secrets.js";
 import { parseArgs } from "./args.js";
 import type { DocCache } from "./docCache.js";
-import type { Denials } from "./landing.js";
+import type { Denials } from "../gate/tabRecord.js";
 import type { ToolResponse } from "./response.js";
 import type { ScreenshotStore } from "../screenshots/store.js";
 import type { SnapshotCache } from "./snapshot.js";
@@ -28,6 +29,8 @@ export interface ToolContext {
   screenshots?: ScreenshotStore;
   audit: AuditSink;
   log: Logger;
+  /** The broker's secrets registry: every tool result is redacted through it. */
+  secrets: Redactor;
 }
 
 export type ToolKind = "read" | "write";

@@ -75,7 +75,7 @@ export const snapshotNode = z.object({
   hidden: z.boolean().optional(),
 });
 
-export const snapshotValue = z.object({ url: z.string(), title: z.string(), nodes: z.string(), elapsedMs: z.number().optional(), capped: z.boolean().optional() });
+export const snapshotValue = z.object({ url: z.string(), origin: z.string().optional(), title: z.string(), nodes: z.string(), elapsedMs: z.number().optional(), capped: z.boolean().optional() });
 
 export const elementFacts = z.object({
   ref: z.string(),
