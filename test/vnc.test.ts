@@ -61,6 +61,18 @@ function groupMembers(pgid: number): number[] {
 }
 
 /** Processes whose command line mentions `needle` (Chromium's helpers carry the profile dir). */
+/** processesMentioning once two readings 300 ms apart agree (short-lived children have come and gone). */
+async function steadyProcessesMentioning(needle: string): Promise<number[]> {
+  let last = processesMentioning(needle);
+  for (let i = 0; i < 20; i++) {
+    await new Promise((r) => setTimeout(r, 300));
+    const now = processesMentioning(needle);
+    if (now.join() === last.join()) return now;
+    last = now;
+  }
+  return last;
+}
+
 function processesMentioning(needle: string): number[] {
   const found: number[] = [];
   for (const name of readdirSync("/proc")) {
@@ -537,9 +549,10 @@ describe("exposing the page on the network, when asked to", () => {
       }
       expect(await upgradeStatus(display, "https://evil.example")).toBe(403);
       // A web port already taken is named as such, and what was started for it is stopped again.
-      const before = processesMentioning(`127.0.0.1:${display.webPort}`);
+      // websockify forks a child per connection (the probes above): count once those have exited.
+      const before = await steadyProcessesMentioning(`127.0.0.1:${display.webPort}`);
       await expect(startVncDisplay({ webPort: display.webPort })).rejects.toThrow(`port ${display.webPort} on 127.0.0.1 is already in use`);
-      expect(processesMentioning(`127.0.0.1:${display.webPort}`)).toEqual(before);
+      expect(await steadyProcessesMentioning(`127.0.0.1:${display.webPort}`)).toEqual(before);
     } finally {
       await display.stop();
     }
