@@ -307,7 +307,7 @@ describe("actions through the bridge", () => {
       handlers: {
         "tabs.get": () => ({ tab: tab(12, "http://127.0.0.1:1/shop") }),
         "page.inspect": () => ({ ...facts, coveredBy: '<div#overlay>' }),
-        "page.act": () => ({ facts, effects: ["clicked"] }),
+        "page.act": () => ({ facts, effects: { done: "clicked" } }),
       },
     });
     await s.welcomed;

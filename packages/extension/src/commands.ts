@@ -1,5 +1,5 @@
 // The commands the broker may call: a typed dispatch over BridgeMethods, nothing else is served.
-import { CONTENT_MAX_CHARS, type BridgeMethod, type BridgeMethods, type ElementFacts } from "@tabrelay/protocol";
+import { CONTENT_MAX_CHARS, type ActEffects, type BridgeMethod, type BridgeMethods, type ElementFacts } from "@tabrelay/protocol";
 import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
 import { noteAgentRequest } from "./downloads.js";
@@ -33,7 +33,7 @@ export const handlers: Handlers = {
     try {
       // Created with its URL under a scope that covers every tab not known yet (navigationRules.ts), then scoped
       // by its own id: a redirect from the first response is stopped like any other.
-      const endScope = await scopeNewTabs();
+      const endScope = await scopeNewTabs(url);
       let tab: chrome.tabs.Tab;
       try {
         tab = await chrome.tabs.create({ url, active }).catch((error: unknown) => {
@@ -174,18 +174,33 @@ export const handlers: Handlers = {
     // An action that navigates (a link, a submit) can unload the document before it answers; Chrome then
     // never settles the injection. The commit of the next document is the answer in that case.
     const nav = watchNavigation();
+    // Tabs the page opens during the action (window.open, target=_blank): the browser announces them before the
+    // script's answer comes back, so they are part of the answer rather than a race with the tab events.
+    const newTabs = new Set<number>();
+    const onCreated = (tab: chrome.tabs.Tab) => {
+      if (tab.id !== undefined && tab.openerTabId === tabId) newTabs.add(tab.id);
+    };
+    const onTarget = (details: { sourceTabId: number; tabId: number }) => {
+      if (details.sourceTabId === tabId) newTabs.add(details.tabId);
+    };
+    chrome.tabs.onCreated.addListener(onCreated);
+    chrome.webNavigation.onCreatedNavigationTarget.addListener(onTarget);
     try {
-      const acted = runInFrame<{ facts: ElementFacts; effects: string[] }>(tabId, frameId, "act", { ref: local, revision, action, value, expect }).then((outcome) => ({
+      const acted = runInFrame<{ facts: ElementFacts; effects: ActEffects }>(tabId, frameId, "act", { ref: local, revision, action, value, expect }).then((outcome) => ({
         facts: { ...outcome.facts, ref },
         effects: outcome.effects,
       }));
       const navigated = nav.committedIn(tabId, frameId).then(async () => {
         // Give a fast answer that was already on its way the chance to win.
         await new Promise((r) => setTimeout(r, 50));
-        return { effects: ["the page navigated away as a result of the action"] };
+        return { effects: { done: "the page navigated away as a result of the action", navigated: true } as ActEffects };
       });
-      return await Promise.race([acted, navigated]);
+      const outcome: { facts?: ElementFacts; effects: ActEffects } = await Promise.race([acted, navigated]);
+      await new Promise((r) => setTimeout(r, 0)); // a creation event already queued is delivered first
+      return newTabs.size ? { ...outcome, effects: { ...outcome.effects, newTabs: [...newTabs] } } : outcome;
     } finally {
+      chrome.tabs.onCreated.removeListener(onCreated);
+      chrome.webNavigation.onCreatedNavigationTarget.removeListener(onTarget);
       nav.dispose();
     }
   },

@@ -73,18 +73,25 @@ export function navigationRulesError(): string {
 
 /** tabs.open calls in flight (see install). */
 let opening = 0;
+/** The hosts of the URLs those calls open: initiators from the start, so the new page's popups are scoped. */
+const openingHosts: string[] = [];
+/** Hosts that tabs not known yet loaded from while a tabs.open was in flight (its redirects), by tab. */
+const unclaimedHosts = new Map<number, Set<string>>();
 
 /**
- * Scopes every tab not known yet until the returned function is called (once the opened tab is the agent's);
- * resolves once that scope is in place. The next rebuild after the call drops it.
+ * Scopes every tab not known yet until the returned function is called (once the opened tab is the agent's), and
+ * makes `url`'s host an initiator; resolves once that scope is in place. The next rebuild after the call drops it.
  */
-export async function scopeNewTabs(): Promise<() => void> {
+export async function scopeNewTabs(url: string): Promise<() => void> {
   opening++;
+  const host = hostOf(url);
+  if (host) openingHosts.push(host);
   let ended = false;
   const end = () => {
     if (ended) return;
     ended = true;
     opening--;
+    if (host) openingHosts.splice(openingHosts.indexOf(host), 1);
   };
   try {
     await syncNavigationRules();
@@ -139,8 +146,16 @@ function noteHost(tabId: number, url: string | undefined): boolean {
 
 async function install(): Promise<void> {
   const agent = [...new Set(agentTabIds())].filter((id) => Number.isInteger(id) && id >= 0);
+  // A tab opened with its URL made its first requests before it was the agent's: their hosts become its own now.
+  for (const [id, hosts] of unclaimedHosts) {
+    if (!agent.includes(id)) continue;
+    for (const host of hosts) noteHost(id, `https://${host}/`);
+    unclaimedHosts.delete(id);
+  }
+  if (opening === 0) unclaimedHosts.clear();
   for (const id of agentHosts.keys()) if (!agent.includes(id)) agentHosts.delete(id);
-  const initiators = [...new Set([...agentHosts.values()].flatMap((hosts) => [...hosts]))];
+  const pending = opening > 0 ? [...openingHosts, ...[...unclaimedHosts.values()].flatMap((hosts) => [...hosts])] : [];
+  const initiators = [...new Set([...[...agentHosts.values()].flatMap((hosts) => [...hosts]), ...pending])];
   // The ids installed last (asked of the browser once per worker start: session rules outlive the worker).
   installedIds ??= (await chrome.declarativeNetRequest.getSessionRules()).map((rule) => rule.id);
   const removeRuleIds = installedIds;
@@ -210,7 +225,18 @@ chrome.tabs.onRemoved.addListener((tabId) => {
 // A host an agent tab loads from is known from its request, before its page can run a script.
 chrome.webRequest.onBeforeRequest.addListener(
   (details): undefined => {
-    if (details.tabId < 0 || !isAgentTab(details.tabId)) return;
+    if (details.tabId < 0) return;
+    if (!isAgentTab(details.tabId)) {
+      // Perhaps the tab a tabs.open is creating (its id is not known yet): keep the host for when it is claimed.
+      const host = hostOf(details.url);
+      if (opening === 0 || userTabs.has(details.tabId) || !host) return;
+      const hosts = unclaimedHosts.get(details.tabId) ?? new Set<string>();
+      unclaimedHosts.set(details.tabId, hosts);
+      if (hosts.size >= MAX_HOSTS_PER_TAB || hosts.has(host)) return;
+      hosts.add(host);
+      void syncNavigationRules();
+      return;
+    }
     if (details.type === "main_frame") agentHosts.delete(details.tabId);
     if (noteHost(details.tabId, details.url)) void syncNavigationRules();
   },

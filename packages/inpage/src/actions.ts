@@ -1,6 +1,6 @@
 // The actions: pointer events and click, fill, select, check, press and scroll, each run only on the facts the
 // gate judged (act() compares their fingerprint before and, for clicks, just before activation).
-import type { ActionKind, ElementFacts } from "@tabrelay/protocol";
+import type { ActEffects, ActionKind, ElementFacts } from "@tabrelay/protocol";
 import { ActError, fail, type InpageResult, type InspectArgs } from "./api.js";
 import { accessibleName, describeElement, readLabel } from "./dom.js";
 import { canonical, changedFacts, factsOf, fingerprint, pageFacts, pickOption, pressFacts, verify } from "./facts.js";
@@ -168,10 +168,30 @@ function scroll(el: Element | null, how: string | undefined): string {
   return `scrolled the page to y=${Math.round(page.scrollTop)} of ${Math.round(page.scrollHeight)}`;
 }
 
-export async function act(params: InspectArgs & { action: ActionKind; expect?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: string[] }>> {
+/**
+ * The cross-document navigation the top document starts during an action (the Navigation API's navigate event:
+ * links, form submissions, location changes), so the broker waits for a commit only when one is on its way.
+ */
+function watchNavigate(): { stop(): string | undefined } {
+  let destination: string | undefined;
+  const navigation = window === window.top ? (globalThis as { navigation?: EventTarget }).navigation : undefined;
+  const onNavigate = (event: Event) => {
+    const target = (event as Event & { destination?: { url?: string; sameDocument?: boolean } }).destination;
+    if (target && target.sameDocument === false && typeof target.url === "string") destination = target.url;
+  };
+  navigation?.addEventListener("navigate", onNavigate);
+  return {
+    stop() {
+      navigation?.removeEventListener("navigate", onNavigate);
+      return destination;
+    },
+  };
+}
+
+export async function act(params: InspectArgs & { action: ActionKind; expect?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: ActEffects }>> {
   if (params.action === "scroll" && params.ref === "page") {
     try {
-      return { ok: true, value: { facts: pageFacts(), effects: [scroll(null, params.value)] } };
+      return { ok: true, value: { facts: pageFacts(), effects: { done: scroll(null, params.value) } } };
     } catch (error) {
       return error instanceof ActError ? fail(error.code, error.message) : fail("internal", String(error));
     }
@@ -195,31 +215,32 @@ export async function act(params: InspectArgs & { action: ActionKind; expect?: s
   const mutations: MutationRecord[] = [];
   const observer = new MutationObserver((records) => mutations.push(...records));
   observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
-  const effects: string[] = [];
+  const navigate = watchNavigate();
   try {
+    let done: string;
     switch (params.action) {
       case "click":
         click(el, beforeActivation);
-        effects.push(`clicked ${facts.role} "${facts.name}"`);
+        done = `clicked ${facts.role} "${facts.name}"`;
         break;
       case "fill":
-        effects.push(fill(el, params.value ?? ""));
+        done = fill(el, params.value ?? "");
         break;
       case "select":
-        effects.push(selectOption(el, params.value ?? ""));
+        done = selectOption(el, params.value ?? "");
         break;
       case "check":
-        effects.push(setChecked(el, params.value !== "false", beforeActivation));
+        done = setChecked(el, params.value !== "false", beforeActivation);
         break;
       case "press":
-        effects.push(press(el, params.value ?? "Enter", facts));
+        done = press(el, params.value ?? "Enter", facts);
         break;
       case "hover":
         hover(el);
-        effects.push(`hovering ${facts.role} "${facts.name}"`);
+        done = `hovering ${facts.role} "${facts.name}"`;
         break;
       case "scroll":
-        effects.push(scroll(el, params.value));
+        done = scroll(el, params.value);
         break;
     }
     // Let the page react (re-render, open a menu) before reporting what changed.
@@ -227,11 +248,15 @@ export async function act(params: InspectArgs & { action: ActionKind; expect?: s
     await frame();
     observer.disconnect();
     mutations.push(...observer.takeRecords());
-    if (mutations.length) effects.push(`the page changed (${mutations.length} DOM mutation${mutations.length === 1 ? "" : "s"})`);
+    const effects: ActEffects = { done };
+    if (mutations.length) effects.domChanged = mutations.length;
     const focused = deepActiveElement();
-    if (focused && focused !== el && focused !== document.body && params.action !== "hover") effects.push(`focus is on ${describeElement(focused)}`);
+    if (focused && focused !== el && focused !== document.body && params.action !== "hover") effects.focus = describeElement(focused);
+    const destination = navigate.stop();
+    if (destination !== undefined) effects.navigating = destination;
     return { ok: true, value: { facts, effects } };
   } catch (error) {
+    navigate.stop();
     observer.disconnect();
     if (error instanceof ActError) return fail(error.code, error.message);
     return fail("internal", error instanceof Error ? error.message : String(error));

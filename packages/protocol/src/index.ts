@@ -174,6 +174,22 @@ export interface ReachedElement {
 
 export type ActionKind = "click" | "fill" | "select" | "check" | "press" | "hover" | "scroll";
 
+/** What an action did, as the page and the driver saw it (page.act); the broker words it for the agent. */
+export interface ActEffects {
+  /** The action itself, in words: `clicked button "Add"`, `scrolled the page to y=640 of 2400`. */
+  done: string;
+  /** DOM mutations the page made within two animation frames after the action. */
+  domChanged?: number;
+  /** The element focused afterwards (not the target, not the body), described. */
+  focus?: string;
+  /** The top document started a navigation to another document (a link, a submit, a script): its destination. */
+  navigating?: string;
+  /** The action's document went away before it answered (it navigated): no facts come back. */
+  navigated?: true;
+  /** Tabs the page opened during the action (window.open, target=_blank), by id. */
+  newTabs?: number[];
+}
+
 export interface ActParams {
   tabId: number;
   ref: string;
@@ -271,7 +287,7 @@ export interface BridgeMethods {
   /** Resolves a ref minted at `revision` and reports its facts; fails with stale_ref if it no longer holds. */
   "page.inspect": { params: InspectParams; result: ElementFacts };
   /** `facts` is absent when the action navigated the page away before the page could answer. */
-  "page.act": { params: ActParams; result: { facts?: ElementFacts; effects: string[] } };
+  "page.act": { params: ActParams; result: { facts?: ElementFacts; effects: ActEffects } };
   "page.wait": { params: WaitParams; result: { matched: string; elapsedMs: number } };
   /** Scrolls a ref into view and reports its box in CSS pixels, relative to the viewport of the top frame. */
   "page.rect": { params: { tabId: number; ref: string; revision: string }; result: { x: number; y: number; width: number; height: number } };

@@ -1,4 +1,4 @@
-import type { ActionKind, ElementFacts, ErrorCode, TabInfo } from "@tabrelay/protocol";
+import type { ActEffects, ActionKind, ElementFacts, ErrorCode, TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import type { BrowserDriver } from "../bridge/registry.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
@@ -39,17 +39,21 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** How long an action's result waits for a navigation the page started to commit (or be stopped). */
+const COMMIT_WAIT_MS = 1500;
+
 /** Collects what the action caused in the browser: navigation of this tab, tabs it opened. */
 function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
   const opened: number[] = [];
   const committed: string[] = [];
   /** Top-frame navigations of the tab stopped before they were sent (outside the read policy). */
   const stopped: string[] = [];
+  let wake: (() => void) | undefined;
   const onEvent = (browser: BrowserDriver, frame: { event: string; params: unknown }) => {
     if (browser !== conn) return;
     if (frame.event === "tab.created") {
       const p = frame.params as { tab: TabInfo; openerTabId?: number };
-      if (p.openerTabId === tabId) opened.push(p.tab.tabId);
+      if (p.openerTabId === tabId && !opened.includes(p.tab.tabId)) opened.push(p.tab.tabId);
     } else if (frame.event === "tab.blocked") {
       const p = frame.params as { tabId: number; url: string; frame: boolean };
       if (p.tabId === tabId && !p.frame && gateStopped(ctx.config.policy, p.url)) stopped.push(p.url);
@@ -58,6 +62,7 @@ function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
       if (p.tabId === tabId) committed.push(p.url);
       else if (p.openerTabId === tabId && !opened.includes(p.tabId)) opened.push(p.tabId);
     }
+    wake?.();
   };
   ctx.registry.on("event", onEvent);
   return {
@@ -65,6 +70,20 @@ function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
     opened,
     committed,
     stopped,
+    /** Resolves once the tab committed a document or had a navigation stopped, or after `timeoutMs`. */
+    async landed(timeoutMs: number): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      while (committed.length === 0 && stopped.length === 0 && Date.now() < deadline) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      wake = undefined;
+    },
   };
 }
 
@@ -90,18 +109,21 @@ async function perform(
   if (!decision.ok) throw new TabrelayError(decision.code, decision.message, decision.rule);
   if (decision.rule) response.audit({ rule: decision.rule });
   const effects = watchEffects(ctx, conn, tab.tabId);
-  let outcome: { facts?: ElementFacts; effects: string[] };
+  let outcome: { facts?: ElementFacts; effects: ActEffects };
   try {
     response.markDispatched();
     const expect = ctx.config.writePolicy.isStateChanging(action) ? { expect: judgedFingerprint(facts) } : {};
     outcome = unwrap(await conn.call("page.act", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, value, ...expect }));
-    // A navigation the action started commits shortly after; give it a moment to show up.
-    await new Promise((r) => setTimeout(r, 60));
+    // A navigation the page started (the drivers say so) is waited for until it commits or is stopped, so the
+    // result says where the tab went; an action that started none is reported at once.
+    if (outcome.effects.navigating !== undefined || outcome.effects.navigated) await effects.landed(COMMIT_WAIT_MS);
   } finally {
     effects.stop();
   }
-  response.line(outcome.effects[0] ?? `${action} done`);
-  for (const effect of outcome.effects.slice(1)) response.line(`- ${effect}`);
+  const done = outcome.effects;
+  response.line(done.done);
+  if (done.domChanged !== undefined) response.line(`- the page changed (${done.domChanged} DOM mutation${done.domChanged === 1 ? "" : "s"})`);
+  if (done.focus !== undefined) response.line(`- focus is on ${done.focus}`);
   const after = unwrap(await conn.call("tabs.get", { tabId: tab.tabId })).tab;
   const stopped = effects.stopped[effects.stopped.length - 1];
   if (stopped !== undefined) {
@@ -112,9 +134,11 @@ async function perform(
     );
   } else if (effects.committed.length || after.url !== tab.url) {
     response.line(`- the tab navigated to ${pageText(after.url, PAGE_TEXT_MAX.url)}${after.status === "loading" ? " (still loading)" : ""}`);
+  } else if (done.navigating !== undefined) {
+    response.line(`- the page is navigating to ${pageText(done.navigating, PAGE_TEXT_MAX.url)} (not committed within ${COMMIT_WAIT_MS / 1000} s; read the tab again to see where it went)`);
   }
-  for (const opened of effects.opened) response.line(`- the page opened a new tab: ${opened} (list_tabs shows it)`);
-  if (effects.committed.length || after.url !== tab.url || outcome.effects.some((e) => e.startsWith("the page changed"))) {
+  for (const opened of new Set([...(done.newTabs ?? []), ...effects.opened])) response.line(`- the page opened a new tab: ${opened} (list_tabs shows it)`);
+  if (effects.committed.length || after.url !== tab.url || done.domChanged !== undefined || done.navigated || done.navigating !== undefined) {
     response.line("Refs from the old snapshot may now be stale: call snapshot before the next action.");
   }
 }

@@ -202,16 +202,22 @@ export class CdpBrowser implements BrowserDriver {
       const tab = await this.#core.agentTab(tabId);
       checkScriptable(tab);
       const { route, local } = routeOf(this.#core, tab, ref);
+      // Tabs the page opens during the action are indexed (targets.ts) before the script's answer arrives.
+      const before = new Set(this.#core.tabs.keys());
+      const opened = (): { newTabs?: number[] } => {
+        const ids = [...this.#core.tabs.entries()].filter(([key, t]) => !before.has(key) && t.openerTabId === tab.tabId).map(([, t]) => t.tabId);
+        return ids.length ? { newTabs: ids } : {};
+      };
       let raw: unknown;
       try {
         raw = await callInpage(this.#core, route.sessionId, route.frameId, "act", { ref: local, revision, action, value, expect }, local === "page");
       } catch (error) {
         // The action ran and the document it ran in went away (a link, a submit): that is its effect.
-        if (error instanceof ActInterrupted) return { effects: ["the page navigated away as a result of the action"] };
+        if (error instanceof ActInterrupted) return { effects: { done: "the page navigated away as a result of the action", navigated: true, ...opened() } };
         throw error;
       }
       const outcome = parseAnswer(actValue, raw, "act");
-      return { facts: { ...outcome.facts, ref }, effects: outcome.effects };
+      return { facts: { ...outcome.facts, ref }, effects: { ...outcome.effects, ...opened() } };
     },
 
     "page.wait": async (params) => waitFor(this.#core, await this.#core.agentTab(params.tabId), params),

@@ -93,7 +93,10 @@ export const elementFacts = z.object({
   ...reachFactsShape,
 });
 
-export const actValue = z.object({ facts: elementFacts, effects: z.array(z.string()) });
+export const actValue = z.object({
+  facts: elementFacts,
+  effects: z.object({ done: z.string(), domChanged: z.number().int().optional(), focus: z.string().optional(), navigating: z.string().optional() }),
+});
 
 export const waitValue = z.object({ matched: z.string(), elapsedMs: z.number() });
 
