@@ -36,6 +36,21 @@ describe.each(drivers)("with the %s driver", (driver) => {
 <div style="position:absolute;top:280px;left:0;width:300px;height:100px;opacity:0.01;background:#fff"></div></body></html>`,
     );
     site.route("/nav", `<html><head><title>Nav</title></head><body><button onclick="location.href='/a'">Next</button></body></html>`);
+    site.route(
+      "/effects",
+      `<html><head><title>Effects</title></head><body>
+<button onclick="window.open('/b')">Popup</button>
+<button onclick="location.href='/slow'">Slow</button>
+<button onclick="history.pushState({}, '', '/effects#spa'); document.body.append('moved')">Spa</button>
+<button>Nothing</button></body></html>`,
+    );
+    site.route("/slow", (_req, res) => {
+      // The server takes 3 s to answer: the click's result must not wait for it.
+      setTimeout(() => {
+        res.writeHead(200, { "Content-Type": "text/html" });
+        res.end("<html><head><title>Slow</title></head><body><p>Finally.</p></body></html>");
+      }, 3000);
+    });
     broker = await startBroker({
       yaml: `policy:
   read:
@@ -43,7 +58,7 @@ describe.each(drivers)("with the %s driver", (driver) => {
       "127.0.0.1": [".*"]
   write:
     click:
-      "127.0.0.1": { label: "^(Add to cart|Buy|Next)$" }
+      "127.0.0.1": { label: "^(Add to cart|Buy|Next|Popup|Slow|Spa|Nothing)$" }
     type:
       "127.0.0.1": { label: "^Name$" }
 screenshots:
@@ -54,7 +69,8 @@ screenshots:
       const browser = await launchBrowser(broker.port);
       stopBrowser = () => browser.close();
     } else {
-      const local = await launchLocalChromium({ chromiumPath: findChromium(), headless: true });
+      // Popups allowed, as for the extension's browser (harness.ts).
+      const local = await launchLocalChromium({ chromiumPath: findChromium(), headless: true, extraArgs: ["--disable-popup-blocking"] });
       await broker.broker.attachCdp(local.endpoint, { label: "test cdp", ownsBrowser: true });
       stopBrowser = () => local.close();
     }
@@ -121,6 +137,37 @@ screenshots:
     const next = refOf(snap.text, "Next");
     expect((await call(client, "click", { tab, ref: next, revision })).text).toContain("the tab navigated to");
     expect((await call(client, "click", { tab, ref: next, revision })).text).toMatch(/^stale_ref:/);
+    await call(client, "close_tab", { tab });
+  });
+
+  it("a click's result says what the page did: a tab it opened, a navigation still on its way, an in-page change, nothing", async () => {
+    const tab = tabOf((await call(client, "open_tab", { url: `${site.origin}/effects` })).text);
+    const click = async (name: string) => {
+      const snap = await call(client, "snapshot", { tab });
+      const revision = /revision: (\S+)/.exec(snap.text)?.[1];
+      const ref = new RegExp(`"${name}" \\[ref=([^\\]]+)\\]`).exec(snap.text)?.[1];
+      const started = Date.now();
+      const result = await call(client, "click", { tab, ref, revision });
+      return { text: result.text, ms: Date.now() - started };
+    };
+    const popup = await click("Popup");
+    const opened = Number(/the page opened a new tab: (\d+)/.exec(popup.text)?.[1]);
+    expect(opened, `${driver}: ${popup.text}`).toBeGreaterThan(0);
+    expect((await call(client, "list_tabs")).text).toContain(`tab ${opened}:`);
+    await call(client, "close_tab", { tab: opened });
+
+    const nothing = await click("Nothing");
+    expect(nothing.text).toMatch(/^clicked button "Nothing"/);
+    expect(nothing.text).not.toMatch(/navigat|opened a new tab|stale/);
+
+    const spa = await click("Spa");
+    expect(spa.text).toContain("the page changed");
+    expect(spa.text).toContain(`the tab navigated to «${site.origin}/effects#spa»`);
+
+    // A navigation the server answers slowly is reported as under way, within the wait, not after the load.
+    const slow = await click("Slow");
+    expect(slow.text).toContain(`the page is navigating to «${site.origin}/slow»`);
+    expect(slow.ms).toBeLessThan(2900);
     await call(client, "close_tab", { tab });
   });
 

@@ -30,6 +30,12 @@ import { createTab, history, navigate, tabInfo, waitFor } from "./navigation.js"
 import { frameOffset, readContent, routeOf, snapshot } from "./reading.js";
 import { startUp } from "./targets.js";
 
+/**
+ * How long an action waits for the tab of a window the page said it was opening to attach (a window the popup
+ * blocker stops is announced too, and never attaches: the wait is that case's cost).
+ */
+const WINDOW_OPEN_WAIT_MS = 500;
+
 export type { CdpBrowserOptions } from "./cdpCore.js";
 
 type Handlers = { [M in BridgeMethod]: (params: ParamsOf<M>) => Promise<ResultOf<M>> };
@@ -208,16 +214,30 @@ export class CdpBrowser implements BrowserDriver {
         const ids = [...this.#core.tabs.entries()].filter(([key, t]) => !before.has(key) && t.openerTabId === tab.tabId).map(([, t]) => t.tabId);
         return ids.length ? { newTabs: ids } : {};
       };
+      // The page says a window is opening (Page.windowOpen) before the script's answer; its target may attach
+      // just after: wait for that many new tabs, briefly, only then.
+      let windowOpens = 0;
+      const stopWatching = tab.sessionId ? this.#core.client.on("Page.windowOpen", () => void windowOpens++, tab.sessionId) : () => undefined;
+      const settledTabs = async (): Promise<{ newTabs?: number[] }> => {
+        for (const deadline = Date.now() + WINDOW_OPEN_WAIT_MS; (opened().newTabs?.length ?? 0) < windowOpens && Date.now() < deadline; ) {
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        return opened();
+      };
       let raw: unknown;
       try {
-        raw = await callInpage(this.#core, route.sessionId, route.frameId, "act", { ref: local, revision, action, value, expect }, local === "page");
-      } catch (error) {
-        // The action ran and the document it ran in went away (a link, a submit): that is its effect.
-        if (error instanceof ActInterrupted) return { effects: { done: "the page navigated away as a result of the action", navigated: true, ...opened() } };
-        throw error;
+        try {
+          raw = await callInpage(this.#core, route.sessionId, route.frameId, "act", { ref: local, revision, action, value, expect }, local === "page");
+        } catch (error) {
+          // The action ran and the document it ran in went away (a link, a submit): that is its effect.
+          if (error instanceof ActInterrupted) return { effects: { done: "the page navigated away as a result of the action", navigated: true, ...(await settledTabs()) } };
+          throw error;
+        }
+        const outcome = parseAnswer(actValue, raw, "act");
+        return { facts: { ...outcome.facts, ref }, effects: { ...outcome.effects, ...(await settledTabs()) } };
+      } finally {
+        stopWatching();
       }
-      const outcome = parseAnswer(actValue, raw, "act");
-      return { facts: { ...outcome.facts, ref }, effects: { ...outcome.effects, ...opened() } };
     },
 
     "page.wait": async (params) => waitFor(this.#core, await this.#core.agentTab(params.tabId), params),
