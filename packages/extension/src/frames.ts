@@ -1,6 +1,5 @@
 // Reading documents (the top frame's and its frames') through the in-page script.
-import { CONTENT_MAX_ELEMENTS, FRAME_HTML_BUDGET, MAX_CONTENT_FRAMES, type ContentCapped, type FrameContent } from "@tabrelay/protocol";
-import type { InpageResult } from "./inpageScript.js";
+import { CONTENT_MAX_ELEMENTS, FRAME_HTML_BUDGET, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED, MAX_CONTENT_FRAMES, type ContentCapped, type FrameContent, type InpageResult } from "@tabrelay/protocol";
 import { isVisibleToAgent, tabsLoaded } from "./state.js";
 
 export type DocumentRead = { url: string; origin: string; title: string; html: string; capped?: ContentCapped } | "none";
@@ -14,14 +13,15 @@ export async function readDocument(tabId: number, frameId: number, maxChars: num
     chrome.scripting.executeScript({
       target: { tabId, frameIds: [frameId] },
       injectImmediately: true,
-      func: (args: unknown) => {
-        const api = (globalThis as unknown as { __tabrelayInpage?: { content?: (a: unknown) => unknown } }).__tabrelayInpage;
-        return api && typeof api.content === "function" ? api.content(args) : "not-installed";
+      // Serialised into the page: it sees only its arguments, so the global's name and the sentinel travel as them.
+      func: (global: string, notInstalled: string, args: unknown) => {
+        const api = (globalThis as unknown as Record<string, { content?: (a: unknown) => unknown } | undefined>)[global];
+        return api && typeof api.content === "function" ? api.content(args) : notInstalled;
       },
-      args: [{ maxChars, maxElements: CONTENT_MAX_ELEMENTS }],
+      args: [INPAGE_GLOBAL, INPAGE_NOT_INSTALLED, { maxChars, maxElements: CONTENT_MAX_ELEMENTS }],
     });
   let result = (await run())[0]?.result;
-  if (result === "not-installed") {
+  if (result === INPAGE_NOT_INSTALLED) {
     await chrome.scripting.executeScript({ target: { tabId, frameIds: [frameId] }, files: ["inpage.js"], injectImmediately: true });
     result = (await run())[0]?.result;
   }

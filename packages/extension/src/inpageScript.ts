@@ -1,8 +1,8 @@
 // Calls into the in-page script (packages/inpage, bundled as inpage.js) in a tab's frames.
-import type { WireError } from "@tabrelay/protocol";
+import { INPAGE_GLOBAL, type InpageResult } from "@tabrelay/protocol";
 import { CommandError } from "./commandError.js";
 
-export type InpageResult<T> = { ok: true; value: T } | { ok: false; error: WireError };
+export type { InpageResult } from "@tabrelay/protocol";
 
 /** Refs from subframes carry their frame: "e3" is in the top frame, "f12e3" in frame 12. */
 export function splitRef(ref: string): { frameId: number; local: string } {
@@ -35,11 +35,12 @@ export async function runInFrame<T>(tabId: number, frameId: number, method: "ins
     results = await chrome.scripting.executeScript({
       target: { tabId, frameIds: [frameId] },
       injectImmediately: true,
-      func: (name: string, args: unknown) => {
-        const api = (globalThis as unknown as { __tabrelayInpage?: Record<string, (a: unknown) => unknown> }).__tabrelayInpage;
+      // Serialised into the page: it sees only its arguments, so the global's name travels as one.
+      func: (global: string, name: string, args: unknown) => {
+        const api = (globalThis as unknown as Record<string, Record<string, (a: unknown) => unknown> | undefined>)[global];
         return api ? api[name]!(args) : { ok: false, error: { code: "stale_ref", message: "the page navigated or reloaded since the snapshot; call snapshot again" } };
       },
-      args: [method, params],
+      args: [INPAGE_GLOBAL, method, params],
     });
   } catch (error) {
     throw scriptingError(error);

@@ -3,7 +3,7 @@
 // Here: the API object and its install, inspect, rect, wait_for and closed shadow roots. The walk and its refs are in
 // snapshot.ts, the facts the gate judges in facts.ts, the actions in actions.ts; roles, names and visibility in
 // dom.ts, rendered text in rendered.ts, what a click or an Enter reaches in reach.ts.
-import type { ElementFacts } from "@tabrelay/protocol";
+import { type ElementFacts, INPAGE_GLOBAL } from "@tabrelay/protocol";
 import { act } from "./actions.js";
 import { ActError, fail, type InpageApi, type InpageResult, type InspectArgs } from "./api.js";
 import { content } from "./content.js";
@@ -143,6 +143,7 @@ declare global {
   var __tabrelayInpage: InpageApi | undefined;
 }
 
-if (!globalThis.__tabrelayInpage || globalThis.__tabrelayInpage.version !== VERSION) {
-  globalThis.__tabrelayInpage = { version: VERSION, snapshot, inspect, act, wait, rect, closedRootCandidates, adoptShadowRoots, content };
+// Indexed by the protocol's name, so this declaration and INPAGE_GLOBAL cannot drift apart (tsc fails).
+if (!globalThis[INPAGE_GLOBAL] || globalThis[INPAGE_GLOBAL].version !== VERSION) {
+  globalThis[INPAGE_GLOBAL] = { version: VERSION, snapshot, inspect, act, wait, rect, closedRootCandidates, adoptShadowRoots, content };
 }

@@ -8,6 +8,7 @@ import type {
   ResultOf,
   WireError,
 } from "@tabrelay/protocol";
+import { parseBridgeAnswer, parseWireError } from "../drivers/answers.js";
 
 /** What the registry needs from a socket: send a frame, close it. Keeps ws out of this module. */
 export interface BridgeSocket {
@@ -38,9 +39,9 @@ export interface BrowserDriver {
 }
 
 interface Pending {
-  method: BridgeMethod;
-  resolve: (result: Result<unknown>) => void;
-  timer: ReturnType<typeof setTimeout>;
+  /** Parses the browser's answer to the call's method and settles the call with it. */
+  answer: (frame: BridgeResult) => void;
+  resolve: (result: Result<never>) => void;
 }
 
 export interface CallOptions {
@@ -76,12 +77,17 @@ export class BrowserConnection implements BrowserDriver {
     const id = this.#nextId++;
     const timeoutMs = options.timeoutMs ?? this.#defaultTimeoutMs;
     return new Promise<Result<ResultOf<M>>>((resolve) => {
-      const settle = (result: Result<unknown>) => {
+      const settle = (result: Result<ResultOf<M>>) => {
         clearTimeout(timer);
         this.#pending.delete(id);
         options.signal?.removeEventListener("abort", onAbort);
-        // The browser answers with the method's result type; the protocol package is the contract.
-        resolve(result as Result<ResultOf<M>>);
+        resolve(result);
+      };
+      // What the extension sends is parsed, never cast: a malformed answer is an internal error naming the field.
+      const answer = (frame: BridgeResult) => {
+        if (!frame.ok) return settle({ ok: false, error: parseWireError(method, frame.error) });
+        const parsed = parseBridgeAnswer(method, frame.result);
+        settle(parsed.ok ? parsed : { ok: false, error: { code: "internal", message: `the browser's answer to ${method} is malformed: ${parsed.problem}; check that the extension and the broker are the same version` } });
       };
       const timer = setTimeout(
         () => settle({ ok: false, error: { code: "timeout", message: `the browser did not answer ${method} within ${timeoutMs} ms` } }),
@@ -89,7 +95,7 @@ export class BrowserConnection implements BrowserDriver {
       );
       const onAbort = () => settle({ ok: false, error: { code: "timeout", message: `${method} was cancelled by the client` } });
       options.signal?.addEventListener("abort", onAbort, { once: true });
-      this.#pending.set(id, { method, resolve: settle, timer });
+      this.#pending.set(id, { answer, resolve: settle });
       try {
         this.#socket.send(JSON.stringify({ type: "call", id, method, params }));
       } catch {
@@ -102,7 +108,7 @@ export class BrowserConnection implements BrowserDriver {
   onResult(frame: BridgeResult): void {
     const pending = this.#pending.get(frame.id);
     if (!pending) return;
-    pending.resolve(frame.ok ? { ok: true, value: frame.result } : { ok: false, error: frame.error });
+    pending.answer(frame);
   }
 
   /** The socket closed: fail everything in flight now, never after a timeout. */

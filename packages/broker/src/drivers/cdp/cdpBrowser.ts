@@ -25,7 +25,8 @@ import { TabrelayError } from "../../util/errors.js";
 import { capture } from "./capture.js";
 import { CdpClient } from "./cdpClient.js";
 import { ActInterrupted, type CdpBrowserOptions, CdpCore, DriverError } from "./cdpCore.js";
-import { actValue, callInpage, checkScriptable, elementFacts, parseAnswer, rectValue } from "./inpage.js";
+import { elementFacts, inpageAct, rectValue } from "../answers.js";
+import { callInpage, checkScriptable, parseAnswer } from "./inpage.js";
 import { createTab, history, navigate, tabInfo, waitFor } from "./navigation.js";
 import { frameOffset, readContent, routeOf, snapshot } from "./reading.js";
 import { startUp } from "./targets.js";
@@ -233,7 +234,7 @@ export class CdpBrowser implements BrowserDriver {
           if (error instanceof ActInterrupted) return { effects: { done: "the page navigated away as a result of the action", navigated: true, ...(await settledTabs()) } };
           throw error;
         }
-        const outcome = parseAnswer(actValue, raw, "act");
+        const outcome = parseAnswer(inpageAct, raw, "act");
         return { facts: { ...outcome.facts, ref }, effects: { ...outcome.effects, ...(await settledTabs()) } };
       } finally {
         stopWatching();

@@ -2,11 +2,11 @@
 // parsing (zod) what it answers, closed shadow roots handed to it, and reading a document through it.
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { CONTENT_MAX_ELEMENTS, ERROR_CODES, type ErrorCode, type HiddenReason } from "@tabrelay/protocol";
+import { CONTENT_MAX_ELEMENTS, type ErrorCode, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED } from "@tabrelay/protocol";
 import type { Protocol } from "devtools-protocol";
 import { z } from "zod";
 import { assetPaths } from "../../assets.js";
-import { reachFactsShape } from "../elementFactsSchema.js";
+import { inpageDocument, knownCode, parseWith } from "../answers.js";
 import type { CdpResult } from "./cdpClient.js";
 import { ActInterrupted, type CdpCore, DriverError, type Tab } from "./cdpCore.js";
 
@@ -15,22 +15,20 @@ export type RemoteAnswer = Protocol.Runtime.EvaluateResponse;
 
 export const WORLD_NAME = "tabrelay";
 
-export const NOT_INSTALLED = "not-installed";
-
 export const INPAGE_PATH = assetPaths.inpageScript;
 
 export const CALL_INPAGE = `function (name, args) {
-  const api = globalThis.__tabrelayInpage;
-  return api ? api[name](args) : ${JSON.stringify(NOT_INSTALLED)};
+  const api = globalThis[${JSON.stringify(INPAGE_GLOBAL)}];
+  return api ? api[name](args) : ${JSON.stringify(INPAGE_NOT_INSTALLED)};
 }`;
 
 export const CLOSED_ROOT_CANDIDATES = `function () {
-  const api = globalThis.__tabrelayInpage;
-  return api && typeof api.closedRootCandidates === "function" ? api.closedRootCandidates() : ${JSON.stringify(NOT_INSTALLED)};
+  const api = globalThis[${JSON.stringify(INPAGE_GLOBAL)}];
+  return api && typeof api.closedRootCandidates === "function" ? api.closedRootCandidates() : ${JSON.stringify(INPAGE_NOT_INSTALLED)};
 }`;
 
 export const ADOPT_SHADOW_ROOTS = `function (hosts, ...roots) {
-  return globalThis.__tabrelayInpage.adoptShadowRoots(hosts, roots);
+  return globalThis[${JSON.stringify(INPAGE_GLOBAL)}].adoptShadowRoots(hosts, roots);
 }`;
 
 /**
@@ -47,8 +45,8 @@ export const SHADOW_BATCH = 50;
 
 /** A document's HTML with what a person cannot see marked, through the in-page script (inpage content()). */
 export const READ_DOCUMENT = `function (limits) {
-  const api = globalThis.__tabrelayInpage;
-  return api && typeof api.content === "function" ? api.content(limits) : ${JSON.stringify(NOT_INSTALLED)};
+  const api = globalThis[${JSON.stringify(INPAGE_GLOBAL)}];
+  return api && typeof api.content === "function" ? api.content(limits) : ${JSON.stringify(INPAGE_NOT_INSTALLED)};
 }`;
 
 /** Schemes Chrome does not let extensions script; the extension fails on them, so this driver does too. */
@@ -56,68 +54,16 @@ export const RESTRICTED = /^(chrome|chrome-extension|chrome-untrusted|chrome-sea
 
 export const WEB_STORE = /^https:\/\/(chromewebstore\.google\.com|chrome\.google\.com\/webstore)(\/|$)/i;
 
-export const HIDDEN_REASONS = ["display", "visibility", "opacity", "size", "offscreen", "clipped", "inert", "aria-hidden", "detached"] as const satisfies readonly HiddenReason[];
-
 export const inpageEnvelope = z.union([
   z.object({ ok: z.literal(true), value: z.unknown() }),
   z.object({ ok: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) }),
 ]);
 
-export const snapshotNode = z.object({
-  ref: z.string().optional(),
-  role: z.string(),
-  name: z.string(),
-  depth: z.number(),
-  value: z.string().optional(),
-  states: z.array(z.string()).optional(),
-  level: z.number().optional(),
-  offscreen: z.boolean().optional(),
-  hidden: z.boolean().optional(),
-});
-
-export const snapshotValue = z.object({ url: z.string(), origin: z.string().optional(), title: z.string(), nodes: z.string(), elapsedMs: z.number().optional(), capped: z.boolean().optional() });
-
-export const elementFacts = z.object({
-  ref: z.string(),
-  role: z.string(),
-  name: z.string(),
-  visibleText: z.string(),
-  tag: z.string(),
-  inputType: z.string().optional(),
-  disabled: z.boolean(),
-  editable: z.boolean(),
-  hidden: z.enum(HIDDEN_REASONS).optional(),
-  coveredBy: z.string().optional(),
-  attributeText: z.string(),
-  frameUrl: z.string(),
-  ...reachFactsShape,
-});
-
-export const actValue = z.object({
-  facts: elementFacts,
-  effects: z.object({ done: z.string(), domChanged: z.number().int().optional(), focus: z.string().optional(), navigating: z.string().optional() }),
-});
-
-export const waitValue = z.object({ matched: z.string(), elapsedMs: z.number() });
-
-export const rectValue = z.object({ x: z.number(), y: z.number(), width: z.number(), height: z.number() });
-
+/** What OWNER_OFFSET answers (reading.ts frameOffset). */
 export const pointValue = z.object({ x: z.number(), y: z.number() });
 
-export const documentValue = z.object({
-  ok: z.literal(true),
-  value: z.object({
-    url: z.string(),
-    origin: z.string(),
-    title: z.string(),
-    html: z.string(),
-    capped: z.object({ elements: z.number().optional(), chars: z.number().optional() }).optional(),
-  }),
-});
-
-export function errorCode(code: string): ErrorCode {
-  return ERROR_CODES.find((c) => c === code) ?? "internal";
-}
+/** READ_DOCUMENT's answer: content() always succeeds when the script is there. */
+export const documentValue = z.object({ ok: z.literal(true), value: inpageDocument });
 
 let inpageSource: Promise<string | undefined> | undefined;
 
@@ -178,14 +124,14 @@ export async function callInpage(core: CdpCore, sessionId: string, frameId: stri
     if (method === "act" && error instanceof DriverError && error.code === "stale_ref") throw new ActInterrupted();
     throw error;
   }
-  if (outcome === NOT_INSTALLED) {
+  if (outcome === INPAGE_NOT_INSTALLED) {
     if (!install) throw new DriverError("stale_ref", "the page navigated or reloaded since the snapshot; call snapshot again");
     await installInpage(core, sessionId, contextId);
     outcome = await run();
   }
   const envelope = inpageEnvelope.safeParse(outcome);
   if (!envelope.success) throw new DriverError("internal", `the in-page script answered ${method} with an unexpected value`);
-  if (!envelope.data.ok) throw new DriverError(errorCode(envelope.data.error.code), envelope.data.error.message);
+  if (!envelope.data.ok) throw new DriverError(knownCode(envelope.data.error.code), envelope.data.error.message);
   return envelope.data.value;
 }
 
@@ -210,7 +156,7 @@ export async function revealClosedRoots(core: CdpCore, sessionId: string, frameI
       const answer = await core.must("Runtime.callFunctionOn", { functionDeclaration: CLOSED_ROOT_CANDIDATES, executionContextId: contextId, objectGroup }, sessionId, { gone });
       remoteValue(answer);
       const result = answer.result;
-      if (result.value === NOT_INSTALLED) {
+      if (result.value === INPAGE_NOT_INSTALLED) {
         if (installed) throw new DriverError("internal", "the in-page script did not install");
         await installInpage(core, sessionId, contextId);
         installed = true;
@@ -249,10 +195,11 @@ export async function revealClosedRoots(core: CdpCore, sessionId: string, frameI
   }
 }
 
+/** An in-page answer parsed with the same schemas as the extension's (answers.ts); malformed is an internal error. */
 export function parseAnswer<T>(schema: z.ZodType<T>, value: unknown, method: string): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new DriverError("internal", `the in-page script answered ${method} with an unexpected shape`);
-  return parsed.data;
+  const parsed = parseWith(schema, value);
+  if (!parsed.ok) throw new DriverError("internal", `the in-page script's answer to ${method} is malformed: ${parsed.problem}`);
+  return parsed.value;
 }
 
 /**

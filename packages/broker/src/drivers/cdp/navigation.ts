@@ -2,7 +2,8 @@
 // navigating and waiting through redirects to the final load, history moves, and page.wait.
 import type { ParamsOf, ResultOf, TabInfo, WaitUntil } from "@tabrelay/protocol";
 import { type CdpCore, DriverError, GONE_CONTEXT, sleep, type Tab } from "./cdpCore.js";
-import { callInpage, checkScriptable, parseAnswer, waitValue, WORLD_NAME } from "./inpage.js";
+import { waitValue } from "../answers.js";
+import { callInpage, checkScriptable, parseAnswer, WORLD_NAME } from "./inpage.js";
 
 /** How long tabs.list and tabs.get wait for a page to say whether it is visible before using its last answer. */
 export const VISIBILITY_WAIT_MS = 200;

@@ -3,7 +3,8 @@
 // page.content with its frames' documents.
 import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type FrameContent, type FrameSnapshot, MAX_CONTENT_FRAMES, type PageContent } from "@tabrelay/protocol";
 import { type CdpCore, DriverError, type FrameRoute, GONE_CONTEXT, sleep, type Tab } from "./cdpCore.js";
-import { callInpage, checkScriptable, documentValue, isolatedWorld, parseAnswer, pointValue, readDocument, type RemoteAnswer, remoteValue, revealClosedRoots, snapshotValue } from "./inpage.js";
+import { inpageSnapshot } from "../answers.js";
+import { callInpage, checkScriptable, documentValue, isolatedWorld, parseAnswer, pointValue, readDocument, type RemoteAnswer, remoteValue, revealClosedRoots } from "./inpage.js";
 
 export const OWNER_OFFSET = `function () {
   const r = this.getBoundingClientRect();
@@ -28,7 +29,7 @@ export async function snapshot(core: CdpCore, tab: Tab & { sessionId: string }, 
       try {
         // Best effort: a page whose hosts cannot be described still gets its snapshot, without their roots.
         await revealClosedRoots(core, route.sessionId, route.frameId).catch(() => undefined);
-        return { route, value: parseAnswer(snapshotValue, await callInpage(core, route.sessionId, route.frameId, "snapshot", args, true), "snapshot") };
+        return { route, value: parseAnswer(inpageSnapshot, await callInpage(core, route.sessionId, route.frameId, "snapshot", args, true), "snapshot") };
       } catch (error) {
         if (route.frameId === tab.mainFrameId) throw error;
         // A subframe that went away or cannot be scripted is left out, as the extension does.
