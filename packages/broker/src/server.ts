@@ -1,14 +1,17 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { BridgeServer } from "./bridge/bridgeServer.js";
 import { BrowserRegistry, type BrowserDriver } from "./bridge/registry.js";
 import { isLoopback, type BrokerConfig } from "./config/config.js";
 import { HttpSessions } from "./mcp/adapter.js";
-import { answerProof } from "./mcp/brokerProof.js";
+import { getRequestListener } from "@hono/node-server";
+import type { Hono } from "hono";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
+import { readLimited } from "./http/body.js";
+import { createHttpApp, type Refusal } from "./http/app.js";
 import { LocalScreenshotStore, S3ScreenshotStore, type ScreenshotStore } from "./screenshots/store.js";
 import { DocCache } from "./tools/docCache.js";
 import { tools } from "./tools/index.js";
@@ -42,6 +45,9 @@ export class Broker {
   readonly #bridge: BridgeServer;
   readonly #sessions: HttpSessions;
   readonly #dashboard: Dashboard;
+  /** The HTTP routes (all but the WebSocket upgrades), callable without a socket through `app.request`. */
+  readonly app: Hono<{ Bindings: object }>;
+  #port: number | undefined;
   #allowedHosts = new Set<string>();
   #allowedOrigins: Set<string>;
   #baseUrl = "";
@@ -110,8 +116,21 @@ export class Broker {
       log: this.#log,
       secrets: this.secrets,
       onEmergencyStop: () => this.registry.closeAll("emergency stop from the dashboard"),
+      port: () => this.#port,
     });
-    this.#http = createServer((req, res) => void this.#route(req, res));
+    this.app = createHttpApp({
+      guard: (headers) => this.#guardMcp(headers),
+      health: () => this.#health(),
+      mcpToken: this.config.mcpToken,
+      registerBrowser: (req) => this.#registerCdpBrowser(req),
+      mcp: (req, res) => this.#sessions.handle(req, res),
+      screenshots: this.#localShots ? (req, res) => this.#localShots?.handle(req, res) === true : undefined,
+      dashboard: this.#dashboard,
+      log: this.#log,
+    });
+    // A request without a Host header still reaches the routes (and /mcp's Host check refuses it).
+    const listener = getRequestListener(this.app.fetch, { overrideGlobalObjects: false, hostname: "host.invalid" });
+    this.#http = createServer((req, res) => void listener(req, res));
     this.#http.on("upgrade", (req, socket, head) => {
       // After an emergency stop, browsers stay out until the user resumes from the dashboard; a refused
       // upgrade (rather than an accepted-then-closed socket) lets the extension back off.
@@ -137,6 +156,7 @@ export class Broker {
       });
     });
     const { port } = this.#http.address() as AddressInfo;
+    this.#port = port;
     const host = this.config.host.includes(":") ? `[${this.config.host}]` : this.config.host;
     const names = isLoopback(this.config.host) ? [host, "localhost", "127.0.0.1", "[::1]"] : [host];
     this.#allowedHosts = new Set([...names.map((n) => `${n}:${port}`.toLowerCase()), ...this.config.allowedHosts.map((h) => h.toLowerCase())]);
@@ -211,44 +231,15 @@ export class Broker {
     this.audit.close();
   }
 
-  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = pathOf(req);
-    try {
-      if (path === "/health" && (req.method === "GET" || req.method === "HEAD")) return this.#health(res);
-      if (this.#localShots?.handle(req, res)) return;
-      if (path === "/mcp") {
-        const refusal = this.#guardMcp(req);
-        if (refusal) {
-          res.writeHead(refusal.status, { "Content-Type": "text/plain; charset=utf-8", ...(refusal.status === 401 ? { "WWW-Authenticate": 'Bearer realm="tabrelay"' } : {}) });
-          res.end(`${refusal.message}\n`);
-          return;
-        }
-        await this.#sessions.handle(req, res);
-        return;
-      }
-      if (path === "/browsers" && req.method === "POST") return await this.#registerCdpBrowser(req, res);
-      if (path === "/auth/proof" && req.method === "POST") return await answerProof(req, res, this.config.mcpToken);
-      if ((path === "/" || path === "/login" || path === "/logout" || path.startsWith("/dashboard/")) && (await this.#dashboard.handle(req, res))) return;
-      res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" });
-      res.end("not found\n");
-    } catch (error) {
-      this.#log.error(`http: ${req.method ?? "?"} ${path} failed: ${error instanceof Error ? error.message : String(error)}`);
-      if (!res.headersSent) res.writeHead(500, { "Content-Type": "text/plain; charset=utf-8" });
-      res.end("internal error\n");
-    }
-  }
-
   /**
    * POST /browsers {"endpoint": "ws://...", "label": "..."}: `tabrelay launch --cdp` hands the broker a browser it
    * started (the launcher owns it: the broker never kills it, and forgets it when its DevTools socket closes).
    * Guarded like /mcp. The endpoint is a credential: it is neither logged nor echoed.
    */
-  async #registerCdpBrowser(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const reply = (status: number, body: object) => {
-      res.writeHead(status, { "Content-Type": "application/json", "Cache-Control": "no-store" });
-      res.end(`${JSON.stringify(this.secrets.redactValue(body))}\n`);
-    };
-    const refusal = this.#guardMcp(req);
+  async #registerCdpBrowser(req: Request): Promise<Response> {
+    const reply = (status: number, body: object) =>
+      new Response(`${JSON.stringify(this.secrets.redactValue(body))}\n`, { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
+    const refusal = this.#guardMcp(req.headers);
     if (refusal) return reply(refusal.status, { error: { code: refusal.status === 401 ? "unauthorized" : "forbidden", message: refusal.message } });
     if (this.#dashboard.stopped) return reply(503, { error: { code: "stopped", message: "the broker was stopped from the dashboard; resume there first" } });
     if (this.#closing) return reply(503, { error: { code: "not_connected", message: "the broker is shutting down" } });
@@ -268,22 +259,22 @@ export class Broker {
     try {
       const known = this.#cdpEndpoints.has(endpoint);
       const driver = await this.attachCdp(endpoint, { label: typeof label === "string" && label.trim() ? label.trim() : "launched Chromium (CDP)", ownsBrowser: false });
-      reply(known ? 200 : 201, { id: driver.info.browserId, label: driver.info.label });
+      return reply(known ? 200 : 201, { id: driver.info.browserId, label: driver.info.label });
     } catch (error) {
       const code = error instanceof TabrelayError ? error.code : "not_connected";
-      reply(502, { error: { code, message: `could not attach the browser: ${error instanceof Error ? error.message : String(error)}` } });
+      return reply(502, { error: { code, message: `could not attach the browser: ${error instanceof Error ? error.message : String(error)}` } });
     }
   }
 
   /** Checked before the body is read: DNS rebinding (Host), cross-site pages (Origin), then the token. */
-  #guardMcp(req: IncomingMessage): { status: number; message: string } | undefined {
-    const host = (req.headers.host ?? "").toLowerCase();
+  #guardMcp(headers: Headers): Refusal | undefined {
+    const host = (headers.get("host") ?? "").toLowerCase();
     if (!this.#allowedHosts.has(host)) return { status: 403, message: `Host ${JSON.stringify(host)} is not allowed (DNS rebinding protection); connect to ${[...this.#allowedHosts][0] ?? ""}` };
-    const origin = req.headers.origin;
-    if (origin !== undefined && !this.#allowedOrigins.has(origin)) {
+    const origin = headers.get("origin");
+    if (origin !== null && !this.#allowedOrigins.has(origin)) {
       return { status: 403, message: `Origin ${JSON.stringify(origin)} is not allowed; add it to mcp.allowed_origins in config.yaml if you trust it` };
     }
-    const auth = req.headers.authorization ?? "";
+    const auth = headers.get("authorization") ?? "";
     const match = /^Bearer (.+)$/i.exec(auth);
     if (!match?.[1] || !safeEqual(match[1], this.config.mcpToken)) {
       return { status: 401, message: "missing or wrong bearer token; use the Authorization header printed by `tabrelay serve`" };
@@ -291,28 +282,14 @@ export class Broker {
     return undefined;
   }
 
-  #health(res: ServerResponse): void {
+  #health(): unknown {
     const browsers = this.registry.list().map((b) => ({ id: b.info.browserId, label: b.info.label, kind: b.info.kind, connectedAt: new Date(b.info.connectedAt).toISOString() }));
     const health = this.audit.health();
     const audit = health.ok
       ? { ok: true, failures: health.failures }
       : { ok: false, failures: health.failures, error: health.error, since: new Date(health.since ?? Date.now()).toISOString(), writes: "refused until the audit log can be written again" };
-    res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" });
-    res.end(JSON.stringify(this.secrets.redactValue({ status: health.ok ? "ok" : "degraded", name: "tabrelay", version: VERSION, browsers, audit })));
+    return this.secrets.redactValue({ status: health.ok ? "ok" : "degraded", name: "tabrelay", version: VERSION, browsers, audit });
   }
-}
-
-/** The request body as text, or undefined when it is larger than maxBytes. */
-async function readLimited(req: IncomingMessage, maxBytes: number): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > maxBytes) return undefined;
-    chunks.push(buffer);
-  }
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 function pathOf(req: IncomingMessage): string {

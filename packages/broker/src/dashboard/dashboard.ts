@@ -3,7 +3,6 @@
 // session cookie opens only the dashboard, never /mcp (that door takes the bearer header alone).
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TabInfo, WireError } from "@tabrelay/protocol";
 import type { AuditLog, StoredAuditRecord } from "../audit/auditLog.js";
 import type { BrowserRegistry } from "../bridge/registry.js";
@@ -11,6 +10,7 @@ import { isLoopback, type BrokerConfig } from "../config/config.js";
 import { builtExtensionDir } from "../launch/chromium.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
+import { readLimited } from "../http/body.js";
 import { safeEqual, type SecretRegistry } from "../util/secrets.js";
 import { VERSION } from "../version.js";
 import { LoginThrottle, type LoginScope } from "./loginThrottle.js";
@@ -25,6 +25,19 @@ export interface DashboardOptions {
   secrets: SecretRegistry;
   /** Disconnects every browser. The dashboard also turns reconnecting browsers away until the user resumes. */
   onEmergencyStop: () => void;
+  /** The port the broker listens on (the Host check and the cookie names use it); undefined before it listens. */
+  port: () => number | undefined;
+}
+
+/** What a request's connection tells, beyond the request itself. */
+export interface Peer {
+  /** The client's address (the login throttle counts by it). */
+  remoteAddress: string;
+}
+
+/** An open audit stream, ended when its session ends or another replaces it. */
+interface Stream {
+  end(reason: string): void;
 }
 
 const SESSION_TTL_S = 12 * 60 * 60;
@@ -68,7 +81,7 @@ interface Session {
   key: string;
   csrf: string;
   expiresAt: number;
-  streams: Set<ServerResponse>;
+  streams: Set<Stream>;
 }
 
 /** Whatever the registry holds (an extension connection today), so the dashboard follows it. */
@@ -101,6 +114,7 @@ export class Dashboard {
   readonly #log: Logger;
   readonly #secrets: SecretRegistry;
   readonly #onEmergencyStop: () => void;
+  readonly #port: () => number | undefined;
   readonly #sessions = new Map<string, Session>();
   readonly #loginThrottle = new LoginThrottle();
   /** Signs the pre-session CSRF nonce, so a cookie set by another page on this host cannot forge the form field. */
@@ -117,6 +131,7 @@ export class Dashboard {
     this.#log = options.log;
     this.#secrets = options.secrets;
     this.#onEmergencyStop = options.onEmergencyStop;
+    this.#port = options.port;
     // The extension reconnects within a second of being closed; a stop that lasted that long would be no stop.
     this.#registry.on("connected", (connection) => {
       if (this.#stoppedAt === undefined) return;
@@ -131,139 +146,107 @@ export class Dashboard {
     return this.#stoppedAt !== undefined;
   }
 
-  /** Serves `/`, `/login`, `/logout` and `/dashboard/*`; false for any other path (the caller answers it). */
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    // The raw path, as the broker routes it: no dot-segment or `//host` resolution.
-    const target = req.url ?? "/";
-    const q = target.indexOf("?");
-    const path = q === -1 ? target : target.slice(0, q);
-    const query = new URLSearchParams(q === -1 ? "" : target.slice(q + 1));
-    const method = req.method ?? "GET";
+  /** Serves `/`, `/login`, `/logout` and `/dashboard/*`; undefined for any other path (the caller answers it). */
+  async handle(req: Request, peer: Peer): Promise<Response | undefined> {
+    const url = new URL(req.url);
+    const path = url.pathname;
+    const query = url.searchParams;
+    const method = req.method;
     const route = ROUTES.find((r) => r.path === path);
-    if (!route) return false;
+    if (!route) return undefined;
+    const port = this.#port();
 
-    const host = this.#checkedHost(req);
+    const host = this.#checkedHost(req, port);
     if (host === undefined) {
-      sendText(res, 403, "dashboard: this Host is not the broker's own (DNS rebinding protection); open the dashboard at the address tabrelay printed\n");
-      return true;
+      return sendText(403, "dashboard: this Host is not the broker's own (DNS rebinding protection); open the dashboard at the address tabrelay printed\n");
     }
     if (!route.methods.includes(method)) {
-      sendText(res, 405, `dashboard: ${method} is not allowed here\n`, { Allow: route.methods.join(", ") });
-      return true;
+      return sendText(405, `dashboard: ${method} is not allowed here\n`, { Allow: route.methods.join(", ") });
     }
     if (route.kind === "asset") {
       const [type, body] = path.endsWith(".css") ? ["text/css; charset=utf-8", DASHBOARD_CSS] : ["text/javascript; charset=utf-8", DASHBOARD_JS];
-      send(res, 200, type, body, { "Cache-Control": "no-cache" });
-      return true;
+      return send(200, type, body, { "Cache-Control": "no-cache" });
     }
 
-    const session = this.#session(req);
-    const origin = `${isTls(req) ? "https" : "http"}://${host}`;
+    const tls = url.protocol === "https:";
+    const session = this.#session(req, port);
+    const origin = `${tls ? "https" : "http"}://${host}`;
     const post = method === "POST";
     // Fetch metadata, where the browser sends it: API calls and form posts must come from this very origin.
-    if ((post || route.kind === "api") && !fetchSiteOk(req)) {
-      sendJsonOrText(res, route.kind, 403, "this request came from another site");
-      return true;
-    }
-    if (post && !sameOrigin(req, origin)) {
-      sendJsonOrText(res, route.kind, 403, "Origin (or Referer) is missing or is not this dashboard's own");
-      return true;
-    }
+    if ((post || route.kind === "api") && !fetchSiteOk(req)) return sendJsonOrText(route.kind, 403, "this request came from another site");
+    if (post && !sameOrigin(req, origin)) return sendJsonOrText(route.kind, 403, "Origin (or Referer) is missing or is not this dashboard's own");
 
     switch (path) {
       case "/":
-        if (!session) redirect(res, "/login");
-        else send(res, 200, "text/html; charset=utf-8", dashboardPage({ csrf: session.csrf, version: VERSION }), { "Cache-Control": "no-store" });
-        return true;
+        if (!session) return redirect("/login");
+        return send(200, "text/html; charset=utf-8", dashboardPage({ csrf: session.csrf, version: VERSION }), { "Cache-Control": "no-store" });
       case "/login":
-        if (post) await this.#login(req, res);
-        else if (session) redirect(res, "/");
-        else this.#sendLogin(req, res, 200);
-        return true;
+        if (post) return await this.#login(req, peer, port, tls);
+        if (session) return redirect("/");
+        return this.#sendLogin(port, tls, 200);
       case "/logout": {
-        const form = await readForm(req, res);
-        if (form === undefined) return true;
+        const form = await readForm(req);
+        if (form instanceof Response) return form;
         if (session && safeEqual(form.get("csrf") ?? "", session.csrf)) this.#endSession(session);
-        else if (session) {
-          sendText(res, 403, "dashboard: missing or wrong CSRF token\n");
-          return true;
-        }
-        redirect(res, "/login", [clearCookie(sessionCookieName(req), isTls(req))]);
-        return true;
+        else if (session) return sendText(403, "dashboard: missing or wrong CSRF token\n");
+        return redirect("/login", [clearCookie(sessionCookieName(port), tls)]);
       }
     }
 
     // API routes: a session, and for anything that changes state, its CSRF token.
-    if (!session) {
-      this.#json(res, 401, { error: "not logged in, or the session expired; log in again at /login" });
-      return true;
-    }
+    if (!session) return this.#json(401, { error: "not logged in, or the session expired; log in again at /login" });
     if (post) {
-      const form = await readForm(req, res);
-      if (form === undefined) return true;
-      const token = headerValue(req, "x-csrf-token") ?? form.get("csrf") ?? "";
-      if (!safeEqual(token, session.csrf)) {
-        this.#json(res, 403, { error: "missing or wrong CSRF token; reload the dashboard" });
-        return true;
-      }
+      const form = await readForm(req);
+      if (form instanceof Response) return form;
+      const token = req.headers.get("x-csrf-token") ?? form.get("csrf") ?? "";
+      if (!safeEqual(token, session.csrf)) return this.#json(403, { error: "missing or wrong CSRF token; reload the dashboard" });
     }
     switch (path) {
       case "/dashboard/api/state":
-        this.#json(res, 200, await this.#state());
-        return true;
+        return this.#json(200, await this.#state());
       case "/dashboard/api/config":
         // The pairing code is shown to the logged-in user on purpose (they enter it in the extension's popup);
         // it is the one secret any exit shows, and it is set after the rest of the view is redacted.
-        sendJson(res, 200, { ...this.#secrets.redactValue(this.#configView(req)), pairingToken: this.#config.pairingToken });
-        return true;
+        return sendJson(200, { ...this.#secrets.redactValue(this.#configView(port)), pairingToken: this.#config.pairingToken });
       case "/dashboard/api/preview":
-        await this.#preview(query, res);
-        return true;
+        return await this.#preview(query);
       case "/dashboard/api/audit":
-        this.#auditStream(req, query, res, session);
-        return true;
+        return this.#auditStream(req, query, session);
       case "/dashboard/api/stop":
-        this.#json(res, 200, this.#stop());
-        return true;
+        return this.#json(200, this.#stop());
       case "/dashboard/api/resume":
-        this.#json(res, 200, this.#resume());
-        return true;
+        return this.#json(200, this.#resume());
     }
-    return false;
+    return undefined;
   }
 
   /** Every JSON answer goes through the secrets registry: tab titles, URLs and errors come from pages and browsers. */
-  #json(res: ServerResponse, status: number, value: unknown): void {
-    sendJson(res, status, this.#secrets.redactValue(value));
+  #json(status: number, value: unknown): Response {
+    return sendJson(status, this.#secrets.redactValue(value));
   }
 
   // ---- login, sessions ----
 
-  async #login(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const form = await readForm(req, res);
-    if (form === undefined) return;
-    const address = remoteAddress(req);
+  async #login(req: Request, peer: Peer, port: number | undefined, tls: boolean): Promise<Response> {
+    const form = await readForm(req);
+    if (form instanceof Response) return form;
+    const address = remoteAddress(peer);
     const now = Date.now();
     // Once limited, not even a right token is checked: the answer must not tell a guesser anything.
     const limit = this.#loginThrottle.check({ address }, now);
     if (!limit.ok) {
       const seconds = Math.ceil(limit.waitMs / 1000);
-      this.#sendLogin(req, res, 429, `${LIMITED_BECAUSE[limit.scope]} Wait ${seconds} s, then try again.`, { "Retry-After": String(seconds) });
-      return;
+      return this.#sendLogin(port, tls, 429, `${LIMITED_BECAUSE[limit.scope]} Wait ${seconds} s, then try again.`, { "Retry-After": String(seconds) });
     }
-    const nonce = cookieValue(req, loginCookieName(req)) ?? "";
-    if (!nonce || !safeEqual(form.get("csrf") ?? "", this.#signLoginNonce(nonce))) {
-      this.#sendLogin(req, res, 403, "The login form expired. Enter the token again.");
-      return;
-    }
+    const nonce = cookieValue(req, loginCookieName(port)) ?? "";
+    if (!nonce || !safeEqual(form.get("csrf") ?? "", this.#signLoginNonce(nonce))) return this.#sendLogin(port, tls, 403, "The login form expired. Enter the token again.");
     const given = form.get("token") ?? "";
     let accepted = false;
     for (const token of dashboardTokens(this.#config)) accepted = safeEqual(given.trim(), token) || accepted;
     if (!accepted) {
       this.#loginThrottle.failed({ address }, now);
       this.#log.warn(`dashboard: refused a login from ${address} (wrong token)`);
-      this.#sendLogin(req, res, 401, "That token was not accepted.");
-      return;
+      return this.#sendLogin(port, tls, 401, "That token was not accepted.");
     }
     const id = randomBytes(32).toString("base64url");
     this.#pruneSessions(now);
@@ -275,17 +258,16 @@ export class Dashboard {
     const session: Session = { key: hashId(id), csrf: randomBytes(32).toString("base64url"), expiresAt: now + SESSION_TTL_S * 1000, streams: new Set() };
     this.#sessions.set(session.key, session);
     this.#log.info(`dashboard: login from ${address}`);
-    const secure = isTls(req);
-    redirect(res, "/", [
-      `${sessionCookieName(req)}=${id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${SESSION_TTL_S}${secure ? "; Secure" : ""}`,
-      clearCookie(loginCookieName(req), secure, "/login"),
+    return redirect("/", [
+      `${sessionCookieName(port)}=${id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${SESSION_TTL_S}${tls ? "; Secure" : ""}`,
+      clearCookie(loginCookieName(port), tls, "/login"),
     ]);
   }
 
-  #sendLogin(req: IncomingMessage, res: ServerResponse, status: number, error?: string, headers: Record<string, string> = {}): void {
+  #sendLogin(port: number | undefined, tls: boolean, status: number, error?: string, headers: Record<string, string> = {}): Response {
     const nonce = randomBytes(24).toString("base64url");
-    const cookie = `${loginCookieName(req)}=${nonce}; HttpOnly; SameSite=Strict; Path=/login; Max-Age=${LOGIN_FORM_TTL_S}${isTls(req) ? "; Secure" : ""}`;
-    send(res, status, "text/html; charset=utf-8", loginPage({ csrf: this.#signLoginNonce(nonce), ...(error ? { error } : {}) }), {
+    const cookie = `${loginCookieName(port)}=${nonce}; HttpOnly; SameSite=Strict; Path=/login; Max-Age=${LOGIN_FORM_TTL_S}${tls ? "; Secure" : ""}`;
+    return send(status, "text/html; charset=utf-8", loginPage({ csrf: this.#signLoginNonce(nonce), ...(error ? { error } : {}) }), {
       "Cache-Control": "no-store",
       "Set-Cookie": cookie,
       ...headers,
@@ -296,8 +278,8 @@ export class Dashboard {
     return createHmac("sha256", this.#loginKey).update(nonce).digest("base64url");
   }
 
-  #session(req: IncomingMessage): Session | undefined {
-    const id = cookieValue(req, sessionCookieName(req));
+  #session(req: Request, port: number | undefined): Session | undefined {
+    const id = cookieValue(req, sessionCookieName(port));
     if (!id) return undefined;
     const session = this.#sessions.get(hashId(id));
     if (!session) return undefined;
@@ -310,7 +292,7 @@ export class Dashboard {
 
   #endSession(session: Session): void {
     this.#sessions.delete(session.key);
-    for (const stream of session.streams) endStream(stream, "expired");
+    for (const stream of session.streams) stream.end("expired");
     session.streams.clear();
   }
 
@@ -319,9 +301,8 @@ export class Dashboard {
   }
 
   /** The Host header, if it names this broker (the same rule as /mcp's DNS-rebinding check). */
-  #checkedHost(req: IncomingMessage): string | undefined {
-    const host = (req.headers.host ?? "").toLowerCase();
-    const port = req.socket.localPort;
+  #checkedHost(req: Request, port: number | undefined): string | undefined {
+    const host = (req.headers.get("host") ?? "").toLowerCase();
     if (!host || port === undefined) return undefined;
     const configured = this.#config.host.includes(":") ? `[${this.#config.host}]` : this.#config.host;
     const names = isLoopback(this.#config.host) ? [configured, "localhost", "127.0.0.1", "[::1]"] : [configured];
@@ -361,7 +342,7 @@ export class Dashboard {
   }
 
   /** The config as the page shows it, without the pairing code (added by the route, unredacted). */
-  #configView(req: IncomingMessage): Record<string, unknown> {
+  #configView(listening: number | undefined): Record<string, unknown> {
     const config = this.#config;
     let extensionDir: string | null = null;
     let extensionDirError: string | null = null;
@@ -371,7 +352,7 @@ export class Dashboard {
       extensionDirError = errorText(error);
     }
     const host = config.host.includes(":") ? `[${config.host}]` : config.host;
-    const port = req.socket.localPort ?? config.port;
+    const port = listening ?? config.port;
     return {
       version: VERSION,
       configFile: existsSync(config.configPath) ? config.configPath : null,
@@ -384,29 +365,25 @@ export class Dashboard {
     };
   }
 
-  async #preview(query: URLSearchParams, res: ServerResponse): Promise<void> {
+  async #preview(query: URLSearchParams): Promise<Response> {
     const browserId = query.get("browser") ?? "";
     const tabId = Number(query.get("tab") ?? Number.NaN);
     if (!browserId || !Number.isSafeInteger(tabId)) {
-      this.#json(res, 400, { error: "pass browser (an id) and tab (a tab id)" });
-      return;
+      return this.#json(400, { error: "pass browser (an id) and tab (a tab id)" });
     }
     const connection = this.#registry.list().find((b) => b.info.browserId === browserId);
     if (!connection) {
-      this.#json(res, 200, { ok: false, error: { code: "unknown_browser", message: "that browser is not connected" } });
-      return;
+      return this.#json(200, { ok: false, error: { code: "unknown_browser", message: "that browser is not connected" } });
     }
     // Only tabs the agent may see: the same list the page shows, never any other tab of the user's.
     const tabs = await this.#tabs(connection);
     if (!tabs.ok) {
-      this.#json(res, 200, { ok: false, error: tabs.error });
-      return;
+      return this.#json(200, { ok: false, error: tabs.error });
     }
     if (!tabs.value.some((t) => t.tabId === tabId)) {
-      this.#json(res, 200, { ok: false, error: { code: "no_such_tab", message: `tab ${tabId} is not one of the agent's tabs (any more)` } });
-      return;
+      return this.#json(200, { ok: false, error: { code: "no_such_tab", message: `tab ${tabId} is not one of the agent's tabs (any more)` } });
     }
-    this.#json(res, 200, await this.#capture(connection, tabId));
+    return this.#json(200, await this.#capture(connection, tabId));
   }
 
   /** At most one capture a second per browser, shared by every viewer; the agent keeps the rest of Chrome's quota. */
@@ -431,29 +408,36 @@ export class Dashboard {
   }
 
   /** Server-Sent Events: the audit records after `after` (or Last-Event-ID), then new ones as they are written. */
-  #auditStream(req: IncomingMessage, query: URLSearchParams, res: ServerResponse, session: Session): void {
-    const resumeFrom = Number(headerValue(req, "last-event-id") ?? query.get("after") ?? Number.NaN);
+  #auditStream(req: Request, query: URLSearchParams, session: Session): Response {
+    const resumeFrom = Number(req.headers.get("last-event-id") ?? query.get("after") ?? Number.NaN);
     let afterId = Number.isSafeInteger(resumeFrom) && resumeFrom >= 0 ? resumeFrom : undefined;
-    res.writeHead(200, {
-      ...SECURITY_HEADERS,
-      "Content-Type": "text/event-stream; charset=utf-8",
-      "Cache-Control": "no-store",
-      "X-Accel-Buffering": "no",
-    });
-    res.write("retry: 2000\n\n");
-    if (session.streams.size >= MAX_STREAMS_PER_SESSION) {
-      const oldest = session.streams.values().next().value;
-      if (oldest) {
-        session.streams.delete(oldest);
-        endStream(oldest, "replaced");
-      }
-    }
-    session.streams.add(res);
+    const encoder = new TextEncoder();
+    let closed = false;
+    let poll: ReturnType<typeof setInterval> | undefined;
+    let heartbeat: ReturnType<typeof setInterval> | undefined;
+    let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+    const stop = (): void => {
+      closed = true;
+      clearInterval(poll);
+      clearInterval(heartbeat);
+      session.streams.delete(stream);
+    };
+    const write = (chunk: string): void => {
+      if (!closed) controller?.enqueue(encoder.encode(chunk));
+    };
+    const stream: Stream = {
+      end: (reason) => {
+        if (closed) return;
+        write(`event: ${reason}\ndata: {}\n\n`);
+        stop();
+        controller?.close();
+      },
+    };
     const pump = (): void => {
-      if (res.writableEnded || res.destroyed) return;
+      if (closed) return;
       if (session.expiresAt <= Date.now() || !this.#sessions.has(session.key)) {
         this.#endSession(session);
-        endStream(res, "expired");
+        stream.end("expired");
         return;
       }
       let records: StoredAuditRecord[];
@@ -461,24 +445,38 @@ export class Dashboard {
         records = afterId === undefined ? this.#audit.list({ limit: AUDIT_BACKLOG }) : this.#audit.list({ afterId, limit: AUDIT_BATCH });
       } catch (error) {
         this.#log.warn(`dashboard: audit stream: ${errorText(error)}`);
-        endStream(res, "unavailable");
+        stream.end("unavailable");
         return;
       }
       const last = records[records.length - 1];
       if (last) afterId = last.id;
       else afterId ??= 0;
-      if (records.length > 0) res.write(`event: audit\nid: ${afterId}\ndata: ${JSON.stringify(this.#secrets.redactValue(records))}\n\n`);
+      if (records.length > 0) write(`event: audit\nid: ${afterId}\ndata: ${JSON.stringify(this.#secrets.redactValue(records))}\n\n`);
     };
-    pump();
-    res.write("event: ready\ndata: {}\n\n");
-    const poll = setInterval(pump, AUDIT_POLL_MS).unref();
-    const heartbeat = setInterval(() => {
-      if (!res.writableEnded && !res.destroyed) res.write(": keep-alive\n\n");
-    }, HEARTBEAT_MS).unref();
-    res.on("close", () => {
-      clearInterval(poll);
-      clearInterval(heartbeat);
-      session.streams.delete(res);
+    const body = new ReadableStream<Uint8Array>({
+      start: (c) => {
+        controller = c;
+        write("retry: 2000\n\n");
+        if (session.streams.size >= MAX_STREAMS_PER_SESSION) {
+          const oldest = session.streams.values().next().value;
+          if (oldest) {
+            session.streams.delete(oldest);
+            oldest.end("replaced");
+          }
+        }
+        session.streams.add(stream);
+        pump();
+        write("event: ready\ndata: {}\n\n");
+        if (closed) return;
+        poll = setInterval(pump, AUDIT_POLL_MS).unref();
+        heartbeat = setInterval(() => write(": keep-alive\n\n"), HEARTBEAT_MS).unref();
+      },
+      // The client went away.
+      cancel: stop,
+    });
+    return new Response(body, {
+      status: 200,
+      headers: { ...SECURITY_HEADERS, "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" },
     });
   }
 
@@ -540,76 +538,44 @@ const ROUTES: readonly Route[] = [
 
 // ---- HTTP helpers ----
 
-function send(res: ServerResponse, status: number, type: string, body: string, headers: Record<string, string | string[]> = {}): void {
-  res.writeHead(status, { ...SECURITY_HEADERS, "Content-Type": type, "Content-Length": Buffer.byteLength(body), ...headers });
-  res.end(body);
+function send(status: number, type: string, body: string, headers: Record<string, string> = {}): Response {
+  return new Response(body, { status, headers: { ...SECURITY_HEADERS, "Content-Type": type, "Content-Length": String(Buffer.byteLength(body)), ...headers } });
 }
 
-function sendText(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-  send(res, status, "text/plain; charset=utf-8", body, { "Cache-Control": "no-store", ...headers });
+function sendText(status: number, body: string, headers: Record<string, string> = {}): Response {
+  return send(status, "text/plain; charset=utf-8", body, { "Cache-Control": "no-store", ...headers });
 }
 
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  send(res, status, "application/json; charset=utf-8", JSON.stringify(value), { "Cache-Control": "no-store" });
+function sendJson(status: number, value: unknown): Response {
+  return send(status, "application/json; charset=utf-8", JSON.stringify(value), { "Cache-Control": "no-store" });
 }
 
-function sendJsonOrText(res: ServerResponse, kind: Route["kind"], status: number, message: string): void {
-  if (kind === "api") sendJson(res, status, { error: message });
-  else sendText(res, status, `dashboard: ${message}\n`);
+function sendJsonOrText(kind: Route["kind"], status: number, message: string): Response {
+  if (kind === "api") return sendJson(status, { error: message });
+  return sendText(status, `dashboard: ${message}\n`);
 }
 
-function redirect(res: ServerResponse, location: string, cookies: string[] = []): void {
-  res.writeHead(303, { ...SECURITY_HEADERS, Location: location, "Cache-Control": "no-store", "Content-Length": 0, ...(cookies.length ? { "Set-Cookie": cookies } : {}) });
-  res.end();
+function redirect(location: string, cookies: string[] = []): Response {
+  const headers = new Headers({ ...SECURITY_HEADERS, Location: location, "Cache-Control": "no-store", "Content-Length": "0" });
+  for (const cookie of cookies) headers.append("Set-Cookie", cookie);
+  return new Response(null, { status: 303, headers });
 }
 
-function endStream(res: ServerResponse, reason: string): void {
-  if (res.writableEnded || res.destroyed) return;
-  res.end(`event: ${reason}\ndata: {}\n\n`);
-}
-
-/** The form fields of a urlencoded body (empty for other types); undefined when it answered 413 itself. */
-async function readForm(req: IncomingMessage, res: ServerResponse): Promise<URLSearchParams | undefined> {
-  const declared = Number(req.headers["content-length"] ?? 0);
-  if (declared > BODY_MAX_BYTES) {
-    sendText(res, 413, "dashboard: request body too large\n", { Connection: "close" });
-    req.resume();
-    return undefined;
-  }
-  const body = await new Promise<string | undefined>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > BODY_MAX_BYTES) {
-        req.removeAllListeners("data");
-        req.resume();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-  if (body === undefined) {
-    sendText(res, 413, "dashboard: request body too large\n", { Connection: "close" });
-    return undefined;
-  }
-  const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+/** The form fields of a urlencoded body (empty for other types), or the 413 answer when it is too large. */
+async function readForm(req: Request): Promise<URLSearchParams | Response> {
+  const tooLarge = () => sendText(413, "dashboard: request body too large\n", { Connection: "close" });
+  if (Number(req.headers.get("content-length") ?? 0) > BODY_MAX_BYTES) return tooLarge();
+  const body = await readLimited(req, BODY_MAX_BYTES);
+  if (body === undefined) return tooLarge();
+  const type = (req.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
   return type === "application/x-www-form-urlencoded" ? new URLSearchParams(body) : new URLSearchParams();
 }
 
-function headerValue(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /** Origin must be exactly this dashboard's (so `null` never passes); without Origin, Referer's origin must be. */
-function sameOrigin(req: IncomingMessage, expected: string): boolean {
-  const origin = headerValue(req, "origin");
-  if (origin !== undefined) return origin.toLowerCase() === expected;
-  const referer = headerValue(req, "referer");
+function sameOrigin(req: Request, expected: string): boolean {
+  const origin = req.headers.get("origin");
+  if (origin !== null) return origin.toLowerCase() === expected;
+  const referer = req.headers.get("referer");
   if (!referer) return false;
   try {
     return new URL(referer).origin.toLowerCase() === expected;
@@ -618,13 +584,13 @@ function sameOrigin(req: IncomingMessage, expected: string): boolean {
   }
 }
 
-function fetchSiteOk(req: IncomingMessage): boolean {
-  const site = headerValue(req, "sec-fetch-site");
-  return site === undefined || site === "same-origin" || site === "none";
+function fetchSiteOk(req: Request): boolean {
+  const site = req.headers.get("sec-fetch-site");
+  return site === null || site === "same-origin" || site === "none";
 }
 
-function cookieValue(req: IncomingMessage, name: string): string | undefined {
-  for (const part of (req.headers.cookie ?? "").split(";")) {
+function cookieValue(req: Request, name: string): string | undefined {
+  for (const part of (req.headers.get("cookie") ?? "").split(";")) {
     const eq = part.indexOf("=");
     if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
@@ -632,24 +598,20 @@ function cookieValue(req: IncomingMessage, name: string): string | undefined {
 }
 
 /** Cookies are not separated by port: name them by port so that two brokers on one host keep their own. */
-function sessionCookieName(req: IncomingMessage): string {
-  return `tabrelay_session_${req.socket.localPort ?? 0}`;
+function sessionCookieName(port: number | undefined): string {
+  return `tabrelay_session_${port ?? 0}`;
 }
 
-function loginCookieName(req: IncomingMessage): string {
-  return `tabrelay_login_${req.socket.localPort ?? 0}`;
+function loginCookieName(port: number | undefined): string {
+  return `tabrelay_login_${port ?? 0}`;
 }
 
 function clearCookie(name: string, secure: boolean, path = "/"): string {
   return `${name}=; HttpOnly; SameSite=Strict; Path=${path}; Max-Age=0${secure ? "; Secure" : ""}`;
 }
 
-function isTls(req: IncomingMessage): boolean {
-  return "encrypted" in req.socket && req.socket.encrypted === true;
-}
-
-function remoteAddress(req: IncomingMessage): string {
-  const address = req.socket.remoteAddress ?? "unknown";
+function remoteAddress(peer: Peer): string {
+  const address = peer.remoteAddress;
   return address.startsWith("::ffff:") ? address.slice(7) : address;
 }
 

@@ -2,33 +2,26 @@
 // client's fresh nonce with an HMAC under a key derived from the token (protocol handshake.ts). The stdio
 // forwarder and the launcher's handover check the answer first, so a program that took the broker's port while
 // tabrelay was down learns neither the token nor a browser's DevTools endpoint.
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { NONCE_PATTERN, mcpBrokerProof, newNonce, proofsEqual } from "@tabrelay/protocol";
+import { readLimited } from "../http/body.js";
 
 /** The listener at the broker's address could not prove it knows the MCP token: nothing was sent to it. */
 export class BrokerNotProven extends Error {}
 
 /** Answers `POST /auth/proof` with `{"nonce": "<43 base64url characters>"}`. Needs no token: the proof reveals none. */
-export async function answerProof(req: IncomingMessage, res: ServerResponse, token: string): Promise<void> {
-  const reply = (status: number, body: object) => {
-    res.writeHead(status, { "Content-Type": "application/json", "Cache-Control": "no-store" });
-    res.end(`${JSON.stringify(body)}\n`);
-  };
+export async function answerProof(req: Request, token: string): Promise<Response> {
+  const reply = (status: number, body: object) => new Response(`${JSON.stringify(body)}\n`, { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
   let nonce: unknown;
   try {
-    let raw = "";
-    for await (const chunk of req) {
-      raw += String(chunk);
-      if (raw.length > 1024) break;
-    }
-    nonce = raw.length <= 1024 ? Reflect.get(JSON.parse(raw) as object, "nonce") : undefined;
+    const raw = await readLimited(req, 1024);
+    nonce = raw === undefined ? undefined : Reflect.get(JSON.parse(raw) as object, "nonce");
   } catch {
     nonce = undefined;
   }
   if (typeof nonce !== "string" || !NONCE_PATTERN.test(nonce)) {
     return reply(400, { error: { code: "invalid_request", message: 'send JSON {"nonce": "<32 random bytes, base64url>"}' } });
   }
-  reply(200, { proof: await mcpBrokerProof(token, nonce) });
+  return reply(200, { proof: await mcpBrokerProof(token, nonce) });
 }
 
 /**

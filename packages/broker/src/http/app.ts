@@ -1,0 +1,115 @@
+// The broker's HTTP surface, every route declared once, over hono's fetch core: a test calls app.request(...)
+// without a socket, and the routes that need no Node objects can later run on a Workers-style runtime. The door
+// checks (Host, Origin, bearer token; the dashboard's own) run on the headers alone, before any body is read.
+// Two routes still need Node's request and response, reached through @hono/node-server's bindings: /mcp (the
+// MCP SDK's Streamable HTTP transport) and the local screenshot store. WebSockets (/bridge) are not served
+// here: they stay on the node server's 'upgrade' event.
+import type { HttpBindings } from "@hono/node-server";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
+import { Hono, type Context } from "hono";
+import type { Dashboard } from "../dashboard/dashboard.js";
+import { answerProof } from "../mcp/brokerProof.js";
+import type { Logger } from "../util/log.js";
+
+/** A door check's refusal: 403 (Host or Origin) or 401 (bearer token). */
+export interface Refusal {
+  status: 401 | 403;
+  message: string;
+}
+
+/** What the routes need from the broker. */
+export interface HttpSurface {
+  /** DNS rebinding (Host), cross-site pages (Origin), then the bearer token: from the headers alone. */
+  guard(headers: Headers): Refusal | undefined;
+  /** The /health body, already redacted. */
+  health(): unknown;
+  /** The MCP token the /auth/proof answer is derived from. */
+  mcpToken: string;
+  /** POST /browsers, guarded by the broker itself (its refusals are JSON). */
+  registerBrowser(req: Request): Promise<Response>;
+  /** Streamable HTTP MCP over Node's request and response; resolves once the response is handled. */
+  mcp(incoming: HttpBindings["incoming"], outgoing: HttpBindings["outgoing"]): Promise<void>;
+  /** The local screenshot store's handler (true when it answered), when screenshots are stored locally. */
+  screenshots?: ((incoming: HttpBindings["incoming"], outgoing: HttpBindings["outgoing"]) => boolean) | undefined;
+  dashboard: Dashboard;
+  log: Logger;
+}
+
+/** The bindings @hono/node-server passes; absent when the app is called through its fetch core alone. */
+type Env = { Bindings: Partial<HttpBindings> };
+
+const TEXT = { "Content-Type": "text/plain; charset=utf-8" } as const;
+
+export function createHttpApp(surface: HttpSurface): Hono<Env> {
+  const app = new Hono<Env>();
+
+  app.get("/health", () => json(200, surface.health()));
+
+  if (surface.screenshots) {
+    const screenshots = surface.screenshots;
+    app.all("/shots/*", (c, next) => {
+      const node = nodeOf(c);
+      if (!node) return nodeOnly();
+      if (!screenshots(node.incoming, node.outgoing)) return next();
+      return RESPONSE_ALREADY_SENT;
+    });
+  }
+
+  app.all("/mcp", async (c) => {
+    const refusal = surface.guard(c.req.raw.headers);
+    if (refusal) {
+      return new Response(`${refusal.message}\n`, {
+        status: refusal.status,
+        headers: { ...TEXT, ...(refusal.status === 401 ? { "WWW-Authenticate": 'Bearer realm="tabrelay"' } : {}) },
+      });
+    }
+    const node = nodeOf(c);
+    if (!node) return nodeOnly();
+    try {
+      await surface.mcp(node.incoming, node.outgoing);
+    } catch (error) {
+      surface.log.error(`http: ${c.req.method} /mcp failed: ${errorText(error)}`);
+      if (!node.outgoing.headersSent) node.outgoing.writeHead(500, TEXT);
+      node.outgoing.end("internal error\n");
+    }
+    return RESPONSE_ALREADY_SENT;
+  });
+
+  app.post("/browsers", (c) => surface.registerBrowser(c.req.raw));
+  app.post("/auth/proof", (c) => answerProof(c.req.raw, surface.mcpToken));
+
+  const dashboard = async (c: Context<Env>) => {
+    const peer = { remoteAddress: nodeOf(c)?.incoming.socket.remoteAddress ?? "unknown" };
+    return (await surface.dashboard.handle(c.req.raw, peer)) ?? notFound();
+  };
+  for (const path of ["/", "/login", "/logout", "/dashboard/*"]) app.all(path, dashboard);
+
+  app.notFound(() => notFound());
+  app.onError((error, c) => {
+    surface.log.error(`http: ${c.req.method} ${c.req.path} failed: ${errorText(error)}`);
+    return new Response("internal error\n", { status: 500, headers: TEXT });
+  });
+  return app;
+}
+
+function nodeOf(c: Context<Env>): HttpBindings | undefined {
+  const env: Partial<HttpBindings> | undefined = c.env;
+  return env?.incoming && env.outgoing ? { incoming: env.incoming, outgoing: env.outgoing } : undefined;
+}
+
+function json(status: number, value: unknown): Response {
+  return new Response(JSON.stringify(value), { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
+}
+
+function notFound(): Response {
+  return new Response("not found\n", { status: 404, headers: TEXT });
+}
+
+/** A route that still needs Node's request and response, called through the fetch core alone. */
+function nodeOnly(): Response {
+  return new Response("this route is served only by the Node broker\n", { status: 501, headers: TEXT });
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
