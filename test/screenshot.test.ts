@@ -3,6 +3,7 @@
 import { inflateSync } from "node:zlib";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { capabilitiesOf } from "../packages/broker/src/drivers/capabilities.js";
 import { attachBrowser, call, connectClient, DRIVERS, startBroker, startSite, type TestBroker, type TestSite } from "./harness.js";
 
 let site: TestSite;
@@ -37,6 +38,8 @@ beforeAll(async () => {
     "/colour",
     `<html><head><title>Colour</title><style>body{margin:0;background:#fff}#box{width:200px;height:100px;background:rgb(255,0,0);margin:40px}</style></head><body><div id="box"><button>Red box</button></div><div style="height:3000px">tall</div><p>bottom</p></body></html>`,
   );
+  site.route("/box-frame", `<html><body style="margin:0"><button style="width:150px;height:60px">Framed box</button></body></html>`);
+  site.route("/framed-box", `<html><head><title>Framed box</title></head><body style="margin:0"><p>Above the frame.</p><iframe src="/box-frame" width="400" height="200"></iframe></body></html>`);
   site.route("/red", `<html><head><title>Red</title></head><body style="margin:0;background:rgb(255,0,0)"><p>red page</p></body></html>`);
 });
 
@@ -109,7 +112,7 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       await openTab("/colour", true);
       const background = await openTab("/red", false);
       const result = await call(client, "screenshot", { tab: background, activate: false });
-      if (driver === "extension") {
+      if (!capabilitiesOf(driver).backgroundCapture) {
         // captureVisibleTab pictures whatever tab is in front, so the extension refuses.
         expect(result.text).toMatch(/^tab_not_visible:/);
       } else {
@@ -117,6 +120,26 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
         expect(result.isError, result.text).toBe(false);
         const link = /(http:\/\/\S+\/shots\/\S+)/.exec(result.text)?.[1] ?? "";
         expect(firstPixel(Buffer.from(await (await fetch(link)).arrayBuffer()))).toEqual([255, 0, 0]);
+      }
+    });
+  });
+
+  describe("what the driver can capture is what list_browsers says", () => {
+    it("an element inside a frame: captured, or refused before the browser is asked, as the capability says", async () => {
+      expect((await call(client, "list_browsers")).text).toContain(`element screenshots in frames: ${capabilitiesOf(driver).frameElementScreenshot ? "yes" : "no"}`);
+      const tab = await openTab("/framed-box", true);
+      const snap = await call(client, "snapshot", { tab });
+      const ref = /button "Framed box" \[ref=(f\d+e\d+)\]/.exec(snap.text)?.[1];
+      const revision = /revision: (\S+)/.exec(snap.text)?.[1];
+      expect(ref, snap.text).toBeDefined();
+      const shot = await call(client, "screenshot", { tab, ref, revision });
+      if (capabilitiesOf(driver).frameElementScreenshot) {
+        expect(shot.isError, shot.text).toBe(false);
+        const [, w, h] = /(\d+)x(\d+) PNG/.exec(shot.text) ?? [];
+        expect(Number(w)).toBeLessThan(300);
+        expect(Number(h)).toBeLessThan(150);
+      } else {
+        expect(shot.text).toMatch(/^not_actionable: .*inside a frame.*without a ref/);
       }
     });
   });

@@ -1,3 +1,4 @@
+import { describeCapabilities } from "../drivers/capabilities.js";
 import { defineTool, UNTRUSTED_NOTE } from "./tool.js";
 
 export const listBrowsers = defineTool({
@@ -20,7 +21,7 @@ export const listBrowsers = defineTool({
     response.line(`${browsers.length} browser${browsers.length === 1 ? "" : "s"} connected:`);
     browsers.forEach((b, i) => {
       const since = new Date(b.info.connectedAt).toISOString();
-      response.line(`- id: ${b.info.browserId} | label: ${b.info.label} | kind: ${b.info.kind} | connected: ${since}${i === 0 ? " | default" : ""}`);
+      response.line(`- id: ${b.info.browserId} | label: ${b.info.label} | kind: ${b.info.kind} | connected: ${since}${i === 0 ? " | default" : ""} | ${describeCapabilities(b.info.kind)}`);
     });
   },
 });

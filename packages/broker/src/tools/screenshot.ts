@@ -2,6 +2,7 @@ import { z } from "zod";
 import { validatePng } from "../screenshots/png.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
+import { capabilitiesOf } from "../drivers/capabilities.js";
 import { gateTab } from "../gate/decisions.js";
 import { checkLanding, pickBrowser } from "../gate/enforce.js";
 import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
@@ -23,7 +24,7 @@ export const screenshot = defineTool({
     browser: fields.browser,
   },
   kind: "read",
-  errors: ["screenshots_disabled", "tab_not_visible", "stale_ref", "policy_denied", "invalid_image"],
+  errors: ["screenshots_disabled", "tab_not_visible", "stale_ref", "not_actionable", "policy_denied", "invalid_image"],
   async handler(ctx, params, response) {
     const settings = ctx.config.screenshots;
     if (!settings.enabled || !ctx.screenshots) {
@@ -34,6 +35,12 @@ export const screenshot = defineTool({
     }
     if (params.ref && !params.revision) throw new TabrelayError("invalid_params", "a ref needs the revision of the snapshot it came from");
     const conn = pickBrowser(ctx, params.browser);
+    if (params.ref && /^f\d+e/.test(params.ref) && !capabilitiesOf(conn.info.kind).frameElementScreenshot) {
+      throw new TabrelayError(
+        "not_actionable",
+        `${params.ref} is inside a frame, and this browser (connected through the extension) cannot capture an element inside a frame: take the screenshot without a ref (the viewport shows the frame), or use a browser attached over CDP`,
+      );
+    }
     const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
     response.audit({ tab: current.tabId, url: current.url });
     await checkLanding(ctx, conn, current, {});

@@ -1,0 +1,33 @@
+// What each kind of driver can and cannot do, where the two really differ. Tools read these flags instead of
+// finding out from a driver's error, and list_browsers and the README state them; everything else behaves the same
+// on both drivers.
+
+export interface DriverCapabilities {
+  /** A screenshot of one element inside a frame (screenshot with a frame's ref). */
+  frameElementScreenshot: boolean;
+  /** A screenshot of a tab in the background, left where it is (screenshot with activate: false). */
+  backgroundCapture: boolean;
+  /** What happens to alert / confirm / prompt / beforeunload dialogs an agent tab's page opens. */
+  dialogs: "dismissed" | "left to the person";
+}
+
+const CAPABILITIES: Record<"extension" | "cdp", DriverCapabilities> = {
+  // chrome.tabs.captureVisibleTab sees the top frame's viewport; a frame's offset in it is not known to the extension.
+  // An extension cannot answer a page's dialog: it waits for the person at the browser.
+  // captureVisibleTab pictures whatever tab is in front, so a background tab must come to the front first.
+  extension: { frameElementScreenshot: false, backgroundCapture: false, dialogs: "left to the person" },
+  // Over DevTools a frame's box is known in the page's coordinates; dialogs are answered (alert and beforeunload
+  // accepted, confirm and prompt cancelled) so a page cannot hold the tab.
+  // Page.captureScreenshot renders the tab it is asked for, in front or not.
+  cdp: { frameElementScreenshot: true, backgroundCapture: true, dialogs: "dismissed" },
+};
+
+export function capabilitiesOf(kind: "extension" | "cdp"): DriverCapabilities {
+  return CAPABILITIES[kind];
+}
+
+/** The capabilities in words, for list_browsers. */
+export function describeCapabilities(kind: "extension" | "cdp"): string {
+  const c = capabilitiesOf(kind);
+  return `element screenshots in frames: ${c.frameElementScreenshot ? "yes" : "no"}; background tab screenshots: ${c.backgroundCapture ? "yes" : "no"}; page dialogs: ${c.dialogs}`;
+}
