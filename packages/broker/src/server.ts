@@ -124,7 +124,7 @@ export class Broker {
       mcpToken: this.config.mcpToken,
       registerBrowser: (req) => this.#registerCdpBrowser(req),
       mcp: (req, res) => this.#sessions.handle(req, res),
-      screenshots: this.#localShots ? (req, res) => this.#localShots?.handle(req, res) === true : undefined,
+      screenshots: this.#localShots ? (req) => this.#localShots?.handle(req) : undefined,
       dashboard: this.#dashboard,
       log: this.#log,
     });

@@ -14,7 +14,7 @@ let host = "";
 
 beforeAll(async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-httpapp-"));
-  writeFileSync(join(dataDir, "config.yaml"), 'policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n');
+  writeFileSync(join(dataDir, "config.yaml"), 'policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\nscreenshots:\n  enabled: true\n');
   const config = loadConfig({ dataDir, port: 0, env: { TABRELAY_MCP_TOKEN: TOKEN, TABRELAY_PAIRING_TOKEN: randomBytes(32).toString("base64url") } });
   broker = new Broker({ config, log: silentLogger });
   // Listening fixes the port the Host checks name; the requests below never touch the socket.
@@ -112,6 +112,19 @@ describe("broker HTTP app", () => {
     const login = await broker.app.request(`${base}/login`, { headers: { Host: host } });
     expect(login.status).toBe(200);
     expect(login.headers.get("set-cookie")).toMatch(new RegExp(`^tabrelay_login_${host.split(":")[1]}=`));
+  });
+
+  it("serves a stored screenshot by its signed link, and refuses a tampered one", async () => {
+    const bytes = Buffer.from("not really a png, the store does not look");
+    const stored = await broker.context.screenshots?.put(bytes, { width: 1, height: 1, pageUrl: "http://127.0.0.1/", capturedAt: Date.now() });
+    if (!stored) throw new Error("screenshots are enabled in this config");
+    const response = await broker.app.request(stored.url, { headers: { Host: host } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("image/png");
+    expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+    const tampered = stored.url.replace(/sig=([0-9a-f])/, (_, c: string) => `sig=${c === "0" ? "1" : "0"}`);
+    expect((await broker.app.request(tampered, { headers: { Host: host } })).status).toBe(403);
+    expect((await broker.app.request(stored.url, { method: "POST", headers: { Host: host } })).status).toBe(405);
   });
 
   it("refuses the dashboard on a foreign Host", async () => {

@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
+import { getRequestListener } from "@hono/node-server";
 import S3rver from "s3rver";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { crc32, validatePng } from "../src/screenshots/png.js";
@@ -253,12 +254,7 @@ async function harness(opts: { quotaBytes?: number; ttlMs?: number; dir?: string
     now: () => clock.now,
   });
   stores.push(store);
-  const server = createServer((req, res) => {
-    if (!store.handle(req, res)) {
-      res.writeHead(418);
-      res.end("not mine");
-    }
-  });
+  const server = createServer(getRequestListener(async (req) => (await store.handle(req)) ?? new Response("not mine", { status: 418 }), { overrideGlobalObjects: false }));
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address: AddressInfo | string | null = server.address();

@@ -1,8 +1,8 @@
 // The broker's HTTP surface, every route declared once, over hono's fetch core: a test calls app.request(...)
 // without a socket, and the routes that need no Node objects can later run on a Workers-style runtime. The door
 // checks (Host, Origin, bearer token; the dashboard's own) run on the headers alone, before any body is read.
-// Two routes still need Node's request and response, reached through @hono/node-server's bindings: /mcp (the
-// MCP SDK's Streamable HTTP transport) and the local screenshot store. WebSockets (/bridge) are not served
+// One route still needs Node's request and response, reached through @hono/node-server's bindings: /mcp (the
+// MCP SDK's Node transport for Streamable HTTP). WebSockets (/bridge) are not served
 // here: they stay on the node server's 'upgrade' event.
 import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
@@ -29,8 +29,8 @@ export interface HttpSurface {
   registerBrowser(req: Request): Promise<Response>;
   /** Streamable HTTP MCP over Node's request and response; resolves once the response is handled. */
   mcp(incoming: HttpBindings["incoming"], outgoing: HttpBindings["outgoing"]): Promise<void>;
-  /** The local screenshot store's handler (true when it answered), when screenshots are stored locally. */
-  screenshots?: ((incoming: HttpBindings["incoming"], outgoing: HttpBindings["outgoing"]) => boolean) | undefined;
+  /** The local screenshot store's handler (undefined for a path it does not serve), when screenshots are stored locally. */
+  screenshots?: ((req: Request) => Promise<Response> | undefined) | undefined;
   dashboard: Dashboard;
   log: Logger;
 }
@@ -47,12 +47,7 @@ export function createHttpApp(surface: HttpSurface): Hono<Env> {
 
   if (surface.screenshots) {
     const screenshots = surface.screenshots;
-    app.all("/shots/*", (c, next) => {
-      const node = nodeOf(c);
-      if (!node) return nodeOnly();
-      if (!screenshots(node.incoming, node.outgoing)) return next();
-      return RESPONSE_ALREADY_SENT;
-    });
+    app.all("/shots/*", async (c, next) => (await screenshots(c.req.raw)) ?? next());
   }
 
   app.all("/mcp", async (c) => {

@@ -3,7 +3,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { readFile, unlink, utimes, writeFile } from "node:fs/promises";
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 
@@ -141,34 +140,20 @@ export class LocalScreenshotStore implements ScreenshotStore {
     });
   }
 
-  /** Serves `/shots/...`; returns false for any other path, leaving the response untouched. */
-  handle(req: IncomingMessage, res: ServerResponse): boolean {
-    const target = req.url ?? "";
-    const q = target.indexOf("?");
-    const pathname = q === -1 ? target : target.slice(0, q);
-    if (!pathname.startsWith(SHOTS_PATH)) return false;
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      refuse(res, 405, "method not allowed", { Allow: "GET, HEAD" });
-      return true;
-    }
-    const id = FILE_RE.exec(pathname.slice(SHOTS_PATH.length))?.[1];
-    if (id === undefined) {
-      refuse(res, 404, "no such screenshot");
-      return true;
-    }
-    const query = new URLSearchParams(q === -1 ? "" : target.slice(q + 1));
-    const exp = query.get("exp") ?? "";
-    const sig = query.get("sig") ?? "";
+  /** Serves `/shots/...`; undefined for any other path (the caller answers it). */
+  handle(req: Request): Promise<Response> | undefined {
+    const url = new URL(req.url);
+    if (!url.pathname.startsWith(SHOTS_PATH)) return undefined;
+    if (req.method !== "GET" && req.method !== "HEAD") return Promise.resolve(refuse(405, "method not allowed", { Allow: "GET, HEAD" }));
+    const id = FILE_RE.exec(url.pathname.slice(SHOTS_PATH.length))?.[1];
+    if (id === undefined) return Promise.resolve(refuse(404, "no such screenshot"));
+    const exp = url.searchParams.get("exp") ?? "";
+    const sig = url.searchParams.get("sig") ?? "";
     if (!EXP_RE.test(exp) || !SIG_RE.test(sig) || !timingSafeEqual(Buffer.from(sig, "hex"), this.#sign(id, Number(exp)))) {
-      refuse(res, 403, "bad signature");
-      return true;
+      return Promise.resolve(refuse(403, "bad signature"));
     }
-    if (this.#now() >= Number(exp) * 1000) {
-      refuse(res, 410, "link expired");
-      return true;
-    }
-    void this.#serve(id, req.method === "HEAD", res);
-    return true;
+    if (this.#now() >= Number(exp) * 1000) return Promise.resolve(refuse(410, "link expired"));
+    return this.#serve(id, req.method === "HEAD");
   }
 
   async close(): Promise<void> {
@@ -178,20 +163,17 @@ export class LocalScreenshotStore implements ScreenshotStore {
     await this.#queue.catch(() => undefined);
   }
 
-  async #serve(id: string, headOnly: boolean, res: ServerResponse): Promise<void> {
+  async #serve(id: string, headOnly: boolean): Promise<Response> {
     let body: Buffer;
     try {
       body = await readFile(this.#file(id));
     } catch {
-      refuse(res, 404, "no such screenshot");
-      return;
+      return refuse(404, "no such screenshot");
     }
-    res.writeHead(200, {
-      ...SAFE_HEADERS,
-      "Content-Type": "image/png",
-      "Content-Length": String(body.length),
+    return new Response(headOnly ? null : new Uint8Array(body), {
+      status: 200,
+      headers: { ...SAFE_HEADERS, "Content-Type": "image/png", "Content-Length": String(body.length) },
     });
-    res.end(headOnly ? undefined : body);
   }
 
   #sign(id: string, exp: number): Buffer {
@@ -248,10 +230,9 @@ const SAFE_HEADERS = {
   "Content-Security-Policy": "default-src 'none'",
 } as const;
 
-function refuse(res: ServerResponse, status: number, message: string, extra: Record<string, string> = {}): void {
+function refuse(status: number, message: string, extra: Record<string, string> = {}): Response {
   const body = `${message}\n`;
-  res.writeHead(status, { ...SAFE_HEADERS, ...extra, "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(Buffer.byteLength(body)) });
-  res.end(body);
+  return new Response(body, { status, headers: { ...SAFE_HEADERS, ...extra, "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(Buffer.byteLength(body)) } });
 }
 
 interface S3Runtime {
