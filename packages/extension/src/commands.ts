@@ -1,5 +1,5 @@
 // The commands the broker may call: a typed dispatch over BridgeMethods, nothing else is served.
-import { CONTENT_MAX_CHARS, type ActEffects, type BridgeMethod, type BridgeMethods, type ElementFacts } from "@tabrelay/protocol";
+import { CONTENT_MAX_CHARS, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED, type ActEffects, type BridgeMethod, type BridgeMethods, type ElementFacts } from "@tabrelay/protocol";
 import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
 import { noteAgentRequest } from "./downloads.js";
@@ -128,11 +128,12 @@ export const handlers: Handlers = {
         return await chrome.scripting.executeScript({
           target: frameIds ? { tabId, frameIds } : { tabId, allFrames: true },
           injectImmediately: true,
-          func: (args: unknown) => {
-            const api = (globalThis as unknown as { __tabrelayInpage?: { snapshot(a: unknown): unknown } }).__tabrelayInpage;
-            return api ? api.snapshot(args) : "not-installed";
+          // Runs in the page: no imports there, so the global's name and the sentinel come in as arguments.
+          func: (args: unknown, global: string, notInstalled: string) => {
+            const api = Reflect.get(globalThis, global) as { snapshot?: (a: unknown) => unknown } | undefined;
+            return api && typeof api.snapshot === "function" ? api.snapshot(args) : notInstalled;
           },
-          args: [{ revision, interactiveOnly, viewportOnly }],
+          args: [{ revision, interactiveOnly, viewportOnly }, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED],
         });
       } catch (error) {
         throw scriptingError(error);
@@ -140,11 +141,11 @@ export const handlers: Handlers = {
     };
     // The in-page script usually is there already (one round trip); frames that lack it get it, then run.
     let results = await run();
-    const missing = results.filter((r) => r.result === "not-installed").map((r) => r.frameId);
+    const missing = results.filter((r) => r.result === INPAGE_NOT_INSTALLED).map((r) => r.frameId);
     if (missing.length) {
       await injectInpage(tabId, missing);
       const again = await run(missing);
-      results = [...results.filter((r) => r.result !== "not-installed"), ...again];
+      results = [...results.filter((r) => r.result !== INPAGE_NOT_INSTALLED), ...again];
     }
     const tree = (await chrome.webNavigation.getAllFrames({ tabId })) ?? [];
     const frames = results.flatMap((r) => {
