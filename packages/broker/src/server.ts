@@ -7,11 +7,10 @@ import { BrowserRegistry, type BrowserDriver } from "./bridge/registry.js";
 import { isLoopback, type BrokerConfig } from "./config/config.js";
 import { HttpSessions } from "./mcp/adapter.js";
 import { getRequestListener } from "@hono/node-server";
-import type { Hono } from "hono";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
 import { readLimited } from "./http/body.js";
-import { createHttpApp, type Refusal } from "./http/app.js";
+import { createHttpApp, type HttpApp, type Refusal } from "./http/app.js";
 import { LocalScreenshotStore, S3ScreenshotStore, type ScreenshotStore } from "./screenshots/store.js";
 import { DocCache } from "./tools/docCache.js";
 import { tools } from "./tools/index.js";
@@ -46,7 +45,7 @@ export class Broker {
   readonly #sessions: HttpSessions;
   readonly #dashboard: Dashboard;
   /** The HTTP routes (all but the WebSocket upgrades), callable without a socket through `app.request`. */
-  readonly app: Hono<{ Bindings: object }>;
+  readonly app: HttpApp;
   #port: number | undefined;
   #allowedHosts = new Set<string>();
   #allowedOrigins: Set<string>;

@@ -38,9 +38,12 @@ export interface HttpSurface {
 /** The bindings @hono/node-server passes; absent when the app is called through its fetch core alone. */
 type Env = { Bindings: Partial<HttpBindings> };
 
+/** The broker's routes; `app.request(url, init)` calls them without a socket. */
+export type HttpApp = Hono<Env>;
+
 const TEXT = { "Content-Type": "text/plain; charset=utf-8" } as const;
 
-export function createHttpApp(surface: HttpSurface): Hono<Env> {
+export function createHttpApp(surface: HttpSurface): HttpApp {
   const app = new Hono<Env>();
 
   app.get("/health", () => json(200, surface.health()));
