@@ -267,12 +267,14 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
 });
 
 describe("--broker has one meaning in every mode, and a broker off this machine is reached over TLS only", () => {
-  function launch(args: string[], until: (stderr: string) => boolean, timeoutMs = 30_000): Promise<{ code: number | null; stderr: string }> {
+  /** Runs `tabrelay launch --headless ...args` until `until` holds for its stderr, `stop` settles, or the timeout. */
+  function launch(args: string[], until: (stderr: string) => boolean, timeoutMs = 30_000, stop?: Promise<unknown>): Promise<{ code: number | null; stderr: string }> {
     const child = spawn(process.execPath, [CLI, "launch", "--headless", ...args], {
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN, TABRELAY_DATA_DIR: mkdtempSync(join(tmpdir(), "tabrelay-doors-")) },
     });
     let stderr = "";
+    void stop?.then(() => child.kill("SIGTERM"));
     return new Promise((resolve) => {
       const timer = setTimeout(() => child.kill("SIGTERM"), timeoutMs);
       child.stderr.on("data", (d: Buffer) => {
@@ -290,10 +292,9 @@ describe("--broker has one meaning in every mode, and a broker off this machine 
     const broker = await startBroker();
     try {
       for (const form of [`http://127.0.0.1:${broker.port}`, `ws://127.0.0.1:${broker.port}/bridge`]) {
-        let connected = false;
-        const run = launch(["--broker", form], () => connected);
-        await browserConnected(broker, 40_000);
-        connected = true;
+        const connected = browserConnected(broker, 40_000);
+        const run = launch(["--broker", form], () => false, 45_000, connected);
+        await connected;
         await run;
         await waitFor(`the browser launched with ${form} to leave`, () => broker.broker.registry.list().length === 0 || undefined, 20_000);
       }

@@ -272,12 +272,13 @@ export const handlers: Handlers = {
       // instead of the script waiting for document_idle until the call times out.
       // A page that replaces its document (a refresh loop, a script reloading) can remove the frame under the
       // script: read again from the new document, a few times.
-      // No result at all ("none") means the same: the document the script ran in was gone before it answered.
+      // No result at all ("none") means the same: the document the script ran in was gone before it answered. A
+      // document the parser has not reached the body of yet (the new one, just committed) is read again too.
       let read: Exclude<DocumentRead, "none"> | undefined;
       for (let attempt = 1; read === undefined; attempt++) {
         try {
           const got = await readDocument(tabId, 0, CONTENT_MAX_CHARS);
-          if (got !== "none") read = got;
+          if (got !== "none" && (got.html.includes("<body") || attempt >= 10)) read = got;
         } catch (error) {
           if (!/was removed|document.*unloaded|No frame with id/i.test(String(error))) throw error;
         }
