@@ -9,10 +9,6 @@ import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { BLANK, gateNavigation, gateStopped, gateTab } from "./decisions.js";
 
-export function pickBrowser(ctx: ToolContext, selector: string | undefined): BrowserDriver {
-  return unwrap(ctx.registry.pick(selector));
-}
-
 /**
  * Refuses a URL before the browser is told to go anywhere, and returns the canonical form to load, so the
  * URL that was checked is exactly the URL the browser goes to.

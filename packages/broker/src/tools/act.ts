@@ -4,9 +4,9 @@ import type { BrowserDriver } from "../bridge/registry.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { gateStopped, gateWrite } from "../gate/decisions.js";
-import { checkLanding, pickBrowser } from "../gate/enforce.js";
+import { checkLanding } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
-import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js";
+import { defineTool, fields, UNTRUSTED_NOTE, type CallContext, type ToolContext } from "./tool.js";
 
 const ref = z.string().min(1).describe("Element ref from snapshot.");
 const revision = z.string().min(1).describe("Revision of that snapshot.");
@@ -88,13 +88,13 @@ function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
 }
 
 async function perform(
-  ctx: ToolContext,
+  ctx: CallContext,
   response: ToolResponse,
   params: { tab: number; ref: string; revision: string; browser?: string | undefined },
   action: ActionKind,
   value: string | undefined,
 ): Promise<void> {
-  const conn = pickBrowser(ctx, params.browser);
+  const conn = ctx.browser();
   const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
   const tab = await checkLanding(ctx, conn, current, {});
   response.audit({ tab: tab.tabId, url: tab.url });
@@ -270,7 +270,7 @@ export const waitFor = defineTool({
   async handler(ctx, params, response) {
     const conditions = [params.text, params.text_gone, params.selector, params.url_includes].filter((c) => c !== undefined);
     if (conditions.length !== 1) throw new TabrelayError("invalid_params", "give exactly one of text, text_gone, selector, url_includes");
-    const conn = pickBrowser(ctx, params.browser);
+    const conn = ctx.browser();
     response.audit({ tab: params.tab });
     const timeoutMs = params.timeout_ms ?? 10_000;
     const result = unwrap(

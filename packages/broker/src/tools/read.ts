@@ -9,7 +9,7 @@ import { withThousands } from "../util/format.js";
 import { collectAfterHeavyWork } from "../util/memory.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { BLANK, gateFrames } from "../gate/decisions.js";
-import { checkBeforeNavigation, checkLanding, pickBrowser } from "../gate/enforce.js";
+import { checkBeforeNavigation, checkLanding } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js";
 
@@ -141,7 +141,7 @@ export const readUrl = defineTool({
   async handler(ctx, params, response) {
     response.audit({ url: params.url });
     const target = checkBeforeNavigation(ctx, params.url);
-    const conn = pickBrowser(ctx, params.browser);
+    const conn = ctx.browser();
     const mode = params.mode ?? "readable";
     const offset = params.offset ?? 0;
     const maxChars = params.max_chars ?? ctx.config.readMaxChars;
@@ -190,7 +190,7 @@ export const readPage = defineTool({
   kind: "read",
   errors: [...READ_ERRORS, "no_such_tab"],
   async handler(ctx, params, response) {
-    const conn = pickBrowser(ctx, params.browser);
+    const conn = ctx.browser();
     const mode = params.mode ?? "readable";
     const offset = params.offset ?? 0;
     const maxChars = params.max_chars ?? ctx.config.readMaxChars;

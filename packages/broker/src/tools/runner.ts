@@ -1,5 +1,5 @@
 import type { AuditRecord } from "../audit/auditLog.js";
-import { TabrelayError } from "../util/errors.js";
+import { TabrelayError, unwrap } from "../util/errors.js";
 import { explainByDenial } from "../gate/enforce.js";
 import { ToolResponse, type AuditFacts, type RenderedResult } from "./response.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -36,7 +36,7 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
     });
   }
   try {
-    await tool.run(ctx, args, response, signal);
+    await tool.run({ ...ctx, browser: () => unwrap(picked) }, args, response, signal);
     result = response.render();
   } catch (thrown) {
     // A page that went somewhere the read policy refuses while the call ran (a meta refresh, a script) leaves

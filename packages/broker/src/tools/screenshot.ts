@@ -4,7 +4,7 @@ import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { capabilitiesOf } from "../drivers/capabilities.js";
 import { gateTab } from "../gate/decisions.js";
-import { checkLanding, pickBrowser } from "../gate/enforce.js";
+import { checkLanding } from "../gate/enforce.js";
 import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
 
 export const screenshot = defineTool({
@@ -34,7 +34,7 @@ export const screenshot = defineTool({
       );
     }
     if (params.ref && !params.revision) throw new TabrelayError("invalid_params", "a ref needs the revision of the snapshot it came from");
-    const conn = pickBrowser(ctx, params.browser);
+    const conn = ctx.browser();
     if (params.ref && /^f\d+e/.test(params.ref) && !capabilitiesOf(conn.info.kind).frameElementScreenshot) {
       throw new TabrelayError(
         "not_actionable",

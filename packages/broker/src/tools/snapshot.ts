@@ -5,7 +5,7 @@ import { TabrelayError, unwrap } from "../util/errors.js";
 import { withThousands } from "../util/format.js";
 import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { gateFrame, type FrameVerdict } from "../gate/decisions.js";
-import { checkLanding, pickBrowser } from "../gate/enforce.js";
+import { checkLanding } from "../gate/enforce.js";
 import type { CompiledReadPolicy } from "../policy/readPolicy.js";
 import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
 
@@ -162,7 +162,7 @@ export const snapshot = defineTool({
   kind: "read",
   errors: ["stale_ref", "restricted_page", "policy_denied", "no_such_tab"],
   async handler(ctx, params, response) {
-    const conn = pickBrowser(ctx, params.browser);
+    const conn = ctx.browser();
     const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
     const tab = await checkLanding(ctx, conn, current, {});
     response.audit({ tab: tab.tabId, url: tab.url });

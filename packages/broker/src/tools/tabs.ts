@@ -2,7 +2,7 @@ import type { TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import { unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { checkBeforeNavigation, checkLanding, pickBrowser } from "../gate/enforce.js";
+import { checkBeforeNavigation, checkLanding } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
 
@@ -34,7 +34,7 @@ export const listTabs = defineTool({
   kind: "read",
   errors: BROWSER_ERRORS,
   async handler(ctx, { browser }, response) {
-    const conn = pickBrowser(ctx, browser);
+    const conn = ctx.browser();
     const { tabs } = unwrap(await conn.call("tabs.list", {}));
     if (tabs.length === 0) {
       response.line(`No agent tabs in "${conn.info.label}". Open one with open_tab or read_url.`);
@@ -62,7 +62,7 @@ export const openTab = defineTool({
   async handler(ctx, { url, active, browser }, response) {
     response.audit({ url });
     const target = checkBeforeNavigation(ctx, url);
-    const conn = pickBrowser(ctx, browser);
+    const conn = ctx.browser();
     const { tab } = unwrap(await conn.call("tabs.open", { url: target, active: active ?? false, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
     reportTab(response, "Opened", await checkLanding(ctx, conn, tab, { requestedUrl: url }));
   },
@@ -81,7 +81,7 @@ export const navigate = defineTool({
   async handler(ctx, { tab: tabId, url, browser }, response) {
     response.audit({ url });
     const target = checkBeforeNavigation(ctx, url);
-    const conn = pickBrowser(ctx, browser);
+    const conn = ctx.browser();
     ctx.denials.forget(conn.info.browserId, tabId);
     const { tab } = unwrap(await conn.call("tabs.navigate", { tabId, url: target, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
     reportTab(response, "Navigated", await checkLanding(ctx, conn, tab, { requestedUrl: url }));
@@ -99,7 +99,7 @@ export const history = defineTool({
   kind: "read",
   errors: ["navigation_failed", "policy_denied", ...TAB_ERRORS],
   async handler(ctx, { tab: tabId, action, browser }, response) {
-    const conn = pickBrowser(ctx, browser);
+    const conn = ctx.browser();
     ctx.denials.forget(conn.info.browserId, tabId);
     const { tab } = unwrap(await conn.call("tabs.history", { tabId, action, timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
     reportTab(response, action === "reload" ? "Reloaded" : `Went ${action} in`, await checkLanding(ctx, conn, tab, {}));
@@ -114,7 +114,7 @@ export const closeTab = defineTool({
   kind: "read",
   errors: TAB_ERRORS,
   async handler(ctx, { tab, browser }, response) {
-    const conn = pickBrowser(ctx, browser);
+    const conn = ctx.browser();
     unwrap(await conn.call("tabs.close", { tabId: tab }));
     ctx.denials.forget(conn.info.browserId, tab);
     response.line(`Closed tab ${tab}.`);
@@ -129,7 +129,7 @@ export const activateTab = defineTool({
   kind: "read",
   errors: TAB_ERRORS,
   async handler(ctx, { tab: tabId, browser }, response) {
-    const conn = pickBrowser(ctx, browser);
+    const conn = ctx.browser();
     const { tab } = unwrap(await conn.call("tabs.activate", { tabId }));
     reportTab(response, "Activated", tab);
   },

@@ -1,7 +1,7 @@
 import { ERRORS, type ErrorCode } from "@tabrelay/protocol";
 import { z } from "zod";
 import type { AuditBegun, AuditRecord } from "../audit/auditLog.js";
-import type { BrowserRegistry } from "../bridge/registry.js";
+import type { BrowserDriver, BrowserRegistry } from "../bridge/registry.js";
 import type { BrokerConfig } from "../config/config.js";
 import type { Logger } from "../util/log.js";
 import type { Redactor } from "../util/secrets.js";
@@ -35,6 +35,15 @@ export interface ToolContext {
 
 export type ToolKind = "read" | "write";
 
+/**
+ * One call's context: the broker's, plus the browser the call is for, resolved once by the runner (from the
+ * call's `browser` argument, or the newest) and the same for the whole call. Throws the registry's error
+ * (not_connected, unknown_browser) for a tool that needs a browser when there is none.
+ */
+export interface CallContext extends ToolContext {
+  browser(): BrowserDriver;
+}
+
 export interface ToolSpec<S extends z.ZodRawShape> {
   name: string;
   title: string;
@@ -48,7 +57,7 @@ export interface ToolSpec<S extends z.ZodRawShape> {
    * (invalid_params and internal apply to every tool and are listed by none).
    */
   errors: readonly ErrorCode[];
-  handler(ctx: ToolContext, params: z.infer<z.ZodObject<S>>, response: ToolResponse, signal: AbortSignal): Promise<void>;
+  handler(ctx: CallContext, params: z.infer<z.ZodObject<S>>, response: ToolResponse, signal: AbortSignal): Promise<void>;
 }
 
 /** A tool with its generic erased: the adapter and the table only see this. */
@@ -61,7 +70,7 @@ export interface Tool {
   input: z.ZodObject;
   kind: ToolKind;
   errors: readonly ErrorCode[];
-  run(ctx: ToolContext, args: unknown, response: ToolResponse, signal: AbortSignal): Promise<void>;
+  run(ctx: CallContext, args: unknown, response: ToolResponse, signal: AbortSignal): Promise<void>;
 }
 
 /** Codes every tool can return, whatever it declares: arguments that do not fit, and bugs. */
