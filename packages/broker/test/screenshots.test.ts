@@ -438,11 +438,13 @@ describe("LocalScreenshotStore", () => {
   it("adopts files left by an earlier run: links still work and count towards the quota", async () => {
     const dir = join(tempDir(), "shots");
     const key = randomBytes(32);
-    const size = makePng().length;
+    // One image for every put: random PNGs differ in size by a few bytes, and the quota is exactly two of them.
+    const png = makePng();
+    const size = png.length;
     const first = await harness({ dir, key, quotaBytes: size * 2 });
-    const a = await first.store.put(makePng(), META);
+    const a = await first.store.put(png, META);
     first.clock.now += 1000;
-    const b = await first.store.put(makePng(), META);
+    const b = await first.store.put(png, META);
     await first.store.close();
     expect(Math.round(statSync(join(dir, `${b.id}.png`)).mtimeMs)).toBe(T0 + 1000);
 
@@ -450,7 +452,7 @@ describe("LocalScreenshotStore", () => {
     second.clock.now = T0 + 2000;
     const relink = (url: string) => url.replace(first.base, second.base);
     expect((await fetch(relink(b.url))).status).toBe(200);
-    await second.store.put(makePng(), META);
+    await second.store.put(png, META);
     expect(readdirSync(dir)).toHaveLength(2);
     expect((await fetch(relink(a.url))).status).toBe(404);
   });
