@@ -3,7 +3,7 @@
 // extension in real Chromium, nor the MCP token from `tabrelay stdio`, nor a DevTools endpoint from
 // `tabrelay launch --cdp`; the real broker still pairs, and the popup says what happened.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILTIN_EXTENSION_ID, findChromium, launchChromium, prepareExtension, type LaunchedBrowser } from "../packages/broker/src/index.js";
-import { MCP_TOKEN, PAIRING_TOKEN, browserConnected, call, connectClient, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
+import { MCP_TOKEN, PAIRING_TOKEN, browserConnected, call, connectClient, removeProfile, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
 
 const CLI = fileURLToPath(new URL("../packages/cli/bin/tabrelay.js", import.meta.url));
 
@@ -135,15 +135,7 @@ describe("the extension obeys only its own broker", () => {
     await impostor?.close();
     await broker?.close();
     await witness?.close();
-    for (let attempt = 0; ; attempt++) {
-      try {
-        rmSync(profileDir, { recursive: true, force: true });
-        break;
-      } catch (error) {
-        if (attempt >= 20) throw error;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    await removeProfile(profileDir);
   });
 
   const hellos = () => impostor.frames.filter((f) => f.includes('"type":"hello"')).length;

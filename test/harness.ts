@@ -114,6 +114,19 @@ export function presetDownloadFolder(profileDir: string): string {
   return downloadsDir;
 }
 
+/** Removes a browser profile once Chromium let go of it: its helper processes can flush it for a moment after it exits. */
+export async function removeProfile(profileDir: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      rmSync(profileDir, { recursive: true, force: true });
+      return;
+    } catch (error) {
+      if (attempt >= 20) throw error;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
 export async function launchBrowser(bridgePort: number): Promise<TestBrowser> {
   const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
   const downloadsDir = presetDownloadFolder(profileDir);
@@ -126,16 +139,7 @@ export async function launchBrowser(bridgePort: number): Promise<TestBrowser> {
     downloadsDir,
     async close() {
       await browser.kill();
-      // Chromium's helper processes can still be flushing the profile for a moment after the browser exits.
-      for (let attempt = 0; ; attempt++) {
-        try {
-          rmSync(profileDir, { recursive: true, force: true });
-          break;
-        } catch (error) {
-          if (attempt >= 20) throw error;
-          await new Promise((r) => setTimeout(r, 250));
-        }
-      }
+      await removeProfile(profileDir);
     },
   };
 }

@@ -2,7 +2,7 @@
 // redirect hop, page-started or agent-started) to an origin the read policy refuses is stopped before it is
 // sent. The witness is the refused host's own server: it must see no request at all. Real Chromium with the
 // real extension (declarativeNetRequest) and over CDP (Fetch interception), the real MCP SDK client.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -19,6 +19,7 @@ import {
   connectClient,
   DRIVERS,
   PAIRING_TOKEN,
+  removeProfile,
   startBroker,
   startSession,
   startSite,
@@ -287,16 +288,7 @@ setInterval(async () => {
     await client?.close();
     await browser?.kill();
     await broker?.close();
-    // Chromium's helper processes can still be writing the profile for a moment after the browser exits.
-    for (let attempt = 0; ; attempt++) {
-      try {
-        rmSync(profileDir, { recursive: true, force: true });
-        break;
-      } catch (error) {
-        if (attempt >= 20) throw error;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    await removeProfile(profileDir);
   });
 
   it("a user's page opens a tab and navigates to a host outside the agent's policy, with an agent tab on the same site", async () => {
