@@ -10,10 +10,24 @@ import { isLoopback, type BrokerConfig } from "../config/config.js";
 import { builtExtensionDir } from "../launch/chromium.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
-import { readLimited } from "../http/body.js";
 import { safeEqual, type SecretRegistry } from "../util/secrets.js";
 import { VERSION } from "../version.js";
 import { LoginThrottle, type LoginScope } from "./loginThrottle.js";
+import {
+  clearCookie,
+  cookieValue,
+  fetchSiteOk,
+  loginCookieName,
+  readForm,
+  redirect,
+  sameOrigin,
+  SECURITY_HEADERS,
+  send,
+  sendJson,
+  sendJsonOrText,
+  sendText,
+  sessionCookieName,
+} from "./http.js";
 import { DASHBOARD_CSS, DASHBOARD_JS, dashboardPage, loginPage } from "./page.js";
 
 export interface DashboardOptions {
@@ -43,7 +57,6 @@ interface Stream {
 const SESSION_TTL_S = 12 * 60 * 60;
 const MAX_SESSIONS = 64;
 const LOGIN_FORM_TTL_S = 30 * 60;
-const BODY_MAX_BYTES = 8 * 1024;
 const TABS_FRESH_MS = 800;
 const TABS_TIMEOUT_MS = 3_000;
 /** chrome.tabs.captureVisibleTab allows two captures a second per browser; the preview takes at most one. */
@@ -55,18 +68,6 @@ const AUDIT_BATCH = 500;
 const HEARTBEAT_MS = 15_000;
 const MAX_STREAMS_PER_SESSION = 8;
 const TEXT_MAX = 2_000;
-
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'";
-
-const SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  "Content-Security-Policy": CSP,
-  "X-Content-Type-Options": "nosniff",
-  "X-Frame-Options": "DENY",
-  "Referrer-Policy": "same-origin",
-  "Cross-Origin-Opener-Policy": "same-origin",
-  "Cross-Origin-Resource-Policy": "same-origin",
-  "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
-};
 
 /**
  * Tokens that open the dashboard. Today only the MCP token; a separate `dashboard.token` from the config
@@ -535,80 +536,6 @@ const ROUTES: readonly Route[] = [
   { path: "/dashboard/api/stop", methods: ["POST"], kind: "api" },
   { path: "/dashboard/api/resume", methods: ["POST"], kind: "api" },
 ];
-
-// ---- HTTP helpers ----
-
-function send(status: number, type: string, body: string, headers: Record<string, string> = {}): Response {
-  return new Response(body, { status, headers: { ...SECURITY_HEADERS, "Content-Type": type, "Content-Length": String(Buffer.byteLength(body)), ...headers } });
-}
-
-function sendText(status: number, body: string, headers: Record<string, string> = {}): Response {
-  return send(status, "text/plain; charset=utf-8", body, { "Cache-Control": "no-store", ...headers });
-}
-
-function sendJson(status: number, value: unknown): Response {
-  return send(status, "application/json; charset=utf-8", JSON.stringify(value), { "Cache-Control": "no-store" });
-}
-
-function sendJsonOrText(kind: Route["kind"], status: number, message: string): Response {
-  if (kind === "api") return sendJson(status, { error: message });
-  return sendText(status, `dashboard: ${message}\n`);
-}
-
-function redirect(location: string, cookies: string[] = []): Response {
-  const headers = new Headers({ ...SECURITY_HEADERS, Location: location, "Cache-Control": "no-store", "Content-Length": "0" });
-  for (const cookie of cookies) headers.append("Set-Cookie", cookie);
-  return new Response(null, { status: 303, headers });
-}
-
-/** The form fields of a urlencoded body (empty for other types), or the 413 answer when it is too large. */
-async function readForm(req: Request): Promise<URLSearchParams | Response> {
-  const tooLarge = () => sendText(413, "dashboard: request body too large\n", { Connection: "close" });
-  if (Number(req.headers.get("content-length") ?? 0) > BODY_MAX_BYTES) return tooLarge();
-  const body = await readLimited(req, BODY_MAX_BYTES);
-  if (body === undefined) return tooLarge();
-  const type = (req.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
-  return type === "application/x-www-form-urlencoded" ? new URLSearchParams(body) : new URLSearchParams();
-}
-
-/** Origin must be exactly this dashboard's (so `null` never passes); without Origin, Referer's origin must be. */
-function sameOrigin(req: Request, expected: string): boolean {
-  const origin = req.headers.get("origin");
-  if (origin !== null) return origin.toLowerCase() === expected;
-  const referer = req.headers.get("referer");
-  if (!referer) return false;
-  try {
-    return new URL(referer).origin.toLowerCase() === expected;
-  } catch {
-    return false;
-  }
-}
-
-function fetchSiteOk(req: Request): boolean {
-  const site = req.headers.get("sec-fetch-site");
-  return site === null || site === "same-origin" || site === "none";
-}
-
-function cookieValue(req: Request, name: string): string | undefined {
-  for (const part of (req.headers.get("cookie") ?? "").split(";")) {
-    const eq = part.indexOf("=");
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return undefined;
-}
-
-/** Cookies are not separated by port: name them by port so that two brokers on one host keep their own. */
-function sessionCookieName(port: number | undefined): string {
-  return `tabrelay_session_${port ?? 0}`;
-}
-
-function loginCookieName(port: number | undefined): string {
-  return `tabrelay_login_${port ?? 0}`;
-}
-
-function clearCookie(name: string, secure: boolean, path = "/"): string {
-  return `${name}=; HttpOnly; SameSite=Strict; Path=${path}; Max-Age=0${secure ? "; Secure" : ""}`;
-}
 
 function remoteAddress(peer: Peer): string {
   const address = peer.remoteAddress;
