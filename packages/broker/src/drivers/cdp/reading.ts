@@ -119,8 +119,9 @@ export async function readContent(core: CdpCore, tab: Tab & { sessionId: string 
     const result = await readDocument(core, tab.sessionId, contextId, CONTENT_MAX_CHARS);
     if (result.ok) answer = result.value;
     else if (tab.gone || core.closed || !(result.error.kind === "protocol" && GONE_CONTEXT.test(result.error.message))) throw core.failure(result.error);
-    else if (attempt >= 10) throw new DriverError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
-    else await sleep(50 * attempt);
+    else if (attempt >= 20) throw new DriverError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
+    // A busy machine can lose several rounds to a page that reloads at once: keep trying for ~4 s, 250 ms apart at most.
+    else await sleep(Math.min(250, 50 * attempt));
   }
   const value = documentValue.safeParse(remoteValue(answer));
   if (!value.success) throw new DriverError("internal", "the page returned no content");
