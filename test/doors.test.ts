@@ -97,6 +97,12 @@ async function popupEval(profileDir: string, expression: string, ready: (value: 
   try {
     const { targetId } = await send("Target.createTarget", { url: `chrome-extension://${BUILTIN_EXTENSION_ID}/popup.html` });
     const { sessionId } = await send("Target.attachToTarget", { targetId, flatten: true });
+    // The new tab starts on about:blank; an expression evaluated there finds no chrome.runtime and yields "".
+    // Wait until the popup's own document has loaded, then ask.
+    await waitFor("the popup to load", async () => {
+      const result = await send("Runtime.evaluate", { expression: "location.protocol + document.readyState", returnByValue: true }, String(sessionId));
+      return (result["result"] as { value?: unknown } | undefined)?.value === "chrome-extension:complete" ? true : undefined;
+    });
     const text = await waitFor("the popup to answer", async () => {
       const result = await send("Runtime.evaluate", { expression, returnByValue: true, awaitPromise: true }, String(sessionId));
       const value = String((result["result"] as { value?: unknown } | undefined)?.value ?? "");
