@@ -1,5 +1,7 @@
 export { Broker, type BrokerOptions } from "./server.js";
-export { BrowserRegistry, BrowserConnection, type BrowserDriver, type BrowserInfo } from "./bridge/registry.js";
+export { BrowserRegistry } from "./drivers/registry.js";
+export { BrowserConnection } from "./drivers/extension/connection.js";
+export type { BrowserDriver, BrowserInfo } from "./drivers/driver.js";
 export { launchLocalChromium } from "./drivers/cdp/launchCdp.js";
 export { loadConfig, ConfigError, defaultDataDir, rankingFile, isLoopback, BUILTIN_EXTENSION_ID, type BrokerConfig } from "./config/config.js";
 export { serveStdio, forwardStdio, connectHttpClient } from "./mcp/adapter.js";
@@ -11,5 +13,5 @@ export { createLogger, redactingLogger, silentLogger, type Logger } from "./util
 export { SecretRegistry, type SecretKind, type SecretSink, type Redactor } from "./util/secrets.js";
 export { VERSION } from "./version.js";
 export { AuditLog, formatAuditLine, type AuditRecord, type AuditDecision, type StoredAuditRecord } from "./audit/auditLog.js";
-export { createProviderSession, ProviderError, type ProviderName, type HostedProvider, type ProviderSession } from "./drivers/providers.js";
+export { createProviderSession, ProviderError, type ProviderName, type HostedProvider, type ProviderSession } from "./launch/providers.js";
 export { startVncDisplay, findVncTools, NOVNC_WEB_ROOT, type VncDisplay, type VncDisplayOptions } from "./launch/vnc.js";

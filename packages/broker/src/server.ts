@@ -2,8 +2,9 @@ import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
-import { BridgeServer } from "./bridge/bridgeServer.js";
-import { BrowserRegistry, type BrowserDriver } from "./bridge/registry.js";
+import { BridgeServer } from "./drivers/extension/bridgeServer.js";
+import type { BrowserDriver } from "./drivers/driver.js";
+import { BrowserRegistry } from "./drivers/registry.js";
 import { isLoopback, type BrokerConfig } from "./config/config.js";
 import { HttpSessions } from "./mcp/adapter.js";
 import { getRequestListener } from "@hono/node-server";
@@ -21,7 +22,7 @@ import type { ToolContext } from "./tools/tool.js";
 import { TabrelayError } from "./util/errors.js";
 import { safeEqual, SecretRegistry } from "./util/secrets.js";
 import { createLogger, redactingLogger, type Logger } from "./util/log.js";
-import { PROVIDER_KEY_VARS } from "./drivers/providers.js";
+import { PROVIDER_KEY_VARS } from "./launch/providers.js";
 import { VERSION } from "./version.js";
 
 export interface BrokerOptions {

@@ -5,7 +5,7 @@ import { createHash, createHmac, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import type { TabInfo, WireError } from "@tabrelay/protocol";
 import type { AuditLog, StoredAuditRecord } from "../audit/auditLog.js";
-import type { BrowserRegistry } from "../bridge/registry.js";
+import type { BrowserRegistry } from "../drivers/registry.js";
 import { isLoopback, type BrokerConfig } from "../config/config.js";
 import { builtExtensionDir } from "../launch/chromium.js";
 import type { Logger } from "../util/log.js";

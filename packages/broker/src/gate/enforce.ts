@@ -3,7 +3,7 @@
 // that; the browser's commit and stopped-request events are judged as they arrive, recorded (tabRecord.ts) and
 // audited. The decisions themselves are decisions.ts; nothing here decides on its own.
 import type { TabInfo } from "@tabrelay/protocol";
-import type { BrowserDriver } from "../bridge/registry.js";
+import type { BrowserDriver } from "../drivers/driver.js";
 import type { ToolContext } from "../tools/tool.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";

@@ -1,6 +1,6 @@
 import type { ActEffects, ActionKind, ElementFacts, ErrorCode, TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
-import type { BrowserDriver } from "../bridge/registry.js";
+import type { BrowserDriver } from "../drivers/driver.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { gateStopped, gateWrite } from "../gate/decisions.js";

@@ -1,6 +1,6 @@
 import { CONTENT_MAX_CHARS, CONTENT_MAX_ELEMENTS, type ContentCapped, type FrameContent, type TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
-import type { BrowserDriver } from "../bridge/registry.js";
+import type { BrowserDriver } from "../drivers/driver.js";
 import type { ExtractMode, Extracted, Withheld } from "../extract/extract.js";
 import { paginate, truncationMarker } from "../extract/paginate.js";
 import { convertRead } from "../extract/runner.js";

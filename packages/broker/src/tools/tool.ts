@@ -1,7 +1,8 @@
 import { ERRORS, type ErrorCode } from "@tabrelay/protocol";
 import { z } from "zod";
 import type { AuditBegun, AuditRecord } from "../audit/auditLog.js";
-import type { BrowserDriver, BrowserRegistry } from "../bridge/registry.js";
+import type { BrowserDriver } from "../drivers/driver.js";
+import type { BrowserRegistry } from "../drivers/registry.js";
 import type { BrokerConfig } from "../config/config.js";
 import type { Logger } from "../util/log.js";
 import type { Redactor } from "../util/secrets.js";

@@ -20,7 +20,7 @@
 // file is the entry the broker imports lazily (its own chunk of the CLI bundle) and dispatches BridgeMethods.
 import { randomUUID } from "node:crypto";
 import type { BridgeMethod, ElementFacts, ParamsOf, Result, ResultOf, TabInfo } from "@tabrelay/protocol";
-import type { BrowserDriver, BrowserInfo, CallOptions } from "../../bridge/registry.js";
+import type { BrowserDriver, BrowserInfo, CallOptions } from "../driver.js";
 import { TabrelayError } from "../../util/errors.js";
 import { capture } from "./capture.js";
 import { CdpClient } from "./cdpClient.js";

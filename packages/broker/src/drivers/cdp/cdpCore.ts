@@ -5,7 +5,7 @@
 // package exports only CdpBrowser).
 import { type BridgeEvent, type BridgeMethod, type ErrorCode, MAX_FRAME_BYTES, type Result, type ResultOf, type TabInfo, type WireError } from "@tabrelay/protocol";
 import type { Protocol } from "devtools-protocol";
-import type { BrowserInfo } from "../../bridge/registry.js";
+import type { BrowserInfo } from "../driver.js";
 import type { CdpClient, CdpFailure, CdpMethod, CdpParams, CdpResult, CdpReturn } from "./cdpClient.js";
 
 export interface CdpBrowserOptions {

@@ -1,14 +1,8 @@
-import { EventEmitter } from "node:events";
-import type {
-  BridgeEvent,
-  BridgeMethod,
-  BridgeResult,
-  ParamsOf,
-  Result,
-  ResultOf,
-  WireError,
-} from "@tabrelay/protocol";
-import { parseBridgeAnswer, parseWireError } from "../drivers/answers.js";
+// The extension's side of the driver interface: one paired browser behind a /bridge socket. Calls become
+// frames; answers are parsed with the same schemas as the CDP driver's (drivers/answers.ts).
+import type { BridgeMethod, BridgeResult, ParamsOf, Result, ResultOf, WireError } from "@tabrelay/protocol";
+import { parseBridgeAnswer, parseWireError } from "../answers.js";
+import type { BrowserDriver, BrowserInfo, CallOptions } from "../driver.js";
 
 /** What the registry needs from a socket: send a frame, close it. Keeps ws out of this module. */
 export interface BridgeSocket {
@@ -16,37 +10,10 @@ export interface BridgeSocket {
   close(code: number, reason: string): void;
 }
 
-export interface BrowserInfo {
-  browserId: string;
-  label: string;
-  userAgent: string;
-  extensionVersion: string;
-  connectedAt: number;
-  kind: "extension" | "cdp";
-}
-
-/**
- * What tools need from a browser, whichever way it is driven (the extension over /bridge, or CDP).
- * Calls never throw: results are values. When the browser goes away every call in flight fails at
- * once with browser_disconnected.
- */
-export interface BrowserDriver {
-  readonly info: BrowserInfo;
-  readonly closed: boolean;
-  call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options?: CallOptions): Promise<Result<ResultOf<M>>>;
-  /** Ends the connection (a browser we started is shut down; an attached one is left running). */
-  close(reason: string): void;
-}
-
 interface Pending {
   /** Parses the browser's answer to the call's method and settles the call with it. */
   answer: (frame: BridgeResult) => void;
   resolve: (result: Result<never>) => void;
-}
-
-export interface CallOptions {
-  timeoutMs?: number;
-  signal?: AbortSignal;
 }
 
 /** One connected browser. Calls in flight fail at once with browser_disconnected when it goes away. */
@@ -136,65 +103,4 @@ function disconnected(info: BrowserInfo): { ok: false; error: WireError } {
       message: `browser "${info.label}" (${info.browserId}) disconnected before answering; check that it is running, then call list_browsers and retry`,
     },
   };
-}
-
-export interface RegistryEvents {
-  connected: [BrowserDriver];
-  disconnected: [BrowserDriver];
-  event: [BrowserDriver, BridgeEvent];
-}
-
-/** All connected browsers, by stable id. A new browser never evicts another; a reconnect replaces itself. */
-export class BrowserRegistry extends EventEmitter<RegistryEvents> {
-  readonly #browsers = new Map<string, BrowserDriver>();
-
-  add(driver: BrowserDriver): void {
-    const previous = this.#browsers.get(driver.info.browserId);
-    // Same browser id: the extension reconnected (worker restart, network blip). The old socket is stale.
-    if (previous && previous !== driver) previous.close("replaced by a newer connection from the same browser");
-    this.#browsers.set(driver.info.browserId, driver);
-    this.emit("connected", driver);
-  }
-
-  remove(driver: BrowserDriver): void {
-    if (driver instanceof BrowserConnection) driver.markClosed();
-    if (this.#browsers.get(driver.info.browserId) === driver) {
-      this.#browsers.delete(driver.info.browserId);
-      this.emit("disconnected", driver);
-    }
-  }
-
-  list(): BrowserDriver[] {
-    return [...this.#browsers.values()].sort((a, b) => b.info.connectedAt - a.info.connectedAt);
-  }
-
-  /** By id or label; without a selector, the most recently connected browser. */
-  pick(selector?: string): Result<BrowserDriver> {
-    const browsers = this.list();
-    if (browsers.length === 0) {
-      return {
-        ok: false,
-        error: {
-          code: "not_connected",
-          message: "no browser is connected to tabrelay; start one with `tabrelay launch` or pair your Chrome with `tabrelay pair`, then retry",
-        },
-      };
-    }
-    if (!selector) return { ok: true, value: browsers[0]! };
-    const byId = browsers.find((b) => b.info.browserId === selector);
-    if (byId) return { ok: true, value: byId };
-    const byLabel = browsers.filter((b) => b.info.label === selector);
-    if (byLabel.length === 1) return { ok: true, value: byLabel[0]! };
-    if (byLabel.length > 1) {
-      return { ok: false, error: { code: "unknown_browser", message: `several browsers are labelled "${selector}"; pass the browser id from list_browsers instead` } };
-    }
-    return { ok: false, error: { code: "unknown_browser", message: `no connected browser has id or label "${selector}"; call list_browsers to see them` } };
-  }
-
-  closeAll(reason: string): void {
-    for (const driver of this.list()) {
-      driver.close(reason);
-      this.remove(driver);
-    }
-  }
 }

@@ -16,8 +16,9 @@ import {
   type WireError,
 } from "@tabrelay/protocol";
 import { WebSocketServer, type WebSocket } from "ws";
-import type { Logger } from "../util/log.js";
-import { BrowserConnection, type BrowserRegistry } from "./registry.js";
+import type { Logger } from "../../util/log.js";
+import type { BrowserRegistry } from "../registry.js";
+import { BrowserConnection } from "./connection.js";
 
 export interface BridgeServerOptions {
   registry: BrowserRegistry;

@@ -1,0 +1,31 @@
+// The driver interface: what the tools need from a browser, whichever way it is driven (the extension over
+// /bridge in drivers/extension/, or the DevTools protocol in drivers/cdp/). Drivers do mechanics only: they
+// run the commands the broker sends, enforce the decisions handed to them, and answer with values.
+import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
+
+export interface BrowserInfo {
+  browserId: string;
+  label: string;
+  userAgent: string;
+  extensionVersion: string;
+  connectedAt: number;
+  kind: "extension" | "cdp";
+}
+
+/**
+ * What tools need from a browser, whichever way it is driven (the extension over /bridge, or CDP).
+ * Calls never throw: results are values. When the browser goes away every call in flight fails at
+ * once with browser_disconnected.
+ */
+export interface BrowserDriver {
+  readonly info: BrowserInfo;
+  readonly closed: boolean;
+  call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options?: CallOptions): Promise<Result<ResultOf<M>>>;
+  /** Ends the connection (a browser we started is shut down; an attached one is left running). */
+  close(reason: string): void;
+}
+
+export interface CallOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
