@@ -90,32 +90,12 @@ export class CdpBrowser implements BrowserDriver {
   }
 
   call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options: CallOptions = {}): Promise<Result<ResultOf<M>>> {
-    if (this.#core.closed) return Promise.resolve(this.#core.disconnected());
-    const timeoutMs = options.timeoutMs ?? this.#core.options.callTimeoutMs;
-    return new Promise<Result<ResultOf<M>>>((resolve) => {
-      let done = false;
-      const settle = (result: Result<ResultOf<M>>) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        this.#core.pendingCalls.delete(onDisconnect);
-        options.signal?.removeEventListener("abort", onAbort);
-        resolve(result);
-      };
-      const onDisconnect = () => settle(this.#core.disconnected());
-      const onAbort = () => settle({ ok: false, error: { code: "timeout", message: `${method} was cancelled by the client` } });
-      const timer = setTimeout(() => settle({ ok: false, error: { code: "timeout", message: `the browser did not answer ${method} within ${timeoutMs} ms` } }), timeoutMs);
-      if (options.signal?.aborted) {
-        onAbort();
-        return;
-      }
-      options.signal?.addEventListener("abort", onAbort, { once: true });
-      this.#core.pendingCalls.add(onDisconnect);
+    return this.#core.calls.run(method, { ...options, timeoutMs: options.timeoutMs ?? this.#core.options.callTimeoutMs }, () =>
       this.#dispatch(method, params).then(
-        (value) => settle(this.#core.sized(method, value)),
-        (error: unknown) => settle({ ok: false, error: this.#core.wireError(error) }),
-      );
-    });
+        (value) => this.#core.sized(method, value),
+        (error: unknown) => ({ ok: false, error: this.#core.wireError(error) }),
+      ),
+    );
   }
 
   /** Ends the connection: a browser we launched is shut down (Browser.close); an attached one keeps running. */

@@ -6,6 +6,7 @@
 import { type BridgeEvent, type BridgeMethod, type ErrorCode, MAX_FRAME_BYTES, type Result, type ResultOf, type TabInfo, type WireError } from "@tabrelay/protocol";
 import type { Protocol } from "devtools-protocol";
 import type { BrowserInfo } from "../driver.js";
+import { disconnected, PendingCalls } from "../pendingCalls.js";
 import type { CdpClient, CdpFailure, CdpMethod, CdpParams, CdpResult, CdpReturn } from "./cdpClient.js";
 
 export interface CdpBrowserOptions {
@@ -106,16 +107,20 @@ export class CdpCore {
   /** Every iframe / worker session -> its tab. */
   readonly children = new Map<string, Tab>();
   readonly tabListeners = new Map<string, Set<(tab: Tab) => void>>();
-  readonly pendingCalls = new Set<() => void>();
   nextTabId = 1;
   closed = false;
   connecting = true;
+
+  /** Calls in flight (the driver's own, and those a broker call is composed of). */
+  readonly calls: PendingCalls;
 
   constructor(
     readonly client: CdpClient,
     readonly info: BrowserInfo,
     readonly options: CdpBrowserOptions,
-  ) {}
+  ) {
+    this.calls = new PendingCalls(info);
+  }
 
   /** The agent tab a target belongs to: a page, or an out-of-process iframe in it (popups name either). */
   tabOf(targetId: string): Tab | undefined {
@@ -185,8 +190,7 @@ export class CdpCore {
   markClosed(reason: string): void {
     if (this.closed) return;
     this.closed = true;
-    for (const fail of [...this.pendingCalls]) fail();
-    this.pendingCalls.clear();
+    this.calls.close();
     for (const tab of this.tabs.values()) this.touch(tab, () => undefined);
     try {
       this.options.onClose?.(reason);
@@ -196,13 +200,7 @@ export class CdpCore {
   }
 
   disconnected(): { ok: false; error: WireError } {
-    return {
-      ok: false,
-      error: {
-        code: "browser_disconnected",
-        message: `browser "${this.info.label}" (${this.info.browserId}) disconnected before answering; check that it is running, then call list_browsers and retry`,
-      },
-    };
+    return disconnected(this.info);
   }
 
   wireError(error: unknown): WireError {

@@ -1,8 +1,9 @@
 // The extension's side of the driver interface: one paired browser behind a /bridge socket. Calls become
 // frames; answers are parsed with the same schemas as the CDP driver's (drivers/answers.ts).
-import type { BridgeMethod, BridgeResult, ParamsOf, Result, ResultOf, WireError } from "@tabrelay/protocol";
+import type { BridgeMethod, BridgeResult, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import { parseBridgeAnswer, parseWireError } from "../answers.js";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../driver.js";
+import { disconnected, PendingCalls } from "../pendingCalls.js";
 
 /** What the registry needs from a socket: send a frame, close it. Keeps ws out of this module. */
 export interface BridgeSocket {
@@ -10,79 +11,57 @@ export interface BridgeSocket {
   close(code: number, reason: string): void;
 }
 
-interface Pending {
-  /** Parses the browser's answer to the call's method and settles the call with it. */
-  answer: (frame: BridgeResult) => void;
-  resolve: (result: Result<never>) => void;
-}
-
 /** One connected browser. Calls in flight fail at once with browser_disconnected when it goes away. */
 export class BrowserConnection implements BrowserDriver {
   readonly info: BrowserInfo;
   readonly #socket: BridgeSocket;
-  readonly #pending = new Map<number, Pending>();
+  readonly #calls: PendingCalls;
+  /** Calls sent and not answered yet, by frame id: each parses the browser's answer to its own method. */
+  readonly #answers = new Map<number, (frame: BridgeResult) => void>();
   readonly #defaultTimeoutMs: number;
   #nextId = 1;
-  #closed = false;
 
   constructor(info: BrowserInfo, socket: BridgeSocket, defaultTimeoutMs: number) {
     this.info = info;
     this.#socket = socket;
     this.#defaultTimeoutMs = defaultTimeoutMs;
+    this.#calls = new PendingCalls(info);
   }
 
   get closed(): boolean {
-    return this.#closed;
-  }
-
-  get inFlight(): number {
-    return this.#pending.size;
+    return this.#calls.closed;
   }
 
   call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options: CallOptions = {}): Promise<Result<ResultOf<M>>> {
-    if (this.#closed) return Promise.resolve(disconnected(this.info));
+    return this.#calls.run(method, { ...options, timeoutMs: options.timeoutMs ?? this.#defaultTimeoutMs }, (ended) => this.#send(method, params, ended));
+  }
+
+  #send<M extends BridgeMethod>(method: M, params: ParamsOf<M>, ended: Promise<void>): Promise<Result<ResultOf<M>>> {
     const id = this.#nextId++;
-    const timeoutMs = options.timeoutMs ?? this.#defaultTimeoutMs;
-    return new Promise<Result<ResultOf<M>>>((resolve) => {
-      const settle = (result: Result<ResultOf<M>>) => {
-        clearTimeout(timer);
-        this.#pending.delete(id);
-        options.signal?.removeEventListener("abort", onAbort);
-        resolve(result);
-      };
+    void ended.then(() => this.#answers.delete(id));
+    return new Promise((resolve) => {
       // What the extension sends is parsed, never cast: a malformed answer is an internal error naming the field.
-      const answer = (frame: BridgeResult) => {
-        if (!frame.ok) return settle({ ok: false, error: parseWireError(method, frame.error) });
+      this.#answers.set(id, (frame) => {
+        if (!frame.ok) return resolve({ ok: false, error: parseWireError(method, frame.error) });
         const parsed = parseBridgeAnswer(method, frame.result);
-        settle(parsed.ok ? parsed : { ok: false, error: { code: "internal", message: `the browser's answer to ${method} is malformed: ${parsed.problem}; check that the extension and the broker are the same version` } });
-      };
-      const timer = setTimeout(
-        () => settle({ ok: false, error: { code: "timeout", message: `the browser did not answer ${method} within ${timeoutMs} ms` } }),
-        timeoutMs,
-      );
-      const onAbort = () => settle({ ok: false, error: { code: "timeout", message: `${method} was cancelled by the client` } });
-      options.signal?.addEventListener("abort", onAbort, { once: true });
-      this.#pending.set(id, { answer, resolve: settle });
+        resolve(parsed.ok ? parsed : { ok: false, error: { code: "internal", message: `the browser's answer to ${method} is malformed: ${parsed.problem}; check that the extension and the broker are the same version` } });
+      });
       try {
         this.#socket.send(JSON.stringify({ type: "call", id, method, params }));
       } catch {
-        settle(disconnected(this.info));
+        resolve(disconnected(this.info));
       }
     });
   }
 
   /** A result frame from the browser. Late or unknown ids (already timed out) are dropped. */
   onResult(frame: BridgeResult): void {
-    const pending = this.#pending.get(frame.id);
-    if (!pending) return;
-    pending.answer(frame);
+    this.#answers.get(frame.id)?.(frame);
   }
 
   /** The socket closed: fail everything in flight now, never after a timeout. */
   markClosed(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    for (const pending of [...this.#pending.values()]) pending.resolve(disconnected(this.info));
+    this.#calls.close();
   }
 
   close(reason: string): void {
@@ -93,14 +72,4 @@ export class BrowserConnection implements BrowserDriver {
       // already gone
     }
   }
-}
-
-function disconnected(info: BrowserInfo): { ok: false; error: WireError } {
-  return {
-    ok: false,
-    error: {
-      code: "browser_disconnected",
-      message: `browser "${info.label}" (${info.browserId}) disconnected before answering; check that it is running, then call list_browsers and retry`,
-    },
-  };
 }
