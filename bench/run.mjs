@@ -263,6 +263,27 @@ async function callResult(client, name, args = {}) {
   return result;
 }
 
+/** Where a process's resident memory is (MiB): anonymous (heaps, stacks), the node binary's own pages, other files. */
+function rssBreakdown(pid) {
+  try {
+    const parts = { anon: 0, nodeBinary: 0, otherFiles: 0 };
+    let name = "";
+    for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+      const mapping = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+      if (mapping) name = mapping[1] ?? "";
+      const rss = /^Rss:\s+(\d+) kB/.exec(line);
+      if (!rss) continue;
+      const kb = Number(rss[1]);
+      if (name === "" || name.startsWith("[")) parts.anon += kb;
+      else if (name === process.execPath || name.endsWith("/node")) parts.nodeBinary += kb;
+      else parts.otherFiles += kb;
+    }
+    return Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, round(v / 1024, 1)]));
+  } catch (error) {
+    return { error: `cannot read /proc/${pid}/smaps: ${message(error)}` };
+  }
+}
+
 function procStatus(pid) {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -550,7 +571,7 @@ async function benchTabrelayServe(lib, site) {
     reads.push(ms);
     if ((i + 1) % 10 === 0) rssSeries[`read${i + 1}`] = procStatus(server.child.pid).rssMiB;
   }
-  const rss = { ...procStatus(server.child.pid), series: rssSeries };
+  const rss = { ...procStatus(server.child.pid), series: rssSeries, breakdown: rssBreakdown(server.child.pid) };
   // And once idle: the broker ends an extraction worker 5 s after its last job.
   await sleep(6_500);
   rssSeries.idle6s = procStatus(server.child.pid).rssMiB;
@@ -1514,7 +1535,7 @@ async function main() {
       `3. extract() readable, median over ${Object.keys(extract.perPage).length} pages: ${fmtMs(extract.pooled)}; worst page ${round(extract.worstPageMedian, 1)} ms\n` +
         Object.entries(extract.perPage).map(([path, x]) => `   ${path}: ${round(x.median, 1)} ms\n`).join("") +
         `2. read_url article (median): ${fmtMs(serve.read.time)}\n` +
-        `4. server RSS after the workload: ${rss.rssMiB} MiB (peak ${rss.peakRssMiB}); series ${JSON.stringify(rss.series)}\n`,
+        `4. server RSS after the workload: ${rss.rssMiB} MiB (peak ${rss.peakRssMiB}); series ${JSON.stringify(rss.series)}; resident ${JSON.stringify(rss.breakdown)}\n`,
     );
     return;
   }
