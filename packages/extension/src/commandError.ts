@@ -5,6 +5,8 @@ export class CommandError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
+    /** tabs.open: the tab it created before it failed, which the broker closes (WireError.tabId). */
+    readonly tabId?: number,
   ) {
     super(message);
   }

@@ -50,9 +50,8 @@ export const handlers: Handlers = {
         await nav.wait(tab.id, waitUntil, timeoutMs);
         return { tab: await fresh(tab.id) };
       } catch (error) {
-        // The agent never learns this tab's id: close it rather than leave it behind.
-        await chrome.tabs.remove(tab.id).catch(() => undefined);
-        throw error;
+        // Named in the error, so the broker closes it (drivers/composed.ts): the agent never learns its id.
+        throw new CommandError(error instanceof CommandError ? error.code : "internal", error instanceof Error ? error.message : String(error), tab.id);
       }
     } finally {
       nav.dispose();

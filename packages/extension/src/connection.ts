@@ -185,7 +185,7 @@ async function runCall(ws: WebSocket, call: BridgeCall): Promise<void> {
   } catch (error) {
     const wire: WireError =
       error instanceof CommandError
-        ? { code: error.code, message: error.message }
+        ? { code: error.code, message: error.message, ...(error.tabId !== undefined ? { tabId: error.tabId } : {}) }
         : { code: "internal", message: error instanceof Error ? error.message : String(error) };
     if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "result", id: call.id, ok: false, error: wire }));
   }

@@ -32,6 +32,8 @@ import type { ErrorCode } from "./errors.js";
 export interface WireError {
   code: ErrorCode;
   message: string;
+  /** tabs.open that failed after it created its tab: that tab, which the broker closes (the agent never sees it). */
+  tabId?: number;
 }
 
 /** A tab as the broker sees it. Only the agent's own tabs (and tabs the user shared) are ever listed. */

@@ -218,13 +218,13 @@ export function parseWith<T>(schema: z.ZodType<T>, value: unknown): Parsed<T> {
   return parsed.success ? { ok: true, value: parsed.data } : { ok: false, problem: describeIssues(parsed.error, value) };
 }
 
-const wireError = z.object({ code: z.string(), message: z.string() });
+const wireError = z.object({ code: z.string(), message: z.string(), tabId: z.number().int().optional() });
 
 /** A browser's error answer; a code this broker does not know becomes `internal`, keeping the message. */
 export function parseWireError(method: BridgeMethod, value: unknown): WireError {
   const parsed = wireError.safeParse(value);
   if (!parsed.success) return { code: "internal", message: `the browser's error answer to ${method} is malformed: ${describeIssues(parsed.error, value)}` };
-  return { code: knownCode(parsed.data.code), message: parsed.data.message };
+  return { code: knownCode(parsed.data.code), message: parsed.data.message, ...(parsed.data.tabId !== undefined ? { tabId: parsed.data.tabId } : {}) };
 }
 
 export function knownCode(code: string): ErrorCode {

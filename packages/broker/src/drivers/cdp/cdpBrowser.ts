@@ -20,6 +20,7 @@
 // file is the entry the broker imports lazily (its own chunk of the CLI bundle) and dispatches BridgeMethods.
 import { randomUUID } from "node:crypto";
 import type { BridgeMethod, ElementFacts, ParamsOf, Result, ResultOf, TabInfo } from "@tabrelay/protocol";
+import { serve } from "../composed.js";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../driver.js";
 import { TabrelayError } from "../../util/errors.js";
 import { capture } from "./capture.js";
@@ -90,10 +91,13 @@ export class CdpBrowser implements BrowserDriver {
   }
 
   call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options: CallOptions = {}): Promise<Result<ResultOf<M>>> {
-    return this.#core.calls.run(method, { ...options, timeoutMs: options.timeoutMs ?? this.#core.options.callTimeoutMs }, () =>
-      this.#dispatch(method, params).then(
-        (value) => this.#core.sized(method, value),
-        (error: unknown) => ({ ok: false, error: this.#core.wireError(error) }),
+    const timeoutMs = this.#core.options.callTimeoutMs;
+    return serve(this.#core.calls, method, params, { ...options, timeoutMs: options.timeoutMs ?? timeoutMs }, (m, p, o = {}) =>
+      this.#core.calls.run(m, { ...o, timeoutMs: o.timeoutMs ?? timeoutMs }, () =>
+        this.#dispatch(m, p).then(
+          (value) => this.#core.sized(m, value),
+          (error: unknown) => ({ ok: false, error: this.#core.wireError(error) }),
+        ),
       ),
     );
   }
@@ -131,11 +135,7 @@ export class CdpBrowser implements BrowserDriver {
       try {
         info = await navigate(this.#core, Object.assign(tab, { sessionId }), url, waitUntil, timeoutMs);
       } catch (error) {
-        // The agent never learns this tab's id: close it rather than leave it behind (as the extension does).
-        tab.closedByUs = true;
-        await this.#core.send("Target.closeTarget", { targetId: tab.targetId });
-        this.#core.retire(tab);
-        throw error;
+        throw DriverError.of(error, tab.tabId); // the broker closes it (drivers/composed.ts)
       }
       // chrome.tabs.create starts a tab's history at its URL: drop the about:blank it was created on.
       await this.#core.send("Page.resetNavigationHistory", {}, sessionId);

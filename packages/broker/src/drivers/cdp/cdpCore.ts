@@ -28,8 +28,15 @@ export class DriverError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
+    /** tabs.open: the tab it created before it failed (WireError.tabId). */
+    readonly tabId?: number,
   ) {
     super(message);
+  }
+
+  /** The error as a DriverError naming the tab its tabs.open created. */
+  static of(error: unknown, tabId: number): DriverError {
+    return error instanceof DriverError ? new DriverError(error.code, error.message, tabId) : new DriverError("internal", error instanceof Error ? error.message : String(error), tabId);
   }
 }
 
@@ -205,7 +212,7 @@ export class CdpCore {
 
   wireError(error: unknown): WireError {
     if (this.closed) return this.disconnected().error;
-    if (error instanceof DriverError) return { code: error.code, message: error.message };
+    if (error instanceof DriverError) return { code: error.code, message: error.message, ...(error.tabId !== undefined ? { tabId: error.tabId } : {}) };
     return { code: "internal", message: error instanceof Error ? error.message : String(error) };
   }
 

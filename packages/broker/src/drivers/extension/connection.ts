@@ -2,6 +2,7 @@
 // frames; answers are parsed with the same schemas as the CDP driver's (drivers/answers.ts).
 import type { BridgeMethod, BridgeResult, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import { parseBridgeAnswer, parseWireError } from "../answers.js";
+import { serve } from "../composed.js";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../driver.js";
 import { disconnected, PendingCalls } from "../pendingCalls.js";
 
@@ -33,7 +34,9 @@ export class BrowserConnection implements BrowserDriver {
   }
 
   call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options: CallOptions = {}): Promise<Result<ResultOf<M>>> {
-    return this.#calls.run(method, { ...options, timeoutMs: options.timeoutMs ?? this.#defaultTimeoutMs }, (ended) => this.#send(method, params, ended));
+    return serve(this.#calls, method, params, { ...options, timeoutMs: options.timeoutMs ?? this.#defaultTimeoutMs }, (m, p, o = {}) =>
+      this.#calls.run(m, { ...o, timeoutMs: o.timeoutMs ?? this.#defaultTimeoutMs }, (ended) => this.#send(m, p, ended)),
+    );
   }
 
   #send<M extends BridgeMethod>(method: M, params: ParamsOf<M>, ended: Promise<void>): Promise<Result<ResultOf<M>>> {

@@ -1,0 +1,46 @@
+// What the broker composes from a driver's own calls, once for both drivers (drivers/composed.ts), against a
+// scripted driver: each case answers the primitive calls the way a browser would.
+import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
+import { describe, expect, it } from "vitest";
+import { type RawCall, serve } from "../src/drivers/composed.js";
+import type { BrowserInfo } from "../src/drivers/driver.js";
+import { PendingCalls } from "../src/drivers/pendingCalls.js";
+
+const info: BrowserInfo = { browserId: "b-1", label: "test", userAgent: "", extensionVersion: "", connectedAt: 0, kind: "extension" };
+const tab = (tabId: number, url: string) => ({ tabId, windowId: 1, url, title: "", active: false, status: "complete" as const, shared: false });
+
+type Script = { [M in BridgeMethod]?: (params: ParamsOf<M>) => Result<ResultOf<M>> | Promise<Result<ResultOf<M>>> };
+
+/** A driver whose raw calls follow `script`; `calls` records them in order. */
+function scripted(script: Script) {
+  const calls: { method: BridgeMethod; params: unknown }[] = [];
+  const raw: RawCall = async (method, params) => {
+    calls.push({ method, params });
+    const answer = script[method] as ((p: typeof params) => Result<ResultOf<typeof method>>) | undefined;
+    return answer ? answer(params) : { ok: false, error: { code: "unknown_method", message: method } };
+  };
+  const call = <M extends BridgeMethod>(method: M, params: ParamsOf<M>, timeoutMs = 5000) => serve(new PendingCalls(info), method, params, { timeoutMs }, raw);
+  return { calls, call };
+}
+
+describe("tabs.open", () => {
+  it("closes the tab an open created before it failed, and answers the failure without its id", async () => {
+    const driver = scripted({
+      "tabs.open": () => ({ ok: false, error: { code: "navigation_failed", message: "the page failed to load", tabId: 12 } }),
+      "tabs.close": () => ({ ok: true, value: { closed: true } }),
+    });
+    expect(await driver.call("tabs.open", { url: "http://x.test/" })).toEqual({ ok: false, error: { code: "navigation_failed", message: "the page failed to load" } });
+    expect(driver.calls.map((c) => [c.method, c.params])).toEqual([
+      ["tabs.open", { url: "http://x.test/" }],
+      ["tabs.close", { tabId: 12 }],
+    ]);
+  });
+
+  it("leaves an open that worked, or failed before it made a tab, as it is", async () => {
+    const worked = scripted({ "tabs.open": ({ url }) => ({ ok: true, value: { tab: tab(3, url) } }) });
+    expect(await worked.call("tabs.open", { url: "http://x.test/" })).toEqual({ ok: true, value: { tab: tab(3, "http://x.test/") } });
+    const refused = scripted({ "tabs.open": () => ({ ok: false, error: { code: "navigation_failed", message: "could not open a tab" } }) });
+    expect((await refused.call("tabs.open", { url: "http://x.test/" })).ok).toBe(false);
+    expect(refused.calls.map((c) => c.method)).toEqual(["tabs.open"]);
+  });
+});
