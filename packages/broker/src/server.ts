@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { BridgeServer } from "./drivers/extension/bridgeServer.js";
@@ -55,6 +55,7 @@ export class Broker {
   readonly #localShots: LocalScreenshotStore | undefined;
   /** CDP endpoints attached or being attached: the same endpoint twice is the same browser. */
   readonly #cdpEndpoints = new Map<string, Promise<BrowserDriver>>();
+  readonly #answering = new Answering();
   #closing = false;
 
   constructor(options: BrokerOptions) {
@@ -123,14 +124,17 @@ export class Broker {
       health: () => this.#health(),
       mcpToken: this.config.mcpToken,
       registerBrowser: (req) => this.#registerCdpBrowser(req),
-      mcp: (req, res) => this.#sessions.handle(req, res),
+      mcp: (req) => this.#sessions.handle(req),
       screenshots: this.#localShots ? (req) => this.#localShots?.handle(req) : undefined,
       dashboard: this.#dashboard,
       log: this.#log,
     });
     // A request without a Host header still reaches the routes (and /mcp's Host check refuses it).
     const listener = getRequestListener(this.app.fetch, { overrideGlobalObjects: false, hostname: "host.invalid" });
-    this.#http = createServer((req, res) => void listener(req, res));
+    this.#http = createServer((req, res) => {
+      if (req.method === "POST" && pathOf(req) === "/mcp") this.#answering.track(res);
+      void listener(req, res);
+    });
     this.#http.on("upgrade", (req, socket, head) => {
       // After an emergency stop, browsers stay out until the user resumes from the dashboard; a refused
       // upgrade (rather than an accepted-then-closed socket) lets the extension back off.
@@ -224,6 +228,7 @@ export class Broker {
     this.#closing = true;
     this.registry.closeAll("broker shutting down");
     this.#bridge.close();
+    await this.#answering.settled(2000);
     await this.#sessions.closeAll();
     this.#http.closeAllConnections();
     await new Promise<void>((resolve) => this.#http.close(() => resolve()));
@@ -289,6 +294,28 @@ export class Broker {
       ? { ok: true, failures: health.failures }
       : { ok: false, failures: health.failures, error: health.error, since: new Date(health.since ?? Date.now()).toISOString(), writes: "refused until the audit log can be written again" };
     return this.secrets.redactValue({ status: health.ok ? "ok" : "degraded", name: "tabrelay", version: VERSION, browsers, audit });
+  }
+}
+
+/**
+ * POSTs to /mcp whose response has not ended yet: requests (tool calls) still being answered. On shutdown the
+ * broker fails its browser calls at once, then waits for these answers (up to a grace period) before closing the
+ * sessions: the SDK's client keeps waiting for a POST's answer until its own timeout (60 s) when the stream ends
+ * without one. Counted here, at the socket, so an answer counts as given once it has left for the client.
+ */
+class Answering {
+  readonly #pending = new Set<Promise<void>>();
+
+  track(res: ServerResponse): void {
+    const answered = new Promise<void>((resolve) => res.once("close", () => resolve()));
+    this.#pending.add(answered);
+    void answered.then(() => this.#pending.delete(answered));
+  }
+
+  async settled(graceMs: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([Promise.all([...this.#pending]), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
   }
 }
 

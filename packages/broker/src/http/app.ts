@@ -1,11 +1,10 @@
-// The broker's HTTP surface, every route declared once, over hono's fetch core: a test calls app.request(...)
-// without a socket, and the routes that need no Node objects can later run on a Workers-style runtime. The door
-// checks (Host, Origin, bearer token; the dashboard's own) run on the headers alone, before any body is read.
-// One route still needs Node's request and response, reached through @hono/node-server's bindings: /mcp (the
-// MCP SDK's Node transport for Streamable HTTP). WebSockets (/bridge) are not served
-// here: they stay on the node server's 'upgrade' event.
+// The broker's HTTP surface, every route declared once, over hono's fetch core: web-standard Request -> Response
+// throughout (/mcp too, on the MCP SDK's web-standard transport), so a test calls app.request(...) without a socket
+// and the same app can later run on a Workers-style runtime. The door checks (Host, Origin, bearer token; the
+// dashboard's own) run on the headers alone, before any body is read. The only Node object a route looks at is the
+// peer address @hono/node-server's bindings carry (the dashboard's login throttle), and it does without one.
+// WebSockets (/bridge) are not served here: they stay on the node server's 'upgrade' event.
 import type { HttpBindings } from "@hono/node-server";
-import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { Hono, type Context } from "hono";
 import type { Dashboard } from "../dashboard/dashboard.js";
 import { answerProof } from "../mcp/brokerProof.js";
@@ -27,8 +26,8 @@ export interface HttpSurface {
   mcpToken: string;
   /** POST /browsers, guarded by the broker itself (its refusals are JSON). */
   registerBrowser(req: Request): Promise<Response>;
-  /** Streamable HTTP MCP over Node's request and response; resolves once the response is handled. */
-  mcp(incoming: HttpBindings["incoming"], outgoing: HttpBindings["outgoing"]): Promise<void>;
+  /** Streamable HTTP MCP (sessions, SSE streams, DELETE), after the door checks passed. */
+  mcp(req: Request): Promise<Response>;
   /** The local screenshot store's handler (undefined for a path it does not serve), when screenshots are stored locally. */
   screenshots?: ((req: Request) => Promise<Response> | undefined) | undefined;
   dashboard: Dashboard;
@@ -61,23 +60,14 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
         headers: { ...TEXT, ...(refusal.status === 401 ? { "WWW-Authenticate": 'Bearer realm="tabrelay"' } : {}) },
       });
     }
-    const node = nodeOf(c);
-    if (!node) return nodeOnly();
-    try {
-      await surface.mcp(node.incoming, node.outgoing);
-    } catch (error) {
-      surface.log.error(`http: ${c.req.method} /mcp failed: ${errorText(error)}`);
-      if (!node.outgoing.headersSent) node.outgoing.writeHead(500, TEXT);
-      node.outgoing.end("internal error\n");
-    }
-    return RESPONSE_ALREADY_SENT;
+    return surface.mcp(c.req.raw);
   });
 
   app.post("/browsers", (c) => surface.registerBrowser(c.req.raw));
   app.post("/auth/proof", (c) => answerProof(c.req.raw, surface.mcpToken));
 
   const dashboard = async (c: Context<Env>) => {
-    const peer = { remoteAddress: nodeOf(c)?.incoming.socket.remoteAddress ?? "unknown" };
+    const peer = { remoteAddress: c.env?.incoming?.socket.remoteAddress ?? "unknown" };
     return (await surface.dashboard.handle(c.req.raw, peer)) ?? notFound();
   };
   for (const path of ["/", "/login", "/logout", "/dashboard/*"]) app.all(path, dashboard);
@@ -90,22 +80,12 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
   return app;
 }
 
-function nodeOf(c: Context<Env>): HttpBindings | undefined {
-  const env: Partial<HttpBindings> | undefined = c.env;
-  return env?.incoming && env.outgoing ? { incoming: env.incoming, outgoing: env.outgoing } : undefined;
-}
-
 function json(status: number, value: unknown): Response {
   return new Response(JSON.stringify(value), { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
 }
 
 function notFound(): Response {
   return new Response("not found\n", { status: 404, headers: TEXT });
-}
-
-/** A route that still needs Node's request and response, called through the fetch core alone. */
-function nodeOnly(): Response {
-  return new Response("this route is served only by the Node broker\n", { status: 501, headers: TEXT });
 }
 
 function errorText(error: unknown): string {

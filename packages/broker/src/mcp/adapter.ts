@@ -1,12 +1,10 @@
 // The only module that imports the MCP SDK at run time: it turns the tool table into an MCP server over
-// Streamable HTTP or stdio, and forwards stdio to a running broker.
-import { randomUUID } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
+// Streamable HTTP (web-standard Request -> Response, no socket needed) or stdio, and forwards stdio to a running broker.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool as ListedTool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
@@ -68,11 +66,12 @@ function listing(tools: readonly Tool[]): ListedTool[] {
   return listed;
 }
 
-/** Streamable HTTP sessions: one MCP server per session, as the SDK expects. */
+/**
+ * Streamable HTTP sessions over web-standard Request -> Response (the SDK's web-standard transport), one MCP
+ * server per session, as the SDK expects. Nothing here needs a socket: the door checks ran before, in the HTTP app.
+ */
 export class HttpSessions {
-  readonly #sessions = new Map<string, StreamableHTTPServerTransport>();
-  /** Settle when a POST's response has ended: requests (tool calls) still being answered. */
-  readonly #answering = new Set<Promise<void>>();
+  readonly #sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
   readonly #ctx: ToolContext;
   readonly #tools: readonly Tool[];
   readonly #maxSessions: number;
@@ -87,33 +86,18 @@ export class HttpSessions {
     return this.#sessions.size;
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method === "POST") {
-      const answered = new Promise<void>((resolve) => res.once("close", () => resolve()));
-      this.#answering.add(answered);
-      void answered.then(() => this.#answering.delete(answered));
-    }
-    const header = req.headers["mcp-session-id"];
-    const sessionId = Array.isArray(header) ? header[0] : header;
+  async handle(req: Request): Promise<Response> {
+    const sessionId = req.headers.get("mcp-session-id");
     const existing = sessionId ? this.#sessions.get(sessionId) : undefined;
-    if (existing) {
-      await existing.handleRequest(req, res);
-      return;
-    }
-    if (sessionId) {
-      sendJsonRpcError(res, 404, "Session not found: it expired or the broker restarted; initialize a new session");
-      return;
-    }
-    if (req.method !== "POST") {
-      sendJsonRpcError(res, 400, "No session: send an initialize request first (POST /mcp)");
-      return;
-    }
+    if (existing) return existing.handleRequest(req);
+    if (sessionId) return jsonRpcError(404, "Session not found: it expired or the broker restarted; initialize a new session");
+    if (req.method !== "POST") return jsonRpcError(400, "No session: send an initialize request first (POST /mcp)");
     if (this.#sessions.size >= this.#maxSessions) {
       const oldest = this.#sessions.values().next().value;
       await oldest?.close();
     }
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
+    const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => crypto.randomUUID(),
       onsessioninitialized: (id) => {
         this.#sessions.set(id, transport);
       },
@@ -123,27 +107,19 @@ export class HttpSessions {
     };
     const server = createMcpServer(this.#ctx, this.#tools);
     await server.connect(transport);
-    await transport.handleRequest(req, res);
+    return transport.handleRequest(req);
   }
 
-  /**
-   * Closes every session, once the requests in flight are answered (at most `graceMs`). The broker fails
-   * its browser calls at once before this; answering them matters because the SDK's client keeps waiting
-   * for a POST's answer until its own timeout (60 s) when the stream ends without one.
-   */
-  async closeAll(graceMs = 2000): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([Promise.all([...this.#answering]), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
-    clearTimeout(timer);
+  /** Closes every session (their streams end; a call still running is aborted and its answer is lost). */
+  async closeAll(): Promise<void> {
     const all = [...this.#sessions.values()];
     this.#sessions.clear();
     await Promise.allSettled(all.map((t) => t.close()));
   }
 }
 
-function sendJsonRpcError(res: ServerResponse, status: number, message: string): void {
-  res.writeHead(status, { "Content-Type": "application/json" });
-  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }));
+function jsonRpcError(status: number, message: string): Response {
+  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }), { status, headers: { "Content-Type": "application/json" } });
 }
 
 /** MCP over stdio for agents that spawn tabrelay; stdout carries nothing but MCP messages. */
