@@ -47,6 +47,9 @@ export function cdpChromiumArgs(options: { profileDir: string; headless: boolean
     "--disable-quic",
     "--disable-gpu",
     "--window-size=1280,800",
+    // Chromium sets navigator.webdriver = true in every page of a browser started with a DevTools port; pages read
+    // it to refuse or fingerprint automated visitors. The user's own Chrome (the extension path) says false.
+    "--disable-blink-features=AutomationControlled",
   ];
   if (typeof process.getuid === "function" && process.getuid() === 0) args.push("--no-sandbox");
   // Headless, the browser starts with no tab: nobody sees one, and every tab in it is then one the agent
