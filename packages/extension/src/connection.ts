@@ -176,7 +176,8 @@ async function runCall(ws: WebSocket, call: BridgeCall): Promise<void> {
     if (!handler) throw new CommandError("unknown_method", `unknown method ${String(call.method)}`);
     const result = await handler(call.params as never);
     const frame = JSON.stringify({ type: "result", id: call.id, ok: true, result });
-    // The broker closes a socket that sends an oversized frame; answer with an error instead of losing the link.
+    // A transport limit: the broker closes a socket that sends an oversized frame (MAX_FRAME_BYTES); answer with an
+    // error instead of losing the link. Over CDP there is no bridge and no such limit.
     const bytes = frame.length * 3 > MAX_FRAME_BYTES ? new TextEncoder().encode(frame).length : frame.length;
     if (bytes > MAX_FRAME_BYTES) {
       throw new CommandError("frame_too_large", `the answer is ${Math.round(bytes / 1048576)} MiB, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole`);

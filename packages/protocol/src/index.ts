@@ -23,7 +23,7 @@ export const PROTOCOL_VERSION = 3;
 
 export * from "./handshake.js";
 
-/** Largest frame either end accepts, in bytes. A rendered page's HTML travels in one frame. */
+/** Largest frame either end of the /bridge socket accepts, in bytes (a transport limit: the CDP driver has no bridge). A rendered page's HTML travels in one frame. */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
 
 export * from "./errors.js";

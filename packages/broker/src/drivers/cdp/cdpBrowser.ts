@@ -94,8 +94,9 @@ export class CdpBrowser implements BrowserDriver {
     const timeoutMs = this.#core.options.callTimeoutMs;
     return serve(this.#core.calls, method, params, { ...options, timeoutMs: options.timeoutMs ?? timeoutMs }, (m, p, o = {}) =>
       this.#core.calls.run(m, { ...o, timeoutMs: o.timeoutMs ?? timeoutMs }, () =>
+        // No size check: MAX_FRAME_BYTES is what the /bridge socket carries, and over CDP there is no bridge.
         this.#dispatch(m, p).then(
-          (value) => this.#core.sized(m, value),
+          (value) => ({ ok: true, value }),
           (error: unknown) => ({ ok: false, error: this.#core.wireError(error) }),
         ),
       ),

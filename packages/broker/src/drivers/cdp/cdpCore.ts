@@ -3,7 +3,7 @@
 // failure -> error-code mapping, event emission, waiting for a tab to change, tab lookup and retirement.
 // The other modules of the driver are functions over one CdpCore; its members are public to them (the
 // package exports only CdpBrowser).
-import { type BridgeEvent, type BridgeMethod, type ErrorCode, MAX_FRAME_BYTES, type Result, type ResultOf, type TabInfo, type WireError } from "@tabrelay/protocol";
+import { type BridgeEvent, type ErrorCode, type TabInfo, type WireError } from "@tabrelay/protocol";
 import type { Protocol } from "devtools-protocol";
 import type { BrowserInfo } from "../driver.js";
 import { disconnected, PendingCalls } from "../pendingCalls.js";
@@ -230,18 +230,6 @@ export class CdpCore {
         }
         return new DriverError("internal", error.message);
     }
-  }
-
-  sized<M extends BridgeMethod>(method: M, value: ResultOf<M>): Result<ResultOf<M>> {
-    const text = JSON.stringify(value);
-    const bytes = text.length * 3 > MAX_FRAME_BYTES ? Buffer.byteLength(text) : text.length;
-    if (bytes > MAX_FRAME_BYTES) {
-      return {
-        ok: false,
-        error: { code: "frame_too_large", message: `the answer to ${method} is ${Math.round(bytes / 1048576)} MiB, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole` },
-      };
-    }
-    return { ok: true, value };
   }
 
   /**
