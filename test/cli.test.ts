@@ -1,5 +1,5 @@
 // The `tabrelay` command as a user runs it: help, version, exit codes, config validation, tokens,
-// stdio, policy update-sites.
+// start (with the extension, and --cdp), stdio, audit, policy update-sites.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { describe, expect, it } from "vitest";
-import { call, closedPort, connectClient, MCP_TOKEN, PAIRING_TOKEN, startSite, waitFor } from "./harness.js";
+import { article, call, closedPort, connectClient, MCP_TOKEN, PAIRING_TOKEN, startSite, waitFor } from "./harness.js";
 import { StubExtension } from "./stubExtension.js";
 
 const CLI = fileURLToPath(new URL("../packages/cli/bin/tabrelay.js", import.meta.url));
@@ -129,6 +129,32 @@ describe("serve", () => {
     expect(code).toBe(4);
     expect(stderr).toMatch(/already in use/);
   });
+});
+
+// `tabrelay start` with the extension; browser lifecycle under start --cdp is in lifecycle.test.ts.
+describe("start", () => {
+  it("starts broker + headless Chromium and serves a read from the printed config", async () => {
+    const site = await startSite();
+    site.route("/article", article("Rivers of the North", 60, "This is the closing paragraph of the article."));
+    const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-start-"));
+    writeFileSync(join(dataDir, "config.yaml"), `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n`);
+    const child = spawn(process.execPath, [CLI, "start", "--headless", "--port", "0", "--data-dir", dataDir], { stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    try {
+      const url = await waitFor("the MCP URL on stderr", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1], 20_000);
+      const token = await waitFor("the token on stderr", () => /"Authorization": "Bearer ([^"]+)"/.exec(stderr)?.[1]);
+      const startClient = await connectClient(url, token);
+      await waitFor("a browser", async () => ((await call(startClient, "list_browsers")).text.includes("connected:") ? true : undefined), 20_000);
+      const read = await call(startClient, "read_url", { url: `${site.origin}/article` });
+      expect(read.text).toContain("This is the closing paragraph of the article.");
+      await startClient.close();
+    } finally {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+      await site.close();
+    }
+  }, 60_000);
 });
 
 describe("start --cdp", () => {

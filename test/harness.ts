@@ -5,6 +5,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { expect } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
@@ -148,17 +151,29 @@ export async function launchBrowser(bridgePort: number): Promise<TestBrowser> {
 export const DRIVERS = ["extension", "cdp"] as const;
 export type Driver = (typeof DRIVERS)[number];
 
+/** A browser attached to a test broker. */
+export interface AttachedBrowser {
+  /** Ends the browser (and removes its profile). */
+  close(): Promise<void>;
+  /** Kills the browser process outright (SIGKILL), as a crash would; `close()` still cleans up after it. */
+  kill(): void;
+  /** Where the extension's browser saves downloads; tabrelay's own CDP browser refuses them outright. */
+  downloadsDir?: string;
+}
+
 /**
  * A real headless Chromium serving the broker through `driver`: the extension dialling the bridge, or the
- * CDP driver attached to a Chromium of its own. Resolves once the browser is connected.
+ * CDP driver attached to a Chromium of its own. Resolves once the browser is connected. `allowPopups` lets
+ * pages open tabs over CDP too (the extension's browser always allows them, see launchBrowser).
  */
-export async function attachBrowser(b: TestBroker, driver: Driver): Promise<{ close(): Promise<void> }> {
-  let browser: { close(): Promise<void> };
+export async function attachBrowser(b: TestBroker, driver: Driver, options: { allowPopups?: boolean } = {}): Promise<AttachedBrowser> {
+  let browser: AttachedBrowser;
   if (driver === "extension") {
-    browser = await launchBrowser(b.port);
+    const launched = await launchBrowser(b.port);
+    browser = { close: () => launched.close(), kill: () => launched.browser.process.kill("SIGKILL"), downloadsDir: launched.downloadsDir };
   } else {
-    const local = await launchLocalChromium({ chromiumPath: findChromium(), headless: true });
-    browser = { close: () => local.close() };
+    const local = await launchLocalChromium({ chromiumPath: findChromium(), headless: true, ...(options.allowPopups ? { extraArgs: ["--disable-popup-blocking"] } : {}) });
+    browser = { close: () => local.close(), kill: () => local.process.kill("SIGKILL") };
     try {
       await b.broker.attachCdp(local.endpoint, { label: "test cdp", ownsBrowser: true });
     } catch (error) {
@@ -183,11 +198,11 @@ export interface TestSession {
   close(): Promise<void>;
 }
 
-export async function startSession(driver: Driver, options: Parameters<typeof startBroker>[0] = {}): Promise<TestSession> {
+export async function startSession(driver: Driver, options: Parameters<typeof startBroker>[0] = {}, browserOptions: Parameters<typeof attachBrowser>[2] = {}): Promise<TestSession> {
   const broker = await startBroker(options);
   let browser: { close(): Promise<void> } | undefined;
   try {
-    browser = await attachBrowser(broker, driver);
+    browser = await attachBrowser(broker, driver, browserOptions);
     const client = await connectClient(broker.url);
     return {
       broker,
@@ -253,4 +268,68 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/** A page of the test site: a title and a body. */
+export function page(title: string, body: string): string {
+  return `<!doctype html><html><head><title>${title}</title></head><body>${body}</body></html>`;
+}
+
+/** Opens `url` in a new agent tab (the call must succeed) and returns the tab's id. */
+export async function openTab(client: Client, url: string): Promise<number> {
+  const opened = await call(client, "open_tab", { url });
+  expect(opened.isError, opened.text).toBe(false);
+  return Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
+}
+
+/** A snapshot's text, its revision, and the ref of a named element in it. */
+export interface Snap {
+  text: string;
+  revision: string;
+  /** The ref of the element named `name` (and of `role`, if given); throws, showing the snapshot, if none. */
+  ref(name: string, role?: string): string;
+}
+
+export async function snapshotOf(client: Client, tab: number, extra: Record<string, unknown> = {}): Promise<Snap> {
+  const result = await call(client, "snapshot", { tab, ...extra });
+  expect(result.isError, result.text).toBe(false);
+  const revision = /revision: (\S+)/.exec(result.text)?.[1] ?? "";
+  return {
+    text: result.text,
+    revision,
+    ref(name, role) {
+      const line = result.text.split("\n").find((l) => l.includes(`"${name}"`) && l.includes("[ref=") && (!role || l.includes(`- ${role} `)));
+      const ref = line ? /\[ref=([^\]]+)\]/.exec(line)?.[1] : undefined;
+      if (!ref) throw new Error(`no ref for ${role ?? ""} "${name}" in:\n${result.text}`);
+      return ref;
+    },
+  };
+}
+
+/** The whole text of an open tab (read_page, full mode). */
+export async function readFull(client: Client, tab: number): Promise<string> {
+  return (await call(client, "read_page", { tab, mode: "full" })).text;
+}
+
+/**
+ * Serves the React-controlled shop form (test/site/reactForm.tsx, bundled here) at `/react` on `site`: a Name field,
+ * a Size select, a Gift wrap checkbox and an Add to cart button whose result shows as "Added: ...".
+ */
+export async function routeReactShop(site: TestSite): Promise<void> {
+  const bundle = await build({
+    entryPoints: [fileURLToPath(new URL("./site/reactForm.tsx", import.meta.url))],
+    bundle: true,
+    write: false,
+    format: "iife",
+    jsx: "automatic",
+    define: { "process.env.NODE_ENV": '"production"' },
+    minify: true,
+    logLevel: "error",
+  });
+  const script = bundle.outputFiles[0]?.text ?? "";
+  site.route("/react.js", (_req, res) => {
+    res.writeHead(200, { "Content-Type": "text/javascript" });
+    res.end(script);
+  });
+  site.route("/react", page("React shop", `<div id="root"></div><script src="/react.js"></script>`));
 }

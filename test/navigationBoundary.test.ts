@@ -1,7 +1,9 @@
 // The network boundary for navigations: a navigation request of an agent tab (top frame or frame, every
 // redirect hop, page-started or agent-started) to an origin the read policy refuses is stopped before it is
 // sent. The witness is the refused host's own server: it must see no request at all. Real Chromium with the
-// real extension (declarativeNetRequest) and over CDP (Fetch interception), the real MCP SDK client.
+// real extension (declarativeNetRequest) and over CDP (Fetch interception), the real MCP SDK client. Then what the
+// agent sees when a page leaves the policy (the call refused, the tab reset, no tab left behind), and the user's
+// own tabs, which are never scoped.
 import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -304,5 +306,73 @@ setInterval(async () => {
     expect(tabs.text).not.toContain("localhost");
     expect(tabs.text).not.toContain("User page");
     witness.requests.splice(0);
+  });
+});
+
+// What the agent sees when a page leaves the read policy: the call is refused or the tab reset, no tab is left
+// on the refused page, and its text never reaches the agent. A second, off-policy test server ("localhost") holds
+// the page the tabs try to reach.
+describe.each(DRIVERS)("the read policy is a boundary, with the %s driver", (driver) => {
+  let site: TestSite;
+  let offsite: TestSite;
+  let client: Client;
+  let closeSession: () => Promise<void> = async () => undefined;
+
+  beforeAll(async () => {
+    site = await startSite("127.0.0.1");
+    offsite = await startSite("localhost");
+    offsite.route("/secret", "<html><head><title>Secret</title></head><body><p>OFFSITE SECRET TEXT</p></body></html>");
+    site.route("/redirect-away", (_req, res) => {
+      res.writeHead(302, { Location: `${offsite.origin}/secret` });
+      res.end();
+    });
+    site.route("/js-away", `<html><head><title>Leaving</title></head><body><p>Going elsewhere soon.</p><script>setTimeout(() => { location.href = "${offsite.origin}/secret"; }, 300)</script></body></html>`);
+    site.route("/meta-away", `<html><head><title>Meta</title><meta http-equiv="refresh" content="0;url=${offsite.origin}/secret"></head><body>Refreshing</body></html>`);
+    site.route("/popup", `<html><head><title>Popup opener</title></head><body><p>Opens a tab.</p><script>window.open("${offsite.origin}/secret")</script></body></html>`);
+    // Popups allowed over CDP too, as for the extension's browser (harness.ts): the agent page's popup must open.
+    ({ client, close: closeSession } = await startSession(driver, { yaml: allowYaml("read:\n  load_timeout_ms: 4000\n") }, { allowPopups: true }));
+  }, 60_000);
+
+  afterAll(async () => {
+    await closeSession();
+    await site?.close();
+    await offsite?.close();
+  });
+
+  it("refuses a redirect that leaves the allowlist and leaves no tab behind", async () => {
+    const result = await call(client, "read_url", { url: `${site.origin}/redirect-away` });
+    expect(result.isError).toBe(true);
+    expect(result.text).toMatch(/^policy_denied: .*localhost/);
+    expect(result.text).not.toContain("OFFSITE SECRET TEXT");
+    expect((await call(client, "list_tabs")).text).toContain("No agent tabs");
+  });
+
+  it("resets a tab that a script navigated off-policy after load", async () => {
+    const opened = await call(client, "open_tab", { url: `${site.origin}/js-away` });
+    expect(opened.isError).toBe(false);
+    const tabId = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
+    await waitFor("the tab to be reset", async () => ((await call(client, "list_tabs")).text.includes("about:blank") ? true : undefined));
+    const read = await call(client, "read_page", { tab: tabId });
+    expect(read.isError).toBe(true);
+    expect(read.text).not.toContain("OFFSITE SECRET TEXT");
+    await call(client, "close_tab", { tab: tabId });
+  });
+
+  it("resets a meta refresh to an off-policy page", async () => {
+    const result = await call(client, "read_url", { url: `${site.origin}/meta-away` });
+    if (!result.isError) expect(result.text).not.toContain("OFFSITE SECRET TEXT");
+    await waitFor("no tab left on the off-policy page", async () => (!(await call(client, "list_tabs")).text.includes(offsite.origin) ? true : undefined));
+  });
+
+  it("polices a tab that an agent page opened", async () => {
+    const opened = await call(client, "open_tab", { url: `${site.origin}/popup` });
+    const openerId = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
+    const tabs = await waitFor("the popup tab to be listed and reset", async () => {
+      const text = (await call(client, "list_tabs")).text;
+      const ids = [...text.matchAll(/tab (\d+):/g)].map((m) => Number(m[1]));
+      return ids.length >= 2 && !text.includes(offsite.origin) && text.includes("about:blank") ? ids : undefined;
+    });
+    for (const id of tabs) await call(client, "close_tab", { tab: id });
+    expect(tabs).toContain(openerId);
   });
 });

@@ -1,9 +1,10 @@
 // A browser stand-in that speaks the real bridge protocol over a real WebSocket, for fast broker tests.
 // It never replaces the real extension in the end-to-end suite.
 import { BUILTIN_EXTENSION_ID } from "../packages/broker/src/index.js";
-import { PROTOCOL_VERSION, bridgeProof, newNonce, proofsEqual, type BridgeCall, type BridgeMethod, type BrokerToBrowser, type ParamsOf, type ResultOf, type WireError } from "../packages/protocol/src/index.js";
+import { PROTOCOL_VERSION, bridgeProof, newNonce, proofsEqual, type BridgeCall, type BridgeMethod, type BrokerToBrowser, type ParamsOf, type ResultOf, type TabInfo, type WireError } from "../packages/protocol/src/index.js";
 import WebSocket from "ws";
-import { PAIRING_TOKEN } from "./harness.js";
+import { afterEach, beforeEach } from "vitest";
+import { allowYaml, PAIRING_TOKEN, startBroker, type TestBroker } from "./harness.js";
 
 export type StubHandler<M extends BridgeMethod> = (params: ParamsOf<M>) => ResultOf<M> | Promise<ResultOf<M>> | "never";
 export type StubHandlers = { [M in BridgeMethod]?: StubHandler<M> };
@@ -93,4 +94,49 @@ export class StubExtension {
   methods(): string[] {
     return this.calls.map((c) => c.method);
   }
+}
+
+/** A tab as a stub browser reports it. */
+export function stubTab(tabId: number, url: string, extra: Partial<TabInfo> = {}): TabInfo {
+  return { tabId, windowId: 1, url, title: "T", active: false, status: "complete", shared: false, ...extra };
+}
+
+/** What stubBrokerPerTest gives the tests of the describe block it is called in. */
+export interface StubBroker {
+  /** This test's broker. */
+  readonly broker: TestBroker;
+  /** A stub browser dialling this test's broker; closed after the test. */
+  stub(options?: Omit<StubOptions, "port">): StubExtension;
+}
+
+/**
+ * For each test of the enclosing describe block, a fresh broker (reads of 127.0.0.1 allowed and clicks on it
+ * granted, an 800 ms call timeout, a 300 ms hello timeout) and the stub browsers the test starts on it; all
+ * closed after the test.
+ */
+export function stubBrokerPerTest(): StubBroker {
+  let current: TestBroker | undefined;
+  const stubs: StubExtension[] = [];
+  beforeEach(async () => {
+    current = await startBroker({
+      yaml: `${allowYaml()}  write:\n    click:\n      "127.0.0.1": { label: ".*" }\nbridge:\n  call_timeout_ms: 800\n`,
+      helloTimeoutMs: 300,
+    });
+  });
+  afterEach(async () => {
+    for (const s of stubs.splice(0)) s.close();
+    await current?.close();
+    current = undefined;
+  });
+  return {
+    get broker() {
+      if (!current) throw new Error("stubBrokerPerTest: no broker outside a test");
+      return current;
+    },
+    stub(options = {}) {
+      const s = new StubExtension({ port: this.broker.port, ...options });
+      stubs.push(s);
+      return s;
+    },
+  };
 }

@@ -1,8 +1,8 @@
 // The tool list is the contract the model reads: any change to names, descriptions or schemas shows up
-// as a diff of test/__snapshots__/tools.md in review.
+// as a diff of test/tools/__snapshots__/tools.md in review.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { connectClient, startBroker, type TestBroker } from "./harness.js";
+import { connectClient, startBroker, type TestBroker } from "../harness.js";
 
 let broker: TestBroker;
 let client: Client;

@@ -3,8 +3,8 @@
 import { inflateSync } from "node:zlib";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { capabilitiesOf } from "../packages/broker/src/drivers/capabilities.js";
-import { attachBrowser, call, connectClient, DRIVERS, startBroker, startSite, type TestBroker, type TestSite } from "./harness.js";
+import { capabilitiesOf } from "../../packages/broker/src/drivers/capabilities.js";
+import { attachBrowser, call, connectClient, DRIVERS, startBroker, startSite, type TestBroker, type TestSite } from "../harness.js";
 
 let site: TestSite;
 // Set per driver by the suite below (the suites run one after the other).
