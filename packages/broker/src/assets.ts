@@ -15,7 +15,7 @@ export const assetPaths = {
   topSitesCsv: join(packagesDir, "broker", "data", "top-sites.csv"),
   /** The built MV3 extension. */
   extensionDir: join(packagesDir, "extension", "dist"),
-  /** The dashboard's browser script and stylesheet, served from their sources (dashboard/page.ts). */
+  /** The dashboard's browser scripts (ES modules) and stylesheet, served from their sources (dashboard/page.ts). */
   dashboardClient: join(packagesDir, "broker", "src", "dashboard", "client"),
   /** The in-page snapshot/act script, built with the extension; the CDP driver injects the same file. */
   inpageScript: join(packagesDir, "extension", "dist", "inpage.js"),

@@ -127,6 +127,27 @@ describe("broker HTTP app", () => {
     expect((await broker.app.request(stored.url, { method: "POST", headers: { Host: host } })).status).toBe(405);
   });
 
+  it("serves the dashboard's script as ES modules: every module it imports, as JavaScript under the dashboard's CSP", async () => {
+    const page = await broker.app.request(`${base}/login`, { headers: { Host: host } });
+    const csp = page.headers.get("content-security-policy");
+    expect(csp).toContain("script-src 'self'");
+    const seen = new Set<string>();
+    const pending = ["/dashboard/app.js"];
+    for (let path = pending.pop(); path !== undefined; path = pending.pop()) {
+      if (seen.has(path)) continue;
+      seen.add(path);
+      const response = await broker.app.request(`${base}${path}`, { headers: { Host: host } });
+      expect(response.status, path).toBe(200);
+      expect(response.headers.get("content-type"), path).toBe("text/javascript; charset=utf-8");
+      expect(response.headers.get("content-security-policy"), path).toBe(csp);
+      expect(response.headers.get("x-content-type-options"), path).toBe("nosniff");
+      const source = await response.text();
+      expect(source, path).not.toContain("$PLAIN_LINE_");
+      for (const m of source.matchAll(/^import [^"]* from "\.\/([a-z]+\.js)";$/gm)) pending.push(`/dashboard/${m[1] ?? ""}`);
+    }
+    expect([...seen].sort()).toEqual(["/dashboard/api.js", "/dashboard/app.js", "/dashboard/audit.js", "/dashboard/browsers.js", "/dashboard/controls.js", "/dashboard/dom.js", "/dashboard/preview.js"]);
+  });
+
   it("refuses the dashboard on a foreign Host", async () => {
     const response = await broker.app.request(`http://evil.example/`, { headers: { Host: "evil.example" } });
     expect(response.status).toBe(403);

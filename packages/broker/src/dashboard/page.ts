@@ -1,6 +1,7 @@
 // The dashboard's HTML, stylesheet and script. No framework, no external resource, no inline script or
-// style (the CSP forbids them): the script and the stylesheet are served from /dashboard/app.{js,css}, read
-// from their sources in client/ (type-checked browser code; there is nothing to build).
+// style (the CSP forbids them): the stylesheet is served as /dashboard/app.css and the script as ES modules, the
+// entry /dashboard/app.js and the modules it imports as /dashboard/<name>.js, read from their sources in client/
+// (type-checked browser code; there is nothing to build).
 // Everything that comes from pages or browsers is put in the DOM with textContent, never parsed as HTML.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -48,7 +49,7 @@ ${error}<form method="post" action="/login">
 
 export function dashboardPage(options: { csrf: string; version: string }): string {
   const csrf = escapeHtml(options.csrf);
-  return `${head("tabrelay dashboard", `<meta name="csrf-token" content="${csrf}">\n<script src="/dashboard/app.js" defer></script>\n`)}
+  return `${head("tabrelay dashboard", `<meta name="csrf-token" content="${csrf}">\n<script type="module" src="/dashboard/app.js"></script>\n`)}
 <body>
 <a class="skip" href="#main">Skip to the dashboard</a>
 <header class="top">
@@ -151,20 +152,39 @@ export function dashboardPage(options: { csrf: string; version: string }): strin
 `;
 }
 
-/** The stylesheet, served as /dashboard/app.css. */
-export const DASHBOARD_CSS = readFileSync(join(assetPaths.dashboardClient, "dashboard.css"), "utf8");
+const CSS_TYPE = "text/css; charset=utf-8";
+const JS_TYPE = "text/javascript; charset=utf-8";
 
-/** The script, served as /dashboard/app.js, with the patterns the tools clean page strings with written in. */
-export const DASHBOARD_JS = fillIn(readFileSync(join(assetPaths.dashboardClient, "dashboard.js"), "utf8"), {
-  '"$PLAIN_LINE_BREAKS"': JSON.stringify(PLAIN_LINE_PATTERNS.breaks),
-  '"$PLAIN_LINE_INVISIBLE"': JSON.stringify(PLAIN_LINE_PATTERNS.invisible),
-});
+function client(file: string): string {
+  return readFileSync(join(assetPaths.dashboardClient, file), "utf8");
+}
+
+/**
+ * The files the page loads, by the path each is served at: the stylesheet, the script's entry (dashboard.js, as
+ * app.js) and the modules it imports (each under its own name, so that `./dom.js` resolves in the browser as on
+ * disk). dom.js gets the patterns the tools clean page strings with written in.
+ */
+export const CLIENT_ASSETS: ReadonlyMap<string, { type: string; body: string }> = new Map([
+  ["/dashboard/app.css", { type: CSS_TYPE, body: client("dashboard.css") }],
+  ["/dashboard/app.js", { type: JS_TYPE, body: client("dashboard.js") }],
+  [
+    "/dashboard/dom.js",
+    {
+      type: JS_TYPE,
+      body: fillIn(client("dom.js"), {
+        '"$PLAIN_LINE_BREAKS"': JSON.stringify(PLAIN_LINE_PATTERNS.breaks),
+        '"$PLAIN_LINE_INVISIBLE"': JSON.stringify(PLAIN_LINE_PATTERNS.invisible),
+      }),
+    },
+  ],
+  ...["api.js", "browsers.js", "preview.js", "audit.js", "controls.js"].map((file): [string, { type: string; body: string }] => [`/dashboard/${file}`, { type: JS_TYPE, body: client(file) }]),
+]);
 
 function fillIn(source: string, values: Record<string, string>): string {
   let filled = source;
   for (const [placeholder, value] of Object.entries(values)) {
     const parts = filled.split(placeholder);
-    if (parts.length !== 2) throw new Error(`dashboard.js: expected ${placeholder} once, found it ${parts.length - 1} times`);
+    if (parts.length !== 2) throw new Error(`dom.js: expected ${placeholder} once, found it ${parts.length - 1} times`);
     filled = parts.join(value);
   }
   return filled;

@@ -1,0 +1,221 @@
+// The dashboard's API under /dashboard/api/: what the page shows (browsers and their agent tabs, a live picture of
+// one, the config and policy, the audit stream) and the emergency stop's two buttons. Every route here is reached
+// only with a session, and a POST only with its CSRF token (dashboard.ts checks both). Every JSON answer goes
+// through the secrets registry: tab titles, URLs and errors come from pages and browsers.
+import { existsSync } from "node:fs";
+import type { TabInfo, WireError } from "@tabrelay/protocol";
+import type { AuditLog } from "../audit/auditLog.js";
+import type { BrokerConfig } from "../config/config.js";
+import type { BrowserRegistry } from "../drivers/registry.js";
+import { builtExtensionDir } from "../launch/chromium.js";
+import type { Logger } from "../util/log.js";
+import { plainLine } from "../util/pageText.js";
+import type { SecretRegistry } from "../util/secrets.js";
+import { VERSION } from "../version.js";
+import { auditStream } from "./auditStream.js";
+import { sendJson } from "./http.js";
+import type { DashboardSessions, Session } from "./sessions.js";
+
+const TABS_FRESH_MS = 800;
+const TABS_TIMEOUT_MS = 3_000;
+/** chrome.tabs.captureVisibleTab allows two captures a second per browser; the preview takes at most one. */
+const CAPTURE_INTERVAL_MS = 1_000;
+const CAPTURE_TIMEOUT_MS = 5_000;
+const TEXT_MAX = 2_000;
+
+/** Whatever the registry holds (an extension connection today), so the dashboard follows it. */
+type ConnectedBrowser = ReturnType<BrowserRegistry["list"]>[number];
+
+type Outcome<T> = { ok: true; value: T } | { ok: false; error: WireError };
+
+interface TabView {
+  tabId: number;
+  windowId: number;
+  url: string;
+  title: string;
+  active: boolean;
+  status: string;
+  shared: boolean;
+}
+
+type Preview = { ok: true; png: string; width: number; height: number; url: string; capturedAt: number } | { ok: false; error: WireError };
+
+interface CaptureSlot {
+  tabId: number;
+  startAt: number;
+  result: Promise<Preview>;
+}
+
+export interface DashboardApiOptions {
+  registry: BrowserRegistry;
+  audit: AuditLog;
+  config: BrokerConfig;
+  log: Logger;
+  secrets: SecretRegistry;
+  sessions: DashboardSessions;
+  /** When the emergency stop took effect; undefined while it is not in effect. */
+  stoppedAt: () => number | undefined;
+  /** The emergency stop and its lifting: what the stop and resume routes answer. */
+  stop: () => unknown;
+  resume: () => unknown;
+}
+
+export class DashboardApi {
+  readonly #options: DashboardApiOptions;
+  readonly #tabsCache = new WeakMap<ConnectedBrowser, { at: number; result: Promise<Outcome<TabView[]>> }>();
+  readonly #captures = new WeakMap<ConnectedBrowser, CaptureSlot>();
+
+  constructor(options: DashboardApiOptions) {
+    this.#options = options;
+  }
+
+  /** Answers an API path (undefined for a path that is not one); `port` is the one the broker listens on. */
+  async handle(path: string, req: Request, query: URLSearchParams, session: Session, port: number | undefined): Promise<Response | undefined> {
+    const { config, secrets } = this.#options;
+    switch (path) {
+      case "/dashboard/api/state":
+        return this.#json(200, await this.#state());
+      case "/dashboard/api/config":
+        // The pairing code is shown to the logged-in user on purpose (they enter it in the extension's popup);
+        // it is the one secret any exit shows, and it is set after the rest of the view is redacted.
+        return sendJson(200, { ...secrets.redactValue(this.#configView(port)), pairingToken: config.pairingToken });
+      case "/dashboard/api/preview":
+        return await this.#preview(query);
+      case "/dashboard/api/audit":
+        return auditStream(this.#options, req, query, session);
+      case "/dashboard/api/stop":
+        return this.#json(200, this.#options.stop());
+      case "/dashboard/api/resume":
+        return this.#json(200, this.#options.resume());
+    }
+    return undefined;
+  }
+
+  /** Every JSON answer goes through the secrets registry: tab titles, URLs and errors come from pages and browsers. */
+  #json(status: number, value: unknown): Response {
+    return sendJson(status, this.#options.secrets.redactValue(value));
+  }
+
+  async #state(): Promise<unknown> {
+    const { registry, audit } = this.#options;
+    const browsers = await Promise.all(
+      registry.list().map(async (b) => {
+        const tabs = await this.#tabs(b);
+        return {
+          id: b.info.browserId,
+          label: pageString(b.info.label),
+          kind: b.info.kind,
+          extensionVersion: b.info.extensionVersion,
+          connectedAt: b.info.connectedAt,
+          ...(tabs.ok ? { tabs: tabs.value } : { tabs: [], tabsError: tabs.error }),
+        };
+      }),
+    );
+    const stoppedAt = this.#options.stoppedAt();
+    return { version: VERSION, now: Date.now(), stopped: stoppedAt !== undefined, stoppedAt: stoppedAt ?? null, browsers, audit: audit.health() };
+  }
+
+  /** tabs.list, shared by every open dashboard for a moment so that viewers do not multiply bridge calls. */
+  #tabs(connection: ConnectedBrowser): Promise<Outcome<TabView[]>> {
+    const cached = this.#tabsCache.get(connection);
+    if (cached && Date.now() - cached.at < TABS_FRESH_MS) return cached.result;
+    const result = connection.call("tabs.list", {}, { timeoutMs: TABS_TIMEOUT_MS }).then(
+      (r): Outcome<TabView[]> => (r.ok ? { ok: true, value: r.value.tabs.map(tabView) } : r),
+      (error: unknown): Outcome<TabView[]> => ({ ok: false, error: { code: "internal", message: errorText(error) } }),
+    );
+    this.#tabsCache.set(connection, { at: Date.now(), result });
+    return result;
+  }
+
+  /** The config as the page shows it, without the pairing code (added by the route, unredacted). */
+  #configView(listening: number | undefined): Record<string, unknown> {
+    const config = this.#options.config;
+    let extensionDir: string | null = null;
+    let extensionDirError: string | null = null;
+    try {
+      extensionDir = builtExtensionDir();
+    } catch (error) {
+      extensionDirError = errorText(error);
+    }
+    const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+    const port = listening ?? config.port;
+    return {
+      version: VERSION,
+      configFile: existsSync(config.configPath) ? config.configPath : null,
+      configPathChecked: config.configPath,
+      readPolicy: config.policy.describe(),
+      writePolicy: config.writePolicy.describe(),
+      bridgeUrl: `ws://${host}:${port}/bridge`,
+      extensionDir,
+      extensionDirError,
+    };
+  }
+
+  async #preview(query: URLSearchParams): Promise<Response> {
+    const browserId = query.get("browser") ?? "";
+    const tabId = Number(query.get("tab") ?? Number.NaN);
+    if (!browserId || !Number.isSafeInteger(tabId)) {
+      return this.#json(400, { error: "pass browser (an id) and tab (a tab id)" });
+    }
+    const connection = this.#options.registry.list().find((b) => b.info.browserId === browserId);
+    if (!connection) {
+      return this.#json(200, { ok: false, error: { code: "unknown_browser", message: "that browser is not connected" } });
+    }
+    // Only tabs the agent may see: the same list the page shows, never any other tab of the user's.
+    const tabs = await this.#tabs(connection);
+    if (!tabs.ok) {
+      return this.#json(200, { ok: false, error: tabs.error });
+    }
+    if (!tabs.value.some((t) => t.tabId === tabId)) {
+      return this.#json(200, { ok: false, error: { code: "no_such_tab", message: `tab ${tabId} is not one of the agent's tabs (any more)` } });
+    }
+    return this.#json(200, await this.#capture(connection, tabId));
+  }
+
+  /** At most one capture a second per browser, shared by every viewer; the agent keeps the rest of Chrome's quota. */
+  #capture(connection: ConnectedBrowser, tabId: number): Promise<Preview> {
+    const now = Date.now();
+    const last = this.#captures.get(connection);
+    if (last && last.tabId === tabId && now - last.startAt < CAPTURE_INTERVAL_MS) return last.result;
+    const startAt = last ? Math.max(now, last.startAt + CAPTURE_INTERVAL_MS) : now;
+    const previous = last?.result;
+    const result = (async (): Promise<Preview> => {
+      if (previous) await previous;
+      const wait = startAt - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait).unref());
+      const r = await connection.call("page.capture", { tabId, activate: false }, { timeoutMs: CAPTURE_TIMEOUT_MS });
+      if (!r.ok) return { ok: false, error: { code: r.error.code, message: String(r.error.message) } };
+      const v = r.value;
+      if (typeof v.png !== "string" || !/^[A-Za-z0-9+/]+={0,2}$/.test(v.png)) return { ok: false, error: { code: "invalid_image", message: "the browser's capture was not base64 PNG data" } };
+      return { ok: true, png: v.png, width: Number(v.width) || 0, height: Number(v.height) || 0, url: pageString(v.url), capturedAt: Number(v.capturedAt) || Date.now() };
+    })().catch((error: unknown): Preview => ({ ok: false, error: { code: "internal", message: errorText(error) } }));
+    this.#captures.set(connection, { tabId, startAt, result });
+    return result;
+  }
+}
+
+function tabView(tab: TabInfo): TabView {
+  return {
+    tabId: Number(tab.tabId),
+    windowId: Number(tab.windowId),
+    url: pageString(tab.url),
+    title: pageString(tab.title),
+    active: tab.active === true,
+    status: text(tab.status),
+    shared: tab.shared === true,
+  };
+}
+
+function text(value: unknown): string {
+  const s = typeof value === "string" ? value : value === undefined || value === null ? "" : String(value);
+  return s.length > TEXT_MAX ? `${s.slice(0, TEXT_MAX - 1)}…` : s;
+}
+
+/** A string a page (or a browser) chose: one line, without the controls that hide or reorder text. */
+function pageString(value: unknown): string {
+  return plainLine(text(value));
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,93 @@
+// The dashboard's live activity: the audit records as Server-Sent Events, the backlog first, then new records as
+// they are written, each batch redacted. A stream belongs to a session and ends with it.
+import type { AuditLog, StoredAuditRecord } from "../audit/auditLog.js";
+import type { Logger } from "../util/log.js";
+import type { SecretRegistry } from "../util/secrets.js";
+import { SECURITY_HEADERS } from "./http.js";
+import type { DashboardSessions, Session, Stream } from "./sessions.js";
+
+const AUDIT_POLL_MS = 500;
+const AUDIT_BACKLOG = 200;
+const AUDIT_BATCH = 500;
+const HEARTBEAT_MS = 15_000;
+const MAX_STREAMS_PER_SESSION = 8;
+
+export interface AuditStreamDeps {
+  audit: AuditLog;
+  sessions: DashboardSessions;
+  secrets: SecretRegistry;
+  log: Logger;
+}
+
+/** Server-Sent Events: the audit records after `after` (or Last-Event-ID), then new ones as they are written. */
+export function auditStream(deps: AuditStreamDeps, req: Request, query: URLSearchParams, session: Session): Response {
+  const resumeFrom = Number(req.headers.get("last-event-id") ?? query.get("after") ?? Number.NaN);
+  let afterId = Number.isSafeInteger(resumeFrom) && resumeFrom >= 0 ? resumeFrom : undefined;
+  const encoder = new TextEncoder();
+  let closed = false;
+  let poll: ReturnType<typeof setInterval> | undefined;
+  let heartbeat: ReturnType<typeof setInterval> | undefined;
+  let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  const stop = (): void => {
+    closed = true;
+    clearInterval(poll);
+    clearInterval(heartbeat);
+    session.streams.delete(stream);
+  };
+  const write = (chunk: string): void => {
+    if (!closed) controller?.enqueue(encoder.encode(chunk));
+  };
+  const stream: Stream = {
+    end: (reason) => {
+      if (closed) return;
+      write(`event: ${reason}\ndata: {}\n\n`);
+      stop();
+      controller?.close();
+    },
+  };
+  const pump = (): void => {
+    if (closed) return;
+    if (!deps.sessions.live(session)) {
+      deps.sessions.end(session);
+      stream.end("expired");
+      return;
+    }
+    let records: StoredAuditRecord[];
+    try {
+      records = afterId === undefined ? deps.audit.list({ limit: AUDIT_BACKLOG }) : deps.audit.list({ afterId, limit: AUDIT_BATCH });
+    } catch (error) {
+      deps.log.warn(`dashboard: audit stream: ${error instanceof Error ? error.message : String(error)}`);
+      stream.end("unavailable");
+      return;
+    }
+    const last = records[records.length - 1];
+    if (last) afterId = last.id;
+    else afterId ??= 0;
+    if (records.length > 0) write(`event: audit\nid: ${afterId}\ndata: ${JSON.stringify(deps.secrets.redactValue(records))}\n\n`);
+  };
+  const body = new ReadableStream<Uint8Array>({
+    start: (c) => {
+      controller = c;
+      write("retry: 2000\n\n");
+      if (session.streams.size >= MAX_STREAMS_PER_SESSION) {
+        const oldest = session.streams.values().next().value;
+        if (oldest) {
+          session.streams.delete(oldest);
+          oldest.end("replaced");
+        }
+      }
+      session.streams.add(stream);
+      pump();
+      write("event: ready\ndata: {}\n\n");
+      if (closed) return;
+      poll = setInterval(pump, AUDIT_POLL_MS).unref();
+      heartbeat = setInterval(() => write(": keep-alive\n\n"), HEARTBEAT_MS).unref();
+    },
+    // The client went away.
+    cancel: stop,
+  });
+  return new Response(body, {
+    status: 200,
+    headers: { ...SECURITY_HEADERS, "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" },
+  });
+}

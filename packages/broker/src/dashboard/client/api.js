@@ -1,0 +1,74 @@
+// @ts-check
+// The dashboard's calls to its broker: JSON from /dashboard/api/* (POSTs with the page's CSRF token), and what
+// happens when the session behind them ends.
+import { byId, setText } from "./dom.js";
+
+/**
+ * What /dashboard/api/state, /preview, /audit, /stop and /config answer (packages/broker/src/dashboard/api.ts).
+ * @typedef {{ code: string, message: string }} WireError
+ * @typedef {{ tabId: number, url: string, title: string, active: boolean, status: string, shared: boolean }} Tab
+ * @typedef {{ id: string, label: string, extensionVersion?: string, connectedAt: number, tabs: Tab[], tabsError?: WireError }} Browser
+ * @typedef {{ ok: true, failures: number } | { ok: false, failures: number, error: string, since: number }} AuditHealth
+ * @typedef {{ stopped: boolean, stoppedAt: number | null, browsers: Browser[], audit?: AuditHealth }} State
+ * @typedef {{ ok: true, png: string, width: number, height: number, url: string, capturedAt: number } | { ok: false, error: WireError }} Preview
+ * @typedef {{ id: number, time: number, decision: string, tool: string, browser?: string, tab?: number, origin?: string, target?: string, rule?: string, code?: string, durationMs: number }} AuditRecord
+ * @typedef {{ stoppedAt: number, disconnected: { label: string }[] }} StopResult
+ * @typedef {{ configFile: string | null, configPathChecked: string, readPolicy: string[], writePolicy: string[], bridgeUrl: string, pairingToken: string, extensionDir: string | null, extensionDirError: string | null }} DashboardConfig
+ */
+
+const csrfMeta = document.querySelector('meta[name="csrf-token"]');
+const csrf = csrfMeta ? csrfMeta.getAttribute("content") || "" : "";
+let ended = false;
+
+/** True once the session ended (or the user logged out): polls and streams stop. */
+export function hasEnded() {
+  return ended;
+}
+
+/** The user is logging out: the form's own answer takes the page to /login, nothing else needs to. */
+export function endQuietly() {
+  ended = true;
+}
+
+export function sessionEnded() {
+  if (ended) return;
+  ended = true;
+  setText(byId("link-status"), "Your session ended; taking you to the login page.");
+  window.location.assign("/login");
+}
+
+/** @param {unknown} body */
+const errorOf = (body) => (body && typeof body === "object" && "error" in body && body.error ? String(body.error) : undefined);
+
+/**
+ * The broker's JSON answer; callers give it the route's type (the broker is this page's own server).
+ * @param {string} path
+ * @returns {Promise<unknown>}
+ */
+export async function getJson(path) {
+  const res = await fetch(path, { credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } });
+  if (res.status === 401) {
+    sessionEnded();
+    throw new Error("logged out");
+  }
+  /** @type {unknown} */
+  const body = await res.json();
+  if (!res.ok) throw new Error(errorOf(body) ?? "HTTP " + res.status);
+  return body;
+}
+
+/**
+ * @param {string} path
+ * @returns {Promise<unknown>}
+ */
+export async function post(path) {
+  const res = await fetch(path, { method: "POST", credentials: "same-origin", headers: { "X-CSRF-Token": csrf, Accept: "application/json" } });
+  if (res.status === 401) {
+    sessionEnded();
+    throw new Error("logged out");
+  }
+  /** @type {unknown} */
+  const body = await res.json();
+  if (!res.ok) throw new Error(errorOf(body) ?? "HTTP " + res.status);
+  return body;
+}

@@ -1,0 +1,74 @@
+// @ts-check
+// What the user does and sets up: the emergency stop and resume buttons, logging out, and the policy and pairing
+// details (loaded once).
+import { endQuietly, getJson, hasEnded, post } from "./api.js";
+import { scheduleState } from "./browsers.js";
+import { byId, byIdOf, clock, el, messageOf, pageBdi, setParts, setText } from "./dom.js";
+
+/**
+ * @typedef {import("./api.js").DashboardConfig} DashboardConfig
+ * @typedef {import("./api.js").StopResult} StopResult
+ * @typedef {import("./dom.js").Part} Part
+ */
+
+// ---- emergency stop ----
+
+/** @param {StopResult} result @returns {Part[]} */
+function describeStop(result) {
+  const names = result.disconnected.flatMap((b, i) => (i === 0 ? [pageBdi(b.label)] : [", ", pageBdi(b.label)]));
+  const count = result.disconnected.length;
+  const what = count === 0 ? ["no browser was connected"] : ["disconnected " + count + (count === 1 ? " browser" : " browsers") + " (", ...names, ")"];
+  return ["Emergency stop at " + clock(result.stoppedAt) + ": ", ...what, ". Browsers that try to reconnect are turned away until you press Resume."];
+}
+
+byId("stop-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const button = byIdOf("stop-button", HTMLButtonElement);
+  const out = byId("stop-result");
+  button.disabled = true;
+  setText(out, "Stopping…");
+  try {
+    setParts(out, describeStop(/** @type {StopResult} */ (await post("/dashboard/api/stop"))));
+  } catch (error) {
+    setText(out, "The stop failed: " + messageOf(error) + ". Close the browser yourself to be sure.");
+  } finally {
+    button.disabled = false;
+    scheduleState(0);
+  }
+});
+
+byId("resume-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const out = byId("stop-result");
+  try {
+    await post("/dashboard/api/resume");
+    setText(out, "Resumed at " + clock(Date.now()) + ": browsers may connect again.");
+  } catch (error) {
+    setText(out, "Resume failed: " + messageOf(error));
+  } finally {
+    scheduleState(0);
+  }
+});
+
+// Logging out ends this session's streams too; the form's own answer takes the page to /login.
+document.querySelector("form.logout")?.addEventListener("submit", () => {
+  endQuietly();
+});
+
+// ---- policy and pairing ----
+
+export async function loadConfig() {
+  try {
+    const c = /** @type {DashboardConfig} */ (await getJson("/dashboard/api/config"));
+    setText(byId("config-file"), c.configFile ? c.configFile : "built-in default (no file at " + c.configPathChecked + ")");
+    /** @param {string} id @param {string[]} lines */
+    const list = (id, lines) => byId(id).replaceChildren(...lines.map((line) => el("li", { text: line })));
+    list("read-policy", c.readPolicy);
+    list("write-policy", c.writePolicy);
+    setText(byId("bridge-url"), c.bridgeUrl);
+    setText(byId("pairing-token"), c.pairingToken);
+    setText(byId("extension-dir"), c.extensionDir || "packages/extension/dist of your tabrelay checkout (" + (c.extensionDirError || "not found") + ")");
+  } catch (error) {
+    if (!hasEnded()) setText(byId("config-file"), "could not load: " + messageOf(error));
+  }
+}

@@ -1,0 +1,151 @@
+// The dashboard's door: the login form (the access token, a signed CSRF nonce, the login throttle) and the sessions
+// it opens (a cookie naming a session the broker keeps in memory, its CSRF token, the audit streams it holds open).
+import { createHash, createHmac, randomBytes } from "node:crypto";
+import type { BrokerConfig } from "../config/config.js";
+import type { Logger } from "../util/log.js";
+import { safeEqual } from "../util/secrets.js";
+import { clearCookie, cookieValue, loginCookieName, readForm, redirect, send, sessionCookieName } from "./http.js";
+import { LoginThrottle, type LoginScope } from "./loginThrottle.js";
+import { loginPage } from "./page.js";
+
+/** What a request's connection tells, beyond the request itself. */
+export interface Peer {
+  /** The client's address (the login throttle counts by it). */
+  remoteAddress: string;
+}
+
+/** An open audit stream, ended when its session ends or another replaces it. */
+export interface Stream {
+  end(reason: string): void;
+}
+
+export interface Session {
+  /** SHA-256 of the cookie value: the map never holds the id itself. */
+  key: string;
+  csrf: string;
+  expiresAt: number;
+  streams: Set<Stream>;
+}
+
+const SESSION_TTL_S = 12 * 60 * 60;
+const MAX_SESSIONS = 64;
+const LOGIN_FORM_TTL_S = 30 * 60;
+
+const LIMITED_BECAUSE: Readonly<Record<LoginScope, string>> = {
+  "this machine": "Too many wrong tokens from this machine.",
+  "this address": "Too many wrong tokens from this address.",
+  "this dashboard": "Too many wrong tokens were tried on this dashboard.",
+};
+
+/**
+ * Tokens that open the dashboard. Today only the MCP token; a separate `dashboard.token` from the config
+ * file joins this list when the config grows one.
+ */
+function dashboardTokens(config: BrokerConfig): string[] {
+  return [config.mcpToken].filter((token) => token.length > 0);
+}
+
+export class DashboardSessions {
+  readonly #config: BrokerConfig;
+  readonly #log: Logger;
+  readonly #sessions = new Map<string, Session>();
+  readonly #loginThrottle = new LoginThrottle();
+  /** Signs the pre-session CSRF nonce, so a cookie set by another page on this host cannot forge the form field. */
+  readonly #loginKey = randomBytes(32);
+
+  constructor(config: BrokerConfig, log: Logger) {
+    this.#config = config;
+    this.#log = log;
+  }
+
+  /** POST /login: the token from the form, checked once the throttle and the form's CSRF nonce allow it. */
+  async login(req: Request, peer: Peer, port: number | undefined, tls: boolean): Promise<Response> {
+    const form = await readForm(req);
+    if (form instanceof Response) return form;
+    const address = remoteAddress(peer);
+    const now = Date.now();
+    // Once limited, not even a right token is checked: the answer must not tell a guesser anything.
+    const limit = this.#loginThrottle.check({ address }, now);
+    if (!limit.ok) {
+      const seconds = Math.ceil(limit.waitMs / 1000);
+      return this.loginForm(port, tls, 429, `${LIMITED_BECAUSE[limit.scope]} Wait ${seconds} s, then try again.`, { "Retry-After": String(seconds) });
+    }
+    const nonce = cookieValue(req, loginCookieName(port)) ?? "";
+    if (!nonce || !safeEqual(form.get("csrf") ?? "", this.#signLoginNonce(nonce))) return this.loginForm(port, tls, 403, "The login form expired. Enter the token again.");
+    const given = form.get("token") ?? "";
+    let accepted = false;
+    for (const token of dashboardTokens(this.#config)) accepted = safeEqual(given.trim(), token) || accepted;
+    if (!accepted) {
+      this.#loginThrottle.failed({ address }, now);
+      this.#log.warn(`dashboard: refused a login from ${address} (wrong token)`);
+      return this.loginForm(port, tls, 401, "That token was not accepted.");
+    }
+    const id = randomBytes(32).toString("base64url");
+    this.#prune(now);
+    while (this.#sessions.size >= MAX_SESSIONS) {
+      const oldest = this.#sessions.values().next().value;
+      if (!oldest) break;
+      this.end(oldest);
+    }
+    const session: Session = { key: hashId(id), csrf: randomBytes(32).toString("base64url"), expiresAt: now + SESSION_TTL_S * 1000, streams: new Set() };
+    this.#sessions.set(session.key, session);
+    this.#log.info(`dashboard: login from ${address}`);
+    return redirect("/", [
+      `${sessionCookieName(port)}=${id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${SESSION_TTL_S}${tls ? "; Secure" : ""}`,
+      clearCookie(loginCookieName(port), tls, "/login"),
+    ]);
+  }
+
+  /** The login page, with a fresh signed nonce in its form and the matching cookie. */
+  loginForm(port: number | undefined, tls: boolean, status: number, error?: string, headers: Record<string, string> = {}): Response {
+    const nonce = randomBytes(24).toString("base64url");
+    const cookie = `${loginCookieName(port)}=${nonce}; HttpOnly; SameSite=Strict; Path=/login; Max-Age=${LOGIN_FORM_TTL_S}${tls ? "; Secure" : ""}`;
+    return send(status, "text/html; charset=utf-8", loginPage({ csrf: this.#signLoginNonce(nonce), ...(error ? { error } : {}) }), {
+      "Cache-Control": "no-store",
+      "Set-Cookie": cookie,
+      ...headers,
+    });
+  }
+
+  #signLoginNonce(nonce: string): string {
+    return createHmac("sha256", this.#loginKey).update(nonce).digest("base64url");
+  }
+
+  /** The live session the request's cookie names, if any (an expired one is ended on the way). */
+  of(req: Request, port: number | undefined): Session | undefined {
+    const id = cookieValue(req, sessionCookieName(port));
+    if (!id) return undefined;
+    const session = this.#sessions.get(hashId(id));
+    if (!session) return undefined;
+    if (session.expiresAt <= Date.now()) {
+      this.end(session);
+      return undefined;
+    }
+    return session;
+  }
+
+  /** True while the session is open and not expired. */
+  live(session: Session): boolean {
+    return session.expiresAt > Date.now() && this.#sessions.has(session.key);
+  }
+
+  /** Ends the session and every stream it holds open. */
+  end(session: Session): void {
+    this.#sessions.delete(session.key);
+    for (const stream of session.streams) stream.end("expired");
+    session.streams.clear();
+  }
+
+  #prune(now: number): void {
+    for (const session of [...this.#sessions.values()]) if (session.expiresAt <= now) this.end(session);
+  }
+}
+
+function remoteAddress(peer: Peer): string {
+  const address = peer.remoteAddress;
+  return address.startsWith("::ffff:") ? address.slice(7) : address;
+}
+
+function hashId(id: string): string {
+  return createHash("sha256").update(id).digest("hex");
+}
