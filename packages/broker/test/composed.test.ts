@@ -44,3 +44,32 @@ describe("tabs.open", () => {
     expect(refused.calls.map((c) => c.method)).toEqual(["tabs.open"]);
   });
 });
+
+describe("page.wait", () => {
+  it("watches the URL from tabs.get until it includes the string, and times out naming where the tab is", async () => {
+    let reads = 0;
+    const driver = scripted({ "tabs.get": () => ({ ok: true, value: { tab: tab(4, ++reads >= 3 ? "http://x.test/done" : "http://x.test/start") } }) });
+    const met = await driver.call("page.wait", { tabId: 4, urlIncludes: "/done", timeoutMs: 2000 });
+    expect(met.ok && met.value.matched).toBe("URL is http://x.test/done");
+    expect(driver.calls.every((c) => c.method === "tabs.get")).toBe(true);
+    const stuck = scripted({ "tabs.get": () => ({ ok: true, value: { tab: tab(4, "http://x.test/start") } }) });
+    expect(await stuck.call("page.wait", { tabId: 4, urlIncludes: "/done", timeoutMs: 120 })).toEqual({
+      ok: false,
+      error: { code: "wait_timeout", message: 'the URL did not come to include "/done" within 120 ms (it is http://x.test/start)' },
+    });
+  });
+
+  it("asks the page for the other conditions, and starts again in the new document after a navigation", async () => {
+    let attempts = 0;
+    const driver = scripted({
+      "page.wait": () => (++attempts < 3 ? { ok: false, error: { code: "stale_ref", message: "the frame went away" } } : { ok: true, value: { matched: 'text "Ready" is on the page', elapsedMs: 1 } }),
+    });
+    const met = await driver.call("page.wait", { tabId: 4, text: "Ready", timeoutMs: 5000 });
+    expect(met.ok && met.value.matched).toBe('text "Ready" is on the page');
+    expect(driver.calls.map((c) => c.method)).toEqual(["page.wait", "page.wait", "page.wait"]);
+    expect(driver.calls[0]?.params).toMatchObject({ tabId: 4, text: "Ready" });
+    const failed = scripted({ "page.wait": () => ({ ok: false, error: { code: "wait_timeout", message: "no" } }) });
+    expect(await failed.call("page.wait", { tabId: 4, text: "Ready", timeoutMs: 5000 })).toEqual({ ok: false, error: { code: "wait_timeout", message: "no" } });
+    expect(failed.calls).toHaveLength(1);
+  });
+});

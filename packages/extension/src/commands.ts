@@ -205,29 +205,13 @@ export const handlers: Handlers = {
     }
   },
 
-  "page.wait": async ({ tabId, text, textGone, selector, urlIncludes, timeoutMs }) => {
+  // One wait in the top document; the broker watches the URL and starts again after a navigation (composed.ts).
+  "page.wait": async ({ tabId, text, textGone, selector, timeoutMs }) => {
     await agentTab(tabId);
     const started = Date.now();
-    if (urlIncludes !== undefined) {
-      for (;;) {
-        const tab = await chrome.tabs.get(tabId);
-        if ((tab.url ?? "").includes(urlIncludes)) return { matched: `URL is ${tab.url}`, elapsedMs: Date.now() - started };
-        if (Date.now() - started > timeoutMs) throw new CommandError("wait_timeout", `the URL did not come to include ${JSON.stringify(urlIncludes)} within ${timeoutMs} ms (it is ${tab.url})`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
-    // A navigation during the wait destroys the page's script; start again in the new document.
-    for (;;) {
-      const left = timeoutMs - (Date.now() - started);
-      await injectInpage(tabId, [0]);
-      try {
-        const outcome = await runInFrame<{ matched: string }>(tabId, 0, "wait", { text, textGone, selector, timeoutMs: Math.max(0, left) });
-        return { matched: outcome.matched, elapsedMs: Date.now() - started };
-      } catch (error) {
-        if (!(error instanceof CommandError) || error.code !== "stale_ref" || Date.now() - started > timeoutMs) throw error;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    await injectInpage(tabId, [0]);
+    const outcome = await runInFrame<{ matched: string }>(tabId, 0, "wait", { text, textGone, selector, timeoutMs });
+    return { matched: outcome.matched, elapsedMs: Date.now() - started };
   },
 
   "page.rect": async ({ tabId, ref, revision }) => {

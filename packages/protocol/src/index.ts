@@ -261,6 +261,7 @@ export interface WaitParams {
   text?: string;
   textGone?: string;
   selector?: string;
+  /** Watched by the broker (drivers/composed.ts, from tabs.get): a browser is only asked for the other conditions. */
   urlIncludes?: string;
   timeoutMs: number;
 }

@@ -1,6 +1,8 @@
 // Bridge methods the broker composes from a driver's own calls, once for both drivers: what a method does beyond
 // the browser's mechanics lives here, and a driver only answers the primitive calls (driver.ts).
 // - tabs.open: a tab whose open failed is closed again (the agent never learns its id).
+// - page.wait: `urlIncludes` is watched here (tabs.get); the browser waits in the page for text, its absence or a
+//   selector, and the wait starts again in the new document when a navigation destroys the old one (stale_ref).
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import type { CallOptions } from "./driver.js";
 import type { PendingCalls } from "./pendingCalls.js";
@@ -18,7 +20,40 @@ const COMPOSED: Composed = {
     await raw("tabs.close", { tabId });
     return { ok: false, error };
   },
+
+  "page.wait": async ({ urlIncludes, ...params }, { signal }, raw) => {
+    const started = Date.now();
+    const deadline = started + params.timeoutMs;
+    const options = signal ? { signal } : {};
+    if (urlIncludes !== undefined) {
+      for (;;) {
+        const got = await raw("tabs.get", { tabId: params.tabId }, options);
+        if (!got.ok) return got;
+        const url = got.value.tab.url;
+        if (url.includes(urlIncludes)) return { ok: true, value: { matched: `URL is ${url}`, elapsedMs: Date.now() - started } };
+        const left = deadline - Date.now();
+        if (left <= 0) return { ok: false, error: { code: "wait_timeout", message: `the URL did not come to include ${JSON.stringify(urlIncludes)} within ${params.timeoutMs} ms (it is ${url})` } };
+        await sleep(Math.min(left, URL_POLL_MS));
+      }
+    }
+    for (;;) {
+      const timeoutMs = Math.max(0, deadline - Date.now());
+      const waited = await raw("page.wait", { ...params, timeoutMs }, { ...options, timeoutMs: timeoutMs + WAIT_ANSWER_MS });
+      if (waited.ok) return { ok: true, value: { matched: waited.value.matched, elapsedMs: Date.now() - started } };
+      if (waited.error.code !== "stale_ref" || Date.now() > deadline) return waited;
+      await sleep(100);
+    }
+  },
 };
+
+/** How often page.wait reads the tab's URL for `urlIncludes`. */
+const URL_POLL_MS = 50;
+/** How long past its own timeout an in-page wait may take to answer (a busy page, a slow link). */
+const WAIT_ANSWER_MS = 10_000;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
 
 /**
  * A driver's call(): a composed method runs here, as one call in flight of its own (its timeout and signal cover

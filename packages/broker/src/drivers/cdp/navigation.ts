@@ -140,36 +140,10 @@ export async function history(core: CdpCore, tab: Tab & { sessionId: string }, a
   return tabInfo(core, tab);
 }
 
-export async function waitFor(core: CdpCore, tab: Tab & { sessionId: string }, params: ParamsOf<"page.wait">): Promise<ResultOf<"page.wait">> {
+/** One wait in the top document; the broker watches the URL and starts again after a navigation (composed.ts). */
+export async function waitFor(core: CdpCore, tab: Tab & { sessionId: string }, { text, textGone, selector, timeoutMs }: ParamsOf<"page.wait">): Promise<ResultOf<"page.wait">> {
+  checkScriptable(tab);
   const started = Date.now();
-  const deadline = started + params.timeoutMs;
-  if (params.urlIncludes !== undefined) {
-    const wanted = params.urlIncludes;
-    for (;;) {
-      if (tab.gone) throw new DriverError("no_such_tab", `tab ${tab.tabId} was closed while waiting`);
-      if (tab.url.includes(wanted)) return { matched: `URL is ${tab.url}`, elapsedMs: Date.now() - started };
-      const left = deadline - Date.now();
-      if (left <= 0) throw new DriverError("wait_timeout", `the URL did not come to include ${JSON.stringify(wanted)} within ${params.timeoutMs} ms (it is ${tab.url})`);
-      await core.changed(tab, Math.min(left, 250));
-    }
-  }
-  // A navigation during the wait destroys the page's script; start again in the new document.
-  for (;;) {
-    checkScriptable(tab);
-    const left = Math.max(0, deadline - Date.now());
-    try {
-      const value = await callInpage(core, 
-        tab.sessionId,
-        tab.mainFrameId,
-        "wait",
-        { text: params.text, textGone: params.textGone, selector: params.selector, timeoutMs: left },
-        true,
-        left + core.options.callTimeoutMs,
-      );
-      return { matched: parseAnswer(waitValue, value, "wait").matched, elapsedMs: Date.now() - started };
-    } catch (error) {
-      if (!(error instanceof DriverError) || error.code !== "stale_ref" || Date.now() > deadline) throw error;
-      await sleep(100);
-    }
-  }
+  const value = await callInpage(core, tab.sessionId, tab.mainFrameId, "wait", { text, textGone, selector, timeoutMs }, true, timeoutMs + core.options.callTimeoutMs);
+  return { matched: parseAnswer(waitValue, value, "wait").matched, elapsedMs: Date.now() - started };
 }
