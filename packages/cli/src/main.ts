@@ -2,6 +2,7 @@
 import { ConfigError, LaunchError, VERSION } from "@tabrelay/broker";
 import { AUDIT_HELP, cmdAudit } from "./audit.js";
 import { LAUNCH_HELP, cmdLaunch } from "./commands/launch.js";
+import { MCP_CONFIG_HELP, cmdMcpConfig } from "./commands/mcpConfig.js";
 import { PAIR_HELP, cmdPair } from "./commands/pair.js";
 import { POLICY_HELP, cmdPolicy } from "./commands/policy.js";
 import { SERVE_HELP, cmdServe } from "./commands/serve.js";
@@ -28,6 +29,9 @@ Commands:
                           replace the top-sites ranking from a Tranco-style CSV
   audit [--tail] [--limit N] [--json]
                           print the audit log: every tool call, allowed or refused
+  mcp-config [--client NAME] [--stdio]
+                          the MCP config block for your client (claude-code, cursor, vscode,
+                          claude-desktop, codex, windsurf), with your token
 
 Run \`tabrelay <command> --help\` for a command's options.`;
 
@@ -40,6 +44,7 @@ const HELP: Record<string, string> = {
   pair: PAIR_HELP,
   audit: AUDIT_HELP,
   policy: POLICY_HELP,
+  "mcp-config": MCP_CONFIG_HELP,
 };
 
 async function main(argv: string[]): Promise<number | undefined> {
@@ -69,6 +74,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return cmdPolicy(rest);
     case "audit":
       return cmdAudit(rest);
+    case "mcp-config":
+      return cmdMcpConfig(rest);
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}; run \`tabrelay --help\``);
   }
