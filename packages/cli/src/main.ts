@@ -6,6 +6,7 @@ import { MCP_CONFIG_HELP, cmdMcpConfig } from "./commands/mcpConfig.js";
 import { PAIR_HELP, cmdPair } from "./commands/pair.js";
 import { POLICY_HELP, cmdPolicy } from "./commands/policy.js";
 import { SERVE_HELP, cmdServe } from "./commands/serve.js";
+import { SERVICE_HELP, cmdService } from "./commands/service.js";
 import { EXIT, EnvironmentError, UsageError, printHelp } from "./commands/shared.js";
 import { START_HELP, cmdStart } from "./commands/start.js";
 import { STDIO_HELP, cmdStdio } from "./commands/stdio.js";
@@ -29,6 +30,9 @@ Commands:
                           replace the top-sites ranking from a Tranco-style CSV
   audit [--tail] [--limit N] [--json]
                           print the audit log: every tool call, allowed or refused
+  service install|uninstall|status [--port P] [--data-dir DIR] [--name NAME]
+                          run \`tabrelay serve\` as a user service (systemd on Linux, launchd on macOS;
+                          on Windows: prints the Task Scheduler command)
   mcp-config [--client NAME] [--stdio]
                           the MCP config block for your client (claude-code, cursor, vscode,
                           claude-desktop, codex, windsurf), with your token
@@ -45,6 +49,7 @@ const HELP: Record<string, string> = {
   audit: AUDIT_HELP,
   policy: POLICY_HELP,
   "mcp-config": MCP_CONFIG_HELP,
+  service: SERVICE_HELP,
 };
 
 async function main(argv: string[]): Promise<number | undefined> {
@@ -74,6 +79,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return cmdPolicy(rest);
     case "audit":
       return cmdAudit(rest);
+    case "service":
+      return cmdService(rest);
     case "mcp-config":
       return cmdMcpConfig(rest);
     default:
