@@ -73,3 +73,31 @@ describe("page.wait", () => {
     expect(failed.calls).toHaveLength(1);
   });
 });
+
+describe("page.content", () => {
+  const page = (html: string) => ({ ok: true as const, value: { url: "http://x.test/", title: "X", html } });
+
+  it("reads again while the document goes away under the read, or has no body yet", async () => {
+    let reads = 0;
+    const driver = scripted({
+      "page.content": () => {
+        reads++;
+        if (reads === 1) return { ok: false, error: { code: "stale_ref", message: "the document went away while it was read" } };
+        return page(reads === 2 ? "<html><head></head></html>" : "<html><body>Here</body></html>");
+      },
+    });
+    const read = await driver.call("page.content", { tabId: 1 });
+    expect(read.ok && read.value.html).toBe("<html><body>Here</body></html>");
+    expect(reads).toBe(3);
+  });
+
+  it("gives up after 20 rounds with navigation_failed, and passes any other failure on at once", async () => {
+    const loop = scripted({ "page.content": () => ({ ok: false, error: { code: "stale_ref", message: "gone" } }) });
+    const read = await loop.call("page.content", { tabId: 1 }, 10_000);
+    expect(!read.ok && read.error).toEqual({ code: "navigation_failed", message: "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot" });
+    expect(loop.calls).toHaveLength(20);
+    const restricted = scripted({ "page.content": () => ({ ok: false, error: { code: "restricted_page", message: "no" } }) });
+    expect((await restricted.call("page.content", { tabId: 1 })).ok).toBe(false);
+    expect(restricted.calls).toHaveLength(1);
+  });
+});

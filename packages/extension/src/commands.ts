@@ -11,6 +11,8 @@ import { scopeNewTabs } from "./navigationRules.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
 import { agentTab, fresh, groupAgentTab, toTabInfo } from "./tabs.js";
 
+const gone = () => new CommandError("stale_ref", "the document went away while it was read");
+
 type Handlers = { [M in BridgeMethod]: (params: BridgeMethods[M]["params"]) => Promise<BridgeMethods[M]["result"]> };
 
 export const handlers: Handlers = {
@@ -253,22 +255,12 @@ export const handlers: Handlers = {
     try {
       // injectImmediately: a page that never finishes loading (a stalled ad, a long poll) is read as it stands,
       // instead of the script waiting for document_idle until the call times out.
-      // A page that replaces its document (a refresh loop, a script reloading) can remove the frame under the
-      // script: read again from the new document, a few times.
-      // No result at all ("none") means the same: the document the script ran in was gone before it answered. A
-      // document the parser has not reached the body of yet (the new one, just committed) is read again too.
-      let read: Exclude<DocumentRead, "none"> | undefined;
-      for (let attempt = 1; read === undefined; attempt++) {
-        try {
-          const got = await readDocument(tabId, 0, CONTENT_MAX_CHARS);
-          if (got !== "none" && (got.html.includes("<body") || attempt >= 10)) read = got;
-        } catch (error) {
-          if (!/was removed|document.*unloaded|No frame with id/i.test(String(error))) throw error;
-        }
-        if (read !== undefined) break;
-        if (attempt >= 10) throw new CommandError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
-        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
-      }
+      // No result at all ("none"), or the frame removed under the script: the document went away before it answered
+      // (a refresh loop, a script reloading); the broker reads again (drivers/pageContent.ts).
+      const read = await readDocument(tabId, 0, CONTENT_MAX_CHARS).catch((error: unknown) => {
+        throw /was removed|document.*unloaded|No frame with id/i.test(String(error)) ? gone() : error;
+      });
+      if (read === "none") throw gone();
       const { origin: _origin, ...page } = read;
       const frames = await frameContents(tabId, page.url);
       const response = documentStatus.get(tabId);

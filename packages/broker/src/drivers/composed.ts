@@ -3,8 +3,10 @@
 // - tabs.open: a tab whose open failed is closed again (the agent never learns its id).
 // - page.wait: `urlIncludes` is watched here (tabs.get); the browser waits in the page for text, its absence or a
 //   selector, and the wait starts again in the new document when a navigation destroys the old one (stale_ref).
+// - page.content: pageContent.ts.
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import type { CallOptions } from "./driver.js";
+import { readPage } from "./pageContent.js";
 import type { PendingCalls } from "./pendingCalls.js";
 
 /** A driver's own call of a method, as the browser answers it (no composition). */
@@ -20,6 +22,8 @@ const COMPOSED: Composed = {
     await raw("tabs.close", { tabId });
     return { ok: false, error };
   },
+
+  "page.content": readPage,
 
   "page.wait": async ({ urlIncludes, ...params }, { signal }, raw) => {
     const started = Date.now();

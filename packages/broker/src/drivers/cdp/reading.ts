@@ -2,9 +2,9 @@
 // included), snapshots across frames with frame-qualified refs, where a ref lives, frame offsets, and
 // page.content with its frames' documents.
 import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type FrameContent, type FrameSnapshot, MAX_CONTENT_FRAMES, type PageContent } from "@tabrelay/protocol";
-import { type CdpCore, DriverError, type FrameRoute, GONE_CONTEXT, sleep, type Tab } from "./cdpCore.js";
+import { type CdpCore, DriverError, type FrameRoute, GONE_CONTEXT, type Tab } from "./cdpCore.js";
 import { inpageSnapshot } from "../answers.js";
-import { callInpage, checkScriptable, documentValue, isolatedWorld, parseAnswer, pointValue, readDocument, type RemoteAnswer, remoteValue, revealClosedRoots } from "./inpage.js";
+import { callInpage, checkScriptable, documentValue, isolatedWorld, parseAnswer, pointValue, readDocument, remoteValue, revealClosedRoots } from "./inpage.js";
 
 export const OWNER_OFFSET = `function () {
   const r = this.getBoundingClientRect();
@@ -112,17 +112,14 @@ export async function frameOffset(core: CdpCore, tab: Tab & { sessionId: string 
 export async function readContent(core: CdpCore, tab: Tab & { sessionId: string }): Promise<PageContent> {
   checkScriptable(tab);
   // A page that replaces its document (a refresh loop, a script reloading) can take the context away between
-  // finding it and reading from it: read again from the new document, a few times.
-  let answer: RemoteAnswer | undefined;
-  for (let attempt = 1; answer === undefined; attempt++) {
-    const contextId = await isolatedWorld(core, tab.sessionId, tab.mainFrameId, "internal");
-    const result = await readDocument(core, tab.sessionId, contextId, CONTENT_MAX_CHARS);
-    if (result.ok) answer = result.value;
-    else if (tab.gone || core.closed || !(result.error.kind === "protocol" && GONE_CONTEXT.test(result.error.message))) throw core.failure(result.error);
-    else if (attempt >= 20) throw new DriverError("navigation_failed", "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot");
-    // A busy machine can lose several rounds to a page that reloads at once: keep trying for ~4 s, 250 ms apart at most.
-    else await sleep(Math.min(250, 50 * attempt));
+  // finding it and reading from it: stale_ref, and the broker reads again (drivers/pageContent.ts).
+  const contextId = await isolatedWorld(core, tab.sessionId, tab.mainFrameId, "stale_ref");
+  const result = await readDocument(core, tab.sessionId, contextId, CONTENT_MAX_CHARS);
+  if (!result.ok) {
+    if (tab.gone || core.closed || !(result.error.kind === "protocol" && GONE_CONTEXT.test(result.error.message))) throw core.failure(result.error);
+    throw new DriverError("stale_ref", "the document went away while it was read");
   }
+  const answer = result.value;
   const value = documentValue.safeParse(remoteValue(answer));
   if (!value.success) throw new DriverError("internal", "the page returned no content");
   const { origin: _origin, capped, ...page } = value.data.value;
