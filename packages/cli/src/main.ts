@@ -1,6 +1,7 @@
 // The `tabrelay` command: dispatches to one module per command (commands/) and maps errors to exit codes.
 import { ConfigError, LaunchError, VERSION } from "@tabrelay/broker";
 import { AUDIT_HELP, cmdAudit } from "./audit.js";
+import { DOCTOR_HELP, cmdDoctor } from "./commands/doctor.js";
 import { LAUNCH_HELP, cmdLaunch } from "./commands/launch.js";
 import { MCP_CONFIG_HELP, cmdMcpConfig } from "./commands/mcpConfig.js";
 import { PAIR_HELP, cmdPair } from "./commands/pair.js";
@@ -33,6 +34,8 @@ Commands:
   service install|uninstall|status [--port P] [--data-dir DIR] [--name NAME]
                           run \`tabrelay serve\` as a user service (systemd on Linux, launchd on macOS;
                           on Windows: prints the Task Scheduler command)
+  doctor                  check Node, the browser, the extension, config, file permissions, the port and
+                          the connected browsers; one line each, with the fix
   mcp-config [--client NAME] [--stdio]
                           the MCP config block for your client (claude-code, cursor, vscode,
                           claude-desktop, codex, windsurf), with your token
@@ -50,6 +53,7 @@ const HELP: Record<string, string> = {
   policy: POLICY_HELP,
   "mcp-config": MCP_CONFIG_HELP,
   service: SERVICE_HELP,
+  doctor: DOCTOR_HELP,
 };
 
 async function main(argv: string[]): Promise<number | undefined> {
@@ -81,6 +85,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return cmdAudit(rest);
     case "service":
       return cmdService(rest);
+    case "doctor":
+      return cmdDoctor(rest);
     case "mcp-config":
       return cmdMcpConfig(rest);
     default:
