@@ -3,6 +3,7 @@
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import { describe, expect, it } from "vitest";
 import { type RawCall, serve } from "../src/drivers/composed.js";
+import { DocumentStatus } from "../src/drivers/documentStatus.js";
 import type { BrowserInfo } from "../src/drivers/driver.js";
 import { PendingCalls } from "../src/drivers/pendingCalls.js";
 
@@ -19,7 +20,7 @@ function scripted(script: Script) {
     const answer = script[method] as ((p: typeof params) => Result<ResultOf<typeof method>>) | undefined;
     return answer ? answer(params) : { ok: false, error: { code: "unknown_method", message: method } };
   };
-  const call = <M extends BridgeMethod>(method: M, params: ParamsOf<M>, timeoutMs = 5000) => serve(new PendingCalls(info), method, params, { timeoutMs }, raw);
+  const call = <M extends BridgeMethod>(method: M, params: ParamsOf<M>, timeoutMs = 5000) => serve({ calls: new PendingCalls(info), status: new DocumentStatus() }, method, params, { timeoutMs }, raw);
   return { calls, call };
 }
 

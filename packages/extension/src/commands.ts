@@ -4,7 +4,6 @@ import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
 import { noteAgentRequest } from "./downloads.js";
 import { frameContents, readDocument, type DocumentRead } from "./frames.js";
-import { documentStatus, withoutFragment } from "./httpStatus.js";
 import { injectInpage, runInFrame, scriptingError, splitRef, type InpageResult } from "./inpageScript.js";
 import { watchNavigation } from "./navigation.js";
 import { scopeNewTabs } from "./navigationRules.js";
@@ -263,8 +262,7 @@ export const handlers: Handlers = {
       if (read === "none") throw gone();
       const { origin: _origin, ...page } = read;
       const frames = await frameContents(tabId, page.url);
-      const response = documentStatus.get(tabId);
-      return { ...page, ...(response && response.url === withoutFragment(page.url) ? { status: response.status } : {}), ...(frames.length ? { frames } : {}) };
+      return { ...page, ...(frames.length ? { frames } : {}) };
     } catch (error) {
       if (error instanceof CommandError) throw error;
       const message = error instanceof Error ? error.message : String(error);

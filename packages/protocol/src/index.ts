@@ -53,7 +53,10 @@ export interface PageContent {
   url: string;
   title: string;
   html: string;
-  /** HTTP status of the response that brought this document, when the browser saw it (not for a cached page). */
+  /**
+   * HTTP status of the response that brought this document, when the browser saw it (not for a cached page): set by
+   * the broker from the driver's tab.response events, never by the driver.
+   */
   status?: number;
   /**
    * The documents of the page's frames (iframes, nested too), parents before their children, at most
@@ -409,6 +412,11 @@ export interface BridgeEvents {
   /** The page opened a new tab from an agent tab; it is the agent's too. */
   "tab.created": { tab: TabInfo; openerTabId?: number };
   "tab.removed": { tabId: number };
+  /**
+   * The response that brings a top document of an agent tab started: its HTTP status. The broker holds it until
+   * that document commits (drivers/documentStatus.ts) and shows it for that document only (PageContent.status).
+   */
+  "tab.response": { tabId: number; url: string; status: number };
 }
 
 export type BridgeEventName = keyof BridgeEvents;

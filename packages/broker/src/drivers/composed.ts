@@ -3,16 +3,24 @@
 // - tabs.open: a tab whose open failed is closed again (the agent never learns its id).
 // - page.wait: `urlIncludes` is watched here (tabs.get); the browser waits in the page for text, its absence or a
 //   selector, and the wait starts again in the new document when a navigation destroys the old one (stale_ref).
-// - page.content: pageContent.ts.
+// - page.content: pageContent.ts, with the document's HTTP status from documentStatus.ts.
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import type { CallOptions } from "./driver.js";
+import type { DocumentStatus } from "./documentStatus.js";
 import { readPage } from "./pageContent.js";
 import type { PendingCalls } from "./pendingCalls.js";
 
 /** A driver's own call of a method, as the browser answers it (no composition). */
 export type RawCall = <M extends BridgeMethod>(method: M, params: ParamsOf<M>, options?: CallOptions) => Promise<Result<ResultOf<M>>>;
 
-type Composed = { [M in BridgeMethod]?: (params: ParamsOf<M>, options: CallOptions, raw: RawCall) => Promise<Result<ResultOf<M>>> };
+/** What a composed method may use of its driver besides its raw calls. */
+export interface Composer {
+  readonly calls: PendingCalls;
+  /** Fed with the driver's events (observe) before the broker sees them. */
+  readonly status: DocumentStatus;
+}
+
+type Composed = { [M in BridgeMethod]?: (params: ParamsOf<M>, options: CallOptions, raw: RawCall, driver: Composer) => Promise<Result<ResultOf<M>>> };
 
 const COMPOSED: Composed = {
   "tabs.open": async (params, options, raw) => {
@@ -63,7 +71,7 @@ function sleep(ms: number): Promise<void> {
  * A driver's call(): a composed method runs here, as one call in flight of its own (its timeout and signal cover
  * every call it makes), over the driver's `raw` calls; any other method is the driver's raw call.
  */
-export function serve<M extends BridgeMethod>(calls: PendingCalls, method: M, params: ParamsOf<M>, options: CallOptions & { timeoutMs: number }, raw: RawCall): Promise<Result<ResultOf<M>>> {
+export function serve<M extends BridgeMethod>(driver: Composer, method: M, params: ParamsOf<M>, options: CallOptions & { timeoutMs: number }, raw: RawCall): Promise<Result<ResultOf<M>>> {
   const composed: Composed[M] = COMPOSED[method];
-  return composed ? calls.run(method, options, () => composed(params, options, raw)) : raw(method, params, options);
+  return composed ? driver.calls.run(method, options, () => composed(params, options, raw, driver)) : raw(method, params, options);
 }

@@ -92,7 +92,7 @@ export class CdpBrowser implements BrowserDriver {
 
   call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options: CallOptions = {}): Promise<Result<ResultOf<M>>> {
     const timeoutMs = this.#core.options.callTimeoutMs;
-    return serve(this.#core.calls, method, params, { ...options, timeoutMs: options.timeoutMs ?? timeoutMs }, (m, p, o = {}) =>
+    return serve(this.#core, method, params, { ...options, timeoutMs: options.timeoutMs ?? timeoutMs }, (m, p, o = {}) =>
       this.#core.calls.run(m, { ...o, timeoutMs: o.timeoutMs ?? timeoutMs }, () =>
         // No size check: MAX_FRAME_BYTES is what the /bridge socket carries, and over CDP there is no bridge.
         this.#dispatch(m, p).then(

@@ -6,6 +6,7 @@
 import { type BridgeEvent, type ErrorCode, type TabInfo, type WireError } from "@tabrelay/protocol";
 import type { Protocol } from "devtools-protocol";
 import type { BrowserInfo } from "../driver.js";
+import { DocumentStatus } from "../documentStatus.js";
 import { disconnected, PendingCalls } from "../pendingCalls.js";
 import type { CdpClient, CdpFailure, CdpMethod, CdpParams, CdpResult, CdpReturn } from "./cdpClient.js";
 
@@ -83,21 +84,12 @@ export interface Tab {
   lastVisible?: boolean | undefined;
   /** The last top-frame navigation request the request policy stopped: its error page is a landing, not a load failure. */
   blockedNavigation?: { url: string; at: number } | undefined;
-  /** The last top-document response seen (Fetch's response stage). */
-  documentStatus?: { loaderId: string; status: number } | undefined;
-  /** A top-document response whose document has not committed yet. */
-  pendingStatus?: { url: string; status: number } | undefined;
 }
 
 /** Protocol errors meaning the frame's document (or the frame) is gone. */
 export const GONE_CONTEXT = /Cannot find context|Execution context was destroyed|No frame for given id|Frame .*not found|Inspected target navigated or closed|Target closed|Session with given id not found|No frame with given id/i;
 
 export const NOT_ATTACHED = /Not attached to an active page/i;
-
-/** A response's URL and the document's URL compare without the fragment (responses never carry one). */
-export function withoutFragment(url: string): string {
-  return url.split("#")[0] ?? url;
-}
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -120,6 +112,7 @@ export class CdpCore {
 
   /** Calls in flight (the driver's own, and those a broker call is composed of). */
   readonly calls: PendingCalls;
+  readonly status = new DocumentStatus();
 
   constructor(
     readonly client: CdpClient,
@@ -187,6 +180,7 @@ export class CdpCore {
 
   emit(frame: BridgeEvent): void {
     if (this.closed) return;
+    this.status.observe(frame);
     try {
       this.options.onEvent(frame);
     } catch {

@@ -2,7 +2,7 @@
 // request (navigations and subresources) and stops responses the browser would save as files, and the
 // cancelling of downloads started in an agent tab.
 import type { Protocol } from "devtools-protocol";
-import { type CdpCore, type Tab, withoutFragment } from "./cdpCore.js";
+import type { CdpCore, Tab } from "./cdpCore.js";
 
 /** Every request passes the request policy; top documents are paused again at their response (downloads). */
 export const PAGE_FETCH_PATTERNS: Protocol.Fetch.RequestPattern[] = [{ urlPattern: "*" }, { urlPattern: "*", resourceType: "Document", requestStage: "Response" }];
@@ -43,8 +43,7 @@ export function onRequestPaused(core: CdpCore, params: Protocol.Fetch.RequestPau
     // A document's response, before the browser acts on it: one the browser would save as a file is
     // stopped here, so nothing lands on the user's disk, in an attached browser too.
     const status = params.responseStatusCode ?? 0;
-    // Held until its document commits (onFrameNavigated, targets.ts), so it is only ever shown for that document.
-    if (tab && frameId === tab.mainFrameId && status > 0) tab.pendingStatus = { url: withoutFragment(url), status };
+    if (tab && frameId === tab.mainFrameId && status > 0) core.emit({ type: "event", event: "tab.response", params: { tabId: tab.tabId, url, status } });
     if (tab && status >= 200 && status < 300 && isDownloadResponse(params.responseHeaders)) {
       if (frameId === tab.mainFrameId) tab.blockedDownload = url;
       void core.client.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }, sessionId);

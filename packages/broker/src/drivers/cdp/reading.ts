@@ -124,14 +124,11 @@ export async function readContent(core: CdpCore, tab: Tab & { sessionId: string 
   if (!value.success) throw new DriverError("internal", "the page returned no content");
   const { origin: _origin, capped, ...page } = value.data.value;
   const generation = tab.generation;
-  const loaderAtRead = tab.loaderId;
   const frames = await frameContents(core, tab, FRAME_HTML_BUDGET);
   // The frames belong to the document read just before them only if the tab is still on it.
-  const response = tab.documentStatus;
   return {
     ...page,
     ...(capped ? { capped } : {}),
-    ...(response && response.loaderId === loaderAtRead ? { status: response.status } : {}),
     ...(frames.length && tab.generation === generation ? { frames } : {}),
   };
 }

@@ -3,7 +3,7 @@
 // date from commits, same-document navigations, lifecycle events and target changes.
 import type { Protocol } from "devtools-protocol";
 import type { CdpResult } from "./cdpClient.js";
-import { type CdpCore, sleep, type Tab, withoutFragment } from "./cdpCore.js";
+import { type CdpCore, sleep, type Tab } from "./cdpCore.js";
 import { onDownload, onRequestPaused, PAGE_FETCH_PATTERNS } from "./network.js";
 
 export async function startUp(core: CdpCore): Promise<CdpResult<void>> {
@@ -188,10 +188,6 @@ export function onFrameNavigated(core: CdpCore, tab: Tab, params: Protocol.Page.
   if (frame.parentId !== undefined) return;
   const { url, loaderId, unreachableUrl: unreachable } = frame;
   const first = tab.generation === 0;
-  // A document that committed without a response seen for it (bfcache, a service worker) has no status.
-  const pending = tab.pendingStatus;
-  tab.pendingStatus = undefined;
-  tab.documentStatus = pending && pending.url === withoutFragment(url) ? { loaderId, status: pending.status } : undefined;
   core.touch(tab, () => {
     tab.mainFrameId = frame.id;
     tab.generation++;

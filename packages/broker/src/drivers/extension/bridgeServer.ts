@@ -135,6 +135,7 @@ export class BridgeServer {
           connection.onResult(frame);
           return;
         case "event":
+          connection.onEvent(frame);
           registry.emit("event", connection, frame);
           return;
         case "ping":

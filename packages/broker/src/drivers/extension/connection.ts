@@ -1,8 +1,9 @@
 // The extension's side of the driver interface: one paired browser behind a /bridge socket. Calls become
 // frames; answers are parsed with the same schemas as the CDP driver's (drivers/answers.ts).
-import type { BridgeMethod, BridgeResult, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
+import type { BridgeEvent, BridgeMethod, BridgeResult, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import { parseBridgeAnswer, parseWireError } from "../answers.js";
 import { serve } from "../composed.js";
+import { DocumentStatus } from "../documentStatus.js";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../driver.js";
 import { disconnected, PendingCalls } from "../pendingCalls.js";
 
@@ -16,7 +17,8 @@ export interface BridgeSocket {
 export class BrowserConnection implements BrowserDriver {
   readonly info: BrowserInfo;
   readonly #socket: BridgeSocket;
-  readonly #calls: PendingCalls;
+  readonly calls: PendingCalls;
+  readonly status = new DocumentStatus();
   /** Calls sent and not answered yet, by frame id: each parses the browser's answer to its own method. */
   readonly #answers = new Map<number, (frame: BridgeResult) => void>();
   readonly #defaultTimeoutMs: number;
@@ -26,16 +28,16 @@ export class BrowserConnection implements BrowserDriver {
     this.info = info;
     this.#socket = socket;
     this.#defaultTimeoutMs = defaultTimeoutMs;
-    this.#calls = new PendingCalls(info);
+    this.calls = new PendingCalls(info);
   }
 
   get closed(): boolean {
-    return this.#calls.closed;
+    return this.calls.closed;
   }
 
   call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options: CallOptions = {}): Promise<Result<ResultOf<M>>> {
-    return serve(this.#calls, method, params, { ...options, timeoutMs: options.timeoutMs ?? this.#defaultTimeoutMs }, (m, p, o = {}) =>
-      this.#calls.run(m, { ...o, timeoutMs: o.timeoutMs ?? this.#defaultTimeoutMs }, (ended) => this.#send(m, p, ended)),
+    return serve(this, method, params, { ...options, timeoutMs: options.timeoutMs ?? this.#defaultTimeoutMs }, (m, p, o = {}) =>
+      this.calls.run(m, { ...o, timeoutMs: o.timeoutMs ?? this.#defaultTimeoutMs }, (ended) => this.#send(m, p, ended)),
     );
   }
 
@@ -62,9 +64,14 @@ export class BrowserConnection implements BrowserDriver {
     this.#answers.get(frame.id)?.(frame);
   }
 
+  /** An event frame from the browser, before the broker's listeners get it. */
+  onEvent(frame: BridgeEvent): void {
+    this.status.observe(frame);
+  }
+
   /** The socket closed: fail everything in flight now, never after a timeout. */
   markClosed(): void {
-    this.#calls.close();
+    this.calls.close();
   }
 
   close(reason: string): void {

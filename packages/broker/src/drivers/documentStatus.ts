@@ -1,0 +1,54 @@
+// The HTTP status of each agent tab's top document, once for both drivers, from what they observe (BridgeEvents):
+// a response (tab.response) is held until its document commits (tab.committed) and kept only if that document is
+// the one it brought (same URL, fragments aside); a document that commits without one (the back/forward cache, a
+// service worker's answer) has no status. A status is never shown for another document than the one it came with.
+import type { BridgeEvent } from "@tabrelay/protocol";
+
+interface Response {
+  url: string;
+  status: number;
+}
+
+export class DocumentStatus {
+  readonly #pending = new Map<number, Response>();
+  readonly #current = new Map<number, Response>();
+
+  observe(frame: BridgeEvent): void {
+    switch (frame.event) {
+      case "tab.response":
+        this.#pending.set(frame.params.tabId, { url: withoutFragment(frame.params.url), status: frame.params.status });
+        return;
+      case "tab.committed": {
+        const { tabId, url } = frame.params;
+        // A blank document (a tab reset after a refused landing, a new tab's initial one) can commit after the next
+        // page's response was seen: it brought no response and takes none away from the page that follows.
+        if (url === "about:blank") {
+          this.#current.delete(tabId);
+          return;
+        }
+        const pending = this.#pending.get(tabId);
+        this.#pending.delete(tabId);
+        if (pending && pending.url === withoutFragment(url)) this.#current.set(tabId, pending);
+        else this.#current.delete(tabId);
+        return;
+      }
+      case "tab.removed":
+        this.#pending.delete(frame.params.tabId);
+        this.#current.delete(frame.params.tabId);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** The status of the response that brought the tab's document at `url`, when it was seen. */
+  of(tabId: number, url: string): number | undefined {
+    const current = this.#current.get(tabId);
+    return current && current.url === withoutFragment(url) ? current.status : undefined;
+  }
+}
+
+/** A response's URL and a document's compare without the fragment (responses never carry one). */
+function withoutFragment(url: string): string {
+  return url.split("#")[0] ?? url;
+}
