@@ -27,17 +27,55 @@ function majorOf(version: string): number {
   return Number(/^v?(\d+)/.exec(version)?.[1] ?? NaN);
 }
 
-/** `>=20`, `>=20.11.0`, `^22 || >=24`: the lowest major any alternative allows (a simple reading of `engines`). */
-export function minimumMajor(range: string): number | undefined {
-  const majors = [...range.matchAll(/(?:>=|\^|~)?\s*v?(\d+)(?:\.\d+){0,2}/g)].map((m) => Number(m[1]));
-  return majors.length ? Math.min(...majors) : undefined;
+type Triple = [number, number, number];
+
+function triple(text: string): Triple {
+  const [a = 0, b = 0, c = 0] = text.replace(/^v/, "").split(".").map((n) => Number.parseInt(n, 10) || 0);
+  return [a, b, c];
+}
+
+function compare(x: Triple, y: Triple): number {
+  return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+}
+
+/**
+ * Whether a version meets an `engines` range: alternatives joined by `||`, each of `^X.Y.Z`, `~X.Y.Z`, `>=X.Y.Z`,
+ * `>X`, `<X`, `<=X`, `X.x` or `X` terms (space-separated terms all hold). Enough for what package.json files say.
+ */
+export function satisfies(version: string, range: string): boolean {
+  const v = triple(version);
+  return range.split("||").some((alternative) =>
+    alternative
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .every((term) => {
+        const m = /^(\^|~|>=|<=|>|<|=)?\s*v?([\d.x*]+)$/.exec(term);
+        if (!m?.[2]) return false;
+        const t = triple(m[2].replace(/[x*]/g, "0"));
+        const op = m[1] ?? "";
+        if (op === "^") return v[0] === t[0] && compare(v, t) >= 0;
+        if (op === "~") return v[0] === t[0] && v[1] === t[1] && compare(v, t) >= 0;
+        if (op === ">=") return compare(v, t) >= 0;
+        if (op === ">") return compare(v, t) > 0;
+        if (op === "<=") return compare(v, t) <= 0;
+        if (op === "<") return compare(v, t) < 0;
+        const parts = m[2].split(".").filter((p) => p !== "x" && p !== "*").length;
+        return v.slice(0, parts).every((n, i) => n === t[i]);
+      }),
+  );
 }
 
 export function nodeCheck(version: string, engines: string | undefined, today: Date): Check {
   const major = majorOf(version);
-  const minimum = engines ? minimumMajor(engines) : undefined;
-  if (minimum !== undefined && major < minimum) {
-    return { status: "fail", label: "node", message: `Node ${version} is older than tabrelay needs (engines: ${engines}); install Node 24 LTS, then run npm install again` };
+  if (engines && !satisfies(version, engines)) {
+    const lowest = engines
+      .split("||")
+      .map((alternative) => triple(/\d+(?:\.\d+){0,2}/.exec(alternative)?.[0] ?? "0"))
+      .reduce((a, b) => (compare(a, b) <= 0 ? a : b));
+    return compare(triple(version), lowest) < 0
+      ? { status: "fail", label: "node", message: `Node ${version} is older than tabrelay supports (engines: ${engines}); install Node 24 LTS, then run npm install again` }
+      : { status: "warn", label: "node", message: `Node ${version} is outside the versions tabrelay is tested on (engines: ${engines}); if something misbehaves, use Node 24 LTS` };
   }
   const end = NODE_END_OF_LIFE[major];
   if (end !== undefined && today.toISOString().slice(0, 10) >= end) {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MCP_TOKEN, PAIRING_TOKEN, closedPort, startBroker, type TestBroker } from "../../../test/harness.js";
 import { StubExtension } from "../../../test/stubExtension.js";
 import { VERSION } from "../../broker/src/index.js";
-import { browserChecks, browserVersionCheck, nodeCheck, tokenFileCheck } from "../src/doctorChecks.js";
+import { browserChecks, browserVersionCheck, nodeCheck, satisfies, tokenFileCheck } from "../src/doctorChecks.js";
 import { tabrelay, tempDir } from "./run.js";
 
 /** A data dir holding the test tokens (0600), as `tabrelay serve` would have left it. */
@@ -111,12 +111,19 @@ describe("tabrelay doctor against a running broker", () => {
 });
 
 describe("doctor's judgements", () => {
-  it("Node: below engines fails, past its end of life warns, a current LTS is ok", () => {
+  it("Node: below engines fails, outside it warns, past its end of life warns, a current LTS is ok", () => {
     const day = new Date("2026-12-01T00:00:00Z");
-    expect(nodeCheck("v18.20.0", ">=20", day).status).toBe("fail");
-    expect(nodeCheck("v20.20.2", ">=20", day)).toMatchObject({ status: "warn", message: expect.stringContaining("end of life on 2026-04-30") });
-    expect(nodeCheck("v20.20.2", ">=20", new Date("2026-01-01T00:00:00Z")).status).toBe("ok");
-    expect(nodeCheck("v24.11.0", ">=20", day).status).toBe("ok");
+    const engines = "^20.19.0 || ^22.12.0 || ^24.0.0";
+    expect(nodeCheck("v18.20.0", engines, day).status).toBe("fail");
+    expect(nodeCheck("v20.18.0", ">=20.19", day).status).toBe("fail");
+    expect(nodeCheck("v26.1.0", engines, day)).toMatchObject({ status: "warn", message: expect.stringContaining("outside the versions") });
+    expect(nodeCheck("v20.20.2", engines, day)).toMatchObject({ status: "warn", message: expect.stringContaining("end of life on 2026-04-30") });
+    expect(nodeCheck("v20.20.2", engines, new Date("2026-01-01T00:00:00Z")).status).toBe("ok");
+    expect(nodeCheck("v22.12.0", engines, day).status).toBe("ok");
+    expect(nodeCheck("v24.11.0", engines, day).status).toBe("ok");
+    expect(satisfies("v22.11.0", engines)).toBe(false);
+    expect(satisfies("v24.0.0", ">=20 <25")).toBe(true);
+    expect(satisfies("v25.0.0", ">=20 <25")).toBe(false);
   });
 
   it("a browser whose extension is another version than the broker's is a warning saying what to do", () => {
