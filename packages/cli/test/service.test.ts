@@ -59,6 +59,15 @@ describe("tabrelay service on Linux (systemd user unit)", () => {
     expect(verify.status).toBe(0);
   });
 
+  it("prints the block with the data dir's token, which the service uses, not one set in this shell", async () => {
+    const { home: h, dataDir } = home();
+    const result = await tabrelay(["service", "install"], linux(h, { TABRELAY_MCP_TOKEN: "shell-only-token-0123456789abcdefghij" }));
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain("TABRELAY_MCP_TOKEN is set in this shell, but the service does not inherit it");
+    expect(result.stdout).not.toContain("shell-only-token");
+    expect(result.stdout).toContain(`"Authorization": "Bearer ${readFileSync(join(dataDir, "mcp-token"), "utf8").trim()}"`);
+  });
+
   it("re-installs idempotently: the same bytes, reported unchanged; other options update it", async () => {
     const { home: h } = home();
     await tabrelay(["service", "install"], linux(h));

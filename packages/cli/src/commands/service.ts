@@ -71,6 +71,8 @@ interface Context {
   spec: ServiceSpec;
   config: BrokerConfig;
   values: { port?: string | undefined; "data-dir"?: string | undefined };
+  /** Token variables set in this shell that the service will not see. */
+  ignored: string[];
 }
 
 function contextFrom(values: { port?: string | undefined; "data-dir"?: string | undefined; name?: string | undefined }): Context {
@@ -82,8 +84,12 @@ function contextFrom(values: { port?: string | undefined; "data-dir"?: string | 
   // Pinned as given now: the service manager's environment has no TABRELAY_DATA_DIR.
   const dataDir = resolve(values["data-dir"] ?? defaultDataDir(env));
   const serveArgs = ["serve", "--data-dir", dataDir, ...(values.port !== undefined ? ["--port", values.port] : [])];
+  // The service starts without this shell's environment: its tokens are the data dir's files, so those are the
+  // ones the printed block must hold.
+  const ignored = ["TABRELAY_MCP_TOKEN", "TABRELAY_PAIRING_TOKEN"].filter((key) => env[key]);
+  for (const key of ignored) delete env[key];
   const config = configFrom({ ...(values.port !== undefined ? { port: values.port } : {}), "data-dir": dataDir });
-  return { platform, spec: { name, home, launch: nodeLaunch(), serveArgs }, config, values };
+  return { platform, spec: { name, home, launch: nodeLaunch(), serveArgs }, config, values, ignored };
 }
 
 function out(lines: string[]): void {
@@ -103,8 +109,11 @@ function startCommands(ctx: Context, path: string): string[] {
 
 function clientBlock(ctx: Context): string[] {
   const target = mcpTarget(ctx.config, ctx.values);
+  const note = ctx.ignored.length
+    ? [`${ctx.ignored.join(" and ")} ${ctx.ignored.length === 1 ? "is" : "are"} set in this shell, but the service does not inherit ${ctx.ignored.length === 1 ? "it" : "them"}: it uses the tokens in ${ctx.config.dataDir}, which the block below holds.`]
+    : [];
   const block = { mcpServers: { tabrelay: { type: "http", url: target.url, headers: { Authorization: `Bearer ${target.token}` } } } };
-  return ["", "Add this to your MCP client (or run `tabrelay mcp-config --client NAME` for yours):", JSON.stringify(block, null, 2)];
+  return ["", ...note, "Add this to your MCP client (or run `tabrelay mcp-config --client NAME` for yours):", JSON.stringify(block, null, 2)];
 }
 
 async function install(ctx: Context): Promise<number> {
