@@ -66,7 +66,7 @@ describe("tabrelay mcp-config", () => {
     expect(server).toEqual({ command: process.execPath, args: [CLI, "stdio", "--port", String(b.port), "--data-dir", dataDir] });
     // The broker holds the port, so the stdio process forwards to it with the data dir's token.
     const client = new Client({ name: "mcp-config-stdio-test", version: "0.0.0" });
-    await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env: cleanEnv() as Record<string, string>, stderr: "ignore" }));
+    await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env: cleanEnv(), stderr: "ignore" }));
     expect((await client.listTools()).tools.map((t) => t.name)).toContain("read_url");
     await client.close();
 

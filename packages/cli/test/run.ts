@@ -16,8 +16,9 @@ export interface Run {
 }
 
 /** The environment of a user who set none of tabrelay's variables, plus `env`. */
-export function cleanEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("TABRELAY_") && key !== "CHROME_PATH"));
+export function cleanEnv(env: Record<string, string> = {}): Record<string, string> {
+  const base: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) if (value !== undefined && !key.startsWith("TABRELAY_") && key !== "CHROME_PATH") base[key] = value;
   return { ...base, ...env };
 }
 
