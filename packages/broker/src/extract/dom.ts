@@ -18,13 +18,17 @@ export interface DomNode {
 export interface DomElement extends DomNode {
   readonly tagName: string;
   readonly firstElementChild: DomElement | null;
+  readonly lastElementChild: DomElement | null;
   readonly nextElementSibling: DomElement | null;
+  readonly previousElementSibling: DomElement | null;
   getAttribute(name: string): string | null;
   setAttribute(name: string, value: string): void;
   removeAttribute(name: string): void;
   hasAttribute(name: string): boolean;
   querySelector(selectors: string): DomElement | null;
   querySelectorAll(selectors: string): ArrayLike<DomElement>;
+  contains(other: DomNode): boolean;
+  closest(selectors: string): DomElement | null;
   remove(): void;
   replaceWith(...nodes: string[]): void;
 }

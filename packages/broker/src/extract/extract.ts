@@ -6,7 +6,8 @@
  * for the agent, dropping the marked elements and counting what it withheld. Pipeline (parsed exactly once):
  *
  *   parse (linkedom) -> prune marked, hidden and non-content elements from <body>
- *     readable: clone the document, run Readability on the clone, keep its article unless it found nothing useful
+ *     readable: drop consent/cookie/newsletter overlays (consent.ts), run Readability (on a clone when a fallback
+ *       is likely), keep its article unless it found nothing useful
  *     full (or fallback): use the pruned <body> of the original document
  *   -> absolutize/sanitize links and images -> Turndown -> tidy.
  *
@@ -15,6 +16,7 @@
  */
 import { isProbablyReaderable } from "@mozilla/readability";
 import { withThousands } from "../util/format.js";
+import { dropConsentOverlays } from "./consent.js";
 import { parseDocument, type DomElement } from "./dom.js";
 import { baseUrl, fixLinksAndImages } from "./links.js";
 import { turndown } from "./markdown.js";
@@ -83,6 +85,7 @@ export function extract(input: ExtractInput): Extracted {
   const huge = body !== null && input.mode === "readable" && body.querySelectorAll("*").length > READABILITY_MAX_ELEMENTS;
   if (body !== null && input.mode === "readable" && !huge) {
     prune(body, true, withheld); // hidden text must not reach Readability either
+    dropConsentOverlays(body); // else a cookie banner becomes the article's first paragraph
     // Readability mutates the document it reads. Pages that look like articles (the common case) hand it the
     // document itself: the fallback is then unlikely and re-parses. Other pages, where the fallback is likely, hand it
     // a clone and keep the original for the fallback, so no page is ever parsed twice in the likely path.
@@ -92,7 +95,10 @@ export function extract(input: ExtractInput): Extracted {
     const page = body;
     if (readabilityFoundNothing(readability, readerable, () => nonLinkTextLength(page))) {
       fellBack = true;
-      if (readerable) body = fullBody(input.html);
+      if (readerable) {
+        body = fullBody(input.html);
+        if (body !== null) dropConsentOverlays(body); // readable was asked for: no banner in its fallback either
+      }
       else removeScripts(body); // the JSON-LD kept for Readability
       root = body;
     } else {
