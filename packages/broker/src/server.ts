@@ -290,7 +290,7 @@ export class Broker {
   }
 
   #health(): unknown {
-    const browsers = this.registry.list().map((b) => ({ id: b.info.browserId, label: b.info.label, kind: b.info.kind, connectedAt: new Date(b.info.connectedAt).toISOString() }));
+    const browsers = this.registry.list().map((b) => ({ id: b.info.browserId, label: b.info.label, kind: b.info.kind, extensionVersion: b.info.extensionVersion, connectedAt: new Date(b.info.connectedAt).toISOString() }));
     const health = this.audit.health();
     const audit = health.ok
       ? { ok: true, failures: health.failures }
