@@ -102,3 +102,64 @@ describe("page.content", () => {
     expect(restricted.calls).toHaveLength(1);
   });
 });
+
+describe("page.content's frames", () => {
+  const doc = (name: string, html = `<html><body>${name}</body></html>`) => ({ url: `http://x.test/${name}`, origin: "http://x.test", title: name, html });
+
+  it("reads the frames the driver listed, parents first and shallow before deep, leaving out those it could not read and their children", async () => {
+    const driver = scripted({
+      "page.content": ({ frameId }) => {
+        if (frameId === undefined) {
+          return {
+            ok: true,
+            value: {
+              url: "http://x.test/",
+              title: "Top",
+              html: "<html><body>Top</body></html>",
+              // 5 in 3 in 1; 4 in 2 (which cannot be read); 1 and 2 in the top document.
+              subframes: [
+                { frameId: 5, parentFrameId: 3 },
+                { frameId: 3, parentFrameId: 1 },
+                { frameId: 1, parentFrameId: 0 },
+                { frameId: 4, parentFrameId: 2 },
+                { frameId: 2, parentFrameId: 0 },
+              ],
+            },
+          };
+        }
+        return frameId === 2 ? { ok: false, error: { code: "restricted_page", message: "no" } } : { ok: true, value: doc(`f${frameId}`) };
+      },
+    });
+    const read = await driver.call("page.content", { tabId: 1 });
+    if (!read.ok) throw new Error(read.error.message);
+    expect(read.value).not.toHaveProperty("subframes");
+    expect(read.value.frames?.map((f) => [f.title, f.parent])).toEqual([
+      ["f1", -1],
+      ["f3", 0],
+      ["f5", 1],
+    ]);
+  });
+
+  it("keeps frames within the character budget and the frame count, and fits frames a driver read itself the same way", async () => {
+    const big = "x".repeat(3 * 1024 * 1024);
+    const driver = scripted({
+      "page.content": ({ frameId }) =>
+        frameId === undefined
+          ? { ok: true, value: { url: "http://x.test/", title: "Top", html: "<body>", subframes: Array.from({ length: 40 }, (_, i) => ({ frameId: i + 1, parentFrameId: 0 })) } }
+          : { ok: true, value: doc(`f${frameId}`, frameId <= 2 ? big : "<body>small</body>") },
+    });
+    const read = await driver.call("page.content", { tabId: 1 });
+    const titles = read.ok ? (read.value.frames ?? []).map((f) => f.title) : [];
+    expect(titles).toHaveLength(30);
+    expect(titles[0]).toBe("f1"); // f2 no longer fits beside f1
+    expect(titles).not.toContain("f2");
+    const given = scripted({
+      "page.content": () => ({ ok: true, value: { url: "http://x.test/", title: "Top", html: "<body>", frames: [{ ...doc("inner"), parent: 1 }, { ...doc("outer"), parent: -1 }] } }),
+    });
+    const fitted = await given.call("page.content", { tabId: 1 });
+    expect(fitted.ok && fitted.value.frames?.map((f) => [f.title, f.parent])).toEqual([
+      ["outer", -1],
+      ["inner", 0],
+    ]);
+  });
+});

@@ -1,9 +1,9 @@
 // The commands the broker may call: a typed dispatch over BridgeMethods, nothing else is served.
-import { CONTENT_MAX_CHARS, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED, type ActEffects, type BridgeMethod, type BridgeMethods, type ElementFacts } from "@tabrelay/protocol";
+import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED, type ActEffects, type BridgeMethod, type BridgeMethods, type ElementFacts } from "@tabrelay/protocol";
 import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
 import { noteAgentRequest } from "./downloads.js";
-import { frameContents, readDocument, type DocumentRead } from "./frames.js";
+import { readDocument } from "./frames.js";
 import { injectInpage, runInFrame, scriptingError, splitRef, type InpageResult } from "./inpageScript.js";
 import { watchNavigation } from "./navigation.js";
 import { scopeNewTabs } from "./navigationRules.js";
@@ -249,20 +249,22 @@ export const handlers: Handlers = {
     return { ...composed, url: after.url ?? "", capturedAt: Date.now() };
   },
 
-  "page.content": async ({ tabId }) => {
+  "page.content": async ({ tabId, frameId }) => {
     await agentTab(tabId);
     try {
+      // Listed before the top document is read: a frame listed here either belongs to the document read or is gone.
+      const subframes = frameId === undefined ? ((await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null)) ?? []).filter((f) => f.frameId !== 0) : [];
       // injectImmediately: a page that never finishes loading (a stalled ad, a long poll) is read as it stands,
       // instead of the script waiting for document_idle until the call times out.
       // No result at all ("none"), or the frame removed under the script: the document went away before it answered
       // (a refresh loop, a script reloading); the broker reads again (drivers/pageContent.ts).
-      const read = await readDocument(tabId, 0, CONTENT_MAX_CHARS).catch((error: unknown) => {
+      const read = await readDocument(tabId, frameId ?? 0, frameId === undefined ? CONTENT_MAX_CHARS : FRAME_HTML_BUDGET).catch((error: unknown) => {
         throw /was removed|document.*unloaded|No frame with id/i.test(String(error)) ? gone() : error;
       });
       if (read === "none") throw gone();
+      if (frameId !== undefined) return read;
       const { origin: _origin, ...page } = read;
-      const frames = await frameContents(tabId, page.url);
-      return { ...page, ...(frames.length ? { frames } : {}) };
+      return { ...page, ...(subframes.length ? { subframes: subframes.map((f) => ({ frameId: f.frameId, parentFrameId: f.parentFrameId })) } : {}) };
     } catch (error) {
       if (error instanceof CommandError) throw error;
       const message = error instanceof Error ? error.message : String(error);

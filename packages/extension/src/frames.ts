@@ -1,5 +1,5 @@
-// Reading documents (the top frame's and its frames') through the in-page script.
-import { CONTENT_MAX_ELEMENTS, FRAME_HTML_BUDGET, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED, MAX_CONTENT_FRAMES, type ContentCapped, type FrameContent, type InpageResult } from "@tabrelay/protocol";
+// Reading one frame's document (the top one's or a subframe's) through the in-page script.
+import { CONTENT_MAX_ELEMENTS, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED, type ContentCapped, type InpageResult } from "@tabrelay/protocol";
 import { isVisibleToAgent, tabsLoaded } from "./state.js";
 
 export type DocumentRead = { url: string; origin: string; title: string; html: string; capped?: ContentCapped } | "none";
@@ -38,46 +38,3 @@ chrome.webNavigation.onCommitted.addListener((details) => {
     chrome.scripting.executeScript({ target: { tabId: details.tabId, frameIds: [details.frameId] }, files: ["inpage.js"], injectImmediately: true }).catch(() => undefined);
   });
 });
-
-/** The documents of the tab's frames, parents first, within FRAME_HTML_BUDGET characters (see PageContent). */
-export async function frameContents(tabId: number, topUrl: string): Promise<FrameContent[]> {
-  const all = (await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null)) ?? [];
-  const subframes = all.filter((f) => f.frameId !== 0);
-  if (subframes.length === 0) return [];
-  // One call per frame, each with a deadline: a frame that went away, cannot be scripted or never answers
-  // (a busy loop in an ad) is left out without costing the others.
-  const read = (frameId: number) =>
-    Promise.race([
-      readDocument(tabId, frameId, FRAME_HTML_BUDGET).then((doc) => (doc === "none" ? undefined : doc)),
-      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), FRAME_READ_MS)),
-    ]).catch(() => undefined);
-  const docs = await Promise.all(subframes.slice(0, MAX_CONTENT_FRAMES * 2).map(async (f) => [f.frameId, await read(f.frameId)] as const));
-  // The frames belong to the document read just before them only if the tab is still on it.
-  const top = await chrome.webNavigation.getFrame({ tabId, frameId: 0 }).catch(() => null);
-  if (!top || top.url !== topUrl) return [];
-  const byFrame = new Map(docs);
-  // Parents before children: order by depth below the top document.
-  const parentOf = new Map(all.map((f) => [f.frameId, f.parentFrameId]));
-  const depth = (frameId: number): number => {
-    let d = 0;
-    for (let id = frameId; id > 0 && d < 64; id = parentOf.get(id) ?? 0) d++;
-    return d;
-  };
-  const ordered = subframes.map((f) => ({ f, depth: depth(f.frameId) })).sort((a, b) => a.depth - b.depth).map((x) => x.f);
-  const frames: FrameContent[] = [];
-  const indexOf = new Map<number, number>();
-  let left = FRAME_HTML_BUDGET;
-  for (const f of ordered) {
-    if (frames.length >= MAX_CONTENT_FRAMES) break;
-    const doc = byFrame.get(f.frameId);
-    // A frame whose parent was left out is left out too: its origin could not be told.
-    if (!doc || typeof doc.html !== "string" || doc.html.length > left || (f.parentFrameId !== 0 && !indexOf.has(f.parentFrameId))) continue;
-    left -= doc.html.length;
-    indexOf.set(f.frameId, frames.length);
-    frames.push({ url: String(doc.url), origin: String(doc.origin), title: String(doc.title), html: doc.html, parent: f.parentFrameId === 0 ? -1 : indexOf.get(f.parentFrameId)!, ...(doc.capped ? { capped: doc.capped } : {}) });
-  }
-  return frames;
-}
-
-/** How long one frame's document may take to be read. */
-const FRAME_READ_MS = 3000;

@@ -59,13 +59,28 @@ export interface PageContent {
    */
   status?: number;
   /**
-   * The documents of the page's frames (iframes, nested too), parents before their children, at most
-   * MAX_CONTENT_FRAMES and FRAME_HTML_BUDGET characters in all (the rest left out). The broker decides which
-   * of them the read policy lets the agent see.
+   * The documents of the page's frames (iframes, nested too), parents before their children (shallow frames first),
+   * at most MAX_CONTENT_FRAMES and FRAME_HTML_BUDGET characters in all (the rest left out). The broker reads them
+   * (one page.content per frame of `subframes`) and fits them (drivers/pageContent.ts); a driver that reads them
+   * itself may send them here instead, and they are fitted the same way. The broker decides which of them the read
+   * policy lets the agent see.
    */
   frames?: FrameContent[];
   /** Set when the in-page reader stopped before the end of the document (see ContentCapped). */
   capped?: ContentCapped;
+  /**
+   * From the driver, on a read of the top document: the tab's frames as they were just before it was read (a frame
+   * listed here and read later either still belongs to that document or is gone). Not passed on by the broker.
+   */
+  subframes?: SubframeRef[];
+  /** From the driver, on a read of one frame (`frameId`): the document's origin as it reports it (FrameContent.origin). */
+  origin?: string;
+}
+
+/** One frame of a tab, by the driver's frame id; parentFrameId 0 for a frame of the top document. */
+export interface SubframeRef {
+  frameId: number;
+  parentFrameId: number;
 }
 
 /**
@@ -288,7 +303,8 @@ export interface BridgeMethods {
     result: { tab: TabInfo };
   };
   "tabs.get": { params: { tabId: number }; result: { tab: TabInfo } };
-  "page.content": { params: { tabId: number }; result: PageContent };
+  /** The top document, or with `frameId` (from its `subframes`) one frame's document, at most FRAME_HTML_BUDGET characters. */
+  "page.content": { params: { tabId: number; frameId?: number }; result: PageContent };
   "page.snapshot": { params: SnapshotParams; result: { frames: FrameSnapshot[] } };
   /** Resolves a ref minted at `revision` and reports its facts; fails with stale_ref if it no longer holds. */
   "page.inspect": { params: InspectParams; result: ElementFacts };

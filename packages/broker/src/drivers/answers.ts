@@ -22,6 +22,7 @@ import {
   type PageContent,
   type ReachedElement,
   type ResultOf,
+  type SubframeRef,
   type TabInfo,
   type WireError,
 } from "@tabrelay/protocol";
@@ -136,8 +137,19 @@ const frameContent = exactly<FrameContent>()(
   z.object({ url: z.string(), origin: z.string(), title: z.string(), html: z.string(), parent: z.number().int().min(-1), capped: contentCapped.optional() }),
 );
 
+const subframeRef = exactly<SubframeRef>()(z.object({ frameId: z.number().int(), parentFrameId: z.number().int() }));
+
 const pageContent = exactly<PageContent>()(
-  z.object({ url: z.string(), title: z.string(), html: z.string(), status: z.number().int().optional(), frames: z.array(frameContent).optional(), capped: contentCapped.optional() }),
+  z.object({
+    url: z.string(),
+    title: z.string(),
+    html: z.string(),
+    status: z.number().int().optional(),
+    frames: z.array(frameContent).optional(),
+    capped: contentCapped.optional(),
+    subframes: z.array(subframeRef).optional(),
+    origin: z.string().optional(),
+  }),
 );
 
 const captureResult = exactly<CaptureResult>()(

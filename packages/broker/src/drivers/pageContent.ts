@@ -2,8 +2,13 @@
 // - a page that keeps replacing its document (a refresh loop, a script reloading) is read again from the new one,
 //   20 rounds at most, 250 ms apart at most (~4 s): a driver answers stale_ref when the document it read went away,
 //   and a document the parser has not reached the body of yet (the new one, just committed) is read again too;
+// - its frames: the driver lists them with the top document (subframes); the shallowest 2 x MAX_CONTENT_FRAMES are
+//   read at once, each within FRAME_READ_MS (a frame that went away, cannot be scripted or never answers is left
+//   out without costing the others), then kept parents first, shallow before deep, at most MAX_CONTENT_FRAMES and
+//   FRAME_HTML_BUDGET characters in all; a frame whose parent was left out is left out too (its origin could not
+//   be told);
 // - its HTTP status, from the driver's events (documentStatus.ts).
-import type { PageContent, ParamsOf, Result } from "@tabrelay/protocol";
+import { FRAME_HTML_BUDGET, type FrameContent, MAX_CONTENT_FRAMES, type PageContent, type ParamsOf, type Result } from "@tabrelay/protocol";
 import type { Composer, RawCall } from "./composed.js";
 import type { CallOptions } from "./driver.js";
 
@@ -11,16 +16,32 @@ import type { CallOptions } from "./driver.js";
 const READ_ROUNDS = 20;
 /** Reads of a document without a body yet, at most: after that it is taken as it is (an SVG or XML document). */
 const BODY_ROUNDS = 10;
+/** How long one frame's document may take to be read. */
+const FRAME_READ_MS = 3000;
 
 export async function readPage(params: ParamsOf<"page.content">, options: CallOptions, raw: RawCall, driver: Composer): Promise<Result<PageContent>> {
   const signal = options.signal ? { signal: options.signal } : {};
+  const { tabId } = params;
+  const top = await readTop(tabId, signal, raw);
+  if (!top.ok) return top;
+  const { status: _driverSaid, subframes = [], frames: sent = [], origin: _origin, ...page } = top.value;
+  const listed = byDepth(subframes.map((f) => ({ key: f.frameId, parent: f.parentFrameId === 0 ? undefined : f.parentFrameId }))).slice(0, MAX_CONTENT_FRAMES * 2);
+  const read = await Promise.all(
+    listed.map(async (f) => {
+      const doc = await raw("page.content", { tabId, frameId: f.key }, { ...signal, timeoutMs: FRAME_READ_MS });
+      return { ...f, doc: doc.ok ? { ...doc.value, origin: doc.value.origin ?? "null" } : undefined };
+    }),
+  );
+  // Frames a driver read itself name their parent by index.
+  const frames = fit(sent.length ? byDepth(sent.map((doc, i) => ({ key: i, parent: doc.parent === -1 ? undefined : doc.parent, doc }))) : read);
+  const status = driver.status.of(tabId, page.url);
+  return { ok: true, value: { ...page, ...(status !== undefined ? { status } : {}), ...(frames.length ? { frames } : {}) } };
+}
+
+async function readTop(tabId: number, signal: CallOptions, raw: RawCall): Promise<Result<PageContent>> {
   for (let attempt = 1; ; attempt++) {
-    const read = await raw("page.content", params, signal);
-    if (read.ok && (read.value.html.includes("<body") || attempt >= BODY_ROUNDS)) {
-      const { status: _driverSaid, ...page } = read.value;
-      const status = driver.status.of(params.tabId, page.url);
-      return { ok: true, value: { ...page, ...(status !== undefined ? { status } : {}) } };
-    }
+    const read = await raw("page.content", { tabId }, signal);
+    if (read.ok && (read.value.html.includes("<body") || attempt >= BODY_ROUNDS)) return read;
     if (!read.ok && read.error.code !== "stale_ref") return read;
     if (attempt >= READ_ROUNDS) {
       return { ok: false, error: { code: "navigation_failed", message: "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot" } };
@@ -28,4 +49,39 @@ export async function readPage(params: ParamsOf<"page.content">, options: CallOp
     // A busy machine can lose several rounds to a page that reloads at once.
     await new Promise((resolve) => setTimeout(resolve, Math.min(250, 50 * attempt)));
   }
+}
+
+interface Listed {
+  key: number;
+  /** The parent frame's key; undefined for a frame of the top document. */
+  parent: number | undefined;
+}
+
+/** Shallow frames before deep ones (a stable sort: the driver's order within one depth). */
+function byDepth<F extends Listed>(frames: F[]): F[] {
+  const parentOf = new Map(frames.map((f) => [f.key, f.parent]));
+  const depth = (f: Listed): number => {
+    let d = 1;
+    for (let p = f.parent; p !== undefined && d < 64; p = parentOf.get(p)) d++;
+    return d;
+  };
+  return frames.map((f) => ({ f, d: depth(f) })).sort((a, b) => a.d - b.d).map(({ f }) => f);
+}
+
+type Read = Listed & { doc: Omit<FrameContent, "parent"> | undefined };
+
+/** The frames kept, in order, each naming its parent by index (see PageContent.frames). */
+function fit(candidates: Read[]): FrameContent[] {
+  const frames: FrameContent[] = [];
+  const indexOf = new Map<number, number>();
+  let left = FRAME_HTML_BUDGET;
+  for (const { key, parent, doc } of candidates) {
+    if (frames.length >= MAX_CONTENT_FRAMES) break;
+    const parentIndex = parent === undefined ? -1 : indexOf.get(parent);
+    if (!doc || parentIndex === undefined || doc.html.length > left) continue;
+    left -= doc.html.length;
+    indexOf.set(key, frames.length);
+    frames.push({ url: doc.url, origin: doc.origin, title: doc.title, html: doc.html, parent: parentIndex, ...(doc.capped ? { capped: doc.capped } : {}) });
+  }
+  return frames;
 }

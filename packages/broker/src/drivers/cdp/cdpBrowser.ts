@@ -162,7 +162,7 @@ export class CdpBrowser implements BrowserDriver {
 
     "tabs.history": async ({ tabId, action, timeoutMs = 20_000 }) => ({ tab: await history(this.#core, await this.#core.agentTab(tabId), action, timeoutMs) }),
 
-    "page.content": async ({ tabId }) => readContent(this.#core, await this.#core.agentTab(tabId)),
+    "page.content": async ({ tabId, frameId }) => readContent(this.#core, await this.#core.agentTab(tabId), frameId),
 
     "page.snapshot": async ({ tabId, revision, interactiveOnly, viewportOnly }) => {
       const tab = await this.#core.agentTab(tabId);

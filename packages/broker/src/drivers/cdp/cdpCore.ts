@@ -75,6 +75,8 @@ export interface Tab {
   /** From the last snapshot: frame key -> route, and frame id -> route. */
   routes: Map<number, FrameRoute>;
   routesByFrame: Map<string, FrameRoute>;
+  /** From the last read of the top document: frame key -> route, for page.content of one frame. */
+  readRoutes: Map<number, FrameRoute>;
   /** Out-of-process iframes: frame id -> session id. */
   oopifs: Map<string, string>;
   waiters: Set<() => void>;

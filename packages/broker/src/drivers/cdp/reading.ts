@@ -1,7 +1,7 @@
 // Page reading in the CDP driver: the frames of a tab and their sessions (out-of-process iframes
 // included), snapshots across frames with frame-qualified refs, where a ref lives, frame offsets, and
-// page.content with its frames' documents.
-import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type FrameContent, type FrameSnapshot, MAX_CONTENT_FRAMES, type PageContent } from "@tabrelay/protocol";
+// page.content's reads of one document (the top one, or a frame's).
+import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type FrameSnapshot, type PageContent } from "@tabrelay/protocol";
 import { type CdpCore, DriverError, type FrameRoute, GONE_CONTEXT, type Tab } from "./cdpCore.js";
 import { inpageSnapshot } from "../answers.js";
 import { callInpage, checkScriptable, documentValue, isolatedWorld, parseAnswer, pointValue, readDocument, remoteValue, revealClosedRoots } from "./inpage.js";
@@ -109,8 +109,19 @@ export async function frameOffset(core: CdpCore, tab: Tab & { sessionId: string 
   return { x, y };
 }
 
-export async function readContent(core: CdpCore, tab: Tab & { sessionId: string }): Promise<PageContent> {
+/**
+ * One read of the top document, with the tab's frames as they were just before (PageContent.subframes), or with
+ * `key` one of those frames' documents.
+ */
+export async function readContent(core: CdpCore, tab: Tab & { sessionId: string }, key?: number): Promise<PageContent> {
   checkScriptable(tab);
+  if (key !== undefined) return readFrame(core, tab, key);
+  const routes = await core.frames(tab).catch((error: unknown) => {
+    if (tab.gone || core.closed) throw error;
+    throw new DriverError("stale_ref", "the document went away while it was read");
+  });
+  const subframes = routes.filter((r) => r.frameId !== tab.mainFrameId);
+  tab.readRoutes = new Map(subframes.map((route) => [frameKey(tab, route.frameId), route]));
   // A page that replaces its document (a refresh loop, a script reloading) can take the context away between
   // finding it and reading from it: stale_ref, and the broker reads again (drivers/pageContent.ts).
   const contextId = await isolatedWorld(core, tab.sessionId, tab.mainFrameId, "stale_ref");
@@ -119,46 +130,22 @@ export async function readContent(core: CdpCore, tab: Tab & { sessionId: string 
     if (tab.gone || core.closed || !(result.error.kind === "protocol" && GONE_CONTEXT.test(result.error.message))) throw core.failure(result.error);
     throw new DriverError("stale_ref", "the document went away while it was read");
   }
-  const answer = result.value;
-  const value = documentValue.safeParse(remoteValue(answer));
+  const value = documentValue.safeParse(remoteValue(result.value));
   if (!value.success) throw new DriverError("internal", "the page returned no content");
   const { origin: _origin, capped, ...page } = value.data.value;
-  const generation = tab.generation;
-  const frames = await frameContents(core, tab, FRAME_HTML_BUDGET);
-  // The frames belong to the document read just before them only if the tab is still on it.
-  return {
-    ...page,
-    ...(capped ? { capped } : {}),
-    ...(frames.length && tab.generation === generation ? { frames } : {}),
-  };
+  const listed = subframes.map((r) => ({ frameId: frameKey(tab, r.frameId), parentFrameId: r.parentId === undefined || r.parentId === tab.mainFrameId ? 0 : frameKey(tab, r.parentId) }));
+  return { ...page, ...(capped ? { capped } : {}), ...(listed.length ? { subframes: listed } : {}) };
 }
 
-/** The documents of the tab's frames (out-of-process ones too), parents first, within `budget` characters. */
-export async function frameContents(core: CdpCore, tab: Tab & { sessionId: string }, budget: number): Promise<FrameContent[]> {
-  const routes = (await core.frames(tab)).filter((r) => r.frameId !== tab.mainFrameId).slice(0, MAX_CONTENT_FRAMES);
-  const read = await Promise.all(
-    routes.map(async (route) => {
-      try {
-        const contextId = await isolatedWorld(core, route.sessionId, route.frameId, "internal");
-        const answer = await readDocument(core, route.sessionId, contextId, budget, 3000);
-        const value = answer.ok ? documentValue.safeParse(answer.value.result.value) : undefined;
-        return value?.success ? value.data.value : undefined;
-      } catch {
-        return undefined; // a frame that went away or cannot be scripted is left out
-      }
-    }),
-  );
-  const frames: FrameContent[] = [];
-  const indexOf = new Map<string, number>();
-  let left = budget;
-  routes.forEach((route, i) => {
-    const doc = read[i];
-    // A frame whose parent was left out is left out too: its origin could not be told.
-    const orphan = route.parentId !== undefined && route.parentId !== tab.mainFrameId && !indexOf.has(route.parentId);
-    if (!doc || orphan || doc.html.length > left) return;
-    left -= doc.html.length;
-    indexOf.set(route.frameId, frames.length);
-    frames.push({ url: doc.url, origin: doc.origin, title: doc.title, html: doc.html, parent: route.parentId === undefined || route.parentId === tab.mainFrameId ? -1 : (indexOf.get(route.parentId) ?? -1), ...(doc.capped ? { capped: doc.capped } : {}) });
-  });
-  return frames;
+/** One frame's document (out-of-process ones too), from the frames listed with the last read of the top document. */
+async function readFrame(core: CdpCore, tab: Tab & { sessionId: string }, key: number): Promise<PageContent> {
+  const route = tab.readRoutes.get(key);
+  if (!route) throw new DriverError("stale_ref", "the frame went away since the page was read");
+  const sessionId = sessionFor(core, tab, route);
+  const contextId = await isolatedWorld(core, sessionId, route.frameId, "stale_ref");
+  const answer = await readDocument(core, sessionId, contextId, FRAME_HTML_BUDGET);
+  if (!answer.ok) throw core.failure(answer.error, "stale_ref");
+  const value = documentValue.safeParse(remoteValue(answer.value));
+  if (!value.success) throw new DriverError("internal", "the frame returned no content");
+  return value.data.value;
 }

@@ -86,6 +86,7 @@ export function newTab(core: CdpCore, targetId: string, sessionId: string, opene
     nextFrameKey: 1,
     routes: new Map(),
     routesByFrame: new Map(),
+    readRoutes: new Map(),
     oopifs: new Map(),
     waiters: new Set(),
   };
@@ -203,6 +204,7 @@ export function onFrameNavigated(core: CdpCore, tab: Tab, params: Protocol.Page.
     tab.frameKeys.clear();
     tab.routes.clear();
     tab.routesByFrame.clear();
+    tab.readRoutes.clear();
   });
   core.emit({ type: "event", event: "tab.committed", params: { tabId: tab.tabId, url, ...(first && tab.openerTabId !== undefined ? { openerTabId: tab.openerTabId } : {}) } });
 }
