@@ -1,5 +1,6 @@
 import type { BridgeEvents } from "@tabrelay/protocol";
 import { emit } from "./connection.js";
+import { onLateClaim } from "./navigationRules.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs, tabsLoaded } from "./state.js";
 import { groupAgentTab, toTabInfo } from "./tabs.js";
 
@@ -16,7 +17,8 @@ chrome.webRequest.onErrorOccurred.addListener(
         emit({ type: "event", event: "tab.blocked", params });
       } else if (!params.frame) {
         stoppedBeforeClaim.set(details.tabId, params);
-        setTimeout(() => stoppedBeforeClaim.delete(details.tabId), 5000);
+        // Kept past the longest late claim (navigationRules.ts: ten rounds of a second).
+        setTimeout(() => stoppedBeforeClaim.delete(details.tabId), 15_000);
       }
     });
   },
@@ -36,17 +38,21 @@ chrome.webNavigation.onCommitted.addListener((details) => {
   });
 });
 
+/** A page the agent opened opened another tab: it is the agent's too, and the broker polices it. */
+async function claimPopup(tab: chrome.tabs.Tab): Promise<void> {
+  if (tab.id === undefined || tab.openerTabId === undefined || !agentTabs.has(tab.openerTabId) || agentTabs.has(tab.id)) return;
+  agentTabs.add(tab.id);
+  await saveTabs();
+  void groupAgentTab(tab);
+  emit({ type: "event", event: "tab.created", params: { tab: toTabInfo(tab), openerTabId: tab.openerTabId } });
+  reportStoppedBeforeClaim(tab.id);
+}
+
 chrome.tabs.onCreated.addListener((tab) => {
-  void tabsLoaded.then(async () => {
-    if (tab.id === undefined || tab.openerTabId === undefined || !agentTabs.has(tab.openerTabId)) return;
-    // A page the agent opened opened another tab: it is the agent's too, and the broker polices it.
-    agentTabs.add(tab.id);
-    await saveTabs();
-    void groupAgentTab(tab);
-    emit({ type: "event", event: "tab.created", params: { tab: toTabInfo(tab), openerTabId: tab.openerTabId } });
-    reportStoppedBeforeClaim(tab.id);
-  });
+  void tabsLoaded.then(() => claimPopup(tab));
 });
+// A popup that appeared before its opener was known as the agent's is claimed when navigationRules.ts finds out.
+onLateClaim((tab) => tabsLoaded.then(() => claimPopup(tab)));
 
 chrome.webNavigation.onCreatedNavigationTarget.addListener((details) => {
   void tabsLoaded.then(async () => {

@@ -197,22 +197,47 @@ function toDnr(rule: NavigationRule, id: number, scope: chrome.declarativeNetReq
 
 // ---- tab scopes --------------------------------------------------------------------------------
 
+/** How many times a tab whose opener is not classified yet is looked at again before it counts as the user's. */
+const MAX_CLAIM_ROUNDS = 10;
+/** Claims a tab as the agent's (events.ts): a popup whose opener became an agent tab after the popup appeared. */
+let claimLate: (tab: chrome.tabs.Tab) => Promise<void> = async () => undefined;
+
+export function onLateClaim(claim: (tab: chrome.tabs.Tab) => Promise<void>): void {
+  claimLate = claim;
+}
+
+/**
+ * Decides whose a new tab is, once it has had time to be claimed as a popup of an agent page. A popup can appear
+ * before its opener is known as the agent's (the agent's tabs.open has not returned yet, on a busy machine): such a
+ * tab stays scoped until its opener is classified, and is the agent's if the opener is. Only a tab with no opener
+ * or the user's tab as opener is the user's, and only then is a navigation stopped in it sent again.
+ */
+function classifyNewTab(id: number, round: number): void {
+  if (isAgentTab(id) || userTabs.has(id)) return;
+  void chrome.tabs
+    .get(id)
+    .then(async (tab) => {
+      if (isAgentTab(id)) return;
+      const opener = tab.openerTabId;
+      if (opener !== undefined && isAgentTab(opener)) return claimLate(tab);
+      if (opener !== undefined && !userTabs.has(opener) && round < MAX_CLAIM_ROUNDS) {
+        setTimeout(() => classifyNewTab(id, round + 1), CLAIM_MS);
+        return;
+      }
+      userTabs.add(id);
+      void syncNavigationRules();
+      // An opener that was never classified (it closed first): the user's now, but what it stopped is not resent.
+      if (opener === undefined || userTabs.has(opener)) retryStopped(id);
+      else stopped.delete(id);
+    })
+    .catch(() => undefined);
+}
+
 chrome.tabs.onCreated.addListener((tab) => {
   const id = tab.id;
   if (id === undefined) return;
   // Not the user's until it has had time to be claimed as a popup of an agent page.
-  setTimeout(() => {
-    if (isAgentTab(id) || userTabs.has(id)) return;
-    void chrome.tabs
-      .get(id)
-      .then(() => {
-        if (isAgentTab(id)) return;
-        userTabs.add(id);
-        void syncNavigationRules();
-        retryStopped(id);
-      })
-      .catch(() => undefined);
-  }, CLAIM_MS);
+  setTimeout(() => classifyNewTab(id, 0), CLAIM_MS);
 });
 
 chrome.tabs.onRemoved.addListener((tabId) => {
