@@ -28,6 +28,9 @@ const fileSchema = z
       .object({
         allowed_origins: z.array(z.string()).optional(),
         allowed_hosts: z.array(z.string()).optional(),
+        session_idle_minutes: z.number().positive().max(10_080).optional(),
+        max_sessions: z.number().int().min(1).max(10_000).optional(),
+        max_sessions_per_client: z.number().int().min(1).max(10_000).optional(),
       })
       .strict()
       .optional(),
@@ -114,6 +117,8 @@ export interface BrokerConfig {
   allowedOrigins: string[];
   /** Host header values /mcp accepts (DNS-rebinding defence). */
   allowedHosts: string[];
+  /** HTTP MCP sessions: expired after idleMs without a call in flight or an open GET stream; capped in all and per client. */
+  mcpSessions: { idleMs: number; max: number; maxPerClient: number };
   extensionIds: string[];
   callTimeoutMs: number;
   readMaxChars: number;
@@ -287,6 +292,11 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     pairingToken,
     allowedOrigins: file.mcp?.allowed_origins ?? [],
     allowedHosts: file.mcp?.allowed_hosts ?? [],
+    mcpSessions: {
+      idleMs: Math.round((file.mcp?.session_idle_minutes ?? 30) * 60_000),
+      max: file.mcp?.max_sessions ?? 64,
+      maxPerClient: file.mcp?.max_sessions_per_client ?? 16,
+    },
     extensionIds: file.bridge?.extension_ids ?? [BUILTIN_EXTENSION_ID],
     callTimeoutMs: file.bridge?.call_timeout_ms ?? 30_000,
     readMaxChars: file.read?.max_chars ?? 40_000,
