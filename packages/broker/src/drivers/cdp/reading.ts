@@ -110,18 +110,13 @@ export async function frameOffset(core: CdpCore, tab: Tab & { sessionId: string 
 }
 
 /**
- * One read of the top document, with the tab's frames as they were just before (PageContent.subframes), or with
- * `key` one of those frames' documents.
+ * One read of the top document, with the tab's frames (PageContent.subframes), or with `key` one of those frames'
+ * documents.
  */
 export async function readContent(core: CdpCore, tab: Tab & { sessionId: string }, key?: number): Promise<PageContent> {
   checkScriptable(tab);
   if (key !== undefined) return readFrame(core, tab, key);
-  const routes = await core.frames(tab).catch((error: unknown) => {
-    if (tab.gone || core.closed) throw error;
-    throw new DriverError("stale_ref", "the document went away while it was read");
-  });
-  const subframes = routes.filter((r) => r.frameId !== tab.mainFrameId);
-  tab.readRoutes = new Map(subframes.map((route) => [frameKey(tab, route.frameId), route]));
+  const generation = tab.generation;
   // A page that replaces its document (a refresh loop, a script reloading) can take the context away between
   // finding it and reading from it: stale_ref, and the broker reads again (drivers/pageContent.ts).
   const contextId = await isolatedWorld(core, tab.sessionId, tab.mainFrameId, "stale_ref");
@@ -133,6 +128,11 @@ export async function readContent(core: CdpCore, tab: Tab & { sessionId: string 
   const value = documentValue.safeParse(remoteValue(result.value));
   if (!value.success) throw new DriverError("internal", "the page returned no content");
   const { origin: _origin, capped, ...page } = value.data.value;
+  // Listed after the read (one round trip less while a page replaces its document): they are its frames only if the
+  // tab is still on it.
+  const routes = await core.frames(tab).catch(() => []);
+  const subframes = tab.generation === generation ? routes.filter((r) => r.frameId !== tab.mainFrameId) : [];
+  tab.readRoutes = new Map(subframes.map((route) => [frameKey(tab, route.frameId), route]));
   const listed = subframes.map((r) => ({ frameId: frameKey(tab, r.frameId), parentFrameId: r.parentId === undefined || r.parentId === tab.mainFrameId ? 0 : frameKey(tab, r.parentId) }));
   return { ...page, ...(capped ? { capped } : {}), ...(listed.length ? { subframes: listed } : {}) };
 }
