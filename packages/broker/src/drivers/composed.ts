@@ -3,7 +3,7 @@
 // - tabs.open: a tab whose open failed is closed again (the agent never learns its id).
 // - page.wait: `urlIncludes` is watched here (tabs.get); the browser waits in the page for text, its absence or a
 //   selector, and the wait starts again in the new document when a navigation destroys the old one (stale_ref).
-// - page.content: pageContent.ts, with the document's HTTP status from documentStatus.ts.
+// - page.content: pageContent.ts, with the document's HTTP status from documentStatus.ts (tabs.close forgets it).
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import type { CallOptions } from "./driver.js";
 import type { DocumentStatus } from "./documentStatus.js";
@@ -23,12 +23,20 @@ export interface Composer {
 type Composed = { [M in BridgeMethod]?: (params: ParamsOf<M>, options: CallOptions, raw: RawCall, driver: Composer) => Promise<Result<ResultOf<M>>> };
 
 const COMPOSED: Composed = {
-  "tabs.open": async (params, options, raw) => {
+  "tabs.open": async (params, options, raw, driver) => {
     const opened = await raw("tabs.open", params, options);
     if (opened.ok || opened.error.tabId === undefined) return opened;
     const { tabId, ...error } = opened.error;
     await raw("tabs.close", { tabId });
+    driver.status.forget(tabId);
     return { ok: false, error };
+  },
+
+  // A tab the broker closes is not announced by tab.removed: its document's status is dropped here.
+  "tabs.close": async (params, options, raw, driver) => {
+    const closed = await raw("tabs.close", params, options);
+    if (closed.ok) driver.status.forget(params.tabId);
+    return closed;
   },
 
   "page.content": readPage,

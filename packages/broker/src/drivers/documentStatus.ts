@@ -33,12 +33,17 @@ export class DocumentStatus {
         return;
       }
       case "tab.removed":
-        this.#pending.delete(frame.params.tabId);
-        this.#current.delete(frame.params.tabId);
+        this.forget(frame.params.tabId);
         return;
       default:
         return;
     }
+  }
+
+  /** The tab is gone (closed by the page, the person or the broker's tabs.close). */
+  forget(tabId: number): void {
+    this.#pending.delete(tabId);
+    this.#current.delete(tabId);
   }
 
   /** The status of the response that brought the tab's document at `url`, when it was seen. */

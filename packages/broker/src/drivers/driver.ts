@@ -1,6 +1,8 @@
 // The driver interface: what the tools need from a browser, whichever way it is driven (the extension over
 // /bridge in drivers/extension/, or the DevTools protocol in drivers/cdp/). Drivers do mechanics only: they
-// run the commands the broker sends, enforce the decisions handed to them, and answer with values.
+// run the commands the broker sends, enforce the decisions handed to them, and answer with values. What a method
+// does beyond that is composed once, over either driver's own calls (composed.ts), and so are the bookkeeping of
+// calls in flight (pendingCalls.ts) and the document's HTTP status (documentStatus.ts).
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 
 export interface BrowserInfo {
