@@ -99,7 +99,7 @@ export class Broker {
     };
     enforceOnCommit(this.context);
     this.#allowedOrigins = new Set(this.config.allowedOrigins);
-    this.#sessions = new HttpSessions(this.context, tools);
+    this.#sessions = new HttpSessions(this.context, tools, this.config.mcpSessions);
     this.#bridge = new BridgeServer({
       registry: this.registry,
       pairingToken: this.config.pairingToken,

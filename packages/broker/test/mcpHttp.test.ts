@@ -56,8 +56,8 @@ async function messages(response: Response): Promise<unknown[]> {
     .map((line): unknown => JSON.parse(line.slice(6)));
 }
 
-async function initialize(): Promise<string> {
-  const response = await mcp("POST", { body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: "fetch-test", version: "0" } } } });
+async function initialize(client = "fetch-test"): Promise<string> {
+  const response = await mcp("POST", { body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: client, version: "0" } } } });
   expect(response.status).toBe(200);
   const session = response.headers.get("mcp-session-id");
   if (!session) throw new Error("no Mcp-Session-Id on the initialize answer");
@@ -178,15 +178,16 @@ describe("/mcp through the fetch core", () => {
     await mcp("DELETE", { session });
   });
 
-  it("keeps at most 64 sessions: a new one evicts the oldest", async () => {
+  it("keeps at most 64 sessions: a 65th is refused (503, naming the cap), none is evicted", async () => {
     const sessions: string[] = [];
-    for (let i = 0; i < 64; i++) sessions.push(await initialize());
+    for (let i = 0; i < 64; i++) sessions.push(await initialize(`fetch-test-${i}`));
     expect(broker.mcpSessions).toBe(64);
-    const newest = await initialize();
+    const refused = await mcp("POST", { body: { jsonrpc: "2.0", id: 5, method: "initialize", params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: "late", version: "0" } } } });
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toMatchObject({ id: 5, error: { message: expect.stringContaining("mcp.max_sessions = 64") } });
     expect(broker.mcpSessions).toBe(64);
-    expect((await mcp("POST", { session: sessions[0], body: { jsonrpc: "2.0", id: 9, method: "tools/list" } })).status).toBe(404);
-    expect((await mcp("POST", { session: sessions[1], body: { jsonrpc: "2.0", id: 9, method: "tools/list" } })).status).toBe(200);
-    for (const session of [...sessions.slice(1), newest]) await mcp("DELETE", { session });
+    for (const session of sessions.slice(0, 2)) expect((await mcp("POST", { session, body: { jsonrpc: "2.0", id: 9, method: "tools/list" } })).status).toBe(200);
+    for (const session of sessions) await mcp("DELETE", { session });
     expect(broker.mcpSessions).toBe(0);
   });
 });

@@ -6,9 +6,10 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool as ListedTool } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ErrorCode, InitializeRequestSchema, ListToolsRequestSchema, McpError, type Tool as ListedTool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { runTool } from "../tools/runner.js";
+import { readLimited } from "../http/body.js";
 import { checkBroker } from "./brokerProof.js";
 import type { Tool, ToolContext } from "../tools/tool.js";
 import { VERSION } from "../version.js";
@@ -66,60 +67,199 @@ function listing(tools: readonly Tool[]): ListedTool[] {
   return listed;
 }
 
+/** How many HTTP sessions the broker keeps, and for how long an unused one lives. */
+export interface SessionLimits {
+  /** A session with no call in flight and no open GET stream expires after this long without a request. */
+  idleMs: number;
+  max: number;
+  /** Per client: its clientInfo.name and bearer token. */
+  maxPerClient: number;
+}
+
+interface HttpSession {
+  transport: WebStandardStreamableHTTPServerTransport;
+  client: string;
+  clientKey: string;
+  lastUsed: number;
+  /** POSTs still being answered. */
+  calls: number;
+  /** GET (server-to-client) streams open. */
+  streams: number;
+}
+
+const INIT_BODY_LIMIT = 4 * 1024 * 1024;
+
 /**
  * Streamable HTTP sessions over web-standard Request -> Response (the SDK's web-standard transport), one MCP
  * server per session, as the SDK expects. Nothing here needs a socket: the door checks ran before, in the HTTP app.
+ * A session in use (a call in flight, an open GET stream, or a request within the idle time) is never closed to
+ * make room: idle ones expire, and a new session beyond a cap is refused with the cap and what to do.
  */
 export class HttpSessions {
-  readonly #sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
+  readonly #sessions = new Map<string, HttpSession>();
   readonly #ctx: ToolContext;
   readonly #tools: readonly Tool[];
-  readonly #maxSessions: number;
+  readonly #limits: SessionLimits;
 
-  constructor(ctx: ToolContext, tools: readonly Tool[], maxSessions = 64) {
+  constructor(ctx: ToolContext, tools: readonly Tool[], limits: SessionLimits = { idleMs: 30 * 60_000, max: 64, maxPerClient: 16 }) {
     this.#ctx = ctx;
     this.#tools = tools;
-    this.#maxSessions = maxSessions;
+    this.#limits = limits;
   }
 
+  /** Open sessions, once the idle ones expired. */
   get size(): number {
+    this.#expireIdle();
     return this.#sessions.size;
   }
 
   async handle(req: Request): Promise<Response> {
+    this.#expireIdle();
     const sessionId = req.headers.get("mcp-session-id");
     const existing = sessionId ? this.#sessions.get(sessionId) : undefined;
-    if (existing) return existing.handleRequest(req);
+    if (existing) return this.#use(existing, req);
     if (sessionId) return jsonRpcError(404, "Session not found: it expired or the broker restarted; initialize a new session");
     if (req.method !== "POST") return jsonRpcError(400, "No session: send an initialize request first (POST /mcp)");
-    if (this.#sessions.size >= this.#maxSessions) {
-      const oldest = this.#sessions.values().next().value;
-      await oldest?.close();
+    const raw = await readLimited(req, INIT_BODY_LIMIT);
+    if (raw === undefined) return jsonRpcError(413, `the request is over ${INIT_BODY_LIMIT / 1024 / 1024} MB; send a smaller one`);
+    let body: unknown;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      return jsonRpcError(400, "Parse error: the body is not JSON; send an initialize request first (POST /mcp)", -32700);
     }
-    const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => crypto.randomUUID(),
-      onsessioninitialized: (id) => {
-        this.#sessions.set(id, transport);
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId) this.#sessions.delete(transport.sessionId);
+    const init = InitializeRequestSchema.safeParse(body);
+    if (!init.success) return jsonRpcError(400, "No session: send an initialize request first (POST /mcp), without an Mcp-Session-Id header");
+    const id = typeof body === "object" && body !== null ? Reflect.get(body, "id") : undefined;
+    const requestId = typeof id === "string" || typeof id === "number" ? id : null;
+    const client = init.data.params.clientInfo.name;
+    const clientKey = `${req.headers.get("authorization") ?? ""}\n${client}`;
+    const refusal = this.#admit(client, clientKey);
+    if (refusal) return jsonRpcError(refusal.status, refusal.message, -32000, requestId);
+    const session: HttpSession = {
+      transport: new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => crypto.randomUUID(),
+        onsessioninitialized: (sid) => {
+          this.#sessions.set(sid, session);
+        },
+      }),
+      client,
+      clientKey,
+      lastUsed: Date.now(),
+      calls: 0,
+      streams: 0,
+    };
+    session.transport.onclose = () => {
+      const sid = session.transport.sessionId;
+      if (sid && this.#sessions.get(sid) === session) this.#sessions.delete(sid);
     };
     const server = createMcpServer(this.#ctx, this.#tools);
-    await server.connect(transport);
-    return transport.handleRequest(req);
+    await server.connect(session.transport);
+    return this.#use(session, req, body);
   }
 
   /** Closes every session (their streams end; a call still running is aborted and its answer is lost). */
   async closeAll(): Promise<void> {
     const all = [...this.#sessions.values()];
     this.#sessions.clear();
-    await Promise.allSettled(all.map((t) => t.close()));
+    await Promise.allSettled(all.map((s) => s.transport.close()));
+  }
+
+  /** Idle sessions first make room; a session in use never does. */
+  #admit(client: string, clientKey: string): { status: 429 | 503; message: string } | undefined {
+    const idleMinutes = formatMinutes(this.#limits.idleMs);
+    const mine = [...this.#sessions.values()].filter((s) => s.clientKey === clientKey).length;
+    if (mine >= this.#limits.maxPerClient) {
+      return {
+        status: 429,
+        message:
+          `tabrelay: client ${JSON.stringify(client)} already has ${mine} open MCP sessions, the most one client may have (mcp.max_sessions_per_client = ${this.#limits.maxPerClient}). ` +
+          `Close the sessions it no longer uses (DELETE /mcp with their Mcp-Session-Id header; an SDK client: transport.terminateSession()), or wait: a session unused for ${idleMinutes} (mcp.session_idle_minutes) expires`,
+      };
+    }
+    if (this.#sessions.size >= this.#limits.max) {
+      return {
+        status: 503,
+        message:
+          `tabrelay: the broker already has ${this.#sessions.size} open MCP sessions (mcp.max_sessions = ${this.#limits.max}), all in use within the last ${idleMinutes}; none was closed to make room. ` +
+          `Close the sessions no longer used (DELETE /mcp with their Mcp-Session-Id header), retry once idle ones expire (mcp.session_idle_minutes), or raise mcp.max_sessions`,
+      };
+    }
+    return undefined;
+  }
+
+  #expireIdle(): void {
+    const cutoff = Date.now() - this.#limits.idleMs;
+    for (const [sid, s] of this.#sessions) {
+      if (s.calls === 0 && s.streams === 0 && s.lastUsed < cutoff) {
+        this.#sessions.delete(sid);
+        void s.transport.close();
+      }
+    }
+  }
+
+  /** Hands the request to the session's transport, counting it in use until its response ends. */
+  async #use(session: HttpSession, req: Request, parsedBody?: unknown): Promise<Response> {
+    session.lastUsed = Date.now();
+    const kind = req.method === "GET" ? "streams" : "calls";
+    session[kind]++;
+    let response: Response;
+    try {
+      response = await session.transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
+    } catch (error) {
+      session[kind]--;
+      throw error;
+    }
+    return whenBodyEnds(response, () => {
+      session[kind]--;
+      session.lastUsed = Date.now();
+    });
   }
 }
 
-function jsonRpcError(status: number, message: string): Response {
-  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }), { status, headers: { "Content-Type": "application/json" } });
+/** The same response, calling `done` once its body was read to the end or cancelled (the client went away). */
+function whenBodyEnds(response: Response, done: () => void): Response {
+  const source = response.body;
+  if (!source) {
+    done();
+    return response;
+  }
+  let finished = false;
+  const finish = () => {
+    if (!finished) {
+      finished = true;
+      done();
+    }
+  };
+  const reader = source.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done: end, value } = await reader.read();
+        if (end) {
+          finish();
+          controller.close();
+        } else controller.enqueue(value);
+      } catch (error) {
+        finish();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      finish();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+function formatMinutes(ms: number): string {
+  const minutes = ms / 60_000;
+  return minutes >= 1 && Number.isInteger(minutes) ? `${minutes} minute${minutes === 1 ? "" : "s"}` : `${Math.round(ms / 1000)} s`;
+}
+
+function jsonRpcError(status: number, message: string, code = -32000, id: string | number | null = null): Response {
+  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id }), { status, headers: { "Content-Type": "application/json" } });
 }
 
 /** MCP over stdio for agents that spawn tabrelay; stdout carries nothing but MCP messages. */
