@@ -163,3 +163,36 @@ describe("page.content's frames", () => {
     ]);
   });
 });
+
+describe("refs", () => {
+  const facts = { ref: "e3", role: "button", name: "Go", visibleText: "Go", tag: "button", disabled: false, editable: false, attributeText: "", frameUrl: "http://x.test/f" };
+
+  it("gives a subframe's refs their frame, and splits them again for the browser", async () => {
+    const driver = scripted({
+      "page.snapshot": () => ({
+        ok: true,
+        value: {
+          frames: [
+            { frameId: 0, parentFrameId: -1, url: "http://x.test/", title: "Top", nodes: "e1\tbutton\tTop\t0\t\t\t\t\ne2\tlink\tMore\t0\t\t\t\t" },
+            { frameId: 12, parentFrameId: 0, url: "http://x.test/f", title: "F", nodes: "e3\tbutton\tGo\t0\t\t\t\t" },
+          ],
+        },
+      }),
+      "page.inspect": () => ({ ok: true, value: facts }),
+      "page.act": () => ({ ok: true, value: { facts, effects: { done: "clicked" } } }),
+      "page.rect": () => ({ ok: true, value: { x: 1, y: 2, width: 3, height: 4 } }),
+    });
+    const snap = await driver.call("page.snapshot", { tabId: 1, revision: "r1", interactiveOnly: false, viewportOnly: false });
+    expect(snap.ok && snap.value.frames.map((f) => f.nodes.split("\n").map((line) => line.split("\t")[0]))).toEqual([["e1", "e2"], ["f12e3"]]);
+    const inspected = await driver.call("page.inspect", { tabId: 1, ref: "f12e3", revision: "r1" });
+    expect(inspected.ok && inspected.value.ref).toBe("f12e3");
+    const acted = await driver.call("page.act", { tabId: 1, ref: "f12e3", revision: "r1", action: "click" });
+    expect(acted.ok && acted.value.facts?.ref).toBe("f12e3");
+    await driver.call("page.rect", { tabId: 1, ref: "e1", revision: "r1" });
+    expect(driver.calls.slice(1).map((c) => c.params)).toEqual([
+      { tabId: 1, ref: "e3", frameId: 12, revision: "r1" },
+      { tabId: 1, ref: "e3", frameId: 12, revision: "r1", action: "click" },
+      { tabId: 1, ref: "e1", revision: "r1" },
+    ]);
+  });
+});

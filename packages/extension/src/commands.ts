@@ -4,7 +4,7 @@ import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
 import { noteAgentRequest } from "./downloads.js";
 import { readDocument } from "./frames.js";
-import { injectInpage, runInFrame, scriptingError, splitRef, type InpageResult } from "./inpageScript.js";
+import { injectInpage, runInFrame, scriptingError, type InpageResult } from "./inpageScript.js";
 import { watchNavigation } from "./navigation.js";
 import { scopeNewTabs } from "./navigationRules.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
@@ -152,26 +152,21 @@ export const handlers: Handlers = {
       const outcome = r.result as InpageResult<{ url: string; origin?: string; title: string; nodes: string; elapsedMs?: number; capped?: boolean }> | undefined;
       if (!outcome?.ok) return [];
       const info = tree.find((f) => f.frameId === r.frameId);
-      // Refs of subframes carry their frame (the first field of each line).
-      const nodes = r.frameId === 0 ? outcome.value.nodes : outcome.value.nodes.replace(/^(e\d+)\t/gm, `f${r.frameId}$1\t`);
       const origin = typeof outcome.value.origin === "string" ? { origin: outcome.value.origin } : {};
-      return [{ frameId: r.frameId, parentFrameId: info?.parentFrameId ?? -1, url: outcome.value.url, ...origin, title: outcome.value.title, nodes, ...(outcome.value.elapsedMs !== undefined ? { elapsedMs: outcome.value.elapsedMs } : {}), ...(outcome.value.capped ? { capped: true } : {}) }];
+      return [{ frameId: r.frameId, parentFrameId: info?.parentFrameId ?? -1, url: outcome.value.url, ...origin, title: outcome.value.title, nodes: outcome.value.nodes, ...(outcome.value.elapsedMs !== undefined ? { elapsedMs: outcome.value.elapsedMs } : {}), ...(outcome.value.capped ? { capped: true } : {}) }];
     });
     return { frames };
   },
 
-  "page.inspect": async ({ tabId, ref, revision, action, value }) => {
+  "page.inspect": async ({ tabId, ref, frameId = 0, revision, action, value }) => {
     await agentTab(tabId);
-    const { frameId, local } = splitRef(ref);
     // The page itself needs no snapshot, so the in-page script may not be there yet.
-    if (local === "page") await injectInpage(tabId, [frameId]);
-    const facts = await runInFrame<ElementFacts>(tabId, frameId, "inspect", { ref: local, revision, action, value });
-    return { ...facts, ref };
+    if (ref === "page") await injectInpage(tabId, [frameId]);
+    return runInFrame<ElementFacts>(tabId, frameId, "inspect", { ref, revision, action, value });
   },
 
-  "page.act": async ({ tabId, ref, revision, action, value, expect }) => {
+  "page.act": async ({ tabId, ref, frameId = 0, revision, action, value, expect }) => {
     await agentTab(tabId);
-    const { frameId, local } = splitRef(ref);
     // An action that navigates (a link, a submit) can unload the document before it answers; Chrome then
     // never settles the injection. The commit of the next document is the answer in that case.
     const nav = watchNavigation();
@@ -187,10 +182,7 @@ export const handlers: Handlers = {
     chrome.tabs.onCreated.addListener(onCreated);
     chrome.webNavigation.onCreatedNavigationTarget.addListener(onTarget);
     try {
-      const acted = runInFrame<{ facts: ElementFacts; effects: ActEffects }>(tabId, frameId, "act", { ref: local, revision, action, value, expect }).then((outcome) => ({
-        facts: { ...outcome.facts, ref },
-        effects: outcome.effects,
-      }));
+      const acted = runInFrame<{ facts: ElementFacts; effects: ActEffects }>(tabId, frameId, "act", { ref, revision, action, value, expect });
       const navigated = nav.committedIn(tabId, frameId).then(async () => {
         // Give a fast answer that was already on its way the chance to win.
         await new Promise((r) => setTimeout(r, 50));
@@ -215,11 +207,10 @@ export const handlers: Handlers = {
     return { matched: outcome.matched, elapsedMs: Date.now() - started };
   },
 
-  "page.rect": async ({ tabId, ref, revision }) => {
+  "page.rect": async ({ tabId, ref, frameId = 0, revision }) => {
     await agentTab(tabId);
-    const { frameId, local } = splitRef(ref);
     if (frameId !== 0) throw new CommandError("not_actionable", "element screenshots of elements inside frames are not supported; capture the viewport instead");
-    return runInFrame<{ x: number; y: number; width: number; height: number }>(tabId, 0, "rect", { ref: local, revision });
+    return runInFrame<{ x: number; y: number; width: number; height: number }>(tabId, 0, "rect", { ref, revision });
   },
 
   "page.capture": async ({ tabId, activate, clip, fullPage }) => {

@@ -4,12 +4,6 @@ import { CommandError } from "./commandError.js";
 
 export type { InpageResult } from "@tabrelay/protocol";
 
-/** Refs from subframes carry their frame: "e3" is in the top frame, "f12e3" in frame 12. */
-export function splitRef(ref: string): { frameId: number; local: string } {
-  const match = /^f(\d+)(e\d+)$/.exec(ref);
-  return match ? { frameId: Number(match[1]), local: match[2]! } : { frameId: 0, local: ref };
-}
-
 export function scriptingError(error: unknown): CommandError {
   const message = error instanceof Error ? error.message : String(error);
   if (/cannot be scripted|Cannot access|chrome:\/\/|extensions gallery|Missing host permission/i.test(message)) {

@@ -213,6 +213,8 @@ export interface ActEffects {
 export interface ActParams {
   tabId: number;
   ref: string;
+  /** From the broker to a browser: the frame `ref` lives in (FrameSnapshot.frameId), absent for the top document. */
+  frameId?: number;
   revision: string;
   action: ActionKind;
   /** fill: text; select: option label or value; press: key combo like "Enter" or "Control+A"; check: "true"/"false". */
@@ -229,6 +231,8 @@ export interface ActParams {
 export interface InspectParams {
   tabId: number;
   ref: string;
+  /** As ActParams.frameId. */
+  frameId?: number;
   revision: string;
   action?: ActionKind;
   value?: string;
@@ -265,7 +269,9 @@ export interface FrameSnapshot {
    * The frame's nodes, one line each (a single string crosses the page -> extension -> broker path far
    * faster than thousands of objects). Fields are tab-separated, in this order:
    * ref, role, name, depth, value, states (comma-separated), level, flags ("o" offscreen, "h" hidden).
-   * Empty fields are empty strings; names and values carry no tabs or newlines.
+   * Empty fields are empty strings; names and values carry no tabs or newlines. A browser sends the refs as the page
+   * minted them ("e3"); the broker gives those of a subframe its frame ("f12e3") and splits them again when it
+   * sends one back (ref and frameId of page.inspect, page.act, page.rect: drivers/composed.ts).
    */
   nodes: string;
   /** Time the page spent walking its DOM, for diagnostics. */
@@ -312,7 +318,7 @@ export interface BridgeMethods {
   "page.act": { params: ActParams; result: { facts?: ElementFacts; effects: ActEffects } };
   "page.wait": { params: WaitParams; result: { matched: string; elapsedMs: number } };
   /** Scrolls a ref into view and reports its box in CSS pixels, relative to the viewport of the top frame. */
-  "page.rect": { params: { tabId: number; ref: string; revision: string }; result: { x: number; y: number; width: number; height: number } };
+  "page.rect": { params: { tabId: number; ref: string; frameId?: number; revision: string }; result: { x: number; y: number; width: number; height: number } };
   /**
    * A PNG of what the tab shows. captureVisibleTab needs the tab to be the active one of its window:
    * with `activate` the browser makes it so, otherwise it fails with tab_not_visible. `clip` crops (CSS

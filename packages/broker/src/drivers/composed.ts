@@ -3,6 +3,8 @@
 // - tabs.open: a tab whose open failed is closed again (the agent never learns its id).
 // - page.wait: `urlIncludes` is watched here (tabs.get); the browser waits in the page for text, its absence or a
 //   selector, and the wait starts again in the new document when a navigation destroys the old one (stale_ref).
+// - refs: the agent's refs name their frame ("f12e3": e3 of frame 12, "e3": of the top document); a browser mints
+//   and takes refs of one document, with the frame beside them (page.snapshot, page.inspect, page.act, page.rect).
 // - page.content: pageContent.ts, with the document's HTTP status from documentStatus.ts (tabs.close forgets it).
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import type { CallOptions } from "./driver.js";
@@ -31,6 +33,26 @@ const COMPOSED: Composed = {
     driver.status.forget(tabId);
     return { ok: false, error };
   },
+
+  "page.snapshot": async (params, options, raw) => {
+    const snap = await raw("page.snapshot", params, options);
+    if (!snap.ok) return snap;
+    // The first field of each line is the ref (FrameSnapshot.nodes).
+    const frames = snap.value.frames.map((f) => (f.frameId === 0 ? f : { ...f, nodes: f.nodes.replace(/^(e\d+)\t/gm, `f${f.frameId}$1\t`) }));
+    return { ok: true, value: { frames } };
+  },
+
+  "page.inspect": async (params, options, raw) => {
+    const facts = await raw("page.inspect", { ...params, ...splitRef(params.ref) }, options);
+    return facts.ok ? { ok: true, value: { ...facts.value, ref: params.ref } } : facts;
+  },
+
+  "page.act": async (params, options, raw) => {
+    const acted = await raw("page.act", { ...params, ...splitRef(params.ref) }, options);
+    return acted.ok && acted.value.facts ? { ok: true, value: { ...acted.value, facts: { ...acted.value.facts, ref: params.ref } } } : acted;
+  },
+
+  "page.rect": (params, options, raw) => raw("page.rect", { ...params, ...splitRef(params.ref) }, options),
 
   // A tab the broker closes is not announced by tab.removed: its document's status is dropped here.
   "tabs.close": async (params, options, raw, driver) => {
@@ -65,6 +87,12 @@ const COMPOSED: Composed = {
     }
   },
 };
+
+/** An agent's ref as a browser takes it: the page's own ref, and its frame unless it is the top document's. */
+function splitRef(ref: string): { ref: string; frameId?: number } {
+  const match = /^f(\d+)(e\d+)$/.exec(ref);
+  return match?.[2] ? { ref: match[2], frameId: Number(match[1]) } : { ref };
+}
 
 /** How often page.wait reads the tab's URL for `urlIncludes`. */
 const URL_POLL_MS = 50;

@@ -19,7 +19,7 @@
 // inpage.ts (the in-page script), reading.ts (frames, snapshots, content), capture.ts (screenshots); this
 // file is the entry the broker imports lazily (its own chunk of the CLI bundle) and dispatches BridgeMethods.
 import { randomUUID } from "node:crypto";
-import type { BridgeMethod, ElementFacts, ParamsOf, Result, ResultOf, TabInfo } from "@tabrelay/protocol";
+import type { BridgeMethod, ParamsOf, Result, ResultOf, TabInfo } from "@tabrelay/protocol";
 import { serve } from "../composed.js";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../driver.js";
 import { TabrelayError } from "../../util/errors.js";
@@ -177,19 +177,18 @@ export class CdpBrowser implements BrowserDriver {
       }
     },
 
-    "page.inspect": async ({ tabId, ref, revision, action, value }) => {
+    "page.inspect": async ({ tabId, ref, frameId = 0, revision, action, value }) => {
       const tab = await this.#core.agentTab(tabId);
       checkScriptable(tab);
-      const { route, local } = routeOf(this.#core, tab, ref);
+      const route = routeOf(this.#core, tab, frameId, ref);
       // The page itself needs no snapshot, so the in-page script may not be there yet: install it for that ref.
-      const facts: ElementFacts = parseAnswer(elementFacts, await callInpage(this.#core, route.sessionId, route.frameId, "inspect", { ref: local, revision, action, value }, local === "page"), "inspect");
-      return { ...facts, ref };
+      return parseAnswer(elementFacts, await callInpage(this.#core, route.sessionId, route.frameId, "inspect", { ref, revision, action, value }, ref === "page"), "inspect");
     },
 
-    "page.act": async ({ tabId, ref, revision, action, value, expect }) => {
+    "page.act": async ({ tabId, ref, frameId = 0, revision, action, value, expect }) => {
       const tab = await this.#core.agentTab(tabId);
       checkScriptable(tab);
-      const { route, local } = routeOf(this.#core, tab, ref);
+      const route = routeOf(this.#core, tab, frameId, ref);
       // Tabs the page opens during the action are indexed (targets.ts) before the script's answer arrives.
       const before = new Set(this.#core.tabs.keys());
       const opened = (): { newTabs?: number[] } => {
@@ -209,14 +208,14 @@ export class CdpBrowser implements BrowserDriver {
       let raw: unknown;
       try {
         try {
-          raw = await callInpage(this.#core, route.sessionId, route.frameId, "act", { ref: local, revision, action, value, expect }, local === "page");
+          raw = await callInpage(this.#core, route.sessionId, route.frameId, "act", { ref, revision, action, value, expect }, ref === "page");
         } catch (error) {
           // The action ran and the document it ran in went away (a link, a submit): that is its effect.
           if (error instanceof ActInterrupted) return { effects: { done: "the page navigated away as a result of the action", navigated: true, ...(await settledTabs()) } };
           throw error;
         }
         const outcome = parseAnswer(inpageAct, raw, "act");
-        return { facts: { ...outcome.facts, ref }, effects: { ...outcome.effects, ...(await settledTabs()) } };
+        return { facts: outcome.facts, effects: { ...outcome.effects, ...(await settledTabs()) } };
       } finally {
         stopWatching();
       }
@@ -224,12 +223,12 @@ export class CdpBrowser implements BrowserDriver {
 
     "page.wait": async (params) => waitFor(this.#core, await this.#core.agentTab(params.tabId), params),
 
-    "page.rect": async ({ tabId, ref, revision }) => {
+    "page.rect": async ({ tabId, ref, frameId = 0, revision }) => {
       const tab = await this.#core.agentTab(tabId);
       checkScriptable(tab);
-      const { route, local, key } = routeOf(this.#core, tab, ref);
-      const box = parseAnswer(rectValue, await callInpage(this.#core, route.sessionId, route.frameId, "rect", { ref: local, revision }, false), "rect");
-      if (key === 0) return box;
+      const route = routeOf(this.#core, tab, frameId, ref);
+      const box = parseAnswer(rectValue, await callInpage(this.#core, route.sessionId, route.frameId, "rect", { ref, revision }, false), "rect");
+      if (frameId === 0) return box;
       const offset = await frameOffset(this.#core, tab, route);
       return { ...box, x: box.x + offset.x, y: box.y + offset.y };
     },

@@ -46,15 +46,13 @@ export async function snapshot(core: CdpCore, tab: Tab & { sessionId: string }, 
     const key = frameKey(tab, route.frameId);
     tab.routes.set(key, route);
     tab.routesByFrame.set(route.frameId, route);
-    // Refs of subframes carry their frame (the first field of each line, see FrameSnapshot.nodes).
-    const nodes = key === 0 ? value.nodes : value.nodes.replace(/^(e\d+)\t/gm, `f${key}$1\t`);
     snapshots.push({
       frameId: key,
       parentFrameId: route.parentId === undefined ? -1 : frameKey(tab, route.parentId),
       url: value.url,
       ...(value.origin !== undefined ? { origin: value.origin } : {}),
       title: value.title,
-      nodes,
+      nodes: value.nodes,
       ...(value.elapsedMs !== undefined ? { elapsedMs: value.elapsedMs } : {}),
       ...(value.capped ? { capped: true } : {}),
     });
@@ -62,14 +60,12 @@ export async function snapshot(core: CdpCore, tab: Tab & { sessionId: string }, 
   return snapshots;
 }
 
-/** Where a ref lives: "e3" in the top frame, "f12e3" in frame 12 of the last snapshot. */
-export function routeOf(core: CdpCore, tab: Tab & { sessionId: string }, ref: string): { route: FrameRoute; local: string; key: number } {
-  const match = /^f(\d+)(e\d+)$/.exec(ref);
-  if (!match?.[2]) return { route: { frameId: tab.mainFrameId, parentId: undefined, sessionId: tab.sessionId }, local: ref, key: 0 };
-  const key = Number(match[1]);
+/** Where a ref lives: frame `key` of the last snapshot (0: the top document). */
+export function routeOf(core: CdpCore, tab: Tab & { sessionId: string }, key: number, ref: string): FrameRoute {
+  if (key === 0) return { frameId: tab.mainFrameId, parentId: undefined, sessionId: tab.sessionId };
   const route = tab.routes.get(key);
-  if (!route) throw new DriverError("stale_ref", `ref ${ref} belongs to a frame that navigated or went away since the snapshot; call snapshot again`);
-  return { route: { ...route, sessionId: sessionFor(core, tab, route) }, local: match[2], key };
+  if (!route) throw new DriverError("stale_ref", `ref f${key}${ref} belongs to a frame that navigated or went away since the snapshot; call snapshot again`);
+  return { ...route, sessionId: sessionFor(core, tab, route) };
 }
 
 /** A frame's current session: an iframe that moved to another process since the snapshot has a new one. */
