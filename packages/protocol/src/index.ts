@@ -69,8 +69,8 @@ export interface PageContent {
   /** Set when the in-page reader stopped before the end of the document (see ContentCapped). */
   capped?: ContentCapped;
   /**
-   * From the driver, on a read of the top document: the tab's frames as they were just before it was read (a frame
-   * listed here and read later either still belongs to that document or is gone). Not passed on by the broker.
+   * From the driver, on a read of the top document: the tab's frames, as they were when it was read (a frame listed
+   * here and read later either still belongs to that document or is gone). Not passed on by the broker.
    */
   subframes?: SubframeRef[];
   /** From the driver, on a read of one frame (`frameId`): the document's origin as it reports it (FrameContent.origin). */
