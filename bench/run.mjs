@@ -42,7 +42,8 @@ import { BIG_LAST_BUTTON, BIG_ROWS, CLICK_BUTTON } from "./pages/make-interactio
 const BENCH = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH);
 const CHROMIUM = process.env.CHROME_PATH ?? "/usr/lib/chromium/chromium";
-const CLI = join(ROOT, "packages/cli/bin/tabrelay.js");
+// TABRELAY_BENCH_CLI (diagnostics): another bin to run `tabrelay serve` with (other node flags, say).
+const CLI = process.env.TABRELAY_BENCH_CLI || join(ROOT, "packages/cli/bin/tabrelay.js");
 const MCP_TOKEN = "bench-mcp-token-0123456789abcdef0123";
 const PAIRING_TOKEN = "bench-pairing-token-0123456789abcdef";
 const MARKER = "CLOSING-PARAGRAPH-MARKER";
@@ -572,9 +573,15 @@ async function benchTabrelayServe(lib, site) {
     if ((i + 1) % 10 === 0) rssSeries[`read${i + 1}`] = procStatus(server.child.pid).rssMiB;
   }
   const rss = { ...procStatus(server.child.pid), series: rssSeries, breakdown: rssBreakdown(server.child.pid) };
+  // Diagnostics: TABRELAY_BENCH_DIAG=command runs `command <pid>` here, right after the RSS figure is read (a look at
+  // /proc/<pid>/smaps, a signal for a heap snapshot, ...), TABRELAY_BENCH_DIAG_IDLE after the idle reading below;
+  // their output goes to the bench's stderr. TABRELAY_BENCH_RSS_ONLY=1 (with --only=tabrelay) stops after the idle reading.
+  if (process.env.TABRELAY_BENCH_DIAG) execFileSync(process.env.TABRELAY_BENCH_DIAG, [String(server.child.pid)], { stdio: ["ignore", 2, 2] });
   // And once idle: the broker ends an extraction worker 5 s after its last job.
   await sleep(6_500);
   rssSeries.idle6s = procStatus(server.child.pid).rssMiB;
+  if (process.env.TABRELAY_BENCH_DIAG_IDLE) execFileSync(process.env.TABRELAY_BENCH_DIAG_IDLE, [String(server.child.pid)], { stdio: ["ignore", 2, 2] });
+  if (process.env.TABRELAY_BENCH_RSS_ONLY) return { roundTrip: stats(rt), read: { time: readStats(reads) }, rss: { ...rss, pid: server.child.pid } };
 
   // 2b: the news page, after the RSS figure (which stays the article workload's): every call to its end.
   let news;
@@ -1526,14 +1533,17 @@ async function main() {
   if (process.argv.includes("--only=tabrelay")) {
     // Figures 3 and 4 alone (extract() timings; tabrelay serve's read workload and RSS): `node bench/run.mjs --only=tabrelay`.
     log("3: extract() timings ...");
-    const extract = await benchExtract(lib, site);
+    // TABRELAY_BENCH_RSS_ONLY=1 (diagnostics, ~1 min less): figures 2 and 4 alone.
+    const extract = process.env.TABRELAY_BENCH_RSS_ONLY ? undefined : await benchExtract(lib, site);
     log("4: tabrelay serve: read workload and RSS ...");
     const serve = await benchTabrelayServe(lib, site);
     await runCleanupsExceptSite();
     const rss = serve.rss;
     process.stdout.write(
-      `3. extract() readable, median over ${Object.keys(extract.perPage).length} pages: ${fmtMs(extract.pooled)}; worst page ${round(extract.worstPageMedian, 1)} ms\n` +
-        Object.entries(extract.perPage).map(([path, x]) => `   ${path}: ${round(x.median, 1)} ms\n`).join("") +
+      (extract
+        ? `3. extract() readable, median over ${Object.keys(extract.perPage).length} pages: ${fmtMs(extract.pooled)}; worst page ${round(extract.worstPageMedian, 1)} ms\n` +
+          Object.entries(extract.perPage).map(([path, x]) => `   ${path}: ${round(x.median, 1)} ms\n`).join("")
+        : "") +
         `2. read_url article (median): ${fmtMs(serve.read.time)}\n` +
         `4. server RSS after the workload: ${rss.rssMiB} MiB (peak ${rss.peakRssMiB}); series ${JSON.stringify(rss.series)}; resident ${JSON.stringify(rss.breakdown)}\n`,
     );

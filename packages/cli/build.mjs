@@ -10,6 +10,73 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = dirname(fileURLToPath(import.meta.url));
+
+/**
+ * Source edits to dependencies that change when something happens, never what it computes: module-level work that
+ * a read never needs is deferred to first use. Each edit must match exactly once: a dependency update that moves the
+ * code fails the build here rather than silently losing the edit. Together (bench figure 4, `node bench/run.mjs
+ * --only=tabrelay`, 3 runs each, alternating): 92.2 -> 86.8 MiB after the read workload, read_url median unchanged
+ * (within this machine's noise). The bench's TABRELAY_BENCH_DIAG hook shows where resident memory is.
+ */
+const deferrals = [
+  {
+    // cssomnom (linkedom's CSSOM, loaded in the extraction worker) builds an Intl.NumberFormat when its module loads,
+    // to serialize numbers in CSS values, which a read seldom does (none of bench/'s or the tests' pages do).
+    // Building one makes ICU touch its locale, number and converter data, ~4.1 MiB of the node binary's pages
+    // (where ICU's data lives), resident for good: they stay mapped after the worker exits. Figure 4: 91.3 -> 87.1
+    // MiB (node binary pages 47.1 -> 43.0). The same formatter is now built on first use.
+    file: /[\\/]cssomnom[\\/]dist[\\/]CSSStyleDeclaration-[^\\/]+\.js$/,
+    edits: [
+      ["const formatter = new Intl.NumberFormat(", "let formatter;\nconst newFormatter = () => new Intl.NumberFormat("],
+      ["const formatted = formatter.format(val);", "const formatted = (formatter ??= newFormatter()).format(val);"],
+    ],
+  },
+  {
+    // linkedom parses a <style> element's CSS with cssomnom only when its .sheet is read, which no part of a read
+    // does, but imports cssomnom when its module loads, so every extraction worker built cssomnom's tables and
+    // classes. cssomnom is now loaded on the first .sheet read (esbuild keeps a required ES module's evaluation
+    // lazy). The worker's heap once loaded: 6.5 -> 5.8 MiB used, 10.1 -> 9.3 MiB committed.
+    file: /[\\/]linkedom[\\/]esm[\\/]html[\\/]style-element\.js$/,
+    edits: [
+      ["import {parse} from 'cssomnom/parse';\n", ""],
+      ["return this[SHEET] = parse(this.textContent);", "return this[SHEET] = require('cssomnom/parse').parse(this.textContent);"],
+    ],
+  },
+  {
+    // The MCP SDK's JSON Schema validator (server: elicitation replies; client: tool output schemas) loads Ajv and
+    // ajv-formats when its module loads and builds an Ajv instance in every Server and Client, though the broker
+    // never validates through it on its own paths. Ajv is now loaded and built on the first getValidator() call.
+    // The broker's main-thread heap after the read workload: 15.2 -> 14.7 MiB used, 18.2-18.4 -> 17.5-17.7 committed.
+    file: /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]validation[\\/]ajv-provider\.js$/,
+    edits: [
+      ["import Ajv from 'ajv';\nimport _addFormats from 'ajv-formats';\n", ""],
+      ["function createDefaultAjvInstance() {\n", "function createDefaultAjvInstance() {\n    const Ajv = require('ajv');\n"],
+      ["const addFormats = _addFormats;", "const addFormats = require('ajv-formats');"],
+      ["this._ajv = ajv ?? createDefaultAjvInstance();", "this._ajv = ajv;"],
+      ["getValidator(schema) {", "getValidator(schema) {\n        this._ajv ??= createDefaultAjvInstance();"],
+    ],
+  },
+];
+
+/** Applies `deferrals` (an esbuild plugin); `applied` holds the ones that found their file. */
+const applied = new Set();
+const deferPlugin = {
+  name: "tabrelay-deferrals",
+  setup(b) {
+    for (const { file, edits } of deferrals) {
+      b.onLoad({ filter: file }, ({ path }) => {
+        let contents = readFileSync(path, "utf8");
+        for (const [from, to] of edits) {
+          const at = contents.indexOf(from);
+          if (at < 0 || contents.indexOf(from, at + 1) >= 0) throw new Error(`build.mjs: ${path}: expected one ${JSON.stringify(from)}; update the deferral`);
+          contents = contents.slice(0, at) + to + contents.slice(at + from.length);
+        }
+        applied.add(file);
+        return { contents, loader: "js" };
+      });
+    }
+  },
+};
 const out = join(root, "bundle");
 rmSync(out, { recursive: true, force: true });
 await build({
@@ -33,7 +100,9 @@ await build({
   // CommonJS dependencies require() Node's built-ins; ESM output has no require of its own.
   banner: { js: 'import { createRequire as __tabrelayRequire } from "node:module"; const require = __tabrelayRequire(import.meta.url);' },
   logLevel: "warning",
+  plugins: [deferPlugin],
 });
+for (const { file } of deferrals) if (!applied.has(file)) throw new Error(`build.mjs: no file matched ${file}; update the deferral`);
 
 // V8 keeps every loaded script's source in memory, as one byte per character only if all of it is Latin-1.
 // esbuild escapes non-ASCII in strings but leaves it in regular expressions (Readability's "»", "正在加载") and
