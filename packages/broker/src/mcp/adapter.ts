@@ -1,11 +1,9 @@
 // The only module that imports the MCP SDK at run time: it turns the tool table into an MCP server over
-// Streamable HTTP (web-standard Request -> Response, no socket needed) or stdio, and forwards stdio to a running broker.
+// Streamable HTTP (web-standard Request -> Response, no socket needed). stdio agents reach it through relay.ts.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { CallToolRequestSchema, ErrorCode, InitializeRequestSchema, ListToolsRequestSchema, McpError, type Tool as ListedTool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { runTool } from "../tools/runner.js";
@@ -260,65 +258,6 @@ function formatMinutes(ms: number): string {
 
 function jsonRpcError(status: number, message: string, code = -32000, id: string | number | null = null): Response {
   return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id }), { status, headers: { "Content-Type": "application/json" } });
-}
-
-/** MCP over stdio for agents that spawn tabrelay; stdout carries nothing but MCP messages. */
-export async function serveStdio(ctx: ToolContext, tools: readonly Tool[]): Promise<{ closed: Promise<void> }> {
-  const server = createMcpServer(ctx, tools);
-  const transport = new StdioServerTransport();
-  const closed = new Promise<void>((resolve) => {
-    transport.onclose = () => resolve();
-  });
-  await server.connect(transport);
-  process.stdin.on("end", () => void transport.close());
-  return { closed };
-}
-
-/**
- * Another broker already owns the port: relay this stdio session to its /mcp, message by message, so
- * several agents share one browser. The broker proves it knows the token before the token is sent.
- */
-export async function forwardStdio(mcpUrl: string, token: string): Promise<{ closed: Promise<void> }> {
-  await checkBroker(new URL(mcpUrl).origin, token);
-  const upstream = new StreamableHTTPClientTransport(new URL(mcpUrl), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  });
-  const local: Transport = new StdioServerTransport();
-  let resolveClosed: () => void = () => undefined;
-  const closed = new Promise<void>((resolve) => {
-    resolveClosed = resolve;
-  });
-  let closing = false;
-  const shutdown = () => {
-    // Each transport's close() fires its onclose, which lands here again: close once.
-    if (closing) return;
-    closing = true;
-    void local.close();
-    // End the session on the broker too, rather than leaving it to expire.
-    void upstream
-      .terminateSession()
-      .catch(() => undefined)
-      .finally(() => {
-        void upstream.close();
-        resolveClosed();
-      });
-  };
-  local.onmessage = (message) => {
-    upstream.send(message).catch((error: unknown) => {
-      process.stderr.write(`tabrelay: forwarding to ${mcpUrl} failed: ${error instanceof Error ? error.message : String(error)}\n`);
-      if ("id" in message && "method" in message) {
-        void local.send({ jsonrpc: "2.0", id: message.id, error: { code: -32000, message: "tabrelay: the broker this session forwards to is unreachable; restart the agent's MCP server" } });
-      }
-    });
-  };
-  upstream.onmessage = (message) => void local.send(message);
-  local.onclose = shutdown;
-  upstream.onclose = shutdown;
-  upstream.onerror = (error) => process.stderr.write(`tabrelay: upstream error: ${error.message}\n`);
-  await upstream.start();
-  await local.start();
-  process.stdin.on("end", shutdown);
-  return { closed };
 }
 
 /** A real SDK client, used by `tabrelay` itself (bench, smoke checks). */

@@ -8,6 +8,16 @@ import { readLimited } from "../http/body.js";
 /** The listener at the broker's address could not prove it knows the MCP token: nothing was sent to it. */
 export class BrokerNotProven extends Error {}
 
+/** Nothing answered at the broker's address; `refused` when nothing listens there at all (connection refused). */
+export class BrokerUnreachable extends Error {
+  constructor(
+    message: string,
+    readonly refused: boolean,
+  ) {
+    super(message);
+  }
+}
+
 /** Answers `POST /auth/proof` with `{"nonce": "<43 base64url characters>"}`. Needs no token: the proof reveals none. */
 export async function answerProof(req: Request, token: string): Promise<Response> {
   const reply = (status: number, body: object) => new Response(`${JSON.stringify(body)}\n`, { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
@@ -26,7 +36,7 @@ export async function answerProof(req: Request, token: string): Promise<Response
 
 /**
  * Resolves once the broker at `baseUrl` (http://host:port) proved it knows `token`; throws BrokerNotProven when
- * the listener there answered but could not, and a plain Error (with the cause) when nothing answers.
+ * the listener there answered but could not, and BrokerUnreachable (with the cause) when nothing answers.
  */
 export async function checkBroker(baseUrl: string, token: string, timeoutMs = 5_000): Promise<void> {
   const nonce = newNonce();
@@ -41,7 +51,8 @@ export async function checkBroker(baseUrl: string, token: string, timeoutMs = 5_
     });
   } catch (error) {
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error);
-    throw new Error(`no broker answers at ${baseUrl} (${cause})`);
+    const code = error instanceof Error && typeof error.cause === "object" && error.cause !== null ? Reflect.get(error.cause, "code") : undefined;
+    throw new BrokerUnreachable(`no broker answers at ${baseUrl} (${cause})`, code === "ECONNREFUSED");
   }
   const body: unknown = await response.json().catch(() => undefined);
   const proof = body && typeof body === "object" ? Reflect.get(body, "proof") : undefined;

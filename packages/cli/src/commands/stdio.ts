@@ -1,44 +1,75 @@
-// `tabrelay stdio`: MCP on stdin/stdout, or forwarded to the broker that already holds the port.
-import { Broker, createLogger, forwardStdio, serveStdio, tools } from "@tabrelay/broker";
-import { COMMON_OPTIONS, EXIT, EnvironmentError, configFrom, isAddressInUse, onShutdown, parse, printHelp } from "./shared.js";
+// `tabrelay stdio`: MCP on stdin/stdout, relayed to the broker on the port, which several agents share. When none
+// answers there, it starts the shared broker in the background (sharedBroker.ts): the broker never lives in an
+// agent's own process, so no agent's exit takes the others' broker (or the browser's connection) with it.
+import { resolve } from "node:path";
+import { BrokerNotProven, BrokerUnreachable, Relay, StdinLines, type JsonRpcMessage } from "@tabrelay/broker";
+import { SHARED_IDLE_MS, SHARED_LOG, SharedBrokerStarter, runSharedBroker } from "../sharedBroker.js";
+import { COMMON_OPTIONS, EXIT, EnvironmentError, UsageError, configFrom, onShutdown, parse, printHelp } from "./shared.js";
 
 export const STDIO_HELP = `Usage: tabrelay stdio [--host 127.0.0.1] [--port 9333] [--config FILE] [--data-dir DIR]
 
-Speaks MCP on stdin/stdout and accepts browsers on the bridge port. When a tabrelay broker already
-runs on that port, forwards to it instead (several agents, one browser). Logs go to stderr.`;
+Speaks MCP on stdin/stdout for an agent that starts tabrelay itself, relaying every message to the broker
+on the port, which several agents share (one browser). When no broker answers there, starts one in the
+background (DATA_DIR/${SHARED_LOG} is its log) that outlives this agent and exits after ${SHARED_IDLE_MS / 60_000} minutes
+without any agent. When the broker goes away and comes back (or another one starts), reconnects by itself:
+the agent need not initialize again; a call cut off meanwhile gets an error saying a retry will work.
+A message (one line) over 10 MB is answered with an error; the next ones are served. Logs go to stderr.
+--shared-broker   be that background broker (what stdio starts; no MCP on stdin/stdout).`;
 
 export async function cmdStdio(args: string[]): Promise<number | undefined> {
-  const { values } = parse(args, COMMON_OPTIONS);
+  const { values } = parse(args, { ...COMMON_OPTIONS, "shared-broker": { type: "boolean" } });
   if (values.help) return printHelp(STDIO_HELP);
   const config = configFrom(values);
-  const log = createLogger({ quiet: true });
-  const broker = new Broker({ config, log });
-  try {
-    await broker.listen();
-  } catch (error) {
-    if (!isAddressInUse(error)) throw error;
-    const base = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`;
-    if (!(await isTabrelay(base))) {
-      throw new EnvironmentError(`port ${config.port} is taken by something that is not tabrelay; pass --port to choose another`);
-    }
-    process.stderr.write(`tabrelay: a broker already runs at ${base}; forwarding this session to it\n`);
-    const { closed } = await forwardStdio(`${base}/mcp`, config.mcpToken);
-    await closed;
-    return EXIT.ok;
-  }
-  const { closed } = await serveStdio(broker.context, tools);
-  onShutdown(() => broker.close());
-  await closed;
-  await broker.close();
-  return EXIT.ok;
-}
+  if (config.port === 0) throw new UsageError("tabrelay stdio shares one broker per port: give a fixed --port (not 0)");
+  if (values["shared-broker"]) return runSharedBroker(config);
 
-async function isTabrelay(base: string): Promise<boolean> {
+  const base = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`;
+  const starter = new SharedBrokerStarter(config, values.config ? resolve(values.config) : undefined, base);
+  const write = (message: JsonRpcMessage) => process.stdout.write(`${JSON.stringify(message)}\n`);
+  const relay = new Relay({
+    mcpUrl: `${base}/mcp`,
+    token: config.mcpToken,
+    send: write,
+    log: (line) => process.stderr.write(`${line}\n`),
+    noBroker: (lostForMs) => starter.noBroker(lostForMs),
+  });
   try {
-    const response = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2000) });
-    const body: unknown = await response.json();
-    return !!body && typeof body === "object" && Reflect.get(body, "name") === "tabrelay";
-  } catch {
-    return false;
+    await relay.connect();
+  } catch (error) {
+    // Something else holds the port, or a broker with another token: nothing was sent to it.
+    if (error instanceof BrokerNotProven || error instanceof BrokerUnreachable) throw new EnvironmentError(error.message);
+    throw error;
   }
+
+  const lines = new StdinLines();
+  return new Promise<number>((done) => {
+    let ended = false;
+    const end = (code: number, why: string) => {
+      if (ended) return;
+      ended = true;
+      process.stderr.write(`tabrelay: stdio session ending: ${why}\n`);
+      void relay.close().finally(() => done(code));
+    };
+    const handle = (line: ReturnType<StdinLines["push"]>[number]) => {
+      if (line.kind === "message") relay.receive(line.message);
+      else {
+        process.stderr.write(`${line.message}\n`);
+        write({ jsonrpc: "2.0", id: line.id, error: { code: line.code, message: line.message } });
+      }
+    };
+    process.stdin.on("data", (chunk: Buffer) => {
+      for (const line of lines.push(chunk)) handle(line);
+    });
+    process.stdin.once("end", () => {
+      for (const line of lines.end()) handle(line);
+      // The agent may still read the answers to its last calls (MCP's stdio shutdown: stdin first, then a signal).
+      void relay.settled(30_000).then(() => end(EXIT.ok, "the agent closed stdin"));
+    });
+    process.stdin.once("error", (error) => end(EXIT.failure, `stdin failed: ${error.message}`));
+    process.stdout.once("error", (error) => end(EXIT.failure, `stdout failed (the agent is gone?): ${error.message}`));
+    onShutdown(async () => {
+      process.stderr.write("tabrelay: stdio session ending: signal\n");
+      await relay.close();
+    });
+  });
 }
