@@ -58,7 +58,10 @@ export async function runSharedBroker(config: BrokerConfig): Promise<number | un
     throw error;
   }
   const marker: Marker = { pid: process.pid, host: config.host, port: config.port, version: VERSION, startedAt: new Date().toISOString() };
-  writeFileSync(join(config.dataDir, SHARED_MARKER), `${JSON.stringify(marker)}\n`, { mode: 0o600 });
+  // Written whole, then renamed into place: a reader never sees half of it.
+  const partial = join(config.dataDir, `${SHARED_MARKER}.${process.pid}`);
+  writeFileSync(partial, `${JSON.stringify(marker)}\n`, { mode: 0o600 });
+  renameSync(partial, join(config.dataDir, SHARED_MARKER));
   process.stderr.write(`${marker.startedAt} tabrelay ${VERSION}: shared broker for stdio agents on ${config.host}:${config.port} (pid ${process.pid}); exits after ${SHARED_IDLE_MS / 60_000} minutes without an agent\n`);
   let stopping = false;
   const stop = async (why: string) => {
@@ -87,6 +90,8 @@ export class SharedBrokerStarter {
   readonly #configArg: string | undefined;
   readonly #base: string;
   #starting: Promise<void> | undefined;
+  /** Whether the broker last reached was the shared one (nobody else brings that back). */
+  #onShared = false;
 
   constructor(config: BrokerConfig, configArg: string | undefined, base: string) {
     this.#config = config;
@@ -94,15 +99,21 @@ export class SharedBrokerStarter {
     this.#base = base;
   }
 
+  /** The relay reached a broker: note whether it is the shared one. */
+  connected(): void {
+    const marker = readMarker(this.#config.dataDir);
+    this.#onShared = marker !== undefined && marker.port === this.#config.port && alive(marker.pid);
+  }
+
   /**
    * `lostForMs` undefined: the agent just started and no broker runs: start one. Otherwise the broker went away:
-   * at once when it was the shared one (its process is gone without cleaning up), else after TAKEOVER_GRACE_MS
+   * at once when it was the shared one (stopped, or gone without cleaning up), else after TAKEOVER_GRACE_MS
    * (a `tabrelay serve` or the service restarting gets the port back first).
    */
   async noBroker(lostForMs: number | undefined): Promise<void> {
     if (lostForMs !== undefined) {
       const marker = readMarker(this.#config.dataDir);
-      const sharedDied = marker !== undefined && marker.port === this.#config.port && !alive(marker.pid);
+      const sharedDied = this.#onShared || (marker !== undefined && marker.port === this.#config.port && !alive(marker.pid));
       if (!sharedDied && lostForMs < TAKEOVER_GRACE_MS) return;
       // Several agents notice at once: let one go first.
       await new Promise((r) => setTimeout(r, Math.random() * 300));

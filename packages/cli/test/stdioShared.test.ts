@@ -38,8 +38,12 @@ async function agent(port: number, dataDir: string, name: string): Promise<Agent
 function sharedPid(dataDir: string): number | undefined {
   const file = join(dataDir, "shared-broker.json");
   if (!existsSync(file)) return undefined;
-  const pid: unknown = Reflect.get(JSON.parse(readFileSync(file, "utf8")) as object, "pid");
-  return typeof pid === "number" ? pid : undefined;
+  try {
+    const pid: unknown = Reflect.get(JSON.parse(readFileSync(file, "utf8")) as object, "pid");
+    return typeof pid === "number" ? pid : undefined;
+  } catch {
+    return undefined; // removed meanwhile
+  }
 }
 
 function alive(pid: number): boolean {
@@ -122,7 +126,12 @@ describe("tabrelay stdio: several agents share one broker that outlives any one 
     await stub(port, "new stub");
     for (const a of [first, second]) expect((await call(a.client, "list_browsers")).text).toContain("new stub");
     expect(first.stderr() + second.stderr()).toMatch(/reconnected to the broker/);
-    expect(alive(newPid)).toBe(true);
+    // Stopped cleanly (SIGTERM: it removes its pid file), the shared broker is replaced at once as well.
+    process.kill(newPid, "SIGTERM");
+    await exited(newPid);
+    for (const a of [first, second]) expect((await call(a.client, "list_browsers")).text).toContain("No browser is connected");
+    const thirdPid = sharedPid(dataDir);
+    expect(thirdPid !== undefined && thirdPid !== newPid && alive(thirdPid)).toBe(true);
   }, 60_000);
 
   it("a broker of `tabrelay serve` stopped and started again on the port: the agents reconnect to it (and start none of their own)", async () => {

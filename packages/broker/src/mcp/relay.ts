@@ -22,6 +22,8 @@ export interface RelayOptions {
    * undefined before the relay first reached a broker, else how long the broker has been gone.
    */
   noBroker?(lostForMs: number | undefined): Promise<void>;
+  /** A broker proved itself and the relay (re)connected to it. */
+  onConnected?(): void;
   /** How long a call waits for a broker that went away to come back before it is answered with an error. */
   holdMs?: number;
 }
@@ -67,12 +69,12 @@ export class Relay {
   async connect(): Promise<void> {
     try {
       await checkBroker(this.#base, this.#o.token);
-      return;
     } catch (error) {
       if (!(error instanceof BrokerUnreachable && error.refused && this.#o.noBroker)) throw error;
+      await this.#o.noBroker(undefined);
+      await checkBroker(this.#base, this.#o.token, 5_000);
     }
-    await this.#o.noBroker(undefined);
-    await checkBroker(this.#base, this.#o.token, 5_000);
+    this.#o.onConnected?.();
   }
 
   /** A message from the agent. */
@@ -327,7 +329,9 @@ export class Relay {
         this.#o.log(`tabrelay: could not open a new session on the broker: ${this.#lostBecause}`);
       }
     }
-    if (!this.#closed) this.#o.log(`tabrelay: reconnected to the broker at ${this.#base} after ${((Date.now() - since) / 1000).toFixed(1)} s`);
+    if (this.#closed) return;
+    this.#o.log(`tabrelay: reconnected to the broker at ${this.#base} after ${((Date.now() - since) / 1000).toFixed(1)} s`);
+    this.#o.onConnected?.();
   }
 
   /** A new session for the agent, with the agent's own initialize params; the broker's answer stays here. */

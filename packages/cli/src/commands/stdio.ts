@@ -32,6 +32,7 @@ export async function cmdStdio(args: string[]): Promise<number | undefined> {
     send: write,
     log: (line) => process.stderr.write(`${line}\n`),
     noBroker: (lostForMs) => starter.noBroker(lostForMs),
+    onConnected: () => starter.connected(),
   });
   try {
     await relay.connect();
