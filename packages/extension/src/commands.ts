@@ -1,10 +1,10 @@
 // The commands the broker may call: a typed dispatch over BridgeMethods, nothing else is served.
-import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED, type ActEffects, type BridgeMethod, type BridgeMethods, type ElementFacts } from "@tabrelay/protocol";
+import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type ActEffects, type BridgeMethod, type BridgeMethods, type ElementFacts } from "@tabrelay/protocol";
 import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
 import { noteAgentRequest } from "./downloads.js";
 import { readDocument } from "./frames.js";
-import { injectInpage, runInFrame, scriptingError, type InpageResult } from "./inpageScript.js";
+import { callInpage, injectInpage, runInFrame, scriptingError, type InpageResult } from "./inpageScript.js";
 import { watchNavigation } from "./navigation.js";
 import { scopeNewTabs } from "./navigationRules.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
@@ -123,30 +123,10 @@ export const handlers: Handlers = {
 
   "page.snapshot": async ({ tabId, revision, interactiveOnly, viewportOnly }) => {
     await agentTab(tabId);
-    const run = async (frameIds?: number[]) => {
-      try {
-        return await chrome.scripting.executeScript({
-          target: frameIds ? { tabId, frameIds } : { tabId, allFrames: true },
-          injectImmediately: true,
-          // Runs in the page: no imports there, so the global's name and the sentinel come in as arguments.
-          func: (args: unknown, global: string, notInstalled: string) => {
-            const api = Reflect.get(globalThis, global) as { snapshot?: (a: unknown) => unknown } | undefined;
-            return api && typeof api.snapshot === "function" ? api.snapshot(args) : notInstalled;
-          },
-          args: [{ revision, interactiveOnly, viewportOnly }, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED],
-        });
-      } catch (error) {
-        throw scriptingError(error);
-      }
-    };
     // The in-page script usually is there already (one round trip); frames that lack it get it, then run.
-    let results = await run();
-    const missing = results.filter((r) => r.result === INPAGE_NOT_INSTALLED).map((r) => r.frameId);
-    if (missing.length) {
-      await injectInpage(tabId, missing);
-      const again = await run(missing);
-      results = [...results.filter((r) => r.result !== INPAGE_NOT_INSTALLED), ...again];
-    }
+    const results = await callInpage(tabId, undefined, "snapshot", { revision, interactiveOnly, viewportOnly }, true).catch((error: unknown) => {
+      throw scriptingError(error);
+    });
     const tree = (await chrome.webNavigation.getAllFrames({ tabId })) ?? [];
     const frames = results.flatMap((r) => {
       const outcome = r.result as InpageResult<{ url: string; origin?: string; title: string; nodes: string; elapsedMs?: number; capped?: boolean }> | undefined;

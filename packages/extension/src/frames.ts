@@ -1,5 +1,6 @@
 // Reading one frame's document (the top one's or a subframe's) through the in-page script.
-import { CONTENT_MAX_ELEMENTS, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED, type ContentCapped, type InpageResult } from "@tabrelay/protocol";
+import { CONTENT_MAX_ELEMENTS, type ContentCapped, type InpageResult } from "@tabrelay/protocol";
+import { callInpage } from "./inpageScript.js";
 import { isVisibleToAgent, tabsLoaded } from "./state.js";
 
 export type DocumentRead = { url: string; origin: string; title: string; html: string; capped?: ContentCapped } | "none";
@@ -9,23 +10,8 @@ export type DocumentRead = { url: string; origin: string; title: string; html: s
  * cannot see marked, at most `maxChars` characters. Scripting errors are thrown as Chrome gives them.
  */
 export async function readDocument(tabId: number, frameId: number, maxChars: number): Promise<DocumentRead> {
-  const run = () =>
-    chrome.scripting.executeScript({
-      target: { tabId, frameIds: [frameId] },
-      injectImmediately: true,
-      // Serialised into the page: it sees only its arguments, so the global's name and the sentinel travel as them.
-      func: (global: string, notInstalled: string, args: unknown) => {
-        const api = (globalThis as unknown as Record<string, { content?: (a: unknown) => unknown } | undefined>)[global];
-        return api && typeof api.content === "function" ? api.content(args) : notInstalled;
-      },
-      args: [INPAGE_GLOBAL, INPAGE_NOT_INSTALLED, { maxChars, maxElements: CONTENT_MAX_ELEMENTS }],
-    });
-  let result = (await run())[0]?.result;
-  if (result === INPAGE_NOT_INSTALLED) {
-    await chrome.scripting.executeScript({ target: { tabId, frameIds: [frameId] }, files: ["inpage.js"], injectImmediately: true });
-    result = (await run())[0]?.result;
-  }
-  const outcome = result as InpageResult<Exclude<DocumentRead, "none">> | undefined;
+  const [read] = await callInpage(tabId, [frameId], "content", { maxChars, maxElements: CONTENT_MAX_ELEMENTS }, true);
+  const outcome = read?.result as InpageResult<Exclude<DocumentRead, "none">> | undefined;
   if (!outcome || typeof outcome !== "object" || !outcome.ok || typeof outcome.value?.html !== "string") return "none";
   return outcome.value;
 }

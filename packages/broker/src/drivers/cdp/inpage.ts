@@ -22,11 +22,6 @@ export const CALL_INPAGE = `function (name, args) {
   return api ? api[name](args) : ${JSON.stringify(INPAGE_NOT_INSTALLED)};
 }`;
 
-export const CLOSED_ROOT_CANDIDATES = `function () {
-  const api = globalThis[${JSON.stringify(INPAGE_GLOBAL)}];
-  return api && typeof api.closedRootCandidates === "function" ? api.closedRootCandidates() : ${JSON.stringify(INPAGE_NOT_INSTALLED)};
-}`;
-
 export const ADOPT_SHADOW_ROOTS = `function (hosts, ...roots) {
   return globalThis[${JSON.stringify(INPAGE_GLOBAL)}].adoptShadowRoots(hosts, roots);
 }`;
@@ -43,12 +38,6 @@ export const SHADOW_BUDGET_MS = 1_000;
 /** DOM.describeNode calls in flight at once. */
 export const SHADOW_BATCH = 50;
 
-/** A document's HTML with what a person cannot see marked, through the in-page script (inpage content()). */
-export const READ_DOCUMENT = `function (limits) {
-  const api = globalThis[${JSON.stringify(INPAGE_GLOBAL)}];
-  return api && typeof api.content === "function" ? api.content(limits) : ${JSON.stringify(INPAGE_NOT_INSTALLED)};
-}`;
-
 /** Schemes Chrome does not let extensions script; the extension fails on them, so this driver does too. */
 export const RESTRICTED = /^(chrome|chrome-extension|chrome-untrusted|chrome-search|chrome-error|devtools|view-source|edge):/i;
 
@@ -62,7 +51,7 @@ export const inpageEnvelope = z.union([
 /** What OWNER_OFFSET answers (reading.ts frameOffset). */
 export const pointValue = z.object({ x: z.number(), y: z.number() });
 
-/** READ_DOCUMENT's answer: content() always succeeds when the script is there. */
+/** readDocument's answer: content() always succeeds when the script is there. */
 export const documentValue = z.object({ ok: z.literal(true), value: inpageDocument });
 
 let inpageSource: Promise<string | undefined> | undefined;
@@ -153,7 +142,7 @@ export async function revealClosedRoots(core: CdpCore, sessionId: string, frameI
   const deadline = Date.now() + SHADOW_BUDGET_MS;
   try {
     for (let round = 0, installed = false; round < MAX_SHADOW_ROUNDS; round++) {
-      const answer = await core.must("Runtime.callFunctionOn", { functionDeclaration: CLOSED_ROOT_CANDIDATES, executionContextId: contextId, objectGroup }, sessionId, { gone });
+      const answer = await core.must("Runtime.callFunctionOn", { functionDeclaration: CALL_INPAGE, executionContextId: contextId, arguments: [{ value: "closedRootCandidates" }], objectGroup }, sessionId, { gone });
       remoteValue(answer);
       const result = answer.result;
       if (result.value === INPAGE_NOT_INSTALLED) {
@@ -203,12 +192,12 @@ export function parseAnswer<T>(schema: z.ZodType<T>, value: unknown, method: str
 }
 
 /**
- * READ_DOCUMENT in the given isolated world, in one round trip with the in-page script (its install is
+ * The document's HTML with what a person cannot see marked (inpage content()), in the given isolated world, in one round trip with the in-page script (its install is
  * idempotent): a page that keeps replacing its document (a refresh loop) leaves no time for two.
  */
 export async function readDocument(core: CdpCore, sessionId: string, contextId: number, maxChars: number, timeoutMs?: number): Promise<CdpResult<RemoteAnswer>> {
   const source = await loadInpage();
   if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${INPAGE_PATH}; run \`npm run build\``);
-  const expression = `${source}\n;(${READ_DOCUMENT})(${JSON.stringify({ maxChars, maxElements: CONTENT_MAX_ELEMENTS })})`;
+  const expression = `${source}\n;(${CALL_INPAGE})("content", ${JSON.stringify({ maxChars, maxElements: CONTENT_MAX_ELEMENTS })})`;
   return core.send("Runtime.evaluate", { expression, contextId, returnByValue: true }, sessionId, timeoutMs);
 }
