@@ -196,3 +196,15 @@ describe("refs", () => {
     ]);
   });
 });
+
+describe("page.snapshot", () => {
+  it("is taken once more when the page navigated under it, and no more", async () => {
+    const gone = { ok: false as const, error: { code: "stale_ref" as const, message: "the page navigated" } };
+    let takes = 0;
+    const driver = scripted({ "page.snapshot": () => (++takes === 1 ? gone : { ok: true, value: { frames: [] } }) });
+    expect(await driver.call("page.snapshot", { tabId: 1, revision: "r1", interactiveOnly: false, viewportOnly: false })).toEqual({ ok: true, value: { frames: [] } });
+    const always = scripted({ "page.snapshot": () => gone });
+    expect(await always.call("page.snapshot", { tabId: 1, revision: "r1", interactiveOnly: false, viewportOnly: false })).toEqual(gone);
+    expect(always.calls).toHaveLength(2);
+  });
+});

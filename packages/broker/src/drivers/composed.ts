@@ -3,6 +3,7 @@
 // - tabs.open: a tab whose open failed is closed again (the agent never learns its id).
 // - page.wait: `urlIncludes` is watched here (tabs.get); the browser waits in the page for text, its absence or a
 //   selector, and the wait starts again in the new document when a navigation destroys the old one (stale_ref).
+// - page.snapshot is taken once more when the page navigated under it (stale_ref).
 // - refs: the agent's refs name their frame ("f12e3": e3 of frame 12, "e3": of the top document); a browser mints
 //   and takes refs of one document, with the frame beside them (page.snapshot, page.inspect, page.act, page.rect).
 // - page.content: pageContent.ts, with the document's HTTP status from documentStatus.ts (tabs.close forgets it).
@@ -35,7 +36,9 @@ const COMPOSED: Composed = {
   },
 
   "page.snapshot": async (params, options, raw) => {
-    const snap = await raw("page.snapshot", params, options);
+    let snap = await raw("page.snapshot", params, options);
+    // The page navigated between the browser finding its frames and running the script: once more, on the new one.
+    if (!snap.ok && snap.error.code === "stale_ref") snap = await raw("page.snapshot", params, options);
     if (!snap.ok) return snap;
     // The first field of each line is the ref (FrameSnapshot.nodes).
     const frames = snap.value.frames.map((f) => (f.frameId === 0 ? f : { ...f, nodes: f.nodes.replace(/^(e\d+)\t/gm, `f${f.frameId}$1\t`) }));

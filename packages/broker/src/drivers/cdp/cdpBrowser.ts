@@ -167,14 +167,7 @@ export class CdpBrowser implements BrowserDriver {
     "page.snapshot": async ({ tabId, revision, interactiveOnly, viewportOnly }) => {
       const tab = await this.#core.agentTab(tabId);
       checkScriptable(tab);
-      const args = { revision, interactiveOnly, viewportOnly };
-      try {
-        return { frames: await snapshot(this.#core, tab, args) };
-      } catch (error) {
-        // The page navigated between reading its frames and running the script: once more, on the new one.
-        if (!(error instanceof DriverError) || error.code !== "stale_ref") throw error;
-        return { frames: await snapshot(this.#core, tab, args) };
-      }
+      return { frames: await snapshot(this.#core, tab, { revision, interactiveOnly, viewportOnly }) };
     },
 
     "page.inspect": async ({ tabId, ref, frameId = 0, revision, action, value }) => {
