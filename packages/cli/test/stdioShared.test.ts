@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdinLines } from "@tabrelay/broker";
 import { afterEach, describe, expect, it } from "vitest";
 import { call, closedPort, MCP_TOKEN, PAIRING_TOKEN, waitFor } from "../../../test/harness.js";
 import { StubExtension } from "../../../test/stubExtension.js";
@@ -202,4 +203,32 @@ describe("tabrelay stdio: several agents share one broker that outlives any one 
     expect(await code).toBe(0);
     expect(stderr).toMatch(/stdio session ending: the agent closed stdin/);
   }, 60_000);
+});
+
+describe("stdin lines over the limit", () => {
+  const encode = (text: string) => new TextEncoder().encode(text);
+  const refusedId = (line: string, limit = 1024) => {
+    const reader = new StdinLines(limit);
+    // In pieces, as a pipe delivers it.
+    const bytes = encode(`${line}\n`);
+    const out = [];
+    for (let i = 0; i < bytes.length; i += 300) out.push(...reader.push(bytes.subarray(i, i + 300)));
+    expect(out).toHaveLength(1);
+    const [first] = out;
+    return first?.kind === "refused" ? first.id : "not refused";
+  };
+  const pad = "z".repeat(5000);
+
+  it("takes the top-level id from the head or the tail, never a nested one", () => {
+    expect(refusedId(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"x":"${pad}"}}`)).toBe(42);
+    expect(refusedId(`{"method":"tools/call","params":{"x":"${pad}"},"jsonrpc":"2.0","id":"tail-7"}`)).toBe("tail-7");
+    expect(refusedId(`{"method":"tools/call","params":{"id":5,"x":"${pad}","y":{"id":6}}}`)).toBeNull();
+  });
+
+  it("serves the next line after one over the limit, and keeps a line under it whole", () => {
+    const reader = new StdinLines(1024);
+    const out = reader.push(encode(`{"id":1,"x":"${pad}"}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n`));
+    expect(out.map((l) => l.kind)).toEqual(["refused", "message"]);
+    expect(out[1]).toEqual({ kind: "message", message: { jsonrpc: "2.0", id: 2, method: "ping" } });
+  });
 });

@@ -56,10 +56,10 @@ export class StdinLines {
       this.#oversize.tail = lastBytes(concat([this.#oversize.tail, bytes]), PROBE);
       return;
     }
-    this.#parts.push(bytes.slice());
+    this.#parts.push(bytes);
     if (this.#size > this.#limit) {
       const held = concat(this.#parts);
-      this.#oversize = { head: held.subarray(0, PROBE).slice(), tail: lastBytes(held, PROBE) };
+      this.#oversize = { head: copy(held.subarray(0, PROBE)), tail: lastBytes(held, PROBE) };
       this.#parts = [];
     }
   }
@@ -161,8 +161,15 @@ function concat(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
+/** A copy (a Buffer's slice() is a view, which would keep the whole line alive). */
+function copy(bytes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(bytes.length);
+  out.set(bytes);
+  return out;
+}
+
 function lastBytes(bytes: Uint8Array, n: number): Uint8Array {
-  return bytes.length <= n ? bytes.slice() : bytes.slice(bytes.length - n);
+  return copy(bytes.length <= n ? bytes : bytes.subarray(bytes.length - n));
 }
 
 function megabytes(bytes: number): string {
