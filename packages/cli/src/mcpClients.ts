@@ -77,7 +77,7 @@ export const MCP_CLIENTS: readonly McpClient[] = [
     id: "claude-desktop",
     name: "Claude Desktop",
     where:
-      "`claude_desktop_config.json` (macOS: `~/Library/Application Support/Claude/`, Windows: `%APPDATA%\\Claude\\`); stdio only: it starts `tabrelay stdio` itself, which forwards to a running broker or hosts one",
+      "`claude_desktop_config.json` (macOS: `~/Library/Application Support/Claude/`, Windows: `%APPDATA%\\Claude\\`); stdio only: it starts `tabrelay stdio` itself, which forwards to the running broker (starting one in the background that every agent shares, if none answers)",
     lang: "json",
     stdio: (t) => json({ mcpServers: { [SERVER]: { command: t.command, args: t.args } } }),
   },
