@@ -305,6 +305,22 @@ describe("--broker has one meaning in every mode, and a broker off this machine 
     }
   }, 120_000);
 
+  it("launch --cdp hands its browser to the broker given as its base URL and as its bridge URL", async () => {
+    const broker = await startBroker();
+    try {
+      for (const form of [`http://127.0.0.1:${broker.port}`, `ws://127.0.0.1:${broker.port}/bridge`]) {
+        const connected = browserConnected(broker, 40_000);
+        const run = launch(["--cdp", "--broker", form, "--data-dir", broker.dataDir], () => false, 45_000, connected);
+        await connected;
+        expect(broker.broker.registry.list()[0]?.info.kind, form).toBe("cdp");
+        await run;
+        await waitFor(`the browser launched with ${form} to leave`, () => broker.broker.registry.list().length === 0 || undefined, 20_000);
+      }
+    } finally {
+      await broker.close();
+    }
+  }, 120_000);
+
   it("refuses, before starting a browser, a --broker that is not an address, and plain ws:// off this machine", async () => {
     for (const [form, message] of [
       ["127.0.0.1:9333", /--broker must be the broker's address \(http:\/\/HOST:PORT, https:\/\/HOST:PORT, ws:\/\/HOST:PORT\/bridge or wss:\/\/HOST:PORT\/bridge\)/],
