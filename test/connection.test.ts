@@ -1,7 +1,7 @@
 // How agents and browsers stay connected to the broker, through each driver with a real headless Chromium: a second
-// agent's `tabrelay stdio` forwards to the running broker, the MV3 service worker stays connected through idle, a
-// browser killed mid-call fails the call at once, and the extension reconnects by itself when the broker restarts.
-// Then against a stub browser on the real bridge protocol (fast): calls in flight when the browser goes away, a
+// agent's `tabrelay stdio` forwards to the running broker, the MV3 service worker stays connected through idle, and a
+// browser killed mid-call fails the call at once. How fast browsers come back after a broker restart (extension and
+// `launch --cdp`) is in connection.reconnect.test.ts. Then against a stub browser on the real bridge protocol (fast): calls in flight when the browser goes away, a
 // browser that does not answer, no browser at all. What happens to the browser's processes and profile when
 // tabrelay stops is in lifecycle.test.ts.
 import { fileURLToPath } from "node:url";
@@ -12,7 +12,6 @@ import {
   allowYaml,
   article,
   attachBrowser,
-  browserConnected,
   call,
   connectClient,
   DRIVERS,
@@ -114,20 +113,6 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       expect((await call(client, "list_browsers")).text).toContain("No browser is connected");
       await browser?.close();
       await connectBrowser();
-    }, 60_000);
-
-    // The extension dials the broker; over CDP the broker dials the browser, so there is nothing to reconnect.
-    if (driver === "extension") it("the extension reconnects by itself when the broker restarts on the same port", async () => {
-      const port = broker.port;
-      const dataDir = broker.dataDir;
-      await client.close();
-      await broker.close();
-      await new Promise((r) => setTimeout(r, 1500));
-      broker = await startBroker({ port, dataDir });
-      await browserConnected(broker);
-      client = await connectClient(broker.url);
-      const read = await call(client, "read_url", { url: `${site.origin}/article` });
-      expect(read.text).toContain("This is the closing paragraph of the article.");
     }, 60_000);
   });
 });

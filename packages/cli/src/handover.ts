@@ -15,9 +15,19 @@ export interface HandoverOptions {
   endpoint: string;
   label: string;
   log: (line: string) => void;
-  /** How often the registration is checked (ms). */
-  intervalMs?: number;
+  /** How often the registration is checked while the broker answers (ms). */
+  checkMs?: number;
+  /** How often a broker that does not answer is tried again (ms). */
+  retryMs?: number;
 }
+
+// The broker is always on this machine (brokerBaseUrl), so a refused attempt costs nothing and is retried at a short
+// fixed interval however long the broker was down: no backoff, the user restarting it waits for nothing. While the
+// browser is registered, a GET /health every CHECK_MS notices a restart that happened between two checks. A listener
+// that answers and refuses (another token, say) is asked again only every REFUSED_MS: it will not change its mind soon.
+const CHECK_MS = 500;
+const RETRY_MS = 250;
+const REFUSED_MS = 2_000;
 
 /** A refusal that retrying cannot fix (wrong token, wrong host): the launcher stops. */
 export class HandoverRefused extends Error {}
@@ -97,7 +107,8 @@ async function stillRegistered(options: HandoverOptions, id: string): Promise<bo
  * succeeded; rejects with HandoverRefused when the broker refuses in a way retrying cannot fix.
  */
 export function handOver(options: HandoverOptions): { registered: Promise<string>; stop(): void } {
-  const intervalMs = options.intervalMs ?? 2000;
+  const checkMs = options.checkMs ?? CHECK_MS;
+  const retryMs = options.retryMs ?? RETRY_MS;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let resolveFirst!: (id: string) => void;
@@ -109,36 +120,43 @@ export function handOver(options: HandoverOptions): { registered: Promise<string
   let id: string | undefined;
   let handedOver = false;
   let lastMessage = "";
-  const round = async (): Promise<void> => {
+  /** One check or attempt; resolves to the wait before the next one. */
+  const round = async (): Promise<number> => {
     if (id !== undefined) {
       const present = await stillRegistered(options, id);
-      if (present !== false) return;
+      if (present === true) return checkMs;
+      if (present === undefined) return retryMs;
       options.log(`the broker at ${options.brokerUrl} no longer has the browser (restarted?); handing it over again`);
       id = undefined;
     }
     const result = await register(options);
-    if (stopped) return;
+    if (stopped) return 0;
     if (result.ok) {
       id = result.id;
       handedOver = true;
       lastMessage = "";
       options.log(`browser handed to the broker at ${options.brokerUrl} (id ${result.id})`);
       resolveFirst(result.id);
-      return;
+      return checkMs;
     }
     if (!result.retry && !handedOver) {
       stopped = true;
       rejectFirst(new HandoverRefused(result.message));
-      return;
+      return 0;
     }
     // After a first handover, a refusal (a broker restarted with another token, say) is reported and retried:
     // the launcher keeps its browser for when the broker is fixed, as the extension keeps dialling.
-    if (result.message !== lastMessage) options.log(`${result.message}; retrying every ${Math.round(intervalMs / 1000)} s`);
+    const wait = result.retry ? retryMs : REFUSED_MS;
+    if (result.message !== lastMessage) options.log(`${result.message}; retrying every ${wait < 1000 ? `${wait} ms` : `${wait / 1000} s`}`);
     lastMessage = result.message;
+    return wait;
   };
   const loop = async (): Promise<void> => {
-    await round().catch((error: unknown) => options.log(`handover: ${error instanceof Error ? error.message : String(error)}`));
-    if (!stopped) timer = setTimeout(() => void loop(), intervalMs);
+    const wait = await round().catch((error: unknown) => {
+      options.log(`handover: ${error instanceof Error ? error.message : String(error)}`);
+      return REFUSED_MS;
+    });
+    if (!stopped) timer = setTimeout(() => void loop(), wait);
   };
   void loop();
   return {

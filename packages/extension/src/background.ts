@@ -12,7 +12,9 @@ import { connect } from "./connection.js";
 
 const KEEPALIVE_ALARM = "tabrelay-keepalive";
 
-// The alarm is the backstop: if Chrome killed the worker anyway, the next alarm wakes it and it redials.
+// The alarm is the backstop: if Chrome killed the worker anyway (connected, the pings keep it alive; waiting for a
+// loopback broker, keepWorkerAlive does), the next alarm wakes it (at most 30 s later) and the new worker's connect()
+// resumes the 250 ms probe loop where the dead one left off.
 void chrome.alarms.create(KEEPALIVE_ALARM, { periodInMinutes: 0.5 });
 chrome.alarms.onAlarm.addListener((alarm) => {
   if (alarm.name === KEEPALIVE_ALARM) void connect();

@@ -2,13 +2,14 @@ import { MAX_FRAME_BYTES, PROTOCOL_VERSION, bridgeProof, newNonce, proofsEqual, 
 import { handlers } from "./commands.js";
 import { CommandError } from "./commandError.js";
 import { setNavigationRules } from "./navigationRules.js";
-import { loadSettings, plainRemoteRefusal, type Settings } from "./settings.js";
+import { reconnectDelay } from "./reconnect.js";
+import { isLoopback, loadSettings, plainRemoteRefusal, type Settings } from "./settings.js";
 import { bridge, scopesWatched, tabsLoaded, type ConnState } from "./state.js";
 
 const EXTENSION_VERSION = chrome.runtime.getManifest().version;
 const PING_MS = 20_000;
-const BACKOFF_BASE_MS = 250;
-const BACKOFF_CAP_MS = 30_000;
+const PROBE_TIMEOUT_MS = 2_000;
+const KEEPALIVE_CALL_MS = 10_000;
 
 function setState(next: ConnState, error = ""): void {
   bridge.state = next;
@@ -27,8 +28,10 @@ function setState(next: ConnState, error = ""): void {
 }
 
 export async function connect(): Promise<void> {
-  if (bridge.connecting || (bridge.socket && bridge.socket.readyState <= WebSocket.OPEN)) return;
+  // A retry already scheduled stands (the alarm calls this every 30 s): the schedule is reconnectDelay's.
+  if (bridge.connecting || bridge.reconnectTimer || (bridge.socket && bridge.socket.readyState <= WebSocket.OPEN)) return;
   bridge.connecting = true;
+  let loopback = false;
   try {
     const settings = await loadSettings();
     if (!settings.brokerUrl || !settings.pairingToken) {
@@ -38,6 +41,14 @@ export async function connect(): Promise<void> {
     const refusal = plainRemoteRefusal(settings);
     if (refusal) {
       setState("rejected", refusal);
+      return;
+    }
+    loopback = isLoopback(new URL(settings.brokerUrl).hostname);
+    if (loopback && !(await listening(settings.brokerUrl))) {
+      bridge.attempt = 0;
+      if (bridge.state !== "disconnected" && bridge.state !== "rejected") setState("disconnected");
+      keepWorkerAlive();
+      scheduleReconnect(true);
       return;
     }
     setState("connecting");
@@ -55,25 +66,53 @@ export async function connect(): Promise<void> {
       if (bridge.socket === ws) bridge.socket = undefined;
       stopPing();
       if (bridge.state !== "rejected") setState("disconnected");
-      scheduleReconnect();
+      if (link.step !== "serving") bridge.attempt = Math.min(bridge.attempt + 1, 20);
+      scheduleReconnect(loopback);
     };
   } catch (error) {
     setState("disconnected", error instanceof Error ? error.message : String(error));
-    scheduleReconnect();
+    bridge.attempt = Math.min(bridge.attempt + 1, 20);
+    scheduleReconnect(loopback);
   } finally {
     bridge.connecting = false;
   }
 }
 
-function scheduleReconnect(): void {
+function scheduleReconnect(loopback: boolean): void {
   if (bridge.reconnectTimer) return;
-  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** bridge.attempt);
-  const delay = ceiling / 2 + Math.random() * (ceiling / 2);
-  bridge.attempt = Math.min(bridge.attempt + 1, 20);
   bridge.reconnectTimer = setTimeout(() => {
     bridge.reconnectTimer = undefined;
     void connect();
-  }, delay);
+  }, reconnectDelay(bridge.attempt, loopback));
+}
+
+/**
+ * Whether anything answers HTTP at the bridge's address (asked of a loopback broker only). Chromium delays every new
+ * WebSocket of a renderer by up to 5 s once a dozen of its WebSockets failed (its per-process WebSocket throttle):
+ * dialling a broker that is down every 250 ms would earn that delay, so the extension dials once this probe, which
+ * fetch makes outside the throttle, says something listens.
+ */
+async function listening(bridgeUrl: string): Promise<boolean> {
+  const url = new URL(bridgeUrl);
+  url.protocol = url.protocol === "wss:" ? "https:" : "http:";
+  try {
+    await fetch(url, { cache: "no-store", credentials: "omit", redirect: "manual", signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    return true;
+  } catch (error) {
+    // A timeout means a listener took the connection and is slow to answer: let the WebSocket find out what it is.
+    return error instanceof DOMException && error.name === "TimeoutError";
+  }
+}
+
+let keptAliveAt = 0;
+/**
+ * Chrome stops an MV3 service worker after 30 s without events or extension API calls, and with no socket open the
+ * probe loop would die with it until the next alarm. Any extension API call resets that timer (Chrome 110+).
+ */
+function keepWorkerAlive(): void {
+  if (Date.now() - keptAliveAt < KEEPALIVE_CALL_MS) return;
+  keptAliveAt = Date.now();
+  void chrome.runtime.getPlatformInfo();
 }
 
 export function reconnectNow(): void {
