@@ -278,7 +278,7 @@ describe("tabrelay launch --cdp", () => {
     const exited = new Promise<number | null>((resolve) => launcher.once("exit", (code) => resolve(code)));
     try {
       await waitFor("the launched browser to be handed over", () => broker.broker.registry.list().length > 0 || undefined, 30_000);
-      for (const outageMs of [0, 3000, 15_000]) {
+      for (const outageMs of [0, 3000]) {
         await broker.close();
         await sleep(outageMs);
         const restarted = await restartAndTime(port, dataDir);
