@@ -77,6 +77,28 @@ describe("AuditLog storage", () => {
     }
   });
 
+  it("brings a version 1 database (before the client column) up to date; its old records read as before, new ones name their client", () => {
+    const dir = tempDir();
+    const raw = new Database(join(dir, "audit.db"));
+    raw.exec(`CREATE TABLE audit (
+       id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, browser TEXT, tab INTEGER, origin TEXT, tool TEXT NOT NULL,
+       target TEXT, decision TEXT NOT NULL CHECK (decision IN ('allowed', 'refused', 'failed', 'outcome_unknown')),
+       rule TEXT, code TEXT, duration_ms INTEGER NOT NULL);
+     CREATE INDEX audit_time ON audit (time);
+     CREATE TABLE schema_version (version INTEGER NOT NULL);
+     INSERT INTO schema_version (version) VALUES (1);
+     INSERT INTO audit (time, tab, tool, decision, duration_ms) VALUES (1000, 4, 'read_page', 'allowed', 12);`);
+    raw.close();
+    const log = open(dir);
+    log.record(rec({ tool: "click", client: "claude-code", tab: 4 }));
+    expect(log.list().map(({ id: _id, ...r }) => r)).toEqual([
+      { time: 1000, tab: 4, tool: "read_page", decision: "allowed", durationMs: 12 },
+      { time: rec().time, tab: 4, tool: "click", client: "claude-code", decision: "allowed", durationMs: 42 },
+    ]);
+    expect(formatAuditLine({ id: 2, ...rec({ tool: "click", client: "claude-code", tab: 4 }) })).toContain("click client=claude-code tab=4");
+    expect(AUDIT_SCHEMA_VERSION).toBe(2);
+  });
+
   it("refuses a database written by a newer schema", () => {
     const dir = tempDir();
     open(dir).close();
@@ -282,7 +304,7 @@ describe("AuditLog: a write is recorded before it runs", () => {
   const CREATE_AUDIT = `CREATE TABLE audit (
      id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, browser TEXT, tab INTEGER, origin TEXT, tool TEXT NOT NULL,
      target TEXT, decision TEXT NOT NULL CHECK (decision IN ('allowed', 'refused', 'failed', 'outcome_unknown')),
-     rule TEXT, code TEXT, duration_ms INTEGER NOT NULL)`;
+     rule TEXT, code TEXT, duration_ms INTEGER NOT NULL, client TEXT)`;
 
   it("begin() leaves an outcome_unknown record that another reader already sees, and complete() replaces it", () => {
     const dir = tempDir();

@@ -17,6 +17,8 @@ export interface AuditRecord {
   tab?: number;
   origin?: string;
   tool: string;
+  /** The MCP client whose session made the call (its clientInfo.name from initialize). */
+  client?: string;
   /** What the call aimed at: role + accessible name, e.g. `button "Sign in"`. */
   target?: string;
   decision: AuditDecision;
@@ -74,6 +76,8 @@ const MIGRATIONS: readonly string[] = [
      duration_ms INTEGER NOT NULL
    );
    CREATE INDEX audit_time ON audit (time);`,
+  // Version 2: the MCP client whose session made the call (older rows have none).
+  `ALTER TABLE audit ADD COLUMN client TEXT;`,
 ];
 
 /** The schema version this code writes; a file with a newer one is refused rather than misread. */
@@ -86,6 +90,7 @@ type Row = {
   tab: number | null;
   origin: string | null;
   tool: string;
+  client: string | null;
   target: string | null;
   decision: string;
   rule: string | null;
@@ -109,11 +114,11 @@ export class AuditLog {
     this.db = db;
     this.secrets = secrets;
     this.insert = db.prepare<[InsertParams]>(
-      `INSERT INTO audit (time, browser, tab, origin, tool, target, decision, rule, code, duration_ms)
-       VALUES (@time, @browser, @tab, @origin, @tool, @target, @decision, @rule, @code, @duration_ms)`,
+      `INSERT INTO audit (time, browser, tab, origin, tool, client, target, decision, rule, code, duration_ms)
+       VALUES (@time, @browser, @tab, @origin, @tool, @client, @target, @decision, @rule, @code, @duration_ms)`,
     );
     this.update = db.prepare<[Row]>(
-      `UPDATE audit SET time = @time, browser = @browser, tab = @tab, origin = @origin, tool = @tool, target = @target,
+      `UPDATE audit SET time = @time, browser = @browser, tab = @tab, origin = @origin, tool = @tool, client = @client, target = @target,
          decision = @decision, rule = @rule, code = @code, duration_ms = @duration_ms WHERE id = @id`,
     );
   }
@@ -194,6 +199,7 @@ export class AuditLog {
       tab: rec.tab !== undefined && Number.isSafeInteger(rec.tab) ? rec.tab : null,
       origin: this.text(rec.origin),
       tool: this.text(rec.tool) ?? "",
+      client: this.text(rec.client),
       target: this.text(rec.target),
       decision: rec.decision,
       rule: this.text(rec.rule),
@@ -252,13 +258,14 @@ export class AuditLog {
   }
 }
 
-/** The human line for a record: ISO time, decision, tool, browser, tab, origin, target, rule, duration, error code. */
+/** The human line for a record: ISO time, decision, tool, client, browser, tab, origin, target, rule, duration, error code. */
 export function formatAuditLine(rec: StoredAuditRecord): string {
   const time = Number.isFinite(rec.time) ? new Date(rec.time).toISOString() : String(rec.time);
   const parts = [time, rec.decision.padEnd(15), escapeText(rec.tool)];
   const field = (key: string, value: string | number | undefined) => {
     if (value !== undefined && value !== "") parts.push(`${key}=${escapeText(String(value))}`);
   };
+  field("client", rec.client);
   field("browser", rec.browser);
   field("tab", rec.tab);
   field("origin", rec.origin);
@@ -318,6 +325,7 @@ function fromRow(row: Row): StoredAuditRecord {
     ...(row.tab !== null ? { tab: row.tab } : {}),
     ...(row.origin !== null ? { origin: row.origin } : {}),
     tool: row.tool,
+    ...(row.client !== null && row.client !== undefined ? { client: row.client } : {}),
     ...(row.target !== null ? { target: row.target } : {}),
     decision: isDecision(row.decision) ? row.decision : "failed",
     ...(row.rule !== null ? { rule: row.rule } : {}),

@@ -34,6 +34,12 @@ const fileSchema = z
       })
       .strict()
       .optional(),
+    tabs: z
+      .object({
+        lease_idle_minutes: z.number().positive().max(10_080).optional(),
+      })
+      .strict()
+      .optional(),
     bridge: z
       .object({
         extension_ids: z.array(z.string().regex(/^[a-p]{32}$/, "an extension ID is 32 letters a-p")).optional(),
@@ -119,6 +125,8 @@ export interface BrokerConfig {
   allowedHosts: string[];
   /** HTTP MCP sessions: expired after idleMs without a call in flight or an open GET stream; capped in all and per client. */
   mcpSessions: { idleMs: number; max: number; maxPerClient: number };
+  /** A tab's lease ends when its MCP session leaves it unused this long (the tab stays open, free to any session). */
+  tabLeaseIdleMs: number;
   extensionIds: string[];
   callTimeoutMs: number;
   readMaxChars: number;
@@ -297,6 +305,7 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
       max: file.mcp?.max_sessions ?? 64,
       maxPerClient: file.mcp?.max_sessions_per_client ?? 16,
     },
+    tabLeaseIdleMs: Math.round((file.tabs?.lease_idle_minutes ?? 30) * 60_000),
     extensionIds: file.bridge?.extension_ids ?? [BUILTIN_EXTENSION_ID],
     callTimeoutMs: file.bridge?.call_timeout_ms ?? 30_000,
     readMaxChars: file.read?.max_chars ?? 40_000,
