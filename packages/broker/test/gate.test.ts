@@ -1,8 +1,8 @@
 // The gate's decisions as a spec: what the user's policy says about a URL before navigation, a tab's document,
-// each frame (the one rule every reader uses) and an action on an element. Pure functions, real compiled policies.
+// each frame (the one rule every reader uses) and an action on an element, and which MCP session may use a tab. Pure functions, real compiled policies.
 import type { ElementFacts } from "@tabrelay/protocol";
 import { describe, expect, it } from "vitest";
-import { BLANK, gateFrame, gateFrames, gateNavigation, gateStopped, gateTab, gateWrite } from "../src/gate/decisions.js";
+import { BLANK, gateFrame, gateFrames, gateLease, gateNavigation, gateStopped, gateTab, gateWrite, leaseHolds, type LeaseFacts } from "../src/gate/decisions.js";
 import { compileReadPolicy } from "../src/policy/readPolicy.js";
 import { loadRanking } from "../src/policy/topSites.js";
 import { compileWritePolicy } from "../src/policy/writePolicy.js";
@@ -112,5 +112,53 @@ describe("gateStopped: a request the network rules stopped", () => {
     expect(gateStopped(read, "https://evil.test/?q=1")).toMatchObject({ ok: false, code: "policy_denied" });
     // Stopped by something else (another extension's rules): not tabrelay's to report.
     expect(gateStopped(read, "https://shop.example/cart")).toBeUndefined();
+  });
+});
+
+describe("gateLease: which MCP session may use a tab", () => {
+  const IDLE = 30 * 60_000;
+  const since = Date.parse("2026-01-02T03:04:05.000Z");
+  const alice = { session: "s-alice", client: "alice-agent" };
+  const bob = { session: "s-bob", client: "bob-agent" };
+  const held = (overrides: Partial<LeaseFacts> = {}): LeaseFacts => ({ ...alice, since, lastUsed: since, ...overrides });
+
+  it("lets the session that holds the tab use it, without taking it again", () => {
+    expect(gateLease(held(), alice, 7, since + 1000, IDLE)).toEqual({ ok: true, claim: false });
+  });
+
+  it("refuses another session with tab_leased, naming the holding client, since when, and what to do", () => {
+    const verdict = gateLease(held(), bob, 7, since + 1000, IDLE);
+    expect(verdict).toMatchObject({ ok: false, code: "tab_leased", rule: "lease" });
+    const message = verdict.ok ? "" : verdict.message;
+    expect(message).toContain('"alice-agent"');
+    expect(message).toContain("2026-01-02T03:04:05.000Z");
+    expect(message).toMatch(/list_tabs/);
+    expect(message).toMatch(/open_tab/);
+    expect(message).toContain("30 minutes");
+  });
+
+  it("refuses another session of the same client too: a lease is per session, not per client name", () => {
+    const twin = { session: "s-alice-2", client: "alice-agent" };
+    const verdict = gateLease(held(), twin, 7, since + 1000, IDLE);
+    expect(verdict.ok).toBe(false);
+    expect(verdict.ok ? "" : verdict.message).toContain("another session of the same client");
+  });
+
+  it("gives a free tab (never leased) to the first session that uses it", () => {
+    expect(gateLease(undefined, bob, 7, since, IDLE)).toEqual({ ok: true, claim: true });
+  });
+
+  it("frees a tab its session left unused for the idle time, and the next session takes it", () => {
+    expect(gateLease(held(), bob, 7, since + IDLE - 1, IDLE).ok).toBe(false);
+    expect(gateLease(held(), bob, 7, since + IDLE, IDLE)).toEqual({ ok: true, claim: true });
+    expect(leaseHolds(held(), since + IDLE, IDLE)).toBe(false);
+  });
+
+  it("counts idle time from the last use, not from when the lease began", () => {
+    expect(gateLease(held({ lastUsed: since + IDLE }), bob, 7, since + IDLE + 1000, IDLE).ok).toBe(false);
+  });
+
+  it("has nobody to refuse for a caller that is no MCP session", () => {
+    expect(gateLease(held(), undefined, 7, since, IDLE)).toEqual({ ok: true, claim: false });
   });
 });

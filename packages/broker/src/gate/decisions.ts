@@ -7,6 +7,7 @@
 // - gateFrame:      one rule for every frame, whoever reads it (read, snapshot, query, actions).
 // - gateWrite:      an action on an element: its frame first, then the write policy on the tab and the facts.
 // - gateStopped:    a navigation request the network rules stopped: tabrelay's refusal, or someone else's.
+// - gateLease:      whether an MCP session may use a tab another session may hold (gate/leases.ts keeps the leases).
 import type { ActionKind, ElementFacts } from "@tabrelay/protocol";
 import { canonicalizeUrl } from "../policy/canonicalUrl.js";
 import type { CompiledReadPolicy } from "../policy/readPolicy.js";
@@ -101,6 +102,52 @@ export function gateWrite(read: CompiledReadPolicy, write: CompiledWritePolicy, 
 export function gateStopped(policy: CompiledReadPolicy, url: string): Refusal | undefined {
   const decision = policy.check(url);
   return decision.ok ? undefined : decision;
+}
+
+/** Who holds a tab: the MCP session that opened it (or its opener, or first used the shared tab), and since when. */
+export interface LeaseFacts {
+  session: string;
+  /** The session's clientInfo.name from initialize. */
+  client: string;
+  /** When the lease began (epoch ms). */
+  since: number;
+  /** When its session last used the tab (epoch ms). */
+  lastUsed: number;
+}
+
+/** The MCP session a call comes from; absent for a caller that is no session (then no tab is anyone's to refuse). */
+export interface Caller {
+  session: string;
+  client: string;
+}
+
+export type LeaseVerdict = { ok: true; claim: boolean } | { ok: false; code: "tab_leased"; rule: string; message: string };
+
+/** Whether a lease still holds: one its session has not used for `idleMs` has ended (the tab stays open, free). */
+export function leaseHolds(lease: LeaseFacts | undefined, now: number, idleMs: number): lease is LeaseFacts {
+  return lease !== undefined && now - lease.lastUsed < idleMs;
+}
+
+/**
+ * May `caller` use tab `tabId`? Its own tab, yes; a tab no lease holds (never leased, kept past its session, idle
+ * past `idleMs`, a tab the user shared that no agent used yet), yes, and the caller takes the lease (`claim`); a tab
+ * another session holds, no: tab_leased, naming that client, since when, and what to do instead.
+ */
+export function gateLease(lease: LeaseFacts | undefined, caller: Caller | undefined, tabId: number, now: number, idleMs: number): LeaseVerdict {
+  if (!caller) return { ok: true, claim: false };
+  if (!leaseHolds(lease, now, idleMs)) return { ok: true, claim: true };
+  if (lease.session === caller.session) return { ok: true, claim: false };
+  const minutes = Math.max(1, Math.round(idleMs / 60_000));
+  const same = lease.client === caller.client ? " (another session of the same client)" : "";
+  return {
+    ok: false,
+    code: "tab_leased",
+    rule: "lease",
+    message:
+      `tab ${tabId} belongs to another agent: client ${JSON.stringify(lease.client)}${same} has held it since ${new Date(lease.since).toISOString()}; ` +
+      `each agent works in its own tabs. Use one of yours (list_tabs lists yours and free ones) or open_tab; ` +
+      `the tab is freed when that agent's session ends, it closes the tab, or it leaves it unused for ${minutes} minute${minutes === 1 ? "" : "s"} (tabs.lease_idle_minutes)`,
+  };
 }
 
 function originOf(url: string): string | undefined {

@@ -1,0 +1,185 @@
+// Which MCP session holds which tab, by browser id and tab id: the bookkeeping behind gateLease (decisions.ts).
+// A session leases the tabs it opens, the tabs those tabs open (the browser's tab.created / tab.committed events
+// with an opener), and a free tab the first time it uses one (a tab the user shared, a tab kept past its session, a
+// lease gone idle). A lease ends on close_tab (or any close of the tab), when the tab goes away, when the user
+// stops sharing it, after its session leaves it unused for the idle time (the tab stays open, free), and with its
+// session (its tabs are closed then, unless opened with keep). Nothing here decides who may use a tab: gateLease does.
+import type { BridgeEvent, TabInfo } from "@tabrelay/protocol";
+import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
+import type { BrowserDriver, CallOptions } from "../drivers/driver.js";
+import type { BrowserRegistry } from "../drivers/registry.js";
+import { gateLease, leaseHolds, type Caller, type LeaseFacts, type LeaseVerdict } from "./decisions.js";
+
+export interface Lease extends LeaseFacts {
+  /** The session (or a page of one of its tabs) opened the tab: it is closed when the session ends, unless kept. */
+  opened: boolean;
+  /** Left open when its session ends (open_tab's keep). */
+  keep: boolean;
+}
+
+/** A tab a session's end left to close: the browser it is in, and the tab. */
+export interface EndedLease {
+  browserId: string;
+  tabId: number;
+}
+
+const key = (browserId: string, tabId: number) => `${browserId}:${tabId}`;
+/** Popups whose opener no session held yet, kept for one that takes it later (their events can come first). */
+const ORPHANS_MAX = 1000;
+
+export class TabLeases {
+  /** A lease its session leaves unused this long ends (tabs.lease_idle_minutes). */
+  readonly idleMs: number;
+  readonly #byTab = new Map<string, Lease & { browserId: string; tabId: number }>();
+  /** Popup -> its opener, for popups that appeared while their opener was free. */
+  readonly #orphans = new Map<string, string>();
+
+  constructor(idleMs: number) {
+    this.idleMs = idleMs;
+  }
+
+  /** The lease that holds the tab now (none once idle past `idleMs`). */
+  holder(browserId: string, tabId: number, now: number): Lease | undefined {
+    const lease = this.#byTab.get(key(browserId, tabId));
+    return leaseHolds(lease, now, this.idleMs) ? lease : undefined;
+  }
+
+  /**
+   * A call of `caller` on the tab: the gate's verdict, and on a yes the lease taken (a free tab) or its idle time
+   * restarted (the caller's own).
+   */
+  use(browserId: string, tabId: number, caller: Caller | undefined, now: number): LeaseVerdict {
+    const k = key(browserId, tabId);
+    const lease = this.#byTab.get(k);
+    const verdict = gateLease(lease, caller, tabId, now, this.idleMs);
+    if (!verdict.ok || !caller) return verdict;
+    if (verdict.claim) this.grant(browserId, tabId, caller, now, { opened: false });
+    else if (lease) lease.lastUsed = now;
+    return verdict;
+  }
+
+  /** The caller opened the tab (or takes a free one): it holds it, and the tab's popups that appeared first. */
+  grant(browserId: string, tabId: number, caller: Caller, now: number, options: { opened: boolean; keep?: boolean }): void {
+    const k = key(browserId, tabId);
+    this.#byTab.set(k, { browserId, tabId, session: caller.session, client: caller.client, since: now, lastUsed: now, opened: options.opened, keep: options.keep ?? false });
+    this.#orphans.delete(k);
+    for (const [popup, opener] of this.#orphans) {
+      if (opener !== k) continue;
+      const id = Number(popup.slice(popup.lastIndexOf(":") + 1));
+      this.grant(browserId, id, caller, now, { opened: true, keep: options.keep ?? false });
+    }
+  }
+
+  /** Its session asked that the tab outlive the session. */
+  keep(browserId: string, tabId: number): void {
+    const lease = this.#byTab.get(key(browserId, tabId));
+    if (lease) lease.keep = true;
+  }
+
+  release(browserId: string, tabId: number): void {
+    this.#byTab.delete(key(browserId, tabId));
+    this.#orphans.delete(key(browserId, tabId));
+  }
+
+  /**
+   * What `caller` sees of a browser's tabs: its own and free ones (`free`: held by no session); the count of those
+   * other sessions hold. A lease on a tab the list no longer shows (gone, or the user stopped sharing it) ends here,
+   * when it began before the list was asked for (`askedAt`: a popup leased since may not be in it yet).
+   */
+  visible(browserId: string, tabs: readonly TabInfo[], caller: Caller | undefined, now: number, askedAt: number): { tabs: TabInfo[]; free: Set<number>; hidden: number } {
+    const listed = new Set(tabs.map((t) => t.tabId));
+    for (const lease of [...this.#byTab.values()]) {
+      if (lease.browserId === browserId && !listed.has(lease.tabId) && lease.since <= askedAt) this.release(browserId, lease.tabId);
+    }
+    const mine = tabs.filter((t) => gateLease(this.#byTab.get(key(browserId, t.tabId)), caller, t.tabId, now, this.idleMs).ok);
+    const free = new Set(mine.filter((t) => !this.holder(browserId, t.tabId, now)).map((t) => t.tabId));
+    return { tabs: mine, free, hidden: tabs.length - mine.length };
+  }
+
+  /**
+   * The session ended: every lease it held ends. Returns the tabs to close: those it opened, still held (not idle)
+   * and did not keep. A tab it only took (shared by the user, kept by another session, idle) stays open.
+   */
+  endSession(session: string, now: number): EndedLease[] {
+    const close: EndedLease[] = [];
+    for (const [k, lease] of this.#byTab) {
+      if (lease.session !== session) continue;
+      this.#byTab.delete(k);
+      if (lease.opened && !lease.keep && leaseHolds(lease, now, this.idleMs)) close.push({ browserId: lease.browserId, tabId: lease.tabId });
+    }
+    return close;
+  }
+
+  /** The browser's events: a popup of a held tab is held by the same session; a tab that went away is nobody's. */
+  onEvent(browser: BrowserDriver, frame: BridgeEvent, now: number): void {
+    const browserId = browser.info.browserId;
+    if (frame.event === "tab.removed") {
+      this.release(browserId, frame.params.tabId);
+      return;
+    }
+    const popup = frame.event === "tab.created" ? frame.params.tab.tabId : frame.event === "tab.committed" ? frame.params.tabId : undefined;
+    const opener = frame.event === "tab.created" || frame.event === "tab.committed" ? frame.params.openerTabId : undefined;
+    if (popup === undefined || opener === undefined || this.#byTab.has(key(browserId, popup))) return;
+    const holder = this.holder(browserId, opener, now);
+    if (holder) {
+      this.grant(browserId, popup, holder, now, { opened: true, keep: holder.keep });
+      return;
+    }
+    if (this.#orphans.size >= ORPHANS_MAX) this.#orphans.clear();
+    this.#orphans.set(key(browserId, popup), key(browserId, opener));
+  }
+}
+
+const byRegistry = new WeakMap<BrowserRegistry, TabLeases>();
+
+/**
+ * The leases of a registry's tabs: one per registry, following its browsers' tab events from the first call (the
+ * broker's, when it wires the gate to the browsers' events in gate/enforce.ts, with the config's idle time). The
+ * runner, the MCP adapter and the dashboard reach the same one through the registry and config they hold.
+ */
+export function tabLeases(registry: BrowserRegistry, config: { tabLeaseIdleMs: number }): TabLeases {
+  const known = byRegistry.get(registry);
+  if (known) return known;
+  const leases = new TabLeases(config.tabLeaseIdleMs);
+  registry.on("event", (browser, frame) => leases.onEvent(browser, frame, Date.now()));
+  byRegistry.set(registry, leases);
+  return leases;
+}
+
+/** Failures that say the tab is no longer one the agent may use here: gone, or no longer shared. */
+const GONE = new Set(["no_such_tab", "not_agent_tab"]);
+
+/**
+ * The call's browser as its session uses it: a tab it opens (tabs.open) is leased to the session, a tab closed
+ * through it (tabs.close, or a call that finds the tab gone or no longer shared) is released. Without a session,
+ * the browser itself. A view, not the registry's object: compare browsers by info.browserId, never by identity.
+ */
+export function leasingDriver(driver: BrowserDriver, leases: TabLeases, caller: Caller | undefined): BrowserDriver {
+  if (!caller) return driver;
+  const browserId = driver.info.browserId;
+  return {
+    get info() {
+      return driver.info;
+    },
+    get closed() {
+      return driver.closed;
+    },
+    close: (reason) => driver.close(reason),
+    async call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options?: CallOptions): Promise<Result<ResultOf<M>>> {
+      const result = await driver.call(method, params, options);
+      const tabId: unknown = Reflect.get(params, "tabId");
+      if (result.ok && method === "tabs.open") {
+        const opened = tabIdOf(Reflect.get(result.value, "tab"));
+        if (opened !== undefined) leases.grant(browserId, opened, caller, Date.now(), { opened: true });
+      } else if (typeof tabId === "number" && ((result.ok && method === "tabs.close") || (!result.ok && GONE.has(result.error.code)))) {
+        leases.release(browserId, tabId);
+      }
+      return result;
+    },
+  };
+}
+
+function tabIdOf(tab: unknown): number | undefined {
+  const id: unknown = tab !== null && typeof tab === "object" ? Reflect.get(tab, "tabId") : undefined;
+  return typeof id === "number" ? id : undefined;
+}
