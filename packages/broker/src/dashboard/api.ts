@@ -7,6 +7,7 @@ import type { TabInfo, WireError } from "@tabrelay/protocol";
 import type { AuditLog } from "../audit/auditLog.js";
 import type { BrokerConfig } from "../config/config.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
+import { tabLeases } from "../gate/leases.js";
 import { builtExtensionDir } from "../launch/chromium.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
@@ -36,6 +37,8 @@ interface TabView {
   active: boolean;
   status: string;
   shared: boolean;
+  /** The MCP client whose session holds the tab (gate/leases.ts), and since when; null for a free tab. */
+  owner: { client: string; since: number } | null;
 }
 
 type Preview = { ok: true; png: string; width: number; height: number; url: string; capturedAt: number } | { ok: false; error: WireError };
@@ -101,13 +104,19 @@ export class DashboardApi {
     const browsers = await Promise.all(
       registry.list().map(async (b) => {
         const tabs = await this.#tabs(b);
+        const leases = tabLeases(registry, this.#options.config);
+        const now = Date.now();
+        const owned = (t: TabView): TabView => {
+          const lease = leases.holder(b.info.browserId, t.tabId, now);
+          return { ...t, owner: lease ? { client: pageString(lease.client), since: lease.since } : null };
+        };
         return {
           id: b.info.browserId,
           label: pageString(b.info.label),
           kind: b.info.kind,
           extensionVersion: b.info.extensionVersion,
           connectedAt: b.info.connectedAt,
-          ...(tabs.ok ? { tabs: tabs.value } : { tabs: [], tabsError: tabs.error }),
+          ...(tabs.ok ? { tabs: tabs.value.map(owned) } : { tabs: [], tabsError: tabs.error }),
         };
       }),
     );
@@ -203,6 +212,7 @@ function tabView(tab: TabInfo): TabView {
     active: tab.active === true,
     status: text(tab.status),
     shared: tab.shared === true,
+    owner: null,
   };
 }
 

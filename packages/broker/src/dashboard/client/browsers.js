@@ -133,11 +133,16 @@ function renderBrowser(b, index) {
         "aria-label": "Watch " + pageString(t.title || t.url || "tab " + t.tabId),
         checked: watch === value,
       });
-      const flags = [t.active ? "in front" : "in the background", t.status, t.shared ? "shared by you" : "opened by the agent"];
+      const flags = [t.active ? "in front" : "in the background", t.status, t.shared ? "shared by you" : "opened by an agent"];
+      // The MCP client (its own name for itself) whose session holds the tab; a free tab is any agent's to take.
+      const owner = t.owner
+        ? el("td", { className: "tab-owner" }, [pageBdi(t.owner.client), el("span", { className: "meta", text: " since " + clock(t.owner.since) })])
+        : el("td", { className: "tab-owner meta", text: "free (the next agent to use it)" });
       return el("tr", { "data-tab-id": t.tabId }, [
         el("td", {}, [radio]),
         el("td", { className: "tab-title" }, [titleBdi(t.title)]),
         el("td", {}, [el("span", { className: "url tab-url" }, [pageBdi(t.url)])]),
+        owner,
         el("td", { className: "meta", text: flags.join(", ") }),
       ]);
     });
@@ -145,7 +150,7 @@ function renderBrowser(b, index) {
       el("div", { className: "scroll" }, [
         el("table", { className: "tabs" }, [
           el("caption", { className: "visually-hidden" }, ["Agent tabs in ", pageBdi(b.label)]),
-          el("thead", {}, [el("tr", {}, [el("th", { scope: "col", text: "Watch" }), el("th", { scope: "col", text: "Title" }), el("th", { scope: "col", text: "URL" }), el("th", { scope: "col", text: "State" })])]),
+          el("thead", {}, [el("tr", {}, [el("th", { scope: "col", text: "Watch" }), el("th", { scope: "col", text: "Title" }), el("th", { scope: "col", text: "URL" }), el("th", { scope: "col", text: "Agent" }), el("th", { scope: "col", text: "State" })])]),
           el("tbody", {}, rows),
         ]),
       ]),
