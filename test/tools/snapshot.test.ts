@@ -43,6 +43,40 @@ setTimeout(() => { document.querySelector("x-late").attachShadow({ mode: "closed
 root.innerHTML = '<button>Subscribe</button>'; root.querySelector("button").addEventListener("click", () => { document.getElementById("status").textContent = "subscribed"; }); } });</script>`,
     ),
   );
+  // Closed roots on ordinary hosts (every element attachShadow accepts), the body itself, nested, and in frames.
+  const closedOn = (selector: string, html: string) => `document.querySelector(${JSON.stringify(selector)}).attachShadow({ mode: "closed" }).innerHTML = ${JSON.stringify(html)};`;
+  site.route(
+    "/closed-hosts",
+    page(
+      "Closed hosts",
+      `<h1>Hosts</h1><div id="d"></div><p>before <span id="s"></span> after</p><section id="sec"></section><p id="p"></p><h1 id="h"></h1><div id="outer"></div><p id="status">idle</p>
+<script>${closedOn("#d", "<button>Div door</button><p>Secret div text</p>")}
+${closedOn("#s", "<button>Span door</button>")}
+${closedOn("#sec", "<h2>Section heading</h2><button>Section door</button>")}
+${closedOn("#p", "<button>Paragraph door</button>")}
+${closedOn("#h", "<button>Heading door</button>")}
+const outer = document.getElementById("outer").attachShadow({ mode: "closed" });
+outer.innerHTML = '<div><span id="inner"></span></div>';
+outer.getElementById("inner").attachShadow({ mode: "closed" }).innerHTML = "<button>Deep door</button><p>Deep text</p>";
+document.getElementById("d").addEventListener("click", () => {
+  document.getElementById("status").textContent = "div door opened";
+  const added = document.createElement("div");
+  document.body.append(added);
+  added.attachShadow({ mode: "closed" }).innerHTML = "<button>New door</button>";
+});</script>`,
+    ),
+  );
+  site.route(
+    "/closed-body",
+    page("Closed body", `<h1>Light heading</h1><button>Light button</button><script>${closedOn("body", "<nav><button>Body door</button></nav><slot></slot>")}</script>`),
+  );
+  const framed = page("Framed", `<div id="f"></div><script>${closedOn("#f", "<button>Framed door</button>")}</script>`);
+  site.route("/closed-framed", framed);
+  other.route("/closed-framed", framed);
+  site.route(
+    "/closed-frames",
+    page("Closed frames", `<h1>Frames</h1><iframe title="same" src="/closed-framed" width="300" height="100"></iframe><iframe title="cross" src="${other.origin}/closed-framed" width="300" height="100"></iframe>`),
+  );
   site.route(
     "/big",
     page(
@@ -62,7 +96,7 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
 
   beforeAll(async () => {
     // Reads of both test sites: the checkout's payment frame is on the other one.
-    ({ client, close: closeSession } = await startSession(driver, { yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n      "localhost": [".*"]\n` }));
+    ({ client, close: closeSession } = await startSession(driver, { yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n      "localhost": [".*"]\n  write:\n    click:\n      "127.0.0.1": { label: "^Div door$" }\n` }));
   }, 60_000);
 
   afterAll(() => closeSession());
@@ -87,6 +121,46 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       expect(s.ref("Pay now", "button")).toMatch(/^f\d+e\d+$/);
       const shadow = await open("/shadow");
       expect((await snap(shadow)).ref("Subscribe", "button")).toMatch(/^e\d+$/);
+    });
+
+    it("reaches closed roots on div, span, section, p and h1 hosts, nested ones, and on the body itself", async () => {
+      const tab = await open("/closed-hosts");
+      const s = await snap(tab);
+      for (const name of ["Div door", "Span door", "Section door", "Paragraph door", "Heading door", "Deep door"]) expect(s.ref(name, "button"), name).toMatch(/^e\d+$/);
+      expect(s.text).toMatch(/- heading "Section heading" \[level=2\]/);
+      const body = await open("/closed-body");
+      const b = await snap(body);
+      expect(b.ref("Body door", "button")).toMatch(/^e\d+$/);
+      expect(b.ref("Light button", "button")).toMatch(/^e\d+$/);
+      expect(b.text).toMatch(/- heading "Light heading" \[level=1\]/);
+    });
+
+    it("reaches closed roots on ordinary hosts in a same-origin and in a cross-origin frame", async () => {
+      const tab = await open("/closed-frames");
+      const s = await snap(tab);
+      const refs = [...s.text.matchAll(/- button "Framed door" \[ref=(f\d+e\d+)\]/g)].map((m) => m[1]);
+      expect(refs, s.text).toHaveLength(2);
+      expect(new Set(refs.map((ref) => ref?.split("e")[0])).size).toBe(2);
+    });
+
+    it("clicks a button inside a closed root on a div by its ref, then finds a host it inserted; read_page shows the text inside closed roots", async () => {
+      const tab = await open("/closed-hosts");
+      const s = await snap(tab);
+      const clicked = await call(client, "click", { tab, ref: s.ref("Div door", "button"), revision: s.revision });
+      expect(clicked.isError, clicked.text).toBe(false);
+      // A host inserted after the first snapshot, its closed root attached at once.
+      expect((await snap(tab)).ref("New door", "button")).toMatch(/^e\d+$/);
+      const text = (await call(client, "read_page", { tab, mode: "full" })).text;
+      expect(text).toContain("div door opened");
+      expect(text).toContain("Secret div text");
+      expect(text).toContain("Deep text");
+      expect(text).toContain("Section heading");
+      // The light DOM around the span host is still read, in order.
+      expect(text).toMatch(/before[\s\S]*Span door[\s\S]*after/);
+      const body = await open("/closed-body");
+      const bodyText = (await call(client, "read_page", { tab: body, mode: "full" })).text;
+      expect(bodyText).toContain("Body door");
+      expect(bodyText).toContain("Light heading");
     });
 
     it("finds the one closed root among 20,000 custom elements, and a root attached after an earlier snapshot", async () => {

@@ -10,6 +10,7 @@ import {
   HIDDEN_SUBTREE,
   type ContentCapped,
 } from "@tabrelay/protocol";
+import { hostedRoot } from "./flatTree.js";
 
 export interface ContentParams {
   maxElements?: number;
@@ -255,11 +256,42 @@ export function content(params: ContentParams = {}): { ok: true; value: ContentV
   return { ok: true, value: { ...base, html, ...(capped.elements !== undefined || capped.chars !== undefined ? { capped } : {}) } };
 }
 
+/** Slots of the shadow trees shown in the copy that hold what was assigned to them (their live children are not shown). */
+let filledSlots = new WeakSet<Element>();
+
+/**
+ * The live elements shown as `l`'s children, in the order of `c`'s children, when that is not `l`'s own children: a
+ * shadow host (its root, closed ones where this script can reach them) and a slot filled with what is assigned to it.
+ * A host's copy is rebuilt as the flat tree: a copy of its shadow tree, each slot holding the copies of the light
+ * children assigned to it (or its fallback content); light children assigned nowhere are not shown, so not copied.
+ */
+function shownChildren(l: Element, c: Element): Element[] | undefined {
+  if (l instanceof HTMLSlotElement && filledSlots.has(l)) return l.assignedElements();
+  const root = hostedRoot(l);
+  if (!root) return undefined;
+  const copyOf = new Map<Node, ChildNode>();
+  const light = l.childNodes;
+  const lightCopies = [...c.childNodes];
+  for (let i = 0; i < light.length && i < lightCopies.length; i++) copyOf.set(light[i]!, lightCopies[i]!);
+  const doc = c.ownerDocument;
+  c.replaceChildren(...[...root.childNodes].map((n) => doc.importNode(n, true)));
+  const slots = root.querySelectorAll("slot");
+  const slotCopies = c.querySelectorAll("slot");
+  for (let i = 0; i < slots.length && i < slotCopies.length; i++) {
+    const assigned = slots[i]!.assignedNodes();
+    if (!assigned.length) continue;
+    filledSlots.add(slots[i]!);
+    slotCopies[i]!.replaceChildren(...assigned.map((n) => copyOf.get(n)).filter((n): n is ChildNode => n !== undefined));
+  }
+  return [...root.children];
+}
+
 /**
  * Walks the live body and its copy in step, marking hidden elements on the copy; past `maxElements` the copy's
  * unvisited elements are removed. Returns how many elements were visited (maxElements + 1 when it stopped there).
  */
 function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number {
+  filledSlots = new WeakSet();
   const extent = pageExtent();
   const bodyStyle = getComputedStyle(liveBody);
   const rootStyle = getComputedStyle(document.documentElement);
@@ -269,7 +301,11 @@ function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number
   const stack: [Element, Element, Context][] = [];
   const pushChildren = (l: Element, c: Element, ctx: Context) => {
     const start = stack.length;
-    for (let lc = l.firstElementChild, cc = c.firstElementChild; lc && cc; lc = lc.nextElementSibling, cc = cc.nextElementSibling) stack.push([lc, cc, ctx]);
+    const shown = shownChildren(l, c);
+    if (shown) {
+      const copies = c.children;
+      for (let i = 0; i < shown.length && i < copies.length; i++) stack.push([shown[i]!, copies[i]!, ctx]);
+    } else for (let lc = l.firstElementChild, cc = c.firstElementChild; lc && cc; lc = lc.nextElementSibling, cc = cc.nextElementSibling) stack.push([lc, cc, ctx]);
     // Document order: the first child on top of the stack, so a walk cut short keeps the start of the page.
     for (let i = start, j = stack.length - 1; i < j; i++, j--) [stack[i], stack[j]] = [stack[j]!, stack[i]!];
   };
@@ -301,7 +337,7 @@ function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number
       continue;
     }
     if (mark) c.setAttribute(HIDDEN_MARK_ATTR, mark);
-    if (!l.firstElementChild) continue;
+    if (!l.firstElementChild && !filledSlots.has(l) && hostedRoot(l) === null) continue;
     if (SCROLLS.test(style.overflowY) || SCROLLS.test(style.overflowX)) {
       const left = rect.left - l.scrollLeft;
       const top = rect.top - l.scrollTop;

@@ -6,8 +6,26 @@ declare const chrome: { dom?: { openOrClosedShadowRoot?: (el: Element) => Shadow
 /** Closed shadow roots handed in by a driver without chrome.dom (CDP reads them with DOM.describeNode). */
 const adoptedRoots = new WeakMap<Element, ShadowRoot>();
 
-export function adoptShadowRoot(root: ShadowRoot): void {
+/** Whether the root is new to this script. */
+export function adoptShadowRoot(root: ShadowRoot): boolean {
+  if (adoptedRoots.get(root.host) === root) return false;
   adoptedRoots.set(root.host, root);
+  return true;
+}
+
+/** The elements attachShadow accepts besides custom elements (valid custom element names all hold a "-"). */
+const HOST_NAMES = new Set(["article", "aside", "blockquote", "body", "div", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "header", "main", "nav", "p", "section", "span"]);
+const HTML_NS = "http://www.w3.org/1999/xhtml";
+
+/** Whether `el` can be a shadow host at all: asking for a closed root anywhere else is wasted. */
+export function canHostShadow(el: Element): boolean {
+  const name = el.localName;
+  return (HOST_NAMES.has(name) || name.includes("-")) && el.namespaceURI === HTML_NS;
+}
+
+/** An element's open root, or its closed one where this script can reach it; null for elements that cannot host one. */
+export function hostedRoot(el: Element): ShadowRoot | null {
+  return el.shadowRoot ?? (canHostShadow(el) ? shadowRootOf(el) : null);
 }
 
 /** Open and closed shadow roots; extensions may see closed ones through chrome.dom. */

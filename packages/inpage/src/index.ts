@@ -1,21 +1,22 @@
 // Installed once per document into the extension's isolated world (the page's scripts cannot see it):
 // snapshots mint refs bound to nodes and fingerprints, actions verify them before touching anything.
 // Here: the API object and its install, inspect, rect, wait_for and closed shadow roots. The walk and its refs are in
-// snapshot.ts, the facts the gate judges in facts.ts, the actions in actions.ts; roles, names and visibility in
-// dom.ts, rendered text in rendered.ts, what a click or an Enter reaches in reach.ts.
+// snapshot.ts, DOM queries in query.ts, the facts the gate judges in facts.ts, the actions in actions.ts; roles, names
+// and visibility in dom.ts, rendered text in rendered.ts, what a click or an Enter reaches in reach.ts.
 import { type ElementFacts, INPAGE_GLOBAL } from "@tabrelay/protocol";
 import { act } from "./actions.js";
 import { ActError, fail, type InpageApi, type InpageResult, type InspectArgs } from "./api.js";
 import { content } from "./content.js";
 import { factsOf, pageFacts } from "./facts.js";
-import { adoptShadowRoot, shadowRootOf } from "./flatTree.js";
+import { adoptShadowRoot, hostedRoot } from "./flatTree.js";
+import { query } from "./query.js";
 import { normalize } from "./rendered.js";
 import { frame, settle } from "./settle.js";
 import { resolve, snapshot } from "./snapshot.js";
 
 export type { InpageApi, InpageResult, InspectArgs } from "./api.js";
 
-const VERSION = 7;
+const VERSION = 8;
 
 // ---- inspect -----------------------------------------------------------------------------------
 
@@ -91,49 +92,113 @@ async function rect(params: { ref: string; revision: string }): Promise<InpageRe
 const MAX_CANDIDATES = 200;
 /** A host without a visible root is offered again after this long: a page may attach a root to it later. */
 const RECHECK_MS = 5_000;
+/** Elements one sweep (a describe of a whole subtree) may cover: a larger subtree is swept in pieces. */
+const SWEEP_MAX_ELEMENTS = 25_000;
+/** Swept elements are swept again (a root attached to an element already swept) after this long per element. */
+const RESWEEP_MS_PER_ELEMENT = 1;
 /** When each custom element was last described by the driver, and whether it was defined (upgraded) then. */
 const describedHosts = new WeakMap<Element, { at: number; defined: boolean }>();
+/** Elements the driver has described with their whole subtree (or alone, for those without children). */
+let swept = new WeakSet<Element>();
+let sweptAt = 0;
 
 /**
- * Custom elements (the usual hosts of closed roots, as in snapshot) whose root this script cannot see, in the
- * document and every shadow root it knows: defined ones first (their constructors attach roots), each offered
- * until the driver reports it described; again after its upgrade, and again after RECHECK_MS.
+ * What the driver is to describe (every root type shows in DOM.describeNode), as three lists. `hosts` alone: custom
+ * elements whose root this script cannot see (defined ones first, as their constructors attach roots), each offered
+ * until the driver reports it described, again after its upgrade and after RECHECK_MS. `subtrees` whole (pierce): the
+ * topmost elements not swept yet (the document at first, then what was inserted since), which finds closed roots on
+ * every host attachShadow accepts with one describe, not one per element. `shallow` with their children only: a
+ * subtree larger than a sweep may cover, whose children are swept apart. At most MAX_CANDIDATES describes and
+ * SWEEP_MAX_ELEMENTS elements per call; everything is swept again after a time that grows with the page.
  */
-function closedRootCandidates(): Element[] | undefined {
+function closedRootCandidates(): [hosts: Element[], subtrees: Element[], shallow: Element[]] | undefined {
   const now = Date.now();
   const defined: Element[] = [];
   const undefinedHosts: Element[] = [];
+  const tops: Element[] = [];
   const roots: ParentNode[] = [document];
-  for (let i = 0; i < roots.length && defined.length < MAX_CANDIDATES; i++) {
-    for (const el of roots[i]!.querySelectorAll("*")) {
+  let elements = 0;
+  for (let i = 0; i < roots.length; i++) {
+    const parent = roots[i]!;
+    const host = parent instanceof ShadowRoot ? parent.host : null;
+    for (const el of parent.querySelectorAll("*")) {
+      elements++;
       const custom = el.localName.includes("-");
-      const root = el.shadowRoot ?? (custom ? shadowRootOf(el) : null);
+      const root = hostedRoot(el);
       if (root) roots.push(root);
-      if (root || !custom) continue;
+      if (!swept.has(el)) {
+        const above = el.parentElement ?? host;
+        if (above === null || swept.has(above)) tops.push(el);
+      }
+      if (root || !custom || defined.length >= MAX_CANDIDATES) continue;
       const isDefined = el.matches(":defined");
       const seen = describedHosts.get(el);
       if (seen && seen.defined === isDefined && now - seen.at < RECHECK_MS) continue;
       if (isDefined) defined.push(el);
       else if (undefinedHosts.length < MAX_CANDIDATES) undefinedHosts.push(el);
-      if (defined.length >= MAX_CANDIDATES) break;
     }
   }
+  // Everything again after a while: a root attached to an element already swept (no mutation shows that).
+  if (sweptAt && now - sweptAt > Math.max(RECHECK_MS, elements * RESWEEP_MS_PER_ELEMENT)) {
+    swept = new WeakSet();
+    sweptAt = 0;
+    tops.length = 0;
+    tops.push(document.documentElement);
+  }
   const hosts = [...defined, ...undefinedHosts].slice(0, MAX_CANDIDATES);
-  return hosts.length ? hosts : undefined;
+  const subtrees: Element[] = [];
+  const shallow: Element[] = [];
+  let budget = SWEEP_MAX_ELEMENTS;
+  const plan = (el: Element): void => {
+    if (subtrees.length + shallow.length >= MAX_CANDIDATES || budget <= 0) return;
+    const size = el.getElementsByTagName("*").length + 1;
+    if (size <= budget) {
+      subtrees.push(el);
+      budget -= size;
+      return;
+    }
+    shallow.push(el);
+    budget -= el.childElementCount + 1;
+    for (const child of el.children) if (child.firstElementChild) plan(child);
+  };
+  for (const top of tops) plan(top);
+  return hosts.length || subtrees.length || shallow.length ? [hosts, subtrees, shallow] : undefined;
 }
 
-/** The driver's answer: the closed roots it read for `hosts` (every host in it was described). */
-function adoptShadowRoots(hosts: unknown, roots: unknown[]): number {
-  const now = Date.now();
-  for (const host of Array.isArray(hosts) ? hosts : []) {
-    if (host instanceof Element) describedHosts.set(host, { at: now, defined: host.matches(":defined") });
+/** Marks `el` and what is under it (through the roots this script knows) swept. */
+function markSwept(el: Element, whole: boolean): void {
+  swept.add(el);
+  if (!whole) {
+    for (const child of el.children) if (!child.firstElementChild) swept.add(child);
+    return;
   }
+  const roots: ParentNode[] = [el];
+  const root = hostedRoot(el);
+  if (root) roots.push(root);
+  for (let i = 0; i < roots.length; i++) {
+    for (const inner of roots[i]!.querySelectorAll("*")) {
+      swept.add(inner);
+      const innerRoot = hostedRoot(inner);
+      if (innerRoot) roots.push(innerRoot);
+    }
+  }
+}
+
+/** The driver's answer: the closed roots it read for `candidates` (every element in it was described); how many are new. */
+function adoptShadowRoots(candidates: unknown, roots: unknown[]): number {
+  const now = Date.now();
   let adopted = 0;
   for (const root of roots) {
-    if (!(root instanceof ShadowRoot)) continue;
-    adoptShadowRoot(root);
-    adopted++;
+    if (root instanceof ShadowRoot && adoptShadowRoot(root)) adopted++;
   }
+  const lists: unknown[] = Array.isArray(candidates) ? candidates : [];
+  const list = (value: unknown): Element[] => (Array.isArray(value) ? value.filter((el): el is Element => el instanceof Element) : []);
+  for (const host of list(lists[0])) describedHosts.set(host, { at: now, defined: host.matches(":defined") });
+  const subtrees = list(lists[1]);
+  const shallow = list(lists[2]);
+  if ((subtrees.length || shallow.length) && !sweptAt) sweptAt = now;
+  for (const el of subtrees) markSwept(el, true);
+  for (const el of shallow) markSwept(el, false);
   return adopted;
 }
 
@@ -145,5 +210,5 @@ declare global {
 
 // Indexed by the protocol's name, so this declaration and INPAGE_GLOBAL cannot drift apart (tsc fails).
 if (!globalThis[INPAGE_GLOBAL] || globalThis[INPAGE_GLOBAL].version !== VERSION) {
-  globalThis[INPAGE_GLOBAL] = { version: VERSION, snapshot, inspect, act, wait, rect, closedRootCandidates, adoptShadowRoots, content };
+  globalThis[INPAGE_GLOBAL] = { version: VERSION, snapshot, query, inspect, act, wait, rect, closedRootCandidates, adoptShadowRoots, content };
 }

@@ -3,7 +3,7 @@
 import { SNAPSHOT_MAX_NODES, type SnapshotNode } from "@tabrelay/protocol";
 import { fail, type InpageResult } from "./api.js";
 import { accessibleName, INTERACTIVE_ROLES, intersectsViewport, LANDMARK_ROLES, roleOf } from "./dom.js";
-import { shadowRootOf } from "./flatTree.js";
+import { hostedRoot, shadowRootOf } from "./flatTree.js";
 import { normalize } from "./rendered.js";
 
 export interface RefEntry {
@@ -21,7 +21,7 @@ const MAX_NODES = SNAPSHOT_MAX_NODES;
 
 const state: State = { revision: "", refs: new Map() };
 
-function isInteractive(el: Element, role: string): boolean {
+export function isInteractive(el: Element, role: string): boolean {
   if (INTERACTIVE_ROLES.has(role)) return true;
   if (el instanceof HTMLElement && el.isContentEditable && !el.parentElement?.isContentEditable) return true;
   const tabindex = el.getAttribute("tabindex");
@@ -96,7 +96,13 @@ export function snapshot(params: { revision: string; interactiveOnly: boolean; v
     const children = parent.children;
     for (let i = children.length - 1; i >= 0; i--) stack.push([children[i]!, depth]);
   };
-  if (document.body) pushChildren(document.body, 0);
+  const body = document.body;
+  if (body) {
+    // The body itself may host a root (closed ones too): what it shows is walked as well as its children.
+    const bodyRoot = hostedRoot(body);
+    if (bodyRoot) pushChildren(bodyRoot, 0);
+    pushChildren(body, 0);
+  }
   while (stack.length && nodes.length < MAX_NODES) {
     const [el, depth] = stack.pop()!;
     const tag = el.tagName;
@@ -131,14 +137,28 @@ export function snapshot(params: { revision: string; interactiveOnly: boolean; v
     }
     // Text inside interactive controls is already their name.
     if (interactive && role !== "listbox" && role !== "combobox") continue;
-    // Asking the extension API for a closed root on every element is costly: custom elements (the usual
-    // hosts of closed roots) and elements with an open root are asked.
-    const shadow = el.shadowRoot ?? (tag.includes("-") ? shadowRootOf(el) : null);
+    // Only the elements attachShadow accepts are asked for a closed root (the extension API costs a call).
+    const shadow = hostedRoot(el);
     if (shadow) pushChildren(shadow, childDepth);
     if (el.firstElementChild) pushChildren(el, childDepth);
   }
   const capped = stack.length > 0; // stopped at MAX_NODES with elements still to walk
   return { ok: true, value: { url: location.href, origin: self.origin, title: document.title, nodes: nodes.map(encodeNode).join("\n"), elapsedMs: Math.round(performance.now() - started), ...(capped ? { capped } : {}) } };
+}
+
+// ---- refs minted outside the walk (query) ------------------------------------------------------
+
+/** Starts `revision` without a walk (a query mints its refs into it): every older ref is stale from now on. */
+export function startRevision(revision: string): void {
+  state.revision = revision;
+  state.refs = new Map();
+}
+
+/** A ref of the current revision, bound to the element, its role and name as resolve() checks them. */
+export function mintRef(el: Element, role: string, name: string): string {
+  const ref = `e${state.refs.size + 1}`;
+  state.refs.set(ref, { el: new WeakRef(el), role, name });
+  return ref;
 }
 
 // ---- refs -> elements --------------------------------------------------------------------------

@@ -92,7 +92,7 @@ export function remoteValue(answer: RemoteAnswer): unknown {
  * Calls __tabrelayInpage.<method>(args) in the frame's isolated world. With `install`, a frame without
  * the script gets it first; without, a missing script means the document changed since the snapshot.
  */
-export async function callInpage(core: CdpCore, sessionId: string, frameId: string, method: "snapshot" | "inspect" | "act" | "wait" | "rect", args: unknown, install: boolean, timeoutMs?: number): Promise<unknown> {
+export async function callInpage(core: CdpCore, sessionId: string, frameId: string, method: "snapshot" | "query" | "inspect" | "act" | "wait" | "rect", args: unknown, install: boolean, timeoutMs?: number): Promise<unknown> {
   const gone: ErrorCode = "stale_ref";
   const contextId = await isolatedWorld(core, sessionId, frameId, gone);
   const run = async () =>
@@ -130,16 +130,44 @@ export async function installInpage(core: CdpCore, sessionId: string, contextId:
   remoteValue(await core.must("Runtime.evaluate", { expression: source, contextId, returnByValue: true }, sessionId, { gone: "stale_ref" }));
 }
 
+/** The closed roots in a described tree (nested ones included), not those of the documents of frames in it. */
+function closedRootsIn(node: Protocol.DOM.Node, found: number[]): void {
+  for (const root of node.shadowRoots ?? []) {
+    if (root.shadowRootType === "closed") found.push(root.backendNodeId);
+    closedRootsIn(root, found);
+  }
+  for (const child of node.children ?? []) closedRootsIn(child, found);
+}
+
+/** The elements (their object ids) of an array the script answered. */
+async function elementsOf(core: CdpCore, sessionId: string, objectId: string | undefined, gone: ErrorCode): Promise<string[]> {
+  if (objectId === undefined) return [];
+  const properties = await core.must("Runtime.getProperties", { objectId, ownProperties: true }, sessionId, { gone });
+  return properties.result
+    .filter((p) => /^\d+$/.test(p.name))
+    .map((p) => p.value?.objectId)
+    .filter((id): id is string => id !== undefined);
+}
+
 /**
  * What chrome.dom.openOrClosedShadowRoot gives the extension: the frame's closed shadow roots, read with
  * DOM.describeNode (which sees every root type), resolved into the isolated world and handed to the
  * script so its snapshot walks them and its refs reach into them. Installs the script if it is missing.
  */
 export async function revealClosedRoots(core: CdpCore, sessionId: string, frameId: string): Promise<void> {
+  await revealClosedRootsIn(core, sessionId, await isolatedWorld(core, sessionId, frameId, "stale_ref"));
+}
+
+/**
+ * revealClosedRoots in a known isolated world. The script names what to describe (closedRootCandidates): custom
+ * elements one by one, and subtrees it has not had described yet whole (pierce: every root under them, on any
+ * host attachShadow accepts), so a page's thousands of divs cost one describe, not one each, and only once.
+ */
+export async function revealClosedRootsIn(core: CdpCore, sessionId: string, contextId: number): Promise<number> {
   const gone: ErrorCode = "stale_ref";
-  const contextId = await isolatedWorld(core, sessionId, frameId, gone);
   const objectGroup = `tabrelay-shadow-${randomUUID()}`;
   const deadline = Date.now() + SHADOW_BUDGET_MS;
+  let adopted = 0;
   try {
     for (let round = 0, installed = false; round < MAX_SHADOW_ROUNDS; round++) {
       const answer = await core.must("Runtime.callFunctionOn", { functionDeclaration: CALL_INPAGE, executionContextId: contextId, arguments: [{ value: "closedRootCandidates" }], objectGroup }, sessionId, { gone });
@@ -152,33 +180,33 @@ export async function revealClosedRoots(core: CdpCore, sessionId: string, frameI
         continue;
       }
       const listId = result.objectId;
-      if (listId === undefined) return;
-      const properties = await core.must("Runtime.getProperties", { objectId: listId, ownProperties: true }, sessionId, { gone });
-      const hosts = properties.result
-        .filter((p) => /^\d+$/.test(p.name))
-        .map((p) => p.value?.objectId)
-        .filter((id): id is string => id !== undefined);
+      if (listId === undefined) return adopted;
+      const [hostsId, subtreesId, shallowId] = await elementsOf(core, sessionId, listId, gone);
+      const asked = [
+        ...(await elementsOf(core, sessionId, hostsId, gone)).map((objectId) => ({ objectId, depth: 0, pierce: false })),
+        ...(await elementsOf(core, sessionId, subtreesId, gone)).map((objectId) => ({ objectId, depth: -1, pierce: true })),
+        ...(await elementsOf(core, sessionId, shallowId, gone)).map((objectId) => ({ objectId, depth: 1, pierce: false })),
+      ];
       const closed: number[] = [];
       // In small batches: a page's thousands of custom elements never put thousands of calls in flight.
-      for (let i = 0; i < hosts.length; i += SHADOW_BATCH) {
-        const described = await Promise.all(hosts.slice(i, i + SHADOW_BATCH).map((objectId) => core.send("DOM.describeNode", { objectId, depth: 0 }, sessionId)));
-        for (const node of described) {
-          for (const root of (node.ok ? node.value.node.shadowRoots : undefined) ?? []) {
-            if (root.shadowRootType === "closed") closed.push(root.backendNodeId);
-          }
-        }
+      for (let i = 0; i < asked.length; i += SHADOW_BATCH) {
+        const described = await Promise.all(asked.slice(i, i + SHADOW_BATCH).map((params) => core.send("DOM.describeNode", params, sessionId)));
+        for (const node of described) if (node.ok) closedRootsIn(node.value.node, closed);
       }
       const resolved = await Promise.all(closed.map((backendNodeId) => core.send("DOM.resolveNode", { backendNodeId, executionContextId: contextId, objectGroup }, sessionId)));
       const roots = resolved.map((r) => (r.ok ? r.value.object.objectId : undefined)).filter((id): id is string => id !== undefined);
-      // Also with no roots found: the script marks the hosts described, so the next round offers others.
-      await core.must(
+      // Also with no roots found: the script marks what was described, so the next round offers the rest.
+      const answered = await core.must(
         "Runtime.callFunctionOn",
         { functionDeclaration: ADOPT_SHADOW_ROOTS, executionContextId: contextId, arguments: [{ objectId: listId }, ...roots.map((objectId) => ({ objectId }))], returnByValue: true },
         sessionId,
         { gone },
       );
-      if (Date.now() > deadline) return; // the rest on the next snapshot
+      const count = remoteValue(answered);
+      if (typeof count === "number") adopted += count;
+      if (Date.now() > deadline) return adopted; // the rest on the next snapshot
     }
+    return adopted;
   } finally {
     void core.client.send("Runtime.releaseObjectGroup", { objectGroup }, sessionId);
   }
@@ -193,11 +221,19 @@ export function parseAnswer<T>(schema: z.ZodType<T>, value: unknown, method: str
 
 /**
  * The document's HTML with what a person cannot see marked (inpage content()), in the given isolated world, in one round trip with the in-page script (its install is
- * idempotent): a page that keeps replacing its document (a refresh loop) leaves no time for two.
+ * idempotent): a page that keeps replacing its document (a refresh loop) leaves no time for two. Closed roots are
+ * looked for after that read, and only when new ones were found is the document read again (a failed second read
+ * leaves the first).
  */
 export async function readDocument(core: CdpCore, sessionId: string, contextId: number, maxChars: number, timeoutMs?: number): Promise<CdpResult<RemoteAnswer>> {
   const source = await loadInpage();
   if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${INPAGE_PATH}; run \`npm run build\``);
   const expression = `${source}\n;(${CALL_INPAGE})("content", ${JSON.stringify({ maxChars, maxElements: CONTENT_MAX_ELEMENTS })})`;
-  return core.send("Runtime.evaluate", { expression, contextId, returnByValue: true }, sessionId, timeoutMs);
+  const read = () => core.send("Runtime.evaluate", { expression, contextId, returnByValue: true }, sessionId, timeoutMs);
+  const first = await read();
+  if (!first.ok || first.value.exceptionDetails) return first;
+  const revealed = await revealClosedRootsIn(core, sessionId, contextId).catch(() => 0);
+  if (revealed === 0) return first;
+  const again = await read();
+  return again.ok && !again.value.exceptionDetails ? again : first;
 }
