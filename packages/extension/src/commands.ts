@@ -1,5 +1,5 @@
 // The commands the broker may call: a typed dispatch over BridgeMethods, nothing else is served.
-import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type ActEffects, type BridgeMethod, type BridgeMethods, type ElementFacts } from "@tabrelay/protocol";
+import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type ActEffects, type BridgeMethod, type BridgeMethods, type ElementFacts, type InpageQuery } from "@tabrelay/protocol";
 import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
 import { noteAgentRequest } from "./downloads.js";
@@ -134,6 +134,23 @@ export const handlers: Handlers = {
       const info = tree.find((f) => f.frameId === r.frameId);
       const origin = typeof outcome.value.origin === "string" ? { origin: outcome.value.origin } : {};
       return [{ frameId: r.frameId, parentFrameId: info?.parentFrameId ?? -1, url: outcome.value.url, ...origin, title: outcome.value.title, nodes: outcome.value.nodes, ...(outcome.value.elapsedMs !== undefined ? { elapsedMs: outcome.value.elapsedMs } : {}), ...(outcome.value.capped ? { capped: true } : {}) }];
+    });
+    return { frames };
+  },
+
+  "page.query": async ({ tabId, ...args }) => {
+    await agentTab(tabId);
+    const results = await callInpage(tabId, undefined, "query", args, true).catch((error: unknown) => {
+      throw scriptingError(error);
+    });
+    const tree = (await chrome.webNavigation.getAllFrames({ tabId })) ?? [];
+    // Every document judges the selector alike: the top one's refusal (an invalid selector) is the answer.
+    const top = results.find((r) => r.frameId === 0)?.result as InpageResult<InpageQuery> | undefined;
+    if (top && typeof top === "object" && !top.ok) throw new CommandError(top.error.code, top.error.message);
+    const frames = results.flatMap((r) => {
+      const outcome = r.result as InpageResult<InpageQuery> | undefined;
+      if (!outcome?.ok) return [];
+      return [{ ...outcome.value, frameId: r.frameId, parentFrameId: tree.find((f) => f.frameId === r.frameId)?.parentFrameId ?? -1 }];
     });
     return { frames };
   },

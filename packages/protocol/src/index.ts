@@ -280,6 +280,56 @@ export interface FrameSnapshot {
   capped?: boolean;
 }
 
+/**
+ * page.query: the elements that match a CSS selector in every document of the tab (frames included) and in their
+ * open and closed shadow roots. Each document starts `revision`, as a snapshot does: refs of actionable matches
+ * belong to it, and older refs are stale from then on.
+ */
+export interface QueryParams {
+  tabId: number;
+  revision: string;
+  selector: string;
+  /** The top document describes its matches from this one on (the tab's matches start with its own). */
+  skip: number;
+  /** Each document describes its matches up to (not including) this one; every match is counted. */
+  upTo: number;
+}
+
+/** One element a query matched, described (the attributes are a fixed allowlist, never a password's value). */
+export interface QueryMatch {
+  tag: string;
+  role: string;
+  /** Accessible name, capped. */
+  name: string;
+  /** What a person sees of it (rendered text), capped. */
+  text: string;
+  /** id, class, name, type, href and src (absolute), alt, title, aria-*, data-testid, value (not a password's). */
+  attributes: Record<string, string>;
+  /** Present when a person cannot see it. */
+  hidden?: HiddenReason;
+  /** Actionable and visible: a ref of the query's revision, as a snapshot mints them (FrameSnapshot.nodes). */
+  ref?: string;
+}
+
+/** One document's answer to a query (the driver adds the frame ids: FrameQuery). */
+export interface InpageQuery {
+  url: string;
+  origin: string;
+  title: string;
+  /** Every match in the document. */
+  count: number;
+  /** Index among them of the first one described. */
+  first: number;
+  matches: QueryMatch[];
+  /** The walk stopped at CONTENT_MAX_ELEMENTS elements: later ones were not searched. */
+  capped?: boolean;
+}
+
+export interface FrameQuery extends InpageQuery {
+  frameId: number;
+  parentFrameId: number;
+}
+
 export interface WaitParams {
   tabId: number;
   text?: string;
@@ -317,6 +367,8 @@ export interface BridgeMethods {
   /** `facts` is absent when the action navigated the page away before the page could answer. */
   "page.act": { params: ActParams; result: { facts?: ElementFacts; effects: ActEffects } };
   "page.wait": { params: WaitParams; result: { matched: string; elapsedMs: number } };
+  /** Elements matching a selector in every document of the tab; fails with invalid_params for a selector that is not valid. */
+  "page.query": { params: QueryParams; result: { frames: FrameQuery[] } };
   /** Scrolls a ref into view and reports its box in CSS pixels, relative to the viewport of the top frame. */
   "page.rect": { params: { tabId: number; ref: string; frameId?: number; revision: string }; result: { x: number; y: number; width: number; height: number } };
   /**
@@ -525,6 +577,7 @@ export interface InpageApi {
   act(params: InpageInspectArgs & { action: ActionKind; expect?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: ActEffects }>>;
   wait(params: { text?: string; textGone?: string; selector?: string; timeoutMs: number }): Promise<InpageResult<{ matched: string; elapsedMs: number }>>;
   rect(params: { ref: string; revision: string }): Promise<InpageResult<{ x: number; y: number; width: number; height: number }>>;
+  query(params: Omit<QueryParams, "tabId">): InpageResult<InpageQuery>;
   /** For drivers without chrome.dom: hosts (Elements) whose closed shadow root the driver should look up and adopt. */
   closedRootCandidates(): unknown[] | undefined;
   adoptShadowRoots(hosts: unknown, roots: unknown[]): number;

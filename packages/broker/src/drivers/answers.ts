@@ -15,11 +15,14 @@ import {
   type ElementFacts,
   type ErrorCode,
   type FrameContent,
+  type FrameQuery,
   type FrameSnapshot,
   type HiddenReason,
   type InpageDocument,
+  type InpageQuery,
   type InpageSnapshot,
   type PageContent,
+  type QueryMatch,
   type ReachedElement,
   type ResultOf,
   type SubframeRef,
@@ -100,6 +103,33 @@ export const inpageDocument = exactly<InpageDocument>()(
   z.object({ url: z.string(), origin: z.string(), title: z.string(), html: z.string(), capped: contentCapped.optional() }),
 );
 
+const queryMatch = exactly<QueryMatch>()(
+  z.object({
+    tag: z.string(),
+    role: z.string(),
+    name: z.string(),
+    text: z.string(),
+    attributes: z.record(z.string(), z.string()),
+    hidden: hiddenReason.optional(),
+    ref: z.string().optional(),
+  }),
+);
+
+const queryFields = {
+  url: z.string(),
+  origin: z.string(),
+  title: z.string(),
+  count,
+  first: count,
+  matches: z.array(queryMatch),
+  capped: z.boolean().optional(),
+};
+
+/** One document's answer to a query (InpageApi.query). */
+export const inpageQuery = exactly<InpageQuery>()(z.object(queryFields));
+
+const frameQuery = exactly<FrameQuery>()(z.object({ ...queryFields, frameId: z.number().int(), parentFrameId: z.number().int() }));
+
 /** The in-page act's answer: the page always answers with facts (page.act's are absent only when it navigated). */
 export const inpageAct = exactly<{ facts: ElementFacts; effects: ActEffects }>()(z.object({ facts: elementFacts, effects: actEffects }));
 
@@ -172,6 +202,7 @@ export const bridgeAnswers = {
   "page.snapshot": exactly<ResultOf<"page.snapshot">>()(z.object({ frames: z.array(frameSnapshot) })),
   "page.inspect": elementFacts,
   "page.act": exactly<ResultOf<"page.act">>()(z.object({ facts: elementFacts.optional(), effects: actEffects })),
+  "page.query": exactly<ResultOf<"page.query">>()(z.object({ frames: z.array(frameQuery) })),
   "page.wait": waitValue,
   "page.rect": rectValue,
   "page.capture": captureResult,

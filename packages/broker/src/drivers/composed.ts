@@ -3,9 +3,10 @@
 // - tabs.open: a tab whose open failed is closed again (the agent never learns its id).
 // - page.wait: `urlIncludes` is watched here (tabs.get); the browser waits in the page for text, its absence or a
 //   selector, and the wait starts again in the new document when a navigation destroys the old one (stale_ref).
-// - page.snapshot is taken once more when the page navigated under it (stale_ref).
+// - page.snapshot and page.query are taken once more when the page navigated under them (stale_ref).
 // - refs: the agent's refs name their frame ("f12e3": e3 of frame 12, "e3": of the top document); a browser mints
-//   and takes refs of one document, with the frame beside them (page.snapshot, page.inspect, page.act, page.rect).
+//   and takes refs of one document, with the frame beside them (page.snapshot, page.query, page.inspect, page.act,
+//   page.rect).
 // - page.content: pageContent.ts, with the document's HTTP status from documentStatus.ts (tabs.close forgets it).
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import type { CallOptions } from "./driver.js";
@@ -42,6 +43,17 @@ const COMPOSED: Composed = {
     if (!snap.ok) return snap;
     // The first field of each line is the ref (FrameSnapshot.nodes).
     const frames = snap.value.frames.map((f) => (f.frameId === 0 ? f : { ...f, nodes: f.nodes.replace(/^(e\d+)\t/gm, `f${f.frameId}$1\t`) }));
+    return { ok: true, value: { frames } };
+  },
+
+  "page.query": async (params, options, raw) => {
+    let found = await raw("page.query", params, options);
+    // As page.snapshot: the page navigated between the browser finding its frames and running the script.
+    if (!found.ok && found.error.code === "stale_ref") found = await raw("page.query", params, options);
+    if (!found.ok) return found;
+    const frames = found.value.frames.map((f) =>
+      f.frameId === 0 ? f : { ...f, matches: f.matches.map((m) => (m.ref === undefined ? m : { ...m, ref: `f${f.frameId}${m.ref}` })) },
+    );
     return { ok: true, value: { frames } };
   },
 

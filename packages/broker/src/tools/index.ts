@@ -1,5 +1,6 @@
 import { click, fill, hover, pressKey, scroll, selectOption, setChecked, waitFor } from "./act.js";
 import { listBrowsers } from "./browsers.js";
+import { query } from "./query.js";
 import { readPage, readUrl } from "./read.js";
 import { activateTab, closeTab, history, listTabs, navigate, openTab } from "./tabs.js";
 import { screenshot } from "./screenshot.js";
@@ -18,6 +19,7 @@ export const tools: readonly Tool[] = [
   activateTab,
   closeTab,
   snapshot,
+  query,
   screenshot,
   click,
   fill,

@@ -7,7 +7,7 @@ import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js"
 import { gateFrame, type FrameVerdict } from "../gate/decisions.js";
 import { checkLanding } from "../gate/enforce.js";
 import type { CompiledReadPolicy } from "../policy/readPolicy.js";
-import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
+import { defineTool, fields } from "./tool.js";
 
 const INSTANCE = randomBytes(3).toString("hex");
 let counter = 0;
@@ -47,6 +47,11 @@ export class SnapshotCache {
   set(browserId: string, tabId: number, snapshot: CachedSnapshot): void {
     this.#byTab.set(`${browserId}:${tabId}`, snapshot);
     if (this.#byTab.size > 64) this.#byTab.delete(this.#byTab.keys().next().value ?? "");
+  }
+
+  /** The tab's page started another revision (a query): its last snapshot's refs are stale. */
+  forget(browserId: string, tabId: number): void {
+    this.#byTab.delete(`${browserId}:${tabId}`);
   }
 }
 
@@ -93,7 +98,7 @@ interface DecodedFrame extends Omit<FrameSnapshot, "nodes"> {
  * Each frame's verdict by the gate's one frame rule (gate/decisions.ts gateFrame), judged through its holders: an
  * about:srcdoc frame is judged by the frame (or page) holding it. Drivers list frames in any order.
  */
-function judgeFrames(policy: CompiledReadPolicy, frames: readonly Omit<FrameSnapshot, "nodes">[]): Map<number, FrameVerdict> {
+export function judgeFrames(policy: CompiledReadPolicy, frames: readonly Omit<FrameSnapshot, "nodes">[]): Map<number, FrameVerdict> {
   const byId = new Map(frames.map((f) => [f.frameId, f]));
   const verdicts = new Map<number, FrameVerdict>();
   const judge = (frame: Omit<FrameSnapshot, "nodes">, depth: number): FrameVerdict => {
@@ -141,22 +146,17 @@ function renderFrames(frames: DecodedFrame[], verdictOf: (frame: DecodedFrame) =
 
 export const snapshot = defineTool({
   name: "snapshot",
-  title: "Snapshot a tab's controls",
-  description: [
-    "Lists a tab's actionable elements, headings and landmarks (iframes and shadow DOM included) with role, name, value, state and a ref, plus a revision.",
-    "Actions take a ref and its revision; after navigation, re-render or a newer snapshot they fail with stale_ref.",
-    "Long lists are paged (offset, limit) and searchable (find); pass revision to page or find without new refs.",
-    UNTRUSTED_NOTE,
-  ].join(" "),
+  title: "Snapshot a tab",
+  description: "A tab's actionable elements, headings and landmarks (frames, shadow DOM too): role, name, value, state, ref; and a revision. Paged and searchable.",
   input: {
     tab: fields.tab,
-    find: z.string().optional().describe("Only lines whose role, name or value contain this text."),
+    find: z.string().optional().describe("Only lines whose role, name or value contain it."),
     interactive_only: z.boolean().optional().describe("Only actionable elements."),
     full: z.boolean().optional().describe("Also images and hidden elements."),
     viewport_only: z.boolean().optional().describe("Only elements in the viewport."),
     offset: z.number().int().min(0).max(1_000_000).optional().describe("First line (paging)."),
     limit: z.number().int().min(1).max(2000).optional().describe("Most lines (default 300)."),
-    revision: z.string().optional().describe("Reuse this snapshot instead of taking a new one."),
+    revision: z.string().optional().describe("Reuse this snapshot (no new refs)."),
     browser: fields.browser,
   },
   kind: "read",

@@ -29,7 +29,7 @@ import { ActInterrupted, type CdpBrowserOptions, CdpCore, DriverError } from "./
 import { elementFacts, inpageAct, rectValue } from "../answers.js";
 import { callInpage, checkScriptable, parseAnswer } from "./inpage.js";
 import { createTab, history, navigate, tabInfo, waitFor } from "./navigation.js";
-import { frameOffset, readContent, routeOf, snapshot } from "./reading.js";
+import { frameOffset, query, readContent, routeOf, snapshot } from "./reading.js";
 import { startUp } from "./targets.js";
 
 /**
@@ -168,6 +168,12 @@ export class CdpBrowser implements BrowserDriver {
       const tab = await this.#core.agentTab(tabId);
       checkScriptable(tab);
       return { frames: await snapshot(this.#core, tab, { revision, interactiveOnly, viewportOnly }) };
+    },
+
+    "page.query": async ({ tabId, ...args }) => {
+      const tab = await this.#core.agentTab(tabId);
+      checkScriptable(tab);
+      return { frames: await query(this.#core, tab, args) };
     },
 
     "page.inspect": async ({ tabId, ref, frameId = 0, revision, action, value }) => {

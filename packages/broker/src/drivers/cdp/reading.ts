@@ -1,9 +1,9 @@
 // Page reading in the CDP driver: the frames of a tab and their sessions (out-of-process iframes
 // included), snapshots across frames with frame-qualified refs, where a ref lives, frame offsets, and
 // page.content's reads of one document (the top one, or a frame's).
-import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type FrameSnapshot, type PageContent } from "@tabrelay/protocol";
+import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type FrameQuery, type FrameSnapshot, type PageContent, type QueryParams } from "@tabrelay/protocol";
 import { type CdpCore, DriverError, type FrameRoute, GONE_CONTEXT, type Tab } from "./cdpCore.js";
-import { inpageSnapshot } from "../answers.js";
+import { inpageQuery, inpageSnapshot } from "../answers.js";
 import { callInpage, checkScriptable, documentValue, isolatedWorld, parseAnswer, pointValue, readDocument, remoteValue, revealClosedRoots } from "./inpage.js";
 
 export const OWNER_OFFSET = `function () {
@@ -58,6 +58,37 @@ export async function snapshot(core: CdpCore, tab: Tab & { sessionId: string }, 
     });
   }
   return snapshots;
+}
+
+/**
+ * A query in every frame, as a snapshot runs (closed roots revealed first); the frames' routes are recorded the same
+ * way, since the query's refs are acted on like a snapshot's. An invalid selector fails in the top document first.
+ */
+export async function query(core: CdpCore, tab: Tab & { sessionId: string }, args: Omit<QueryParams, "tabId">): Promise<FrameQuery[]> {
+  const frames = await core.frames(tab);
+  const results = await Promise.all(
+    frames.map(async (route) => {
+      try {
+        await revealClosedRoots(core, route.sessionId, route.frameId).catch(() => undefined);
+        return { route, value: parseAnswer(inpageQuery, await callInpage(core, route.sessionId, route.frameId, "query", args, true), "query") };
+      } catch (error) {
+        if (route.frameId === tab.mainFrameId) throw error;
+        return undefined;
+      }
+    }),
+  );
+  tab.routes.clear();
+  tab.routesByFrame.clear();
+  const answers: FrameQuery[] = [];
+  for (const result of results) {
+    if (!result) continue;
+    const { route, value } = result;
+    const key = frameKey(tab, route.frameId);
+    tab.routes.set(key, route);
+    tab.routesByFrame.set(route.frameId, route);
+    answers.push({ ...value, frameId: key, parentFrameId: route.parentId === undefined ? -1 : frameKey(tab, route.parentId) });
+  }
+  return answers;
 }
 
 /** Where a ref lives: frame `key` of the last snapshot (0: the top document). */

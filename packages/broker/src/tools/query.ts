@@ -1,0 +1,136 @@
+import { CONTENT_MAX_ELEMENTS, type FrameQuery, type QueryMatch } from "@tabrelay/protocol";
+import { z } from "zod";
+import { TabrelayError, unwrap } from "../util/errors.js";
+import { withThousands } from "../util/format.js";
+import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
+import { checkLanding } from "../gate/enforce.js";
+import { judgeFrames, nextRevision } from "./snapshot.js";
+import { defineTool, fields } from "./tool.js";
+
+const LIMIT_DEFAULT = 20;
+const LIMIT_MAX = 100;
+const OFFSET_MAX = 10_000;
+const VALUE_MAX = 300;
+
+/** A CSS string: the value can hold quotes, backslashes and line breaks and still be one attribute selector's value. */
+function cssString(value: string): string {
+  return `"${value.replace(/[\\"]/g, "\\$&").replace(/[\u0000-\u001f\u007f]/g, (c) => `\\${c.charCodeAt(0).toString(16)} `)}"`;
+}
+
+/** The selector the agent asked for: its own, or the one its id / class shorthand stands for. */
+function selectorOf(params: { selector?: string | undefined; id?: string | undefined; class?: string | undefined }): string {
+  const given = [params.selector, params.id, params.class].filter((v) => v !== undefined);
+  if (given.length !== 1) throw new TabrelayError("invalid_params", "give exactly one of selector, id, class");
+  if (params.selector !== undefined) return params.selector;
+  if (params.id !== undefined) return `[id=${cssString(params.id)}]`;
+  const classes = (params.class ?? "").split(/\s+/).filter(Boolean);
+  if (classes.length === 0) throw new TabrelayError("invalid_params", "class names no class");
+  return classes.map((c) => `[class~=${cssString(c)}]`).join("");
+}
+
+/** Page strings inside the envelope: one line, nothing invisible, capped, quoted, so they cannot forge a line. */
+function quote(text: string, max = VALUE_MAX): string {
+  return JSON.stringify(capped(cleanLine(text), max).text);
+}
+
+/** Attributes in one order whichever driver answered (the extension's answers come with their keys sorted). */
+const ATTRIBUTE_ORDER = ["id", "class", "name", "type", "href", "src", "alt", "title", "data-testid"];
+
+function attributeRank(name: string): number {
+  const rank = ATTRIBUTE_ORDER.indexOf(name);
+  return rank >= 0 ? rank : name === "value" ? ATTRIBUTE_ORDER.length + 1 : ATTRIBUTE_ORDER.length;
+}
+
+function renderMatch(match: QueryMatch, index: number): string[] {
+  const head = [`- ${index}. ${match.tag} ${match.role}`];
+  if (match.name) head.push(quote(match.name, PAGE_TEXT_MAX.name));
+  if (match.ref) head.push(`[ref=${match.ref}]`);
+  head.push(match.hidden ? `[hidden: ${match.hidden}]` : "[visible]");
+  const lines = [head.join(" ")];
+  if (match.text) lines.push(`  text: ${quote(match.text)}`);
+  const attributes = Object.entries(match.attributes).sort(([a], [b]) => attributeRank(a) - attributeRank(b) || (a < b ? -1 : a > b ? 1 : 0)).map(([name, value]) => `${cleanLine(name).slice(0, 60)}=${quote(value, name === "href" || name === "src" ? PAGE_TEXT_MAX.url : VALUE_MAX)}`);
+  if (attributes.length) lines.push(`  ${attributes.join(" ")}`);
+  return lines;
+}
+
+/** The frames in the order their matches are counted: the top document, then each frame after the one holding it. */
+function inTreeOrder(frames: readonly FrameQuery[]): FrameQuery[] {
+  const children = new Map<number, FrameQuery[]>();
+  for (const frame of frames) children.set(frame.parentFrameId, [...(children.get(frame.parentFrameId) ?? []), frame]);
+  const ordered: FrameQuery[] = [];
+  const visit = (frame: FrameQuery, depth: number) => {
+    if (ordered.includes(frame) || depth > 32) return;
+    ordered.push(frame);
+    for (const child of children.get(frame.frameId) ?? []) visit(child, depth + 1);
+  };
+  const top = frames.find((f) => f.frameId === 0);
+  if (top) visit(top, 0);
+  // Frames whose parent did not answer still count, after the rest.
+  for (const frame of frames) visit(frame, 0);
+  return ordered;
+}
+
+export const query = defineTool({
+  name: "query",
+  title: "Query elements",
+  description:
+    "Elements matching a CSS selector in a tab, its frames and shadow roots: tag, role, name, visible text, attributes (id, class, name, type, absolute href/src, alt, title, aria-*, data-testid, value: never a password's), visibility, ref if actionable. Paged, with the total; a new revision.",
+  input: {
+    tab: fields.tab,
+    selector: z.string().min(1).optional().describe("CSS selector."),
+    id: z.string().min(1).optional().describe("An id, instead of selector."),
+    class: z.string().min(1).optional().describe("Space-separated classes, instead of selector."),
+    offset: z.number().int().min(0).max(OFFSET_MAX).optional().describe("Matches to skip (paging)."),
+    limit: z.number().int().min(1).max(LIMIT_MAX).optional().describe(`Most matches (default ${LIMIT_DEFAULT}).`),
+    browser: fields.browser,
+  },
+  kind: "read",
+  errors: ["policy_denied", "restricted_page", "no_such_tab", "stale_ref"],
+  async handler(ctx, params, response) {
+    const selector = selectorOf(params);
+    const offset = params.offset ?? 0;
+    const limit = params.limit ?? LIMIT_DEFAULT;
+    const conn = ctx.browser();
+    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
+    const tab = await checkLanding(ctx, conn, current, {});
+    response.audit({ tab: tab.tabId, url: tab.url, target: selector });
+    const revision = nextRevision();
+    const answer = await conn.call("page.query", { tabId: tab.tabId, revision, selector, skip: offset, upTo: offset + limit });
+    // The page started the query's revision: the tab's last snapshot no longer holds (its refs are stale).
+    ctx.snapshots.forget(conn.info.browserId, tab.tabId);
+    const { frames } = unwrap(answer);
+    // The top document was judged as the tab (checkLanding above); every frame by the gate's frame rule.
+    const verdicts = judgeFrames(ctx.config.policy, frames);
+    const listed: string[] = [];
+    let total = 0;
+    let withheld = ctx.denials.stoppedFrames(conn.info.browserId, tab.tabId);
+    let searchCapped = false;
+    for (const frame of inTreeOrder(frames)) {
+      const verdict = verdicts.get(frame.frameId);
+      if (frame.frameId !== 0 && !verdict?.ok) {
+        // A browser error page holds nothing of the page's; a stopped frame is counted once, from the broker's record.
+        if (verdict?.why !== "error page") withheld++;
+        continue;
+      }
+      const start = total;
+      total += frame.count;
+      if (frame.capped) searchCapped = true;
+      const shown = frame.matches
+        .map((match, i) => ({ match, index: start + frame.first + i }))
+        .filter(({ index }) => index >= offset && index < offset + limit);
+      if (shown.length === 0) continue;
+      if (frame.frameId !== 0) listed.push(`- frame ${frame.title ? `${pageText(frame.title, PAGE_TEXT_MAX.name)} ` : ""}at ${pageText(frame.url, PAGE_TEXT_MAX.url)}:`);
+      for (const { match, index } of shown) listed.push(...renderMatch(match, index + 1));
+    }
+    const end = Math.min(total, offset + limit);
+    response.line(`Query of tab ${tab.tabId} for ${JSON.stringify(selector)}.`);
+    response.pageText("Title", tab.title);
+    response.pageText("URL", tab.url, PAGE_TEXT_MAX.url);
+    response.line(`revision: ${revision} (pass it with a ref to act; it stays valid until the page changes, or you query or snapshot again)`);
+    response.line(total === 0 ? "Matches: none." : offset >= total ? `Matches: ${total}; offset ${offset} is past the last.` : `Matches ${offset + 1}-${end} of ${total}.`);
+    if (total > 0 && offset < total) response.pageContent(listed.join("\n"));
+    if (end < total) response.line(`Next: query with tab=${tab.tabId}, the same selector and offset=${end}.`);
+    if (withheld > 0) response.line(`Frames withheld: ${withheld} (outside the read policy; not searched).`);
+    if (searchCapped) response.line(`Limit: a document has over ${withThousands(CONTENT_MAX_ELEMENTS)} elements; only its first ${withThousands(CONTENT_MAX_ELEMENTS)} were searched.`);
+  },
+});

@@ -1,0 +1,217 @@
+// query through the SDK's MCP client, the broker and a real headless Chromium, driven by the real extension or over
+// CDP: elements by CSS selector and by id / class, paged with a total, across the frames the read policy allows
+// (same-origin and cross-origin) and into open and closed shadow roots (nested, and inside a frame); what a match
+// carries (a password field's value never), refs that click under the revision rules, and an invalid selector's
+// message from the browser.
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, DRIVERS, openTab, page, readFull, startSession, startSite, type TestSite } from "../harness.js";
+
+let site: TestSite;
+let client: Client;
+
+const open = (path: string) => openTab(client, `${site.origin}${path}`);
+const query = (tab: number, args: Record<string, unknown>) => call(client, "query", { tab, ...args });
+
+/** The part of a result inside the page-content envelope. */
+function envelope(text: string): string {
+  const match = /<page-content nonce="(\w+)">\n([\s\S]*?)\n<\/page-content nonce="\1">/.exec(text);
+  if (!match?.[2]) throw new Error(`no page content in:\n${text}`);
+  return match[2];
+}
+
+/** The ref and revision of the match whose first line contains `needle`. */
+function refOf(text: string, needle: string): { ref: string; revision: string } {
+  const line = text.split("\n").find((l) => l.startsWith("- ") && l.includes(needle) && l.includes("[ref="));
+  const ref = line ? /\[ref=([^\]]+)\]/.exec(line)?.[1] : undefined;
+  const revision = /revision: (\S+)/.exec(text)?.[1];
+  if (!ref || !revision) throw new Error(`no ref for ${needle} in:\n${text}`);
+  return { ref, revision };
+}
+
+/** Nested closed roots: <x-outer> holds <x-inner>, which holds the button; an open root on a div and a closed one on a section beside them. */
+const SHADOW = (label: string) => `<x-outer></x-outer><div id="openhost"></div><section id="closedhost"></section>
+<script>customElements.define("x-inner", class extends HTMLElement { constructor() { super(); this.attachShadow({ mode: "closed" }).innerHTML = '<button class="deep" onclick="this.textContent=\\'Pressed\\'">${label}</button>'; } });
+customElements.define("x-outer", class extends HTMLElement { constructor() { super(); this.attachShadow({ mode: "closed" }).innerHTML = '<p class="hit">In outer root</p><x-inner></x-inner>'; } });
+document.getElementById("openhost").attachShadow({ mode: "open" }).innerHTML = '<span class="inside-open hit">Open inside</span>';
+document.getElementById("closedhost").attachShadow({ mode: "closed" }).innerHTML = '<span class="hit">Closed section</span>';</script>`;
+
+beforeAll(async () => {
+  site = await startSite("127.0.0.1");
+  const results = Array.from({ length: 25 }, (_, i) => `<li class="result item"><a class="result-link" href="/r/${i + 1}" data-testid="r${i + 1}" title="Result ${i + 1} title" aria-describedby="x">Result ${i + 1}</a></li>`).join("");
+  site.route(
+    "/list",
+    page(
+      "List",
+      `<h1>Results</h1><ul>${results}</ul>
+<div id="price" class="card"><span class="price">$12.50</span></div>
+<p class="gone" style="display:none">Hidden note</p>
+<img class="pic" src="/img/a.png" alt="A picture">
+<form><input name="user" value="alice"><input type="password" name="pw" value="hunter2-secret"><textarea name="bio">Likes tea</textarea></form>
+<script>document.querySelector('[name=pw]').value = "typed-secret"; document.querySelector('[name=user]').value = "alice-typed";</script>`,
+    ),
+  );
+  site.route("/shadow", page("Shadow", `<h1>Shadow</h1>${SHADOW("Deep button")}`));
+  site.route("/inner", page("Inner", `<p class="hit">Same-origin frame</p>${SHADOW("Frame deep")}`));
+  site.route(
+    "/framed",
+    page(
+      "Framed",
+      `<p class="hit">Top page</p><iframe title="inner" src="/inner" width="500" height="200"></iframe>
+<iframe title="widget" src="http://localhost:${site.port}/widget" width="500" height="200"></iframe>
+<iframe title="secret" src="http://localhost:${site.port}/secret" width="500" height="200"></iframe>`,
+    ),
+  );
+  site.route("/widget", page("Widget", `<p class="hit">Cross-origin frame</p>`));
+  site.route("/secret", page("Secret", `<p class="hit">SECRETFRAME</p>`));
+  site.route("/go", page("Go", `<button id="go" onclick="document.getElementById('out').textContent='went'">Go</button><p id="out">idle</p>`));
+  site.route("/elsewhere", page("Elsewhere", `<button id="go">Go</button>`));
+}, 60_000);
+
+afterAll(() => site?.close());
+
+describe.each(DRIVERS)("with the %s driver", (driver) => {
+  let close: () => Promise<void> = async () => undefined;
+
+  beforeAll(async () => {
+    ({ client, close } = await startSession(driver, {
+      yaml: `policy:
+  read:
+    allow:
+      "127.0.0.1": [".*"]
+      "localhost": ["^/widget"]
+  write:
+    click:
+      "127.0.0.1": { label: "^(Go|Frame deep|Deep button)$" }
+`,
+    }));
+  }, 60_000);
+
+  afterAll(() => close());
+
+  it("finds elements by selector, each with tag, role, name, text, absolute href, allowed attributes, visibility and a ref, inside the envelope", async () => {
+    const tab = await open("/list");
+    const result = await query(tab, { selector: "a.result-link" });
+    expect(result.isError, result.text).toBe(false);
+    expect(result.text).toContain("Matches 1-20 of 25.");
+    expect(result.text).toMatch(/revision: r\d+-/);
+    const listed = envelope(result.text);
+    expect(listed).toMatch(/^- 1\. a link "Result 1" \[ref=e\d+\] \[visible\]$/m);
+    expect(listed).toContain('  text: "Result 1"');
+    expect(listed).toContain(`class="result-link" href="${site.origin}/r/1" title="Result 1 title" data-testid="r1" aria-describedby="x"`);
+    expect(listed).toMatch(/^- 20\. a link "Result 20"/m);
+    expect(listed).not.toContain("Result 21");
+    expect(result.text).toContain(`Next: query with tab=${tab}, the same selector and offset=20.`);
+    // An image's src is made absolute too; a hidden element is listed as hidden, without a ref or text.
+    const pic = envelope((await query(tab, { selector: "img.pic" })).text);
+    expect(pic).toContain(`src="${site.origin}/img/a.png"`);
+    expect(pic).toContain('alt="A picture"');
+    const gone = envelope((await query(tab, { selector: ".gone" })).text);
+    expect(gone).toMatch(/^- 1\. p generic \[hidden: display\]$/m);
+  });
+
+  it("takes id and class shorthands, and pages with offset and limit over the total", async () => {
+    const tab = await open("/list");
+    const byId = await query(tab, { id: "price" });
+    expect(byId.text).toContain("Matches 1-1 of 1.");
+    expect(envelope(byId.text)).toMatch(/^- 1\. div generic \[visible\]\n {2}text: "\$12\.50"\n {2}id="price" class="card"$/m);
+    const byClass = await query(tab, { class: "item result", offset: 20, limit: 10 });
+    expect(byClass.text).toContain("Matches 21-25 of 25.");
+    const listed = envelope(byClass.text);
+    expect(listed.split("\n").filter((l) => l.startsWith("- "))).toHaveLength(5);
+    expect(listed).toMatch(/^- 21\. li listitem|^- 21\. li generic/m);
+    expect(listed).toContain('text: "Result 25"');
+    expect(byClass.text).not.toContain("Next:");
+    const page2 = await query(tab, { selector: "li", offset: 5, limit: 3 });
+    expect(page2.text).toContain("Matches 6-8 of 25.");
+    expect(page2.text).toContain("offset=8.");
+    const both = await query(tab, { id: "price", class: "card" });
+    expect(both.isError).toBe(true);
+    expect(both.text).toMatch(/^invalid_params: give exactly one of selector, id, class/);
+  });
+
+  it("never returns a password field's value, and returns other fields' live values", async () => {
+    const tab = await open("/list");
+    const result = await query(tab, { selector: "input, textarea" });
+    expect(result.isError, result.text).toBe(false);
+    const listed = envelope(result.text);
+    expect(listed).toContain('name="user" value="alice-typed"');
+    expect(listed).toContain('name="bio" value="Likes tea"');
+    expect(listed).toMatch(/^ {2}name="pw" type="password"$/m);
+    expect(result.text).not.toContain("hunter2");
+    expect(result.text).not.toContain("typed-secret");
+  });
+
+  it("searches the frames the read policy allows, same-origin and cross-origin, and withholds the refused one", async () => {
+    const tab = await open("/framed");
+    const result = await query(tab, { selector: ".hit" });
+    expect(result.isError, result.text).toBe(false);
+    const listed = envelope(result.text);
+    expect(listed).toContain('text: "Top page"');
+    expect(listed).toContain('text: "Same-origin frame"');
+    expect(listed).toContain('text: "Cross-origin frame"');
+    expect(listed).toMatch(/- frame «Inner» at «http:\/\/127\.0\.0\.1:\d+\/inner»:/);
+    expect(result.text).not.toContain("SECRETFRAME");
+    expect(result.text).toContain("Frames withheld: 1 (outside the read policy; not searched).");
+    // Top page, the inner frame's own paragraph and its three shadow roots' hits, the widget's: 6, the secret's not counted.
+    expect(result.text).toContain("Matches 1-6 of 6.");
+  });
+
+  it("reaches into open and closed shadow roots, nested, on the page and inside a frame", async () => {
+    const tab = await open("/shadow");
+    const deep = await query(tab, { selector: "button.deep" });
+    expect(envelope(deep.text)).toMatch(/^- 1\. button button "Deep button" \[ref=e\d+\] \[visible\]$/m);
+    const hits = envelope((await query(tab, { class: "hit" })).text);
+    expect(hits).toContain('text: "In outer root"');
+    expect(hits).toContain('text: "Open inside"');
+    expect(hits).toContain('text: "Closed section"');
+    const framed = await open("/framed");
+    const inFrame = await query(framed, { selector: ".deep" });
+    expect(envelope(inFrame.text)).toMatch(/^- 1\. button button "Frame deep" \[ref=f\d+e\d+\] \[visible\]$/m);
+  });
+
+  it("gives refs the action tools take, in the top document and in a frame's closed shadow root", async () => {
+    const tab = await open("/go");
+    const go = refOf((await query(tab, { id: "go" })).text, '"Go"');
+    const clicked = await call(client, "click", { tab, ...go });
+    expect(clicked.isError, clicked.text).toBe(false);
+    expect(await readFull(client, tab)).toContain("went");
+    const framed = await open("/framed");
+    const deep = refOf((await query(framed, { selector: ".deep" })).text, '"Frame deep"');
+    const pressed = await call(client, "click", { tab: framed, ...deep });
+    expect(pressed.isError, pressed.text).toBe(false);
+    expect(envelope((await query(framed, { selector: ".deep" })).text)).toContain('"Pressed"');
+  });
+
+  it("refs go stale after navigation, and after a newer query or snapshot", async () => {
+    const tab = await open("/go");
+    const first = refOf((await query(tab, { id: "go" })).text, '"Go"');
+    // A newer query starts a new revision: the first one's refs are stale, as after a newer snapshot.
+    const second = refOf((await query(tab, { id: "go" })).text, '"Go"');
+    const stale = await call(client, "click", { tab, ...first });
+    expect(stale.isError).toBe(true);
+    expect(stale.text).toMatch(/^stale_ref: /);
+    const snap = await call(client, "snapshot", { tab });
+    expect(snap.isError, snap.text).toBe(false);
+    expect((await call(client, "click", { tab, ...second })).text).toMatch(/^stale_ref: /);
+    const third = refOf((await query(tab, { id: "go" })).text, '"Go"');
+    // The snapshot before that query is no longer the latest: paging it by its revision says so.
+    const oldRevision = /revision: (\S+)/.exec(snap.text)?.[1];
+    expect((await call(client, "snapshot", { tab, revision: oldRevision })).text).toMatch(/^stale_ref: /);
+    const moved = await call(client, "navigate", { tab, url: `${site.origin}/elsewhere` });
+    expect(moved.isError, moved.text).toBe(false);
+    const afterNav = await call(client, "click", { tab, ...third });
+    expect(afterNav.isError).toBe(true);
+    expect(afterNav.text).toMatch(/^stale_ref: .*(navigated|reloaded)/);
+  });
+
+  it("refuses an invalid selector with invalid_params, quoting the browser's reason", async () => {
+    const tab = await open("/list");
+    const result = await query(tab, { selector: "div[" });
+    expect(result.isError).toBe(true);
+    expect(result.text).toMatch(/^invalid_params: the selector "div\[" is not valid CSS: .*'div\[' is not a valid selector/);
+    const none = await query(tab, { selector: "section.nothing" });
+    expect(none.isError, none.text).toBe(false);
+    expect(none.text).toContain("Matches: none.");
+  });
+});
