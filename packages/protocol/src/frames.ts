@@ -1,0 +1,114 @@
+// The frames of the /bridge socket, broker <-> browser (see index.ts for the handshake they carry out).
+import type { BridgeMethod, PageContent, ParamsOf, TabInfo, WireError } from "./index.js";
+
+/**
+ * Browser -> broker, first frame. Nothing in it depends on the pairing secret: the listener has proved nothing
+ * yet. (Protocol 2 extensions sent the secret itself here as `token`; the broker answers them with an upgrade
+ * message.)
+ */
+export interface HelloFrame {
+  type: "hello";
+  protocol: number;
+  /** Stable id the browser generated at install, kept across restarts. */
+  browserId: string;
+  /** A fresh nonce (handshake.ts `newNonce`). */
+  nonce: string;
+  extensionVersion: string;
+}
+
+/** Broker -> browser after `hello`: its own nonce and its proof over both (`bridgeProof(secret, "broker", ...)`). */
+export interface ChallengeFrame {
+  type: "challenge";
+  nonce: string;
+  proof: string;
+}
+
+/** Browser -> broker, only once the broker's proof checked out: the browser's proof, then who it is. */
+export interface AuthFrame {
+  type: "auth";
+  proof: string;
+  label: string;
+  userAgent: string;
+}
+
+export interface WelcomeFrame {
+  type: "welcome";
+  browserId: string;
+  brokerVersion: string;
+  /**
+   * The read policy compiled for the network layer: the browser installs them (declarativeNetRequest session
+   * rules scoped to the agent's tabs) before it serves any call, and keeps them until another broker's welcome.
+   */
+  navigationRules: NavigationRule[];
+}
+
+/**
+ * One rule of the read policy as the network layer enforces it on navigation requests (top frame and frames,
+ * redirects included) from agent tabs. The browser adds the agent's tab ids and the navigation resource types;
+ * it never adds, drops or reorders rules. The highest priority that matches decides; at equal priority allow
+ * wins. Conditions follow chrome.declarativeNetRequest: all given conditions must match.
+ */
+export interface NavigationRule {
+  priority: number;
+  action: "allow" | "block";
+  /** RE2 syntax, matched against the whole request URL (which never holds a fragment). */
+  regexFilter?: string;
+  /** declarativeNetRequest URL filter syntax ("|https://" anchors at the start). */
+  urlFilter?: string;
+  /** The request's host is one of these or a subdomain of one (lower case, punycode). */
+  requestDomains?: string[];
+}
+
+/** Broker -> browser before closing a socket it refuses, so the popup can say why. */
+export interface RejectFrame {
+  type: "reject";
+  error: WireError;
+}
+
+export interface BridgeCall<M extends BridgeMethod = BridgeMethod> {
+  type: "call";
+  id: number;
+  method: M;
+  params: ParamsOf<M>;
+}
+
+export type BridgeResult =
+  | { type: "result"; id: number; ok: true; result: unknown }
+  | { type: "result"; id: number; ok: false; error: WireError };
+
+/** Events the browser pushes without being asked. */
+export interface BridgeEvents {
+  /** A top-level document committed in an agent tab (redirects, JS navigation, meta refresh included). */
+  "tab.committed": { tabId: number; url: string; openerTabId?: number };
+  /**
+   * A navigation request from an agent tab (top frame or a frame, a redirect hop included) was stopped before it
+   * was sent, by the navigation rules. `frame`: false for the tab's top document.
+   */
+  "tab.blocked": { tabId: number; url: string; frame: boolean };
+  /** The page opened a new tab from an agent tab; it is the agent's too. */
+  "tab.created": { tab: TabInfo; openerTabId?: number };
+  "tab.removed": { tabId: number };
+  /**
+   * The response that brings a top document of an agent tab started: its HTTP status. The broker holds it until
+   * that document commits (drivers/documentStatus.ts) and shows it for that document only (PageContent.status).
+   */
+  "tab.response": { tabId: number; url: string; status: number };
+}
+
+export type BridgeEventName = keyof BridgeEvents;
+
+export type BridgeEvent = {
+  [E in BridgeEventName]: { type: "event"; event: E; params: BridgeEvents[E] };
+}[BridgeEventName];
+
+export interface PingFrame {
+  type: "ping";
+  at: number;
+}
+export interface PongFrame {
+  type: "pong";
+  at: number;
+}
+
+export type BrowserToBroker = HelloFrame | AuthFrame | BridgeResult | BridgeEvent | PingFrame | PongFrame;
+export type BrokerToBrowser = ChallengeFrame | WelcomeFrame | RejectFrame | BridgeCall | PingFrame | PongFrame;
