@@ -45,6 +45,12 @@ export const ERRORS = [
   { code: "restricted_page", meaning: "Chrome does not let extensions read it (chrome://, Web Store)", next: "none" },
   { code: "no_such_tab", meaning: "the tab is gone", next: "`list_tabs`", hint: "list_tabs" },
   { code: "not_agent_tab", meaning: "the tab is not the agent's (nor shared by the user)", next: "`list_tabs`" },
+  {
+    code: "tab_leased",
+    meaning: "another agent's MCP session holds the tab (it opened it, or first used the tab the user shared); the message names that client and since when",
+    next: "use your own tabs (`list_tabs` shows only yours and free ones), or `open_tab`",
+    hint: "list_tabs",
+  },
   { code: "navigation_failed", meaning: "the page did not load (DNS, refused, no history, a blank tab)", next: "check the URL" },
   { code: "stale_ref", meaning: "the ref's page navigated, the element re-rendered, or a newer snapshot exists", next: "`snapshot` again", hint: "snapshot again" },
   {

@@ -8,6 +8,7 @@ import type { ToolContext } from "../tools/tool.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { BLANK, gateNavigation, gateStopped, gateTab } from "./decisions.js";
+import { tabLeases } from "./leases.js";
 
 /**
  * Refuses a URL before the browser is told to go anywhere, and returns the canonical form to load, so the
@@ -69,6 +70,8 @@ const AUDIT_BLOCKED_WINDOW_MS = 10_000;
  * and every navigation request the network rules stopped is recorded (for the tool that caused it) and audited.
  */
 export function enforceOnCommit(ctx: ToolContext): void {
+  // The leases follow the same events from the start (a popup of a leased tab is leased too).
+  tabLeases(ctx.registry, ctx.config);
   const audited = new Map<string, { since: number; count: number }>();
   ctx.registry.on("event", (browser, frame) => {
     if (frame.event === "tab.blocked") {
@@ -115,6 +118,21 @@ export function enforceOnCommit(ctx: ToolContext): void {
     ctx.log.warn(`policy: tab ${tabId} committed ${url}; reset to about:blank (${decision.rule})`);
     void browser.call("tabs.navigate", { tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
   });
+}
+
+/**
+ * An MCP session ended: its leases end, and the tabs it opened that it still held (not idle, not kept) are closed.
+ * Never throws; a browser that is gone has nothing to close.
+ */
+export function endSessionLeases(ctx: ToolContext, session: string): void {
+  for (const { browserId, tabId } of tabLeases(ctx.registry, ctx.config).endSession(session, Date.now())) {
+    const browser = ctx.registry.list().find((b) => b.info.browserId === browserId);
+    ctx.denials.forget(browserId, tabId);
+    if (!browser || browser.closed) continue;
+    void browser.call("tabs.close", { tabId }).then((r) => {
+      if (!r.ok && r.error.code !== "no_such_tab" && r.error.code !== "not_agent_tab") ctx.log.warn(`leases: could not close tab ${tabId} of an ended session: ${r.error.code}: ${r.error.message}`);
+    });
+  }
 }
 
 function originOf(url: string): string {

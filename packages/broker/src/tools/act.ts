@@ -6,10 +6,10 @@ import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { gateStopped, gateWrite } from "../gate/decisions.js";
 import { checkLanding } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
-import { defineTool, fields, UNTRUSTED_NOTE, type CallContext, type ToolContext } from "./tool.js";
+import { defineTool, fields, type CallContext, type ToolContext } from "./tool.js";
 
-const ref = z.string().min(1).describe("Element ref from snapshot.");
-const revision = z.string().min(1).describe("Revision of that snapshot.");
+const ref = z.string().describe("From snapshot or query.");
+const revision = z.string().describe("The ref's revision.");
 
 /** What hover and scroll can return: they need no write grant, so the write policy never refuses them. */
 const ACT_ERRORS = ["stale_ref", "not_actionable", "policy_denied", "browser_disconnected"] as const;
@@ -50,7 +50,8 @@ function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
   const stopped: string[] = [];
   let wake: (() => void) | undefined;
   const onEvent = (browser: BrowserDriver, frame: { event: string; params: unknown }) => {
-    if (browser !== conn) return;
+    // By id: the call's browser is its session's view of the registry's (gate/leases.ts leasingDriver).
+    if (browser.info.browserId !== conn.info.browserId) return;
     if (frame.event === "tab.created") {
       const p = frame.params as { tab: TabInfo; openerTabId?: number };
       if (p.openerTabId === tabId && !opened.includes(p.tab.tabId)) opened.push(p.tab.tabId);
@@ -164,12 +165,7 @@ function actionTool(spec: {
   return defineTool({
     name: spec.name,
     title: spec.title,
-    description: [
-      spec.what,
-      "Reports what changed.",
-      writes ? "Needs the user's write grant for this site and label." : "Needs no write grant.",
-      UNTRUSTED_NOTE,
-    ].join(" "),
+    description: spec.what,
     input,
     kind: writes ? "write" : "read",
     errors: [...(writes ? WRITE_ERRORS : ACT_ERRORS), ...(spec.errors ?? [])],
@@ -186,13 +182,13 @@ function actionTool(spec: {
   });
 }
 
-export const click = actionTool({ name: "click", title: "Click", action: "click", what: "Clicks an element by ref." });
+export const click = actionTool({ name: "click", title: "Click", action: "click", what: "Clicks an element." });
 
 export const fill = actionTool({
   name: "fill",
   title: "Fill a field",
   action: "fill",
-  what: "Replaces the text of a field, textarea or contenteditable by ref.",
+  what: "Replaces the text of a field, textarea or contenteditable.",
   valueField: { name: "text", schema: z.string().describe("New text.") },
   toValue: (v) => String(v ?? ""),
 });
@@ -201,7 +197,7 @@ export const selectOption = actionTool({
   name: "select_option",
   title: "Select an option",
   action: "select",
-  what: "Chooses an option of a <select> by ref.",
+  what: "Chooses an option of a <select>.",
   valueField: { name: "option", schema: z.string().describe("Option label or value.") },
   toValue: (v) => String(v ?? ""),
   errors: ["element_not_found"],
@@ -211,7 +207,7 @@ export const setChecked = actionTool({
   name: "set_checked",
   title: "Check or uncheck",
   action: "check",
-  what: "Checks or unchecks a checkbox, radio or switch by ref.",
+  what: "Checks or unchecks a checkbox, radio or switch.",
   valueField: { name: "checked", schema: z.boolean().describe("Wanted state.") },
   toValue: (v) => (v === false ? "false" : "true"),
 });
@@ -220,25 +216,22 @@ export const pressKey = actionTool({
   name: "press_key",
   title: "Press a key",
   action: "press",
-  what: "Presses a key on a ref (Enter in a field clicks its form's default button; Tab moves focus). Chords, Escape: keys grant.",
+  what: "Presses a key on an element (Enter in a field clicks its form's default button, Tab moves focus; chords, Escape: keys grant).",
   valueField: { name: "key", schema: z.string().min(1).describe('e.g. "Enter", "Escape", "Shift+Tab", "a".') },
   toValue: (v) => String(v ?? "Enter"),
 });
 
-export const hover = actionTool({ name: "hover", title: "Hover", action: "hover", what: "Moves the pointer over an element by ref (hover menus)." });
+export const hover = actionTool({ name: "hover", title: "Hover", action: "hover", what: "Moves the pointer over an element (hover menus)." });
 
 export const scroll = defineTool({
   name: "scroll",
   title: "Scroll",
-  description: [
-    "Scrolls an element into view (ref + revision) or the page (no ref). Needs no write grant.",
-    UNTRUSTED_NOTE,
-  ].join(" "),
+  description: "Scrolls an element into view (ref + revision) or the page (no ref).",
   input: {
     tab: fields.tab,
     ref: ref.optional(),
     revision: revision.optional(),
-    direction: z.string().optional().describe('"down" (default), "up", "top", "bottom" or pixels ("-300").'),
+    direction: z.string().optional().describe('down (default), up, top, bottom, or pixels ("-300").'),
     browser: fields.browser,
   },
   kind: "read",
@@ -251,17 +244,14 @@ export const scroll = defineTool({
 
 export const waitFor = defineTool({
   name: "wait_for",
-  title: "Wait for a condition",
-  description: [
-    "Waits until text appears or disappears, a CSS selector matches a visible element, or the URL includes a string; returns as soon as it holds. Give exactly one condition.",
-    UNTRUSTED_NOTE,
-  ].join(" "),
+  title: "Wait for",
+  description: "Waits until the one condition given holds; returns as soon as it does.",
   input: {
     tab: fields.tab,
     text: z.string().min(1).optional().describe("Text to appear."),
     text_gone: z.string().min(1).optional().describe("Text to disappear."),
-    selector: z.string().min(1).optional().describe("CSS selector to match a visible element."),
-    url_includes: z.string().min(1).optional().describe("String the URL must contain."),
+    selector: z.string().min(1).optional().describe("CSS selector of a visible element."),
+    url_includes: z.string().min(1).optional().describe("Part of the URL."),
     timeout_ms: z.number().int().min(0).max(120_000).optional().describe("Default 10000."),
     browser: fields.browser,
   },

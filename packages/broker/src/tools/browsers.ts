@@ -1,14 +1,10 @@
 import { describeCapabilities } from "../drivers/capabilities.js";
-import { defineTool, UNTRUSTED_NOTE } from "./tool.js";
+import { defineTool } from "./tool.js";
 
 export const listBrowsers = defineTool({
   name: "list_browsers",
-  title: "List connected browsers",
-  description: [
-    "Lists connected browsers (id, label, since) and which serves calls that name none (the newest).",
-    UNTRUSTED_NOTE,
-    "An empty list: ask the user to run `tabrelay launch` or pair their Chrome.",
-  ].join(" "),
+  title: "List browsers",
+  description: "Connected browsers (id, label, since). None: ask the user to run `tabrelay launch` or pair Chrome.",
   input: {},
   kind: "read",
   errors: [],

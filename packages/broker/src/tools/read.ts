@@ -11,7 +11,7 @@ import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { BLANK, gateFrames } from "../gate/decisions.js";
 import { checkBeforeNavigation, checkLanding } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
-import { defineTool, fields, UNTRUSTED_NOTE, type ToolContext } from "./tool.js";
+import { defineTool, fields, type ToolContext } from "./tool.js";
 
 /** policy_denied also covers where a redirect or the page itself went. */
 const READ_ERRORS = ["policy_denied", "restricted_page", "navigation_failed", "not_connected", "browser_disconnected", "timeout"] as const;
@@ -123,15 +123,11 @@ function render(response: ToolResponse, doc: ReadDoc, tabLine: string, offset: n
 export const readUrl = defineTool({
   name: "read_url",
   title: "Read a URL",
-  description: [
-    "Loads a URL in a background tab of the user's browser (their logins apply) and returns it as Markdown with title, final URL and absolute links.",
-    "Long pages are cut at max_chars; call again with the offset the marker names (cached, no reload).",
-    UNTRUSTED_NOTE,
-  ].join(" "),
+  description: "Loads a URL in a background tab; returns Markdown (title, final URL, absolute links). Further parts (offset) come from cache.",
   input: {
     url: fields.url,
     mode: fields.mode,
-    close_after: z.boolean().optional().describe("Close the tab afterwards (default true); false returns its id."),
+    close_after: z.boolean().optional().describe("Default true; false keeps it open and returns its id."),
     offset: fields.offset,
     max_chars: fields.maxChars,
     browser: fields.browser,
@@ -182,10 +178,7 @@ export const readUrl = defineTool({
 export const readPage = defineTool({
   name: "read_page",
   title: "Read an open tab",
-  description: [
-    "Returns an agent tab's current content as Markdown (title, URL, absolute links), as rendered now. Long pages: call again with the offset the marker names.",
-    UNTRUSTED_NOTE,
-  ].join(" "),
+  description: "A tab's content as rendered now, as Markdown (title, URL, absolute links).",
   input: { tab: fields.tab, mode: fields.mode, offset: fields.offset, max_chars: fields.maxChars, browser: fields.browser },
   kind: "read",
   errors: [...READ_ERRORS, "no_such_tab"],

@@ -1,31 +1,53 @@
 import type { AuditRecord } from "../audit/auditLog.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
+import type { Caller } from "../gate/decisions.js";
 import { explainByDenial } from "../gate/enforce.js";
+import { leasingDriver, tabLeases } from "../gate/leases.js";
 import { ToolResponse, type AuditFacts, type RenderedResult } from "./response.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { CallContext, Tool, ToolContext } from "./tool.js";
 
-const REFUSALS = new Set(["policy_denied", "write_denied", "audit_unavailable"]);
+const REFUSALS = new Set(["policy_denied", "write_denied", "audit_unavailable", "tab_leased"]);
 const LOST = new Set(["browser_disconnected", "timeout"]);
 
 /**
  * Runs one tool call; never throws. Failures become isError results naming the cause and the next step; arguments
  * the tool's schema refuses are one of them (invalid_params, from tools/args.ts).
- * Every call leaves one audit record. A write tool's is written before the action is sent (outcome_unknown) and
- * completed after; when it cannot be written the action is refused with audit_unavailable and never sent.
+ * Every call leaves one audit record, with the session's client name. A write tool's is written before the action is
+ * sent (outcome_unknown) and completed after; when it cannot be written the action is refused with audit_unavailable
+ * and never sent.
+ * `session` is the MCP session the call comes from: its tabs are leased to it, and a tab another session holds is
+ * refused (tab_leased) before the tool's handler runs.
  */
-export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSignal): Promise<RenderedResult> {
+export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSignal, session?: Caller): Promise<RenderedResult> {
   const started = Date.now();
   const selector = args && typeof args === "object" ? Reflect.get(args, "browser") : undefined;
   const picked = ctx.registry.pick(typeof selector === "string" ? selector : undefined);
   const browserHint = picked.ok ? `${picked.value.info.label} (${picked.value.info.browserId})` : undefined;
   const response = new ToolResponse(ctx.secrets);
+  const leases = tabLeases(ctx.registry, ctx.config);
+  const browser = picked.ok ? leasingDriver(picked.value, leases, session) : undefined;
+  const callCtx: CallContext = {
+    ...ctx,
+    ...(session ? { session } : {}),
+    browser: () => browser ?? unwrap(picked),
+    leases: {
+      use(tabId) {
+        response.audit({ tab: tabId });
+        const verdict = leases.use(unwrap(picked).info.browserId, tabId, session, Date.now());
+        if (!verdict.ok) throw new TabrelayError(verdict.code, verdict.message, verdict.rule);
+      },
+      keep: (tabId) => leases.keep(unwrap(picked).info.browserId, tabId),
+      visible: (tabs, askedAt) => leases.visible(unwrap(picked).info.browserId, tabs, session, Date.now(), askedAt),
+    },
+  };
+  const client = session ? { client: session.client } : {};
   let result: RenderedResult;
   let code: string | undefined;
   let rule: string | undefined;
   let begun: number | undefined;
   if (tool.kind === "write") {
     response.beforeDispatch(() => {
-      const pre = ctx.audit.begin({ time: started, tool: tool.name, ...factFields(browserHint, response.auditFacts) });
+      const pre = ctx.audit.begin({ time: started, tool: tool.name, ...client, ...factFields(browserHint, response.auditFacts) });
       if (!pre.ok) {
         throw new TabrelayError(
           "audit_unavailable",
@@ -36,7 +58,7 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
     });
   }
   try {
-    await tool.run({ ...ctx, browser: () => unwrap(picked) }, args, response, signal);
+    await tool.run(callCtx, args, response, signal);
     result = response.render();
   } catch (thrown) {
     // A page that went somewhere the read policy refuses while the call ran (a meta refresh, a script) leaves
@@ -64,6 +86,7 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
   const record: AuditRecord = {
     time: started,
     tool: tool.name,
+    ...client,
     decision,
     durationMs: Date.now() - started,
     ...factFields(browserHint, { ...facts, ...(rule ? { rule } : {}) }),

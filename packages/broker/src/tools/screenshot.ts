@@ -5,21 +5,18 @@ import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { capabilitiesOf } from "../drivers/capabilities.js";
 import { gateTab } from "../gate/decisions.js";
 import { checkLanding } from "../gate/enforce.js";
-import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
+import { defineTool, fields } from "./tool.js";
 
 export const screenshot = defineTool({
   name: "screenshot",
   title: "Screenshot a tab",
-  description: [
-    "Captures an agent tab (viewport, element by ref, or full page) and returns a short-lived link to the PNG; the link is a bearer credential: do not share it.",
-    UNTRUSTED_NOTE,
-  ].join(" "),
+  description: "A tab (viewport, element by ref, or full page) as a short-lived PNG link: a bearer credential, do not share it.",
   input: {
     tab: fields.tab,
-    ref: z.string().min(1).optional().describe("Only this element."),
-    revision: z.string().min(1).optional().describe("The ref's snapshot revision."),
+    ref: z.string().optional().describe("Only this element."),
+    revision: z.string().optional().describe("The ref's revision."),
     full_page: z.boolean().optional().describe("Whole page."),
-    activate: z.boolean().optional().describe("Bring the tab to the front (default true)."),
+    activate: z.boolean().optional().describe("Bring it to the front (default true)."),
     inline: z.boolean().optional().describe("Also return the image itself."),
     browser: fields.browser,
   },

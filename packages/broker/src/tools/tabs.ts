@@ -4,11 +4,11 @@ import { unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { checkBeforeNavigation, checkLanding } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
-import { defineTool, fields, UNTRUSTED_NOTE } from "./tool.js";
+import { defineTool, fields } from "./tool.js";
 
 /** One line of list_tabs: the title and URL the page wrote are quoted page text (see util/pageText.ts). */
-export function describeTab(tab: TabInfo): string {
-  const flags = [tab.active ? "active" : "", tab.status !== "complete" ? tab.status : "", tab.shared ? "shared by user" : ""].filter(Boolean);
+export function describeTab(tab: TabInfo, free = false): string {
+  const flags = [tab.active ? "active" : "", tab.status !== "complete" ? tab.status : "", tab.shared ? "shared by user" : "", free ? "free: using it makes it yours" : ""].filter(Boolean);
   return `- tab ${tab.tabId}: ${pageText(tab.title)} at ${pageText(tab.url, PAGE_TEXT_MAX.url)}${flags.length ? ` [${flags.join(", ")}]` : ""}`;
 }
 
@@ -25,45 +25,44 @@ const TAB_ERRORS = ["not_connected", "browser_disconnected", "no_such_tab", "tim
 
 export const listTabs = defineTool({
   name: "list_tabs",
-  title: "List the agent's tabs",
-  description: [
-    "Lists the agent's tabs (opened by it or its pages, or shared by the user) with id, title, URL and state. The user's other tabs are never listed.",
-    UNTRUSTED_NOTE,
-  ].join(" "),
+  title: "List tabs",
+  description: "The agent's tabs: id, title, URL, state.",
   input: { browser: fields.browser },
   kind: "read",
   errors: BROWSER_ERRORS,
   async handler(ctx, { browser }, response) {
     const conn = ctx.browser();
-    const { tabs } = unwrap(await conn.call("tabs.list", {}));
+    const askedAt = Date.now();
+    const { tabs, free, hidden } = ctx.leases.visible(unwrap(await conn.call("tabs.list", {})).tabs, askedAt);
+    const others = hidden > 0 ? ` ${hidden} more ${hidden === 1 ? "tab belongs" : "tabs belong"} to other agents (not listed; open_tab opens your own).` : "";
     if (tabs.length === 0) {
-      response.line(`No agent tabs in "${conn.info.label}". Open one with open_tab or read_url.`);
+      response.line(`No agent tabs in "${conn.info.label}". Open one with open_tab or read_url.${others}`);
       return;
     }
     response.line(`Agent tabs in "${conn.info.label}" (titles and URLs in «» are page text):`);
-    for (const tab of tabs) response.line(describeTab(tab));
+    for (const tab of tabs) response.line(describeTab(tab, free.has(tab.tabId)));
+    if (others) response.line(others.trim());
   },
 });
 
 export const openTab = defineTool({
   name: "open_tab",
   title: "Open a tab",
-  description: [
-    "Opens a URL in a new background agent tab and waits for the load; returns tab id, final URL and title.",
-    UNTRUSTED_NOTE,
-  ].join(" "),
+  description: "Opens a URL in a new background tab, waits for the load; returns tab id, final URL and title.",
   input: {
     url: fields.url,
     active: z.boolean().optional().describe("Bring it to the front (default false)."),
+    keep: z.boolean().optional().describe("Keep it open after this session ends."),
     browser: fields.browser,
   },
   kind: "read",
   errors: ["policy_denied", "navigation_failed", ...BROWSER_ERRORS],
-  async handler(ctx, { url, active, browser }, response) {
+  async handler(ctx, { url, active, keep, browser }, response) {
     response.audit({ url });
     const target = checkBeforeNavigation(ctx, url);
     const conn = ctx.browser();
     const { tab } = unwrap(await conn.call("tabs.open", { url: target, active: active ?? false, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
+    if (keep) ctx.leases.keep(tab.tabId);
     reportTab(response, "Opened", await checkLanding(ctx, conn, tab, { requestedUrl: url }));
   },
 });
@@ -71,10 +70,7 @@ export const openTab = defineTool({
 export const navigate = defineTool({
   name: "navigate",
   title: "Navigate a tab",
-  description: [
-    "Loads a URL in an agent tab and waits for the load; returns the final URL and title.",
-    UNTRUSTED_NOTE,
-  ].join(" "),
+  description: "Loads a URL in a tab and waits for the load; returns the final URL and title.",
   input: { tab: fields.tab, url: fields.url, browser: fields.browser },
   kind: "read",
   errors: ["policy_denied", "navigation_failed", ...TAB_ERRORS],
@@ -91,10 +87,7 @@ export const navigate = defineTool({
 export const history = defineTool({
   name: "history",
   title: "Back, forward, reload",
-  description: [
-    "Goes back or forward in an agent tab's history, or reloads it, and waits for the load; returns the final URL and title.",
-    UNTRUSTED_NOTE,
-  ].join(" "),
+  description: "Back, forward or reload; waits for the load, returns the final URL and title.",
   input: { tab: fields.tab, action: z.enum(["back", "forward", "reload"]).describe("What to do."), browser: fields.browser },
   kind: "read",
   errors: ["navigation_failed", "policy_denied", ...TAB_ERRORS],
@@ -109,7 +102,7 @@ export const history = defineTool({
 export const closeTab = defineTool({
   name: "close_tab",
   title: "Close a tab",
-  description: `Closes an agent tab. ${UNTRUSTED_NOTE}`,
+  description: "Closes a tab.",
   input: { tab: fields.tab, browser: fields.browser },
   kind: "read",
   errors: TAB_ERRORS,
@@ -124,7 +117,7 @@ export const closeTab = defineTool({
 export const activateTab = defineTool({
   name: "activate_tab",
   title: "Bring a tab to the front",
-  description: `Brings an agent tab to the front. ${UNTRUSTED_NOTE}`,
+  description: "Brings a tab to the front.",
   input: { tab: fields.tab, browser: fields.browser },
   kind: "read",
   errors: TAB_ERRORS,
