@@ -65,7 +65,10 @@ export interface InpageApi {
   wait(params: { text?: string; textGone?: string; selector?: string; timeoutMs: number }): Promise<InpageResult<{ matched: string; elapsedMs: number }>>;
   rect(params: { ref: string; revision: string }): Promise<InpageResult<{ x: number; y: number; width: number; height: number }>>;
   query(params: Omit<QueryParams, "tabId">): InpageResult<InpageQuery>;
-  /** For drivers without chrome.dom: hosts (Elements) whose closed shadow root the driver should look up and adopt. */
+  /**
+   * For drivers without chrome.dom: what to describe for closed shadow roots, as three lists of Elements (hosts to
+   * describe one by one, subtrees to describe whole with pierce, elements to describe with their children only).
+   */
   closedRootCandidates(): unknown[] | undefined;
   adoptShadowRoots(hosts: unknown, roots: unknown[]): number;
   /** The document's HTML with what a person cannot see marked. */

@@ -5,9 +5,10 @@
 //   attached to, only tabs created through this driver and the tabs those opened (transitively).
 // - Page access goes through the same in-page script as the extension (packages/extension/dist/inpage.js),
 //   installed in an isolated world named "tabrelay" per frame, so page scripts cannot see or tamper with it.
-//   Over CDP there is no chrome.dom.openOrClosedShadowRoot: before a snapshot the driver asks the script for
-//   the custom elements whose root it cannot see, reads their closed roots with DOM.describeNode, resolves
-//   them into the isolated world and hands them to the script, which then walks (and acts in) them.
+//   Over CDP there is no chrome.dom.openOrClosedShadowRoot: before a snapshot the driver asks the script what to
+//   describe (custom elements whose root it cannot see, and the parts of the page not swept yet, so closed roots
+//   on every host attachShadow accepts are found), reads their closed roots with DOM.describeNode (pierce),
+//   resolves them into the isolated world and hands them to the script, which then walks (and acts in) them.
 // - Network policy (requestPolicy): Fetch interception on every page, iframe and worker session fails the
 //   requests the callback refuses with BlockedByClient, before they are sent. Navigation requests (documents
 //   of the top frame and of frames, every redirect hop) are asked as "navigation", everything else as
