@@ -52,7 +52,7 @@ export const ERRORS = [
     hint: "list_tabs",
   },
   { code: "navigation_failed", meaning: "the page did not load (DNS, refused, no history, a blank tab)", next: "check the URL" },
-  { code: "stale_ref", meaning: "the ref's page navigated, the element re-rendered, or a newer snapshot exists", next: "`snapshot` again", hint: "snapshot again" },
+  { code: "stale_ref", meaning: "the ref's page navigated, the element re-rendered, or a newer snapshot or query exists", next: "`snapshot` (or `query`) again", hint: "snapshot again" },
   {
     code: "write_denied",
     meaning: "the write policy refuses this action on this element (the rule is named)",
