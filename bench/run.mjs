@@ -1549,6 +1549,14 @@ async function main() {
     );
     return;
   }
+  if (process.argv.includes("--only=coldstart")) {
+    // Figure 5 alone (tabrelay's side: `tabrelay start --headless` to the first read_url): `node bench/run.mjs --only=coldstart`.
+    log(`5: tabrelay start --headless to first read_url (N=${N.coldStart}) ...`);
+    const runs = [];
+    for (let i = 0; i < N.coldStart; i++) runs.push((await coldStartTabrelay(lib, site)).ms);
+    process.stdout.write(`5. spawn to first successful read (median): ${round(median(runs), 0)} ms (${runs.map((ms) => round(ms, 0)).join(", ")})\n`);
+    return;
+  }
   if (process.argv.includes("--only=stall")) {
     // Figure 14 alone (fresh processes; no peers): `node bench/run.mjs --only=stall`.
     log("14: cheap calls while another session reads a hostile page ...");
