@@ -64,6 +64,16 @@ beforeAll(async () => {
   );
   site.route("/widget", page("Widget", `<p class="hit">Cross-origin frame</p>`));
   site.route("/secret", page("Secret", `<p class="hit">SECRETFRAME</p>`));
+  site.route(
+    "/planted",
+    page(
+      "Planted",
+      `<style>.sneak{position:absolute;left:-9999px}.op{opacity:0}</style><h1>Planted</h1>
+<p class="x sneak">OFFSCREEN-INJECT</p><p class="x op">OPACITY-INJECT</p>
+<p class="x" style="display:none" title="TITLE-INJECT" aria-label="ARIA-INJECT">NONE-INJECT</p>
+<img class="x" style="display:none" src="/a.png" alt="ALT-INJECT"><p class="x">Seen words</p>`,
+    ),
+  );
   site.route("/go", page("Go", `<button id="go" onclick="document.getElementById('out').textContent='went'">Go</button><p id="out">idle</p>`));
   site.route("/elsewhere", page("Elsewhere", `<button id="go">Go</button>`));
 }, 60_000);
@@ -140,6 +150,18 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     expect(listed).toMatch(/^ {2}name="pw" type="password"$/m);
     expect(result.text).not.toContain("hunter2");
     expect(result.text).not.toContain("typed-secret");
+  });
+
+  it("gives hidden matches by structure only: no text, name, title, alt or aria words from what a person cannot see", async () => {
+    const tab = await open("/planted");
+    const result = await query(tab, { selector: ".x" });
+    expect(result.isError, result.text).toBe(false);
+    expect(result.text).toContain("Matches 1-5 of 5.");
+    const listed = envelope(result.text);
+    expect(listed).toContain("[hidden: offscreen]");
+    expect(listed).toContain("Seen words");
+    for (const planted of ["OFFSCREEN-INJECT", "OPACITY-INJECT", "TITLE-INJECT", "ARIA-INJECT", "NONE-INJECT", "ALT-INJECT"]) expect(listed).not.toContain(planted);
+    expect(listed).toContain(`src="${site.origin}/a.png"`);
   });
 
   it("searches the frames the read policy allows, same-origin and cross-origin, and withholds the refused one", async () => {

@@ -156,6 +156,23 @@ function pageExtent(): Extent {
 }
 
 /**
+ * Whether an element lies wholly beyond the page's scrollable area with no scrolling box around it to bring it into
+ * view: the rule content() withholds such text by, for readers that judge one element (query).
+ */
+export function beyondPage(el: Element): boolean {
+  const rect = el.getBoundingClientRect();
+  if (rect.width <= 0 && rect.height <= 0) return false;
+  const extent = pageExtent();
+  const outsidePage = rect.right + extent.scrollX <= 0 || rect.bottom + extent.scrollY <= 0 || rect.left + extent.scrollX >= extent.width || rect.top + extent.scrollY >= extent.height;
+  if (!outsidePage) return false;
+  for (let node = el.parentElement; node && node !== document.body && node !== document.documentElement; node = node.parentElement) {
+    const style = getComputedStyle(node);
+    if (SCROLLS.test(style.overflowX) || SCROLLS.test(style.overflowY)) return false;
+  }
+  return true;
+}
+
+/**
  * Why the element's subtree is not rendered for a person (nothing below it can show), HIDDEN_OWN_TEXT when only its
  * own text is not seen while its children may be, or undefined. `ctx` is the element's own (its opacity included).
  * Computed properties are read only where they can decide (each read costs ~0.5 us; pages have 10^4-10^5 elements).

@@ -5,6 +5,7 @@ import { CONTENT_MAX_ELEMENTS, type InpageQuery, type QueryMatch, type QueryPara
 import { fail, type InpageResult } from "./api.js";
 import { accessibleName, hiddenReason, roleOf } from "./dom.js";
 import { hostedRoot } from "./flatTree.js";
+import { beyondPage } from "./content.js";
 import { renderedText } from "./rendered.js";
 import { isInteractive, mintRef, startRevision } from "./snapshot.js";
 
@@ -56,16 +57,25 @@ function attributesOf(el: Element): Record<string, string> {
   return out;
 }
 
+/** The attributes of a hidden match that carry no page words: what it is and where it points. */
+const STRUCTURAL = new Set(["id", "class", "name", "type", "href", "src", "data-testid"]);
+
+function structural(attributes: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(attributes).filter(([name]) => STRUCTURAL.has(name)));
+}
+
 function describe(el: Element): QueryMatch {
   const role = roleOf(el);
   const name = accessibleName(el, role);
-  const hidden = hiddenReason(el, false);
+  const hidden = hiddenReason(el, false) ?? (beyondPage(el) ? "offscreen" : undefined);
+  // What a person cannot see is described by structure only: no text, no name, no text-bearing attributes, so hidden
+  // words (an instruction planted offscreen or in a display:none title) reach the agent from query no more than from a read.
   const match: QueryMatch = {
     tag: el.localName,
     role,
-    name: cap(name, NAME_MAX),
+    name: hidden === undefined ? cap(name, NAME_MAX) : "",
     text: hidden === undefined ? cap(renderedText(el).text, TEXT_MAX) : "",
-    attributes: attributesOf(el),
+    attributes: hidden === undefined ? attributesOf(el) : structural(attributesOf(el)),
   };
   if (hidden !== undefined) match.hidden = hidden;
   else if (isInteractive(el, role)) match.ref = mintRef(el, role, name);
