@@ -32,6 +32,14 @@ beforeAll(async () => {
     res.write("<html><head><title>Stalled</title></head><body><article><h1>Stalled</h1><p>Everything an agent needs is already here, though the page never finishes loading.</p></article>");
     // A hanging ad or long poll: the response never ends.
   });
+  site.route("/streaming", (_req, res) => {
+    res.writeHead(200, { "Content-Type": "text/html" });
+    res.write("<html><head><title>Streaming</title></head><body><article><h1>Streaming</h1><p>The first paragraph arrived at once.</p>");
+    // A live page that never stops sending: one more line every 50 ms until the client goes away.
+    let n = 0;
+    const timer = setInterval(() => res.write(`<p>Line ${++n} of a feed that never ends.</p>`), 50);
+    res.on("close", () => clearInterval(timer));
+  });
   site.route("/refresh-loop", `<html><head><title>Refreshing</title><meta http-equiv="refresh" content="0"></head><body><p>A page that refreshes itself forever.</p></body></html>`);
   site.route("/missing", (_req, res) => {
     res.writeHead(404, { "Content-Type": "text/html" });
@@ -164,6 +172,16 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       expect(result.isError, result.text).toBe(false);
       expect(result.text).toContain("(read before the page finished loading)");
       expect(result.text).toContain("Everything an agent needs is already here");
+    });
+
+    it("a page that keeps streaming its body is read as it stands, soon after the load timeout", async () => {
+      const started = Date.now();
+      const result = await call(client, "read_url", { url: `${site.origin}/streaming` });
+      expect(result.isError, result.text).toBe(false);
+      expect(result.text).toContain("(read before the page finished loading)");
+      expect(result.text).toContain("The first paragraph arrived at once.");
+      // The load timeout is 4 s; the read does not wait out its own 8 s window on a body that keeps changing.
+      expect(Date.now() - started).toBeLessThan(9000);
     });
 
     // Over CDP the dialog is dismissed; through the extension, a background tab's dialog waits until the tab is

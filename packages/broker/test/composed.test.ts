@@ -1,7 +1,7 @@
 // What the broker composes from a driver's own calls, once for both drivers (drivers/composed.ts), against a
 // scripted driver: each case answers the primitive calls the way a browser would.
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { type RawCall, serve } from "../src/drivers/composed.js";
 import { DocumentStatus } from "../src/drivers/documentStatus.js";
 import type { BrowserInfo } from "../src/drivers/driver.js";
@@ -76,27 +76,48 @@ describe("page.wait", () => {
 });
 
 describe("page.content", () => {
-  const page = (html: string) => ({ ok: true as const, value: { url: "http://x.test/", title: "X", html } });
+  const page = (html: string, loading?: true) => ({ ok: true as const, value: { url: "http://x.test/", title: "X", html, ...(loading ? { loading } : {}) } });
 
-  it("reads again while the document goes away under the read, or has no body yet", async () => {
-    let reads = 0;
-    const driver = scripted({
-      "page.content": () => {
-        reads++;
-        if (reads === 1) return { ok: false, error: { code: "stale_ref", message: "the document went away while it was read" } };
-        return page(reads === 2 ? "<html><head></head></html>" : "<html><body>Here</body></html>");
-      },
-    });
+  it("reads again while the document goes away under the read, is not parsed yet, or is still being parsed", async () => {
+    const answers = [
+      { ok: false as const, error: { code: "stale_ref" as const, message: "the document went away while it was read" } },
+      page("<html></html>", true),
+      page("<html><head></head><body><p></p></body></html>", true),
+      page("<html><head></head><body><p>Here</p></body></html>"),
+    ];
+    const driver = scripted({ "page.content": () => answers.shift() ?? page("<html><body>never asked</body></html>") });
     const read = await driver.call("page.content", { tabId: 1 });
-    expect(read.ok && read.value.html).toBe("<html><body>Here</body></html>");
-    expect(reads).toBe(3);
+    expect(read.ok && read.value.html).toBe("<html><head></head><body><p>Here</p></body></html>");
+    // The driver's word that the parser was still on it is not passed on.
+    expect(read.ok && "loading" in read.value).toBe(false);
+    expect(driver.calls).toHaveLength(4);
   });
 
-  it("gives up after 20 rounds with navigation_failed, and passes any other failure on at once", async () => {
-    const loop = scripted({ "page.content": () => ({ ok: false, error: { code: "stale_ref", message: "gone" } }) });
-    const read = await loop.call("page.content", { tabId: 1 }, 10_000);
-    expect(!read.ok && read.error).toEqual({ code: "navigation_failed", message: "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot" });
-    expect(loop.calls).toHaveLength(20);
+  it("takes a document without a body once it is parsed (an SVG or XML document), and a stalled one as it stands", async () => {
+    const svg = scripted({ "page.content": () => page("<svg><text>Chart</text></svg>") });
+    const read = await svg.call("page.content", { tabId: 1 });
+    expect(read.ok && read.value.html).toBe("<svg><text>Chart</text></svg>");
+    expect(svg.calls).toHaveLength(1);
+    // A response that stopped half way: the same partial document twice is read as it stands.
+    const stalled = scripted({ "page.content": () => page("<html><body><p>Half of it", true) });
+    const half = await stalled.call("page.content", { tabId: 1 });
+    expect(half.ok && half.value.html).toBe("<html><body><p>Half of it");
+    expect(stalled.calls).toHaveLength(2);
+  });
+
+  it("gives up after its window with navigation_failed, and passes any other failure on at once", async () => {
+    vi.useFakeTimers();
+    try {
+      const loop = scripted({ "page.content": () => ({ ok: false, error: { code: "stale_ref", message: "gone" } }) });
+      const pending = loop.call("page.content", { tabId: 1 }, 20_000);
+      await vi.advanceTimersByTimeAsync(8_500);
+      const read = await pending;
+      expect(!read.ok && read.error).toEqual({ code: "navigation_failed", message: "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot" });
+      // Short rounds: many chances to land between two of the page's reloads.
+      expect(loop.calls.length).toBeGreaterThan(40);
+    } finally {
+      vi.useRealTimers();
+    }
     const restricted = scripted({ "page.content": () => ({ ok: false, error: { code: "restricted_page", message: "no" } }) });
     expect((await restricted.call("page.content", { tabId: 1 })).ok).toBe(false);
     expect(restricted.calls).toHaveLength(1);

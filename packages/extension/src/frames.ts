@@ -3,7 +3,7 @@ import { CONTENT_MAX_ELEMENTS, type ContentCapped, type InpageResult } from "@ta
 import { callInpage } from "./inpageScript.js";
 import { isVisibleToAgent, tabsLoaded } from "./state.js";
 
-export type DocumentRead = { url: string; origin: string; title: string; html: string; capped?: ContentCapped } | "none";
+export type DocumentRead = { url: string; origin: string; title: string; html: string; capped?: ContentCapped; loading?: true } | "none";
 
 /**
  * One frame's document through the in-page script (installed first where missing): its HTML with what a person

@@ -243,7 +243,7 @@ function frameHidden(): boolean {
 export function content(params: ContentParams = {}): { ok: true; value: ContentValue } {
   const maxElements = params.maxElements ?? CONTENT_MAX_ELEMENTS;
   const maxChars = params.maxChars ?? CONTENT_MAX_CHARS;
-  const base = { url: location.href, origin: self.origin, title: document.title };
+  const base = { url: location.href, origin: self.origin, title: document.title, ...(document.readyState === "loading" ? { loading: true as const } : {}) };
   const live = document.documentElement;
   if (!live) return { ok: true, value: { ...base, html: "" } };
   const copy = document.implementation.createHTMLDocument("").importNode(live, true);

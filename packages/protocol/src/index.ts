@@ -68,6 +68,8 @@ export interface PageContent {
   frames?: FrameContent[];
   /** Set when the in-page reader stopped before the end of the document (see ContentCapped). */
   capped?: ContentCapped;
+  /** From the driver: the parser had not finished the document when it was read. Not passed on by the broker. */
+  loading?: true;
   /**
    * From the driver, on a read of the top document: the tab's frames, as they were when it was read (a frame listed
    * here and read later either still belongs to that document or is gone). Not passed on by the broker.

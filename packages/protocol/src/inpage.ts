@@ -40,6 +40,8 @@ export interface InpageDocument {
   title: string;
   html: string;
   capped?: ContentCapped;
+  /** Set while the parser has not finished the document (document.readyState "loading"). */
+  loading?: true;
 }
 
 /** page.inspect's arguments in the page: with the action and its value, the facts say what it reaches. */

@@ -100,7 +100,7 @@ export const inpageSnapshot = exactly<InpageSnapshot>()(
 
 /** One document's marked HTML (InpageApi.content). */
 export const inpageDocument = exactly<InpageDocument>()(
-  z.object({ url: z.string(), origin: z.string(), title: z.string(), html: z.string(), capped: contentCapped.optional() }),
+  z.object({ url: z.string(), origin: z.string(), title: z.string(), html: z.string(), capped: contentCapped.optional(), loading: z.literal(true).optional() }),
 );
 
 const queryMatch = exactly<QueryMatch>()(
@@ -177,6 +177,7 @@ const pageContent = exactly<PageContent>()(
     status: z.number().int().optional(),
     frames: z.array(frameContent).optional(),
     capped: contentCapped.optional(),
+    loading: z.literal(true).optional(),
     subframes: z.array(subframeRef).optional(),
     origin: z.string().optional(),
   }),

@@ -1,7 +1,10 @@
 // page.content as the broker composes it, once for both drivers, from the drivers' own reads of one document:
-// - a page that keeps replacing its document (a refresh loop, a script reloading) is read again from the new one,
-//   20 rounds at most, 250 ms apart at most (~4 s): a driver answers stale_ref when the document it read went away,
-//   and a document the parser has not reached the body of yet (the new one, just committed) is read again too;
+// - a page that keeps replacing its document (a refresh loop, a script reloading) is read again from the new one, for
+//   READ_WINDOW_MS at most: a driver answers stale_ref when the document it read went away. A command that reaches
+//   the browser while the tab navigates runs in the next document as it commits, before it is parsed, so in a refresh
+//   loop most rounds miss: short, jittered rounds over a window of time, not a count, hold up on a busy machine. A
+//   document the parser is still on is read again until it is done, or has not changed for a round (a response that
+//   stalls: read as it stands), or has been read with a body for LOADING_SETTLE_MS (a page that streams for long);
 // - its frames: the driver lists them with the top document (subframes); the shallowest 2 x MAX_CONTENT_FRAMES are
 //   read at once, each within FRAME_READ_MS (a frame that went away, cannot be scripted or never answers is left
 //   out without costing the others), then kept parents first, shallow before deep, at most MAX_CONTENT_FRAMES and
@@ -12,10 +15,10 @@ import { FRAME_HTML_BUDGET, type FrameContent, MAX_CONTENT_FRAMES, type PageCont
 import type { Composer, RawCall } from "./composed.js";
 import type { CallOptions } from "./driver.js";
 
-/** Reads of a document that keeps going away, at most. */
-const READ_ROUNDS = 20;
-/** Reads of a document without a body yet, at most: after that it is taken as it is (an SVG or XML document). */
-const BODY_ROUNDS = 10;
+/** How long a document that keeps going away (or is not parsed yet) is read again; then it is taken as it stands. */
+const READ_WINDOW_MS = 8000;
+/** How long a document still being parsed, with a body already, is read again before it is taken as it stands. */
+const LOADING_SETTLE_MS = 1000;
 /** How long one frame's document may take to be read. */
 const FRAME_READ_MS = 3000;
 
@@ -24,7 +27,7 @@ export async function readPage(params: ParamsOf<"page.content">, options: CallOp
   const { tabId } = params;
   const top = await readTop(tabId, signal, raw);
   if (!top.ok) return top;
-  const { status: _driverSaid, subframes = [], frames: sent = [], origin: _origin, ...page } = top.value;
+  const { status: _driverSaid, subframes = [], frames: sent = [], origin: _origin, loading: _loading, ...page } = top.value;
   const listed = byDepth(subframes.map((f) => ({ key: f.frameId, parent: f.parentFrameId === 0 ? undefined : f.parentFrameId }))).slice(0, MAX_CONTENT_FRAMES * 2);
   const read = await Promise.all(
     listed.map(async (f) => {
@@ -39,15 +42,31 @@ export async function readPage(params: ParamsOf<"page.content">, options: CallOp
 }
 
 async function readTop(tabId: number, signal: CallOptions, raw: RawCall): Promise<Result<PageContent>> {
+  const start = Date.now();
+  /** The last read with a body while the parser was still on it, and when the first such read came. */
+  let partial: { read: Result<PageContent> & { ok: true }; since: number } | undefined;
+  /** The last read with no body yet. */
+  let bodiless: Result<PageContent> | undefined;
   for (let attempt = 1; ; attempt++) {
     const read = await raw("page.content", { tabId }, signal);
-    if (read.ok && (read.value.html.includes("<body") || attempt >= BODY_ROUNDS)) return read;
     if (!read.ok && read.error.code !== "stale_ref") return read;
-    if (attempt >= READ_ROUNDS) {
-      return { ok: false, error: { code: "navigation_failed", message: "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot" } };
+    if (read.ok) {
+      const { html, loading } = read.value;
+      const body = html.includes("<body");
+      if (!loading && (body || html !== "")) return read;
+      if (body) {
+        if (partial?.read.value.html === html || (partial && Date.now() - partial.since >= LOADING_SETTLE_MS)) return read;
+        partial = { read, since: partial?.since ?? Date.now() };
+      } else bodiless = read;
     }
-    // A busy machine can lose several rounds to a page that reloads at once.
-    await new Promise((resolve) => setTimeout(resolve, Math.min(250, 50 * attempt)));
+    if (Date.now() - start >= READ_WINDOW_MS || signal.signal?.aborted) {
+      return (
+        partial?.read ??
+        bodiless ?? { ok: false, error: { code: "navigation_failed", message: "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot" } }
+      );
+    }
+    // Jittered: a page that reloads on a beat is not missed on the same beat every round.
+    await new Promise((resolve) => setTimeout(resolve, Math.min(200, 10 * attempt) * (0.5 + Math.random())));
   }
 }
 
