@@ -9,7 +9,7 @@ import Database from "better-sqlite3";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_DB_FILE } from "../packages/broker/src/audit/auditLog.js";
-import type { LaunchedCdpBrowser } from "../packages/broker/src/drivers/cdp/launchCdp.js";
+import type { LaunchedCdpBrowser } from "../packages/broker/src/launch/cdpChromium.js";
 import { Broker, findChromium, launchLocalChromium, loadConfig, type Logger } from "../packages/broker/src/index.js";
 import { allowYaml, closedPort, connectClient, makeDataDir, MCP_TOKEN, PAIRING_TOKEN, startSite, type TestSite } from "./harness.js";
 

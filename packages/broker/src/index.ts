@@ -2,7 +2,7 @@ export { Broker, type BrokerOptions } from "./server.js";
 export { BrowserRegistry } from "./drivers/registry.js";
 export { BrowserConnection } from "./drivers/extension/connection.js";
 export type { BrowserDriver, BrowserInfo } from "./drivers/driver.js";
-export { launchLocalChromium } from "./drivers/cdp/launchCdp.js";
+export { launchLocalChromium } from "./launch/cdpChromium.js";
 export { loadConfig, ConfigError, defaultDataDir, rankingFile, isLoopback, BUILTIN_EXTENSION_ID, type BrokerConfig } from "./config/config.js";
 export { connectHttpClient } from "./mcp/adapter.js";
 export { checkBroker, BrokerNotProven, BrokerUnreachable } from "./mcp/brokerProof.js";

@@ -7,7 +7,7 @@ import type { BridgeMethod, ElementFacts, ParamsOf, ResultOf } from "@tabrelay/p
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bridgeAnswers, inpageAct, inpageDocument, inpageSnapshot, parseBridgeAnswer, parseWireError, parseWith } from "../src/drivers/answers.js";
 import { CdpBrowser } from "../src/drivers/cdp/cdpBrowser.js";
-import { launchLocalChromium, type LaunchedCdpBrowser } from "../src/drivers/cdp/launchCdp.js";
+import { launchLocalChromium, type LaunchedCdpBrowser } from "../src/launch/cdpChromium.js";
 import { findChromium } from "../src/launch/chromium.js";
 import { judgedFingerprint } from "../src/tools/act.js";
 import { decodeNodes } from "../src/tools/snapshot.js";

@@ -7,7 +7,7 @@ import type { ActParams, BridgeEvent, BridgeMethod, FrameSnapshot, ParamsOf, Res
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CdpBrowser } from "../src/drivers/cdp/cdpBrowser.js";
 import { CdpClient } from "../src/drivers/cdp/cdpClient.js";
-import { launchLocalChromium, type LaunchedCdpBrowser } from "../src/drivers/cdp/launchCdp.js";
+import { launchLocalChromium, type LaunchedCdpBrowser } from "../src/launch/cdpChromium.js";
 import { findChromium } from "../src/launch/chromium.js";
 import { judgedFingerprint } from "../src/tools/act.js";
 import { decodeNodes } from "../src/tools/snapshot.js";

@@ -6,7 +6,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import { startWithProvider } from "../../cli/src/providers.js";
 import { createProviderSession, type HostedProvider } from "../src/launch/providers.js";
-import { launchLocalChromium, type LaunchedCdpBrowser } from "../src/drivers/cdp/launchCdp.js";
+import { launchLocalChromium, type LaunchedCdpBrowser } from "../src/launch/cdpChromium.js";
 import { findChromium } from "../src/launch/chromium.js";
 import { article, call, closedPort, connectClient, startBroker, startSite, type TestBroker, type TestSite } from "../../../test/harness.js";
 

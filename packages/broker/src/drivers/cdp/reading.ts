@@ -23,54 +23,38 @@ export function frameKey(tab: Tab, frameId: string): number {
 }
 
 export async function snapshot(core: CdpCore, tab: Tab & { sessionId: string }, args: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): Promise<FrameSnapshot[]> {
-  const frames = await core.frames(tab);
-  const results = await Promise.all(
-    frames.map(async (route) => {
-      try {
-        // Best effort: a page whose hosts cannot be described still gets its snapshot, without their roots.
-        await revealClosedRoots(core, route.sessionId, route.frameId).catch(() => undefined);
-        return { route, value: parseAnswer(inpageSnapshot, await callInpage(core, route.sessionId, route.frameId, "snapshot", args, true), "snapshot") };
-      } catch (error) {
-        if (route.frameId === tab.mainFrameId) throw error;
-        // A subframe that went away or cannot be scripted is left out, as the extension does.
-        return undefined;
-      }
-    }),
-  );
-  tab.routes.clear();
-  tab.routesByFrame.clear();
-  const snapshots: FrameSnapshot[] = [];
-  for (const result of results) {
-    if (!result) continue;
-    const { route, value } = result;
-    const key = frameKey(tab, route.frameId);
-    tab.routes.set(key, route);
-    tab.routesByFrame.set(route.frameId, route);
-    snapshots.push({
-      frameId: key,
-      parentFrameId: route.parentId === undefined ? -1 : frameKey(tab, route.parentId),
-      url: value.url,
-      ...(value.origin !== undefined ? { origin: value.origin } : {}),
-      title: value.title,
-      nodes: value.nodes,
-      ...(value.elapsedMs !== undefined ? { elapsedMs: value.elapsedMs } : {}),
-      ...(value.capped ? { capped: true } : {}),
-    });
-  }
-  return snapshots;
+  const read = await inEveryFrame(core, tab, async (route) => parseAnswer(inpageSnapshot, await callInpage(core, route.sessionId, route.frameId, "snapshot", args, true), "snapshot"));
+  return read.map(({ value, frameId, parentFrameId }) => ({
+    frameId,
+    parentFrameId,
+    url: value.url,
+    ...(value.origin !== undefined ? { origin: value.origin } : {}),
+    title: value.title,
+    nodes: value.nodes,
+    ...(value.elapsedMs !== undefined ? { elapsedMs: value.elapsedMs } : {}),
+    ...(value.capped ? { capped: true } : {}),
+  }));
+}
+
+/** A query in every frame, as a snapshot runs: its refs are acted on like a snapshot's. An invalid selector fails in the top document first. */
+export async function query(core: CdpCore, tab: Tab & { sessionId: string }, args: Omit<QueryParams, "tabId">): Promise<FrameQuery[]> {
+  const read = await inEveryFrame(core, tab, async (route) => parseAnswer(inpageQuery, await callInpage(core, route.sessionId, route.frameId, "query", args, true), "query"));
+  return read.map(({ value, frameId, parentFrameId }) => ({ ...value, frameId, parentFrameId }));
 }
 
 /**
- * A query in every frame, as a snapshot runs (closed roots revealed first); the frames' routes are recorded the same
- * way, since the query's refs are acted on like a snapshot's. An invalid selector fails in the top document first.
+ * One in-page call in every frame of the tab at once, closed roots revealed first (best effort: a page whose hosts
+ * cannot be described is still read, without their roots). The top document's failure is the call's; a subframe
+ * that went away or cannot be scripted is left out, as the extension does. The frames' routes are recorded for the
+ * refs the answers carry (routeOf).
  */
-export async function query(core: CdpCore, tab: Tab & { sessionId: string }, args: Omit<QueryParams, "tabId">): Promise<FrameQuery[]> {
+async function inEveryFrame<T>(core: CdpCore, tab: Tab & { sessionId: string }, ask: (route: FrameRoute) => Promise<T>): Promise<{ value: T; frameId: number; parentFrameId: number }[]> {
   const frames = await core.frames(tab);
   const results = await Promise.all(
     frames.map(async (route) => {
       try {
         await revealClosedRoots(core, route.sessionId, route.frameId).catch(() => undefined);
-        return { route, value: parseAnswer(inpageQuery, await callInpage(core, route.sessionId, route.frameId, "query", args, true), "query") };
+        return { route, value: await ask(route) };
       } catch (error) {
         if (route.frameId === tab.mainFrameId) throw error;
         return undefined;
@@ -79,16 +63,13 @@ export async function query(core: CdpCore, tab: Tab & { sessionId: string }, arg
   );
   tab.routes.clear();
   tab.routesByFrame.clear();
-  const answers: FrameQuery[] = [];
-  for (const result of results) {
-    if (!result) continue;
+  return results.flatMap((result) => {
+    if (!result) return [];
     const { route, value } = result;
-    const key = frameKey(tab, route.frameId);
-    tab.routes.set(key, route);
+    tab.routes.set(frameKey(tab, route.frameId), route);
     tab.routesByFrame.set(route.frameId, route);
-    answers.push({ ...value, frameId: key, parentFrameId: route.parentId === undefined ? -1 : frameKey(tab, route.parentId) });
-  }
-  return answers;
+    return [{ value, frameId: frameKey(tab, route.frameId), parentFrameId: route.parentId === undefined ? -1 : frameKey(tab, route.parentId) }];
+  });
 }
 
 /** Where a ref lives: frame `key` of the last snapshot (0: the top document). */

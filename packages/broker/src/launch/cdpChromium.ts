@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LaunchError } from "../../launch/chromium.js";
+import { LaunchError } from "./chromium.js";
 
 export interface LaunchCdpOptions {
   chromiumPath: string;
