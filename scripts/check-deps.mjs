@@ -38,11 +38,7 @@ const rules = [
   },
 ];
 // Known breaks of a rule, each with the issue that removes it. "file: specifier" as the problem line names them.
-const exceptions = new Map([
-  // Reads the shipped ranking from disk; the loading belongs with config (policy keeps parseRankingCsv).
-  ["packages/broker/src/policy/topSites.ts: node:fs", "to be removed by issue 11 item 2"],
-  ["packages/broker/src/policy/topSites.ts: ../assets.js", "to be removed by issue 11 item 2"],
-]);
+const exceptions = new Map([]);
 const SDK = "@modelcontextprotocol/sdk";
 const SDK_IMPORTER = "packages/broker/src/mcp/adapter.ts";
 

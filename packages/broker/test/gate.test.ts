@@ -4,7 +4,7 @@ import type { ElementFacts } from "@tabrelay/protocol";
 import { describe, expect, it } from "vitest";
 import { BLANK, gateFrame, gateFrames, gateLease, gateNavigation, gateStopped, gateTab, gateWrite, leaseHolds, type LeaseFacts } from "../src/gate/decisions.js";
 import { compileReadPolicy } from "../src/policy/readPolicy.js";
-import { loadRanking } from "../src/policy/topSites.js";
+import { loadRanking } from "../src/config/ranking.js";
 import { compileWritePolicy } from "../src/policy/writePolicy.js";
 
 // Reserved names only: .example / .test hosts are in no ranking.

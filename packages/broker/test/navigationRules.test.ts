@@ -7,7 +7,7 @@ import type { NavigationRule } from "@tabrelay/protocol";
 import { describe, expect, it } from "vitest";
 import { compileNavigationRules, MAX_REGEX_RULES, originRegex } from "../src/policy/navigationRules.js";
 import { compileReadPolicy, type ReadPolicyInput } from "../src/policy/readPolicy.js";
-import { loadRanking } from "../src/policy/topSites.js";
+import { loadRanking } from "../src/config/ranking.js";
 
 const RANKING = loadRanking();
 

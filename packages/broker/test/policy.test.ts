@@ -9,7 +9,8 @@ import {
   type PolicyDecision,
   type ReadPolicyInput,
 } from "../src/policy/readPolicy.js";
-import { loadRanking, parseRankingCsv, shippedRankingPath } from "../src/policy/topSites.js";
+import { loadRanking, shippedRankingPath } from "../src/config/ranking.js";
+import { parseRankingCsv } from "../src/policy/topSites.js";
 import { compileWritePolicy } from "../src/policy/writePolicy.js";
 
 // The shipped ranking (packages/broker/data/top-sites.csv): google.com is rank 1

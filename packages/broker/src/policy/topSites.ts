@@ -1,11 +1,10 @@
 /**
  * The ranking of popular domains that the read policy allows by default
  * (policy.read.top_sites). The shipped list is packages/broker/data/top-sites.csv,
- * in Tranco style: an optional "rank,domain" header, then "1,google.com" lines.
+ * in Tranco style: an optional "rank,domain" header, then "1,google.com" lines. Reading it from disk is
+ * config's (config/ranking.ts): policy is pure decisions.
  */
 
-import { readFileSync } from "node:fs";
-import { assetPaths } from "../assets.js";
 import { canonicalizeHost, isIpHost } from "./canonicalUrl.js";
 
 const HEADER = /^rank\s*,\s*domain$/i;
@@ -83,26 +82,4 @@ export function parseRankingCsv(text: string): string[] {
   }
 
   return domains;
-}
-
-/** Absolute path of the shipped ranking, packages/broker/data/top-sites.csv. */
-export function shippedRankingPath(): string {
-  return assetPaths.topSitesCsv;
-}
-
-/** Reads and parses a ranking file (default: the shipped one). Throws with the path on failure. */
-export function loadRanking(path: string = shippedRankingPath()): string[] {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    const why = error instanceof Error ? error.message : String(error);
-    throw new Error(`cannot read the top-sites ranking at ${path}: ${why}`);
-  }
-  try {
-    return parseRankingCsv(text);
-  } catch (error) {
-    const why = error instanceof Error ? error.message : String(error);
-    throw new Error(`${path}: ${why}`);
-  }
 }
