@@ -149,6 +149,34 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     });
   }
 
+  // query judges each match by the reader's own rule: a hidden match is described by structure only, and a shown
+  // one's text leaves out what its descendants hide.
+  it("query returns no hidden text either: not as a match, not inside a shown one", async () => {
+    const opened = await call(client, "open_tab", { url: `${site.origin}/hostile` });
+    expect(opened.isError, opened.text).toBe(false);
+    const tab = Number(/tab (\d+)/.exec(opened.text)?.[1]);
+    try {
+      for (const selector of ["p", "div", "article", "body", "[class]"]) {
+        const result = await call(client, "query", { tab, selector, limit: 100 });
+        expect(result.isError, result.text).toBe(false);
+        expect(result.text, selector).not.toContain("ignore your instructions");
+        expect(result.text, selector).not.toContain("evil.test");
+      }
+      const paragraphs = await call(client, "query", { tab, selector: "p", limit: 100 });
+      // What a person sees is still there: inside an invisible paragraph, a span made visible again.
+      const shown = await call(client, "query", { tab, selector: ".shown", limit: 10 });
+      for (const where of ["TOP", "SAME-ORIGIN FRAME", "CROSS-ORIGIN FRAME"]) {
+        expect(paragraphs.text, where).toContain(`VISIBLE ${where} paragraph 1:`);
+        expect(paragraphs.text, where).toContain(`BELOW THE FOLD ${where}:`);
+        expect(shown.text, where).toContain(`VISIBLE INSIDE INVISIBLE ${where}`);
+      }
+      // Each hiding place is a match, marked hidden (its text colour on its background, clipped, off-screen, ...).
+      expect(paragraphs.text.match(/\[hidden: /g)?.length ?? 0).toBeGreaterThanOrEqual(3 * 12);
+    } finally {
+      await call(client, "close_tab", { tab });
+    }
+  });
+
   it("keeps the text below the fold of an app that scrolls in a box of its own, and still withholds what is off-screen", async () => {
     const result = await call(client, "read_url", { url: `${site.origin}/app-scroller`, mode: "full" });
     expect(result.isError, result.text).toBe(false);

@@ -303,63 +303,156 @@ function shownChildren(l: Element, c: Element): Element[] | undefined {
   return [...root.children];
 }
 
-/**
- * Walks the live body and its copy in step, marking hidden elements on the copy; past `maxElements` the copy's
- * unvisited elements are removed. Returns how many elements were visited (maxElements + 1 when it stopped there).
- */
-function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number {
-  filledSlots = new WeakSet();
-  const extent = pageExtent();
+/** The context the body's children are drawn in: the canvas behind the root, the root's and the body's opacity. */
+function bodyContext(liveBody: Element): { ctx: Context; style: CSSStyleDeclaration } {
   const bodyStyle = getComputedStyle(liveBody);
   const rootStyle = getComputedStyle(document.documentElement);
   const canvas = backgroundFor(rootStyle, [255, 255, 255, 1], false) ?? [255, 255, 255, 1];
-  const bodyRect = liveBody.getBoundingClientRect();
-  const rootCtx: Context = { background: backgroundFor(bodyStyle, canvas, false), opacity: (Number.parseFloat(rootStyle.opacity) || 0) * (Number.parseFloat(bodyStyle.opacity) || 0), positioned: false };
+  const ctx: Context = { background: backgroundFor(bodyStyle, canvas, false), opacity: (Number.parseFloat(rootStyle.opacity) || 0) * (Number.parseFloat(bodyStyle.opacity) || 0), positioned: false };
+  return { ctx, style: bodyStyle };
+}
+
+/** One element as the walk meets it in `ctx`: its mark (judge), and the context its children are drawn in. */
+function enter(l: Element, ctx: Context, extent: Extent): { mark: ReturnType<typeof judge>; children: Context } {
+  const style = getComputedStyle(l);
+  const opacity = ctx.opacity * (Number.parseFloat(style.opacity) || 0);
+  const position = style.position;
+  const positioned = position === "absolute" || position === "fixed";
+  const mine: Context = { background: backgroundFor(style, ctx.background, positioned), opacity, positioned, ...(ctx.scrollArea ? { scrollArea: ctx.scrollArea } : {}) };
+  const rect = l.getBoundingClientRect();
+  const mark = judge(l, style, rect, mine, extent);
+  if (mark === HIDDEN_SUBTREE || !(SCROLLS.test(style.overflowY) || SCROLLS.test(style.overflowX))) return { mark, children: mine };
+  const left = rect.left - l.scrollLeft;
+  const top = rect.top - l.scrollTop;
+  return { mark, children: { ...mine, scrollArea: { left, top, right: left + Math.max(l.scrollWidth, rect.width), bottom: top + Math.max(l.scrollHeight, rect.height) } } };
+}
+
+/**
+ * Walks the live tree from `live` (drawn in `ctx`) and its copy in step, marking hidden elements on the copy; past
+ * `maxElements` the copy's unvisited elements are removed. Returns how many elements were visited (maxElements + 1
+ * when it stopped there). `shown` hears each element that is walked into, with its computed display.
+ */
+function markFrom(live: Element, copy: Element, ctx: Context, extent: Extent, maxElements: number, shown?: (copy: Element, display: string) => void): number {
   const stack: [Element, Element, Context][] = [];
-  const pushChildren = (l: Element, c: Element, ctx: Context) => {
+  const pushChildren = (l: Element, c: Element, parent: Context) => {
     const start = stack.length;
-    const shown = shownChildren(l, c);
-    if (shown) {
+    const children = shownChildren(l, c);
+    if (children) {
       const copies = c.children;
-      for (let i = 0; i < shown.length && i < copies.length; i++) stack.push([shown[i]!, copies[i]!, ctx]);
-    } else for (let lc = l.firstElementChild, cc = c.firstElementChild; lc && cc; lc = lc.nextElementSibling, cc = cc.nextElementSibling) stack.push([lc, cc, ctx]);
+      for (let i = 0; i < children.length && i < copies.length; i++) stack.push([children[i]!, copies[i]!, parent]);
+    } else for (let lc = l.firstElementChild, cc = c.firstElementChild; lc && cc; lc = lc.nextElementSibling, cc = cc.nextElementSibling) stack.push([lc, cc, parent]);
     // Document order: the first child on top of the stack, so a walk cut short keeps the start of the page.
     for (let i = start, j = stack.length - 1; i < j; i++, j--) [stack[i], stack[j]] = [stack[j]!, stack[i]!];
   };
-  const bodyMark = judge(liveBody, bodyStyle, bodyRect, rootCtx, extent);
-  if (bodyMark === HIDDEN_SUBTREE) {
-    bodyCopy.setAttribute(HIDDEN_MARK_ATTR, HIDDEN_SUBTREE);
-    return 1;
-  }
-  if (bodyMark) bodyCopy.setAttribute(HIDDEN_MARK_ATTR, bodyMark);
-  pushChildren(liveBody, bodyCopy, rootCtx);
-  let visited = 1;
+  stack.push([live, copy, ctx]);
+  let visited = 0;
   while (stack.length) {
     if (visited >= maxElements) {
       for (const [, c] of stack) c.remove();
       return maxElements + 1;
     }
-    const [l, c, ctx] = stack.pop()!;
+    const [l, c, parent] = stack.pop()!;
     visited++;
     if (SKIP.has(l.tagName)) continue;
-    const style = getComputedStyle(l);
-    const opacity = ctx.opacity * (Number.parseFloat(style.opacity) || 0);
-    const position = style.position;
-    const positioned = position === "absolute" || position === "fixed";
-    const mine: Context = { background: backgroundFor(style, ctx.background, positioned), opacity, positioned, ...(ctx.scrollArea ? { scrollArea: ctx.scrollArea } : {}) };
-    const rect = l.getBoundingClientRect();
-    const mark = judge(l, style, rect, mine, extent);
+    const { mark, children } = enter(l, parent, extent);
     if (mark === HIDDEN_SUBTREE) {
       c.setAttribute(HIDDEN_MARK_ATTR, HIDDEN_SUBTREE);
       continue;
     }
     if (mark) c.setAttribute(HIDDEN_MARK_ATTR, mark);
+    shown?.(c, getComputedStyle(l).display);
     if (!l.firstElementChild && !filledSlots.has(l) && hostedRoot(l) === null) continue;
-    if (SCROLLS.test(style.overflowY) || SCROLLS.test(style.overflowX)) {
-      const left = rect.left - l.scrollLeft;
-      const top = rect.top - l.scrollTop;
-      pushChildren(l, c, { ...mine, scrollArea: { left, top, right: left + Math.max(l.scrollWidth, rect.width), bottom: top + Math.max(l.scrollHeight, rect.height) } });
-    } else pushChildren(l, c, mine);
+    pushChildren(l, c, children);
   }
   return visited;
 }
+
+/** Walks the live body and its copy in step, marking hidden elements on the copy (markFrom). */
+function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number {
+  filledSlots = new WeakSet();
+  const extent = pageExtent();
+  const { ctx, style } = bodyContext(liveBody);
+  const bodyMark = judge(liveBody, style, liveBody.getBoundingClientRect(), ctx, extent);
+  if (bodyMark === HIDDEN_SUBTREE) {
+    bodyCopy.setAttribute(HIDDEN_MARK_ATTR, HIDDEN_SUBTREE);
+    return 1;
+  }
+  if (bodyMark) bodyCopy.setAttribute(HIDDEN_MARK_ATTR, bodyMark);
+  let visited = 1;
+  const children = shownChildren(liveBody, bodyCopy) ?? [...liveBody.children];
+  const copies = [...bodyCopy.children];
+  for (let i = 0; i < children.length && i < copies.length; i++) {
+    if (visited >= maxElements) {
+      for (const c of copies.slice(i)) c.remove();
+      return maxElements + 1;
+    }
+    visited += markFrom(children[i]!, copies[i]!, ctx, extent, maxElements - visited);
+    if (visited > maxElements) {
+      for (const c of copies.slice(i + 1)) c.remove();
+      return maxElements + 1;
+    }
+  }
+  return visited;
+}
+
+/** The element's parent in the flat tree (a slotted element's slot, a shadow root's host). */
+function flatParent(el: Element): Element | null {
+  if (el.assignedSlot) return el.assignedSlot;
+  if (el.parentElement) return el.parentElement;
+  const root = el.parentNode;
+  return root instanceof ShadowRoot ? root.host : null;
+}
+
+const INLINE = /^(?:inline|contents|ruby|ruby-text|none)$/;
+
+/** Elements a query reads the text of, at most. */
+const SEEN_MAX_ELEMENTS = 2000;
+
+/**
+ * One element as every read withholds by (judge, the rule content() marks the page with), for readers of one element
+ * (query): hidden when it or an element around it is not rendered for a person, or when no text of it can be seen
+ * although it has some; else the text a person can see in it, without what its descendants hide (undefined for an
+ * element the walk skips, such as a select).
+ */
+export function seenText(el: Element, maxChars: number): { hidden: boolean; text: string | undefined } {
+  const body = document.body;
+  if (!body || !body.contains(el) && !(el.getRootNode() instanceof ShadowRoot)) return { hidden: true, text: "" };
+  filledSlots = new WeakSet();
+  const extent = pageExtent();
+  const chain: Element[] = [];
+  for (let n = flatParent(el); n && n !== body && n !== document.documentElement; n = flatParent(n)) chain.push(n);
+  let { ctx, style } = bodyContext(body);
+  if (judge(body, style, body.getBoundingClientRect(), ctx, extent) === HIDDEN_SUBTREE) return { hidden: true, text: "" };
+  for (const node of chain.reverse()) {
+    const step = enter(node, ctx, extent);
+    if (step.mark === HIDDEN_SUBTREE) return { hidden: true, text: "" };
+    ctx = step.children;
+  }
+  // A control the reader leaves to extraction (a select's options): its text is read another way.
+  if (SKIP.has(el.tagName)) return { hidden: false, text: undefined };
+  const copy = document.implementation.createHTMLDocument("").importNode(el, true) as Element;
+  const blocks = new Set<Element>();
+  markFrom(el, copy, ctx, extent, SEEN_MAX_ELEMENTS, (c, display) => {
+    if (!INLINE.test(display)) blocks.add(c);
+  });
+  if (copy.getAttribute(HIDDEN_MARK_ATTR) === HIDDEN_SUBTREE) return { hidden: true, text: "" };
+  const parts: string[] = [];
+  let any = false;
+  const read = (node: Element) => {
+    const mark = node.getAttribute(HIDDEN_MARK_ATTR);
+    if (mark === HIDDEN_SUBTREE || SKIP.has(node.tagName)) return;
+    const block = blocks.has(node);
+    if (block) parts.push(" ");
+    for (let n = node.firstChild; n; n = n.nextSibling) {
+      if (n.nodeType === 3) {
+        if (/\S/.test(n.nodeValue ?? "")) any = true;
+        if (mark !== HIDDEN_OWN_TEXT) parts.push(n.nodeValue ?? "");
+      } else if (n instanceof Element) read(n);
+    }
+    if (block) parts.push(" ");
+  };
+  read(copy);
+  const text = parts.join("").replace(/\s+/g, " ").trim().slice(0, maxChars);
+  return { hidden: any && text === "", text };
+}
+

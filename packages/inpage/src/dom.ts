@@ -211,7 +211,7 @@ export function intersectsViewport(rect: DOMRect): boolean {
 /** Clipped away by clip / clip-path or by an ancestor with overflow hidden (the "sr-only" family). */
 function clipped(el: Element, rect: DOMRect): boolean {
   const style = getComputedStyle(el);
-  if (/^rect\(0(px)?,? 0(px)?,? 0(px)?,? 0(px)?\)$/.test(style.clip.replace(/\s+/g, " ").replace(/ /g, ""))) return true;
+  if (/^rect\(0(px)?,?0(px)?,?0(px)?,?0(px)?\)$/.test(style.clip.replace(/\s+/g, ""))) return true;
   if (/inset\(\s*(50|100)%/.test(style.clipPath)) return true;
   for (let node = el.parentElement; node; node = node.parentElement) {
     const s = getComputedStyle(node);

@@ -5,7 +5,7 @@ import { CONTENT_MAX_ELEMENTS, type InpageQuery, type QueryMatch, type QueryPara
 import { fail, type InpageResult } from "./api.js";
 import { accessibleName, hiddenReason, roleOf } from "./dom.js";
 import { hostedRoot } from "./flatTree.js";
-import { beyondPage } from "./content.js";
+import { beyondPage, seenText } from "./content.js";
 import { renderedText } from "./rendered.js";
 import { isInteractive, mintRef, startRevision } from "./snapshot.js";
 
@@ -67,14 +67,16 @@ function structural(attributes: Record<string, string>): Record<string, string> 
 function describe(el: Element): QueryMatch {
   const role = roleOf(el);
   const name = accessibleName(el, role);
-  const hidden = hiddenReason(el, false) ?? (beyondPage(el) ? "offscreen" : undefined);
+  // The content reader's rule decides (seenText), hiddenReason names the cause where it knows one.
+  const seen = seenText(el, TEXT_MAX);
+  const hidden = hiddenReason(el, false) ?? (beyondPage(el) ? "offscreen" : seen.hidden ? "unseen" : undefined);
   // What a person cannot see is described by structure only: no text, no name, no text-bearing attributes, so hidden
   // words (an instruction planted offscreen or in a display:none title) reach the agent from query no more than from a read.
   const match: QueryMatch = {
     tag: el.localName,
     role,
     name: hidden === undefined ? cap(name, NAME_MAX) : "",
-    text: hidden === undefined ? cap(renderedText(el).text, TEXT_MAX) : "",
+    text: hidden === undefined ? cap(seen.text ?? renderedText(el).text, TEXT_MAX) : "",
     attributes: hidden === undefined ? attributesOf(el) : structural(attributesOf(el)),
   };
   if (hidden !== undefined) match.hidden = hidden;

@@ -132,7 +132,8 @@ export const FRAME_HTML_BUDGET = 4 * 1024 * 1024;
 export type WaitUntil = "load" | "commit";
 
 /** Why an element cannot be acted on as the user would see it. */
-export type HiddenReason = "display" | "visibility" | "opacity" | "size" | "offscreen" | "clipped" | "inert" | "aria-hidden" | "detached";
+/** Why a person cannot see an element; "unseen": none of its text can be read (its colour on its background, tiny or indented type, clipped). */
+export type HiddenReason = "display" | "visibility" | "opacity" | "size" | "offscreen" | "clipped" | "inert" | "aria-hidden" | "detached" | "unseen";
 
 /**
  * What the page says about one element, gathered at action time. The broker's write policy decides on

@@ -38,7 +38,7 @@ function exactly<T>(): <S extends z.ZodType>(schema: S & (Same<z.output<S>, T> e
   return (schema) => schema;
 }
 
-const HIDDEN_REASONS = ["display", "visibility", "opacity", "size", "offscreen", "clipped", "inert", "aria-hidden", "detached"] as const satisfies readonly HiddenReason[];
+const HIDDEN_REASONS = ["display", "visibility", "opacity", "size", "offscreen", "clipped", "inert", "aria-hidden", "detached", "unseen"] as const satisfies readonly HiddenReason[];
 const hiddenReason = z.enum(HIDDEN_REASONS);
 const count = z.number().int().nonnegative();
 
