@@ -1,0 +1,51 @@
+// The only code that runs in a fresh QuickJS context before the program: it builds `browse` and `log` from
+// two host functions and hands the host two helpers it keeps for itself (never reachable from the program).
+// Everything crosses as JSON strings, so no host object or handle ever enters the sandbox.
+// It captures JSON, Error and WeakMap first: whatever the program later does to the globals, the copies of
+// arguments, answers and the returned value use the originals.
+
+/** Evaluates to `install(hostCall, hostLog, commandsJson) -> { copyOut, failedSeq }`. */
+export const PRELUDE = String.raw`(function install(hostCall, hostLog, commandsJson) {
+  "use strict";
+  const stringify = JSON.stringify, parse = JSON.parse, ErrorCtor = Error, failures = new WeakMap();
+  const define = Object.defineProperty, freeze = Object.freeze, create = Object.create;
+  const text = (value) => {
+    if (typeof value === "string") return value;
+    try { const json = stringify(value); return json === undefined ? String(value) : json; }
+    catch { try { return String(value); } catch { return "[value without a text form]"; } }
+  };
+  const command = (path) => async function (...args) {
+    const answer = parse(await hostCall(path, stringify(args)));
+    if (answer.ok) return answer.value;
+    const error = new ErrorCtor(answer.error.message);
+    error.name = "CommandError";
+    error.code = answer.error.code;
+    error.command = path;
+    failures.set(error, answer.seq);
+    throw error;
+  };
+  const browse = create(null);
+  for (const path of parse(commandsJson)) {
+    const parts = path.split(".");
+    let node = browse;
+    for (let i = 0; i < parts.length - 1; i++) {
+      const key = parts[i];
+      if (typeof node[key] !== "object") define(node, key, { value: create(null), enumerable: true });
+      node = node[key];
+    }
+    define(node, parts[parts.length - 1], { value: command(path), enumerable: true });
+  }
+  const deepFreeze = (node) => { for (const key of Object.keys(node)) if (typeof node[key] === "object") deepFreeze(node[key]); return freeze(node); };
+  const logger = (level) => (...args) => { hostLog(level, args.map(text).join(" ")); };
+  define(globalThis, "browse", { value: deepFreeze(browse), enumerable: false });
+  define(globalThis, "log", { value: freeze({ info: logger("info"), warn: logger("warn"), error: logger("error") }), enumerable: false });
+  return {
+    copyOut(value) {
+      if (value === undefined) return undefined;
+      const json = stringify(value);
+      if (json === undefined) throw new TypeError("a " + typeof value + " has no JSON form");
+      return json;
+    },
+    failedSeq(error) { return (typeof error === "object" && error !== null && failures.get(error)) || 0; },
+  };
+})`;
