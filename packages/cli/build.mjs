@@ -5,7 +5,8 @@
 // use) holds far less source and fewer module records than ~400 files under node_modules (bench/: ~10 MiB less
 // RSS after a read workload). `npm run build` compiles the TypeScript first (tsc -b); this reads that output.
 import { build } from "esbuild";
-import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -81,7 +82,12 @@ const out = join(root, "bundle");
 rmSync(out, { recursive: true, force: true });
 await build({
   // The extraction worker thread's script (the broker finds it through assets.ts); it shares the extraction chunk.
-  entryPoints: { main: join(root, "dist/main.js"), extractWorker: join(root, "../broker/dist/extract/worker.js") },
+  // The code-mode sandbox's worker thread (its pool finds sandboxWorker.js beside the bundle's chunks).
+  entryPoints: {
+    main: join(root, "dist/main.js"),
+    extractWorker: join(root, "../broker/dist/extract/worker.js"),
+    sandboxWorker: join(root, "../sandbox/dist/node/worker.js"),
+  },
   outdir: out,
   bundle: true,
   splitting: true, // keeps the broker's lazy imports (extraction, CDP driver, S3) lazy
@@ -103,6 +109,8 @@ await build({
   plugins: [deferPlugin],
 });
 for (const { file } of deferrals) if (!applied.has(file)) throw new Error(`build.mjs: no file matched ${file}; update the deferral`);
+// QuickJS's wasm, which the sandbox pool loads from beside sandboxWorker.js (esbuild bundles JavaScript only).
+copyFileSync(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm"), join(out, "emscripten-module.wasm"));
 
 // V8 keeps every loaded script's source in memory, as one byte per character only if all of it is Latin-1.
 // esbuild escapes non-ASCII in strings but leaves it in regular expressions (Readability's "»", "正在加载") and

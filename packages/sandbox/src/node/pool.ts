@@ -38,6 +38,9 @@ export interface SandboxPool {
   close(): Promise<void>;
 }
 
+/** The WebAssembly global: @types/node (which the tests type-check against) declares its types, not the value. */
+const wasm = (globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => WebAssembly.Module } }).WebAssembly;
+
 const here = fileURLToPath(import.meta.url);
 const fromBundle = /[\\/]bundle[\\/][^\\/]*$/.test(here);
 const fromSources = here.endsWith(".ts");
@@ -222,7 +225,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
   let wasmModule: WebAssembly.Module | undefined;
   try {
     if (!existsSync(workerPath)) throw new Error(`the sandbox worker script ${workerPath} does not exist; run npm run build`);
-    wasmModule = new WebAssembly.Module(readFileSync(options.wasmPath ?? defaultWasmPath(workerPath)));
+    wasmModule = new wasm.Module(readFileSync(options.wasmPath ?? defaultWasmPath(workerPath)));
   } catch (error) {
     startupError = error instanceof Error ? error.message : String(error);
   }
