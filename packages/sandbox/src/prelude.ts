@@ -25,17 +25,22 @@ export const PRELUDE = String.raw`(function install(hostCall, hostLog, commandsJ
     throw error;
   };
   const browse = create(null);
-  for (const path of parse(commandsJson)) {
-    const parts = path.split(".");
+  // Shorter paths first: "tabs" is a function before "tabs.list" hangs beneath it.
+  const paths = parse(commandsJson).map((path) => path.split(".")).sort((a, b) => a.length - b.length);
+  for (const parts of paths) {
     let node = browse;
     for (let i = 0; i < parts.length - 1; i++) {
       const key = parts[i];
-      if (typeof node[key] !== "object") define(node, key, { value: create(null), enumerable: true });
+      if (node[key] === undefined) define(node, key, { value: create(null), enumerable: true });
       node = node[key];
     }
-    define(node, parts[parts.length - 1], { value: command(path), enumerable: true });
+    const leaf = parts[parts.length - 1];
+    if (node[leaf] === undefined) define(node, leaf, { value: command(parts.join(".")), enumerable: true });
   }
-  const deepFreeze = (node) => { for (const key of Object.keys(node)) if (typeof node[key] === "object") deepFreeze(node[key]); return freeze(node); };
+  const deepFreeze = (node) => {
+    for (const key of Object.keys(node)) if (typeof node[key] === "object" || typeof node[key] === "function") deepFreeze(node[key]);
+    return freeze(node);
+  };
   const logger = (level) => (...args) => { hostLog(level, args.map(text).join(" ")); };
   define(globalThis, "browse", { value: deepFreeze(browse), enumerable: false });
   define(globalThis, "log", { value: freeze({ info: logger("info"), warn: logger("warn"), error: logger("error") }), enumerable: false });

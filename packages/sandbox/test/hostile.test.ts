@@ -185,6 +185,12 @@ describe("no host access", () => {
     });
   });
 
+  it("a command that is also a namespace is a function carrying its subcommands", async () => {
+    const browser = new TinyBrowser();
+    const result = await pool.run({ program: "return [await browse.tabs.list(), typeof browse.tabs, Object.isFrozen(browse.tabs)];", commands: ["tabs.list", "tabs"], budgets: BUDGETS }, browser.call);
+    expect(result).toMatchObject({ status: "ok", value: [[{ id: 1, url: "https://example.test/" }], "function", true] });
+  });
+
   it("prototype pollution in one run does not reach the next", async () => {
     const first = await run(`
       Object.prototype.polluted = "yes";
@@ -277,6 +283,16 @@ describe("promises and commands", () => {
     expect(result.usage.commands).toBe(2);
     expect(result.logs).toEqual([{ level: "warn", text: expect.stringContaining("2 commands were still in flight") }]);
     expect(ms).toBeLessThan(300);
+  });
+
+  it("a command slower than the wall clock ends the run at the deadline, its answer discarded", async () => {
+    const browser = new TinyBrowser();
+    browser.slowMs = 3000;
+    const { result, ms } = await run("log.info('waiting');\nconst r = await browse.slow();\nreturn r;", { wallMs: 500 }, browser);
+    expectBudget(result, "wall clock");
+    expect(result.logs).toEqual([{ level: "info", text: "waiting" }]);
+    expect(ms).toBeGreaterThanOrEqual(495);
+    expect(ms).toBeLessThan(800);
   });
 
   it("a TypeScript program with interfaces, generics and types runs", async () => {
