@@ -15,6 +15,8 @@ import { createHttpApp, type HttpApp, type Refusal } from "./http/app.js";
 import { LocalScreenshotStore, S3ScreenshotStore, type ScreenshotStore } from "./screenshots/store.js";
 import { DocCache } from "./tools/docCache.js";
 import { tools } from "./tools/index.js";
+import { apiDocs } from "./tools/run.js";
+import { lazySandbox } from "./code/sandbox.js";
 import { enforceOnCommit } from "./gate/enforce.js";
 import { Denials } from "./gate/tabRecord.js";
 import { SnapshotCache } from "./tools/snapshot.js";
@@ -56,6 +58,8 @@ export class Broker {
   /** CDP endpoints attached or being attached: the same endpoint twice is the same browser. */
   readonly #cdpEndpoints = new Map<string, Promise<BrowserDriver>>();
   readonly #answering = new Answering();
+  /** Code mode's sandbox pool: started by the first browser_run, closed with the broker. */
+  readonly #sandbox = lazySandbox();
   #closing = false;
 
   constructor(options: BrokerOptions) {
@@ -96,6 +100,7 @@ export class Broker {
       audit: this.audit,
       log: this.#log,
       secrets: this.secrets,
+      sandbox: this.#sandbox,
     };
     enforceOnCommit(this.context);
     this.#allowedOrigins = new Set(this.config.allowedOrigins);
@@ -125,6 +130,7 @@ export class Broker {
       mcpToken: this.config.mcpToken,
       registerBrowser: (req) => this.#registerCdpBrowser(req),
       mcp: (req) => this.#sessions.handle(req),
+      apiDocs: () => apiDocs(this.config.codeMode),
       screenshots: this.#localShots ? (req) => this.#localShots?.handle(req) : undefined,
       dashboard: this.#dashboard,
       log: this.#log,
@@ -233,6 +239,7 @@ export class Broker {
     this.#http.closeAllConnections();
     await new Promise<void>((resolve) => this.#http.close(() => resolve()));
     await this.#screenshots?.close();
+    await this.#sandbox.close();
     this.audit.close();
   }
 

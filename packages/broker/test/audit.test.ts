@@ -96,7 +96,19 @@ describe("AuditLog storage", () => {
       { time: rec().time, tab: 4, tool: "click", client: "claude-code", decision: "allowed", durationMs: 42 },
     ]);
     expect(formatAuditLine({ id: 2, ...rec({ tool: "click", client: "claude-code", tab: 4 }) })).toContain("click client=claude-code tab=4");
-    expect(AUDIT_SCHEMA_VERSION).toBe(2);
+    expect(AUDIT_SCHEMA_VERSION).toBe(3);
+  });
+
+  it("keeps a code-mode run's id on its commands' records and the run's details on its own (version 3)", () => {
+    const log = open(tempDir());
+    log.record(rec({ tool: "click", tab: 4, run: "run-1a2b" }));
+    log.record(rec({ tool: "browser_run", run: "run-1a2b", detail: '{"status":"ok"}' }));
+    log.record(rec({ tool: "click", tab: 4 }));
+    const [command, run, plain] = log.list();
+    expect(command?.run).toBe("run-1a2b");
+    expect(run).toMatchObject({ tool: "browser_run", run: "run-1a2b", detail: '{"status":"ok"}' });
+    expect(plain?.run).toBeUndefined();
+    expect(formatAuditLine({ id: 1, ...rec({ tool: "click", run: "run-1a2b" }) })).toContain("run=run-1a2b");
   });
 
   it("refuses a database written by a newer schema", () => {
@@ -304,7 +316,7 @@ describe("AuditLog: a write is recorded before it runs", () => {
   const CREATE_AUDIT = `CREATE TABLE audit (
      id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, browser TEXT, tab INTEGER, origin TEXT, tool TEXT NOT NULL,
      target TEXT, decision TEXT NOT NULL CHECK (decision IN ('allowed', 'refused', 'failed', 'outcome_unknown')),
-     rule TEXT, code TEXT, duration_ms INTEGER NOT NULL, client TEXT)`;
+     rule TEXT, code TEXT, duration_ms INTEGER NOT NULL, client TEXT, run TEXT, detail TEXT)`;
 
   it("begin() leaves an outcome_unknown record that another reader already sees, and complete() replaces it", () => {
     const dir = tempDir();

@@ -78,6 +78,29 @@ export const ERRORS = [
     hint: REFUSED,
   },
   {
+    code: "ambiguous_selector",
+    meaning: "a CSS selector given as a program's target matched several elements (the count is named); a target must be one element",
+    next: "make the selector match one element, or `browse.query` it and pass the ref you want",
+  },
+  {
+    code: "code_mode_disabled",
+    meaning: "code mode is off in config (`code_mode.enabled: false`), so `browser_run` runs nothing",
+    next: "use the tools one call at a time; the user can set `code_mode.enabled: true`",
+    hint: "use the tools instead",
+  },
+  { code: "syntax_error", meaning: "the program does not parse as TypeScript or JavaScript (the line is named); nothing ran", next: "fix the program and run it again" },
+  {
+    code: "program_error",
+    meaning: "the program threw (its message and line are given); commands it made before that happened and are not undone",
+    next: "fix the program; a failed program is never replayed, so check the page (`snapshot`) before running it again",
+  },
+  {
+    code: "budget_exceeded",
+    meaning: "a program hit one of its budgets (named: wall clock, instructions, memory, stack, commands or output) and was stopped",
+    next: "do less per run (fewer commands, smaller values), or pass a higher `budgets` value up to the cap the message names",
+  },
+  { code: "value_not_copyable", meaning: "a program returned or passed a value that cannot be copied as JSON (cyclic, a function, too large)", next: "return plain data (objects, arrays, strings, numbers)" },
+  {
     code: "invalid_params",
     meaning: "an unknown argument, one of the wrong type or out of range, or a missing or contradictory one (the field is named)",
     next: "fix what the message names and call the tool again",

@@ -27,6 +27,10 @@ export interface AuditRecord {
   /** The error code, when there is one. */
   code?: string;
   durationMs: number;
+  /** The code-mode run the call belongs to (a program's command), or the run's own id on browser_run's record. */
+  run?: string;
+  /** More about the call as JSON: on a run's record its program's sha256, status and usage. */
+  detail?: string;
 }
 
 export interface StoredAuditRecord extends AuditRecord {
@@ -78,6 +82,9 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX audit_time ON audit (time);`,
   // Version 2: the MCP client whose session made the call (older rows have none).
   `ALTER TABLE audit ADD COLUMN client TEXT;`,
+  // Version 3: code mode. Each command of a program carries its run's id; the run's own record its details.
+  `ALTER TABLE audit ADD COLUMN run TEXT;
+   ALTER TABLE audit ADD COLUMN detail TEXT;`,
 ];
 
 /** The schema version this code writes; a file with a newer one is refused rather than misread. */
@@ -96,6 +103,8 @@ type Row = {
   rule: string | null;
   code: string | null;
   duration_ms: number;
+  run: string | null;
+  detail: string | null;
 };
 
 type InsertParams = Omit<Row, "id">;
@@ -114,12 +123,12 @@ export class AuditLog {
     this.db = db;
     this.secrets = secrets;
     this.insert = db.prepare<[InsertParams]>(
-      `INSERT INTO audit (time, browser, tab, origin, tool, client, target, decision, rule, code, duration_ms)
-       VALUES (@time, @browser, @tab, @origin, @tool, @client, @target, @decision, @rule, @code, @duration_ms)`,
+      `INSERT INTO audit (time, browser, tab, origin, tool, client, target, decision, rule, code, duration_ms, run, detail)
+       VALUES (@time, @browser, @tab, @origin, @tool, @client, @target, @decision, @rule, @code, @duration_ms, @run, @detail)`,
     );
     this.update = db.prepare<[Row]>(
       `UPDATE audit SET time = @time, browser = @browser, tab = @tab, origin = @origin, tool = @tool, client = @client, target = @target,
-         decision = @decision, rule = @rule, code = @code, duration_ms = @duration_ms WHERE id = @id`,
+         decision = @decision, rule = @rule, code = @code, duration_ms = @duration_ms, run = @run, detail = @detail WHERE id = @id`,
     );
   }
 
@@ -205,6 +214,9 @@ export class AuditLog {
       rule: this.text(rec.rule),
       code: this.text(rec.code),
       duration_ms: Number.isFinite(rec.durationMs) ? Math.max(0, Math.round(rec.durationMs)) : 0,
+      run: this.text(rec.run),
+      // JSON the broker wrote (hash, status, counts): redacted, not capped, so it stays parseable.
+      detail: rec.detail === undefined ? null : this.secrets.redact(rec.detail).slice(0, 4000),
     };
   }
 
@@ -271,6 +283,7 @@ export function formatAuditLine(rec: StoredAuditRecord): string {
   field("origin", rec.origin);
   field("target", rec.target);
   field("rule", rec.rule);
+  field("run", rec.run);
   parts.push(`${rec.durationMs}ms`);
   field("code", rec.code);
   return parts.join(" ");
@@ -331,6 +344,8 @@ function fromRow(row: Row): StoredAuditRecord {
     ...(row.rule !== null ? { rule: row.rule } : {}),
     ...(row.code !== null ? { code: row.code } : {}),
     durationMs: Math.max(0, row.duration_ms),
+    ...(row.run !== null && row.run !== undefined ? { run: row.run } : {}),
+    ...(row.detail !== null && row.detail !== undefined ? { detail: row.detail } : {}),
   };
 }
 

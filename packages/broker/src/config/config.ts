@@ -10,6 +10,8 @@ import { parseRankingCsv } from "../policy/topSites.js";
 import { loadRanking, shippedRankingPath } from "./ranking.js";
 import { compileWritePolicy, type CompiledWritePolicy } from "../policy/writePolicy.js";
 import { TOKEN_ADVICE, weakTokenReason } from "../util/secrets.js";
+import { COMMAND_NAMES } from "../code/commands.js";
+import { codeModeFileSchema, codeModeSettings, type CodeModeSettings } from "./codeMode.js";
 import { readOwnFile, secureDataDir, writeSecretFile, type FileCheck } from "./fileSafety.js";
 
 /** The extension's ID, fixed by the `key` in its manifest; the bridge accepts only these origins. */
@@ -89,6 +91,7 @@ const fileSchema = z
       .strict()
       .optional(),
     audit: z.object({ enabled: z.boolean().optional() }).strict().optional(),
+    code_mode: codeModeFileSchema.optional(),
     screenshots: z
       .object({
         enabled: z.boolean().optional(),
@@ -136,6 +139,8 @@ export interface BrokerConfig {
   writePolicy: CompiledWritePolicy;
   rankingPath: string;
   screenshots: ScreenshotSettings;
+  /** browser_run: on or off, budgets (defaults and caps), the commands a program may call. */
+  codeMode: CodeModeSettings;
 }
 
 export interface ScreenshotSettings {
@@ -290,6 +295,12 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
   } catch (error) {
     throw new ConfigError(`${configPath}: policy.write: ${error instanceof Error ? error.message : String(error)}`);
   }
+  let codeMode: CodeModeSettings;
+  try {
+    codeMode = codeModeSettings(file.code_mode, COMMAND_NAMES);
+  } catch (error) {
+    throw new ConfigError(`${configPath}: ${error instanceof Error ? error.message : String(error)}`);
+  }
   const mcpToken = loadOrCreateToken(dataDir, "mcp-token", "TABRELAY_MCP_TOKEN", env, warn);
   const pairingToken = loadOrCreateToken(dataDir, "pairing-token", "TABRELAY_PAIRING_TOKEN", env, warn);
   return {
@@ -314,6 +325,7 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     policy,
     writePolicy,
     rankingPath,
+    codeMode,
     screenshots: {
       enabled: file.screenshots?.enabled ?? false,
       ttlMs: (file.screenshots?.ttl_seconds ?? 300) * 1000,

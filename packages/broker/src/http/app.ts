@@ -26,6 +26,8 @@ export interface HttpSurface {
   mcpToken: string;
   /** POST /browsers, guarded by the broker itself (its refusals are JSON). */
   registerBrowser(req: Request): Promise<Response>;
+  /** Code mode's browse API (GET /api.d.ts, /api.md), behind the same door checks as /mcp. */
+  apiDocs(): { declarations: string; guide: string };
   /** Streamable HTTP MCP (sessions, SSE streams, DELETE), after the door checks passed. */
   mcp(req: Request): Promise<Response>;
   /** The local screenshot store's handler (undefined for a path it does not serve), when screenshots are stored locally. */
@@ -52,16 +54,19 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
     app.all("/shots/*", async (c, next) => (await screenshots(c.req.raw)) ?? next());
   }
 
-  app.all("/mcp", async (c) => {
-    const refusal = surface.guard(c.req.raw.headers);
-    if (refusal) {
-      return new Response(`${refusal.message}\n`, {
-        status: refusal.status,
-        headers: { ...TEXT, ...(refusal.status === 401 ? { "WWW-Authenticate": 'Bearer realm="tabrelay"' } : {}) },
-      });
-    }
-    return surface.mcp(c.req.raw);
-  });
+  const refused = (headers: Headers): Response | undefined => {
+    const refusal = surface.guard(headers);
+    if (!refusal) return undefined;
+    return new Response(`${refusal.message}\n`, {
+      status: refusal.status,
+      headers: { ...TEXT, ...(refusal.status === 401 ? { "WWW-Authenticate": 'Bearer realm="tabrelay"' } : {}) },
+    });
+  };
+
+  app.all("/mcp", async (c) => refused(c.req.raw.headers) ?? surface.mcp(c.req.raw));
+
+  app.get("/api.d.ts", (c) => refused(c.req.raw.headers) ?? new Response(surface.apiDocs().declarations, { headers: { "Content-Type": "application/typescript; charset=utf-8", "Cache-Control": "no-store" } }));
+  app.get("/api.md", (c) => refused(c.req.raw.headers) ?? new Response(surface.apiDocs().guide, { headers: { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "no-store" } }));
 
   app.post("/browsers", (c) => surface.registerBrowser(c.req.raw));
   app.post("/auth/proof", (c) => answerProof(c.req.raw, surface.mcpToken));

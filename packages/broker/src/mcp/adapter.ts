@@ -30,7 +30,9 @@ function extraHint(info: ErrorInfo): string {
  * step, from the one table (packages/protocol/src/errors.ts). Each description says what is its own.
  */
 export function instructions(tools: readonly Tool[]): string {
-  const writes = tools.filter((t) => t.kind === "write").map((t) => t.name);
+  // The writes that act on an element; browser_run is a write only through the commands its program calls.
+  const writes = tools.filter((t) => t.kind === "write" && "ref" in t.input.shape).map((t) => t.name);
+  const codeMode = tools.some((t) => t.name === "browser_run");
   return [
     "tabrelay reads and acts on the web through the user's own browser (their logins and cookies apply). Start with read_url for a one-shot read; open_tab + read_page keep a page open; snapshot or query a tab, then act on elements by ref.",
     `${UNTRUSTED_NOTE} Results fence page text between <page-content nonce=...> markers and quote strings a page wrote as «...» (page text). Reads are limited by the user's read policy, frames included (a refused frame is withheld and counted).`,
@@ -38,6 +40,7 @@ export function instructions(tools: readonly Tool[]): string {
     "Refs and revisions: snapshot and query give each actionable element a ref (e3; f12e3 inside a frame) and return a revision; an action takes a ref with its revision. A newer snapshot or query starts a new revision: older refs then fail with stale_ref, as they do once the page navigates or the element re-renders (its role or name changed, or it was removed).",
     `Writes (${codes(writes)}) need the user's write grant for the site and the element's label; the other tools need none. Actions report what changed.`,
     "Long results are cut where a marker names the offset to call the tool again with.",
+    ...(codeMode ? ["Code mode: browser_run runs a program whose browse.* commands are these tools, under the same policy, leases and audit (browser_api gives its API)."] : []),
     `Errors: a failed call's text starts with its code. Any tool can fail with ${codes(COMMON_ERRORS.every)}; any that reaches a browser with ${codes(COMMON_ERRORS.browser)}; any taking a tab with ${codes(COMMON_ERRORS.tab)}; any taking a ref with ${codes(COMMON_ERRORS.ref)} (the page or the element's frame); writes with ${codes(COMMON_ERRORS.write)}. Each description names its other codes. What each code means, and the next step:`,
     ...ERRORS.map((e) => `- ${e.code}: ${e.meaning}. Next: ${e.next}${extraHint(e)}.`),
   ].join("\n");
@@ -62,7 +65,11 @@ export function createMcpServer(ctx: ToolContext, tools: readonly Tool[]): Serve
     const session = extra.sessionId ? { session: extra.sessionId, client: server.getClientVersion()?.name ?? "unknown client" } : undefined;
     const result = await runTool(tool, ctx, request.params.arguments, extra.signal, session);
     const images = (result.images ?? []).map((i) => ({ type: "image" as const, data: i.data, mimeType: i.mimeType }));
-    return { content: [{ type: "text" as const, text: result.text }, ...images], isError: result.isError };
+    return {
+      content: [{ type: "text" as const, text: result.text }, ...images],
+      ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
+      isError: result.isError,
+    };
   });
   return server;
 }

@@ -122,6 +122,8 @@ async function perform(
     effects.stop();
   }
   const done = outcome.effects;
+  const result: Record<string, unknown> = { done: done.done };
+  response.structured(result);
   response.line(done.done);
   if (done.domChanged !== undefined) response.line(`- the page changed (${done.domChanged} DOM mutation${done.domChanged === 1 ? "" : "s"})`);
   if (done.focus !== undefined) response.line(`- focus is on ${done.focus}`);
@@ -133,14 +135,22 @@ async function perform(
     response.line(
       `- the page then tried to go to ${pageText(stopped, PAGE_TEXT_MAX.url)}, which the read policy does not allow: tabrelay stopped the request before it left the browser and reset the tab to about:blank${denial ? ` (rule: ${denial.rule})` : ""}`,
     );
+    result["stopped"] = { url: stopped, ...(denial ? { rule: denial.rule } : {}) };
   } else if (effects.committed.length || after.url !== tab.url) {
     response.line(`- the tab navigated to ${pageText(after.url, PAGE_TEXT_MAX.url)}${after.status === "loading" ? " (still loading)" : ""}`);
+    result["navigated"] = after.url;
   } else if (done.navigating !== undefined) {
     response.line(`- the page is navigating to ${pageText(done.navigating, PAGE_TEXT_MAX.url)} (not committed within ${COMMIT_WAIT_MS / 1000} s; read the tab again to see where it went)`);
+    result["navigating"] = done.navigating;
   }
+  if (done.domChanged !== undefined) result["domChanged"] = done.domChanged;
+  if (done.focus !== undefined) result["focus"] = done.focus;
+  const newTabs = [...new Set([...(done.newTabs ?? []), ...effects.opened])];
+  if (newTabs.length > 0) result["newTabs"] = newTabs;
   for (const opened of new Set([...(done.newTabs ?? []), ...effects.opened])) response.line(`- the page opened a new tab: ${opened} (list_tabs shows it)`);
   if (effects.committed.length || after.url !== tab.url || done.domChanged !== undefined || done.navigated || done.navigating !== undefined) {
     response.line("Refs from the old snapshot may now be stale: call snapshot before the next action.");
+    result["refsMayBeStale"] = true;
   }
 }
 
@@ -281,5 +291,6 @@ export const waitFor = defineTool({
     await checkLanding(ctx, conn, tab, {});
     response.audit({ url: tab.url });
     response.line(`Condition met after ${result.elapsedMs} ms: ${result.matched}.`);
+    response.structured({ matched: result.matched, elapsedMs: result.elapsedMs, url: tab.url });
   },
 });

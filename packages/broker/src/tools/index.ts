@@ -3,6 +3,7 @@ import { listBrowsers } from "./browsers.js";
 import { query } from "./query.js";
 import { readPage, readUrl } from "./read.js";
 import { activateTab, closeTab, history, listTabs, navigate, openTab } from "./tabs.js";
+import { browserApi, browserRun } from "./run.js";
 import { screenshot } from "./screenshot.js";
 import { snapshot } from "./snapshot.js";
 import type { Tool } from "./tool.js";
@@ -29,4 +30,6 @@ export const tools: readonly Tool[] = [
   hover,
   scroll,
   waitFor,
+  browserApi,
+  browserRun,
 ];

@@ -105,6 +105,7 @@ export const query = defineTool({
     let total = 0;
     let withheld = ctx.denials.stoppedFrames(conn.info.browserId, tab.tabId);
     let searchCapped = false;
+    const values: (QueryMatch & { frame?: string })[] = [];
     for (const frame of inTreeOrder(frames)) {
       const verdict = verdicts.get(frame.frameId);
       if (frame.frameId !== 0 && !verdict?.ok) {
@@ -121,8 +122,10 @@ export const query = defineTool({
       if (shown.length === 0) continue;
       if (frame.frameId !== 0) listed.push(`- frame ${frame.title ? `${pageText(frame.title, PAGE_TEXT_MAX.name)} ` : ""}at ${pageText(frame.url, PAGE_TEXT_MAX.url)}:`);
       for (const { match, index } of shown) listed.push(...renderMatch(match, index + 1));
+      for (const { match } of shown) values.push(frame.frameId !== 0 ? { ...match, frame: frame.url } : match);
     }
     const end = Math.min(total, offset + limit);
+    response.structured({ tab: tab.tabId, url: tab.url, revision, total, offset, matches: values, withheldFrames: withheld, capped: searchCapped });
     response.line(`Query of tab ${tab.tabId} for ${JSON.stringify(selector)}.`);
     response.pageText("Title", tab.title);
     response.pageText("URL", tab.url, PAGE_TEXT_MAX.url);

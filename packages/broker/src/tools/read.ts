@@ -118,6 +118,15 @@ function render(response: ToolResponse, doc: ReadDoc, tabLine: string, offset: n
   if (page.truncated || offset > 0) response.line(`Characters: ${page.offset}-${page.offset + page.text.length} of ${page.total}`);
   response.pageContent(page.text);
   if (page.nextOffset !== undefined) response.line(truncationMarker(page, how(page.nextOffset)));
+  response.structured({
+    markdown: page.text,
+    title: doc.title,
+    url: doc.url,
+    mode: doc.mode,
+    total: page.total,
+    offset: page.offset,
+    ...(page.nextOffset !== undefined ? { nextOffset: page.nextOffset } : {}),
+  });
 }
 
 export const readUrl = defineTool({

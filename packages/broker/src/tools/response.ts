@@ -12,6 +12,12 @@ export interface RenderedResult {
   text: string;
   isError: boolean;
   images?: { data: string; mimeType: string }[];
+  /** What the call gives a program (code mode): structured data rather than prose, never shown to MCP clients. */
+  value?: unknown;
+  /** MCP structuredContent, for the tools that advertise it (browser_run). */
+  structuredContent?: Record<string, unknown>;
+  /** A failed call's code and message (the message without its code, as the text shows it). */
+  error?: { code: string; message: string };
 }
 
 /**
@@ -24,6 +30,10 @@ export interface AuditFacts {
   url?: string;
   target?: string;
   rule?: string;
+  /** A code-mode run's id (browser_run's own record; its commands get it from the runner). */
+  run?: string;
+  /** What else the record says, as JSON (a run's program hash, status and usage). */
+  detail?: string;
 }
 
 export class ToolResponse {
@@ -32,6 +42,9 @@ export class ToolResponse {
   readonly #secrets: Redactor;
   readonly auditFacts: AuditFacts = {};
   #dispatched = false;
+  #value: unknown;
+  #structuredContent: Record<string, unknown> | undefined;
+  #failed: { code: string; message: string } | undefined;
   #beforeDispatch: (() => void) | undefined;
 
   /**
@@ -90,6 +103,30 @@ export class ToolResponse {
     return this;
   }
 
+  /**
+   * What a program gets from this call (code mode's browse API): the same facts as the text, as data. Page strings
+   * in it are redacted like the text; the program's result is fenced as page content where it reaches the model.
+   */
+  structured(value: unknown): this {
+    this.#value = value;
+    return this;
+  }
+
+  /** MCP structuredContent for the result (only browser_run sets it). */
+  structuredContent(value: Record<string, unknown>): this {
+    this.#structuredContent = value;
+    return this;
+  }
+
+  /**
+   * The call ran to its end but its outcome is a failure (a program that threw): rendered as an error result with
+   * the lines and structured content filled so far, and audited with `code`.
+   */
+  failed(code: string, message: string): this {
+    this.#failed = { code, message };
+    return this;
+  }
+
   /** An image for clients that asked for it inline (base64). */
   image(data: string, mimeType: string): this {
     this.#images.push({ data, mimeType });
@@ -97,7 +134,15 @@ export class ToolResponse {
   }
 
   render(): RenderedResult {
-    return { text: this.#finish(this.#lines.join("\n")), isError: false, ...(this.#images.length ? { images: this.#images } : {}) };
+    const failed = this.#failed;
+    return {
+      text: this.#finish(this.#lines.join("\n")),
+      isError: failed !== undefined,
+      ...(this.#images.length ? { images: this.#images } : {}),
+      ...(this.#value !== undefined ? { value: redactDeep(this.#value, this.#secrets) } : {}),
+      ...(this.#structuredContent ? { structuredContent: redactDeep(this.#structuredContent, this.#secrets) } : {}),
+      ...(failed ? { error: { code: failed.code, message: this.#secrets.redact(failed.message) } } : {}),
+    };
   }
 
   /**
@@ -109,8 +154,8 @@ export class ToolResponse {
     const clean = cleanLine(message.startsWith(`${code}: `) ? message.slice(code.length + 2) : message);
     const cut = capped(clean, MAX_ERROR_CHARS);
     const body = cut.cut ? `${cut.text} (message cut at ${MAX_ERROR_CHARS} of ${cut.total} characters)` : clean;
-    const text = `${code}: ${body}${rule && !clean.includes(cleanLine(rule)) ? ` (rule: ${cleanLine(rule)})` : ""}`;
-    return { text: this.#finish(text), isError: true };
+    const said = `${body}${rule && !clean.includes(cleanLine(rule)) ? ` (rule: ${cleanLine(rule)})` : ""}`;
+    return { text: this.#finish(`${code}: ${said}`), isError: true, error: { code, message: this.#finish(said) } };
   }
 
   #finish(text: string): string {
@@ -122,4 +167,13 @@ export class ToolResponse {
 
 function isRedactor(secrets: Redactor | readonly string[]): secrets is Redactor {
   return !Array.isArray(secrets);
+}
+
+/** A copy of a JSON-like value with every string in it (keys included) redacted. */
+function redactDeep<T>(value: T, secrets: Redactor): T;
+function redactDeep(value: unknown, secrets: Redactor): unknown {
+  if (typeof value === "string") return secrets.redact(value);
+  if (Array.isArray(value)) return value.map((item: unknown) => redactDeep(item, secrets));
+  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [secrets.redact(k), redactDeep(v, secrets)]));
+  return value;
 }

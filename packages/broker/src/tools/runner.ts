@@ -6,6 +6,11 @@ import { leasingDriver, tabLeases } from "../gate/leases.js";
 import { ToolResponse, type AuditFacts, type RenderedResult } from "./response.js";
 import type { CallContext, Tool, ToolContext } from "./tool.js";
 
+/** How a call is made: a command of a code-mode program carries the program's run id into its audit record. */
+export interface RunOptions {
+  run?: string;
+}
+
 const REFUSALS = new Set(["policy_denied", "write_denied", "audit_unavailable", "tab_leased"]);
 const LOST = new Set(["browser_disconnected", "timeout"]);
 
@@ -18,7 +23,7 @@ const LOST = new Set(["browser_disconnected", "timeout"]);
  * `session` is the MCP session the call comes from: its tabs are leased to it, and a tab another session holds is
  * refused (tab_leased) before the tool's handler runs.
  */
-export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSignal, session?: Caller): Promise<RenderedResult> {
+export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSignal, session?: Caller, options: RunOptions = {}): Promise<RenderedResult> {
   const started = Date.now();
   const selector = args && typeof args === "object" ? Reflect.get(args, "browser") : undefined;
   const picked = ctx.registry.pick(typeof selector === "string" ? selector : undefined);
@@ -40,7 +45,7 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
       visible: (tabs, askedAt) => leases.visible(unwrap(picked).info.browserId, tabs, session, Date.now(), askedAt),
     },
   };
-  const client = session ? { client: session.client } : {};
+  const client = { ...(session ? { client: session.client } : {}), ...(options.run ? { run: options.run } : {}) };
   let result: RenderedResult;
   let code: string | undefined;
   let rule: string | undefined;
@@ -74,6 +79,8 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
       result = response.renderError("internal", `tabrelay hit an unexpected error in ${tool.name}; retry once, and report it if it persists`);
     }
   }
+  // A call that ran to its end with a failed outcome (a program that threw) is audited with its code.
+  if (code === undefined && result.isError && result.error) code = result.error.code;
   const facts = response.auditFacts;
   const decision =
     code === undefined ? "allowed" : REFUSALS.has(code) ? "refused" : response.dispatched && LOST.has(code) ? "outcome_unknown" : "failed";
@@ -104,6 +111,8 @@ function factFields(browser: string | undefined, facts: AuditFacts) {
     ...(facts.url ? { origin: originOf(facts.url) } : {}),
     ...(facts.target ? { target: facts.target } : {}),
     ...(facts.rule ? { rule: facts.rule } : {}),
+    ...(facts.run ? { run: facts.run } : {}),
+    ...(facts.detail ? { detail: facts.detail } : {}),
   };
 }
 

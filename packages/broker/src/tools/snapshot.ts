@@ -34,6 +34,16 @@ interface Line {
   text: string;
   /** Lower-cased searchable text: role, name, value. */
   haystack: string;
+  /** The element the line shows, and where its `[ref=...]` starts in `text` (code mode renames refs there). */
+  node?: SnapshotNode;
+  refAt?: number;
+}
+
+/** One line of a snapshot as a program sees it (code mode): its text, and the element's facts when it shows one. */
+export interface SnapshotLineValue {
+  text: string;
+  refAt?: number;
+  node?: { ref?: string; role: string; name: string; value?: string; level?: number; states?: string[]; hidden?: boolean; offscreen?: boolean };
 }
 
 /** The last snapshot of each tab, so paging and find keep the refs of one revision valid. */
@@ -65,13 +75,19 @@ const NAME_MAX = 500;
 function renderNode(node: SnapshotNode, indent: number): Line {
   const parts = [`${"  ".repeat(indent)}- ${node.role}`];
   if (node.name) parts.push(quote(node.name));
+  const refAt = node.ref ? parts.join(" ").length + 1 : undefined;
   if (node.ref) parts.push(`[ref=${node.ref}]`);
   if (node.level !== undefined) parts.push(`[level=${node.level}]`);
   if (node.value !== undefined) parts.push(`value=${quote(node.value)}`);
   for (const state of node.states ?? []) parts.push(`[${state}]`);
   if (node.hidden) parts.push("[hidden]");
   else if (node.offscreen) parts.push("[offscreen]");
-  return { text: parts.join(" "), haystack: `${node.role} ${node.name} ${node.value ?? ""}`.toLowerCase() };
+  return { text: parts.join(" "), haystack: `${node.role} ${node.name} ${node.value ?? ""}`.toLowerCase(), node, ...(refAt !== undefined ? { refAt } : {}) };
+}
+
+function nodeValue(node: SnapshotNode): NonNullable<SnapshotLineValue["node"]> {
+  const { depth: _depth, ...facts } = node;
+  return facts;
 }
 
 /** Parses the line format of FrameSnapshot.nodes. */
@@ -207,6 +223,16 @@ export const snapshot = defineTool({
       response.line(`The page is too large to list whole: the list stops after ${CAPPED_AT} elements, so later ones (and find) are not covered. To reach them: scroll that part into view (scroll), then snapshot with viewport_only=true.`);
     }
     const end = offset + page.length;
+    response.structured({
+      tab: tab.tabId,
+      url: tab.url,
+      title: tab.title,
+      revision: snap.revision,
+      lines: page.map((l): SnapshotLineValue => ({ text: l.text, ...(l.refAt !== undefined ? { refAt: l.refAt } : {}), ...(l.node ? { node: nodeValue(l.node) } : {}) })),
+      total: matching.length,
+      offset,
+      capped: snap.capped,
+    });
     if (end < matching.length) {
       response.line(`Lines ${offset + 1}-${end} of ${matching.length}${needle ? " matching" : ""}. Next: snapshot with tab=${tab.tabId}, revision="${snap.revision}", offset=${end}${needle ? `, find=${quote(params.find ?? "")}` : ""}; or narrow with find.`);
     } else if (offset > 0 || needle) {

@@ -12,8 +12,14 @@ export function describeTab(tab: TabInfo, free = false): string {
   return `- tab ${tab.tabId}: ${pageText(tab.title)} at ${pageText(tab.url, PAGE_TEXT_MAX.url)}${flags.length ? ` [${flags.join(", ")}]` : ""}`;
 }
 
+/** A tab as a program sees it (code mode): its id, URL, title and load state. */
+export function tabValue(tab: TabInfo): { id: number; url: string; title: string; status: string; active: boolean } {
+  return { id: tab.tabId, url: tab.url, title: tab.title, status: tab.status, active: tab.active };
+}
+
 function reportTab(response: ToolResponse, verb: string, tab: TabInfo): void {
   response.audit({ tab: tab.tabId, url: tab.url });
+  response.structured(tabValue(tab));
   response.line(`${verb} tab ${tab.tabId}.`);
   response.pageText("URL", tab.url, PAGE_TEXT_MAX.url);
   response.pageText("Title", tab.title);
@@ -34,6 +40,7 @@ export const listTabs = defineTool({
     const conn = ctx.browser();
     const askedAt = Date.now();
     const { tabs, free, hidden } = ctx.leases.visible(unwrap(await conn.call("tabs.list", {})).tabs, askedAt);
+    response.structured(tabs.map((tab) => ({ ...tabValue(tab), ...(free.has(tab.tabId) ? { free: true } : {}) })));
     const others = hidden > 0 ? ` ${hidden} more ${hidden === 1 ? "tab belongs" : "tabs belong"} to other agents (not listed; open_tab opens your own).` : "";
     if (tabs.length === 0) {
       response.line(`No agent tabs in "${conn.info.label}". Open one with open_tab or read_url.${others}`);
@@ -111,6 +118,7 @@ export const closeTab = defineTool({
     unwrap(await conn.call("tabs.close", { tabId: tab }));
     ctx.denials.forget(conn.info.browserId, tab);
     response.line(`Closed tab ${tab}.`);
+    response.structured({ closed: tab });
   },
 });
 

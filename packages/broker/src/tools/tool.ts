@@ -13,6 +13,7 @@ import type { Denials } from "../gate/tabRecord.js";
 import type { ToolResponse } from "./response.js";
 import type { ScreenshotStore } from "../screenshots/store.js";
 import type { SnapshotCache } from "./snapshot.js";
+import type { SandboxRunner } from "../code/run.js";
 
 /** Where every tool call leaves its record (the SQLite audit log in the broker). A write is begun before it is sent. */
 export interface AuditSink {
@@ -33,6 +34,8 @@ export interface ToolContext {
   log: Logger;
   /** The broker's secrets registry: every tool result is redacted through it. */
   secrets: Redactor;
+  /** Runs code-mode programs (browser_run); absent where no sandbox is available. */
+  sandbox?: SandboxRunner;
 }
 
 export type ToolKind = "read" | "write";

@@ -1,0 +1,303 @@
+// The browse API of code mode: ONE table that is the source of the TypeScript declarations and guide (apiDoc.ts)
+// and of the dispatch (dispatch below). Each command calls the existing tools through RunState.call (runTool), so
+// the gate, leases, strict arguments and audit apply to a program's commands exactly as to MCP calls.
+import { z } from "zod";
+import { click, fill, hover, pressKey, scroll, selectOption, setChecked, waitFor } from "../tools/act.js";
+import { query } from "../tools/query.js";
+import { readPage } from "../tools/read.js";
+import { snapshot } from "../tools/snapshot.js";
+import { closeTab, history, listTabs, navigate, openTab } from "../tools/tabs.js";
+import type { Tool } from "../tools/tool.js";
+import { parseCall, type Param } from "./args.js";
+import { CommandError, fail, PROGRAM_REF, type RunState } from "./runState.js";
+import { actValue, queryValue, readValue, snapshotValue, tabValue, valueOf, waitValue, type MatchValue, type TabValue } from "./values.js";
+
+export interface Command {
+  /** Dotted, as the program calls it: "tabs.list" is browse.tabs.list(). */
+  name: string;
+  params: readonly Param[];
+  /** The TypeScript type the promise resolves to. */
+  returns: string;
+  /** One line, for the declarations. */
+  doc: string;
+  /** Reads or acts on pages only through tools; a write is gated by the tool it calls. */
+  run(state: RunState, args: unknown[]): Promise<unknown>;
+}
+
+const str = (name: string, type = "string"): Param => ({ name, type, schema: z.string().min(1) });
+const url: Param = { name: "url", type: "string", schema: z.string().min(1) };
+const tabId: Param = { name: "id", type: "number", schema: z.number().int() };
+const target: Param = {
+  name: "target",
+  type: "Target",
+  schema: z.union([z.string().min(1), z.object({ ref: z.string().min(1).optional() })], { error: "must be a ref or a CSS selector (a string), or a snapshot node" }),
+};
+const optionalTarget: Param = { ...target, optional: true };
+
+/** A program's target, resolved to the page's ref and revision: a ref the run minted, or a selector matching one element. */
+async function resolveTarget(state: RunState, given: unknown, command: string): Promise<{ tab: number; ref: string; revision: string }> {
+  const ref: unknown = given !== null && typeof given === "object" ? Reflect.get(given, "ref") : undefined;
+  if (typeof given !== "string" && typeof ref !== "string") {
+    fail("not_actionable", `browse.${command}: that snapshot node has no ref, so it cannot be acted on (a heading or landmark); pick a node with a ref, or pass a CSS selector`);
+  }
+  const text = typeof given === "string" ? given : String(ref);
+  if (typeof given !== "string" || PROGRAM_REF.test(given) || /^(?:f\d+)?e\d+$/.test(given)) return state.resolveRef(text);
+  const found = await selectOne(state, given, command);
+  if (!found.match.ref) {
+    fail("not_actionable", `the element ${JSON.stringify(given)} matches (${found.match.tag}${found.match.hidden ? `, hidden: ${found.match.hidden}` : ""}) cannot be acted on: it is hidden or not interactive; pick another element`);
+  }
+  return { tab: found.tab, ref: found.match.ref, revision: found.revision };
+}
+
+/** The one element a selector matches, through the query tool (a new revision: the tab's earlier refs become stale). */
+async function selectOne(state: RunState, selector: string, command: string): Promise<{ tab: number; revision: string; match: MatchValue }> {
+  const tab = state.tab();
+  const found = valueOf(queryValue, await state.call(query, { tab, selector, limit: 2 }), "query");
+  const match = found.matches[0];
+  if (found.total === 0 || !match) fail("element_not_found", `browse.${command}: the selector ${JSON.stringify(selector)} matched no element in tab ${tab}; check it with browse.query(), or browse.snapshot() and pass a ref`);
+  if (found.total > 1) {
+    fail("ambiguous_selector", `browse.${command}: the selector ${JSON.stringify(selector)} matched ${found.total} elements in tab ${tab}; a target must match exactly one: narrow the selector, or browse.query() it and pass the ref you want`);
+  }
+  return { tab, revision: found.revision, match };
+}
+
+/** A query's matches with the run's names for their refs. */
+function programMatches(state: RunState, found: { tab: number; revision: string; matches: MatchValue[] }): MatchValue[] {
+  const generation = state.nextGeneration();
+  return found.matches.map((m) => (m.ref ? { ...m, ref: state.mint(found.tab, m.ref, found.revision, generation) } : m));
+}
+
+function action(name: string, tool: Tool, doc: string, extra: readonly Param[] = [], toArgs: (values: unknown[]) => Record<string, unknown> = () => ({})): Command {
+  return {
+    name,
+    params: [target, ...extra],
+    returns: "ActResult",
+    doc,
+    async run(state, [given, ...rest]) {
+      const at = await resolveTarget(state, given, name);
+      return valueOf(actValue, await state.call(tool, { tab: at.tab, ref: at.ref, revision: at.revision, ...toArgs(rest) }), tool.name);
+    },
+  };
+}
+
+async function tabs(state: RunState): Promise<TabValue[]> {
+  return valueOf(z.array(tabValue), await state.call(listTabs, {}), "list_tabs");
+}
+
+async function opened(state: RunState, url: string): Promise<TabValue> {
+  return valueOf(tabValue, await state.call(openTab, { url }), "open_tab");
+}
+
+function moved(name: "back" | "forward" | "reload", doc: string): Command {
+  return { name, params: [], returns: "Tab", doc, run: async (state) => valueOf(tabValue, await state.call(history, { tab: state.tab(), action: name }), "history") };
+}
+
+const ATTRIBUTES = ["id", "class", "name", "type", "href", "src", "alt", "title", "data-testid", "value"];
+const GET_WHAT = "title | url | text | value | count | attribute:<name>";
+
+/** `get`'s text, value, attribute and count read the element fresh through the query tool, so they take a selector. */
+async function getOf(state: RunState, what: string, given: unknown): Promise<unknown> {
+  if (what === "title" || what === "url") {
+    const tab = state.tab();
+    const info = (await tabs(state)).find((t) => t.id === tab);
+    if (!info) fail("no_such_tab", `the program's current tab ${tab} is gone or not yours; browse.tabs.list() shows your tabs`);
+    return what === "title" ? info.title : info.url;
+  }
+  const attribute = /^attribute:(.+)$/.exec(what)?.[1];
+  if (!["text", "value", "count"].includes(what) && attribute === undefined) fail("invalid_params", `browse.get: \`what\` must be one of ${GET_WHAT}, got ${JSON.stringify(what)}: fix it`);
+  if (attribute !== undefined && !ATTRIBUTES.includes(attribute) && !attribute.startsWith("aria-")) {
+    fail("invalid_params", `browse.get: attribute ${JSON.stringify(attribute)} cannot be read (the query tool reports ${ATTRIBUTES.join(", ")} and aria-*): ask for one of those`);
+  }
+  if (typeof given !== "string" || PROGRAM_REF.test(given)) {
+    fail("invalid_params", `browse.get(${JSON.stringify(what)}) needs a CSS selector as its target (it reads the element fresh); a snapshot node already carries its name and value`);
+  }
+  if (what === "count") {
+    const tab = state.tab();
+    return valueOf(queryValue, await state.call(query, { tab, selector: given, limit: 1 }), "query").total;
+  }
+  const { match } = await selectOne(state, given, "get");
+  if (what === "text") return match.text;
+  return match.attributes[what === "value" ? "value" : (attribute ?? "")] ?? null;
+}
+
+const snapshotOptions = z
+  .object({ find: z.string().min(1).optional(), limit: z.number().int().min(1).max(2000).optional(), offset: z.number().int().min(0).max(1_000_000).optional() })
+  .strict();
+
+const waitOptions = z
+  .object({
+    text: z.string().min(1).optional(),
+    gone: z.string().min(1).optional(),
+    selector: z.string().min(1).optional(),
+    url: z.string().min(1).optional(),
+    timeoutMs: z.number().int().min(0).max(120_000).optional(),
+  })
+  .strict();
+
+export const COMMANDS: readonly Command[] = [
+  {
+    name: "open",
+    params: [url],
+    returns: "Tab",
+    doc: "Opens a URL in a new agent tab and waits for the load; it becomes the current tab.",
+    async run(state, [to]) {
+      const tab = await opened(state, String(to));
+      state.current = tab.id;
+      return tab;
+    },
+  },
+  {
+    name: "goto",
+    params: [url],
+    returns: "Tab",
+    doc: "Loads a URL in the current tab and waits for the load.",
+    run: async (state, [to]) => valueOf(tabValue, await state.call(navigate, { tab: state.tab(), url: String(to) }), "navigate"),
+  },
+  moved("back", "Goes back in the current tab."),
+  moved("forward", "Goes forward in the current tab."),
+  moved("reload", "Reloads the current tab."),
+  { name: "tabs.list", params: [], returns: "Tab[]", doc: "Your tabs (those you opened, or the user shared).", run: (state) => tabs(state) },
+  { name: "tabs.new", params: [url], returns: "Tab", doc: "Opens a URL in a new agent tab; the current tab stays.", run: (state, [to]) => opened(state, String(to)) },
+  {
+    name: "tabs.select",
+    params: [tabId],
+    returns: "Tab",
+    doc: "Makes one of your tabs the current tab.",
+    async run(state, [id]) {
+      const tab = (await tabs(state)).find((t) => t.id === id);
+      if (!tab) fail("no_such_tab", `tab ${String(id)} is not one of your tabs; browse.tabs.list() shows them`);
+      state.current = tab.id;
+      return tab;
+    },
+  },
+  {
+    name: "tabs.close",
+    params: [tabId],
+    returns: "void",
+    doc: "Closes a tab (the current tab too: then open or select another).",
+    async run(state, [id]) {
+      await state.call(closeTab, { tab: id });
+      if (state.current === id) state.current = undefined;
+      return undefined;
+    },
+  },
+  {
+    name: "snapshot",
+    params: [{ name: "options", type: "{ find?: string; limit?: number; offset?: number }", schema: snapshotOptions, optional: true }],
+    returns: "Snapshot",
+    doc: "The current tab's elements, headings and landmarks, with refs to act on (limit default 300, at most 2000).",
+    async run(state, [given]) {
+      const options = snapshotOptions.parse(given ?? {});
+      const tab = state.tab();
+      const last = state.lastSnapshot.get(tab);
+      const paging = (options.offset ?? 0) > 0 && last !== undefined;
+      const snap = valueOf(
+        snapshotValue,
+        await state.call(snapshot, { tab, ...(options.find ? { find: options.find } : {}), ...(options.limit ? { limit: options.limit } : {}), ...(options.offset ? { offset: options.offset } : {}), ...(paging ? { revision: last.revision } : {}) }),
+        "snapshot",
+      );
+      const generation = paging ? last.generation : state.nextGeneration();
+      state.lastSnapshot.set(tab, { revision: snap.revision, generation });
+      const nodes: unknown[] = [];
+      const tree = snap.lines.map((line) => {
+        const ref = line.node?.ref;
+        if (!line.node) return line.text;
+        const named = ref ? state.mint(tab, ref, snap.revision, generation) : undefined;
+        nodes.push({ ...line.node, ...(named ? { ref: named } : {}) });
+        if (!ref || !named || line.refAt === undefined) return line.text;
+        const token = `[ref=${ref}]`;
+        return line.text.startsWith(token, line.refAt) ? `${line.text.slice(0, line.refAt)}[ref=${named}]${line.text.slice(line.refAt + token.length)}` : line.text;
+      });
+      const next = snap.offset + snap.lines.length;
+      return { url: snap.url, title: snap.title, tree: tree.join("\n"), nodes, total: snap.total, ...(next < snap.total ? { more: next } : {}), ...(snap.capped ? { capped: true } : {}) };
+    },
+  },
+  {
+    name: "query",
+    params: [str("selector"), { name: "options", type: "{ limit?: number; offset?: number }", schema: z.object({ limit: z.number().int().min(1).max(100).optional(), offset: z.number().int().min(0).max(10_000).optional() }).strict(), optional: true }],
+    returns: "QueryResult",
+    doc: "Elements matching a CSS selector (frames and shadow roots too): tag, role, name, text, attributes, ref if actionable (limit default 20, at most 100).",
+    async run(state, [selector, given]) {
+      const options = z.object({ limit: z.number().optional(), offset: z.number().optional() }).parse(given ?? {});
+      const found = valueOf(queryValue, await state.call(query, { tab: state.tab(), selector, ...(options.limit ? { limit: options.limit } : {}), ...(options.offset ? { offset: options.offset } : {}) }), "query");
+      return { total: found.total, matches: programMatches(state, found), ...(found.withheldFrames ? { withheldFrames: found.withheldFrames } : {}) };
+    },
+  },
+  {
+    name: "read",
+    params: [{ name: "options", type: '{ mode?: "readable" | "full"; offset?: number }', schema: z.object({ mode: z.enum(["readable", "full"]).optional(), offset: z.number().int().min(0).optional() }).strict(), optional: true }],
+    returns: "string",
+    doc: "The current tab's content as Markdown (readable: the main article, default; full: the whole page); at most 200,000 characters from offset.",
+    async run(state, [given]) {
+      const options = z.object({ mode: z.string().optional(), offset: z.number().optional() }).parse(given ?? {});
+      const doc = valueOf(readValue, await state.call(readPage, { tab: state.tab(), max_chars: 200_000, ...(options.mode ? { mode: options.mode } : {}), ...(options.offset ? { offset: options.offset } : {}) }), "read_page");
+      return doc.markdown;
+    },
+  },
+  action("click", click, "Clicks the element (a write: needs the user's grant for the site and label)."),
+  action("fill", fill, "Replaces the text of a field (a write).", [str("text")], ([text]) => ({ text })),
+  action("select", selectOption, "Chooses an option of a <select> by label or value (a write).", [str("value")], ([value]) => ({ option: value })),
+  action("check", setChecked, "Checks (true) or unchecks (false) a checkbox, radio or switch (a write).", [{ name: "on", type: "boolean", schema: z.boolean() }], ([on]) => ({ checked: on })),
+  {
+    name: "press",
+    params: [str("key"), optionalTarget],
+    returns: "ActResult",
+    doc: 'Presses a key ("Enter", "Tab", "Shift+Tab") on the target, or on the focused element (a write).',
+    async run(state, [key, given]) {
+      const at = await resolveTarget(state, given ?? ":focus", "press");
+      return valueOf(actValue, await state.call(pressKey, { tab: at.tab, ref: at.ref, revision: at.revision, key }), "press_key");
+    },
+  },
+  action("hover", hover, "Moves the pointer over the element (no grant needed)."),
+  {
+    name: "scroll",
+    params: [optionalTarget, { name: "options", type: '{ by?: number | "up" | "down" | "top" | "bottom" }', schema: z.object({ by: z.union([z.number().int(), z.enum(["up", "down", "top", "bottom"])]).optional() }).strict(), optional: true }],
+    returns: "ActResult",
+    doc: "Scrolls the target into view, or the page (by: pixels, up, down (default), top, bottom).",
+    async run(state, [given, options]) {
+      const by = z.object({ by: z.union([z.number(), z.string()]).optional() }).parse(options ?? {}).by;
+      const direction = by === undefined ? {} : { direction: String(by) };
+      if (given === undefined) return valueOf(actValue, await state.call(scroll, { tab: state.tab(), ...direction }), "scroll");
+      const at = await resolveTarget(state, given, "scroll");
+      return valueOf(actValue, await state.call(scroll, { tab: at.tab, ref: at.ref, revision: at.revision, ...direction }), "scroll");
+    },
+  },
+  {
+    name: "waitFor",
+    params: [{ name: "condition", type: "{ text?: string; gone?: string; selector?: string; url?: string; timeoutMs?: number }", schema: waitOptions }],
+    returns: "{ matched: string; elapsedMs: number; url: string }",
+    doc: "Waits until one condition holds in the current tab: text appears, text is gone, a selector is visible, the URL contains url (timeoutMs default 10000).",
+    async run(state, [given]) {
+      const c = waitOptions.parse(given);
+      const conditions = [c.text, c.gone, c.selector, c.url].filter((v) => v !== undefined);
+      if (conditions.length !== 1) fail("invalid_params", `browse.waitFor takes exactly one of text, gone, selector, url; got ${conditions.length}: give one`);
+      const args = { tab: state.tab(), ...(c.text ? { text: c.text } : {}), ...(c.gone ? { text_gone: c.gone } : {}), ...(c.selector ? { selector: c.selector } : {}), ...(c.url ? { url_includes: c.url } : {}), ...(c.timeoutMs !== undefined ? { timeout_ms: c.timeoutMs } : {}) };
+      return valueOf(waitValue, await state.call(waitFor, args), "wait_for");
+    },
+  },
+  {
+    name: "get",
+    params: [{ name: "what", type: "string", schema: z.string().min(1) }, optionalTarget],
+    returns: "string | number | null",
+    doc: `Reads ${GET_WHAT} (attributes: id, class, name, type, href, src, alt, title, data-testid, aria-*); text, value, attribute and count take a CSS selector.`,
+    run: (state, [what, given]) => getOf(state, String(what), given),
+  },
+];
+
+export const COMMAND_NAMES: readonly string[] = COMMANDS.map((c) => c.name);
+
+const byName = new Map(COMMANDS.map((c) => [c.name, c]));
+
+/** Runs one command of a program; never throws: a failure is its code and message. */
+export async function dispatch(state: RunState, name: string, args: readonly unknown[]): Promise<{ ok: true; value: unknown } | { ok: false; error: { code: string; message: string } }> {
+  const command = byName.get(name);
+  if (!command) return { ok: false, error: { code: "invalid_params", message: `browse.${name} is not a command; browser_api lists them` } };
+  try {
+    const parsed = parseCall(name, command.params, args);
+    return { ok: true, value: await command.run(state, parsed) };
+  } catch (error) {
+    if (error instanceof CommandError) return { ok: false, error: { code: error.code, message: error.message } };
+    state.ctx.log.error(`code mode: browse.${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return { ok: false, error: { code: "internal", message: `tabrelay hit an unexpected error in browse.${name}; report it` } };
+  }
+}

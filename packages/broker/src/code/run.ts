@@ -1,0 +1,38 @@
+// One browser_run: the program goes to the sandbox with the commands config allows and the run's budgets; each
+// command it calls comes back here (dispatch) and runs as a tool call. The sandbox adds budgets, never a policy.
+import type { HostAnswer, HostCall, RunRequest, RunResult } from "@tabrelay/sandbox";
+import { commandAllowed, type CodeModeSettings, type RunBudgets } from "../config/codeMode.js";
+import type { CallContext } from "../tools/tool.js";
+import { COMMANDS, dispatch, type Command } from "./commands.js";
+import { RunState } from "./runState.js";
+
+/** What runs programs: the sandbox pool (@tabrelay/sandbox), created by the broker on first use. */
+export interface SandboxRunner {
+  run(request: RunRequest, call: (c: HostCall) => Promise<HostAnswer>, signal?: AbortSignal): Promise<RunResult>;
+  close(): Promise<void>;
+}
+
+/** The commands a program may call under this config. */
+export function allowedCommands(settings: CodeModeSettings): Command[] {
+  return COMMANDS.filter((c) => commandAllowed(settings, c.name));
+}
+
+export interface ProgramRun {
+  program: string;
+  run: string;
+  budgets: RunBudgets;
+  browser?: string | undefined;
+  tab?: number | undefined;
+}
+
+export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec: ProgramRun, signal: AbortSignal): Promise<RunResult> {
+  const commands = allowedCommands(ctx.config.codeMode).map((c) => c.name);
+  const state = new RunState({ run: spec.run, ctx, signal, browser: spec.browser, tab: spec.tab });
+  const call = async (c: HostCall): Promise<HostAnswer> => {
+    if (!commands.includes(c.command)) {
+      return { ok: false, error: { code: "invalid_params", message: `browse.${c.command} is not a command this broker lets programs call (code_mode.allow / deny); browser_api lists those it does` } };
+    }
+    return dispatch(state, c.command, c.args);
+  };
+  return sandbox.run({ program: spec.program, commands, budgets: spec.budgets }, call, signal);
+}

@@ -1,0 +1,89 @@
+import { createHash, randomBytes } from "node:crypto";
+import { z } from "zod";
+import { BUDGETS, runBudgets } from "../config/codeMode.js";
+import { apiCompact, apiDeclarations, apiGuide } from "../code/apiDoc.js";
+import { allowedCommands, runProgram } from "../code/run.js";
+import { COMMANDS } from "../code/commands.js";
+import { TabrelayError } from "../util/errors.js";
+import { defineTool, fields } from "./tool.js";
+
+/** The .d.ts and the guide of the browse API under this broker's config (browser_api, GET /api.d.ts and /api.md). */
+export function apiDocs(settings: Parameters<typeof allowedCommands>[0]): { declarations: string; guide: string } {
+  const commands = allowedCommands(settings);
+  return { declarations: apiDeclarations(commands), guide: apiGuide(commands, settings) };
+}
+
+const PROGRAM_MAX = 200_000;
+
+export const browserApi = defineTool({
+  name: "browser_api",
+  title: "Code mode API",
+  description: "The TypeScript declarations of the browse API that browser_run programs call, and a short guide (refs, budgets, errors, an example).",
+  input: {},
+  kind: "read",
+  errors: [],
+  async handler(ctx, _params, response) {
+    const { declarations, guide } = apiDocs(ctx.config.codeMode);
+    response.line(guide).line("## Declarations (api.d.ts)").line("```ts").line(declarations).line("```");
+    response.structured({ declarations, guide });
+  },
+});
+
+const budgetsInput = z
+  .object(Object.fromEntries(BUDGETS.map((b) => [b.name, z.number().positive().optional().describe(b.unit)])))
+  .strict()
+  .optional()
+  .describe("Lower budgets than config's; above its cap is invalid_params.");
+
+export const browserRun = defineTool({
+  name: "browser_run",
+  title: "Run a browser program",
+  description: `Runs a TypeScript program (an async function body) in a sandbox against the browse API; each browse.* call is a tool call under the same policy and audit. Returns { status, value, logs, failedCall?, error?, usage } as text and structuredContent; a failed run is not replayed. API: browse.{${apiCompact(COMMANDS)}}; log.info/warn/error. Declarations and guide: browser_api.`,
+  input: {
+    program: z.string().min(1).max(PROGRAM_MAX).describe("TypeScript or JavaScript; `return` a JSON value."),
+    browser: fields.browser,
+    tab: fields.tab.optional().describe("Starting current tab (else browse.open first)."),
+    budgets: budgetsInput,
+  },
+  kind: "write",
+  errors: ["code_mode_disabled", "syntax_error", "program_error", "budget_exceeded", "value_not_copyable", "stale_ref", "element_not_found", "ambiguous_selector", "policy_denied", "write_denied", "wait_timeout"],
+  async handler(ctx, params, response, signal) {
+    const settings = ctx.config.codeMode;
+    if (!settings.enabled) {
+      throw new TabrelayError(
+        "code_mode_disabled",
+        "code mode is off in this broker's config (code_mode.enabled: false), so browser_run runs nothing; do the steps with the tools one call at a time (snapshot, click, ...), or ask the user to set code_mode.enabled: true",
+      );
+    }
+    const budgets = runBudgets(settings, params.budgets);
+    if (!budgets.ok) throw new TabrelayError("invalid_params", budgets.message);
+    if (!ctx.sandbox) throw new TabrelayError("internal", "this broker has no sandbox to run programs in; report it");
+    const run = `run-${randomBytes(6).toString("hex")}`;
+    const programSha256 = createHash("sha256").update(params.program).digest("hex");
+    const result = await runProgram(ctx, ctx.sandbox, { program: params.program, run, budgets: budgets.budgets, browser: params.browser, tab: params.tab }, signal);
+    response.audit({
+      run,
+      detail: JSON.stringify({ program_sha256: programSha256, status: result.status, ...(result.error ? { error: result.error.code } : {}), usage: result.usage }),
+    });
+    const { usage } = result;
+    const spent = `${usage.commands} command${usage.commands === 1 ? "" : "s"}, ${usage.wallMs} ms`;
+    if (result.status === "ok") response.line(`Run ${run} ok (${spent}).`);
+    else response.line(`Run ${run} failed (${spent}): ${result.error ? `${result.error.code}: ${result.error.message}` : result.status}. It was not replayed; commands made before the failure happened.`);
+    if (result.failedCall) {
+      const { command, args, error } = result.failedCall;
+      response.line(`Failed call: browse.${command}(${args.map((a) => JSON.stringify(a) ?? "undefined").join(", ")}) -> ${error.code}: ${error.message}`);
+    }
+    if (result.logs.length > 0) response.line(`Logs: ${result.logs.length} (in structuredContent.logs).`);
+    if (result.value !== undefined) response.line("Value (the program's result; page text in it is untrusted):").pageContent(JSON.stringify(result.value, null, 1));
+    response.structuredContent({
+      run,
+      status: result.status,
+      ...(result.value !== undefined ? { value: result.value } : {}),
+      logs: result.logs,
+      ...(result.failedCall ? { failedCall: result.failedCall } : {}),
+      ...(result.error ? { error: result.error } : {}),
+      usage,
+    });
+    if (result.status !== "ok") response.failed(result.error?.code ?? result.status, result.error?.message ?? `the run ended with ${result.status}`);
+  },
+});

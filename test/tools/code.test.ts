@@ -1,0 +1,284 @@
+// Code mode through the SDK's MCP client, a real broker, the real QuickJS sandbox pool and a real headless Chromium,
+// driven by the real extension or over CDP: a program's browse.* commands are tool calls under the same gate,
+// leases and audit (each record carrying the run's id); refs are the program's own and go stale as the tools' do;
+// selectors must match one element; budgets can only be lowered; config can turn code mode off or leave commands
+// out; the API's declarations are served behind the bearer token and type-check.
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import ts from "typescript";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectClient, DRIVERS, MCP_TOKEN, page, startBroker, startSession, startSite, type TestBroker, type TestSite } from "../harness.js";
+
+let site: TestSite;
+let other: TestSite;
+
+interface RunOutcome {
+  text: string;
+  isError: boolean;
+  sc: {
+    run: string;
+    status: string;
+    value?: unknown;
+    logs: { level: string; text: string }[];
+    failedCall?: { command: string; args: unknown[]; error: { code: string; message: string } };
+    error?: { code: string; message: string };
+    usage: { commands: number; wallMs: number };
+  };
+}
+
+async function run(client: Client, program: string, extra: Record<string, unknown> = {}): Promise<RunOutcome> {
+  const result = await client.callTool({ name: "browser_run", arguments: { program, ...extra } });
+  const content = Array.isArray(result.content) ? result.content : [];
+  const text = content.map((c: { type: string; text?: string }) => (c.type === "text" ? (c.text ?? "") : "")).join("\n");
+  return { text, isError: result.isError === true, sc: result.structuredContent as RunOutcome["sc"] };
+}
+
+beforeAll(async () => {
+  site = await startSite("127.0.0.1");
+  other = await startSite("localhost");
+  site.route("/shop", page("Shop", `<h1>Shop</h1><button onclick="document.getElementById('out').textContent='clicked '+Date.now()">Go</button><p id="out">idle</p>`));
+  site.route("/nav-a", page("Nav A", `<button onclick="location.href='/nav-b'">Next</button>`));
+  site.route("/nav-b", page("Nav B", `<button>Next</button><p>second page</p>`));
+  site.route("/three", page("Three", `<button class="item">One</button><button class="item">Two</button><button class="item">Three</button><button id="only" onclick="this.textContent='Only'">Only</button>`));
+  other.route("/pay", page("Pay", `<button onclick="document.body.append('paid')">Pay now</button>`));
+}, 60_000);
+
+afterAll(async () => {
+  await site?.close();
+  await other?.close();
+});
+
+describe.each(DRIVERS)("with the %s driver", (driver) => {
+  let client: Client;
+  let broker: TestBroker;
+  let closeSession: () => Promise<void> = async () => undefined;
+
+  beforeAll(async () => {
+    ({ client, broker, close: closeSession } = await startSession(driver, {
+      yaml: `policy:
+  read:
+    allow:
+      "127.0.0.1": [".*"]
+      "localhost": [".*"]
+  write:
+    click:
+      "127.0.0.1": { label: "^(Go|Next|Only)$" }
+code_mode:
+  caps:
+    wall_ms: 30000
+`,
+    }));
+  }, 60_000);
+
+  afterAll(() => closeSession());
+
+  const recordsOf = (id: string) => broker.broker.audit.list().filter((r) => r.run === id);
+
+  it("runs a program that opens a page, snapshots, clicks, reads and returns a value; each command is audited with the run's id", async () => {
+    const { text, isError, sc } = await run(
+      client,
+      `const tab = await browse.open(${JSON.stringify(`${site.origin}/shop`)});
+const snap = await browse.snapshot();
+const go = snap.nodes.find((n) => n.name === "Go" && n.role === "button");
+if (!go) throw new Error("no Go button in " + snap.tree);
+const done = await browse.click(go);
+const text: string = await browse.read({ mode: "full" });
+log.info("clicked", go.ref);
+return { title: tab.title, clicked: /clicked \\d+/.test(text), done: done.done, ref: go.ref, tree: snap.tree.includes("[ref=" + go.ref + "]") };`,
+    );
+    expect(isError, text).toBe(false);
+    expect(sc.status).toBe("ok");
+    expect(sc.value).toMatchObject({ title: "Shop", clicked: true, tree: true });
+    expect((sc.value as { ref: string }).ref).toMatch(/^e\d+@1$/);
+    expect(sc.logs).toEqual([{ level: "info", text: expect.stringMatching(/^clicked e\d+@1$/) }]);
+    expect(sc.usage.commands).toBe(4);
+    expect(text).toContain(`Run ${sc.run} ok (4 commands`);
+    // One record per command, each carrying the run id, then the run's own record with the program's hash.
+    const records = recordsOf(sc.run);
+    expect(records.map((r) => `${r.tool} ${r.decision}`)).toEqual(["open_tab allowed", "snapshot allowed", "click allowed", "read_page allowed", "browser_run allowed"]);
+    expect(records[2]?.target).toBe('button "Go"');
+    expect(JSON.parse(records[4]?.detail ?? "{}")).toMatchObject({ status: "ok", program_sha256: expect.stringMatching(/^[0-9a-f]{64}$/), usage: { commands: 4 } });
+  });
+
+  it("a ref from before a navigation fails with stale_ref; the program catches it, snapshots again and goes on", async () => {
+    const { text, sc } = await run(
+      client,
+      `await browse.open(${JSON.stringify(`${site.origin}/nav-a`)});
+const first = await browse.snapshot();
+const next = first.nodes.find((n) => n.name === "Next");
+await browse.click(next);
+await browse.waitFor({ text: "second page" });
+let caught;
+try { await browse.click(next); } catch (e) { caught = { code: e.code, message: e.message }; }
+const again = await browse.snapshot();
+return { old: next.ref, caught, fresh: again.nodes.find((n) => n.name === "Next").ref, url: await browse.get("url") };`,
+    );
+    expect(sc.status, text).toBe("ok");
+    const value = sc.value as { old: string; fresh: string; url: string; caught: { code: string; message: string } };
+    expect(value.caught.code).toBe("stale_ref");
+    expect(value.caught.message).toMatch(/navigated|snapshot again/);
+    expect(value.old).toMatch(/@1$/);
+    expect(value.fresh).toMatch(/@2$/);
+    expect(value.url).toBe(`${site.origin}/nav-b`);
+  });
+
+  it("a write to a host without a grant is refused with write_denied by the same gate, audited with the run id; uncaught, it is the run's failedCall", async () => {
+    const { text, isError, sc } = await run(
+      client,
+      `await browse.open(${JSON.stringify(`${other.origin}/pay`)});
+await browse.click("button");
+return "paid";`,
+    );
+    expect(isError).toBe(true);
+    expect(sc.status).toBe("error");
+    expect(sc.value).toBeUndefined();
+    expect(sc.failedCall).toMatchObject({ command: "click", args: ["button"], error: { code: "write_denied" } });
+    expect(sc.error?.code).toBe("write_denied");
+    expect(text).toContain("Failed call: browse.click(\"button\") -> write_denied:");
+    const records = recordsOf(sc.run);
+    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["open_tab allowed", "query allowed", "click refused write_denied", "browser_run refused write_denied"]);
+    expect(records[2]?.target).toBe('button "Pay now"');
+  });
+
+  it("an uncaught refusal by the read policy ends the run with failedCall naming it; nothing after it ran", async () => {
+    const { sc } = await run(client, `await browse.open("https://blocked.invalid/"); await browse.tabs.list(); return 1;`);
+    expect(sc.failedCall).toMatchObject({ command: "open", args: ["https://blocked.invalid/"], error: { code: "policy_denied" } });
+    expect(sc.usage.commands).toBe(1);
+  });
+
+  it("a selector target must match exactly one element: 0 and 3 matches are errors naming the count", async () => {
+    const { text, sc } = await run(
+      client,
+      `await browse.open(${JSON.stringify(`${site.origin}/three`)});
+const out: Record<string, unknown> = {};
+for (const selector of [".missing", ".item"]) {
+  try { await browse.click(selector); } catch (e) { out[selector] = { code: e.code, message: e.message }; }
+}
+out.only = (await browse.click("#only")).done;
+out.count = await browse.get("count", ".item");
+out.text = await browse.get("text", "#only");
+return out;`,
+    );
+    expect(sc.status, text).toBe("ok");
+    expect(sc.value).toMatchObject({
+      ".missing": { code: "element_not_found", message: expect.stringContaining('".missing" matched no element') },
+      ".item": { code: "ambiguous_selector", message: expect.stringContaining('".item" matched 3 elements') },
+      count: 3,
+      text: "Only",
+    });
+  });
+
+  it("budgets lower than config's apply; asking more than the cap is invalid_params naming the cap", async () => {
+    const lowered = await run(client, `await browse.tabs.list(); await browse.tabs.list(); return "both";`, { budgets: { commands: 1 } });
+    expect(lowered.sc.status).toBe("budget_exceeded");
+    expect(lowered.sc.error?.code).toBe("budget_exceeded");
+    expect(lowered.sc.error?.message).toMatch(/commands/);
+    const above = await run(client, `return 1;`, { budgets: { wall_ms: 40_000 } });
+    expect(above.isError).toBe(true);
+    expect(above.text).toMatch(/^invalid_params: budgets\.wall_ms is 40000 ms, above its cap of 30000 ms \(code_mode\.caps\.wall_ms/);
+    const fine = await run(client, `return (await browse.tabs.list()).length >= 0;`, { budgets: { wall_ms: 20_000, commands: 5 } });
+    expect(fine.sc).toMatchObject({ status: "ok", value: true });
+  });
+});
+
+describe("without a browser", () => {
+  let off: TestBroker;
+  let narrow: TestBroker;
+  let offClient: Client;
+  let narrowClient: Client;
+
+  beforeAll(async () => {
+    off = await startBroker({ yaml: "code_mode:\n  enabled: false\n" });
+    narrow = await startBroker({ yaml: "code_mode:\n  deny: [read, fill]\n" });
+    offClient = await connectClient(off.url);
+    narrowClient = await connectClient(narrow.url);
+  });
+
+  afterAll(async () => {
+    await offClient?.close();
+    await narrowClient?.close();
+    await off?.close();
+    await narrow?.close();
+  });
+
+  it("code_mode.enabled: false refuses every program with code_mode_disabled and what to do instead", async () => {
+    const { isError, text } = await run(offClient, "return 1;");
+    expect(isError).toBe(true);
+    expect(text).toMatch(/^code_mode_disabled: code mode is off .*code_mode\.enabled: false.*one call at a time/);
+  });
+
+  it("a denied command is not in the API: not declared, and absent from browse in a program", async () => {
+    const api = await fetch(`${narrow.url}/api.d.ts`, { headers: { Authorization: `Bearer ${MCP_TOKEN}` } }).then((r) => r.text());
+    expect(api).toContain("click(target: Target): Promise<ActResult>;");
+    expect(api).not.toContain("read(");
+    expect(api).not.toContain("fill(");
+    const { sc } = await run(narrowClient, "return [typeof browse.read, typeof browse.click];");
+    expect(sc.value).toEqual(["undefined", "function"]);
+  });
+
+  it("a syntax error is reported as syntax_error and nothing runs", async () => {
+    const { sc } = await run(narrowClient, "await browse.tabs.list(; return 1;");
+    expect(sc.status).toBe("error");
+    expect(sc.error?.code).toBe("syntax_error");
+    expect(sc.usage.commands).toBe(0);
+  });
+
+  it("GET /api.d.ts and /api.md need the MCP bearer token", async () => {
+    for (const path of ["/api.d.ts", "/api.md"]) {
+      expect((await fetch(`${narrow.url}${path}`)).status, path).toBe(401);
+      expect((await fetch(`${narrow.url}${path}`, { headers: { Authorization: "Bearer wrong-token-0123456789abcdef" } })).status, path).toBe(401);
+      const ok = await fetch(`${narrow.url}${path}`, { headers: { Authorization: `Bearer ${MCP_TOKEN}` } });
+      expect(ok.status, path).toBe(200);
+    }
+    const guide = await fetch(`${narrow.url}/api.md`, { headers: { Authorization: `Bearer ${MCP_TOKEN}` } }).then((r) => r.text());
+    expect(guide).toContain("stale_ref");
+    expect(guide).toMatch(/`commands`: browse\.\* calls, default 256/);
+  });
+
+  it("browser_api returns declarations that type-check with a program written against them", async () => {
+    const result = await narrowClient.callTool({ name: "browser_api", arguments: {} });
+    const declarations = apiOf(result);
+    expect(declarations).toContain("declare const browse");
+    const program = `async function main() {
+  const tab: Tab = await browse.open("https://example.com/");
+  const snap = await browse.snapshot({ find: "Buy", limit: 5 });
+  const node = snap.nodes[0];
+  if (node) await browse.click(node);
+  await browse.check("#gift", true);
+  const found = await browse.query("a", { limit: 3 });
+  await browse.waitFor({ text: "Done", timeoutMs: 500 });
+  const n: string | number | null = await browse.get("count", "a");
+  log.info(tab.id, found.total, n);
+  await browse.tabs.close(tab.id);
+}
+export {};`;
+    const problems = typeCheck(declarations, program);
+    expect(problems).toEqual([]);
+    // And a mistake is caught: a command that is not there, an argument of the wrong type.
+    expect(typeCheck(declarations, `async function f() { await browse.read(); await browse.check("#x", "yes"); }\nexport {};`).length).toBe(2);
+  });
+});
+
+function apiOf(result: Awaited<ReturnType<Client["callTool"]>>): string {
+  const text = (Array.isArray(result.content) ? result.content : []).map((c: { type: string; text?: string }) => c.text ?? "").join("\n");
+  // The declarations are the last ts block (the guide's example comes before them).
+  const start = text.lastIndexOf("```ts\n");
+  return start < 0 ? "" : text.slice(start + 6, text.lastIndexOf("\n```"));
+}
+
+/** tsc's diagnostics for the declarations plus a program, in memory (strict, no lib beyond ES2022). */
+function typeCheck(declarations: string, program: string): string[] {
+  const files = new Map([
+    ["/api.d.ts", declarations],
+    ["/program.ts", program],
+  ]);
+  const options: ts.CompilerOptions = { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, lib: ["lib.es2022.d.ts"], types: [] };
+  const host = ts.createCompilerHost(options);
+  const read = host.getSourceFile.bind(host);
+  host.getSourceFile = (name, version) => {
+    const text = files.get(name);
+    return text !== undefined ? ts.createSourceFile(name, text, version) : read(name, version);
+  };
+  host.fileExists = (name) => files.has(name) || ts.sys.fileExists(name);
+  const checked = ts.createProgram(["/api.d.ts", "/program.ts"], options, host);
+  return ts.getPreEmitDiagnostics(checked).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+}
