@@ -39,6 +39,17 @@ beforeAll(async () => {
   site.route("/nav-a", page("Nav A", `<button onclick="location.href='/nav-b'">Next</button>`));
   site.route("/nav-b", page("Nav B", `<button>Next</button><p>second page</p>`));
   site.route("/three", page("Three", `<button class="item">One</button><button class="item">Two</button><button class="item">Three</button><button id="only" onclick="this.textContent='Only'">Only</button>`));
+  site.route(
+    "/form",
+    page(
+      "Form",
+      `<form aria-label="Search" onsubmit="event.preventDefault();document.getElementById('out').textContent='searched '+document.getElementById('q').value"><label for="q">Search</label><input id="q"></form><p id="out">idle</p>
+<label for="size">Size</label><select id="size"><option>Small</option><option>Large</option></select>
+<input type="checkbox" id="gift"><label for="gift">Gift wrap</label>
+<button onmouseover="document.getElementById('menu').textContent='menu open'">Menu</button><p id="menu">menu shut</p>
+<div style="height:3000px"></div><p>The end</p>`,
+    ),
+  );
   other.route("/pay", page("Pay", `<button onclick="document.body.append('paid')">Pay now</button>`));
 }, 60_000);
 
@@ -61,7 +72,9 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       "localhost": [".*"]
   write:
     click:
-      "127.0.0.1": { label: "^(Go|Next|Only)$" }
+      "127.0.0.1": { label: "^(Go|Next|Only|Size|Gift wrap|Search)$" }
+    type:
+      "127.0.0.1": { label: "^Search$" }
 code_mode:
   caps:
     wall_ms: 30000
@@ -164,6 +177,50 @@ return out;`,
       ".item": { code: "ambiguous_selector", message: expect.stringContaining('".item" matched 3 elements') },
       count: 3,
       text: "Only",
+    });
+  });
+
+  it("the rest of the first slice: fill, press, select, check, hover, scroll, query, get; goto, back, forward, reload; tabs.new, list, select, close", async () => {
+    const { text, sc } = await run(
+      client,
+      `const form = await browse.open(${JSON.stringify(`${site.origin}/form`)});
+await browse.fill("#q", "shoes");
+await browse.press("Enter", "#q");
+await browse.waitFor({ text: "searched shoes" });
+await browse.select("#size", "Large");
+await browse.check("#gift", true);
+await browse.hover("button");
+await browse.waitFor({ text: "menu open", timeoutMs: 5000 });
+const scrolled = await browse.scroll(undefined, { by: "bottom" });
+const gift = (await browse.snapshot({ find: "Gift wrap" })).nodes.find((n) => n.role === "checkbox");
+const fields = await browse.query("input, select", { limit: 5 });
+const out = { q: await browse.get("value", "#q"), size: await browse.get("value", "#size"), gift: gift && gift.states, fields: fields.total, scrolled: typeof scrolled.done };
+await browse.goto(${JSON.stringify(`${site.origin}/shop`)});
+await browse.back();
+const backAt = await browse.get("url");
+await browse.forward();
+const reloaded = await browse.reload();
+const second = await browse.tabs.new(${JSON.stringify(`${site.origin}/three`)});
+const listed = (await browse.tabs.list()).map((t) => t.id);
+await browse.tabs.select(second.id);
+const secondTitle = await browse.get("title");
+await browse.tabs.close(second.id);
+let afterClose;
+try { await browse.get("title"); } catch (e) { afterClose = e.code; }
+return { ...out, backAt, reloaded: reloaded.title, both: listed.includes(form.id) && listed.includes(second.id), secondTitle, afterClose };`,
+    );
+    expect(sc.status, `${text}\n${JSON.stringify(sc.failedCall)}`).toBe("ok");
+    expect(sc.value).toEqual({
+      q: "shoes",
+      size: "Large",
+      gift: expect.arrayContaining(["checked"]),
+      fields: 3,
+      scrolled: "string",
+      backAt: `${site.origin}/form`,
+      reloaded: "Shop",
+      both: true,
+      secondTitle: "Three",
+      afterClose: "no_such_tab",
     });
   });
 
