@@ -67,3 +67,12 @@ export function budgetMessage(budget: Budget, budgets: Budgets): string {
       return `output budget exceeded: the logs and the returned value passed ${budgets.outputBytes} bytes; log less and return only what is needed`;
   }
 }
+
+const BUDGET_FIELDS = ["wallMs", "instructions", "memoryBytes", "stackBytes", "commands", "outputBytes"] as const;
+
+/** Why these budgets cannot run a program (a field missing, negative or not a finite number), or undefined. */
+export function budgetsProblem(budgets: Budgets | undefined): string | undefined {
+  if (typeof budgets !== "object" || budgets === null) return "the run request has no budgets; the host must fill every budget";
+  const bad = BUDGET_FIELDS.filter((field) => typeof budgets[field] !== "number" || !Number.isFinite(budgets[field]) || budgets[field] < 0);
+  return bad.length > 0 ? `the run request's budgets ${bad.join(", ")} must be finite numbers >= 0; the host fills every budget from its config` : undefined;
+}

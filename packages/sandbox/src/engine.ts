@@ -5,7 +5,7 @@
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
 import { compileProgram, PROGRAM_FILE } from "./compile.js";
 import { PRELUDE } from "./prelude.js";
-import { budgetMessage, describeThrown, type Budget, type Thrown } from "./describe.js";
+import { budgetMessage, budgetsProblem, describeThrown, type Budget, type Thrown } from "./describe.js";
 import type { HostAnswer, HostCall, LogEntry, RunRequest, RunResult, RunUsage } from "./types.js";
 
 /** Deeper than this overflowed the host's own stack when measured (TESTING.md), whatever a caller asks. */
@@ -77,10 +77,12 @@ class Run {
     this.#request = request;
     this.#call = call;
     this.#hooks = hooks;
-    this.#deadline = this.#started + request.budgets.wallMs;
+    this.#deadline = this.#started + (request.budgets?.wallMs ?? 0);
   }
 
   async execute(): Promise<EngineOutcome> {
+    const problem = budgetsProblem(this.#request.budgets);
+    if (problem) return this.#outcome({ status: "error", error: { code: "invalid_request", message: problem } });
     const compiled = compileProgram(this.#request.program);
     if (!compiled.ok) return this.#outcome({ status: "error", error: { code: "syntax_error", message: compiled.message } });
     let result: Omit<RunResult, "logs" | "usage">;
@@ -244,10 +246,10 @@ class Run {
       json = JSON.stringify({ ok: false, seq, error: { code: "host_error", message: `the host's answer could not be copied as JSON: ${error instanceof Error ? error.message : String(error)}` } });
     }
     if (!answer.ok) this.#failures.set(seq, { code: String(answer.error.code), message: String(answer.error.message) });
+    // resolve() disposes the resolvers; the promise's handle went to the program when hostCall returned it.
     const value = ctx.newString(json);
     deferred.resolve(value);
     value.dispose();
-    deferred.dispose();
   }
 
   #hostLog(level: string, text: string): void {

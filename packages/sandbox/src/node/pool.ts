@@ -7,7 +7,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { budgetMessage } from "../describe.js";
+import { budgetMessage, budgetsProblem } from "../describe.js";
 import type { HostCallFn } from "../engine.js";
 import type { HostAnswer, LogEntry, RunRequest, RunResult, RunUsage } from "../types.js";
 import type { FromWorker, ToWorker, WorkerSetup } from "./messages.js";
@@ -285,6 +285,8 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
       if (closed) return Promise.resolve(closedResult());
       if (startupError && workers.size === 0) return Promise.resolve(startupFailure(startupError));
       if (signal?.aborted) return Promise.resolve(cancelledBeforeStart());
+      const problem = budgetsProblem(request.budgets);
+      if (problem) return Promise.resolve({ status: "error", error: { code: "invalid_request", message: problem }, logs: [], usage: zeroUsage() });
       return new Promise<RunResult>((resolve) => {
         const job: Job = { request, call, signal, resolve };
         queue.push(job);

@@ -13,6 +13,7 @@ const post = (message: FromWorker) => port.postMessage(message);
 const setup: WorkerSetup = workerData;
 
 const waiting = new Map<number, (answer: HostAnswer) => void>();
+let currentRunId = 0;
 
 try {
   const sandbox = createSandbox({ wasmModule: setup.wasmModule });
@@ -23,11 +24,13 @@ try {
   await sandbox.run({ program: "const w: number = (await browse.warm()) as number;\nreturn w + 1;", commands: ["warm"], budgets }, async () => ({ ok: true, value: 1 }));
   port.on("message", (message: ToWorker) => {
     if (message.type === "answer") {
+      if (message.runId !== currentRunId) return; // an answer to a run that has ended
       waiting.get(message.seq)?.(message.answer);
       waiting.delete(message.seq);
       return;
     }
     const { runId, request } = message;
+    currentRunId = runId;
     waiting.clear();
     void sandbox.run(
       request,
