@@ -3,7 +3,8 @@
 // same process tree, on the same local pages, against the same Chromium binary. It asserts nothing: it prints a
 // table (and writes bench/results/latest.json). Run from the repo root: `npm run bench` (after `npm install`).
 // This file runs the figures in order and prints them; each lives in bench/lib/: tabrelay.mjs (1-4), interaction.mjs
-// (6-11), cdp.mjs (12-13 and 5), peers.mjs (the peers' servers), stall.mjs (14), output.mjs (the table), common.mjs.
+// (6-11), cdp.mjs (12-13 and 5), peers.mjs (the peers' servers), stall.mjs (14), codemode.mjs (15-16; the sandbox's
+// own figure is ./sandbox.mjs), output.mjs (the table), common.mjs.
 //
 // Figures (medians; N is printed with each):
 //   1. round trip of a near-no-op browser call (tabrelay list_tabs; playwright-mcp browser_tabs list;
@@ -32,6 +33,10 @@
 //  14. a page cannot stall the broker: p99 of one session's list_tabs (and of GET /health) while another session
 //      reads pages/builds-11mb.html (~400 bytes building ~11 MB of paragraphs), probes every 50 ms; tabrelay only
 //      (each peer serves one stdio client, so there is no other session to stall). `--only=stall` runs it alone.
+//  15. code mode: a shop task (read 18 prices, add the three cheapest to the cart, return the total) as tool calls
+//      (tabrelay, playwright-mcp, chrome-devtools-mcp) and as one program (tabrelay browser_run; playwright-mcp
+//      browser_run_code_unsafe, run in its server's process): time, characters to the model, calls (model turns)
+//  16. code mode: sandbox start to first command (bench/sandbox.mjs). `--only=codemode` runs 15 and 16 alone.
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -39,9 +44,11 @@ import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { BIG_LAST_BUTTON } from "./pages/make-interaction.mjs";
 import { benchCdp, coldStartTabrelay } from "./lib/cdp.mjs";
+import { benchCodeMode, codeModeRows, sandboxRows } from "./lib/codemode.mjs";
 import { BENCH, CHROMIUM, MEMORY_GAP_MS, MEMORY_SETTLE_MS, N, NEWS, ROOT, SHOT_GAP_MS, ensureBuilt, ensureInstalled, log, median, message, pkgVersion, round, runCleanups, runCleanupsExceptSite, startSite, stats, tempDir, timed } from "./lib/common.mjs";
 import { cdpRows, cellError, fmtMiB, fmtMs, interactionRows, newsRows, printTable, screenshotRows, verdict } from "./lib/output.mjs";
 import { benchPeer, peerSpecs } from "./lib/peers.mjs";
+import { benchSandbox } from "./sandbox.mjs";
 import { STALL, benchStall, stallRows } from "./lib/stall.mjs";
 import { benchExtract, benchInProcess, benchTabrelayServe } from "./lib/tabrelay.mjs";
 
@@ -97,6 +104,17 @@ async function main() {
     const runs = [];
     for (let i = 0; i < N.coldStart; i++) runs.push((await coldStartTabrelay(lib, site)).ms);
     process.stdout.write(`5. spawn to first successful read (median): ${round(median(runs), 0)} ms (${runs.map((ms) => round(ms, 0)).join(", ")})\n`);
+    return;
+  }
+  if (process.argv.includes("--only=codemode")) {
+    // Figures 15 and 16 alone (fresh processes): `node bench/run.mjs --only=codemode`.
+    log("15: the shop task, as tool calls and as one program ...");
+    const codeMode = await benchCodeMode(lib, site);
+    log("16: sandbox start to first command ...");
+    const sandbox = await benchSandbox().catch((error) => ({ error: message(error) }));
+    printTable([...codeModeRows(codeMode), ...sandboxRows(sandbox)]);
+    mkdirSync(join(BENCH, "results"), { recursive: true });
+    writeFileSync(join(BENCH, "results", "codemode.json"), `${JSON.stringify({ codeMode, sandbox }, null, 2)}\n`);
     return;
   }
   if (process.argv.includes("--only=stall")) {
@@ -162,6 +180,11 @@ async function main() {
 
   log("14: cheap calls from one session while another reads a hostile page, fresh processes ...");
   results.stall = await benchStall(lib, site);
+  await runCleanupsExceptSite();
+
+  log("15-16: code mode: the shop task as tool calls and as one program; sandbox start ...");
+  results.codeMode = await benchCodeMode(lib, site);
+  results.sandbox = await benchSandbox().catch((error) => ({ error: message(error) }));
   await runCleanupsExceptSite();
 
   // ------------------------------------------------------------------ the table
@@ -270,6 +293,8 @@ async function main() {
     ...screenshotRows(t, pw, cd, errors),
     ...cdpRows(results.cdp),
     ...stallRows(results.stall),
+    ...codeModeRows(results.codeMode),
+    ...sandboxRows(results.sandbox),
   ];
 
   const meta = {

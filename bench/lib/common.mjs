@@ -43,6 +43,8 @@ export const N = {
   cdpWarmup: 2, // navigate+snapshot rounds per pass, untimed (the peers' first one starts their browser)
   cdpRounds: 20, // navigate+snapshot rounds per pass, timed; then the memory is read
   memorySamples: 5, // PSS readings per pass after the workload, MEMORY_GAP_MS apart
+  codeModeWarmup: 1, // 15: untimed runs of the shop task per way
+  codeModeRounds: 5, // 15: timed runs of the shop task per way, each from a fresh page
 };
 
 /** 13: the memory is read this long after the workload's last call returned, then every MEMORY_GAP_MS. */
@@ -316,6 +318,7 @@ export async function startSite() {
     ["/big", join(pages, "big.html")],
     ["/click", join(pages, "click.html")],
     ["/builds-11mb", join(pages, "builds-11mb.html")],
+    ["/shop", join(pages, "shop.html")],
   ]);
   const bodies = new Map([...files, ...interactionPages].map(([path, file]) => [path, readFileSync(file)]));
   const server = createServer((req, res) => {
@@ -339,7 +342,8 @@ export async function startSite() {
 }
 
 /**
- * Reads allowed on the local site; the one write the bench makes, clicking the counter button, granted.
+ * Reads allowed on the local site; the writes the bench makes, clicking the counter button and the shop's "Add to
+ * cart" buttons, granted.
  * `screenshots` turns the screenshot tool on (it is off by default).
  */
 export function allowYaml({ screenshots = false } = {}) {
@@ -350,7 +354,7 @@ export function allowYaml({ screenshots = false } = {}) {
     '      "127.0.0.1": [".*"]',
     "  write:",
     "    click:",
-    `      "127.0.0.1": { label: "^${CLICK_BUTTON}$" }`,
+    `      "127.0.0.1": { label: "^(${CLICK_BUTTON}|Add to cart)$" }`,
     ...(screenshots ? ["screenshots:", "  enabled: true"] : []),
     "",
   ].join("\n");

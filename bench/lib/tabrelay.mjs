@@ -126,14 +126,18 @@ export function spawnTabrelay(args, env, dataDir, chromiumExtra = []) {
   return { child, exited, urlPromise, stop, stderr: () => stderr };
 }
 
-export async function benchTabrelayServe(lib, site) {
+/**
+ * `tabrelay serve` with config `yaml`, a headless Chromium carrying the extension paired to it, and an MCP client,
+ * once the extension answers; `onListening(server)` hears the broker listening, before the browser starts.
+ */
+export async function startServe(lib, { yaml, onListening = () => {} }) {
   const { prepareExtension, launchChromium } = lib.broker;
   const dataDir = tempDir("serve");
-  writeFileSync(join(dataDir, "config.yaml"), allowYaml({ screenshots: true })); // 10: the screenshot figure
+  writeFileSync(join(dataDir, "config.yaml"), yaml);
   const server = spawnTabrelay(["serve"], { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN }, dataDir);
   cleanups.push(server.stop);
   const { mcpUrl } = await withTimeout(server.urlPromise, 15_000, "tabrelay serve start-up");
-  const rssSeries = { listening: procStatus(server.child.pid).rssMiB };
+  onListening(server);
   const port = Number(new URL(mcpUrl).port);
   const profileDir = tempDir("serve-profile");
   const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${port}/bridge`, PAIRING_TOKEN, "bench chromium");
@@ -150,6 +154,13 @@ export async function benchTabrelayServe(lib, site) {
     if (Date.now() > deadline) throw new Error(`the extension did not connect to tabrelay serve: ${textOf(result)}`);
     await sleep(50);
   }
+  return { server, client, browser, toolsListChars };
+}
+
+export async function benchTabrelayServe(lib, site) {
+  let rssSeries;
+  // 10: the screenshot figure needs screenshots on.
+  const { server, client, toolsListChars } = await startServe(lib, { yaml: allowYaml({ screenshots: true }), onListening: (s) => (rssSeries = { listening: procStatus(s.child.pid).rssMiB }) });
   const articleUrl = `${site.origin}/article`;
   rssSeries.browserConnected = procStatus(server.child.pid).rssMiB;
 
