@@ -7,6 +7,9 @@ import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, t
 // variant: which object holds it depends on the loader, so it is found at run time (variantOf).
 import * as releaseSync from "@jitl/quickjs-wasmfile-release-sync";
 
+/** The WebAssembly global, typed here: @types/node (which the tests type-check against) declares its types, not the value. */
+const wasm = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => WebAssembly.Memory } }).WebAssembly;
+
 const PAGE = 64 * 1024;
 /** The QuickJS module's minimum memory (its static data, stack and first heap): 256 pages. */
 export const INSTANCE_BASE_BYTES = 256 * PAGE;
@@ -25,7 +28,7 @@ export interface LoadOptions {
 
 export async function loadQuickJS(options: LoadOptions): Promise<QuickJSWASMModule> {
   const maximum = Math.max(INSTANCE_BASE_BYTES, options.maxMemoryBytes) / PAGE;
-  const wasmMemory = new WebAssembly.Memory({ initial: INSTANCE_BASE_BYTES / PAGE, maximum: Math.ceil(maximum) });
+  const wasmMemory = new wasm.Memory({ initial: INSTANCE_BASE_BYTES / PAGE, maximum: Math.ceil(maximum) });
   const variant = newVariant(variantOf(releaseSync), options.wasmModule ? { wasmMemory, wasmModule: options.wasmModule } : { wasmMemory });
   return newQuickJSWASMModuleFromVariant(variant);
 }
