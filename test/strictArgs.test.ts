@@ -58,6 +58,12 @@ describe("strict arguments", () => {
     expect((await call(client, "read_page", { tab: 4, mode: "brief" })).text).toMatch(/^invalid_params: `mode` must be one of "readable", "full", got "brief"/);
   });
 
+  it("an unknown field of an object argument is named with its path and that object's fields", async () => {
+    const result = await call(client, "browser_run", { program: "return 1", budgets: { wallMs: 1500 } });
+    expect(result.isError).toBe(true);
+    expect(result.text).toMatch(/^invalid_params: unknown field `budgets\.wallMs` \(`budgets` takes wall_ms, [a-z_, ]+\): remove it and call browser_run again/);
+  });
+
   it("several problems are listed together, then the retry", async () => {
     const result = await call(client, "list_tabs", { browser: 7, tab: 1 });
     expect(result.text).toMatch(/^invalid_params: /);

@@ -26,10 +26,13 @@ function describeIssue(spec: ArgsSchema, issue: z.core.$ZodIssue, given: object)
   const field = `\`${name || "arguments"}\``;
   const topField = issue.path.length === 1 ? advertised(spec.fields[String(issue.path[0])]) : undefined;
   if (issue.code === "unrecognized_keys") {
-    const known = Object.keys(spec.fields);
-    const keys = issue.keys.map((k) => `\`${k}\``).join(", ");
-    const takes = known.length ? `${spec.tool} takes ${known.join(", ")}` : `${spec.tool} takes no arguments`;
-    return `unknown argument${issue.keys.length === 1 ? "" : "s"} ${keys} (${takes}): remove ${issue.keys.length === 1 ? "it" : "them"}`;
+    // An object argument's own fields (budgets.wallMs) are named from its advertised schema, not the tool's.
+    const owner = issue.path.length ? advertisedAt(spec.fields, issue.path) : undefined;
+    const known = Object.keys(owner ? owner.properties : spec.fields);
+    const keys = issue.keys.map((k) => `\`${name ? `${name}.` : ""}${k}\``).join(", ");
+    const what = owner ? `\`${name}\`` : spec.tool;
+    const takes = known.length ? `${what} takes ${known.join(", ")}` : `${what} takes no ${owner ? "fields" : "arguments"}`;
+    return `unknown ${owner ? "field" : "argument"}${issue.keys.length === 1 ? "" : "s"} ${keys} (${takes}): remove ${issue.keys.length === 1 ? "it" : "them"}`;
   }
   const value: unknown = issue.path.reduce<unknown>((at, key) => (at !== null && typeof at === "object" ? Reflect.get(at, key) : undefined), given);
   if (value === undefined && issue.code === "invalid_type") {
@@ -52,6 +55,14 @@ function describeIssue(spec: ArgsSchema, issue: z.core.$ZodIssue, given: object)
     default:
       return `${field}: ${issue.message}, ${got}: fix it`;
   }
+}
+
+/** The advertised object schema at `path` below the tool's fields, with its properties. */
+function advertisedAt(fields: Readonly<Record<string, unknown>>, path: readonly PropertyKey[]): { properties: Record<string, unknown> } | undefined {
+  let at: unknown = fields[String(path[0])];
+  for (const key of path.slice(1)) at = at !== null && typeof at === "object" ? Reflect.get(Reflect.get(at, "properties") ?? {}, String(key)) : undefined;
+  const properties: unknown = at !== null && typeof at === "object" ? Reflect.get(at, "properties") : undefined;
+  return properties !== null && typeof properties === "object" ? { properties: properties as Record<string, unknown> } : undefined;
 }
 
 function advertised(schema: unknown): { type?: string; description?: string } {
