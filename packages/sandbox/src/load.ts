@@ -2,13 +2,14 @@
 // (setMemoryLimit) refuses one large allocation but barely counts small ones (measured: many small objects or
 // 1 MiB strings under an 8 MiB limit grew the wasm heap to the instance's 128 MiB ceiling), so the real limit is
 // an imported WebAssembly.Memory whose maximum is QuickJS's own base (16 MiB, the module's minimum) + the budget.
-import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
+import { newQuickJSWASMModuleFromVariant, newVariant, type CustomizeVariantOptions, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 // The package's types are CommonJS-shaped, while Node and bundlers load its ESM build, whose default export is the
 // variant: which object holds it depends on the loader, so it is found at run time (variantOf).
 import * as releaseSync from "@jitl/quickjs-wasmfile-release-sync";
 
 /** The WebAssembly global, typed here: @types/node (which the tests type-check against) declares its types, not the value. */
-const wasm = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => WebAssembly.Memory } }).WebAssembly;
+type WasmMemory = Exclude<NonNullable<CustomizeVariantOptions["wasmMemory"]>, () => Promise<unknown>>;
+const wasm = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory } }).WebAssembly;
 
 const PAGE = 64 * 1024;
 /** The QuickJS module's minimum memory (its static data, stack and first heap): 256 pages. */
