@@ -185,7 +185,7 @@ return out;`,
       client,
       `const form = await browse.open(${JSON.stringify(`${site.origin}/form`)});
 await browse.fill("#q", "shoes");
-await browse.press("Enter", "#q");
+await browse.press("Enter");
 await browse.waitFor({ text: "searched shoes" });
 await browse.select("#size", "Large");
 await browse.check("#gift", true);
@@ -270,6 +270,12 @@ describe("without a browser", () => {
     expect(api).not.toContain("fill(");
     const { sc } = await run(narrowClient, "return [typeof browse.read, typeof browse.click];");
     expect(sc.value).toEqual(["undefined", "function"]);
+  });
+
+  it("config that cannot hold stops start-up naming the key: an unknown command, a default above its cap, an unknown budget", async () => {
+    await expect(startBroker({ yaml: "code_mode:\n  deny: [teleport]\n" })).rejects.toThrow(/code_mode\.deny names "teleport", which is not a browse command; the commands are: open, goto/);
+    await expect(startBroker({ yaml: "code_mode:\n  budgets: { commands: 50 }\n  caps: { commands: 10 }\n" })).rejects.toThrow(/code_mode\.budgets\.commands is 50 calls, above its cap code_mode\.caps\.commands \(10 calls\)/);
+    await expect(startBroker({ yaml: "code_mode:\n  budgets: { cpu: 5 }\n" })).rejects.toThrow(/code_mode\.budgets.*cpu/);
   });
 
   it("a syntax error is reported as syntax_error and nothing runs", async () => {

@@ -99,6 +99,12 @@ export const ERRORS = [
     meaning: "a program hit one of its budgets (named: wall clock, instructions, memory, stack, commands or output) and was stopped",
     next: "do less per run (fewer commands, smaller values), or pass a higher `budgets` value up to the cap the message names",
   },
+  {
+    code: "sandbox_unavailable",
+    meaning: "the sandbox could not run the program: it failed to start, crashed, or the broker is shutting down (the message says which)",
+    next: "retry once; report it if it persists; the tools work without it",
+  },
+  { code: "cancelled", meaning: "the client cancelled the call before it finished; commands already sent happened", next: "`snapshot` to see where the page is" },
   { code: "value_not_copyable", meaning: "a program returned or passed a value that cannot be copied as JSON (cyclic, a function, too large)", next: "return plain data (objects, arrays, strings, numbers)" },
   {
     code: "invalid_params",

@@ -36,6 +36,12 @@ const optionalTarget: Param = { ...target, optional: true };
 
 /** A program's target, resolved to the page's ref and revision: a ref the run minted, or a selector matching one element. */
 async function resolveTarget(state: RunState, given: unknown, command: string): Promise<{ tab: number; ref: string; revision: string }> {
+  const at = await targetOf(state, given, command);
+  state.lastTarget = at;
+  return at;
+}
+
+async function targetOf(state: RunState, given: unknown, command: string): Promise<{ tab: number; ref: string; revision: string }> {
   const ref: unknown = given !== null && typeof given === "object" ? Reflect.get(given, "ref") : undefined;
   if (typeof given !== "string" && typeof ref !== "string") {
     fail("not_actionable", `browse.${command}: that snapshot node has no ref, so it cannot be acted on (a heading or landmark); pick a node with a ref, or pass a CSS selector`);
@@ -242,9 +248,11 @@ export const COMMANDS: readonly Command[] = [
     name: "press",
     params: [str("key"), optionalTarget],
     returns: "ActResult",
-    doc: 'Presses a key ("Enter", "Tab", "Shift+Tab") on the target, or on the focused element (a write).',
+    doc: 'Presses a key ("Enter", "Tab", "Shift+Tab") on the target, or on the element last acted on (a write).',
     async run(state, [key, given]) {
-      const at = await resolveTarget(state, given ?? ":focus", "press");
+      // Without a target: the element the program last acted on (fill then press Enter), as its ref then stands.
+      const at = given === undefined ? state.lastTarget : await resolveTarget(state, given, "press");
+      if (!at) fail("invalid_params", "browse.press without a target presses on the element the program last acted on, and it has acted on none yet: pass a target");
       return valueOf(actValue, await state.call(pressKey, { tab: at.tab, ref: at.ref, revision: at.revision, key }), "press_key");
     },
   },

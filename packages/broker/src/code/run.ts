@@ -1,5 +1,6 @@
 // One browser_run: the program goes to the sandbox with the commands config allows and the run's budgets; each
 // command it calls comes back here (dispatch) and runs as a tool call. The sandbox adds budgets, never a policy.
+import { ERROR_CODES } from "@tabrelay/protocol";
 import type { HostAnswer, HostCall, RunRequest, RunResult } from "@tabrelay/sandbox";
 import { commandAllowed, type CodeModeSettings, type RunBudgets } from "../config/codeMode.js";
 import type { CallContext } from "../tools/tool.js";
@@ -34,5 +35,13 @@ export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec:
     }
     return dispatch(state, c.command, c.args);
   };
-  return sandbox.run({ program: spec.program, commands, budgets: spec.budgets }, call, signal);
+  const result = await sandbox.run({ program: spec.program, commands, budgets: spec.budgets }, call, signal);
+  return result.error ? { ...result, error: { code: tableCode(result.error.code), message: result.error.message } } : result;
+}
+
+/** The sandbox's own outcomes in the one error table's codes (a failed command's code is already one of them). */
+function tableCode(code: string): string {
+  if (ERROR_CODES.some((known) => known === code)) return code;
+  if (code === "sandbox_crashed" || code === "sandbox_closed") return "sandbox_unavailable";
+  return "internal";
 }

@@ -38,6 +38,8 @@ export class RunState {
   readonly signal: AbortSignal;
   readonly browser: string | undefined;
   current: number | undefined;
+  /** The element the last action targeted (press without a target presses there). */
+  lastTarget: MintedRef | undefined;
   readonly #refs = new Map<string, MintedRef>();
   /** The last snapshot of each tab the program took: paging it (offset) keeps its refs. */
   readonly lastSnapshot = new Map<number, { revision: string; generation: number }>();

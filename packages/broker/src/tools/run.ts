@@ -46,7 +46,7 @@ export const browserRun = defineTool({
     budgets: budgetsInput,
   },
   kind: "write",
-  errors: ["code_mode_disabled", "syntax_error", "program_error", "budget_exceeded", "value_not_copyable", "stale_ref", "element_not_found", "ambiguous_selector", "policy_denied", "write_denied", "wait_timeout"],
+  errors: ["code_mode_disabled", "syntax_error", "program_error", "budget_exceeded", "value_not_copyable", "sandbox_unavailable", "stale_ref", "element_not_found", "ambiguous_selector", "policy_denied", "write_denied", "wait_timeout"],
   async handler(ctx, params, response, signal) {
     const settings = ctx.config.codeMode;
     if (!settings.enabled) {
