@@ -17,3 +17,10 @@ export { VERSION } from "./version.js";
 export { AuditLog, formatAuditLine, type AuditRecord, type AuditDecision, type StoredAuditRecord } from "./audit/auditLog.js";
 export { createProviderSession, ProviderError, type ProviderName, type HostedProvider, type ProviderSession } from "./launch/providers.js";
 export { startVncDisplay, findVncTools, NOVNC_WEB_ROOT, type VncDisplay, type VncDisplayOptions } from "./launch/vnc.js";
+// In-process tool calls (@tabrelay/agent-tools): the tool table's runner, its types, the MCP server's instructions, a session's end.
+export { runTool, type RunOptions } from "./tools/runner.js";
+export type { Tool, ToolContext, ToolKind } from "./tools/tool.js";
+export type { RenderedResult } from "./tools/response.js";
+export type { Caller } from "./gate/decisions.js";
+export { endSessionLeases } from "./gate/enforce.js";
+export { instructions as toolInstructions } from "./mcp/adapter.js";
