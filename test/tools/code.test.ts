@@ -105,6 +105,8 @@ return { title: tab.title, clicked: /clicked \\d+/.test(text), done: done.done, 
     expect(sc.logs).toEqual([{ level: "info", text: expect.stringMatching(/^clicked e\d+@1$/) }]);
     expect(sc.usage.commands).toBe(4);
     expect(text).toContain(`Run ${sc.run} ok (4 commands`);
+    // Clients that show only the text see the value and the logs too, fenced as page content.
+    expect(text).toMatch(/<page-content nonce="[0-9a-f]+">\n\{\n "value": \{\n  "title": "Shop"[\s\S]*"logs": \[[\s\S]*"text": "clicked e\d+@1"/);
     // One record per command, each carrying the run id, then the run's own record with the program's hash.
     const records = recordsOf(sc.run);
     expect(records.map((r) => `${r.tool} ${r.decision}`)).toEqual(["open_tab allowed", "snapshot allowed", "click allowed", "read_page allowed", "browser_run allowed"]);
@@ -146,7 +148,7 @@ return "paid";`,
     expect(sc.value).toBeUndefined();
     expect(sc.failedCall).toMatchObject({ command: "click", args: ["button"], error: { code: "write_denied" } });
     expect(sc.error?.code).toBe("write_denied");
-    expect(text).toContain("Failed call: browse.click(\"button\") -> write_denied:");
+    expect(text).toMatch(new RegExp(`^Run ${sc.run} failed at browse\\.click\\("button"\\) \\(2 commands, \\d+ ms\\): write_denied: clicking "Pay now" on localhost`));
     const records = recordsOf(sc.run);
     expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["open_tab allowed", "query allowed", "click refused write_denied", "browser_run refused write_denied"]);
     expect(records[2]?.target).toBe('button "Pay now"');
@@ -224,6 +226,21 @@ return { ...out, backAt, reloaded: reloaded.title, both: listed.includes(form.id
     });
   });
 
+  it("the program works in the agent's own tabs: another session's tab is refused (tab_leased) and not selectable", async () => {
+    const otherClient = await connectClient(broker.url);
+    try {
+      const opened = await otherClient.callTool({ name: "open_tab", arguments: { url: `${site.origin}/shop` } });
+      const theirs = Number(/Opened tab (\d+)/.exec(JSON.stringify(opened.content))?.[1]);
+      const started = await run(client, "return await browse.get('title');", { tab: theirs });
+      expect(started.isError).toBe(true);
+      expect(started.text).toMatch(/^tab_leased: /);
+      const selected = await run(client, `try { await browse.tabs.select(${theirs}); } catch (e) { return e.code; } return "selected";`);
+      expect(selected.sc.value).toBe("no_such_tab");
+    } finally {
+      await otherClient.close();
+    }
+  });
+
   it("budgets lower than config's apply; asking more than the cap is invalid_params naming the cap", async () => {
     const lowered = await run(client, `await browse.tabs.list(); await browse.tabs.list(); return "both";`, { budgets: { commands: 1 } });
     expect(lowered.sc.status).toBe("budget_exceeded");
@@ -276,6 +293,18 @@ describe("without a browser", () => {
     await expect(startBroker({ yaml: "code_mode:\n  deny: [teleport]\n" })).rejects.toThrow(/code_mode\.deny names "teleport", which is not a browse command; the commands are: open, goto/);
     await expect(startBroker({ yaml: "code_mode:\n  budgets: { commands: 50 }\n  caps: { commands: 10 }\n" })).rejects.toThrow(/code_mode\.budgets\.commands is 50 calls, above its cap code_mode\.caps\.commands \(10 calls\)/);
     await expect(startBroker({ yaml: "code_mode:\n  budgets: { cpu: 5 }\n" })).rejects.toThrow(/code_mode\.budgets.*cpu/);
+  });
+
+  it("the broker keeps answering while a program spins, and the spinning program is stopped at its wall clock", async () => {
+    const spinning = run(narrowClient, "for (;;) { try { for (;;) {} } catch {} }", { budgets: { wall_ms: 3000, instructions: 10_000_000 } });
+    await new Promise((r) => setTimeout(r, 300));
+    const asked = Date.now();
+    const listed = await narrowClient.callTool({ name: "list_browsers", arguments: {} });
+    expect(listed.isError).not.toBe(true);
+    expect(Date.now() - asked).toBeLessThan(1000);
+    const { sc } = await spinning;
+    expect(sc.status).toBe("budget_exceeded");
+    expect(sc.error?.message).toMatch(/wall clock/);
   });
 
   it("a syntax error is reported as syntax_error and nothing runs", async () => {
