@@ -6,6 +6,7 @@
 //   deny       specifiers refused, by name (a name ending in "/": its subpaths) or, for relative imports, by the
 //              folder they resolve to
 //   onlyFolders   relative imports must resolve inside one of these folders (typeFolders: as `import type` only)
+//   except     folders below `dir` the rule does not cover (they have a rule of their own)
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
@@ -15,6 +16,14 @@ const rules = [
   { dir: "packages/protocol/src", allow: [], contained: true, why: "protocol is types only, with no runtime dependencies" },
   { dir: "packages/extension/src", allow: ["@tabrelay/protocol"], contained: true, why: "the extension never imports broker code" },
   { dir: "packages/inpage/src", allow: ["@tabrelay/protocol"], contained: true, why: "the in-page script runs inside pages: it imports only the protocol" },
+  {
+    dir: "packages/sandbox/src",
+    except: ["packages/sandbox/src/node"],
+    allow: ["quickjs-emscripten-core", "@jitl/quickjs-wasmfile-release-sync", "sucrase"],
+    contained: true,
+    why: "the sandbox's core runs on a Workers-style runtime too: QuickJS and sucrase only, no node: module (its Node runner is src/node/)",
+  },
+  { dir: "packages/sandbox/src/node", allow: ["node:*", "quickjs-emscripten-core", "@jitl/quickjs-wasmfile-release-sync"], why: "the sandbox's Node runner: worker threads over the core" },
   { dir: BROKER, deny: ["@tabrelay/extension", "@tabrelay/inpage", "tabrelay", "packages/extension", "packages/inpage", "packages/cli"], why: "the broker imports only protocol (and built artifacts)" },
   {
     dir: "packages/cli/src",
@@ -80,6 +89,7 @@ function report(rel, spec, why) {
 for (const rule of rules) {
   for (const file of files(join(root, rule.dir))) {
     const rel = relative(root, file);
+    if (rule.except?.some((d) => inside(rel, d))) continue;
     for (const { spec, typeOnly } of imports(readFileSync(file, "utf8"))) {
       const isRelative = spec.startsWith(".");
       const to = isRelative ? target(file, spec) : undefined;

@@ -54,7 +54,7 @@ const mib = (bytes: number): string => `${(bytes / (1024 * 1024)).toFixed(bytes 
 export function budgetMessage(budget: Budget, budgets: Budgets): string {
   switch (budget) {
     case "wall clock":
-      return `wall clock budget exceeded: the run took longer than ${budgets.wallMs} ms (commands included); do less per run, or ask for a larger wallMs`;
+      return `wall clock budget exceeded: the run took longer than ${budgets.wallMs} ms (commands included); do less per run, or ask for a larger wall-clock budget`;
     case "instructions":
       return `instructions budget exceeded: the program ran more than ${budgets.instructions} interrupt ticks of computation (an endless or very long loop?); compute less, or ask for a larger instructions budget`;
     case "memory":
