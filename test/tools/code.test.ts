@@ -249,6 +249,9 @@ return { ...out, backAt, reloaded: reloaded.title, both: listed.includes(form.id
     const above = await run(client, `return 1;`, { budgets: { wall_ms: 40_000 } });
     expect(above.isError).toBe(true);
     expect(above.text).toMatch(/^invalid_params: budgets\.wall_ms is 40000 ms, above its cap of 30000 ms \(code_mode\.caps\.wall_ms/);
+    // Below what a program can start in is refused too, naming the argument, rather than failing in the sandbox.
+    const tiny = await run(client, `return 1;`, { budgets: { memory_mb: 0.01 } });
+    expect(tiny.text).toMatch(/^invalid_params: `budgets\.memory_mb` must be at least 1, got 0\.01/);
     const fine = await run(client, `return (await browse.tabs.list()).length >= 0;`, { budgets: { wall_ms: 20_000, commands: 5 } });
     expect(fine.sc).toMatchObject({ status: "ok", value: true });
   });

@@ -35,23 +35,25 @@ export interface BudgetSpec {
   scale: number;
   unit: string;
   default: number;
+  /** The least a program can start with (measured: below these the sandbox cannot build its runtime). */
+  min: number;
   /** The built-in ceiling: config may lower it, never raise it past this. */
   max: number;
 }
 
 export const BUDGETS: readonly BudgetSpec[] = [
-  { key: "wallMs", name: "wall_ms", what: "wall clock, commands included", scale: 1, unit: "ms", default: 60_000, max: 600_000 },
+  { key: "wallMs", name: "wall_ms", what: "wall clock, commands included", scale: 1, unit: "ms", default: 60_000, min: 100, max: 600_000 },
   // Measured on a 2-core machine: about 3,000-10,000 ticks a second of pure computation; 100,000 stops a runaway loop
   // within the default wall clock on a fast machine, and the wall clock stops it on a slow one.
-  { key: "instructions", name: "instructions", what: "interpreter ticks (QuickJS's interrupt checks) of computation", scale: 1, unit: "ticks", default: 100_000, max: 10_000_000 },
-  { key: "memoryBytes", name: "memory_mb", what: "program heap", scale: 1024 * 1024, unit: "MiB", default: 32, max: 256 },
+  { key: "instructions", name: "instructions", what: "interpreter ticks (QuickJS's interrupt checks) of computation", scale: 1, unit: "ticks", default: 100_000, min: 1, max: 10_000_000 },
+  { key: "memoryBytes", name: "memory_mb", what: "program heap", scale: 1024 * 1024, unit: "MiB", default: 32, min: 1, max: 256 },
   // The sandbox stops deeper stacks itself: more overflowed the host's stack when measured (issue 13).
-  { key: "stackBytes", name: "stack_kb", what: "program stack", scale: 1024, unit: "KiB", default: 256, max: 256 },
-  { key: "commands", name: "commands", what: "browse.* calls", scale: 1, unit: "calls", default: 256, max: 10_000 },
-  { key: "outputBytes", name: "output_kb", what: "returned value and logs together", scale: 1024, unit: "KiB", default: 1024, max: 16_384 },
+  { key: "stackBytes", name: "stack_kb", what: "program stack", scale: 1024, unit: "KiB", default: 256, min: 16, max: 256 },
+  { key: "commands", name: "commands", what: "browse.* calls", scale: 1, unit: "calls", default: 256, min: 0, max: 10_000 },
+  { key: "outputBytes", name: "output_kb", what: "returned value and logs together", scale: 1024, unit: "KiB", default: 1024, min: 1, max: 16_384 },
 ];
 
-const budgetShape = Object.fromEntries(BUDGETS.map((b) => [b.name, z.number().positive().max(b.max).optional()]));
+const budgetShape = Object.fromEntries(BUDGETS.map((b) => [b.name, z.number().min(b.min).max(b.max).optional()]));
 
 export const codeModeFileSchema = z
   .object({

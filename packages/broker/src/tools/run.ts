@@ -30,7 +30,7 @@ export const browserApi = defineTool({
 });
 
 const budgetsInput = z
-  .object(Object.fromEntries(BUDGETS.map((b) => [b.name, z.number().positive().optional().describe(b.unit)])))
+  .object(Object.fromEntries(BUDGETS.map((b) => [b.name, z.number().min(b.min).optional().describe(b.unit)])))
   .strict()
   .optional()
   .describe("Lower budgets than config's; above its cap is invalid_params.");
