@@ -28,7 +28,8 @@ export interface ProgramRun {
 
 export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec: ProgramRun, signal: AbortSignal): Promise<RunResult> {
   const commands = allowedCommands(ctx.config.codeMode).map((c) => c.name);
-  const state = new RunState({ run: spec.run, ctx, signal, browser: spec.browser, tab: spec.tab });
+  // The whole run talks to one browser: the one named, else the newest when it starts (not whichever is newest later).
+  const state = new RunState({ run: spec.run, ctx, signal, browser: spec.browser ?? browserAtStart(ctx), tab: spec.tab });
   const call = async (c: HostCall): Promise<HostAnswer> => {
     if (!commands.includes(c.command)) {
       return { ok: false, error: { code: "invalid_params", message: `browse.${c.command} is not a command this broker lets programs call (code_mode.allow / deny); browser_api lists those it does` } };
@@ -44,4 +45,9 @@ function tableCode(code: string): string {
   if (ERROR_CODES.some((known) => known === code)) return code;
   if (code === "sandbox_crashed" || code === "sandbox_closed") return "sandbox_unavailable";
   return "internal";
+}
+
+function browserAtStart(ctx: CallContext): string | undefined {
+  const picked = ctx.registry.pick(undefined);
+  return picked.ok ? picked.value.info.browserId : undefined;
 }
