@@ -75,6 +75,8 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       "127.0.0.1": { label: "^(Go|Next|Only|Size|Gift wrap|Search)$" }
     type:
       "127.0.0.1": { label: "^Search$" }
+screenshots:
+  enabled: true
 code_mode:
   caps:
     wall_ms: 30000
@@ -224,6 +226,21 @@ return { ...out, backAt, reloaded: reloaded.title, both: listed.includes(form.id
       secondTitle: "Three",
       afterClose: "no_such_tab",
     });
+  });
+
+  it("screenshot gives a short-lived PNG link of the viewport or of one element (a selector target)", async () => {
+    const { text, sc } = await run(
+      client,
+      `await browse.open(${JSON.stringify(`${site.origin}/shop`)});
+return { page: await browse.screenshot(), button: await browse.screenshot({ target: "button" }) };`,
+    );
+    expect(sc.status, text).toBe("ok");
+    const { page: whole, button } = sc.value as Record<"page" | "button", { link: string; width: number; height: number; pageUrl: string }>;
+    expect(whole.pageUrl).toBe(`${site.origin}/shop`);
+    expect(button.width).toBeLessThan(whole.width);
+    const png = await fetch(whole.link);
+    expect(png.status).toBe(200);
+    expect(png.headers.get("content-type")).toBe("image/png");
   });
 
   it("the program works in the agent's own tabs: another session's tab is refused (tab_leased) and not selectable", async () => {

@@ -130,7 +130,7 @@ export class Broker {
       mcpToken: this.config.mcpToken,
       registerBrowser: (req) => this.#registerCdpBrowser(req),
       mcp: (req) => this.#sessions.handle(req),
-      apiDocs: () => apiDocs(this.config.codeMode),
+      apiDocs: () => apiDocs(this.config),
       screenshots: this.#localShots ? (req) => this.#localShots?.handle(req) : undefined,
       dashboard: this.#dashboard,
       log: this.#log,

@@ -5,12 +5,13 @@ import { z } from "zod";
 import { click, fill, hover, pressKey, scroll, selectOption, setChecked, waitFor } from "../tools/act.js";
 import { query } from "../tools/query.js";
 import { readPage } from "../tools/read.js";
+import { screenshot } from "../tools/screenshot.js";
 import { snapshot } from "../tools/snapshot.js";
 import { closeTab, history, listTabs, navigate, openTab } from "../tools/tabs.js";
 import type { Tool } from "../tools/tool.js";
 import { parseCall, type Param } from "./args.js";
 import { CommandError, fail, PROGRAM_REF, type RunState } from "./runState.js";
-import { actValue, queryValue, readValue, snapshotValue, tabValue, valueOf, waitValue, type MatchValue, type TabValue } from "./values.js";
+import { actValue, queryValue, readValue, screenshotValue, snapshotValue, tabValue, valueOf, waitValue, type MatchValue, type TabValue } from "./values.js";
 
 export interface Command {
   /** Dotted, as the program calls it: "tabs.list" is browse.tabs.list(). */
@@ -281,6 +282,18 @@ export const COMMANDS: readonly Command[] = [
       if (conditions.length !== 1) fail("invalid_params", `browse.waitFor takes exactly one of text, gone, selector, url; got ${conditions.length}: give one`);
       const args = { tab: state.tab(), ...(c.text ? { text: c.text } : {}), ...(c.gone ? { text_gone: c.gone } : {}), ...(c.selector ? { selector: c.selector } : {}), ...(c.url ? { url_includes: c.url } : {}), ...(c.timeoutMs !== undefined ? { timeout_ms: c.timeoutMs } : {}) };
       return valueOf(waitValue, await state.call(waitFor, args), "wait_for");
+    },
+  },
+  {
+    name: "screenshot",
+    params: [{ name: "options", type: "{ target?: Target; fullPage?: boolean }", schema: z.object({ target: target.schema.optional(), fullPage: z.boolean().optional() }).strict(), optional: true }],
+    returns: "{ link: string; width: number; height: number; pageUrl: string; capturedAt: number; expiresAt: number }",
+    doc: "A PNG of the current tab (the viewport, one element, or the full page) behind a short-lived link, a bearer credential (screenshots_disabled unless config enables them).",
+    async run(state, [given]) {
+      const options = z.object({ target: z.unknown().optional(), fullPage: z.boolean().optional() }).parse(given ?? {});
+      const at = options.target === undefined ? undefined : await resolveTarget(state, options.target, "screenshot");
+      const args = { tab: at?.tab ?? state.tab(), ...(at ? { ref: at.ref, revision: at.revision } : {}), ...(options.fullPage ? { full_page: true } : {}) };
+      return valueOf(screenshotValue, await state.call(screenshot, args), "screenshot");
     },
   },
   {

@@ -2,7 +2,8 @@
 // command it calls comes back here (dispatch) and runs as a tool call. The sandbox adds budgets, never a policy.
 import { ERROR_CODES } from "@tabrelay/protocol";
 import type { HostAnswer, HostCall, RunRequest, RunResult } from "@tabrelay/sandbox";
-import { commandAllowed, type CodeModeSettings, type RunBudgets } from "../config/codeMode.js";
+import { commandAllowed, type RunBudgets } from "../config/codeMode.js";
+import type { BrokerConfig } from "../config/config.js";
 import type { CallContext } from "../tools/tool.js";
 import { COMMANDS, dispatch, type Command } from "./commands.js";
 import { RunState } from "./runState.js";
@@ -13,9 +14,9 @@ export interface SandboxRunner {
   close(): Promise<void>;
 }
 
-/** The commands a program may call under this config. */
-export function allowedCommands(settings: CodeModeSettings): Command[] {
-  return COMMANDS.filter((c) => commandAllowed(settings, c.name));
+/** The commands a program may call under this config (code_mode.allow / deny). */
+export function allowedCommands(config: BrokerConfig): Command[] {
+  return COMMANDS.filter((c) => commandAllowed(config.codeMode, c.name));
 }
 
 export interface ProgramRun {
@@ -27,7 +28,7 @@ export interface ProgramRun {
 }
 
 export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec: ProgramRun, signal: AbortSignal): Promise<RunResult> {
-  const commands = allowedCommands(ctx.config.codeMode).map((c) => c.name);
+  const commands = allowedCommands(ctx.config).map((c) => c.name);
   // The whole run talks to one browser: the one named, else the newest when it starts (not whichever is newest later).
   const state = new RunState({ run: spec.run, ctx, signal, browser: spec.browser ?? browserAtStart(ctx), tab: spec.tab });
   const call = async (c: HostCall): Promise<HostAnswer> => {

@@ -45,6 +45,8 @@ export type QueryValue = z.infer<typeof queryValue>;
 
 export const readValue = z.object({ markdown: z.string(), title: z.string(), url: z.string(), mode: z.string(), total: z.number(), offset: z.number(), nextOffset: z.number().optional() });
 
+export const screenshotValue = z.object({ link: z.string(), width: z.number(), height: z.number(), pageUrl: z.string(), capturedAt: z.number(), expiresAt: z.number() });
+
 export const waitValue = z.object({ matched: z.string(), elapsedMs: z.number(), url: z.string() });
 
 export const actValue = z

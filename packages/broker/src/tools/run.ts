@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { BUDGETS, runBudgets } from "../config/codeMode.js";
+import type { BrokerConfig } from "../config/config.js";
 import { apiCompact, apiDeclarations, apiGuide } from "../code/apiDoc.js";
 import { allowedCommands, runProgram } from "../code/run.js";
 import { COMMANDS } from "../code/commands.js";
@@ -8,9 +9,9 @@ import { TabrelayError } from "../util/errors.js";
 import { defineTool, fields } from "./tool.js";
 
 /** The .d.ts and the guide of the browse API under this broker's config (browser_api, GET /api.d.ts and /api.md). */
-export function apiDocs(settings: Parameters<typeof allowedCommands>[0]): { declarations: string; guide: string } {
-  const commands = allowedCommands(settings);
-  return { declarations: apiDeclarations(commands), guide: apiGuide(commands, settings) };
+export function apiDocs(config: BrokerConfig): { declarations: string; guide: string } {
+  const commands = allowedCommands(config);
+  return { declarations: apiDeclarations(commands), guide: apiGuide(commands, config.codeMode) };
 }
 
 const PROGRAM_MAX = 200_000;
@@ -23,7 +24,7 @@ export const browserApi = defineTool({
   kind: "read",
   errors: [],
   async handler(ctx, _params, response) {
-    const { declarations, guide } = apiDocs(ctx.config.codeMode);
+    const { declarations, guide } = apiDocs(ctx.config);
     response.line(guide).line("## Declarations (api.d.ts)").line("```ts").line(declarations).line("```");
     response.structured({ declarations, guide });
   },

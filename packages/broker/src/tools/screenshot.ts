@@ -61,6 +61,7 @@ export const screenshot = defineTool({
     response.pageText("Page", shot.url, PAGE_TEXT_MAX.url);
     response.line(`Captured: ${new Date(shot.capturedAt).toISOString()}; link expires ${new Date(stored.expiresAt).toISOString()}`);
     response.line(`Link (a bearer credential; do not share): ${stored.url}`);
+    response.structured({ link: stored.url, width: valid.width, height: valid.height, pageUrl: shot.url, capturedAt: shot.capturedAt, expiresAt: stored.expiresAt });
     if (params.inline) response.image(shot.png, "image/png");
   },
 });
