@@ -33,6 +33,13 @@ const rules = [
     why: "the CLI reaches the broker only through @tabrelay/broker, never its source files",
   },
   {
+    dir: "packages/agent-tools/src",
+    allow: ["@tabrelay/broker", "@modelcontextprotocol/sdk", "ai", "zod", "node:*"],
+    deny: ["@tabrelay/broker/"], // the broker's package entry only, as the CLI
+    contained: true,
+    why: "agent-tools reaches the broker only through @tabrelay/broker's entry; ai is its peer",
+  },
+  {
     dir: `${BROKER}/drivers`,
     deny: [`${BROKER}/tools`, `${BROKER}/policy`, `${BROKER}/gate`],
     why: "drivers do mechanics only: they enforce decisions handed to them and never import tools or policy",
@@ -49,7 +56,8 @@ const rules = [
 // Known breaks of a rule, each with the issue that removes it. "file: specifier" as the problem line names them.
 const exceptions = new Map([]);
 const SDK = "@modelcontextprotocol/sdk";
-const SDK_IMPORTER = "packages/broker/src/mcp/adapter.ts";
+// One SDK importer per package that speaks MCP: the broker's adapter, and agent-tools' HTTP client.
+const SDK_IMPORTERS = new Set(["packages/broker/src/mcp/adapter.ts", "packages/agent-tools/src/overHttp.ts"]);
 
 function files(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -101,7 +109,7 @@ for (const rule of rules) {
         report(rel, spec, rule.typeFolders?.some((d) => inside(to, d)) ? `${rule.why}; only \`import type\` from ${to}` : rule.why);
       }
       if (rule.deny?.some((d) => (d.endsWith("/") ? spec.startsWith(d) : spec === d || spec.startsWith(`${d}/`)) || (to !== undefined && inside(to, d)))) report(rel, spec, rule.why);
-      if (spec.startsWith(SDK) && rel !== SDK_IMPORTER) report(rel, spec, `only ${SDK_IMPORTER} may import the MCP SDK`);
+      if (spec.startsWith(SDK) && !SDK_IMPORTERS.has(rel)) report(rel, spec, `only ${[...SDK_IMPORTERS].join(" and ")} may import the MCP SDK`);
     }
   }
 }

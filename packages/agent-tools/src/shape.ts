@@ -1,6 +1,7 @@
-// The one shape both entry points hand out: a tool object the Vercel AI SDK accepts (`tool()` from `ai`), its input
+// The one shape both entry points hand out: a tool object the Vercel AI SDK accepts (what `tool()` from `ai` returns:
+// it is the identity, and its overloads differ between ai 6 and 7, so the object is written out), its input
 // the JSON Schema tools/list advertises, its output what the model reads (the text, structured content, images).
-import { jsonSchema, tool, type Tool } from "ai";
+import { jsonSchema, type Tool } from "ai";
 
 /**
  * What one tabrelay tool call gives back: `execute`'s return value (in `generateText`'s `toolResults[].output`).
@@ -61,13 +62,14 @@ export interface ToolDefinition {
  * tool's error result, and the result stays in `toolResults` with its structured content.
  */
 export function aiTool(def: ToolDefinition): TabrelayTool {
-  return tool<Record<string, unknown>, TabrelayToolResult>({
+  const made: TabrelayTool = {
     ...(def.title ? { title: def.title } : {}),
     description: def.description,
     inputSchema: jsonSchema<Record<string, unknown>>(def.inputSchema),
     execute: (args, options) => def.call(args, options.abortSignal),
     toModelOutput: ({ output }) => modelOutput(output),
-  });
+  };
+  return made;
 }
 
 type ModelOutput = ReturnType<NonNullable<TabrelayTool["toModelOutput"]>>;
