@@ -334,6 +334,12 @@ describe("without a browser", () => {
     expect(sc.usage.commands).toBe(0);
   });
 
+  it("the API as the agent reads it matches the reviewed snapshot (guide and declarations, default config)", async () => {
+    const get = (path: string) => fetch(`${off.url}${path}`, { headers: { Authorization: `Bearer ${MCP_TOKEN}` } }).then((r) => r.text());
+    const doc = [await get("/api.md"), "## api.d.ts", "", "```ts", await get("/api.d.ts"), "```", ""].join("\n");
+    await expect(doc).toMatchFileSnapshot("__snapshots__/browse-api.md");
+  });
+
   it("GET /api.d.ts and /api.md need the MCP bearer token", async () => {
     for (const path of ["/api.d.ts", "/api.md"]) {
       expect((await fetch(`${narrow.url}${path}`)).status, path).toBe(401);
