@@ -29,6 +29,9 @@ export interface MintedRef {
 
 /** A ref as a program holds it: the page's ref and the run's snapshot number (`e3@2`), unique within the run. */
 export const PROGRAM_REF = /^((?:f\d+)?e\d+)@(\d+)$/;
+/** How many snapshots' and queries' refs a run keeps (a run may take thousands of snapshots). */
+const KEPT_GENERATIONS = 64;
+
 /** A ref as the tools give it (`e3`, `f12e3`): not valid in a program. */
 const TOOL_REF = /^(?:f\d+)?e\d+$/;
 
@@ -41,6 +44,8 @@ export class RunState {
   /** The element the last action targeted (press without a target presses there). */
   lastTarget: MintedRef | undefined;
   readonly #refs = new Map<string, MintedRef>();
+  /** The names each snapshot or query minted, oldest first: the run keeps the last KEPT_GENERATIONS of them. */
+  readonly #minted = new Map<number, string[]>();
   /** The last snapshot of each tab the program took: paging it (offset) keeps its refs. */
   readonly lastSnapshot = new Map<number, { revision: string; generation: number }>();
   #generation = 0;
@@ -71,6 +76,12 @@ export class RunState {
   /** A new snapshot number, for the refs a snapshot or query mints. */
   nextGeneration(): number {
     this.#generation += 1;
+    this.#minted.set(this.#generation, []);
+    for (const [generation, names] of this.#minted) {
+      if (generation > this.#generation - KEPT_GENERATIONS) break;
+      for (const name of names) this.#refs.delete(name);
+      this.#minted.delete(generation);
+    }
     return this.#generation;
   }
 
@@ -78,6 +89,7 @@ export class RunState {
   mint(tab: number, ref: string, revision: string, generation: number): string {
     const name = `${ref}@${generation}`;
     this.#refs.set(name, { tab, ref, revision });
+    this.#minted.get(generation)?.push(name);
     return name;
   }
 
@@ -87,6 +99,10 @@ export class RunState {
     if (minted) return minted;
     if (TOOL_REF.test(name)) {
       fail("invalid_params", `${JSON.stringify(name)} is a ref as the tools give it; a program acts on refs from its own browse.snapshot() or browse.query() (they look like "e3@1"), or on a CSS selector`);
+    }
+    const generation = Number(PROGRAM_REF.exec(name)?.[2] ?? 0);
+    if (generation > 0 && generation <= this.#generation - KEPT_GENERATIONS) {
+      fail("stale_ref", `ref ${JSON.stringify(name)} is from snapshot ${generation} of this run, and the run keeps the refs of its last ${KEPT_GENERATIONS} snapshots and queries; call browse.snapshot() and use a ref from it`);
     }
     return fail("stale_ref", `ref ${JSON.stringify(name)} was not made by this program's snapshots or queries; call browse.snapshot() and use a ref from it`);
   }
