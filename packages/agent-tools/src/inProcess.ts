@@ -5,9 +5,24 @@ import { endSessionLeases, runTool, toolInstructions, tools as brokerTools, type
 import { z } from "zod";
 import { aiTool, pick, type TabrelayTool, type TabrelayToolResult, type ToolFilter } from "./shape.js";
 
-/** The client name the audit log and the dashboard show for in-process agents (unless `client` says otherwise). */
+/**
+ * The client name the audit log and the dashboard show for agent-tools' agents (unless `client` says otherwise).
+ *
+ * @example
+ * ```ts
+ * const mine = broker.audit.list().filter((r) => r.client === AGENT_TOOLS_CLIENT);
+ * ```
+ */
 export const AGENT_TOOLS_CLIENT = "agent-tools";
 
+/**
+ * Options of tabrelayTools.
+ *
+ * @example
+ * ```ts
+ * const options: TabrelayToolsOptions = { broker, session: "nightly-report", client: "report-bot", except: ["screenshot"] };
+ * ```
+ */
 export interface TabrelayToolsOptions extends ToolFilter {
   /** A broker started in this process (`new Broker({ config })`, listening or not). */
   broker: Broker;
@@ -86,8 +101,15 @@ export function endTabrelaySession(broker: Broker, session: string): void {
   endSessionLeases(broker.context, session);
 }
 
+/**
+ * One call through the broker's runner. An abort (generateText's abortSignal) ends the wait at once, as the MCP
+ * client's cancel does: the SDK stops; the broker's call runs to its end (tools other than browser_run take no
+ * signal, and an action already sent cannot be called back) and leaves its audit record.
+ */
 async function callInProcess(broker: Broker, t: Tool, args: Record<string, unknown>, signal: AbortSignal | undefined, caller: Caller): Promise<TabrelayToolResult> {
-  const result = await runTool(t, broker.context, args, signal ?? new AbortController().signal, caller);
+  if (signal?.aborted) throw signal.reason;
+  const running = runTool(t, broker.context, args, signal ?? new AbortController().signal, caller);
+  const result = signal ? await untilAborted(running, signal) : await running;
   return {
     text: result.text,
     isError: result.isError,
@@ -95,6 +117,23 @@ async function callInProcess(broker: Broker, t: Tool, args: Record<string, unkno
     ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
     ...(result.images?.length ? { images: result.images } : {}),
   };
+}
+
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** The code a failure's text starts with (`stale_ref: ...`). */

@@ -8,6 +8,14 @@ import { AGENT_TOOLS_CLIENT, codeOf } from "./inProcess.js";
 import { aiTool, asRecord, pick, type TabrelayTool, type TabrelayToolResult, type ToolFilter } from "./shape.js";
 import { VERSION } from "./version.js";
 
+/**
+ * Options of tabrelayToolsOverHttp.
+ *
+ * @example
+ * ```ts
+ * const options: TabrelayToolsOverHttpOptions = { url: "http://127.0.0.1:9333", token: process.env.TABRELAY_MCP_TOKEN ?? "", only: ["read_url"] };
+ * ```
+ */
 export interface TabrelayToolsOverHttpOptions extends ToolFilter {
   /** The broker's address as `tabrelay serve` prints it: `http://127.0.0.1:8787` (or its `/mcp` URL). */
   url: string;
@@ -17,7 +25,15 @@ export interface TabrelayToolsOverHttpOptions extends ToolFilter {
   client?: string;
 }
 
-/** The tools of a broker reached over HTTP, what its server tells every client, and the way to hang up. */
+/**
+ * The tools of a broker reached over HTTP, what its server tells every client, and the way to hang up.
+ *
+ * @example
+ * ```ts
+ * const tabrelay: TabrelayHttpTools = await tabrelayToolsOverHttp({ url, token });
+ * try { await generateText({ model, system: tabrelay.instructions, tools: tabrelay.tools, prompt }); } finally { await tabrelay.close(); }
+ * ```
+ */
 export interface TabrelayHttpTools {
   /** For `generateText({ tools })`; each call is a tools/call on this connection's MCP session. */
   tools: Record<string, TabrelayTool>;

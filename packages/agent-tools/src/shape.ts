@@ -7,6 +7,15 @@ import { jsonSchema, type Tool } from "ai";
  * What one tabrelay tool call gives back: `execute`'s return value (in `generateText`'s `toolResults[].output`).
  * The model reads `text` (an error's text starts with its code and says the next step), then `structuredContent`
  * as JSON where the tool gives it (browser_run), then any images.
+ *
+ * @example
+ * ```ts
+ * const { steps } = await generateText({ model, tools: tabrelayTools({ broker }), stopWhen: stepCountIs(5), prompt });
+ * for (const r of steps.flatMap((s) => s.toolResults)) {
+ *   const out = r.output as TabrelayToolResult;
+ *   if (out.isError) console.log(r.toolName, out.code); // e.g. "click write_denied"
+ * }
+ * ```
  */
 export interface TabrelayToolResult {
   /** The result as tabrelay words it for a model; a failure's text starts with its code (`write_denied: ...`). */
@@ -21,10 +30,26 @@ export interface TabrelayToolResult {
   images?: { data: string; mimeType: string }[];
 }
 
-/** A tabrelay tool as the AI SDK takes it: `tools: { ...tabrelayTools({ broker }) }` in `generateText`/`streamText`. */
+/**
+ * A tabrelay tool as the AI SDK takes it.
+ *
+ * @example
+ * ```ts
+ * const tools: Record<string, TabrelayTool> = { ...tabrelayTools({ broker }), ...myOwnTools };
+ * await streamText({ model, tools, prompt });
+ * ```
+ */
 export type TabrelayTool = Tool<Record<string, unknown>, TabrelayToolResult>;
 
-/** Which tools to hand out: `only` these names, or all but `except`. */
+/**
+ * Which tools to hand out: `only` these names, or all but `except` (both may be given: `only`, then less `except`).
+ *
+ * @example
+ * ```ts
+ * tabrelayTools({ broker, only: ["browser_run", "browser_api"] }); // code mode alone
+ * tabrelayTools({ broker, except: ["screenshot"] });
+ * ```
+ */
 export interface ToolFilter {
   /** Hand out only these tools (names as tools/list shows them: "open_tab", "snapshot", "browser_run", ...). */
   only?: readonly string[];

@@ -44,6 +44,9 @@ const YAML = `policy:
   write:
     click:
       "127.0.0.1": { label: "^Mark done$" }
+screenshots:
+  enabled: true
+  ttl_seconds: 60
 `;
 
 /** One execute call outside generateText (the options the SDK passes). */
@@ -166,6 +169,45 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     expect(await tabsOfBrowser()).toContain(tab);
     endTabrelaySession(broker.broker, "agent-a");
     await waitFor("the ended session's tab to close", async () => !(await tabsOfBrowser()).includes(tab) || undefined);
+  });
+
+  it("in process: an inline screenshot reaches the model as an image after the text", async () => {
+    let tab = 0;
+    const model = scriptedModel([
+      () => ({ call: "open_tab", args: { url: `${site.origin}/tasks` } }),
+      ({ last }) => ((tab = tabOf(last?.text)), { call: "screenshot", args: { tab, inline: true } }),
+      () => ({ text: "seen" }),
+    ]);
+    await generateText({ model, tools: tabrelayTools({ broker: broker.broker, only: ["open_tab", "screenshot"] }), stopWhen: stepCountIs(4), prompt: "Look at it." });
+    const seen = model.doGenerateCalls[2]?.prompt.at(-1);
+    const part = seen?.role === "tool" ? seen.content[0] : undefined;
+    const output = part?.type === "tool-result" ? part.output : undefined;
+    expect(output?.type).toBe("content");
+    const items = output?.type === "content" ? output.value : [];
+    expect(items[0]).toMatchObject({ type: "text", text: expect.stringContaining("Screenshot") });
+    const image = items.find((i) => i.type === "image-data");
+    expect(image).toMatchObject({ mediaType: "image/png" });
+    // A PNG's signature, base64.
+    expect(image?.type === "image-data" ? image.data.slice(0, 8) : "").toBe("iVBORw0K");
+  });
+
+  it("in process: generateText's abortSignal ends the wait for a long call at once; the broker's call still ends and is audited", async () => {
+    const controller = new AbortController();
+    let tab = 0;
+    const model = scriptedModel([
+      () => ({ call: "open_tab", args: { url: `${site.origin}/tasks` } }),
+      ({ last }) => {
+        tab = tabOf(last?.text);
+        setTimeout(() => controller.abort(), 300);
+        return { call: "wait_for", args: { tab, text: "a text this page never shows", timeout_ms: 3000 } };
+      },
+      () => ({ text: "unreachable" }),
+    ]);
+    const started = Date.now();
+    await expect(generateText({ model, tools: tabrelayTools({ broker: broker.broker, client: "agent-abort" }), abortSignal: controller.signal, stopWhen: stepCountIs(4), prompt: "Wait." })).rejects.toThrow(/abort/i);
+    expect(Date.now() - started).toBeLessThan(2500);
+    const record = await waitFor("the wait_for record", () => auditOf("agent-abort").find((r) => r.tool === "wait_for"), 10_000);
+    expect(`${record.decision} ${record.code}`).toBe("failed wait_timeout");
   });
 
   it("over HTTP: the same steps through the MCP SDK client; the records name agent-tools; close() ends the session and its tabs", async () => {
