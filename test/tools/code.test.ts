@@ -327,6 +327,15 @@ describe("without a browser", () => {
     expect(sc.error?.message).toMatch(/wall clock/);
   });
 
+  it("a run the interrupt handler cannot stop (new Array(1e9) + '') still ends within its wall clock, with its result and audit record", async () => {
+    const started = Date.now();
+    const { sc } = await run(narrowClient, "return new Array(1e9) + '';", { budgets: { wall_ms: 2000 } });
+    expect(Date.now() - started).toBeLessThan(6000);
+    expect(sc.status).toBe("budget_exceeded");
+    const record = narrow.broker.audit.list().find((r) => r.run === sc.run);
+    expect(record).toMatchObject({ tool: "browser_run", decision: "failed", code: "budget_exceeded" });
+  });
+
   it("a syntax error is reported as syntax_error and nothing runs", async () => {
     const { sc } = await run(narrowClient, "await browse.tabs.list(; return 1;");
     expect(sc.status).toBe("error");
