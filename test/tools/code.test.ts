@@ -50,6 +50,17 @@ beforeAll(async () => {
 <div style="height:3000px"></div><p>The end</p>`,
     ),
   );
+  site.route(
+    "/states",
+    page(
+      "States",
+      `<input id="on" type="checkbox" checked aria-label="On"><input id="off" type="checkbox" aria-label="Off"><button id="dis" disabled>Nope</button>
+<input id="ro" readonly value="fixed" aria-label="Fixed"><input id="ed" aria-label="Free"><p id="gone" style="display:none">gone</p>
+<div id="spot" style="position:absolute;left:100px;top:1500px;width:40px;height:30px">spot</div><div style="height:4000px"></div>
+<iframe id="fr" src="/frame-field" width="400" height="120" style="position:absolute;left:0;top:200px"></iframe>`,
+    ),
+  );
+  site.route("/frame-field", page("Field", `<input name="card" aria-label="Card"><button>Pay inside</button>`));
   other.route("/pay", page("Pay", `<button onclick="document.body.append('paid')">Pay now</button>`));
 }, 60_000);
 
@@ -226,6 +237,54 @@ return { ...out, backAt, reloaded: reloaded.title, both: listed.includes(form.id
       secondTitle: "Three",
       afterClose: "no_such_tab",
     });
+  });
+
+  it("is() reads visible, enabled, checked, editable; get('box') the document box; selectors take xpath= and enter frames with >>", async () => {
+    const { text, sc } = await run(
+      client,
+      `await browse.open(${JSON.stringify(`${site.origin}/states`)});
+const is = (state, selector) => browse.is(state, selector);
+const before = await browse.get("box", "#spot");
+await browse.scroll(undefined, { by: "bottom" });
+const after = await browse.get("box", "#spot");
+const frameBox = await browse.get("box", "iframe#fr >> input").catch((e) => e.code);
+const byRef = await browse.is("visible", (await browse.query("#ed")).matches[0].ref).catch((e) => e.code + ": " + e.message);
+const bad = await browse.is("pretty", "#on").catch((e) => e.code + ": " + e.message);
+return {
+  checked: [await is("checked", "#on"), await is("checked", "#off")],
+  enabled: [await is("enabled", "#ed"), await is("enabled", "#dis")],
+  editable: [await is("editable", "#ed"), await is("editable", "#ro"), await is("editable", "#on")],
+  visible: [await is("visible", "#ed"), await is("visible", "#gone")],
+  framed: [await is("editable", "iframe#fr >> input[name=card]"), await is("visible", "xpath=//button[@id='dis']")],
+  before, after, frameBox, byRef, bad,
+  frameText: await browse.get("text", "iframe#fr >> xpath=//button"),
+};`,
+    );
+    expect(sc.status, `${text}\n${JSON.stringify(sc.failedCall)}`).toBe("ok");
+    const value = sc.value as Record<string, unknown>;
+    expect(value).toMatchObject({
+      checked: [true, false],
+      enabled: [true, false],
+      editable: [true, false, false],
+      visible: [true, false],
+      framed: [true, true],
+      before: { x: 100, y: 1500, width: 40, height: 30 },
+      after: { x: 100, y: 1500, width: 40, height: 30 },
+      frameBox: "not_actionable",
+      frameText: "Pay inside",
+    });
+    expect(value["byRef"]).toMatch(/^invalid_params: browse\.is\("visible"\) needs a selector as its target/);
+    expect(value["bad"]).toMatch(/^invalid_params: browse\.is: `state` must be one of "visible", "enabled", "checked", "editable", got "pretty"/);
+    // is() and get() read: no write grant was needed, every record is an allowed query.
+    expect(new Set(recordsOf(sc.run).filter((r) => r.tool !== "browser_run" && r.tool !== "open_tab" && r.tool !== "scroll").map((r) => `${r.tool} ${r.decision}`))).toEqual(new Set(["query allowed"]));
+  });
+
+  it("a write on an element found through >> is gated as any: the frame's ungranted button is write_denied, audited with the run id", async () => {
+    const { sc } = await run(client, `await browse.open(${JSON.stringify(`${site.origin}/states`)}); await browse.click("iframe#fr >> button"); return 1;`);
+    expect(sc.failedCall).toMatchObject({ command: "click", args: ["iframe#fr >> button"], error: { code: "write_denied" } });
+    const records = recordsOf(sc.run);
+    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["open_tab allowed", "query allowed", "click refused write_denied", "browser_run refused write_denied"]);
+    expect(records[2]?.target).toBe('button "Pay inside"');
   });
 
   it("screenshot gives a short-lived PNG link of the viewport or of one element (a selector target)", async () => {

@@ -74,6 +74,22 @@ beforeAll(async () => {
 <img class="x" style="display:none" src="/a.png" alt="ALT-INJECT"><p class="x">Seen words</p>`,
     ),
   );
+  // A checkout: card fields on the top page and in three frames (same-origin with a nested frame, cross-origin
+  // readable, cross-origin outside the read policy), a Pay button, and a hidden note XPath can match.
+  site.route(
+    "/checkout",
+    page(
+      "Checkout",
+      `<input name="card" aria-label="Top card"><button>Pay</button><p class="hid" style="display:none" title="HIDDEN-XPATH">HIDDEN-XPATH</p>
+<iframe id="checkout" title="pay" src="/pay" width="500" height="300"></iframe>
+<iframe id="xo" title="xo" src="http://localhost:${site.port}/widget-pay" width="500" height="200"></iframe>
+<iframe id="secret" title="secret" src="http://localhost:${site.port}/secret-pay" width="500" height="200"></iframe>`,
+    ),
+  );
+  site.route("/pay", page("Pay", `<input name="card" aria-label="Frame card"><iframe id="nested" src="/nested" width="300" height="100"></iframe>`));
+  site.route("/nested", page("Nested", `<button>Nested pay</button>`));
+  site.route("/widget-pay", page("Widget pay", `<input name="card" aria-label="Cross card">`));
+  site.route("/secret-pay", page("Secret pay", `<input name="card" aria-label="SECRETCARD">`));
   site.route("/go", page("Go", `<button id="go" onclick="document.getElementById('out').textContent='went'">Go</button><p id="out">idle</p>`));
   site.route("/elsewhere", page("Elsewhere", `<button id="go">Go</button>`));
 }, 60_000);
@@ -225,6 +241,58 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     const afterNav = await call(client, "click", { tab, ...third });
     expect(afterNav.isError).toBe(true);
     expect(afterNav.text).toMatch(/^stale_ref: .*(navigated|reloaded)/);
+  });
+
+  it("enters frames with >>: same-origin, cross-origin, nested; a frame outside the read policy is withheld, not entered", async () => {
+    const tab = await open("/checkout");
+    const same = await query(tab, { selector: "iframe#checkout >> input[name=card]" });
+    expect(same.isError, same.text).toBe(false);
+    expect(same.text).toContain("Matches 1-1 of 1.");
+    expect(envelope(same.text)).toMatch(/- frame «Pay» at «http:\/\/127\.0\.0\.1:\d+\/pay»:\n- 1\. input textbox "Frame card" \[ref=f\d+e\d+\] \[visible\]/);
+    expect(same.text).not.toContain("Top card");
+    const cross = await query(tab, { selector: "iframe#xo >> input[name=card]" });
+    expect(cross.text).toContain("Matches 1-1 of 1.");
+    expect(envelope(cross.text)).toContain('"Cross card"');
+    const nested = await query(tab, { selector: "iframe#checkout >> iframe#nested >> button" });
+    expect(nested.text).toContain("Matches 1-1 of 1.");
+    expect(envelope(nested.text)).toMatch(/- 1\. button button "Nested pay" \[ref=f\d+e\d+\]/);
+    // Into every frame: the two readable ones; the refused one is withheld, its field never listed.
+    const all = await query(tab, { selector: "iframe >> input[name=card]" });
+    expect(all.text).toContain("Matches 1-2 of 2.");
+    expect(all.text).toContain("Frames withheld: 1 (outside the read policy; not searched).");
+    const refused = await query(tab, { selector: "iframe#secret >> input[name=card]" });
+    expect(refused.isError, refused.text).toBe(false);
+    expect(refused.text).toContain("Matches: none.");
+    expect(refused.text).toContain("Frames withheld: 1");
+    for (const r of [all, refused]) expect(r.text).not.toContain("SECRETCARD");
+    // A ref found through >> is gated like any frame ref (no fill grant here).
+    const card = refOf((await query(tab, { selector: "iframe#checkout >> input[name=card]" })).text, '"Frame card"');
+    const filled = await call(client, "fill", { tab, ...card, text: "4242" });
+    expect(filled.text).toMatch(/^write_denied: /);
+  });
+
+  it("takes xpath= parts, in the page and behind >>; a hidden match is described by structure only", async () => {
+    const tab = await open("/checkout");
+    const pay = await query(tab, { selector: 'xpath=//button[text()="Pay"]' });
+    expect(pay.isError, pay.text).toBe(false);
+    expect(envelope(pay.text)).toMatch(/^- 1\. button button "Pay" \[ref=e\d+\] \[visible\]$/m);
+    const framed = await query(tab, { selector: 'iframe#checkout >> xpath=//input[@name="card"]' });
+    expect(framed.text).toContain("Matches 1-1 of 1.");
+    expect(envelope(framed.text)).toContain('"Frame card"');
+    const hidden = await query(tab, { selector: "xpath=//p[@class='hid']" });
+    expect(envelope(hidden.text)).toMatch(/^- 1\. p generic \[hidden: display\]\n {2}class="hid"$/m);
+    expect(hidden.text).not.toContain("HIDDEN-XPATH");
+  });
+
+  it("refuses an invalid XPath, or an invalid part of a >> chain, with invalid_params naming it", async () => {
+    const tab = await open("/checkout");
+    const bad = await query(tab, { selector: "xpath=//button[" });
+    expect(bad.isError).toBe(true);
+    expect(bad.text).toMatch(/^invalid_params: the selector "xpath=\/\/button\[" is not valid XPath: .*fix it/);
+    const part = await query(tab, { selector: "iframe >> div[" });
+    expect(part.text).toMatch(/^invalid_params: the selector "iframe >> div\[" \(its part "div\["\) is not valid CSS/);
+    const empty = await query(tab, { selector: "iframe >> " });
+    expect(empty.text).toMatch(/^invalid_params: .*is empty: a `>>` needs a selector on both sides/);
   });
 
   it("refuses an invalid selector with invalid_params, quoting the browser's reason", async () => {

@@ -128,7 +128,7 @@ export function verify(el: Element, params: InspectArgs & { action: ActionKind; 
   );
 }
 
-function isEditable(el: Element): boolean {
+export function isEditable(el: Element): boolean {
   if (el instanceof HTMLTextAreaElement) return !el.readOnly && !el.disabled;
   if (el instanceof HTMLInputElement) return !el.readOnly && !el.disabled && !["checkbox", "radio", "button", "submit", "reset", "image", "file", "range", "color", "hidden"].includes(el.type);
   return el instanceof HTMLElement && el.isContentEditable;

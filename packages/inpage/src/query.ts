@@ -1,8 +1,13 @@
 // DOM queries: the elements a CSS selector matches in this document and in every shadow root it holds (open ones,
 // and closed ones this script can reach), in tree order, each described by a fixed allowlist of what it is. Refs of
 // the actionable ones belong to the query's revision, as a snapshot's do (snapshot.ts mints and resolves them).
+// A selector is parts joined by `>>`: each part before the last names frame elements the next part is looked for in
+// (this document reports which of its frames each part enters, the broker follows the chain: tools/query.ts); a part
+// `xpath=...` is XPath, evaluated in the document (document.evaluate cannot reach into shadow roots).
 import { CONTENT_MAX_ELEMENTS, type InpageQuery, type QueryMatch, type QueryParams } from "@tabrelay/protocol";
 import { fail, type InpageResult } from "./api.js";
+import { effectivelyDisabled } from "./reach.js";
+import { isEditable } from "./facts.js";
 import { accessibleName, hiddenReason, roleOf } from "./dom.js";
 import { hostedRoot } from "./flatTree.js";
 import { beyondPage, seenText } from "./content.js";
@@ -16,14 +21,84 @@ const ATTRIBUTE_MAX = 1000;
 /** The attributes a match is described by (and aria-*); `value` is never a password field's. */
 const ATTRIBUTES = new Set(["id", "class", "name", "type", "href", "src", "alt", "title", "data-testid", "value"]);
 
-/** The browser's own reason, when the selector is not valid CSS. */
-function invalidSelector(selector: string): string | undefined {
-  try {
-    document.createDocumentFragment().querySelector(selector);
-    return undefined;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
+/** A selector's parts, split at each `>>` outside quotes, brackets and parentheses. */
+export function selectorParts(selector: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let quote = "";
+  let start = 0;
+  for (let i = 0; i < selector.length; i++) {
+    const c = selector[i]!;
+    if (quote) {
+      if (c === "\\") i++;
+      else if (c === quote) quote = "";
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === "[" || c === "(") depth++;
+    else if (c === "]" || c === ")") depth = Math.max(0, depth - 1);
+    else if (depth === 0 && c === ">" && selector[i + 1] === ">") {
+      parts.push(selector.slice(start, i).trim());
+      start = i + 2;
+      i++;
+    }
   }
+  parts.push(selector.slice(start).trim());
+  return parts;
+}
+
+/** One part: an element predicate, or the reason it is not valid CSS / XPath. */
+type Matcher = (el: Element) => boolean;
+
+function matcherOf(part: string): Matcher | string {
+  if (part === "") return "is empty: a `>>` needs a selector on both sides";
+  const xpath = /^xpath=([\s\S]+)$/.exec(part)?.[1];
+  if (xpath === undefined) {
+    try {
+      document.createDocumentFragment().querySelector(part);
+    } catch (error) {
+      return `is not valid CSS: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    return (el) => el.matches(part);
+  }
+  let found: XPathResult;
+  try {
+    found = document.evaluate(xpath, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+  } catch (error) {
+    return `is not valid XPath: ${error instanceof Error ? error.message.replace(/^Failed to execute 'evaluate' on 'Document': /, "") : String(error)}`;
+  }
+  const set = new Set<Element>();
+  for (let i = 0; i < found.snapshotLength; i++) {
+    const node = found.snapshotItem(i);
+    if (node instanceof Element) set.add(node);
+  }
+  return (el) => set.has(el);
+}
+
+/** This document's index in its parent's window.frames (cross-origin too: a WindowProxy compares by identity). */
+function frameIndex(): number | undefined {
+  if (window === window.top) return undefined;
+  try {
+    const parent = window.parent;
+    for (let i = 0; i < parent.length; i++) if (parent[i] === window) return i;
+  } catch {
+    // a parent that cannot be listed: the frame is in no chain
+  }
+  return undefined;
+}
+
+/** A frame element's index in this window's frames. */
+function childIndex(el: Element): number | undefined {
+  if (!(el instanceof HTMLIFrameElement || el instanceof HTMLFrameElement) || !el.contentWindow) return undefined;
+  for (let i = 0; i < window.length; i++) if (window[i] === el.contentWindow) return i;
+  return undefined;
+}
+
+function checked(el: Element): boolean {
+  if (el instanceof HTMLInputElement && (el.type === "checkbox" || el.type === "radio")) return el.checked;
+  return el.getAttribute("aria-checked") === "true";
+}
+
+function statesOf(el: Element): string[] {
+  return [effectivelyDisabled(el) ? "disabled" : "", checked(el) ? "checked" : "", isEditable(el) ? "editable" : ""].filter(Boolean);
 }
 
 function cap(text: string, max: number): string {
@@ -81,15 +156,35 @@ function describe(el: Element): QueryMatch {
   };
   if (hidden !== undefined) match.hidden = hidden;
   else if (isInteractive(el, role)) match.ref = mintRef(el, role, name);
+  const states = statesOf(el);
+  if (states.length) match.states = states;
+  if (window === window.top) {
+    const r = el.getBoundingClientRect();
+    match.box = { x: r.x + window.scrollX, y: r.y + window.scrollY, width: r.width, height: r.height };
+  }
   return match;
 }
 
 export function query(params: Omit<QueryParams, "tabId">): InpageResult<InpageQuery> {
-  const reason = invalidSelector(params.selector);
-  if (reason !== undefined) return fail("invalid_params", `the selector ${JSON.stringify(params.selector)} is not valid CSS: ${reason}`);
+  const parts = selectorParts(params.selector);
+  const matchers: Matcher[] = [];
+  for (const part of parts) {
+    const made = matcherOf(part);
+    if (typeof made === "string") {
+      const which = parts.length === 1 ? "" : ` (its part ${JSON.stringify(part)})`;
+      return fail("invalid_params", `the selector ${JSON.stringify(params.selector)}${which} ${made}; fix it: CSS, or xpath=<expression>, parts joined by >> to enter frames`);
+    }
+    matchers.push(made);
+  }
+  const last = matchers[matchers.length - 1]!;
+  const chain = matchers.slice(0, -1);
+  const enters: number[][] = chain.map(() => []);
   startRevision(params.revision);
-  // The tab's matches start with the top document's: only it may skip to the page asked for.
-  const first = window === window.top ? params.skip : 0;
+  // The tab's matches start with the top document's: only it may skip to the page asked for. Behind a `>>` the top
+  // document holds none (its frames do).
+  const isTop = window === window.top;
+  const first = isTop ? params.skip : 0;
+  const counts = !(isTop && chain.length > 0);
   const matches: QueryMatch[] = [];
   let count = 0;
   let walked = 0;
@@ -101,17 +196,32 @@ export function query(params: Omit<QueryParams, "tabId">): InpageResult<InpageQu
   while (stack.length && walked < CONTENT_MAX_ELEMENTS) {
     const el = stack.pop()!;
     walked++;
-    if (el.matches(params.selector)) {
+    if (counts && last(el)) {
       if (count >= first && count < params.upTo) matches.push(describe(el));
       count++;
+    }
+    if (chain.length && (el.localName === "iframe" || el.localName === "frame")) {
+      const index = childIndex(el);
+      if (index !== undefined) chain.forEach((matcher, k) => matcher(el) && enters[k]!.push(index));
     }
     // A host's light children after its shadow tree (popped first), as the tree is rendered around its slots.
     push(el);
     const root = hostedRoot(el);
     if (root) push(root);
   }
+  const index = frameIndex();
   return {
     ok: true,
-    value: { url: location.href, origin: self.origin, title: document.title, count, first, matches, ...(stack.length ? { capped: true } : {}) },
+    value: {
+      url: location.href,
+      origin: self.origin,
+      title: document.title,
+      count,
+      first,
+      matches,
+      ...(stack.length ? { capped: true } : {}),
+      ...(index !== undefined ? { frameIndex: index } : {}),
+      ...(chain.length ? { enters } : {}),
+    },
   };
 }

@@ -284,7 +284,7 @@ export interface FrameSnapshot {
 }
 
 /**
- * page.query: the elements that match a CSS selector in every document of the tab (frames included) and in their
+ * page.query: the elements that match a selector (CSS, `xpath=` XPath, parts joined by `>>` entering frames) in every document of the tab (frames included) and in their
  * open and closed shadow roots. Each document starts `revision`, as a snapshot does: refs of actionable matches
  * belong to it, and older refs are stale from then on.
  */
@@ -312,6 +312,10 @@ export interface QueryMatch {
   hidden?: HiddenReason;
   /** Actionable and visible: a ref of the query's revision, as a snapshot mints them (FrameSnapshot.nodes). */
   ref?: string;
+  /** Of "disabled", "checked", "editable": what the element's state is (no page words), hidden or not. */
+  states?: string[];
+  /** Its border box in CSS pixels of the document (viewport position plus scroll); only the top document's matches. */
+  box?: { x: number; y: number; width: number; height: number };
 }
 
 /** One document's answer to a query (the driver adds the frame ids: FrameQuery). */
@@ -326,6 +330,13 @@ export interface InpageQuery {
   matches: QueryMatch[];
   /** The walk stopped at CONTENT_MAX_ELEMENTS elements: later ones were not searched. */
   capped?: boolean;
+  /** A subframe's index in its parent's window.frames (a `>>` chain links frames by it). */
+  frameIndex?: number;
+  /**
+   * For a selector of parts `a >> b >> c`: per part before the last, the window.frames indexes of the frame elements
+   * of this document that part matches (the frames it enters). Matches count only in the documents the chain reaches.
+   */
+  enters?: number[][];
 }
 
 export interface FrameQuery extends InpageQuery {

@@ -68,10 +68,29 @@ async function selectOne(state: RunState, selector: string, command: string): Pr
   return { tab, revision: found.revision, match };
 }
 
-/** A query's matches with the run's names for their refs. */
+/** A query's matches with the run's names for their refs (their states and boxes are is()'s and get()'s). */
 function programMatches(state: RunState, found: { tab: number; revision: string; matches: MatchValue[] }): MatchValue[] {
   const generation = state.nextGeneration();
-  return found.matches.map((m) => (m.ref ? { ...m, ref: state.mint(found.tab, m.ref, found.revision, generation) } : m));
+  return found.matches.map(({ states: _states, box: _box, ...m }) => (m.ref ? { ...m, ref: state.mint(found.tab, m.ref, found.revision, generation) } : m));
+}
+
+/** A command that reads one element fresh takes a selector (a ref's element is not read again by any tool). */
+function selectorOf(command: string, given: unknown): string {
+  if (typeof given !== "string" || PROGRAM_REF.test(given) || /^(?:f\d+)?e\d+$/.test(given)) {
+    fail("invalid_params", `browse.${command} needs a selector as its target (it reads the element fresh), got ${JSON.stringify(given)?.slice(0, 60) ?? "nothing"}; pass the CSS or xpath= selector of the element`);
+  }
+  return given;
+}
+
+const IS_STATES = ["visible", "enabled", "checked", "editable"] as const;
+
+/** is(): from the page's report of the one element a selector matches (visible: a person can see it). */
+async function isOf(state: RunState, which: (typeof IS_STATES)[number], given: unknown): Promise<boolean> {
+  const { match } = await selectOne(state, selectorOf(`is(${JSON.stringify(which)})`, given), "is");
+  const states = match.states ?? [];
+  if (which === "visible") return match.hidden === undefined;
+  if (which === "enabled") return !states.includes("disabled");
+  return states.includes(which);
 }
 
 function action(name: string, tool: Tool, doc: string, extra: readonly Param[] = [], toArgs: (values: unknown[]) => Record<string, unknown> = () => ({})): Command {
@@ -100,7 +119,7 @@ function moved(name: "back" | "forward" | "reload", doc: string): Command {
 }
 
 const ATTRIBUTES = ["id", "class", "name", "type", "href", "src", "alt", "title", "data-testid", "value"];
-const GET_WHAT = "title | url | text | value | count | attribute:<name>";
+const GET_WHAT = "title | url | text | value | count | box | attribute:<name>";
 
 /** `get`'s text, value, attribute and count read the element fresh through the query tool, so they take a selector. */
 async function getOf(state: RunState, what: string, given: unknown): Promise<unknown> {
@@ -111,7 +130,7 @@ async function getOf(state: RunState, what: string, given: unknown): Promise<unk
     return what === "title" ? info.title : info.url;
   }
   const attribute = /^attribute:(.+)$/.exec(what)?.[1];
-  if (!["text", "value", "count"].includes(what) && attribute === undefined) fail("invalid_params", `browse.get: \`what\` must be one of ${GET_WHAT}, got ${JSON.stringify(what)}: fix it`);
+  if (!["text", "value", "count", "box"].includes(what) && attribute === undefined) fail("invalid_params", `browse.get: \`what\` must be one of ${GET_WHAT}, got ${JSON.stringify(what)}: fix it`);
   if (attribute !== undefined && !ATTRIBUTES.includes(attribute) && !attribute.startsWith("aria-")) {
     fail("invalid_params", `browse.get: attribute ${JSON.stringify(attribute)} cannot be read (the query tool reports ${ATTRIBUTES.join(", ")} and aria-*): ask for one of those`);
   }
@@ -123,6 +142,10 @@ async function getOf(state: RunState, what: string, given: unknown): Promise<unk
     return valueOf(queryValue, await state.call(query, { tab, selector: given, limit: 1 }), "query").total;
   }
   const { match } = await selectOne(state, given, "get");
+  if (what === "box") {
+    if (!match.box) fail("not_actionable", `browse.get("box"): ${JSON.stringify(given)} is inside a frame (${match.frame ?? "a subframe"}); boxes are reported for the top document's elements only: use browse.screenshot({ target }) to see it`);
+    return match.box;
+  }
   if (what === "text") return match.text;
   return match.attributes[what === "value" ? "value" : (attribute ?? "")] ?? null;
 }
@@ -223,7 +246,7 @@ export const COMMANDS: readonly Command[] = [
     name: "query",
     params: [str("selector"), { name: "options", type: "{ limit?: number; offset?: number }", schema: z.object({ limit: z.number().int().min(1).max(100).optional(), offset: z.number().int().min(0).max(10_000).optional() }).strict(), optional: true }],
     returns: "QueryResult",
-    doc: "Elements matching a CSS selector (frames and shadow roots too): tag, role, name, text, attributes, ref if actionable (limit default 20, at most 100).",
+    doc: "Elements matching a selector (CSS or xpath=; a >> b enters frames; shadow roots too): tag, role, name, text, attributes, ref if actionable (limit default 20, at most 100).",
     async run(state, [selector, given]) {
       const options = z.object({ limit: z.number().optional(), offset: z.number().optional() }).parse(given ?? {});
       const found = valueOf(queryValue, await state.call(query, { tab: state.tab(), selector, ...(options.limit ? { limit: options.limit } : {}), ...(options.offset ? { offset: options.offset } : {}) }), "query");
@@ -299,9 +322,16 @@ export const COMMANDS: readonly Command[] = [
   {
     name: "get",
     params: [{ name: "what", type: "string", schema: z.string().min(1) }, optionalTarget],
-    returns: "string | number | null",
-    doc: `Reads ${GET_WHAT} (attributes: id, class, name, type, href, src, alt, title, data-testid, aria-*); text, value, attribute and count take a CSS selector.`,
+    returns: "string | number | Box | null",
+    doc: `Reads ${GET_WHAT} (attributes: id, class, name, type, href, src, alt, title, data-testid, aria-*); all but title and url take a selector; box is the top document's CSS pixels, scroll included.`,
     run: (state, [what, given]) => getOf(state, String(what), given),
+  },
+  {
+    name: "is",
+    params: [{ name: "state", type: '"visible" | "enabled" | "checked" | "editable"', schema: z.enum(IS_STATES) }, target],
+    returns: "boolean",
+    doc: "Whether the one element a selector matches is visible, enabled, checked or editable, as the page reports it now (a read).",
+    run: (state, [which, given]) => isOf(state, which as (typeof IS_STATES)[number], given),
   },
 ];
 

@@ -37,6 +37,8 @@ const matchValue = z.object({
   hidden: z.string().optional(),
   ref: z.string().optional(),
   frame: z.string().optional(),
+  states: z.array(z.string()).optional(),
+  box: z.object({ x: z.number(), y: z.number(), width: z.number(), height: z.number() }).optional(),
 });
 export type MatchValue = z.infer<typeof matchValue>;
 

@@ -112,6 +112,8 @@ const queryMatch = exactly<QueryMatch>()(
     attributes: z.record(z.string(), z.string()),
     hidden: hiddenReason.optional(),
     ref: z.string().optional(),
+    states: z.array(z.string()).optional(),
+    box: z.object({ x: z.number(), y: z.number(), width: z.number(), height: z.number() }).optional(),
   }),
 );
 
@@ -123,6 +125,8 @@ const queryFields = {
   first: count,
   matches: z.array(queryMatch),
   capped: z.boolean().optional(),
+  frameIndex: count.optional(),
+  enters: z.array(z.array(count)).optional(),
 };
 
 /** One document's answer to a query (InpageApi.query). */

@@ -70,14 +70,33 @@ function inTreeOrder(frames: readonly FrameQuery[]): FrameQuery[] {
   return ordered;
 }
 
+/**
+ * The frames a `>>` chain reaches (undefined: no chain): the top document enters the frames its `enters[0]` names, each
+ * of those the frames its `enters[1]` names, and so on; the last part's matches count only in the frames at the end.
+ * A frame the read policy withholds enters nothing.
+ */
+function chainEnds(frames: readonly FrameQuery[], readable: (frame: FrameQuery) => boolean): Set<number> | undefined {
+  const top = frames.find((f) => f.frameId === 0);
+  const steps = top?.enters?.length;
+  if (!top || !steps) return undefined;
+  let level = [top];
+  for (let k = 0; k < steps; k++) {
+    level = level.flatMap((parent) => {
+      const entered = parent.enters?.[k] ?? [];
+      return frames.filter((f) => f.parentFrameId === parent.frameId && f.frameIndex !== undefined && entered.includes(f.frameIndex) && readable(f));
+    });
+  }
+  return new Set(level.map((f) => f.frameId));
+}
+
 export const query = defineTool({
   name: "query",
   title: "Query elements",
   description:
-    "Elements matching a CSS selector in a tab, its frames and shadow roots: tag, role, name, visible text, attributes (id, class, name, type, absolute href/src, alt, title, aria-*, data-testid, value: never a password's), visibility, ref if actionable. Paged, with the total; a new revision.",
+    "Elements matching a selector in a tab, its frames and shadow roots: tag, role, name, visible text, attributes (id, class, name, type, absolute href/src, alt, title, aria-*, data-testid, value: never a password's), visibility, ref if actionable. Paged, with the total; a new revision.",
   input: {
     tab: fields.tab,
-    selector: z.string().min(1).optional().describe("CSS selector."),
+    selector: z.string().min(1).optional().describe('CSS, or xpath=<XPath> (not in shadow roots); "a >> b" finds b in the frames a matches.'),
     id: z.string().min(1).optional().describe("An id, instead of selector."),
     class: z.string().min(1).optional().describe("Space-separated classes, instead of selector."),
     offset: z.number().int().min(0).max(OFFSET_MAX).optional().describe("Matches to skip (paging)."),
@@ -106,6 +125,7 @@ export const query = defineTool({
     let withheld = ctx.denials.stoppedFrames(conn.info.browserId, tab.tabId);
     let searchCapped = false;
     const values: (QueryMatch & { frame?: string })[] = [];
+    const ends = chainEnds(frames, (f) => verdicts.get(f.frameId)?.ok === true);
     for (const frame of inTreeOrder(frames)) {
       const verdict = verdicts.get(frame.frameId);
       if (frame.frameId !== 0 && !verdict?.ok) {
@@ -113,6 +133,7 @@ export const query = defineTool({
         if (verdict?.why !== "error page") withheld++;
         continue;
       }
+      if (ends && !ends.has(frame.frameId)) continue;
       const start = total;
       total += frame.count;
       if (frame.capped) searchCapped = true;
