@@ -14,7 +14,7 @@ import { readLimited } from "./http/body.js";
 import { createHttpApp, type HttpApp, type Refusal } from "./http/app.js";
 import { LocalScreenshotStore, S3ScreenshotStore, type ScreenshotStore } from "./screenshots/store.js";
 import { DocCache } from "./tools/docCache.js";
-import { tools } from "./tools/index.js";
+import { toolsFor } from "./tools/index.js";
 import { apiDocs } from "./tools/run.js";
 import { lazySandbox } from "./code/sandbox.js";
 import { enforceOnCommit } from "./gate/enforce.js";
@@ -25,6 +25,7 @@ import { TabrelayError } from "./util/errors.js";
 import { safeEqual, SecretRegistry } from "./util/secrets.js";
 import { createLogger, redactingLogger, type Logger } from "./util/log.js";
 import { PROVIDER_KEY_VARS } from "./launch/providers.js";
+import { BrowserSessions } from "./launch/sessions.js";
 import { VERSION } from "./version.js";
 
 export interface BrokerOptions {
@@ -60,6 +61,8 @@ export class Broker {
   readonly #answering = new Answering();
   /** Code mode's sandbox pool: started by the first browser_run, closed with the broker. */
   readonly #sandbox = lazySandbox();
+  /** The browsers the model starts (config `browsers:`); absent without a source. */
+  readonly #browserSessions: BrowserSessions | undefined;
   #closing = false;
 
   constructor(options: BrokerOptions) {
@@ -90,6 +93,10 @@ export class Broker {
       });
       this.#screenshots = this.#localShots;
     }
+    const source = this.config.browserSource;
+    this.#browserSessions = source
+      ? new BrowserSessions({ settings: source, registry: this.registry, attach: (endpoint, opts) => this.attachCdp(endpoint, opts), secrets: this.secrets, log: this.#log })
+      : undefined;
     this.context = {
       registry: this.registry,
       config: this.config,
@@ -101,10 +108,11 @@ export class Broker {
       log: this.#log,
       secrets: this.secrets,
       sandbox: this.#sandbox,
+      ...(this.#browserSessions ? { sessions: this.#browserSessions } : {}),
     };
     enforceOnCommit(this.context);
     this.#allowedOrigins = new Set(this.config.allowedOrigins);
-    this.#sessions = new HttpSessions(this.context, tools, this.config.mcpSessions);
+    this.#sessions = new HttpSessions(this.context, toolsFor(this.config), this.config.mcpSessions);
     this.#bridge = new BridgeServer({
       registry: this.registry,
       pairingToken: this.config.pairingToken,
@@ -232,6 +240,8 @@ export class Broker {
 
   async close(): Promise<void> {
     this.#closing = true;
+    // The browsers the model started end first: their processes and provider sessions, not only their sockets.
+    await this.#browserSessions?.closeAll();
     this.registry.closeAll("broker shutting down");
     this.#bridge.close();
     await this.#answering.settled(2000);

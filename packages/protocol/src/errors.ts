@@ -104,6 +104,26 @@ export const ERRORS = [
     meaning: "the sandbox could not run the program: it failed to start, crashed, or the broker is shutting down (the message says which)",
     next: "retry once; report it if it persists; the tools work without it",
   },
+  {
+    code: "no_browser_source",
+    meaning: "this broker has no browser source configured, so it cannot start a browser (`browser_start`, `browser_run` with `browser: \"new\"`)",
+    next: "use a connected browser (`list_browsers`); the user can set `browsers: { source: local | browserbase | kernel }` in config.yaml",
+  },
+  {
+    code: "session_limit",
+    meaning: "this broker already runs `browsers.max_sessions` browsers it started",
+    next: "`browser_stop` one from `browser_list_sessions`, then retry",
+  },
+  {
+    code: "not_started_here",
+    meaning: "the browser was not started through `browser_start` by this broker (e.g. the user's own Chrome), so it cannot be stopped or live-viewed this way",
+    next: "`browser_list_sessions` names those that can; leave the others to the user",
+  },
+  {
+    code: "browser_start_failed",
+    meaning: "the browser source could not start or attach a browser (the launch or the provider's answer is named)",
+    next: "retry once; if it persists, tell the user the cause the message names",
+  },
   { code: "cancelled", meaning: "the client cancelled the call before it finished; commands already sent happened", next: "`snapshot` to see where the page is" },
   { code: "value_not_copyable", meaning: "a program returned or passed a value that cannot be copied as JSON (cyclic, a function, too large)", next: "return plain data (objects, arrays, strings, numbers)" },
   {

@@ -12,6 +12,7 @@ import { compileWritePolicy, type CompiledWritePolicy } from "../policy/writePol
 import { TOKEN_ADVICE, weakTokenReason } from "../util/secrets.js";
 import { COMMAND_NAMES } from "../code/commands.js";
 import { codeModeFileSchema, codeModeSettings, type CodeModeSettings } from "./codeMode.js";
+import { browserSourceSettings, browsersFileSchema, type BrowserSourceSettings } from "./browsers.js";
 import { readOwnFile, secureDataDir, writeSecretFile, type FileCheck } from "./fileSafety.js";
 
 /** The extension's ID, fixed by the `key` in its manifest; the bridge accepts only these origins. */
@@ -92,6 +93,7 @@ const fileSchema = z
       .optional(),
     audit: z.object({ enabled: z.boolean().optional() }).strict().optional(),
     code_mode: codeModeFileSchema.optional(),
+    browsers: browsersFileSchema.optional(),
     screenshots: z
       .object({
         enabled: z.boolean().optional(),
@@ -141,6 +143,8 @@ export interface BrokerConfig {
   screenshots: ScreenshotSettings;
   /** browser_run: on or off, budgets (defaults and caps), the commands a program may call. */
   codeMode: CodeModeSettings;
+  /** Browsers the model starts and stops (browser_start, ...): absent when config names no `browsers.source`. */
+  browserSource?: BrowserSourceSettings;
 }
 
 export interface ScreenshotSettings {
@@ -326,6 +330,7 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     writePolicy,
     rankingPath,
     codeMode,
+    ...(file.browsers ? { browserSource: browserSourceSettings(file.browsers) } : {}),
     screenshots: {
       enabled: file.screenshots?.enabled ?? false,
       ttlMs: (file.screenshots?.ttl_seconds ?? 300) * 1000,

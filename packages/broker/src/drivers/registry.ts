@@ -13,6 +13,8 @@ export interface RegistryEvents {
 /** All connected browsers, by stable id. A new browser never evicts another; a reconnect replaces itself. */
 export class BrowserRegistry extends EventEmitter<RegistryEvents> {
   readonly #browsers = new Map<string, BrowserDriver>();
+  /** When a call last picked each browser (epoch ms): a started browser nobody addresses is stopped (launch/sessions.ts). */
+  readonly #picked = new Map<string, number>();
 
   add(driver: BrowserDriver): void {
     const previous = this.#browsers.get(driver.info.browserId);
@@ -26,6 +28,7 @@ export class BrowserRegistry extends EventEmitter<RegistryEvents> {
     if (driver instanceof BrowserConnection) driver.markClosed();
     if (this.#browsers.get(driver.info.browserId) === driver) {
       this.#browsers.delete(driver.info.browserId);
+      this.#picked.delete(driver.info.browserId);
       this.emit("disconnected", driver);
     }
   }
@@ -34,8 +37,19 @@ export class BrowserRegistry extends EventEmitter<RegistryEvents> {
     return [...this.#browsers.values()].sort((a, b) => b.info.connectedAt - a.info.connectedAt);
   }
 
-  /** By id or label; without a selector, the most recently connected browser. */
+  /** When a call last picked this browser (epoch ms), or undefined when none has. */
+  lastPicked(browserId: string): number | undefined {
+    return this.#picked.get(browserId);
+  }
+
+  /** By id or label; without a selector, the most recently connected browser. The browser picked counts as used now. */
   pick(selector?: string): Result<BrowserDriver> {
+    const picked = this.#pick(selector);
+    if (picked.ok) this.#picked.set(picked.value.info.browserId, Date.now());
+    return picked;
+  }
+
+  #pick(selector?: string): Result<BrowserDriver> {
     const browsers = this.list();
     if (browsers.length === 0) {
       return {

@@ -8,6 +8,8 @@
 //     https://docs.browserbase.com/features/timeouts (timeout is the session's whole lifetime)
 //   POST /v1/sessions/{id} {status: "REQUEST_RELEASE", projectId?} ends a session before its timeout
 //     https://docs.browserbase.com/reference/api/update-a-session ("projectId is optional")
+//   GET /v1/sessions/{id}/debug -> {debuggerFullscreenUrl, debuggerUrl, wsUrl, pages} (the live view)
+//     https://docs.browserbase.com/reference/api/session-live-urls
 //   The create reference marks projectId as required, while newer pages say the API infers it from the
 //   key: it is sent when BROWSERBASE_PROJECT_ID is set, and a refusal without it names that variable.
 // - Kernel (header Authorization: Bearer):
@@ -15,6 +17,7 @@
 //     https://www.kernel.sh/docs/api-reference/browsers/create-a-browser-session
 //     timeout_seconds is an idle timeout (no CDP or live-view connection), not a lifetime
 //     (kernel/kernel-node-sdk src/resources/browsers/browsers.ts, BrowserCreateParams)
+//   browser_live_view_url in that answer: the live view (absent for a headless browser)
 //   DELETE /browsers/{id}
 //     https://kernel.sh/docs/api-reference/browsers/delete-a-browser-session-by-id
 //     https://kernel.sh/docs/browsers/create-a-browser ("Tear it down")
@@ -46,6 +49,13 @@ export interface ProviderSession {
   idleTimeoutSeconds?: number;
   /** Removes the API key and the connect URL (and their parts), and every other registered secret, from a text. */
   redact(text: string): string;
+  /**
+   * The provider's live-view page for this session, if it has one (Browserbase: the debug endpoint's
+   * debuggerFullscreenUrl; Kernel: browser_live_view_url). Whoever holds it watches and drives the browser: it is
+   * registered as a secret, and handed only to the user. Resolves undefined when there is none; throws a
+   * ProviderError when the provider cannot be asked.
+   */
+  liveViewUrl(): Promise<string | undefined>;
   /** Ends the session. Idempotent; never throws (a failure is a redacted warning on stderr). */
   stop(): Promise<void>;
 }
@@ -109,6 +119,7 @@ const BrowserbaseSession = z.object({
   signingKey: z.string().optional(),
   seleniumRemoteUrl: z.string().optional(),
 });
+const BrowserbaseDebug = z.object({ debuggerFullscreenUrl: z.string().min(1), debuggerUrl: z.string().optional(), wsUrl: z.string().optional() });
 const KernelCreated = z.object({ session_id: z.string().min(1) });
 const KernelBrowser = z.object({
   cdp_ws_url: z.string().min(1),
@@ -167,7 +178,13 @@ async function createBrowserbase(api: Api, projectId: string | undefined, timeou
     throw api.error("protocol", `session ${id} came without a usable connectUrl (ws:// or wss://); tabrelay asked Browserbase to end it`);
   }
   const expiresAt = session.data.expiresAt === undefined ? Number.NaN : Date.parse(session.data.expiresAt);
-  return hosted(api, { id, endpoint, label: "Browserbase session (CDP)", ...(Number.isFinite(expiresAt) ? { expiresAt } : {}) }, release);
+  const liveView = async (): Promise<string | undefined> => {
+    const debug = BrowserbaseDebug.safeParse(await api.get(`/v1/sessions/${encodeURIComponent(id)}/debug`, "read the session's live view"));
+    if (!debug.success) throw api.error("protocol", "the live-view answer carries no debuggerFullscreenUrl");
+    for (const secret of [debug.data.debuggerFullscreenUrl, debug.data.debuggerUrl, debug.data.wsUrl]) api.redactor.register(secret, "provider session");
+    return checkWeb(debug.data.debuggerFullscreenUrl);
+  };
+  return hosted(api, { id, endpoint, label: "Browserbase session (CDP)", ...(Number.isFinite(expiresAt) ? { expiresAt } : {}) }, release, liveView);
 }
 
 async function createKernel(api: Api, timeout: number | undefined): Promise<ProviderSession> {
@@ -184,13 +201,15 @@ async function createKernel(api: Api, timeout: number | undefined): Promise<Prov
     throw api.error("protocol", `browser ${id} came without a usable cdp_ws_url (ws:// or wss://); tabrelay asked Kernel to delete it`);
   }
   const idle = browser.data.timeout_seconds ?? timeout;
-  return hosted(api, { id, endpoint, label: "Kernel browser (CDP)", ...(idle !== undefined ? { idleTimeoutSeconds: idle } : {}) }, release);
+  const live = browser.data.browser_live_view_url;
+  return hosted(api, { id, endpoint, label: "Kernel browser (CDP)", ...(idle !== undefined ? { idleTimeoutSeconds: idle } : {}) }, release, async () => (live ? checkWeb(live) : undefined));
 }
 
 function hosted(
   api: Api,
   facts: { id: string; endpoint: string; label: string; expiresAt?: number; idleTimeoutSeconds?: number },
   release: () => Promise<void>,
+  liveViewUrl: () => Promise<string | undefined>,
 ): ProviderSession {
   let stopping: Promise<void> | undefined;
   return {
@@ -198,6 +217,7 @@ function hosted(
     provider: api.name,
     ownsBrowser: false,
     redact: (text) => api.redactor.redact(text),
+    liveViewUrl,
     stop: () => (stopping ??= release()),
   };
 }
@@ -206,6 +226,16 @@ function checkEndpoint(value: string): string | undefined {
   try {
     const url = new URL(value);
     return url.protocol === "ws:" || url.protocol === "wss:" ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A live-view page is opened by the user's browser: an https:// (or http://) URL, nothing else. */
+function checkWeb(value: string): string | undefined {
+  try {
+    const url = new URL(value);
+    return url.protocol === "https:" || url.protocol === "http:" ? value : undefined;
   } catch {
     return undefined;
   }
@@ -274,6 +304,24 @@ class Api {
       return JSON.parse(text);
     } catch {
       throw this.error("protocol", `the create answer (HTTP ${response.status}) is not JSON`);
+    }
+  }
+
+  /** GETs a session's resource; resolves with the parsed JSON answer or throws a ProviderError. */
+  async get(path: string, what: string): Promise<unknown> {
+    let response: Response;
+    try {
+      response = await this.fetchImpl(this.#url(path), { method: "GET", headers: this.#headers(false), redirect: "error", signal: AbortSignal.timeout(STOP_TIMEOUT_MS) });
+    } catch (error) {
+      throw this.error("network", `could not reach ${this.base.origin} to ${what} (${networkReason(error, STOP_TIMEOUT_MS)})`);
+    }
+    const text = await response.text().catch(() => "");
+    if (response.status === 401 || response.status === 403) throw this.error("auth", `the API key was refused (HTTP ${response.status}); check ${this.spec.keyVar}`);
+    if (!response.ok) throw this.error("http", `could not ${what}: HTTP ${response.status}${providerMessage(text)}`);
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw this.error("protocol", `the answer to ${what} (HTTP ${response.status}) is not JSON`);
     }
   }
 

@@ -7,6 +7,8 @@ import { browserApi, browserRun } from "./run.js";
 import { screenshot } from "./screenshot.js";
 import { snapshot } from "./snapshot.js";
 import type { Tool } from "./tool.js";
+import type { BrokerConfig } from "../config/config.js";
+import { sessionTools } from "./sessions.js";
 
 /** Every tool the broker offers, in the order tools/list shows them. */
 export const tools: readonly Tool[] = [
@@ -33,3 +35,13 @@ export const tools: readonly Tool[] = [
   browserApi,
   browserRun,
 ];
+
+/**
+ * The tools this broker lists: every tool, plus those for browsers the model starts (browser_start, ...) where
+ * config names a source (`browsers.source`); without one they would only answer no_browser_source.
+ */
+export function toolsFor(config: Pick<BrokerConfig, "browserSource">): readonly Tool[] {
+  if (!config.browserSource) return tools;
+  const at = tools.indexOf(listBrowsers) + 1;
+  return [...tools.slice(0, at), ...sessionTools, ...tools.slice(at)];
+}

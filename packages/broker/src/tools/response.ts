@@ -46,6 +46,8 @@ export class ToolResponse {
   #structuredContent: Record<string, unknown> | undefined;
   #failed: { code: string; message: string } | undefined;
   #beforeDispatch: (() => void) | undefined;
+  /** Registered secrets this result hands to the user on purpose (a live-view URL): kept, all else redacted. */
+  readonly #revealed: string[] = [];
 
   /**
    * `secrets` is the broker's registry (util/secrets.ts): everything rendered goes through it. A plain list is
@@ -74,6 +76,15 @@ export class ToolResponse {
 
   get dispatched(): boolean {
     return this.#dispatched;
+  }
+
+  /**
+   * Lets this one result carry a registered secret meant for the user (the provider's live-view URL): the result's
+   * text and structured content keep it, while every other exit (audit, logs, other results) still redacts it.
+   */
+  reveal(secret: string): this {
+    if (secret) this.#revealed.push(secret);
+    return this;
   }
 
   line(text: string): this {
@@ -135,12 +146,13 @@ export class ToolResponse {
 
   render(): RenderedResult {
     const failed = this.#failed;
+    const secrets = this.#redactor();
     return {
       text: this.#finish(this.#lines.join("\n")),
       isError: failed !== undefined,
       ...(this.#images.length ? { images: this.#images } : {}),
-      ...(this.#value !== undefined ? { value: redactDeep(this.#value, this.#secrets) } : {}),
-      ...(this.#structuredContent ? { structuredContent: redactDeep(this.#structuredContent, this.#secrets) } : {}),
+      ...(this.#value !== undefined ? { value: redactDeep(this.#value, secrets) } : {}),
+      ...(this.#structuredContent ? { structuredContent: redactDeep(this.#structuredContent, secrets) } : {}),
       ...(failed ? { error: { code: failed.code, message: this.#secrets.redact(failed.message) } } : {}),
     };
   }
@@ -158,8 +170,24 @@ export class ToolResponse {
     return { text: this.#finish(`${code}: ${said}`), isError: true, error: { code, message: this.#finish(said) } };
   }
 
+  /** The registry, less the secrets revealed to this result (swapped for a nonce around the redaction). */
+  #redactor(): Redactor {
+    if (this.#revealed.length === 0) return this.#secrets;
+    const nonce = randomBytes(8).toString("hex");
+    const revealed = [...this.#revealed].sort((a, b) => b.length - a.length);
+    return {
+      redact: (text) => {
+        let out = text;
+        revealed.forEach((secret, i) => (out = out.split(secret).join(`\u0000${nonce}:${i}\u0000`)));
+        out = this.#secrets.redact(out);
+        revealed.forEach((secret, i) => (out = out.split(`\u0000${nonce}:${i}\u0000`).join(secret)));
+        return out;
+      },
+    };
+  }
+
   #finish(text: string): string {
-    let out = this.#secrets.redact(text);
+    let out = this.#redactor().redact(text);
     if (out.length > MAX_RESULT_CHARS) out = `${out.slice(0, MAX_RESULT_CHARS)}\n[… result cut at ${MAX_RESULT_CHARS} characters]`;
     return out;
   }

@@ -6,6 +6,7 @@ import { apiCompact, apiDeclarations, apiGuide } from "../code/apiDoc.js";
 import { allowedCommands, runProgram } from "../code/run.js";
 import { COMMANDS } from "../code/commands.js";
 import { TabrelayError } from "../util/errors.js";
+import { sessionsOf } from "./sessions.js";
 import { defineTool, fields } from "./tool.js";
 
 /** The .d.ts and the guide of the browse API under this broker's config (browser_api, GET /api.d.ts and /api.md). */
@@ -47,7 +48,7 @@ export const browserRun = defineTool({
     budgets: budgetsInput,
   },
   kind: "write",
-  errors: ["code_mode_disabled", "syntax_error", "program_error", "budget_exceeded", "value_not_copyable", "sandbox_unavailable", "stale_ref", "element_not_found", "ambiguous_selector", "policy_denied", "write_denied", "wait_timeout"],
+  errors: ["code_mode_disabled", "syntax_error", "program_error", "budget_exceeded", "value_not_copyable", "sandbox_unavailable", "no_browser_source", "session_limit", "browser_start_failed", "stale_ref", "element_not_found", "ambiguous_selector", "policy_denied", "write_denied", "wait_timeout"],
   async handler(ctx, params, response, signal) {
     const settings = ctx.config.codeMode;
     if (!settings.enabled) {
@@ -61,7 +62,21 @@ export const browserRun = defineTool({
     if (!ctx.sandbox) throw new TabrelayError("internal", "this broker has no sandbox to run programs in; report it");
     const run = `run-${randomBytes(6).toString("hex")}`;
     const programSha256 = createHash("sha256").update(params.program).digest("hex");
-    const result = await runProgram(ctx, ctx.sandbox, { program: params.program, run, budgets: budgets.budgets, browser: params.browser, tab: params.tab }, signal);
+    const sandbox = ctx.sandbox;
+    const go = (browser: string | undefined) => runProgram(ctx, sandbox, { program: params.program, run, budgets: budgets.budgets, browser, tab: params.tab }, signal);
+    let result: Awaited<ReturnType<typeof go>>;
+    if (params.browser === "new") {
+      // A temporary browser from the configured source, stopped whatever happens to the run or the connection.
+      if (params.tab !== undefined) throw new TabrelayError("invalid_params", 'a new browser has no tabs yet: drop tab and browse.open(url) first');
+      const sessions = sessionsOf(ctx);
+      const temp = await sessions.start({ temporary: true });
+      response.audit({ target: temp.id });
+      try {
+        result = await go(temp.id);
+      } finally {
+        await sessions.stop(temp.id, "stopped: its browser_run ended");
+      }
+    } else result = await go(params.browser);
     response.audit({
       run,
       detail: JSON.stringify({ program_sha256: programSha256, status: result.status, ...(result.error ? { error: result.error.code } : {}), usage: result.usage }),

@@ -14,6 +14,7 @@ import type { ToolResponse } from "./response.js";
 import type { ScreenshotStore } from "../screenshots/store.js";
 import type { SnapshotCache } from "./snapshot.js";
 import type { SandboxRunner } from "../code/run.js";
+import type { BrowserSessions } from "../launch/sessions.js";
 
 /** Where every tool call leaves its record (the SQLite audit log in the broker). A write is begun before it is sent. */
 export interface AuditSink {
@@ -36,6 +37,8 @@ export interface ToolContext {
   secrets: Redactor;
   /** Runs code-mode programs (browser_run); absent where no sandbox is available. */
   sandbox?: SandboxRunner;
+  /** Browsers the model starts (browser_start, browser_run's browser "new"); present when config names a source. */
+  sessions?: BrowserSessions;
 }
 
 export type ToolKind = "read" | "write";

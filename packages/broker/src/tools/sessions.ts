@@ -1,0 +1,133 @@
+// The tools for browsers the model starts itself (launch/sessions.ts), listed only where config names a source
+// (`browsers.source`). A result names a browser by its registry id and label: never a CDP endpoint nor a provider's
+// connect URL. The provider's live-view URL is the one credential a result carries, revealed on purpose for the user.
+import { TabrelayError, unwrap } from "../util/errors.js";
+import type { BrowserSessions, StartedBrowser } from "../launch/sessions.js";
+import { runTool } from "./runner.js";
+import { screenshot } from "./screenshot.js";
+import { defineTool, fields, type CallContext } from "./tool.js";
+import { z } from "zod";
+
+/** The started-browsers table, or no_browser_source naming the config that adds one. */
+export function sessionsOf(ctx: { sessions?: BrowserSessions }): BrowserSessions {
+  if (ctx.sessions) return ctx.sessions;
+  throw new TabrelayError(
+    "no_browser_source",
+    'this broker has no browser source, so it cannot start a browser; use a connected one (list_browsers), or ask the user to add `browsers: { source: local }` (or browserbase, kernel) to config.yaml and restart tabrelay',
+  );
+}
+
+function startedHere(ctx: CallContext, browser: string): StartedBrowser {
+  const sessions = sessionsOf(ctx);
+  const started = sessions.get(browser) ?? sessions.list().find((s) => s.label === browser);
+  if (started) return started;
+  throw new TabrelayError(
+    "not_started_here",
+    `browser "${browser}" was not started by browser_start on this broker${sessions.wasStopped(browser) ? " (it was stopped)" : ""}; browser_list_sessions names those that were, and the others (the user's own Chrome) are the user's`,
+  );
+}
+
+function idleFor(sessions: BrowserSessions, started: StartedBrowser, now: number): number {
+  return Math.max(0, Math.round((now - (sessions.lastUsed(started.id) ?? now)) / 1000));
+}
+
+export const browserStart = defineTool({
+  name: "browser_start",
+  title: "Start a browser",
+  description: 'Starts a browser from the configured source; returns its id for any tool\'s `browser`. browser_run also takes browser "new" (stopped after the run).',
+  input: {},
+  kind: "write",
+  errors: ["session_limit", "browser_start_failed"],
+  async handler(ctx, _params, response) {
+    const sessions = sessionsOf(ctx);
+    const started = await sessions.start();
+    const minutes = Math.round(sessions.settings.idleMs / 60_000);
+    response.audit({ target: started.id, detail: JSON.stringify({ source: started.source }) });
+    response.line(`Started browser ${started.id} (${started.label}, source ${started.source}). Pass browser: "${started.id}" to the tools; stop it with browser_stop when done (it stops by itself after ${minutes} min without a call).`);
+    response.structured({ browser: started.id, label: started.label, source: started.source, startedAt: started.startedAt });
+  },
+});
+
+export const browserStop = defineTool({
+  name: "browser_stop",
+  title: "Stop a started browser",
+  description: "Stops a browser browser_start started (again is fine); never the user's own.",
+  input: { browser: z.string().min(1).describe("Its id.") },
+  kind: "write",
+  errors: ["not_started_here"],
+  async handler(ctx, params, response) {
+    const sessions = sessionsOf(ctx);
+    const known = sessions.get(params.browser) ?? sessions.list().find((s) => s.label === params.browser);
+    const id = known?.id ?? params.browser;
+    response.audit({ target: id });
+    const outcome = await sessions.stop(id);
+    if (outcome === undefined) startedHere(ctx, params.browser); // throws not_started_here
+    response.line(outcome === "stopped" ? `Stopped browser ${id}.` : `Browser ${id} was already stopped.`);
+    response.structured({ browser: id, stopped: true, already: outcome === "already" });
+  },
+});
+
+export const browserListSessions = defineTool({
+  name: "browser_list_sessions",
+  title: "List started browsers",
+  description: "The browsers browser_start started: id, source, started, idle seconds.",
+  input: {},
+  kind: "read",
+  errors: [],
+  async handler(ctx, _params, response) {
+    const sessions = sessionsOf(ctx);
+    const now = Date.now();
+    const list = sessions.list();
+    const max = sessions.settings.maxSessions;
+    response.line(list.length === 0 ? `No started browser (at most ${max}; browser_start starts one).` : `${list.length} of at most ${max} started:`);
+    for (const s of list) {
+      response.line(`- id: ${s.id} | label: ${s.label} | source: ${s.source} | started: ${new Date(s.startedAt).toISOString()} | idle: ${idleFor(sessions, s, now)} s${s.temporary ? " | temporary (browser_run)" : ""}`);
+    }
+    response.structured({
+      max,
+      sessions: list.map((s) => ({ browser: s.id, label: s.label, source: s.source, startedAt: s.startedAt, idleSeconds: idleFor(sessions, s, now), temporary: s.temporary })),
+    });
+  },
+});
+
+export const browserLiveView = defineTool({
+  name: "browser_live_view",
+  title: "Live view of a started browser",
+  description: "A screenshot link of a started browser's tab, plus the provider's live-view URL where it has one (for the user only).",
+  input: { browser: fields.browser.unwrap().describe("Its id.") },
+  kind: "read",
+  errors: ["not_started_here", "screenshots_disabled", "browser_start_failed"],
+  async handler(ctx, params, response, signal) {
+    const started = startedHere(ctx, params.browser);
+    response.audit({ target: started.id });
+    const sessions = sessionsOf(ctx);
+    const out: Record<string, unknown> = { browser: started.id };
+    // The picture: the active tab (or the first) through the screenshot tool, so its gate, leases and audit apply.
+    const { tabs } = unwrap(await ctx.browser().call("tabs.list", {}));
+    const tab = tabs.find((t) => t.active) ?? tabs[0];
+    if (!tab) response.line(`Browser ${started.id} has no tab open yet, so there is no screenshot; open_tab with browser: "${started.id}" first.`);
+    else {
+      const shot = await runTool(screenshot, ctx, { tab: tab.tabId, browser: started.id, activate: false }, signal, ctx.session);
+      const link = shot.value && typeof shot.value === "object" ? Reflect.get(shot.value, "link") : undefined;
+      if (typeof link === "string") {
+        response.line(`Screenshot of tab ${tab.tabId} (a bearer link; do not share): ${link}`);
+        out["screenshot"] = link;
+        out["tab"] = tab.tabId;
+      } else response.line(`No screenshot: ${shot.text.split("\n")[0] ?? "the screenshot failed"}`);
+    }
+    let live: string | undefined;
+    try {
+      live = await sessions.liveViewUrl(started.id);
+    } catch (error) {
+      response.line(`The provider's live view could not be read: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (live) {
+      response.reveal(live);
+      response.line(`Live view (the provider's; a credential: whoever opens it watches and drives this browser; give it to the user only, never to a page or a tool): ${live}`);
+      out["liveViewUrl"] = live;
+    } else if (started.source === "local") response.line("A local source has no live-view page; the screenshot is the view.");
+    response.structured(out);
+  },
+});
+
+export const sessionTools = [browserStart, browserStop, browserListSessions, browserLiveView] as const;
