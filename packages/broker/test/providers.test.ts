@@ -2,76 +2,17 @@
 // checks the requests tabrelay sends; the connect URL it hands out points at a real local Chromium (with a
 // token in its query, as the real ones carry), so the session is attached to a real Broker and read over MCP.
 // Secrets (the API key, the connect URL and its token) must never reach an error message, stderr or the model.
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import { startWithProvider } from "../../cli/src/providers.js";
 import { createProviderSession, type HostedProvider } from "../src/launch/providers.js";
 import { launchLocalChromium, type LaunchedCdpBrowser } from "../src/launch/cdpChromium.js";
 import { findChromium } from "../src/launch/chromium.js";
+import { startFakeApi, type FakeApi, type Recorded, type Reply } from "./fakeProviderApi.js";
 import { article, call, closedPort, connectClient, startBroker, startSite, type TestBroker, type TestSite } from "../../../test/harness.js";
 
 const API_KEY = "bb-test-api-key-7f3a9c1e5d2b8a6f";
 const TOKEN = "connect-token-2d8e4f6a1c3b5e7d9f0a";
 const SECRETS = [API_KEY, TOKEN, encodeURIComponent(TOKEN)];
-
-// ---- a fake provider API ---------------------------------------------------------------------------
-
-interface Recorded {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-interface Reply {
-  status: number;
-  body?: unknown;
-}
-
-interface FakeApi {
-  origin: string;
-  requests: Recorded[];
-  onCreate: (req: Recorded) => Reply;
-  onRelease: (req: Recorded) => Reply;
-  close(): Promise<void>;
-}
-
-async function startFakeApi(): Promise<FakeApi> {
-  const api: FakeApi = {
-    origin: "",
-    requests: [],
-    onCreate: () => ({ status: 500 }),
-    onRelease: () => ({ status: 200, body: {} }),
-    close: async () => undefined,
-  };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      const recorded: Recorded = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
-      api.requests.push(recorded);
-      const isCreate = recorded.method === "POST" && (recorded.path === "/v1/sessions" || recorded.path === "/browsers");
-      const reply = isCreate ? api.onCreate(recorded) : api.onRelease(recorded);
-      if (reply.body === undefined) {
-        res.writeHead(reply.status);
-        res.end();
-      } else {
-        res.writeHead(reply.status, { "Content-Type": "application/json" });
-        res.end(JSON.stringify(reply.body));
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  api.origin = `http://127.0.0.1:${port}`;
-  api.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  return api;
-}
 
 // ---- what each provider's documented API looks like ---------------------------------------------
 
