@@ -260,3 +260,58 @@ describe("secrets at every exit", () => {
     expect(events).not.toContain(lateHost);
   });
 });
+
+// A browser the model started (browser_start, browsers.source: local): its DevTools endpoint is never shown to the
+// test either, so it is read the way a local attacker would, from the DevToolsActivePort file Chromium writes into
+// its profile, then planted in a page the started browser reads and looked for at every exit of that broker.
+describe("secrets of a browser the model started", () => {
+  it("its endpoint, GUID and port reach no result of the session tools or the page tools, no audit row, log line or /health", async () => {
+    const { readFileSync } = await import("node:fs");
+    const lines: string[] = [];
+    const log: Logger = { info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) };
+    const dir = makeDataDir(allowYaml("screenshots:\n  enabled: true\nbrowsers:\n  source: local\n"));
+    const own = new Broker({ config: loadConfig({ dataDir: dir, port: 0, env: { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } }), log });
+    const url = (await own.listen()).url;
+    const c = await connectClient(url);
+    const results: string[] = [];
+    const use = async (name: string, args: Record<string, unknown> = {}) => {
+      const result = await c.callTool({ name, arguments: args });
+      const text = JSON.stringify(result);
+      results.push(text);
+      return text;
+    };
+    try {
+      const start = await use("browser_start");
+      const id = /Started browser (cdp-[0-9a-f-]+)/.exec(start)?.[1] ?? "";
+      const pid = /pid (\d+)/.exec(lines.find((l) => l.includes(id)) ?? "")?.[1];
+      const profile = /--user-data-dir=([^\0]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, "utf8"))?.[1] ?? "";
+      const [port, path] = readFileSync(`${profile}/DevToolsActivePort`, "utf8").trim().split("\n");
+      const endpoint = `ws://127.0.0.1:${port}${path}`;
+      const leaks = { endpoint, "URL-encoded endpoint": encodeURIComponent(endpoint), GUID: path?.split("/").pop() ?? "", "host and port": `127.0.0.1:${port}` };
+      site.route("/planted-started", `<title>at ${endpoint}</title><p>${leaks["URL-encoded endpoint"]} ${leaks.GUID}</p><button>Open ${endpoint}</button>`);
+
+      const opened = await use("open_tab", { url: `${site.origin}/planted-started`, browser: id });
+      const tab = Number(/Opened tab (\d+)/.exec(opened)?.[1]);
+      expect(tab).toBeGreaterThan(0);
+      await use("read_page", { tab, browser: id, mode: "full" });
+      await use("snapshot", { tab, browser: id });
+      await use("read_url", { url: `http://127.0.0.1:${port}/json/version`, browser: id, mode: "full" });
+      await use("read_url", { url: endpoint, browser: id });
+      await use("browser_list_sessions");
+      await use("list_browsers");
+      await use("browser_live_view", { browser: id });
+      await use("browser_run", { browser: id, program: "return await browse.get('title')", tab });
+      await use("browser_stop", { browser: id });
+      expect(results.join("\n")).toContain("[redacted: cdp endpoint]");
+
+      const health = await (await fetch(`${url}/health`)).text();
+      const exits: Record<string, string> = { results: results.join("\n"), audit: JSON.stringify(own.audit.list()), log: lines.join("\n"), "/health": health };
+      for (const [exit, text] of Object.entries(exits)) {
+        for (const [what, secret] of Object.entries(leaks)) expect(text.includes(secret), `${what} leaked through ${exit}`).toBe(false);
+      }
+    } finally {
+      await c.close();
+      await own.close();
+    }
+  });
+});
