@@ -2,8 +2,9 @@
 // launches a real headless Chromium (launch/cdpChromium.ts) and attaches it over CDP; driven through the real MCP
 // SDK client. Checked: start -> open and read a local page in it -> the live view's link serves a PNG -> list -> stop
 // (the Chromium process exits) -> stop again is fine; browser_run with browser "new" leaves no process behind, also
-// when the program throws and when the client cancels the call; the session cap; idle stop; the broker's close stops
-// the rest; no CDP endpoint in any result, audit row or log line; without a source the tools are not listed.
+// when the program throws and when the client cancels the call; the session cap; idle stop (and calls keeping a browser
+// alive); the broker's close stops the rest; no CDP endpoint in any result, audit row or log line; a source that cannot
+// start; config validation; without a source the tools are not listed.
 import Database from "better-sqlite3";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -228,7 +229,7 @@ describe("with browsers.source: local", () => {
 });
 
 describe("limits", () => {
-  it("stops a started browser after idle_minutes without a call, and the rest when the broker closes", async () => {
+  it("stops a started browser after idle_minutes without a call, keeps one that calls address, and stops the rest when the broker closes", async () => {
     const b = await startWithSource("  idle_minutes: 0.03\n");
     const c = await connectClient(b.url);
     try {
@@ -238,11 +239,35 @@ describe("limits", () => {
       expect(b.logs.some((l) => l.includes(idle) && l.includes("idle_minutes"))).toBe(true);
       const kept = idOf((await call(c, "browser_start")).text);
       const keptPid = pidOf(b.logs, kept);
+      // Calls that address it keep it: 3.5 s of list_tabs every 400 ms, twice the idle time.
+      for (const until = Date.now() + 3500; Date.now() < until; ) {
+        expect((await call(c, "list_tabs", { browser: kept })).isError).toBe(false);
+        await new Promise((r) => setTimeout(r, 400));
+      }
       expect(alive(keptPid)).toBe(true);
       await c.close();
       await b.broker.close();
       expect(alive(keptPid)).toBe(false);
     } finally {
+      await b.broker.close();
+    }
+  });
+});
+
+describe("a source that cannot start", () => {
+  it("is browser_start_failed naming the cause and the key to fix, and leaves nothing counted", async () => {
+    const b = await startWithSource("  chromium: /nonexistent/chromium\n");
+    const c = await connectClient(b.url);
+    try {
+      const start = await call(c, "browser_start");
+      expect(start.isError).toBe(true);
+      expect(start.text).toMatch(/^browser_start_failed: could not launch a local Chromium/);
+      expect(start.text).toContain("browsers.chromium");
+      expect(b.broker.context.sessions?.list()).toEqual([]);
+      const run = await call(c, "browser_run", { browser: "new", program: "return 1" });
+      expect(run.text).toMatch(/^browser_start_failed: /);
+    } finally {
+      await c.close();
       await b.broker.close();
     }
   });
@@ -263,5 +288,17 @@ describe("without a browser source", () => {
       await c.close();
       await plain.close();
     }
+  });
+});
+
+describe("config", () => {
+  it("refuses an unknown source or an out-of-range limit at start-up, naming the key", () => {
+    const env = { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN };
+    expect(() => loadConfig({ dataDir: makeDataDir("browsers:\n  source: chrome\n"), env })).toThrow(/browsers\.source: source must be local, browserbase or kernel/);
+    expect(() => loadConfig({ dataDir: makeDataDir("browsers:\n  source: local\n  max_sessions: 0\n"), env })).toThrow(/browsers\.max_sessions/);
+    expect(() => loadConfig({ dataDir: makeDataDir("browsers:\n  max_sessions: 2\n"), env })).toThrow(/browsers\.source/);
+    const config = loadConfig({ dataDir: makeDataDir("browsers:\n  source: kernel\n"), env });
+    expect(config.browserSource).toEqual({ source: "kernel", maxSessions: 3, idleMs: 15 * 60_000, headless: true });
+    expect(loadConfig({ dataDir: makeDataDir(""), env }).browserSource).toBeUndefined();
   });
 });
