@@ -61,6 +61,21 @@ beforeAll(async () => {
     ),
   );
   site.route("/frame-field", page("Field", `<input name="card" aria-label="Card"><button>Pay inside</button>`));
+  const at = (left: number, top: number, w: number, h: number) => `position:absolute;left:${left}px;top:${top}px;width:${w}px;height:${h}px;margin:0;border:0;padding:0`;
+  site.route(
+    "/mouse",
+    page(
+      "Mouse",
+      `<button style="${at(10, 10, 100, 40)}" onclick="document.getElementById('out').textContent='ok clicked'"><span>Go</span></button>
+<button style="${at(150, 10, 100, 40)}" onclick="document.getElementById('out').textContent='DELETED'">Delete account</button>
+<p style="${at(270, 10, 60, 40)}">Free gift</p><button style="${at(270, 10, 60, 40)};opacity:0" onclick="document.getElementById('out').textContent='HIJACKED'">Go</button>
+<div id="menu" role="button" tabindex="0" style="${at(10, 60, 100, 30)}" onmouseover="this.textContent='hovered'">Menu</div>
+<div id="list" style="${at(10, 100, 200, 100)};overflow:auto"><button style="display:block;width:180px;height:400px">Item</button></div>
+<iframe id="same" src="/mouse-frame" style="${at(0, 250, 300, 100)}"></iframe>
+<iframe id="xo" src="${other.origin}/pay" style="${at(350, 250, 300, 100)}"></iframe><p id="out" style="${at(10, 400, 200, 30)}">idle</p>`,
+    ),
+  );
+  site.route("/mouse-frame", page("Mouse frame", `<button style="${at(20, 20, 100, 40)}" onclick="this.textContent='Next!'">Next</button>`));
   other.route("/pay", page("Pay", `<button onclick="document.body.append('paid')">Pay now</button>`));
 }, 60_000);
 
@@ -287,6 +302,43 @@ return {
     expect(records[2]?.target).toBe('button "Pay inside"');
   });
 
+  it("mouse.click/hover/scroll resolve the point to the element there and run the tool on its ref: the write gate's label check applies", async () => {
+    const { text, sc } = await run(
+      client,
+      `await browse.open(${JSON.stringify(`${site.origin}/mouse`)});
+const go = await browse.mouse.click(60, 30);
+const denied = await browse.mouse.click(200, 30).catch((e) => e.code + ": " + e.message);
+const framed = await browse.mouse.click(70, 290);
+const frameText = await browse.get("text", "iframe#same >> button");
+const cross = await browse.mouse.click(400, 290).catch((e) => e.code + ": " + e.message);
+const hovered = await browse.mouse.hover(60, 75);
+const scrolled = await browse.mouse.scroll(60, 150, { by: 50 });
+const nowhere = await browse.mouse.click(5000, 5000).catch((e) => e.code + ": " + e.message);
+const veiled = await browse.mouse.click(300, 30).catch((e) => e.code + ": " + e.message);
+return { go: go.hit, out: await browse.get("text", "#out"), denied, framed: framed.hit, frameText, cross, hovered: hovered.hit, menu: await browse.get("text", "#menu"), scrolled: scrolled.done, nowhere, veiled, after: await browse.get("text", "#out") };`,
+    );
+    expect(sc.status, `${text}\n${JSON.stringify(sc.failedCall)}`).toBe("ok");
+    const value = sc.value as Record<string, string>;
+    // The span inside the button is the button's: the click reached it.
+    expect(value["go"]).toBe('button button "Go"');
+    expect(value["out"]).toBe("ok clicked");
+    expect(value["denied"]).toMatch(/^write_denied: clicking "Delete account"/);
+    expect(value["framed"]).toMatch(/^button button "Next" in frame http:\/\/127\.0\.0\.1:\d+\/mouse-frame$/);
+    expect(value["frameText"]).toBe("Next!");
+    expect(value["cross"]).toMatch(/^not_actionable: the point \(400, 290\) is inside a cross-origin frame \(iframe#xo at http:\/\/localhost:\d+\/pay\)/);
+    expect(value["hovered"]).toBe('div button "Menu"');
+    expect(value["menu"]).toBe("hovered");
+    // The list holding the button there scrolled (the button is brought into view first), not the page.
+    expect(value["scrolled"]).toMatch(/^scrolled <div#list> "Item" to y=\d+ of 400$/);
+    expect(value["nowhere"]).toMatch(/^element_not_found: browse\.mouse\.click: there is no element at \(5000, 5000\)/);
+    // An invisible "Go" button laid over the page is hidden: a point on it acts on nothing.
+    expect(value["veiled"]).toMatch(/^not_actionable: browse\.mouse\.click\(300, 30\): the element there \(button button \[hidden: \w+\]\) cannot be acted on/);
+    expect(value["after"]).toBe("ok clicked");
+    // The refused click is the click tool's refusal, audited with the run id and the element the point hit.
+    const refused = recordsOf(sc.run).filter((r) => r.decision === "refused");
+    expect(refused.map((r) => `${r.tool} ${r.code} ${r.target}`)).toEqual(['click write_denied button "Delete account"']);
+  });
+
   it("screenshot gives a short-lived PNG link of the viewport or of one element (a selector target)", async () => {
     const { text, sc } = await run(
       client,
@@ -433,7 +485,10 @@ describe("without a browser", () => {
   const found = await browse.query("a", { limit: 3 });
   await browse.waitFor({ text: "Done", timeoutMs: 500 });
   const n: string | number | null = await browse.get("count", "a");
-  log.info(tab.id, found.total, n);
+  const box: Box = await browse.get("box", "iframe#pay >> xpath=//button");
+  const seen: boolean = await browse.is("visible", "a");
+  const hit: string = (await browse.mouse.click(box.x + box.width / 2, box.y + box.height / 2)).hit;
+  log.info(tab.id, found.total, n, seen, hit);
   await browse.tabs.close(tab.id);
 }
 export {};`;

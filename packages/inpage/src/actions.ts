@@ -151,21 +151,31 @@ function nextFocusable(from: Element, backwards: boolean): HTMLElement | undefin
   return backwards ? all[i <= 0 ? all.length - 1 : i - 1] : all[(i + 1) % all.length];
 }
 
+/** The closest element holding `el` that scrolls vertically (a list, a panel), or none: the page. */
+function scrollerOf(el: Element): Element | undefined {
+  for (let at = el.parentElement; at && at !== document.body && at !== document.documentElement; at = at.parentElement) {
+    if (/^(auto|scroll|overlay)$/.test(getComputedStyle(at).overflowY) && at.scrollHeight > at.clientHeight) return at;
+  }
+  return undefined;
+}
+
+/** With an element and no amount: into view. With an amount: the container it is in (or the page) scrolls by it. */
 function scroll(el: Element | null, how: string | undefined): string {
   const amount = how ?? "down";
-  if (el) {
+  if (el && how === undefined) {
     el.scrollIntoView({ block: "center", behavior: "instant" });
     return `scrolled ${describeElement(el)} into view`;
   }
-  const page = document.scrollingElement ?? document.documentElement;
-  const step = innerHeight * 0.85;
+  const inner = el ? scrollerOf(el) : undefined;
+  const page = inner ?? document.scrollingElement ?? document.documentElement;
+  const step = inner ? inner.clientHeight * 0.85 : innerHeight * 0.85;
   if (amount === "down") page.scrollBy(0, step);
   else if (amount === "up") page.scrollBy(0, -step);
   else if (amount === "top") page.scrollTo(0, 0);
   else if (amount === "bottom") page.scrollTo(0, page.scrollHeight);
   else if (/^-?\d+$/.test(amount)) page.scrollBy(0, Number(amount));
   else throw new ActError("invalid_params", `scroll takes "down", "up", "top", "bottom" or a pixel count, not ${JSON.stringify(amount)}`);
-  return `scrolled the page to y=${Math.round(page.scrollTop)} of ${Math.round(page.scrollHeight)}`;
+  return `scrolled ${inner ? describeElement(inner) : "the page"} to y=${Math.round(page.scrollTop)} of ${Math.round(page.scrollHeight)}`;
 }
 
 /**

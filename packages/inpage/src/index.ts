@@ -16,7 +16,7 @@ import { resolve, snapshot } from "./snapshot.js";
 
 export type { InpageApi, InpageResult, InspectArgs } from "./api.js";
 
-const VERSION = 8;
+const VERSION = 9;
 
 // ---- inspect -----------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import { isEditable } from "./facts.js";
 import { accessibleName, hiddenReason, roleOf } from "./dom.js";
 import { hostedRoot } from "./flatTree.js";
 import { beyondPage, seenText } from "./content.js";
+import { elementAt, frameLabel, framePath, hitAt } from "./point.js";
 import { renderedText } from "./rendered.js";
 import { isInteractive, mintRef, startRevision } from "./snapshot.js";
 
@@ -165,7 +166,33 @@ function describe(el: Element): QueryMatch {
   return match;
 }
 
+/** The element at a point, or the closest actionable one holding it (a click on a button's icon is the button's). */
+function actionableAt(el: Element): Element {
+  for (let at: Element | null = el; at; at = at.parentElement ?? (at.parentNode instanceof ShadowRoot ? at.parentNode.host : null)) {
+    if (isInteractive(at, roleOf(at))) return at;
+  }
+  return el;
+}
+
+/** `point=x,y`: the element at that point of the tab's viewport, in whichever document it lies (point.ts). */
+function pointQuery(x: number, y: number, params: Omit<QueryParams, "tabId">): InpageResult<InpageQuery> {
+  const hit = hitAt(x, y);
+  const isTop = window === window.top;
+  if (isTop && hit && "crossOrigin" in hit) {
+    return fail("not_actionable", `the point (${x}, ${y}) is inside a cross-origin frame (${frameLabel(hit.crossOrigin)}), which a point cannot be resolved across; find the element with a selector entering it ("iframe >> button") and pass its ref`);
+  }
+  startRevision(params.revision);
+  const own = framePath();
+  const el = hit && "path" in hit && own && own.join() === hit.path.join() ? elementAt(document, hit.x, hit.y) : undefined;
+  const mine = el !== undefined;
+  const matches = el && params.upTo > 0 && (!isTop || params.skip === 0) ? [describe(actionableAt(el))] : [];
+  const index = frameIndex();
+  return { ok: true, value: { url: location.href, origin: self.origin, title: document.title, count: mine ? 1 : 0, first: isTop ? params.skip : 0, matches, ...(index !== undefined ? { frameIndex: index } : {}) } };
+}
+
 export function query(params: Omit<QueryParams, "tabId">): InpageResult<InpageQuery> {
+  const point = /^point=(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?)$/.exec(params.selector.trim());
+  if (point) return pointQuery(Number(point[1]), Number(point[2]), params);
   const parts = selectorParts(params.selector);
   const matchers: Matcher[] = [];
   for (const part of parts) {

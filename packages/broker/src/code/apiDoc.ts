@@ -28,7 +28,7 @@ interface ActResult { done: string; navigated?: string; navigating?: string; dom
 function signature(command: Command): string {
   const method = command.name.split(".").pop() ?? command.name;
   const params = command.params.map((p: Param) => `${p.name}${p.optional ? "?" : ""}: ${p.type}`).join(", ");
-  return `${method}(${params}): Promise<${command.returns}>`;
+  return `${method}${command.typeParams ? `<${command.typeParams}>` : ""}(${params}): Promise<${command.returns}>`;
 }
 
 /** The declarations of `browse` and `log` for the commands a program may call. */
@@ -81,6 +81,12 @@ Wherever a selector is taken (a target, \`query\`, \`get\`, \`is\`): CSS, or \`x
 in the document: it cannot reach into shadow roots, CSS can). \`a >> b\` finds \`b\` inside the frames \`a\` matches
 (\`iframe#checkout >> input[name=card]\`; nested: \`iframe#a >> iframe#b >> button\`; each part CSS or XPath).
 Frames outside the user's read policy are never entered: their matches are withheld (\`withheldFrames\`).
+
+## Points
+\`browse.mouse.click(x, y)\`, \`hover\` and \`scroll\` take CSS pixels of the viewport (\`get("box")\` is the document's:
+subtract the scroll). The page finds the element there (into shadow roots and same-origin frames; a cross-origin
+frame is refused: use \`"iframe >> ..."\`), the closest actionable element holding it, and the command acts on its
+ref exactly as \`click\` on a ref would: the same write grant and label check; \`hit\` in the result names it.
 
 ## Errors
 A failed command throws an Error with \`code\` and \`message\` (e.g. \`stale_ref\`, \`write_denied\`, \`policy_denied\`).

@@ -19,6 +19,8 @@ export interface Command {
   params: readonly Param[];
   /** The TypeScript type the promise resolves to. */
   returns: string;
+  /** Type parameters of its declaration ("W extends string"), when its return type depends on an argument. */
+  typeParams?: string;
   /** One line, for the declarations. */
   doc: string;
   /** Reads or acts on pages only through tools; a write is gated by the tool it calls. */
@@ -61,6 +63,9 @@ async function selectOne(state: RunState, selector: string, command: string): Pr
   const tab = state.tab();
   const found = valueOf(queryValue, await state.call(query, { tab, selector, limit: 2 }), "query");
   const match = found.matches[0];
+  if ((found.total === 0 || !match) && selector.startsWith("point=")) {
+    fail("element_not_found", `browse.${command}: there is no element at (${selector.slice(6).replace(",", ", ")}) in tab ${tab}: the point is outside the viewport (CSS pixels from its top left corner), or in a frame the read policy withholds; check it with browse.get("box", selector)`);
+  }
   if (found.total === 0 || !match) fail("element_not_found", `browse.${command}: the selector ${JSON.stringify(selector)} matched no element in tab ${tab}; check it with browse.query(), or browse.snapshot() and pass a ref`);
   if (found.total > 1) {
     fail("ambiguous_selector", `browse.${command}: the selector ${JSON.stringify(selector)} matched ${found.total} elements in tab ${tab}; a target must match exactly one: narrow the selector, or browse.query() it and pass the ref you want`);
@@ -80,6 +85,39 @@ function selectorOf(command: string, given: unknown): string {
     fail("invalid_params", `browse.${command} needs a selector as its target (it reads the element fresh), got ${JSON.stringify(given)?.slice(0, 60) ?? "nothing"}; pass the CSS or xpath= selector of the element`);
   }
   return given;
+}
+
+const coordinate = (name: string): Param => ({ name, type: "number", schema: z.number().finite().min(0).max(100_000) });
+
+/**
+ * mouse.*: the page resolves the element at a viewport point to a ref of the current revision (a `point=x,y` query:
+ * into shadow roots and same-origin frames, refused across a cross-origin one), then the tool runs on that ref, so the
+ * write gate judges it exactly as a ref: a coordinate never bypasses the label check. The result names the element hit.
+ */
+async function atPoint(state: RunState, x: number, y: number, command: string): Promise<{ tab: number; ref: string; revision: string; hit: string }> {
+  const { tab, revision, match } = await selectOne(state, `point=${x},${y}`, command);
+  const hit = hitName(match);
+  if (!match.ref) fail("not_actionable", `browse.${command}(${x}, ${y}): the element there (${hit}) cannot be acted on: it is hidden or not interactive; pick another point, or snapshot and pass a ref`);
+  return { tab, ref: match.ref, revision, hit };
+}
+
+function hitName(match: MatchValue): string {
+  return `${match.tag} ${match.role}${match.name ? ` ${JSON.stringify(match.name)}` : ""}${match.hidden ? ` [hidden: ${match.hidden}]` : ""}${match.frame ? ` in frame ${match.frame}` : ""}`;
+}
+
+function mouse(name: "click" | "hover", tool: Tool, doc: string): Command {
+  return {
+    name: `mouse.${name}`,
+    params: [coordinate("x"), coordinate("y")],
+    returns: "ActResult & { hit: string }",
+    doc,
+    async run(state, [x, y]) {
+      const at = await atPoint(state, Number(x), Number(y), `mouse.${name}`);
+      state.lastTarget = at;
+      const done = valueOf(actValue, await state.call(tool, { tab: at.tab, ref: at.ref, revision: at.revision }), tool.name);
+      return { ...done, hit: at.hit };
+    },
+  };
 }
 
 const IS_STATES = ["visible", "enabled", "checked", "editable"] as const;
@@ -321,10 +359,27 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: "get",
-    params: [{ name: "what", type: "string", schema: z.string().min(1) }, optionalTarget],
-    returns: "string | number | Box | null",
+    params: [{ name: "what", type: "W", schema: z.string().min(1) }, optionalTarget],
+    typeParams: "W extends string",
+    returns: 'W extends "box" ? Box : string | number | null',
     doc: `Reads ${GET_WHAT} (attributes: id, class, name, type, href, src, alt, title, data-testid, aria-*); all but title and url take a selector; box is the top document's CSS pixels, scroll included.`,
     run: (state, [what, given]) => getOf(state, String(what), given),
+  },
+  mouse("click", click, "Clicks the element at viewport point (x, y) (CSS pixels; get(\"box\") minus the scroll): a write, gated as a click on that element; hit names it."),
+  mouse("hover", hover, "Moves the pointer over the element at viewport point (x, y); hit names it."),
+  {
+    name: "mouse.scroll",
+    params: [coordinate("x"), coordinate("y"), { name: "options", type: '{ by?: number | "up" | "down" | "top" | "bottom" }', schema: z.object({ by: z.union([z.number().int(), z.enum(["up", "down", "top", "bottom"])]).optional() }).strict(), optional: true }],
+    returns: "ActResult & { hit: string }",
+    doc: "Scrolls the list or panel holding the element at viewport point (x, y), or the page, by `by` (as scroll; the element is brought into view first); hit names it.",
+    async run(state, [x, y, options]) {
+      const by = z.object({ by: z.union([z.number(), z.string()]).optional() }).parse(options ?? {}).by ?? "down";
+      const { tab, revision, match } = await selectOne(state, `point=${Number(x)},${Number(y)}`, "mouse.scroll");
+      const hit = hitName(match);
+      // An element without a ref (text in a list) has no container the tool can name: the page scrolls.
+      const args = match.ref ? { tab, ref: match.ref, revision, direction: String(by) } : { tab, direction: String(by) };
+      return { ...valueOf(actValue, await state.call(scroll, args), "scroll"), hit };
+    },
   },
   {
     name: "is",
