@@ -13,7 +13,7 @@ import { Broker, loadConfig, type Logger } from "../../packages/broker/src/index
 import { sessionTools } from "../../packages/broker/src/tools/sessions.js";
 import { errorScopeOf, errorsSentence } from "../../packages/broker/src/tools/tool.js";
 import { ERROR_CODES } from "../../packages/protocol/src/index.js";
-import { allowYaml, call, connectClient, makeDataDir, MCP_TOKEN, page, PAIRING_TOKEN, startBroker, startSite, waitFor, type TestSite } from "../harness.js";
+import { allowYaml, call, connectClient, launchBrowser, makeDataDir, MCP_TOKEN, page, PAIRING_TOKEN, startBroker, startSite, waitFor, type TestSite } from "../harness.js";
 
 interface Started {
   broker: Broker;
@@ -164,6 +164,23 @@ describe("with browsers.source: local", () => {
     }
   });
 
+  it("never stops the user's Chrome (the real extension over the bridge)", async () => {
+    const chrome = await launchBrowser(Number(new URL(main.url).port));
+    try {
+      const user = await waitFor("the extension to connect", () => main.broker.registry.list().find((d) => d.info.kind === "extension"));
+      for (const tool of ["browser_stop", "browser_live_view"]) {
+        const result = await callText(tool, { browser: user.info.browserId });
+        expect(result.isError, result.text).toBe(true);
+        expect(result.text).toMatch(/^not_started_here: /);
+      }
+      expect(user.closed).toBe(false);
+      expect(main.broker.registry.list()).toContain(user);
+      expect((await callText("browser_list_sessions")).text).not.toContain(user.info.browserId);
+    } finally {
+      await chrome.close();
+    }
+  });
+
   it("caps the sessions at browsers.max_sessions, naming browser_stop", async () => {
     const a = idOf((await callText("browser_start")).text);
     const b = idOf((await callText("browser_start")).text);
@@ -235,8 +252,9 @@ describe("limits", () => {
     try {
       const idle = idOf((await call(c, "browser_start")).text);
       const pid = pidOf(b.logs, idle);
-      await gone(pid);
-      expect(b.logs.some((l) => l.includes(idle) && l.includes("idle_minutes"))).toBe(true);
+      // The log line comes once the stop has finished (the profile removed after the process exited).
+      await waitFor("the idle stop's log line", () => b.logs.some((l) => l.includes(idle) && l.includes("idle_minutes")) || undefined);
+      expect(alive(pid)).toBe(false);
       const kept = idOf((await call(c, "browser_start")).text);
       const keptPid = pidOf(b.logs, kept);
       // Calls that address it keep it: 3.5 s of list_tabs every 400 ms, twice the idle time.
