@@ -90,6 +90,16 @@ beforeAll(async () => {
   site.route("/nested", page("Nested", `<button>Nested pay</button>`));
   site.route("/widget-pay", page("Widget pay", `<input name="card" aria-label="Cross card">`));
   site.route("/secret-pay", page("Secret pay", `<input name="card" aria-label="SECRETCARD">`));
+  const at = (left: number, top: number, w: number, h: number) => `position:absolute;left:${left}px;top:${top}px;width:${w}px;height:${h}px;margin:0;border:0;padding:0`;
+  site.route(
+    "/points",
+    page(
+      "Points",
+      `<button style="${at(10, 10, 100, 40)}"><span>Go</span></button><iframe id="pf" src="/pointframe" style="${at(0, 100, 300, 100)}"></iframe>
+<iframe id="px" src="http://localhost:${site.port}/widget-pay" style="${at(350, 100, 300, 100)}"></iframe>`,
+    ),
+  );
+  site.route("/pointframe", page("Point frame", `<button style="${at(20, 20, 100, 40)}">Inside</button>`));
   site.route("/go", page("Go", `<button id="go" onclick="document.getElementById('out').textContent='went'">Go</button><p id="out">idle</p>`));
   site.route("/elsewhere", page("Elsewhere", `<button id="go">Go</button>`));
 }, 60_000);
@@ -282,6 +292,22 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     const hidden = await query(tab, { selector: "xpath=//p[@class='hid']" });
     expect(envelope(hidden.text)).toMatch(/^- 1\. p generic \[hidden: display\]\n {2}class="hid"$/m);
     expect(hidden.text).not.toContain("HIDDEN-XPATH");
+  });
+
+  it("point=x,y is the element at a viewport point: in the page, in a same-origin frame (its own ref); refused across a cross-origin frame", async () => {
+    const tab = await open("/points");
+    const top = await query(tab, { selector: "point=60,30" });
+    expect(top.isError, top.text).toBe(false);
+    // The span under the point is inside the button: the button is what a click there reaches.
+    expect(envelope(top.text)).toMatch(/^- 1\. button button "Go" \[ref=e\d+\] \[visible\]$/m);
+    const framed = await query(tab, { selector: "point=70,140" });
+    expect(envelope(framed.text)).toMatch(/- frame «Point frame» at «http:\/\/127\.0\.0\.1:\d+\/pointframe»:\n- 1\. button button "Inside" \[ref=f\d+e\d+\] \[visible\]/);
+    // The frame's element is gated as any: no click grant for its label.
+    expect((await call(client, "click", { tab, ...refOf(framed.text, '"Inside"') })).text).toMatch(/^write_denied: /);
+    const cross = await query(tab, { selector: "point=400,140" });
+    expect(cross.isError).toBe(true);
+    expect(cross.text).toMatch(/^not_actionable: the point \(400, 140\) is inside a cross-origin frame \(iframe#px at http:\/\/localhost:\d+\/widget-pay\)/);
+    expect((await query(tab, { selector: "point=5000,5000" })).text).toContain("Matches: none.");
   });
 
   it("refuses an invalid XPath, or an invalid part of a >> chain, with invalid_params naming it", async () => {

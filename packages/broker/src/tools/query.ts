@@ -96,7 +96,7 @@ export const query = defineTool({
     "Elements matching a selector in a tab, its frames and shadow roots: tag, role, name, visible text, attributes (id, class, name, type, absolute href/src, alt, title, aria-*, data-testid, value: never a password's), visibility, ref if actionable. Paged, with the total; a new revision.",
   input: {
     tab: fields.tab,
-    selector: z.string().min(1).optional().describe('CSS, or xpath=<XPath> (not in shadow roots); "a >> b" finds b in the frames a matches.'),
+    selector: z.string().min(1).optional().describe('CSS, or xpath=<XPath> (not in shadow roots); "a >> b" finds b in the frames a matches; point=x,y: the element at a viewport point.'),
     id: z.string().min(1).optional().describe("An id, instead of selector."),
     class: z.string().min(1).optional().describe("Space-separated classes, instead of selector."),
     offset: z.number().int().min(0).max(OFFSET_MAX).optional().describe("Matches to skip (paging)."),
