@@ -104,7 +104,7 @@ export const query = defineTool({
     browser: fields.browser,
   },
   kind: "read",
-  errors: ["policy_denied", "restricted_page", "no_such_tab", "stale_ref"],
+  errors: ["policy_denied", "restricted_page", "no_such_tab", "stale_ref", "not_actionable"],
   async handler(ctx, params, response) {
     const selector = selectorOf(params);
     const offset = params.offset ?? 0;
