@@ -70,6 +70,10 @@ document.getElementById("sort").onclick=()=>{const names=buttons.map(b=>b.textCo
   );
   site.route("/b", "<html><head><title>Page B</title></head><body><p>Beta.</p></body></html>");
   site.route(
+    "/panel",
+    page("Panel", `<div id="panel" style="height:100px;overflow:auto"><button style="display:block;height:60px">First</button><div style="height:600px"></div></div><div style="height:3000px"></div>`),
+  );
+  site.route(
     "/effects",
     `<html><head><title>Effects</title></head><body>
 <button onclick="window.open('/b')">Popup</button>
@@ -185,6 +189,20 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       expect(waited.text).toMatch(/Condition met after \d+ ms/);
       const timedOut = await call(client, "wait_for", { tab, text: "never shows up", timeout_ms: 300 });
       expect(timedOut.text).toMatch(/^wait_timeout:/);
+    });
+
+    it("scroll with a ref: without a direction into view; with one, the panel holding the element scrolls by it, not the page", async () => {
+      const tab = await open("/panel");
+      let s = await snap(tab);
+      const into = await call(client, "scroll", { tab, ref: s.ref("First", "button"), revision: s.revision });
+      expect(into.text).toContain('scrolled <button> "First" into view');
+      s = await snap(tab);
+      const by = await call(client, "scroll", { tab, ref: s.ref("First", "button"), revision: s.revision, direction: "120" });
+      expect(by.isError, by.text).toBe(false);
+      expect(by.text).toMatch(/scrolled <div#panel> "First" to y=120 of 660/);
+      s = await snap(tab);
+      const page = await call(client, "scroll", { tab, direction: "bottom" });
+      expect(page.text).toMatch(/scrolled the page to y=\d+ of \d+/);
     });
 
     it("a click's result says what the page did: a tab it opened, a navigation still on its way, an in-page change, nothing", async () => {
