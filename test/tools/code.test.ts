@@ -57,7 +57,8 @@ beforeAll(async () => {
       `<input id="on" type="checkbox" checked aria-label="On"><input id="off" type="checkbox" aria-label="Off"><button id="dis" disabled>Nope</button>
 <input id="ro" readonly value="fixed" aria-label="Fixed"><input id="ed" aria-label="Free"><p id="gone" style="display:none">gone</p>
 <div id="spot" style="position:absolute;left:100px;top:1500px;width:40px;height:30px">spot</div><div style="height:4000px"></div>
-<iframe id="fr" src="/frame-field" width="400" height="120" style="position:absolute;left:0;top:200px"></iframe>`,
+<iframe id="fr" src="/frame-field" width="400" height="120" style="position:absolute;left:0;top:200px;border:0;padding:0"></iframe>
+<iframe id="xo" src="${other.origin}/pay" width="400" height="120" style="position:absolute;left:500px;top:200px"></iframe>`,
     ),
   );
   site.route("/frame-field", page("Field", `<input name="card" aria-label="Card"><button>Pay inside</button>`));
@@ -262,7 +263,8 @@ const is = (state, selector) => browse.is(state, selector);
 const before = await browse.get("box", "#spot");
 await browse.scroll(undefined, { by: "bottom" });
 const after = await browse.get("box", "#spot");
-const frameBox = await browse.get("box", "iframe#fr >> input").catch((e) => e.code);
+const frameBox = await browse.get("box", "iframe#fr >> input[name=card]");
+const crossBox = await browse.get("box", "iframe#xo >> button").catch((e) => e.code);
 const byRef = await browse.is("visible", (await browse.query("#ed")).matches[0].ref).catch((e) => e.code + ": " + e.message);
 const bad = await browse.is("pretty", "#on").catch((e) => e.code + ": " + e.message);
 return {
@@ -271,7 +273,7 @@ return {
   editable: [await is("editable", "#ed"), await is("editable", "#ro"), await is("editable", "#on")],
   visible: [await is("visible", "#ed"), await is("visible", "#gone")],
   framed: [await is("editable", "iframe#fr >> input[name=card]"), await is("visible", "xpath=//button[@id='dis']")],
-  before, after, frameBox, byRef, bad,
+  before, after, frameBox, crossBox, byRef, bad,
   frameText: await browse.get("text", "iframe#fr >> xpath=//button"),
 };`,
     );
@@ -285,9 +287,14 @@ return {
       framed: [true, true],
       before: { x: 100, y: 1500, width: 40, height: 30 },
       after: { x: 100, y: 1500, width: 40, height: 30 },
-      frameBox: "not_actionable",
+      crossBox: "not_actionable",
       frameText: "Pay inside",
     });
+    // A same-origin frame's element: its box in the frame plus the frame's place in the page.
+    const frameBox = value["frameBox"] as { x: number; y: number };
+    expect(frameBox.x).toBeGreaterThanOrEqual(0);
+    expect(frameBox.y).toBeGreaterThanOrEqual(200);
+    expect(frameBox.y).toBeLessThan(240);
     expect(value["byRef"]).toMatch(/^invalid_params: browse\.is\("visible"\) needs a selector as its target/);
     expect(value["bad"]).toMatch(/^invalid_params: browse\.is: `state` must be one of "visible", "enabled", "checked", "editable", got "pretty"/);
     // is() and get() read: no write grant was needed, every record is an allowed query.

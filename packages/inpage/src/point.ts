@@ -7,6 +7,29 @@ import { hostedRoot } from "./flatTree.js";
 /** Where a point lands: the frame path (window.frames indexes from the top) of its document and the point there. */
 export type Hit = { path: number[]; x: number; y: number } | { crossOrigin: Element } | undefined;
 
+/**
+ * Where this document's viewport sits in the top document (CSS pixels, the top's scroll included), summed over
+ * same-origin frame elements; undefined when an ancestor is cross-origin (its frame element cannot be read).
+ */
+export function documentOrigin(): { x: number; y: number } | undefined {
+  let x = 0;
+  let y = 0;
+  let w: Window = window;
+  try {
+    for (let depth = 0; w !== w.top && depth < 32; depth++) {
+      const owner = w.frameElement;
+      if (!owner) return undefined;
+      const offset = contentOffset(owner);
+      x += offset.x;
+      y += offset.y;
+      w = w.parent;
+    }
+    return { x: x + w.scrollX, y: y + w.scrollY };
+  } catch {
+    return undefined;
+  }
+}
+
 /** The offset of a frame element's content box in its document's viewport. */
 function contentOffset(frame: Element): { x: number; y: number } {
   const r = frame.getBoundingClientRect();

@@ -11,7 +11,7 @@ import { isEditable } from "./facts.js";
 import { accessibleName, hiddenReason, roleOf } from "./dom.js";
 import { hostedRoot } from "./flatTree.js";
 import { beyondPage, seenText } from "./content.js";
-import { elementAt, frameLabel, framePath, hitAt } from "./point.js";
+import { documentOrigin, elementAt, frameLabel, framePath, hitAt } from "./point.js";
 import { renderedText } from "./rendered.js";
 import { isInteractive, mintRef, startRevision } from "./snapshot.js";
 
@@ -159,9 +159,10 @@ function describe(el: Element): QueryMatch {
   else if (isInteractive(el, role)) match.ref = mintRef(el, role, name);
   const states = statesOf(el);
   if (states.length) match.states = states;
-  if (window === window.top) {
+  const origin = documentOrigin();
+  if (origin) {
     const r = el.getBoundingClientRect();
-    match.box = { x: r.x + window.scrollX, y: r.y + window.scrollY, width: r.width, height: r.height };
+    match.box = { x: r.x + origin.x, y: r.y + origin.y, width: r.width, height: r.height };
   }
   return match;
 }

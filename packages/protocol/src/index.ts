@@ -314,7 +314,7 @@ export interface QueryMatch {
   ref?: string;
   /** Of "disabled", "checked", "editable": what the element's state is (no page words), hidden or not. */
   states?: string[];
-  /** Its border box in CSS pixels of the document (viewport position plus scroll); only the top document's matches. */
+  /** Its border box in CSS pixels of the top document (viewport position plus scroll); not behind a cross-origin frame. */
   box?: { x: number; y: number; width: number; height: number };
 }
 

@@ -181,7 +181,7 @@ async function getOf(state: RunState, what: string, given: unknown): Promise<unk
   }
   const { match } = await selectOne(state, given, "get");
   if (what === "box") {
-    if (!match.box) fail("not_actionable", `browse.get("box"): ${JSON.stringify(given)} is inside a frame (${match.frame ?? "a subframe"}); boxes are reported for the top document's elements only: use browse.screenshot({ target }) to see it`);
+    if (!match.box) fail("not_actionable", `browse.get("box"): ${JSON.stringify(given)} is behind a cross-origin frame (in ${match.frame ?? "a subframe"}), whose place in the page the page cannot read; browse.get("box") its frame element instead`);
     return match.box;
   }
   if (what === "text") return match.text;
@@ -362,7 +362,7 @@ export const COMMANDS: readonly Command[] = [
     params: [{ name: "what", type: "W", schema: z.string().min(1) }, optionalTarget],
     typeParams: "W extends string",
     returns: 'W extends "box" ? Box : string | number | null',
-    doc: `Reads ${GET_WHAT} (attributes: id, class, name, type, href, src, alt, title, data-testid, aria-*); all but title and url take a selector; box is the top document's CSS pixels, scroll included.`,
+    doc: `Reads ${GET_WHAT} (attributes: id, class, name, type, href, src, alt, title, data-testid, aria-*); all but title and url take a selector; box is CSS pixels of the top document, scroll included (not behind a cross-origin frame).`,
     run: (state, [what, given]) => getOf(state, String(what), given),
   },
   mouse("click", click, "Clicks the element at viewport point (x, y) (CSS pixels; get(\"box\") minus the scroll): a write, gated as a click on that element; hit names it."),
