@@ -6,7 +6,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectClient, DRIVERS, MCP_TOKEN, page, startBroker, startSession, startSite, type TestBroker, type TestSite } from "../harness.js";
+import { call, connectClient, DRIVERS, MCP_TOKEN, page, startBroker, startSession, startSite, type TestBroker, type TestSite } from "../harness.js";
 
 let site: TestSite;
 let other: TestSite;
@@ -374,6 +374,34 @@ return { page: await browse.screenshot(), button: await browse.screenshot({ targ
     } finally {
       await otherClient.close();
     }
+  });
+
+  it("a run reaches the browser with at most 4 commands at once and opens at most 20 tabs; commands still waiting when it ends never run", async () => {
+    const url = `${site.origin}/shop`;
+    const { text, sc } = await run(
+      client,
+      `const url = ${JSON.stringify(url)};
+const opened = await Promise.allSettled(Array.from({ length: 30 }, () => browse.tabs.new(url)));
+const refused = opened.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason.code);
+for (const t of await browse.tabs.list()) if (t.url === url) await browse.tabs.close(t.id);
+return { ok: opened.length - refused.length, refused: [...new Set(refused)] };`,
+    );
+    expect(sc.status, text).toBe("ok");
+    expect(sc.value).toEqual({ ok: 20, refused: ["budget_exceeded"] });
+    // Thirty opens started at once went to the browser four at a time (the audit's start and duration of each).
+    const spans = recordsOf(sc.run).filter((r) => r.tool === "open_tab").map((r) => [r.time, r.time + r.durationMs - 1] as const);
+    expect(spans).toHaveLength(20);
+    const most = Math.max(...spans.map(([start]) => spans.filter(([s, e]) => s <= start && start <= e).length));
+    expect(most).toBeLessThanOrEqual(4);
+    // A program that starts forty and returns at once: what had not had its turn never opens a tab.
+    const fired = await run(client, `for (let i = 0; i < 40; i++) browse.tabs.new(${JSON.stringify(url)}); return "returned";`);
+    expect(fired.sc.value).toBe("returned");
+    await new Promise((r) => setTimeout(r, 1500));
+    const left = (await call(client, "list_tabs")).text;
+    const ids = [...left.matchAll(/- tab (\d+): .*\/shop/g)].map((m) => Number(m[1]));
+    expect(ids.length).toBeLessThanOrEqual(4);
+    expect(recordsOf(fired.sc.run).filter((r) => r.tool === "open_tab").length).toBeLessThanOrEqual(4);
+    for (const tab of ids) await call(client, "close_tab", { tab });
   });
 
   it("budgets lower than config's apply; asking more than the cap is invalid_params naming the cap", async () => {

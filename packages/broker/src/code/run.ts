@@ -27,18 +27,77 @@ export interface ProgramRun {
   tab?: number | undefined;
 }
 
+/**
+ * Commands of one run that reach the browser at once; the rest wait their turn. A program can start hundreds with
+ * Promise.all, which tool calls, one model turn each, never do: the user's browser and the broker's other sessions
+ * see at most this many from a run.
+ */
+export const RUN_IN_FLIGHT = 4;
+
+/** Tabs one run may open (open, tabs.new): a program looping over links cannot fill the user's browser with tabs. */
+export const RUN_TABS = 20;
+
+const OPENS_TAB = new Set(["open", "tabs.new"]);
+
 export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec: ProgramRun, signal: AbortSignal): Promise<RunResult> {
   const commands = allowedCommands(ctx.config).map((c) => c.name);
   // The whole run talks to one browser: the one named, else the newest when it starts (not whichever is newest later).
   const state = new RunState({ run: spec.run, ctx, signal, browser: spec.browser ?? browserAtStart(ctx), tab: spec.tab });
+  const turns = new Turns(RUN_IN_FLIGHT);
+  let tabsOpened = 0;
   const call = async (c: HostCall): Promise<HostAnswer> => {
     if (!commands.includes(c.command)) {
       return { ok: false, error: { code: "invalid_params", message: `browse.${c.command} is not a command this broker lets programs call (code_mode.allow / deny); browser_api lists those it does` } };
     }
-    return dispatch(state, c.command, c.args);
+    if (!(await turns.take())) return { ok: false, error: { code: "cancelled", message: `browse.${c.command} was not run: the program had already ended` } };
+    try {
+      if (OPENS_TAB.has(c.command) && ++tabsOpened > RUN_TABS) {
+        return { ok: false, error: { code: "budget_exceeded", message: `tabs budget exceeded: a run may open at most ${RUN_TABS} tabs; close the ones it is done with (browse.tabs.close) or split the work into several runs` } };
+      }
+      return await dispatch(state, c.command, c.args);
+    } finally {
+      turns.give();
+    }
   };
-  const result = await sandbox.run({ program: spec.program, commands, budgets: spec.budgets }, call, signal);
-  return result.error ? { ...result, error: { code: tableCode(result.error.code), message: result.error.message } } : result;
+  try {
+    const result = await sandbox.run({ program: spec.program, commands, budgets: spec.budgets }, call, signal);
+    return result.error ? { ...result, error: { code: tableCode(result.error.code), message: result.error.message } } : result;
+  } finally {
+    // Commands still waiting for a turn when the run ends (a budget, a program that returned without awaiting them)
+    // never reach the browser.
+    turns.close();
+  }
+}
+
+/** A first-come queue of `size` turns; once closed, those waiting and those who ask get none. */
+class Turns {
+  #free: number;
+  #waiting: ((granted: boolean) => void)[] = [];
+  #closed = false;
+
+  constructor(size: number) {
+    this.#free = size;
+  }
+
+  take(): Promise<boolean> {
+    if (this.#closed) return Promise.resolve(false);
+    if (this.#free > 0) {
+      this.#free--;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  give(): void {
+    const next = this.#waiting.shift();
+    if (next) next(true);
+    else this.#free++;
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const waiting of this.#waiting.splice(0)) waiting(false);
+  }
 }
 
 /** The sandbox's own outcomes in the one error table's codes (a failed command's code is already one of them). */
