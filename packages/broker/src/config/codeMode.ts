@@ -1,16 +1,10 @@
 // code_mode: in config.yaml: whether browser_run runs programs, each budget's default and cap, and which browse
 // commands a program may call. A per-call `budgets` argument may only lower a budget, never raise it past its cap.
+import type { Budgets } from "@tabrelay/sandbox";
 import { z } from "zod";
 
-/** The budgets of one run, in the units the sandbox takes (packages/sandbox/src/types.ts Budgets). */
-export interface RunBudgets {
-  wallMs: number;
-  instructions: number;
-  memoryBytes: number;
-  stackBytes: number;
-  commands: number;
-  outputBytes: number;
-}
+/** The budgets of one run, in the units the sandbox takes: its own contract's. */
+export type RunBudgets = Budgets;
 
 export interface CodeModeSettings {
   enabled: boolean;
