@@ -15,6 +15,7 @@ const BROKER = "packages/broker/src";
 const rules = [
   { dir: "packages/protocol/src", allow: [], contained: true, why: "protocol is types only, with no runtime dependencies" },
   { dir: "packages/extension/src", allow: ["@tabrelay/protocol"], contained: true, why: "the extension never imports broker code" },
+  { dir: "packages/page/src", allow: [], contained: true, why: "the page library is published alone and runs in any web page: no dependency at all" },
   { dir: "packages/inpage/src", allow: ["@tabrelay/protocol"], contained: true, why: "the in-page script runs inside pages: it imports only the protocol" },
   {
     dir: "packages/sandbox/src",

@@ -195,7 +195,30 @@ export interface ReachedElement {
   labelConflict?: string;
 }
 
-export type ActionKind = "click" | "fill" | "select" | "check" | "press" | "hover" | "scroll";
+/**
+ * drag: press on the element, move, release at `value`'s end point (DragSpec as JSON), with HTML5 drag-and-drop events
+ * when it is draggable; upload: set a file input's files (UploadFile[] as JSON); highlight: a temporary outline over it
+ * (changes nothing the page reads).
+ */
+export type ActionKind = "click" | "fill" | "select" | "check" | "press" | "hover" | "scroll" | "drag" | "upload" | "highlight";
+
+/** page.act's value for drag (JSON): viewport CSS pixels of the top document where the press and the release happen. */
+export interface DragSpec {
+  from: { x: number; y: number };
+  to: { x: number; y: number };
+}
+
+/** page.act's value for upload (JSON): each file's name, content as base64, and MIME type. */
+export interface UploadFile {
+  name: string;
+  base64: string;
+  type: string;
+}
+
+/** Bytes page.act's upload takes in all, decoded (the files a program passes). */
+export const UPLOAD_MAX_BYTES = 10 * 1024 * 1024;
+/** Characters of JSON page.eval answers at most. */
+export const EVAL_MAX_CHARS = 1024 * 1024;
 
 /** What an action did, as the page and the driver saw it (page.act); the broker words it for the agent. */
 export interface ActEffects {
@@ -220,7 +243,7 @@ export interface ActParams {
   frameId?: number;
   revision: string;
   action: ActionKind;
-  /** fill: text; select: option label or value; press: key combo like "Enter" or "Control+A"; check: "true"/"false". */
+  /** fill: text; select: option label or value; press: key combo like "Enter" or "Control+A"; check: "true"/"false"; drag: DragSpec, upload: UploadFile[] (JSON); highlight: milliseconds. */
   value?: string;
   /**
    * The facts the broker's gate judged (canonical JSON of ElementFacts without `ref`, see page.inspect). The page
@@ -391,6 +414,18 @@ export interface BridgeMethods {
    * pixels, viewport-relative); `fullPage` scrolls and stitches.
    */
   "page.capture": { params: CaptureParams; result: CaptureResult };
+  /**
+   * Sizes the tab's viewport so the page's innerWidth x innerHeight is width x height (CSS pixels): CDP overrides the
+   * tab's device metrics; the extension resizes the tab's window by the frame it measures. Answers the size the page
+   * then reports.
+   */
+  "tabs.viewport": { params: { tabId: number; width: number; height: number }; result: { width: number; height: number } };
+  /**
+   * Evaluates `expression` (as a script: its completion value; a promise is awaited) in the top document's main world,
+   * and answers its value as JSON (at most EVAL_MAX_CHARS), or the kind of a value JSON cannot hold. The page can
+   * see and change what runs there: the answer is page data, never trusted.
+   */
+  "page.eval": { params: { tabId: number; expression: string; timeoutMs: number }; result: { json?: string; unserializable?: string } };
 }
 
 export interface CaptureParams {
