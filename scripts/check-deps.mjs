@@ -28,10 +28,17 @@ const rules = [
   { dir: BROKER, deny: ["@tabrelay/extension", "@tabrelay/inpage", "tabrelay", "packages/extension", "packages/inpage", "packages/cli"], why: "the broker imports only protocol (and built artifacts)" },
   {
     dir: "packages/cli/src",
-    allow: ["@tabrelay/broker", "node:*"],
-    deny: ["@tabrelay/broker/"], // its package entry only, no deep paths into dist or src
+    allow: ["@tabrelay/broker", "@tabrelay/chat", "node:*"],
+    deny: ["@tabrelay/broker/", "@tabrelay/chat/"], // package entries only, no deep paths into dist or src
     contained: true,
-    why: "the CLI reaches the broker only through @tabrelay/broker, never its source files",
+    why: "the CLI reaches the broker (and the dashboard's chat) only through their package entries, never their source files",
+  },
+  {
+    dir: "packages/chat/src",
+    allow: ["@tabrelay/broker", "@tabrelay/agent-tools", "ai", "@ai-sdk/anthropic", "@ai-sdk/openai-compatible", "node:*"],
+    deny: ["@tabrelay/broker/", "@tabrelay/agent-tools/"],
+    contained: true,
+    why: "the dashboard's chat reaches the broker and agent-tools only through their entries; the broker never imports it (one-way: broker <- agent-tools <- chat <- cli)",
   },
   {
     dir: "packages/agent-tools/src",

@@ -24,3 +24,6 @@ export type { RenderedResult } from "./tools/response.js";
 export type { Caller } from "./gate/decisions.js";
 export { endSessionLeases } from "./gate/enforce.js";
 export { instructions as toolInstructions } from "./mcp/adapter.js";
+// The dashboard's chat panel (@tabrelay/chat implements it; Broker.mountDashboardChat mounts it).
+export type { DashboardChat, ChatEvent } from "./dashboard/chat.js";
+export { CHAT_KEY_VARS, type ChatSettings } from "./config/chat.js";

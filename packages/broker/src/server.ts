@@ -10,6 +10,7 @@ import { HttpSessions } from "./mcp/adapter.js";
 import { getRequestListener } from "@hono/node-server";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
+import type { DashboardChat } from "./dashboard/chat.js";
 import { readLimited } from "./http/body.js";
 import { createHttpApp, type HttpApp, type Refusal } from "./http/app.js";
 import { LocalScreenshotStore, S3ScreenshotStore, type ScreenshotStore } from "./screenshots/store.js";
@@ -25,6 +26,7 @@ import { TabrelayError } from "./util/errors.js";
 import { safeEqual, SecretRegistry } from "./util/secrets.js";
 import { createLogger, redactingLogger, type Logger } from "./util/log.js";
 import { PROVIDER_KEY_VARS } from "./launch/providers.js";
+import { CHAT_KEY_VARS } from "./config/chat.js";
 import { BrowserSessions } from "./launch/sessions.js";
 import { VERSION } from "./version.js";
 
@@ -71,6 +73,7 @@ export class Broker {
     this.secrets.register(this.config.pairingToken, "pairing token");
     // A hosted provider's key is a secret whether or not this broker creates the session (the CLI does).
     for (const name of PROVIDER_KEY_VARS) this.secrets.register(process.env[name]?.trim(), "provider key");
+    for (const name of CHAT_KEY_VARS) this.secrets.register(process.env[name]?.trim(), "model key");
     this.#log = redactingLogger(options.log ?? createLogger(), this.secrets);
     this.audit = AuditLog.open(this.config.dataDir, this.secrets);
     const shots = this.config.screenshots;
@@ -156,6 +159,11 @@ export class Broker {
       else if (pathOf(req) === "/bridge") this.#bridge.handleUpgrade(req, socket, head);
       else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
     });
+  }
+
+  /** The dashboard's chat panel: a chat from @tabrelay/chat (which the broker cannot import: it depends on the broker). */
+  mountDashboardChat(chat: DashboardChat): void {
+    this.#dashboard.mountChat(chat);
   }
 
   /** Open MCP sessions over HTTP. */

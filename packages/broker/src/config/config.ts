@@ -13,6 +13,7 @@ import { TOKEN_ADVICE, weakTokenReason } from "../util/secrets.js";
 import { COMMAND_NAMES } from "../code/commands.js";
 import { codeModeFileSchema, codeModeSettings, type CodeModeSettings } from "./codeMode.js";
 import { browserSourceSettings, browsersFileSchema, type BrowserSourceSettings } from "./browsers.js";
+import { chatFileSchema, chatSettings, type ChatSettings } from "./chat.js";
 import { readOwnFile, secureDataDir, writeSecretFile, type FileCheck } from "./fileSafety.js";
 
 /** The extension's ID, fixed by the `key` in its manifest; the bridge accepts only these origins. */
@@ -94,6 +95,7 @@ const fileSchema = z
     audit: z.object({ enabled: z.boolean().optional() }).strict().optional(),
     code_mode: codeModeFileSchema.optional(),
     browsers: browsersFileSchema.optional(),
+    chat: chatFileSchema.optional(),
     screenshots: z
       .object({
         enabled: z.boolean().optional(),
@@ -145,6 +147,8 @@ export interface BrokerConfig {
   codeMode: CodeModeSettings;
   /** Browsers the model starts and stops (browser_start, ...): absent when config names no `browsers.source`. */
   browserSource?: BrowserSourceSettings;
+  /** The dashboard's chat panel: on or off, the model's name, its step budget (the key comes from the environment). */
+  chat: ChatSettings;
 }
 
 export interface ScreenshotSettings {
@@ -331,6 +335,7 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     rankingPath,
     codeMode,
     ...(file.browsers ? { browserSource: browserSourceSettings(file.browsers) } : {}),
+    chat: chatSettings(file.chat),
     screenshots: {
       enabled: file.screenshots?.enabled ?? false,
       ttlMs: (file.screenshots?.ttl_seconds ?? 300) * 1000,

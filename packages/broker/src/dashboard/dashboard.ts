@@ -10,6 +10,7 @@ import type { Logger } from "../util/log.js";
 import { safeEqual, type SecretRegistry } from "../util/secrets.js";
 import { VERSION } from "../version.js";
 import { DashboardApi } from "./api.js";
+import { ChatRoutes, type DashboardChat } from "./chat.js";
 import { clearCookie, fetchSiteOk, readForm, redirect, sameOrigin, send, sendJson, sendJsonOrText, sendText, sessionCookieName } from "./http.js";
 import { CLIENT_ASSETS, dashboardPage } from "./page.js";
 import { DashboardSessions, type Peer } from "./sessions.js";
@@ -38,6 +39,7 @@ export class Dashboard {
   readonly #port: () => number | undefined;
   readonly #sessions: DashboardSessions;
   readonly #api: DashboardApi;
+  readonly #chat: ChatRoutes;
   #stoppedAt: number | undefined;
   #turnedAway = 0;
 
@@ -60,6 +62,7 @@ export class Dashboard {
       stop: () => this.#stop(),
       resume: () => this.#resume(),
     });
+    this.#chat = new ChatRoutes({ config: options.config, log: options.log, secrets: options.secrets });
     // The extension reconnects within a second of being closed; a stop that lasted that long would be no stop.
     this.#registry.on("connected", (connection) => {
       if (this.#stoppedAt === undefined) return;
@@ -67,6 +70,11 @@ export class Dashboard {
       connection.close("emergency stop in effect; resume from the tabrelay dashboard");
       this.#registry.remove(connection);
     });
+  }
+
+  /** Gives the dashboard its chat panel (the CLI mounts @tabrelay/chat's when a model key is configured). */
+  mountChat(chat: DashboardChat): void {
+    this.#chat.mount(chat);
   }
 
   /** True when the emergency stop is in effect. */
@@ -121,12 +129,15 @@ export class Dashboard {
 
     // API routes: a session, and for anything that changes state, its CSRF token.
     if (!session) return this.#json(401, { error: "not logged in, or the session expired; log in again at /login" });
+    let form: URLSearchParams | undefined;
     if (post) {
-      const form = await readForm(req);
-      if (form instanceof Response) return form;
-      const token = req.headers.get("x-csrf-token") ?? form.get("csrf") ?? "";
+      const read = await readForm(req);
+      if (read instanceof Response) return read;
+      const token = req.headers.get("x-csrf-token") ?? read.get("csrf") ?? "";
       if (!safeEqual(token, session.csrf)) return this.#json(403, { error: "missing or wrong CSRF token; reload the dashboard" });
+      form = read;
     }
+    if (path.startsWith("/dashboard/api/chat")) return this.#chat.handle(path, session, form);
     return this.#api.handle(path, req, query, session, port);
   }
 
@@ -191,4 +202,7 @@ const ROUTES: readonly Route[] = [
   { path: "/dashboard/api/audit", methods: ["GET"], kind: "api" },
   { path: "/dashboard/api/stop", methods: ["POST"], kind: "api" },
   { path: "/dashboard/api/resume", methods: ["POST"], kind: "api" },
+  { path: "/dashboard/api/chat", methods: ["GET", "POST"], kind: "api" },
+  { path: "/dashboard/api/chat/stop", methods: ["POST"], kind: "api" },
+  { path: "/dashboard/api/chat/reset", methods: ["POST"], kind: "api" },
 ];

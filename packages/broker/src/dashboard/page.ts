@@ -90,6 +90,7 @@ export function dashboardPage(options: { csrf: string; version: string }): strin
 <div id="browsers"></div>
 </section>
 
+<div class="live">
 <section id="preview" aria-labelledby="preview-heading" data-state="none">
 <h2 id="preview-heading">Live view</h2>
 <div class="preview-controls">
@@ -101,6 +102,22 @@ export function dashboardPage(options: { csrf: string; version: string }): strin
 <p id="preview-time" class="meta"></p>
 <img id="preview-img" alt="" hidden>
 </section>
+
+<section id="chat" aria-labelledby="chat-heading" data-state="loading">
+<h2 id="chat-heading">Chat</h2>
+<p id="chat-status" role="status">Checking for a model…</p>
+<ol id="chat-log" class="chat-log" aria-label="The conversation: your tasks, the model's programs and their results" aria-live="polite"></ol>
+<form id="chat-form" hidden>
+<label for="chat-task">Task for the model</label>
+<textarea id="chat-task" name="task" rows="3" maxlength="4000" required spellcheck="true"></textarea>
+<div class="chat-actions">
+<button type="submit" id="chat-send">Send</button>
+<button type="button" id="chat-stop" class="danger" disabled>Stop</button>
+<button type="button" id="chat-reset">New conversation</button>
+</div>
+</form>
+</section>
+</div>
 
 <section aria-labelledby="audit-heading">
 <h2 id="audit-heading">Activity</h2>
@@ -177,7 +194,7 @@ export const CLIENT_ASSETS: ReadonlyMap<string, { type: string; body: string }> 
       }),
     },
   ],
-  ...["api.js", "browsers.js", "preview.js", "audit.js", "controls.js"].map((file): [string, { type: string; body: string }] => [`/dashboard/${file}`, { type: JS_TYPE, body: client(file) }]),
+  ...["api.js", "browsers.js", "preview.js", "audit.js", "controls.js", "chat.js"].map((file): [string, { type: string; body: string }] => [`/dashboard/${file}`, { type: JS_TYPE, body: client(file) }]),
 ]);
 
 function fillIn(source: string, values: Record<string, string>): string {

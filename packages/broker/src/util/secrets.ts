@@ -46,7 +46,7 @@ export function weakTokenReason(token: string): string | undefined {
 }
 
 /** What a secret is, as its redaction marker names it: `[redacted: cdp endpoint]`. */
-export type SecretKind = "mcp token" | "pairing token" | "cdp endpoint" | "provider key" | "provider session" | "secret";
+export type SecretKind = "mcp token" | "pairing token" | "cdp endpoint" | "provider key" | "provider session" | "model key" | "secret";
 
 /** Anything that removes secrets from a text: the registry, or a stand-in in unit tests. */
 export interface Redactor {

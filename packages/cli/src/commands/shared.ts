@@ -83,6 +83,7 @@ export async function startBroker(config: BrokerConfig): Promise<{ broker: Broke
   const log = createLogger();
   const broker = new Broker({ config, log });
   try {
+    await mountChat(broker);
     const { url } = await broker.listen();
     return { broker, url };
   } catch (error) {
@@ -91,6 +92,18 @@ export async function startBroker(config: BrokerConfig): Promise<{ broker: Broke
     }
     throw error;
   }
+}
+
+/**
+ * The dashboard's chat panel, when the environment names a model (ANTHROPIC_API_KEY, or TABRELAY_CHAT_BASE_URL): the
+ * chat package (the AI SDK and its providers) is loaded only then, so a broker without a key holds none of that code.
+ * It lives in @tabrelay/chat, not the broker, because it depends on agent-tools, which depends on the broker.
+ */
+async function mountChat(broker: Broker): Promise<void> {
+  const env = process.env;
+  if (!broker.config.chat.enabled || !(env["ANTHROPIC_API_KEY"]?.trim() || env["TABRELAY_CHAT_BASE_URL"]?.trim())) return;
+  const { mountDashboardChat } = await import("@tabrelay/chat");
+  mountDashboardChat(broker, env);
 }
 
 export function isAddressInUse(error: unknown): boolean {

@@ -20,6 +20,11 @@ const csrfMeta = document.querySelector('meta[name="csrf-token"]');
 const csrf = csrfMeta ? csrfMeta.getAttribute("content") || "" : "";
 let ended = false;
 
+/** The page's CSRF token, for POSTs made outside post() (the chat's streamed answer). */
+export function csrfToken() {
+  return csrf;
+}
+
 /** True once the session ended (or the user logged out): polls and streams stop. */
 export function hasEnded() {
   return ended;

@@ -8,8 +8,10 @@
 //   preview.js   the live view of the watched tab
 //   audit.js     the activity table, from the audit stream
 //   controls.js  emergency stop and resume, log out, policy and pairing
+//   chat.js      the chat panel: a task for the model, its programs, their results, refusals and the answer, streamed
 import { startAudit } from "./audit.js";
 import { pollState } from "./browsers.js";
+import { startChat } from "./chat.js";
 import { loadConfig } from "./controls.js";
 import { schedulePreview } from "./preview.js";
 
@@ -17,3 +19,4 @@ void pollState();
 schedulePreview(300);
 startAudit();
 void loadConfig();
+void startChat();

@@ -66,6 +66,17 @@ export function pageString(value) {
   return String(value === undefined || value === null ? "" : value).replace(BREAKS, " ").replace(INVISIBLE, "").replace(/\s+/g, " ").trim();
 }
 
+/**
+ * Text that may span lines (a program, a model's answer quoting a page): line breaks and tabs kept, every other
+ * control and every invisible or reordering character removed. Shown with textContent only.
+ * @param {unknown} value
+ */
+export function pageBlock(value) {
+  return String(value === undefined || value === null ? "" : value)
+    .replace(INVISIBLE, "")
+    .replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, " ");
+}
+
 /** Every page string in the DOM goes through here: cleaned, and isolated so it cannot reorder the text around it. */
 /** @param {unknown} value @param {string} [className] */
 export function pageBdi(value, className) {
