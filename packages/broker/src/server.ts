@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { BridgeServer } from "./drivers/extension/bridgeServer.js";
+import { PageTools } from "./pages/index.js";
 import type { BrowserDriver } from "./drivers/driver.js";
 import { BrowserRegistry } from "./drivers/registry.js";
 import { isLoopback, type BrokerConfig } from "./config/config.js";
@@ -65,6 +66,8 @@ export class Broker {
   readonly #sandbox = lazySandbox();
   /** The browsers the model starts (config `browsers:`); absent without a source. */
   readonly #browserSessions: BrowserSessions | undefined;
+  /** Tools web pages offer over /page; absent unless config names pages.allowed_origins. */
+  readonly pages: PageTools | undefined;
   #closing = false;
 
   constructor(options: BrokerOptions) {
@@ -115,7 +118,20 @@ export class Broker {
     };
     enforceOnCommit(this.context);
     this.#allowedOrigins = new Set(this.config.allowedOrigins);
-    this.#sessions = new HttpSessions(this.context, toolsFor(this.config), this.config.mcpSessions);
+    this.pages =
+      this.config.pages.allowedOrigins.length > 0
+        ? new PageTools({
+            dataDir: this.config.dataDir,
+            mcpToken: this.config.mcpToken,
+            allowedOrigins: this.config.pages.allowedOrigins,
+            policy: () => this.config.pages.toolPolicy,
+            callTimeoutMs: this.config.pages.callTimeoutMs,
+            tokenTtlSeconds: this.config.pages.tokenTtlSeconds,
+            audit: this.audit,
+            log: this.#log,
+          })
+        : undefined;
+    this.#sessions = new HttpSessions(this.context, toolsFor(this.config), this.config.mcpSessions, this.pages?.dynamic);
     this.#bridge = new BridgeServer({
       registry: this.registry,
       pairingToken: this.config.pairingToken,
@@ -140,6 +156,7 @@ export class Broker {
       health: () => this.#health(),
       mcpToken: this.config.mcpToken,
       registerBrowser: (req) => this.#registerCdpBrowser(req),
+      pageTokens: this.pages ? (req) => this.#mintPageToken(req) : undefined,
       mcp: (req) => this.#sessions.handle(req),
       apiDocs: () => apiDocs(this.config),
       screenshots: this.#localShots ? (req) => this.#localShots?.handle(req) : undefined,
@@ -157,6 +174,7 @@ export class Broker {
       // upgrade (rather than an accepted-then-closed socket) lets the extension back off.
       if (pathOf(req) === "/bridge" && this.#dashboard.stopped) socket.end("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\nstopped from the dashboard\n");
       else if (pathOf(req) === "/bridge") this.#bridge.handleUpgrade(req, socket, head);
+      else if (pathOf(req) === "/page" && this.pages) this.pages.socket.handleUpgrade(req, socket, head);
       else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
     });
   }
@@ -164,6 +182,26 @@ export class Broker {
   /** The dashboard's chat panel: a chat from @tabrelay/chat (which the broker cannot import: it depends on the broker). */
   mountDashboardChat(chat: DashboardChat): void {
     this.#dashboard.mountChat(chat);
+  }
+
+  /** POST /page-tokens {origin, ttl_seconds?} -> {token, expires_at}: what an app's backend hands its page. */
+  async #mintPageToken(req: Request): Promise<Response> {
+    const reply = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
+    let body: { origin?: unknown; ttl_seconds?: unknown };
+    try {
+      body = (await req.json()) as typeof body;
+    } catch {
+      return reply(400, { error: 'the body must be JSON: {"origin": "https://app.example", "ttl_seconds": 600}' });
+    }
+    if (typeof body?.origin !== "string") return reply(400, { error: 'origin is missing: {"origin": "https://app.example"}' });
+    const ttl = body.ttl_seconds;
+    if (ttl !== undefined && (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl < 10 || ttl > 86_400)) return reply(400, { error: "ttl_seconds is a whole number of seconds from 10 to 86400" });
+    try {
+      const minted = this.pages!.mint(body.origin, ttl as number | undefined);
+      return reply(200, { token: minted.token, expires_at: new Date(minted.expiresAt).toISOString() });
+    } catch (error) {
+      return reply(403, { error: error instanceof Error ? error.message : String(error) });
+    }
   }
 
   /** Open MCP sessions over HTTP. */
@@ -252,6 +290,7 @@ export class Broker {
     await this.#browserSessions?.closeAll();
     this.registry.closeAll("broker shutting down");
     this.#bridge.close();
+    this.pages?.close();
     await this.#answering.settled(2000);
     await this.#sessions.closeAll();
     this.#http.closeAllConnections();

@@ -76,6 +76,8 @@ export interface ServerOptions {
   createSocket?: CreateSocket;
   backoff?: Backoff;
   onStateChange?(state: ServerState, info?: DropInfo): void;
+  /** tabrelay refused part of what the page offers (over a cap, a bad schema): one line each. Default: console.warn. */
+  onRefused?(lines: string[]): void;
 }
 
 /** A page's MCP server, connected out to tabrelay. */
@@ -194,6 +196,11 @@ export function createServer(options: ServerOptions): PageServer {
 
   function notified(method: string, params: unknown): void {
     if (method === "notifications/initialized") initialized = true;
+    if (method === "notifications/tabrelay/refused" && isObject(params) && Array.isArray(params.refused)) {
+      const lines = params.refused.map(String);
+      if (options.onRefused) options.onRefused(lines);
+      else console.warn(`@tabrelay/page: tabrelay refused ${lines.join("; ")}`);
+    }
     if (method === "notifications/cancelled" && isObject(params)) {
       const requestId = params.requestId as JsonRpcId;
       const controller = inFlight.get(requestId);

@@ -124,6 +124,18 @@ export const ERRORS = [
     meaning: "the browser source could not start or attach a browser (the launch or the provider's answer is named)",
     next: "retry once; if it persists, tell the user the cause the message names",
   },
+  {
+    code: "page_gone",
+    meaning: "the page offering that page tool or prompt closed, reloaded or navigated away (at once, not after a timeout)",
+    next: "list the tools again; reopen the page if the tool is needed",
+  },
+  {
+    code: "page_tool_changed",
+    meaning: "the page tool's description or schema changed since the user approved it, so it is held",
+    next: "tell the user: they approve it again in the dashboard or with `tabrelay pages approve`",
+    hint: REFUSED,
+  },
+  { code: "page_tool_failed", meaning: "the page's tool reported a failure, answered with an error, or sent over 1 MiB", next: "read its message (page content); retry only if it says so" },
   { code: "cancelled", meaning: "the client cancelled the call before it finished; commands already sent happened", next: "`snapshot` to see where the page is" },
   { code: "value_not_copyable", meaning: "a program returned or passed a value that cannot be copied as JSON (cyclic, a function, too large)", next: "return plain data (objects, arrays, strings, numbers)" },
   {

@@ -14,6 +14,7 @@ import { COMMAND_NAMES } from "../code/commands.js";
 import { codeModeFileSchema, codeModeSettings, type CodeModeSettings } from "./codeMode.js";
 import { browserSourceSettings, browsersFileSchema, type BrowserSourceSettings } from "./browsers.js";
 import { chatFileSchema, chatSettings, type ChatSettings } from "./chat.js";
+import { pageToolGrantsSchema, pagesFileSchema, pagesSettings, type PagesSettings } from "./pages.js";
 import { readOwnFile, secureDataDir, writeSecretFile, type FileCheck } from "./fileSafety.js";
 
 /** The extension's ID, fixed by the `key` in its manifest; the bridge accepts only these origins. */
@@ -89,6 +90,8 @@ const fileSchema = z
           })
           .strict()
           .optional(),
+            // Tools web pages offer (page tools, pages/): which of an origin's tools agents may call.
+            page_tools: pageToolGrantsSchema.optional(),
       })
       .strict()
       .optional(),
@@ -99,6 +102,7 @@ const fileSchema = z
     screenshots: z
       .object({
         enabled: z.boolean().optional(),
+    pages: pagesFileSchema.optional(),
         ttl_seconds: z.number().int().min(10).max(86_400).optional(),
         quota_mb: z.number().min(1).max(100_000).optional(),
         max_pixels: z.number().int().min(1).optional(),
@@ -152,6 +156,8 @@ export interface BrokerConfig {
 }
 
 export interface ScreenshotSettings {
+  /** Page tools: the origins that may offer them over /page, and which of their tools agents may call. */
+  pages: PagesSettings;
   enabled: boolean;
   ttlMs: number;
   quotaBytes: number;
@@ -308,6 +314,12 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     codeMode = codeModeSettings(file.code_mode, COMMAND_NAMES);
   } catch (error) {
     throw new ConfigError(`${configPath}: ${error instanceof Error ? error.message : String(error)}`);
+  let pages: PagesSettings;
+  try {
+    pages = pagesSettings(file.pages, file.policy?.write?.page_tools);
+  } catch (error) {
+    throw new ConfigError(`${configPath}: ${error instanceof Error ? error.message : String(error)}`);
+  }
   }
   const mcpToken = loadOrCreateToken(dataDir, "mcp-token", "TABRELAY_MCP_TOKEN", env, warn);
   const pairingToken = loadOrCreateToken(dataDir, "pairing-token", "TABRELAY_PAIRING_TOKEN", env, warn);
@@ -341,6 +353,7 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
       ttlMs: (file.screenshots?.ttl_seconds ?? 300) * 1000,
       quotaBytes: Math.round((file.screenshots?.quota_mb ?? 200) * 1024 * 1024),
       maxPixels: file.screenshots?.max_pixels ?? 40_000_000,
+    pages,
       maxBytes: Math.round((file.screenshots?.max_mb ?? 25) * 1024 * 1024),
       ...(file.screenshots?.s3
         ? {

@@ -28,6 +28,8 @@ export interface HttpSurface {
   registerBrowser(req: Request): Promise<Response>;
   /** Code mode's browse API (GET /api.d.ts, /api.md), behind the same door checks as /mcp. */
   apiDocs(): { declarations: string; guide: string };
+  /** POST /page-tokens: a page token for one origin (page tools), after the door checks passed; absent without pages. */
+  pageTokens?: ((req: Request) => Promise<Response>) | undefined;
   /** Streamable HTTP MCP (sessions, SSE streams, DELETE), after the door checks passed. */
   mcp(req: Request): Promise<Response>;
   /** The local screenshot store's handler (undefined for a path it does not serve), when screenshots are stored locally. */
@@ -69,6 +71,11 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
   app.get("/api.md", (c) => refused(c.req.raw.headers) ?? new Response(surface.apiDocs().guide, { headers: { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "no-store" } }));
 
   app.post("/browsers", (c) => surface.registerBrowser(c.req.raw));
+  app.post("/page-tokens", (c) => {
+    const pageTokens = surface.pageTokens;
+    if (!pageTokens) return refused(c.req.raw.headers) ?? json(404, { error: "page tools are off: config.yaml names no pages.allowed_origins" });
+    return refused(c.req.raw.headers) ?? pageTokens(c.req.raw);
+  });
   app.post("/auth/proof", (c) => answerProof(c.req.raw, surface.mcpToken));
 
   const dashboard = async (c: Context<Env>) => {

@@ -4,7 +4,16 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ErrorCode, InitializeRequestSchema, ListToolsRequestSchema, McpError, type Tool as ListedTool } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  InitializeRequestSchema,
+  ListPromptsRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool as ListedTool,
+} from "@modelcontextprotocol/sdk/types.js";
 import { ERRORS, type ErrorInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import { endSessionLeases } from "../gate/enforce.js";
@@ -47,18 +56,52 @@ export function instructions(tools: readonly Tool[]): string {
 }
 
 /**
+ * Tools and prompts that come and go while the broker runs (page tools: pages/tools.ts). With a source, the server
+ * says listChanged for tools and prompts and sends both notifications on each change.
+ */
+export interface DynamicTools {
+  /** Listed after the table's tools, each with the JSON Schema it was offered with. */
+  listed(): Array<Tool & { listedSchema: Record<string, unknown> }>;
+  /** A tool by name, also one not listed now (its call says why it cannot run). */
+  named(name: string): Tool | undefined;
+  prompts(): Array<{ name: string; description?: string; arguments?: Array<{ name: string; description?: string; required?: boolean }> }>;
+  getPrompt(name: string, args: Record<string, string>, signal: AbortSignal): Promise<{ description?: string; messages: Array<{ role: "user" | "assistant"; content: { type: "text"; text: string } }> }>;
+  onChange(listener: () => void): () => void;
+}
+
+/**
  * tools/list and tools/call over the tool table. The SDK's low-level Server is used rather than McpServer because
  * McpServer validates arguments itself, before the call reaches runTool: a bad call then gets the SDK's own text
  * and leaves no audit record. Here the arguments go to runTool as sent, and the tool's strict schema (the one
  * advertised below) refuses what does not fit with invalid_params, audited like any other outcome.
  */
-export function createMcpServer(ctx: ToolContext, tools: readonly Tool[]): Server {
-  const server = new Server({ name: "tabrelay", version: VERSION }, { capabilities: { tools: {} }, instructions: instructions(tools) });
+export function createMcpServer(ctx: ToolContext, tools: readonly Tool[], dynamic?: DynamicTools): Server {
+  const capabilities = dynamic ? { tools: { listChanged: true }, prompts: { listChanged: true } } : { tools: {} };
+  const server = new Server({ name: "tabrelay", version: VERSION }, { capabilities, instructions: instructions(tools) });
   const listed = listing(tools);
   const byName = new Map(tools.map((t) => [t.name, t]));
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: dynamic ? [...listed, ...dynamic.listed().map(listedDynamic)] : listed }));
+  if (dynamic) {
+    server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: dynamic.prompts() }));
+    server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+      try {
+        return await dynamic.getPrompt(request.params.name, request.params.arguments ?? {}, extra.signal);
+      } catch (error) {
+        throw new McpError(ErrorCode.InvalidParams, error instanceof Error ? error.message : String(error));
+      }
+    });
+    const stop = dynamic.onChange(() => {
+      void server.sendToolListChanged().catch(() => {});
+      void server.sendPromptListChanged().catch(() => {});
+    });
+    const closed = server.onclose;
+    server.onclose = () => {
+      stop();
+      closed?.();
+    };
+  }
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const tool = byName.get(request.params.name);
+    const tool = byName.get(request.params.name) ?? dynamic?.named(request.params.name);
     // A protocol fault, not a tool failure: JSON-RPC's invalid params, as the MCP spec asks for an unknown tool.
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(request.params.name)}; tools/list names the tools`);
     // The session's identity: its tabs are its own (gate/leases.ts) and its records name its client.
@@ -72,6 +115,11 @@ export function createMcpServer(ctx: ToolContext, tools: readonly Tool[]): Serve
     };
   });
   return server;
+}
+
+/** A page tool as listed: the page's own (cleaned) input schema; never its annotations (a page's readOnlyHint is not trusted). */
+function listedDynamic(tool: Tool & { listedSchema: Record<string, unknown> }): ListedTool {
+  return { name: tool.name, description: tool.description, inputSchema: { ...tool.listedSchema, type: "object" as const }, annotations: { destructiveHint: true } };
 }
 
 const listings = new WeakMap<readonly Tool[], ListedTool[]>();
@@ -141,10 +189,13 @@ export class HttpSessions {
   readonly #limits: SessionLimits;
   #closingAll = false;
 
-  constructor(ctx: ToolContext, tools: readonly Tool[], limits: SessionLimits = { idleMs: 30 * 60_000, max: 64, maxPerClient: 16 }) {
+  readonly #dynamic: DynamicTools | undefined;
+
+  constructor(ctx: ToolContext, tools: readonly Tool[], limits: SessionLimits = { idleMs: 30 * 60_000, max: 64, maxPerClient: 16 }, dynamic?: DynamicTools) {
     this.#ctx = ctx;
     this.#tools = tools;
     this.#limits = limits;
+    this.#dynamic = dynamic;
   }
 
   /** Open sessions, once the idle ones expired. */
@@ -196,7 +247,7 @@ export class HttpSessions {
       // shutting down leaves them open: the agents did not end their sessions.
       if (sid && !this.#closingAll) endSessionLeases(this.#ctx, sid);
     };
-    const server = createMcpServer(this.#ctx, this.#tools);
+    const server = createMcpServer(this.#ctx, this.#tools, this.#dynamic);
     await server.connect(session.transport);
     return this.#use(session, req, body);
   }

@@ -1,0 +1,86 @@
+// The /page WebSocket's door: a page is let in only with a page token (the subprotocol bearer.<token>, echoed back;
+// never a query string) minted for its own Origin, which must be on pages.allowed_origins, and while its origin has
+// fewer than 20 connections. Every refusal is an HTTP answer to the upgrade (no unauthenticated socket ever
+// opens) and an audit record.
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import { WebSocketServer } from "ws";
+import { PAGE_TOKEN_PROTOCOL_PREFIX } from "@tabrelay/page/wire";
+import type { AuditSink } from "../tools/tool.js";
+import type { Logger } from "../util/log.js";
+import { PageConnection } from "./connection.js";
+import { PAGE_LIMITS } from "./offer.js";
+import type { PageToolRegistry } from "./registry.js";
+import { verifyPageToken } from "./tokens.js";
+
+/** A tool result may be up to 1 MiB of JSON; frames up to this size arrive and are judged, bigger ones end the socket. */
+const MAX_FRAME_BYTES = 8 * 1024 * 1024;
+
+export interface PageSocketOptions {
+  registry: PageToolRegistry;
+  tokenKey: Buffer;
+  /** pages.allowed_origins, exact origins. */
+  allowedOrigins: () => readonly string[];
+  audit: AuditSink;
+  log: Logger;
+}
+
+export class PageSocketServer {
+  readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, handleProtocols: (protocols) => [...protocols].find((p) => p.startsWith(PAGE_TOKEN_PROTOCOL_PREFIX)) ?? false });
+  readonly #options: PageSocketOptions;
+
+  constructor(options: PageSocketOptions) {
+    this.#options = options;
+  }
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const started = Date.now();
+    const verdict = this.#admit(req);
+    if (!verdict.ok) {
+      this.#options.audit.record({ time: started, tool: "page_connect", decision: "refused", durationMs: 0, ...(verdict.origin ? { origin: verdict.origin } : {}), code: "unauthorized", detail: JSON.stringify({ reason: verdict.reason }) });
+      this.#options.log.warn(`page: refused a /page connection${verdict.origin ? ` from ${verdict.origin}` : ""}: ${verdict.reason}`);
+      socket.end(`HTTP/1.1 ${verdict.status}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${verdict.reason}\n`);
+      return;
+    }
+    const origin = verdict.origin;
+    this.#wss.handleUpgrade(req, socket, head, (ws) => {
+      const { registry, log } = this.#options;
+      const connection = new PageConnection(ws, origin, {
+        changed: (c) => registry.update(c),
+        closed: (c) => {
+          registry.update(c);
+          log.info(`page: ${origin} disconnected`);
+        },
+        log: (message) => log.warn(message),
+      });
+      registry.add(connection);
+      this.#options.audit.record({ time: started, tool: "page_connect", decision: "allowed", durationMs: Date.now() - started, origin });
+      log.info(`page: ${origin} connected`);
+      void connection.start();
+    });
+  }
+
+  close(): void {
+    for (const client of this.#wss.clients) client.terminate();
+    this.#wss.close();
+  }
+
+  #admit(req: IncomingMessage): { ok: true; origin: string } | { ok: false; status: string; reason: string; origin?: string } {
+    const origin = req.headers.origin;
+    if (!origin) return { ok: false, status: "403 Forbidden", reason: "no Origin header: /page takes connections from web pages on pages.allowed_origins" };
+    if (!this.#options.allowedOrigins().includes(origin)) {
+      return { ok: false, status: "403 Forbidden", origin: origin.slice(0, 200), reason: `the origin ${origin.slice(0, 200)} is not on pages.allowed_origins; the user adds it to config.yaml to let its pages offer tools` };
+    }
+    const offered = String(req.headers["sec-websocket-protocol"] ?? "")
+      .split(",")
+      .map((p) => p.trim())
+      .filter((p) => p.startsWith(PAGE_TOKEN_PROTOCOL_PREFIX));
+    const token = offered[0]?.slice(PAGE_TOKEN_PROTOCOL_PREFIX.length);
+    if (!token || offered.length > 1) return { ok: false, status: "401 Unauthorized", origin, reason: "a page token is required, as the one WebSocket subprotocol bearer.<token> (mint one with POST /page-tokens or tabrelay page-token)" };
+    const check = verifyPageToken(this.#options.tokenKey, token);
+    if (!check.ok) return { ok: false, status: "401 Unauthorized", origin, reason: `the page token is refused: ${check.reason}` };
+    if (check.origin !== origin) return { ok: false, status: "403 Forbidden", origin, reason: `the page token was minted for ${check.origin.slice(0, 200)}, not for ${origin}` };
+    if (!this.#options.registry.admits(origin)) return { ok: false, status: "429 Too Many Requests", origin, reason: `${origin} already has ${PAGE_LIMITS.connectionsPerOrigin} page connections, the most tabrelay takes from one origin` };
+    return { ok: true, origin };
+  }
+}
