@@ -91,6 +91,19 @@ describe("navigation rules", () => {
     expect(sent(rules, "https://evil.test/guide/a")).toBe(false);
   });
 
+  it("a deny entry whose path regex matches every path blocks its host before any request, however it is written", () => {
+    // Found by an audit: "/*" (zero or more slashes, searched) refused every path on commit but let the request go.
+    for (const path of [".*", "/*", ".?", "(?:)", "", "^", "/?", "[\\s\\S]*", "^/", "/|x", "(/)"]) {
+      const rules = policy({ allow: { "bank.test": [".*"] } }, [{ host: "bank.test", path }]).navigationRules();
+      for (const href of ["https://bank.test/", "https://bank.test/account?x=1", "https://www.bank.test/a/b"]) expect(sent(rules, href), `${path} ${href}`).toBe(false);
+    }
+    // A path rule is still a path rule: the request goes, the landing is judged.
+    for (const path of ["^/account", "/admin", "^/$", "\\.pdf$"]) {
+      const rules = policy({ allow: { "bank.test": [".*"] } }, [{ host: "bank.test", path }]).navigationRules();
+      expect(sent(rules, "https://bank.test/other/page"), path).toBe(true);
+    }
+  });
+
   it("top_sites: 0 and no allowlist blocks every navigation", () => {
     const rules = policy({ top_sites: 0 }).navigationRules();
     for (const origin of ORIGINS) expect(sent(rules, `${origin}/`), origin).toBe(false);

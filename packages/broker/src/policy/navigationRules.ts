@@ -16,6 +16,7 @@
  * Pure: the extension installs the list as it is, scoped to the agent's tab ids.
  */
 
+import { compileRegex } from "./text.js";
 import type { NavigationRule } from "@tabrelay/protocol";
 import type { HostPattern } from "./hostPattern.js";
 
@@ -31,11 +32,23 @@ export interface NavigationPolicyShape {
 /** declarativeNetRequest allows at most 1000 regex rules per extension. */
 export const MAX_REGEX_RULES = 900;
 
-/** Path regexes a deny entry can carry that refuse every path (pathAndQuery always starts with "/"). */
-const EVERY_PATH = new Set(["", ".*", ".+", "^", "^.*", "^.*$", ".*$", "^/", "/", "^/.*", "^/.*$", "^.+", "^.+$", "[\\s\\S]*", "^[\\s\\S]*"]);
-
+/**
+ * Whether a deny entry's path regex refuses every path, so the browser can block its host before any request: it
+ * is searched (unanchored) in the path and query, which always start with "/". Judged by the pattern itself (RE2,
+ * linear time) against paths of every shape, random ones included, so "/*", ".?", "(?:)" or "" count as well as
+ * ".*": a pattern that matches all of them refuses every path in practice. A pattern that does not is a path rule,
+ * decided when the tab lands (see above).
+ */
 export function coversEveryPath(path: string): boolean {
-  return EVERY_PATH.has(path.trim());
+  let pattern: { test(text: string): boolean };
+  try {
+    pattern = compileRegex(path, "policy.deny path");
+  } catch {
+    return false;
+  }
+  const random = () => Math.random().toString(36).slice(2, 12);
+  const probes = ["/", "/index.html", "/a/b/c?d=e", "/%2F%00x", "/\u00e9t\u00e9?q=%C3%A9", `/${random()}`, `/${random()}/${random()}.${random()}?${random()}=${random()}`, `/${"x".repeat(300)}`];
+  return probes.every((probe) => pattern.test(probe));
 }
 
 function escapeRe2(text: string): string {
