@@ -7,6 +7,7 @@ import { readDocument } from "./frames.js";
 import { callInpage, injectInpage, runInFrame, scriptingError, type InpageResult } from "./inpageScript.js";
 import { watchNavigation } from "./navigation.js";
 import { scopeNewTabs } from "./navigationRules.js";
+import { evaluate, setViewport } from "./pageControl.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
 import { agentTab, fresh, groupAgentTab, toTabInfo } from "./tabs.js";
 
@@ -235,6 +236,13 @@ export const handlers: Handlers = {
     if (!after.active) throw new CommandError("tab_not_visible", `tab ${tabId} stopped being the visible tab during the capture; try again`);
     const composed = await compose(shots, metrics, clip, fullPage === true);
     return { ...composed, url: after.url ?? "", capturedAt: Date.now() };
+  },
+
+  "tabs.viewport": async ({ tabId, width, height }) => setViewport(await agentTab(tabId), width, height),
+
+  "page.eval": async ({ tabId, expression, timeoutMs }) => {
+    await agentTab(tabId);
+    return evaluate(tabId, expression, timeoutMs);
   },
 
   "page.content": async ({ tabId, frameId }) => {

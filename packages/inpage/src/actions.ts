@@ -1,6 +1,6 @@
 // The actions: pointer events and click, fill, select, check, press and scroll, each run only on the facts the
 // gate judged (act() compares their fingerprint before and, for clicks, just before activation).
-import type { ActEffects, ActionKind, ElementFacts } from "@tabrelay/protocol";
+import type { ActEffects, ActionKind, DragSpec, ElementFacts, UploadFile } from "@tabrelay/protocol";
 import { ActError, fail, type InpageResult, type InspectArgs } from "./api.js";
 import { accessibleName, describeElement, readLabel } from "./dom.js";
 import { canonical, changedFacts, factsOf, fingerprint, pageFacts, pickOption, pressFacts, verify } from "./facts.js";
@@ -8,6 +8,7 @@ import { parseKey } from "./keys.js";
 import { effectivelyDisabled, implicitSubmission } from "./reach.js";
 import { normalize } from "./rendered.js";
 import { frame, settle } from "./settle.js";
+import { drag, highlight, upload } from "./gestures.js";
 import { deepActiveElement, resolve } from "./snapshot.js";
 
 function centre(el: Element): { clientX: number; clientY: number } {
@@ -198,6 +199,15 @@ function watchNavigate(): { stop(): string | undefined } {
   };
 }
 
+/** A gesture's value as the broker sends it (JSON); the broker checked its shape, the page only reads it. */
+function parsed<T>(value: string | undefined, action: string): T {
+  try {
+    return JSON.parse(value ?? "") as T;
+  } catch {
+    throw new ActError("invalid_params", `${action} needs its value as JSON`);
+  }
+}
+
 export async function act(params: InspectArgs & { action: ActionKind; expect?: string }): Promise<InpageResult<{ facts: ElementFacts; effects: ActEffects }>> {
   if (params.action === "scroll" && params.ref === "page") {
     try {
@@ -209,8 +219,10 @@ export async function act(params: InspectArgs & { action: ActionKind; expect?: s
   const found = resolve(params.ref, params.revision);
   if (!found.ok) return found;
   const el = found.value.el;
-  await settle(el);
-  const writes = params.action !== "hover" && params.action !== "scroll";
+  // A drag's points are where the page is now: scrolling the element into view would move them.
+  if (params.action === "drag") await frame();
+  else await settle(el);
+  const writes = params.action !== "hover" && params.action !== "scroll" && params.action !== "highlight";
   if (writes && params.expect === undefined) return fail("invalid_params", "a write action needs the facts the broker's gate judged (expect)");
   let facts: ElementFacts;
   try {
@@ -226,6 +238,7 @@ export async function act(params: InspectArgs & { action: ActionKind; expect?: s
   const observer = new MutationObserver((records) => mutations.push(...records));
   observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   const navigate = watchNavigate();
+  let overlay: Element | undefined;
   try {
     let done: string;
     switch (params.action) {
@@ -252,12 +265,26 @@ export async function act(params: InspectArgs & { action: ActionKind; expect?: s
       case "scroll":
         done = scroll(el, params.value);
         break;
+      case "drag":
+        done = await drag(el, parsed<DragSpec>(params.value, "drag"));
+        break;
+      case "upload":
+        done = upload(el, parsed<UploadFile[]>(params.value, "upload"));
+        break;
+      case "highlight": {
+        const ms = Number(params.value ?? 1500);
+        overlay = highlight(el, ms);
+        done = `highlighted ${describeElement(el)} for ${ms} ms`;
+        break;
+      }
     }
     // Let the page react (re-render, open a menu) before reporting what changed.
     await frame();
     await frame();
     observer.disconnect();
     mutations.push(...observer.takeRecords());
+    // The highlight's own overlay is no change of the page's.
+    if (overlay) mutations.splice(0, mutations.length, ...mutations.filter((m) => ![...m.addedNodes, ...m.removedNodes].includes(overlay!) && m.target !== overlay));
     const effects: ActEffects = { done };
     if (mutations.length) effects.domChanged = mutations.length;
     const focused = deepActiveElement();

@@ -16,7 +16,7 @@ import { resolve, snapshot } from "./snapshot.js";
 
 export type { InpageApi, InpageResult, InspectArgs } from "./api.js";
 
-const VERSION = 9;
+const VERSION = 10;
 
 // ---- inspect -----------------------------------------------------------------------------------
 
@@ -25,7 +25,9 @@ async function inspect(params: InspectArgs): Promise<InpageResult<ElementFacts>>
   if (params.ref === "page") return { ok: true, value: pageFacts() };
   const found = resolve(params.ref, params.revision);
   if (!found.ok) return found;
-  await settle(found.value.el);
+  // A drag's points are where the page is now: scrolling the element into view would move them.
+  if (params.action === "drag") await frame();
+  else await settle(found.value.el);
   try {
     return { ok: true, value: factsOf(found.value.el, params.ref, params.action, params.value) };
   } catch (error) {

@@ -140,7 +140,12 @@ function structural(attributes: Record<string, string>): Record<string, string> 
   return Object.fromEntries(Object.entries(attributes).filter(([name]) => STRUCTURAL.has(name)));
 }
 
-function describe(el: Element): QueryMatch {
+/** An element the page made draggable (draggable="true"): a point query refs it, so mouse.drag can grab it. */
+function grabbable(el: Element): boolean {
+  return el.getAttribute("draggable") === "true";
+}
+
+function describe(el: Element, grab = false): QueryMatch {
   const role = roleOf(el);
   const name = accessibleName(el, role);
   // The content reader's rule decides (seenText), hiddenReason names the cause where it knows one.
@@ -156,7 +161,7 @@ function describe(el: Element): QueryMatch {
     attributes: hidden === undefined ? attributesOf(el) : structural(attributesOf(el)),
   };
   if (hidden !== undefined) match.hidden = hidden;
-  else if (isInteractive(el, role)) match.ref = mintRef(el, role, name);
+  else if (isInteractive(el, role) || (grab && grabbable(el))) match.ref = mintRef(el, role, name);
   const states = statesOf(el);
   if (states.length) match.states = states;
   const origin = documentOrigin();
@@ -170,7 +175,7 @@ function describe(el: Element): QueryMatch {
 /** The element at a point, or the closest actionable one holding it (a click on a button's icon is the button's). */
 function actionableAt(el: Element): Element {
   for (let at: Element | null = el; at; at = at.parentElement ?? (at.parentNode instanceof ShadowRoot ? at.parentNode.host : null)) {
-    if (isInteractive(at, roleOf(at))) return at;
+    if (isInteractive(at, roleOf(at)) || grabbable(at)) return at;
   }
   return el;
 }
@@ -186,7 +191,7 @@ function pointQuery(x: number, y: number, params: Omit<QueryParams, "tabId">): I
   const own = framePath();
   const el = hit && "path" in hit && own && own.join() === hit.path.join() ? elementAt(document, hit.x, hit.y) : undefined;
   const mine = el !== undefined;
-  const matches = el && params.upTo > 0 && (!isTop || params.skip === 0) ? [describe(actionableAt(el))] : [];
+  const matches = el && params.upTo > 0 && (!isTop || params.skip === 0) ? [describe(actionableAt(el), true)] : [];
   const index = frameIndex();
   return { ok: true, value: { url: location.href, origin: self.origin, title: document.title, count: mine ? 1 : 0, first: isTop ? params.skip : 0, matches, ...(index !== undefined ? { frameIndex: index } : {}) } };
 }

@@ -87,6 +87,13 @@ Frames outside the user's read policy are never entered: their matches are withh
 subtract the scroll). The page finds the element there (into shadow roots and same-origin frames; a cross-origin
 frame is refused: use \`"iframe >> ..."\`), the closest actionable element holding it, and the command acts on its
 ref exactly as \`click\` on a ref would: the same write grant and label check; \`hit\` in the result names it.
+\`browse.mouse.drag(x1, y1, x2, y2)\` grabs the element at (x1, y1) (a draggable one too), judged as a click on it, moves
+to (x2, y2) and releases, with drag-and-drop events for a draggable element; the drop point is not judged.
+
+## Grants beyond clicks and typing
+\`browse.upload(target, files)\` needs the user's \`write.upload\` grant for the file input's label, and
+\`browse.eval(expression)\` a \`write.eval\` grant for the host (none by default): without one they fail with
+\`write_denied\` naming the grant. \`eval\` runs in the page's own world: its value is page data, as untrusted as its text.
 
 ## Errors
 A failed command throws an Error with \`code\` and \`message\` (e.g. \`stale_ref\`, \`write_denied\`, \`policy_denied\`).
@@ -112,7 +119,7 @@ ${commands.map((c) => `- \`browse.${c.name.includes(".") ? `${c.name.slice(0, c.
 `;
 }
 
-/** One line for browser_run's description: the commands by name (the full API is browser_api's). */
+/** One line for browser_run's description: the commands by name, but those marked compact: false (the full API is browser_api's). */
 export function apiCompact(commands: readonly Command[]): string {
-  return commands.map((c) => `${c.name}(${c.params.map((p) => `${p.name}${p.optional ? "?" : ""}`).join(",")})`).join(" ");
+  return commands.filter((c) => c.compact !== false).map((c) => `${c.name}(${c.params.map((p) => `${p.name}${p.optional ? "?" : ""}`).join(",")})`).join(" ");
 }

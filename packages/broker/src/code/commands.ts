@@ -10,7 +10,9 @@ import { snapshot } from "../tools/snapshot.js";
 import { closeTab, history, listTabs, navigate, openTab } from "../tools/tabs.js";
 import type { Tool } from "../tools/tool.js";
 import { parseCall, type Param } from "./args.js";
+import { PAGE_COMMANDS } from "./pageCommands.js";
 import { CommandError, fail, PROGRAM_REF, type RunState } from "./runState.js";
+import { atPoint, coordinate, hitName, optionalTarget, resolveTarget, selectOne, target } from "./targets.js";
 import { actValue, queryValue, readValue, screenshotValue, snapshotValue, tabValue, valueOf, waitValue, type MatchValue, type TabValue } from "./values.js";
 
 export interface Command {
@@ -23,6 +25,11 @@ export interface Command {
   typeParams?: string;
   /** One line, for the declarations. */
   doc: string;
+  /**
+   * false: left out of browser_run's one-line API (apiCompact), whose tools/list text is a reviewed, measured
+   * figure; the declarations and guide (browser_api) list it. Set on the commands of program-only tools.
+   */
+  compact?: false;
   /** Reads or acts on pages only through tools; a write is gated by the tool it calls. */
   run(state: RunState, args: unknown[]): Promise<unknown>;
 }
@@ -30,49 +37,6 @@ export interface Command {
 const str = (name: string, type = "string"): Param => ({ name, type, schema: z.string().min(1) });
 const url: Param = { name: "url", type: "string", schema: z.string().min(1) };
 const tabId: Param = { name: "id", type: "number", schema: z.number().int() };
-const target: Param = {
-  name: "target",
-  type: "Target",
-  schema: z.union([z.string().min(1), z.object({ ref: z.string().min(1).optional() })], { error: "must be a ref or a CSS selector (a string), or a snapshot node" }),
-};
-const optionalTarget: Param = { ...target, optional: true };
-
-/** A program's target, resolved to the page's ref and revision: a ref the run minted, or a selector matching one element. */
-async function resolveTarget(state: RunState, given: unknown, command: string): Promise<{ tab: number; ref: string; revision: string }> {
-  const at = await targetOf(state, given, command);
-  state.lastTarget = at;
-  return at;
-}
-
-async function targetOf(state: RunState, given: unknown, command: string): Promise<{ tab: number; ref: string; revision: string }> {
-  const ref: unknown = given !== null && typeof given === "object" ? Reflect.get(given, "ref") : undefined;
-  if (typeof given !== "string" && typeof ref !== "string") {
-    fail("not_actionable", `browse.${command}: that snapshot node has no ref, so it cannot be acted on (a heading or landmark); pick a node with a ref, or pass a CSS selector`);
-  }
-  const text = typeof given === "string" ? given : String(ref);
-  if (typeof given !== "string" || PROGRAM_REF.test(given) || /^(?:f\d+)?e\d+$/.test(given)) return state.resolveRef(text);
-  const found = await selectOne(state, given, command);
-  if (!found.match.ref) {
-    fail("not_actionable", `the element ${JSON.stringify(given)} matches (${found.match.tag}${found.match.hidden ? `, hidden: ${found.match.hidden}` : ""}) cannot be acted on: it is hidden or not interactive; pick another element`);
-  }
-  return { tab: found.tab, ref: found.match.ref, revision: found.revision };
-}
-
-/** The one element a selector matches, through the query tool (a new revision: the tab's earlier refs become stale). */
-async function selectOne(state: RunState, selector: string, command: string): Promise<{ tab: number; revision: string; match: MatchValue }> {
-  const tab = state.tab();
-  const found = valueOf(queryValue, await state.call(query, { tab, selector, limit: 2 }), "query");
-  const match = found.matches[0];
-  if ((found.total === 0 || !match) && selector.startsWith("point=")) {
-    fail("element_not_found", `browse.${command}: there is no element at (${selector.slice(6).replace(",", ", ")}) in tab ${tab}: the point is outside the viewport (CSS pixels from its top left corner), or in a frame the read policy withholds; check it with browse.get("box", selector)`);
-  }
-  if (found.total === 0 || !match) fail("element_not_found", `browse.${command}: the selector ${JSON.stringify(selector)} matched no element in tab ${tab}; check it with browse.query(), or browse.snapshot() and pass a ref`);
-  if (found.total > 1) {
-    fail("ambiguous_selector", `browse.${command}: the selector ${JSON.stringify(selector)} matched ${found.total} elements in tab ${tab}; a target must match exactly one: narrow the selector, or browse.query() it and pass the ref you want`);
-  }
-  return { tab, revision: found.revision, match };
-}
-
 /** A query's matches with the run's names for their refs (their states and boxes are is()'s and get()'s). */
 function programMatches(state: RunState, found: { tab: number; revision: string; matches: MatchValue[] }): MatchValue[] {
   const generation = state.nextGeneration();
@@ -85,24 +49,6 @@ function selectorOf(command: string, given: unknown): string {
     fail("invalid_params", `browse.${command} needs a selector as its target (it reads the element fresh), got ${JSON.stringify(given)?.slice(0, 60) ?? "nothing"}; pass the CSS or xpath= selector of the element`);
   }
   return given;
-}
-
-const coordinate = (name: string): Param => ({ name, type: "number", schema: z.number().finite().min(0).max(100_000) });
-
-/**
- * mouse.*: the page resolves the element at a viewport point to a ref of the current revision (a `point=x,y` query:
- * into shadow roots and same-origin frames, refused across a cross-origin one), then the tool runs on that ref, so the
- * write gate judges it exactly as a ref: a coordinate never bypasses the label check. The result names the element hit.
- */
-async function atPoint(state: RunState, x: number, y: number, command: string): Promise<{ tab: number; ref: string; revision: string; hit: string }> {
-  const { tab, revision, match } = await selectOne(state, `point=${x},${y}`, command);
-  const hit = hitName(match);
-  if (!match.ref) fail("not_actionable", `browse.${command}(${x}, ${y}): the element there (${hit}) cannot be acted on: it is hidden or not interactive; pick another point, or snapshot and pass a ref`);
-  return { tab, ref: match.ref, revision, hit };
-}
-
-function hitName(match: MatchValue): string {
-  return `${match.tag} ${match.role}${match.name ? ` ${JSON.stringify(match.name)}` : ""}${match.hidden ? ` [hidden: ${match.hidden}]` : ""}${match.frame ? ` in frame ${match.frame}` : ""}`;
 }
 
 function mouse(name: "click" | "hover", tool: Tool, doc: string): Command {
@@ -388,6 +334,7 @@ export const COMMANDS: readonly Command[] = [
     doc: "Whether the one element a selector matches is visible, enabled, checked or editable, as the page reports it now (a read).",
     run: (state, [which, given]) => isOf(state, which as (typeof IS_STATES)[number], given),
   },
+  ...PAGE_COMMANDS,
 ];
 
 export const COMMAND_NAMES: readonly string[] = COMMANDS.map((c) => c.name);

@@ -75,6 +75,9 @@ const fileSchema = z
           .object({
             click: z.record(z.string(), z.object({ label: regex }).strict()).optional(),
             type: z.record(z.string(), z.object({ label: regex }).strict()).optional(),
+            // Code mode's browse.upload (a file input's label) and browse.eval (a host, no settings): writePolicy.ts.
+            upload: z.record(z.string(), z.object({ label: regex }).strict()).optional(),
+            eval: z.record(z.string(), z.object({}).strict()).optional(),
             // Keys that only a page's script gives meaning to (chords, Escape, Enter outside a form): writePolicy.ts.
             keys: z
               .record(
@@ -304,6 +307,8 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
         ...(file.policy?.write?.click ? { click: file.policy.write.click } : {}),
         ...(file.policy?.write?.type ? { type: file.policy.write.type } : {}),
         ...(file.policy?.write?.keys ? { keys: file.policy.write.keys } : {}),
+        ...(file.policy?.write?.upload ? { upload: file.policy.write.upload } : {}),
+        ...(file.policy?.write?.eval ? { eval: file.policy.write.eval } : {}),
       },
     });
   } catch (error) {

@@ -211,6 +211,8 @@ export const bridgeAnswers = {
   "page.wait": waitValue,
   "page.rect": rectValue,
   "page.capture": captureResult,
+  "tabs.viewport": exactly<ResultOf<"tabs.viewport">>()(z.object({ width: z.number(), height: z.number() })),
+  "page.eval": exactly<ResultOf<"page.eval">>()(z.object({ json: z.string().optional(), unserializable: z.string().optional() })),
 } satisfies AnswerSchemas;
 
 /** Where and how an answer is wrong, in words: `frames[0].nodes must be a string`. */

@@ -6,6 +6,7 @@
 // - gateTab:        the document a tab shows (its committed URL, or what the broker caught it doing).
 // - gateFrame:      one rule for every frame, whoever reads it (read, snapshot, query, actions).
 // - gateWrite:      an action on an element: its frame first, then the write policy on the tab and the facts.
+// - gateEval:       an expression run in a tab's top document (code mode's eval): the write policy's eval grant.
 // - gateStopped:    a navigation request the network rules stopped: tabrelay's refusal, or someone else's.
 // - gateLease:      whether an MCP session may use a tab another session may hold (gate/leases.ts keeps the leases).
 import type { ActionKind, ElementFacts } from "@tabrelay/protocol";
@@ -96,6 +97,11 @@ export function gateWrite(read: CompiledReadPolicy, write: CompiledWritePolicy, 
   const frame = read.check(facts.frameUrl);
   if (!frame.ok) return { ...frame, message: `the element is inside a frame at ${facts.frameUrl}: ${frame.message}` };
   return write.check(action, tabUrl, facts);
+}
+
+/** An expression run in the top document of a tab at `tabUrl`: it needs the write.eval grant for the tab's host. */
+export function gateEval(write: CompiledWritePolicy, tabUrl: string): Verdict {
+  return write.checkEval(tabUrl);
 }
 
 /** A navigation request the network rules stopped: tabrelay's refusal when the read policy refuses the URL. */

@@ -79,7 +79,9 @@ export type { WriteDecision, WritePolicyInput } from "./writeRules.js";
 
 export interface CompiledWritePolicy {
   check(action: ActionKind, tabUrl: string, facts: ElementFacts): WriteDecision;
-  /** False only for hover and scroll; true for every other (including unknown) action. */
+  /** Running an expression in the top document at `tabUrl` (code mode's eval): a write.eval grant for its host. */
+  checkEval(tabUrl: string): WriteDecision;
+  /** False only for hover, scroll and highlight; true for every other (including unknown) action. */
   isStateChanging(action: ActionKind): boolean;
   /** Human-readable lines for docs and the dashboard. */
   describe(): string[];
@@ -92,10 +94,13 @@ const GRANT_KIND: Readonly<Record<WriteAction, GrantKind>> = {
   select: "click",
   fill: "type",
   press: "type",
+  // A drag presses on the element as a click does: the click grant for its label.
+  drag: "click",
+  upload: "upload",
 };
 
-const READ_ONLY_ACTIONS: ReadonlySet<string> = new Set(["hover", "scroll"]);
-const ALL_ACTIONS: ReadonlySet<string> = new Set(["click", "fill", "select", "check", "press", "hover", "scroll"]);
+const READ_ONLY_ACTIONS: ReadonlySet<string> = new Set(["hover", "scroll", "highlight"]);
+const ALL_ACTIONS: ReadonlySet<string> = new Set(["click", "fill", "select", "check", "press", "hover", "scroll", "drag", "upload", "highlight"]);
 
 function isActionKind(action: unknown): action is ActionKind {
   return typeof action === "string" && ALL_ACTIONS.has(action);
@@ -118,7 +123,7 @@ export function compileWritePolicy(input: WritePolicyInput): CompiledWritePolicy
         `the action ${shown(String(action), 40)}`,
         "it is not a known action",
         "default: unknown action",
-        "Use one of click, check, select, fill, press, hover or scroll.",
+        "Use one of click, check, select, fill, press, drag, upload, hover, scroll or highlight.",
       );
     }
     if (!isWriteAction(action)) return { ok: true, rule: "read-only action" };
@@ -164,6 +169,21 @@ export function compileWritePolicy(input: WritePolicyInput): CompiledWritePolicy
     return { ok: true, rule: ruleOf(pair) };
   }
 
+  function evaluateEval(tabUrl: string): WriteDecision {
+    const tab = canonicalizeUrlDetailed(tabUrl);
+    const subject = `running an expression in the page on ${tab.ok ? hostOf(tab.url) : "this page"}`;
+    if (!rules.anyGrant) {
+      return refuse(
+        subject,
+        "tabrelay is read-only by default and no policy.write grants are configured",
+        "default: no write grants",
+        `Ask the user to add ${exampleKey(tab.ok ? tab.url : undefined)}: {} under policy.write.eval in ${CONFIG_FILE} if this is intended.`,
+      );
+    }
+    const pair = grantsFor(rules, "eval", tabUrl, tabUrl, subject);
+    return isPair(pair) ? { ok: true, rule: pair.page.rule } : pair;
+  }
+
   const lines = describeWriteRules(rules);
 
   const compiled: CompiledWritePolicy = {
@@ -177,6 +197,13 @@ export function compileWritePolicy(input: WritePolicyInput): CompiledWritePolicy
           "default: policy error",
           "Report this to the user.",
         );
+      }
+    },
+    checkEval(tabUrl: string): WriteDecision {
+      try {
+        return evaluateEval(tabUrl);
+      } catch (error) {
+        return refuse("running an expression", `the write policy check failed (${errorText(error)})`, "default: policy error", "Report this to the user.");
       }
     },
     isStateChanging(action: ActionKind): boolean {

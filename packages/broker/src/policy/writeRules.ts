@@ -1,4 +1,4 @@
-// The write policy's rules as config states them: the grants (policy.write.click / type / keys) and deny list,
+// The write policy's rules as config states them: the grants (policy.write.click / type / keys / upload / eval) and deny list,
 // compiled and validated once, and the lookup of the grant that covers a URL (see writePolicy.ts).
 import type { ActionKind } from "@tabrelay/protocol";
 import { canonicalizeUrlDetailed, type CanonicalUrl } from "./canonicalUrl.js";
@@ -10,22 +10,31 @@ type KeysGrant = { keys: string; label: string };
 
 export interface WritePolicyInput {
   deny: { host: string; path: string }[];
-  write: { click?: Record<string, LabelGrant>; type?: Record<string, LabelGrant>; keys?: Record<string, KeysGrant> };
+  write: {
+    click?: Record<string, LabelGrant>;
+    type?: Record<string, LabelGrant>;
+    keys?: Record<string, KeysGrant>;
+    upload?: Record<string, LabelGrant>;
+    /** No settings: the host may run code (code mode's browse.eval) in its pages. */
+    eval?: Record<string, Record<string, never>>;
+  };
 }
 
 export type WriteDecision =
   | { ok: true; rule: string }
   | { ok: false; code: "write_denied"; rule: string; message: string };
 
-export type GrantKind = "click" | "type" | "keys";
-export type WriteAction = Exclude<ActionKind, "hover" | "scroll">;
+export type GrantKind = "click" | "type" | "keys" | "upload" | "eval";
+export type WriteAction = Exclude<ActionKind, "hover" | "scroll" | "highlight">;
 
-export const GRANT_KINDS: readonly GrantKind[] = ["click", "type", "keys"];
+export const GRANT_KINDS: readonly GrantKind[] = ["click", "type", "keys", "upload", "eval"];
 
 export const KIND_ACTIONS: Readonly<Record<GrantKind, string>> = {
   click: "click, check and select, and the form submission an Enter causes",
   type: "fill, Tab and text-entry keys in a field",
   keys: "key chords, Escape, Enter that submits no form, and keys on elements that are not text fields",
+  upload: "setting the files of a file input (code mode's browse.upload)",
+  eval: "running an expression in the page (code mode's browse.eval)",
 };
 
 export const CONFIG_FILE = "config.yaml";
@@ -99,12 +108,12 @@ export function compileWriteRules(input: WritePolicyInput): WriteRules {
   // YAML turns "write:" with nothing under it into null: that is the default, no grants.
   const write: unknown = input.write ?? {};
   if (!isRecord(write)) {
-    throw new Error('policy.write: expected a map with "click", "type" and/or "keys", e.g. click: { "shop.example": { label: "^Add to cart$" } }');
+    throw new Error('policy.write: expected a map with "click", "type", "keys", "upload" and/or "eval", e.g. click: { "shop.example": { label: "^Add to cart$" } }');
   }
   for (const key of Object.keys(write)) {
     if (!GRANT_KINDS.some((kind) => kind === key)) {
       throw new Error(
-        `policy.write.${key}: unknown write kind (expected "click" for click/check/select, "type" for fill and text-entry keys, or "keys" for other keys)`,
+        `policy.write.${key}: unknown write kind (expected "click" for click/check/select/drag, "type" for fill and text-entry keys, "keys" for other keys, "upload" for file inputs, or "eval" for running expressions in pages)`,
       );
     }
   }
@@ -118,14 +127,19 @@ export function compileWriteRules(input: WritePolicyInput): WriteRules {
     return Object.freeze({ rawPath, pattern: Object.freeze(pattern), path, rule: `deny[${index}] ${String(entry.host)} ${rawPath}` });
   });
 
-  const grants: Record<GrantKind, readonly Grant[]> = { click: [], type: [], keys: [] };
+  const grants: Record<GrantKind, readonly Grant[]> = { click: [], type: [], keys: [], upload: [], eval: [] };
   for (const kind of GRANT_KINDS) {
     const section = write[kind] ?? {};
-    const shape = kind === "keys" ? '{ keys: regex, label: regex }, e.g. "mail.example": { keys: "^Control\\+Enter$", label: "^Message body$" }' : '{ label: regex }, e.g. "shop.example": { label: "^Add to cart$" }';
+    const shape =
+      kind === "keys"
+        ? '{ keys: regex, label: regex }, e.g. "mail.example": { keys: "^Control\\+Enter$", label: "^Message body$" }'
+        : kind === "eval"
+          ? '{} (no settings), e.g. "app.example": {}'
+          : '{ label: regex }, e.g. "shop.example": { label: "^Add to cart$" }';
     if (!isRecord(section)) {
       throw new Error(`policy.write.${kind}: expected a map of host -> ${shape}`);
     }
-    const settings = kind === "keys" ? ["keys", "label"] : ["label"];
+    const settings = kind === "keys" ? ["keys", "label"] : kind === "eval" ? [] : ["label"];
     const seen = new Map<string, string>();
     const list: Grant[] = [];
     for (const [key, value] of Object.entries(section)) {
@@ -136,8 +150,9 @@ export function compileWriteRules(input: WritePolicyInput): WriteRules {
         throw new Error(`${where}: names the same host as ${JSON.stringify(same)}; merge the two entries`);
       }
       seen.set(patternKey(pattern), key);
-      if (!isRecord(value)) throw new Error(`${where}: expected ${kind === "keys" ? "{ keys: regex, label: regex }" : '{ label: regex } (use { label: ".*" } for any label)'}`);
+      if (!isRecord(value)) throw new Error(`${where}: expected ${kind === "keys" ? "{ keys: regex, label: regex }" : kind === "eval" ? "{} (an eval grant has no settings)" : '{ label: regex } (use { label: ".*" } for any label)'}`);
       for (const field of Object.keys(value)) {
+        if (settings.length === 0) throw new Error(`${where}.${field}: unknown setting (an eval grant has none: write ${JSON.stringify(key)}: {})`);
         if (!settings.includes(field)) throw new Error(`${where}.${field}: unknown setting (only ${settings.map((f) => `"${f}"`).join(" and ")} ${settings.length > 1 ? "are" : "is"} supported)`);
       }
       let keysSource: string | undefined;
@@ -149,7 +164,8 @@ export function compileWriteRules(input: WritePolicyInput): WriteRules {
         keys = compileRegex(value.keys, `${where}.keys`, "the keys setting", { full: true });
         keysSource = String(value.keys);
       }
-      const labelSource = value.label;
+      // An eval grant judges no element: its label is never read.
+      const labelSource = kind === "eval" ? ".*" : value.label;
       const label = compileRegex(labelSource, `${where}.label`, "the label", { full: true });
       list.push(
         Object.freeze({
@@ -289,7 +305,9 @@ export function describeWriteRules(rules: WriteRules): readonly string[] {
   for (const kind of GRANT_KINDS) {
     for (const grant of grants[kind]) {
       lines.push(
-        kind === "keys"
+        kind === "eval"
+          ? `${grant.rule}: programs may run expressions in pages of ${describeHost(grant.pattern, "and its subdomains")} (browse.eval)`
+          : kind === "keys"
           ? `${grant.rule}: key combos fully matching /${grant.keysSource ?? ""}/ allowed on ${describeHost(grant.pattern, "and its subdomains")} on elements whose visible text and accessible name fully match /${grant.labelSource}/`
           : `${grant.rule}: ${KIND_ACTIONS[kind]} are allowed on ${describeHost(grant.pattern, "and its subdomains")} for controls whose visible text and accessible name fully match /${grant.labelSource}/`,
       );

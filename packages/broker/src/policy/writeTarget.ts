@@ -13,10 +13,12 @@ export const VERB: Readonly<Record<WriteAction, string>> = {
   select: "choosing an option in",
   fill: "typing into",
   press: "pressing keys on",
+  drag: "dragging",
+  upload: "uploading files to",
 };
 
 /** Actions that are refused on a disabled control: every write. */
-const DISABLED_MATTERS: ReadonlySet<WriteAction> = new Set<WriteAction>(["click", "check", "select", "fill", "press"]);
+const DISABLED_MATTERS: ReadonlySet<WriteAction> = new Set<WriteAction>(["click", "check", "select", "fill", "press", "drag", "upload"]);
 
 /** Longer normalised labels are refused rather than run through a user regex (backtracking cost). */
 const MAX_LABEL_LENGTH = 4000;

@@ -88,12 +88,15 @@ function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
   };
 }
 
-async function perform(
+/** Runs one action on a ref through the gate (also code mode's program-only gestures: tools/gestures.ts). */
+export async function perform(
   ctx: CallContext,
   response: ToolResponse,
   params: { tab: number; ref: string; revision: string; browser?: string | undefined },
   action: ActionKind,
   value: string | undefined,
+  /** What the facts are read with, when not the action's value (an upload's files are not needed to judge it). */
+  inspectWith: { value?: string } = value !== undefined ? { value } : {},
 ): Promise<void> {
   const conn = ctx.browser();
   const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
@@ -102,7 +105,7 @@ async function perform(
   // With the action and its value, the page also reports what the action reaches (a label's control, the form
   // an Enter submits, the option chosen), so the gate judges exactly what will happen.
   const facts = unwrap(
-    await conn.call("page.inspect", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, ...(value !== undefined ? { value } : {}) }),
+    await conn.call("page.inspect", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, ...inspectWith }),
   );
   response.audit({ target: target(facts) });
   // An element inside a frame is only reachable if the frame itself may be read; then the write policy decides.

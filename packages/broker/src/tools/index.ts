@@ -10,6 +10,8 @@ import type { Tool } from "./tool.js";
 import type { BrokerConfig } from "../config/config.js";
 import { sessionTools } from "./sessions.js";
 
+export { programTools } from "./programTools.js";
+
 /** Every tool the broker offers, in the order tools/list shows them. */
 export const tools: readonly Tool[] = [
   readUrl,
@@ -41,7 +43,8 @@ export const tools: readonly Tool[] = [
  * config names a source (`browsers.source`); without one they would only answer no_browser_source.
  */
 export function toolsFor(config: Pick<BrokerConfig, "browserSource">): readonly Tool[] {
-  if (!config.browserSource) return tools;
+  // Program-only tools (tools/programTools.ts) are never in this list: code mode calls them directly.
+  if (!config.browserSource) return tools.filter((t) => !t.programOnly);
   const at = tools.indexOf(listBrowsers) + 1;
-  return [...tools.slice(0, at), ...sessionTools, ...tools.slice(at)];
+  return [...tools.slice(0, at), ...sessionTools, ...tools.slice(at)].filter((t) => !t.programOnly);
 }

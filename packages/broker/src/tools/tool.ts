@@ -86,6 +86,11 @@ export interface ToolSpec<S extends z.ZodRawShape> {
    * (invalid_params and internal apply to every tool and are listed by none).
    */
   errors: readonly ErrorCode[];
+  /**
+   * Available to code-mode programs only (a browse.* command calls it through the same runner: gate, leases, strict
+   * arguments, audit), never listed in MCP tools/list nor served by tools/call (tools/index.ts programTools).
+   */
+  programOnly?: true;
   handler(ctx: CallContext, params: z.infer<z.ZodObject<S>>, response: ToolResponse, signal: AbortSignal): Promise<void>;
 }
 
@@ -99,6 +104,8 @@ export interface Tool {
   input: z.ZodObject;
   kind: ToolKind;
   errors: readonly ErrorCode[];
+  /** See ToolSpec.programOnly. */
+  programOnly?: true;
   run(ctx: CallContext, args: unknown, response: ToolResponse, signal: AbortSignal): Promise<void>;
 }
 
@@ -118,6 +125,7 @@ export function defineTool<S extends z.ZodRawShape>(spec: ToolSpec<S>): Tool {
     input: schema,
     kind: spec.kind,
     errors,
+    ...(spec.programOnly ? { programOnly: true as const } : {}),
     run: (ctx, raw, response, signal) => {
       const params = parseArgs(args, raw);
       const tab: unknown = takesTab ? Reflect.get(params, "tab") : undefined;

@@ -30,6 +30,7 @@ import { ActInterrupted, type CdpBrowserOptions, CdpCore, DriverError } from "./
 import { elementFacts, inpageAct, rectValue } from "../answers.js";
 import { callInpage, checkScriptable, parseAnswer } from "./inpage.js";
 import { createTab, history, navigate, tabInfo, waitFor } from "./navigation.js";
+import { evaluate, setViewport } from "./pageControl.js";
 import { frameOffset, query, readContent, routeOf, snapshot } from "./reading.js";
 import { startUp } from "./targets.js";
 
@@ -234,6 +235,10 @@ export class CdpBrowser implements BrowserDriver {
     },
 
     "page.capture": async (params) => capture(this.#core, await this.#core.agentTab(params.tabId), params),
+
+    "tabs.viewport": async ({ tabId, width, height }) => setViewport(this.#core, await this.#core.agentTab(tabId), width, height),
+
+    "page.eval": async ({ tabId, expression, timeoutMs }) => evaluate(this.#core, await this.#core.agentTab(tabId), expression, timeoutMs),
   };
 
   #dispatch<M extends BridgeMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
