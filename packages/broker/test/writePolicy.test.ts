@@ -671,6 +671,15 @@ describe("keyGate: which grant a key needs", () => {
     }
   });
 
+  it("a control character is not typing, even in a field: ESC as a character is Escape's key code to a page", () => {
+    // Found by an audit: "\u001b" with only a type grant reached a page's legacy Escape handler (keyCode 27).
+    for (const key of ["\u001b", "\u0000", "\u0008", "Shift+\u001b", "\u007f", "\u0085"]) {
+      const gate = keyGate(key, inField);
+      expect(gate.gate, JSON.stringify(key)).toBe("keys");
+      expect(gate.gate === "keys" ? gate.why : "", JSON.stringify(key)).toMatch(/control character/);
+    }
+  });
+
   it("Tab and Shift+Tab move focus anywhere and are typing", () => {
     expect(keyGate("Tab", onButton)).toEqual({ gate: "type" });
     expect(keyGate("Shift+Tab", inField)).toEqual({ gate: "type" });

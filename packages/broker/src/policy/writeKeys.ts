@@ -23,6 +23,10 @@ export function keyGate(key: string, facts: Pick<ElementFacts, "editable" | "sub
     return { gate: "keys", why: `Enter here submits no form (${facts.noSubmit ?? "the page did not say why"}), so only the page's script decides what it does` };
   }
   if (main === "Escape") return { gate: "keys", why: "Escape types nothing; pages use it to close, cancel or discard" };
+  // A control character (ESC, NUL...) is not typed text: pages read its key code (27 is Escape's).
+  if ([...main].length === 1 && /[\u0000-\u001f\u007f-\u009f]/.test(main)) {
+    return { gate: "keys", why: `U+${main.codePointAt(0)?.toString(16).toUpperCase().padStart(4, "0")} is a control character, which types nothing; pages read it as a key code (27 is Escape's)` };
+  }
   const textEntry = [...main].length === 1 || TEXT_ENTRY_KEYS.has(main);
   if (textEntry && facts.editable === true) return { gate: "type" };
   if (textEntry) return { gate: "keys", why: `${key} on an element that is not a text field is a shortcut of the page's` };
