@@ -98,6 +98,9 @@ function show(event) {
       entry("chat-refusal", [el("strong", { text: "Refused (" + pageString(event.code) + "): " }), el("span", { text: pageString(event.message) })]);
       break;
     case "answer":
+      // The answer is the last step's text, already streamed: shown once, as the answer.
+      if (textNode && textNode.parentElement && (textNode.textContent || "").trim() === pageBlock(event.text).trim()) textNode.parentElement.remove();
+      textNode = null;
       entry("chat-answer", [el("span", { className: "chat-who", text: "Answer: " }), el("span", { className: "chat-block", text: pageBlock(event.text) || "(no text)" })]);
       break;
     case "error":
