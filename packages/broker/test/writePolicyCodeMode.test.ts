@@ -1,8 +1,12 @@
 // The write policy's grants for code mode's program-only commands, as a spec: drag is judged as a click on the
 // element grabbed, upload needs write.upload for the file input's label, eval needs write.eval for the host (none by
 // default, the deny list wins), highlight needs nothing.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ElementFacts } from "@tabrelay/protocol";
+import { loadConfig } from "../src/config/config.js";
 import { compileWritePolicy, type WritePolicyInput } from "../src/policy/writePolicy.js";
 
 const APP = "https://app.example/settings";
@@ -70,5 +74,27 @@ describe("upload, drag and highlight", () => {
   it("highlight changes nothing: no grant needed, not state-changing", () => {
     expect(policy({}).check("highlight", APP, facts("Anything"))).toEqual({ ok: true, rule: "read-only action" });
     expect(p.isStateChanging("highlight")).toBe(false);
+  });
+});
+
+describe("config.yaml: the upload and eval grants", () => {
+  const load = (grants: string) => {
+    const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-grants-"));
+    writeFileSync(join(dataDir, "config.yaml"), `policy:\n  write:\n${grants}`);
+    return loadConfig({ dataDir, port: 0, env: { TABRELAY_MCP_TOKEN: "test-mcp-token-0123456789abcdef", TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" } });
+  };
+
+  it("loads both and enforces them; the description names them", () => {
+    const config = load(`    upload:\n      "app.example": { label: "^Photo$" }\n    eval:\n      "app.example": {}\n`);
+    expect(config.writePolicy.checkEval(APP)).toEqual({ ok: true, rule: 'write.eval["app.example"]' });
+    expect(config.writePolicy.check("upload", APP, facts("Photo", { tag: "input", inputType: "file" })).ok).toBe(true);
+    const lines = config.writePolicy.describe().join("\n");
+    expect(lines).toContain('write.eval["app.example"]: programs may run expressions in pages of app.example');
+    expect(lines).toMatch(/write\.upload\["app\.example"\]: setting the files of a file input .* \/\^Photo\$\//);
+  });
+
+  it("stops start-up on an eval grant with a setting, or an upload grant without its label", () => {
+    expect(() => load(`    eval:\n      "app.example": { label: ".*" }\n`)).toThrow(/policy\.write\.eval/);
+    expect(() => load(`    upload:\n      "app.example": {}\n`)).toThrow(/policy\.write\.upload/);
   });
 });

@@ -291,7 +291,7 @@ export function describeWriteRules(rules: WriteRules): readonly string[] {
   const { denyRules, grants, anyGrant } = rules;
   const lines: string[] = [];
   lines.push(
-    "Writes are refused unless granted: click, check and select need a write.click grant; fill, Tab and text-entry keys in a field a write.type grant; an Enter that submits a form also the write.click grant for the form's default button; other keys (chords, Escape, Enter outside a form, keys on non-text elements) a write.keys grant. Hover and scroll need no grant.",
+    "Writes are refused unless granted: click, check and select need a write.click grant; fill, Tab and text-entry keys in a field a write.type grant; an Enter that submits a form also the write.click grant for the form's default button; other keys (chords, Escape, Enter outside a form, keys on non-text elements) a write.keys grant. Code mode's drag needs the write.click grant for the element grabbed, its upload a write.upload grant for the file input, its eval a write.eval grant for the host. Hover, scroll and highlight need no grant.",
   );
   lines.push("Only http:// and https:// pages can be written to; elements inside frames need a grant for the frame's host too.");
   for (const rule of denyRules) {
