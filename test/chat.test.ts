@@ -214,6 +214,37 @@ describe("dashboard chat, Anthropic's Messages API", () => {
     expect(JSON.stringify(run)).toMatch(/cancelled|aborted/);
   });
 
+  it("logging out stops the session's task and forgets its conversation", async () => {
+    const other = await login(b);
+    const first = await runTask(b, other, "Open the chat page and tell me its title");
+    expect(first.events.at(-1)).toMatchObject({ type: "answer" });
+    const running = runTask(b, other, "never answer");
+    await waitFor("the task to start", async () => {
+      const s = JSON.parse((await raw(`${b.url}/dashboard/api/chat`, { headers: { Cookie: other.cookie } })).body) as { running: boolean };
+      return s.running || undefined;
+    });
+    const out = await chatPost(b, other, "/logout", { csrf: other.csrf });
+    expect(out.status).toBe(303);
+    const { events } = await running;
+    expect(events.at(-1)).toEqual({ type: "stopped" });
+    // A new session starts a new conversation: the model is sent no earlier task.
+    const again = await login(b);
+    const before = anthropic.requests.length;
+    await runTask(b, again, "Open the chat page and tell me its title");
+    const sent = JSON.stringify(anthropic.requests[before]?.body["messages"]);
+    expect(sent).not.toContain("never answer");
+    expect((sent.match(/Open the chat page and tell me its title/g) ?? []).length).toBe(1);
+  });
+
+  it("takes a task of 4,000 characters outside ASCII, and refuses a longer one naming the limit", async () => {
+    const long = await runTask(b, session, "è".repeat(4_001));
+    expect(long.status).toBe(400);
+    expect(long.body).toContain("at most 4000 characters");
+    const wide = await runTask(b, session, `Open the chat page and tell me its title ${"日本".repeat(1_970)}`);
+    expect(wide.status).toBe(200);
+    expect(wide.events.at(-1)).toMatchObject({ type: "answer" });
+  });
+
   it("takes tasks only with the session, its CSRF token and the dashboard's Origin", async () => {
     const task = new URLSearchParams({ task: "Open the chat page" }).toString();
     const base = { "Content-Type": "application/x-www-form-urlencoded" };

@@ -9,7 +9,7 @@ import type { Logger } from "../util/log.js";
 import { PLAIN_LINE_PATTERNS } from "../util/pageText.js";
 import type { SecretRegistry } from "../util/secrets.js";
 import { SECURITY_HEADERS, sendJson } from "./http.js";
-import type { Session, Stream } from "./sessions.js";
+import type { Session } from "./sessions.js";
 
 /** One thing the panel shows, streamed as a line of JSON (application/x-ndjson). */
 export type ChatEvent =
@@ -44,6 +44,8 @@ export const CHAT_NO_KEY_HOW_TO =
 export const CHAT_DISABLED_HOW_TO = "The chat is turned off in config.yaml (chat.enabled: false). Set chat.enabled: true (or remove it), then restart tabrelay.";
 
 const TASK_MAX_CHARS = 4_000;
+/** A task's form, percent-encoded: up to 12 bytes a character (a 4-byte UTF-8 character as %XX four times). */
+export const CHAT_FORM_MAX_BYTES = 64 * 1024;
 
 // Page text can reach every event (a program's result, the model quoting a page): no control that hides or reorders
 // text, and line breaks only where a block of text may have them.
@@ -75,6 +77,8 @@ export class ChatRoutes {
   /** Each dashboard session's conversation id (random: the session's own key never leaves the dashboard). */
   readonly #conversations = new WeakMap<Session, string>();
   readonly #running = new WeakMap<Session, Running>();
+  /** Sessions whose end already stops their chat. */
+  readonly #watched = new WeakSet<Session>();
 
   constructor(options: ChatRoutesOptions) {
     this.#options = options;
@@ -127,15 +131,22 @@ export class ChatRoutes {
       conversation = `dashboard-chat-${randomBytes(8).toString("hex")}`;
       this.#conversations.set(session, conversation);
     }
+    if (!this.#watched.has(session)) {
+      this.#watched.add(session);
+      // Logging out (or the session expiring) stops its task and forgets its conversation.
+      session.onEnd.add(() => {
+        this.#running.get(session)?.controller.abort(new Error("the dashboard session ended"));
+        const id = this.#conversations.get(session);
+        if (id) this.#chat?.reset(id);
+        this.#conversations.delete(session);
+      });
+    }
     const controller = new AbortController();
     const encoder = new TextEncoder();
     const { secrets, log } = this.#options;
     let finish: () => void = () => {};
     const running: Running = { controller, done: new Promise<void>((resolve) => (finish = resolve)) };
     this.#running.set(session, running);
-    // Logging out (or the session expiring) ends the task with it.
-    const stream: Stream = { end: () => controller.abort(new Error("the dashboard session ended")) };
-    session.streams.add(stream);
     const events = chat.run(conversation, task, controller.signal);
     const body = new ReadableStream<Uint8Array>({
       start: async (c) => {
@@ -153,7 +164,6 @@ export class ChatRoutes {
           log.warn(`dashboard chat: ${secrets.redact(message)}`);
           send(controller.signal.aborted ? { type: "stopped" } : { type: "error", message });
         } finally {
-          session.streams.delete(stream);
           this.#running.delete(session);
           finish();
           try {

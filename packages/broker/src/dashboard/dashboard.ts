@@ -10,7 +10,7 @@ import type { Logger } from "../util/log.js";
 import { safeEqual, type SecretRegistry } from "../util/secrets.js";
 import { VERSION } from "../version.js";
 import { DashboardApi } from "./api.js";
-import { ChatRoutes, type DashboardChat } from "./chat.js";
+import { CHAT_FORM_MAX_BYTES, ChatRoutes, type DashboardChat } from "./chat.js";
 import { clearCookie, fetchSiteOk, readForm, redirect, sameOrigin, send, sendJson, sendJsonOrText, sendText, sessionCookieName } from "./http.js";
 import { CLIENT_ASSETS, dashboardPage } from "./page.js";
 import { DashboardSessions, type Peer } from "./sessions.js";
@@ -131,7 +131,7 @@ export class Dashboard {
     if (!session) return this.#json(401, { error: "not logged in, or the session expired; log in again at /login" });
     let form: URLSearchParams | undefined;
     if (post) {
-      const read = await readForm(req);
+      const read = await readForm(req, path === "/dashboard/api/chat" ? CHAT_FORM_MAX_BYTES : undefined);
       if (read instanceof Response) return read;
       const token = req.headers.get("x-csrf-token") ?? read.get("csrf") ?? "";
       if (!safeEqual(token, session.csrf)) return this.#json(403, { error: "missing or wrong CSRF token; reload the dashboard" });

@@ -40,11 +40,11 @@ export function redirect(location: string, cookies: string[] = []): Response {
   return new Response(null, { status: 303, headers });
 }
 
-/** The form fields of a urlencoded body (empty for other types), or the 413 answer when it is too large. */
-export async function readForm(req: Request): Promise<URLSearchParams | Response> {
+/** The form fields of a urlencoded body (empty for other types), or the 413 answer when it is over `max` bytes. */
+export async function readForm(req: Request, max = BODY_MAX_BYTES): Promise<URLSearchParams | Response> {
   const tooLarge = () => sendText(413, "dashboard: request body too large\n", { Connection: "close" });
-  if (Number(req.headers.get("content-length") ?? 0) > BODY_MAX_BYTES) return tooLarge();
-  const body = await readLimited(req, BODY_MAX_BYTES);
+  if (Number(req.headers.get("content-length") ?? 0) > max) return tooLarge();
+  const body = await readLimited(req, max);
   if (body === undefined) return tooLarge();
   const type = (req.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
   return type === "application/x-www-form-urlencoded" ? new URLSearchParams(body) : new URLSearchParams();

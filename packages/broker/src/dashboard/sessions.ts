@@ -25,6 +25,8 @@ export interface Session {
   csrf: string;
   expiresAt: number;
   streams: Set<Stream>;
+  /** Called once when the session ends (logout, expiry, eviction): what else it holds lets go (the chat's conversation). */
+  onEnd: Set<() => void>;
 }
 
 const SESSION_TTL_S = 12 * 60 * 60;
@@ -87,7 +89,7 @@ export class DashboardSessions {
       if (!oldest) break;
       this.end(oldest);
     }
-    const session: Session = { key: hashId(id), csrf: randomBytes(32).toString("base64url"), expiresAt: now + SESSION_TTL_S * 1000, streams: new Set() };
+    const session: Session = { key: hashId(id), csrf: randomBytes(32).toString("base64url"), expiresAt: now + SESSION_TTL_S * 1000, streams: new Set(), onEnd: new Set() };
     this.#sessions.set(session.key, session);
     this.#log.info(`dashboard: login from ${address}`);
     return redirect("/", [
@@ -134,6 +136,8 @@ export class DashboardSessions {
     this.#sessions.delete(session.key);
     for (const stream of session.streams) stream.end("expired");
     session.streams.clear();
+    for (const hook of session.onEnd) hook();
+    session.onEnd.clear();
   }
 
   #prune(now: number): void {
