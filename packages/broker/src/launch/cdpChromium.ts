@@ -3,7 +3,7 @@
 // A --user-data-dir is always passed: Chrome 136+ refuses --remote-debugging-port on the default profile
 // (so a debugger cannot read a user's real cookies), and a fresh profile keeps runs independent anyway.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -76,6 +76,7 @@ export async function launchLocalChromium(options: LaunchCdpOptions): Promise<La
       }
     }
   };
+  preferNoPreloading(profileDir);
   let child: ChildProcess;
   try {
     child = spawn(options.chromiumPath, cdpChromiumArgs({ profileDir, headless: options.headless, ...(options.extraArgs ? { extraArgs: options.extraArgs } : {}) }), {
@@ -147,4 +148,25 @@ function readEndpoint(child: ChildProcess, timeoutMs: number): Promise<string> {
     child.once("exit", onExit);
     child.once("error", onError);
   });
+}
+
+/**
+ * "Preload pages" off in the profile (net.network_prediction_options 2, "never"): speculation rules and <link
+ * rel=prerender> then neither prefetch nor prerender. Both are requests the browser makes for a page outside the
+ * tab's own interception (a prerender runs in a target of its own): in an agent tab they would reach hosts the
+ * policy refuses before any navigation is judged. Kept in a profile the user names; other settings are untouched.
+ */
+export function preferNoPreloading(profileDir: string): void {
+  const file = join(profileDir, "Default", "Preferences");
+  let prefs: Record<string, unknown> = {};
+  try {
+    prefs = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+  } catch {
+    // none yet (a fresh profile), or unreadable: Chromium would start it afresh anyway
+  }
+  const net = typeof prefs.net === "object" && prefs.net !== null ? (prefs.net as Record<string, unknown>) : {};
+  if (net.network_prediction_options === 2) return;
+  prefs.net = { ...net, network_prediction_options: 2 };
+  mkdirSync(join(profileDir, "Default"), { recursive: true, mode: 0o700 });
+  writeFileSync(file, JSON.stringify(prefs));
 }
