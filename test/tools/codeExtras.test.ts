@@ -9,6 +9,9 @@ import { DRIVERS, page, startSession, startSite, type TestBroker, type TestSite 
 
 let site: TestSite;
 let other: TestSite;
+/** The broker of the suite running, and the eval record the page saw while the expression ran (/seen). */
+let current: TestBroker | undefined;
+const seenByPage: (string | undefined)[] = [];
 
 interface RunOutcome {
   text: string;
@@ -96,6 +99,17 @@ for (const input of document.querySelectorAll("input")) input.addEventListener("
 </script>`,
     ),
   );
+  site.route("/seen", (_req, res) => {
+    const record = current?.broker.audit.list().filter((r) => r.tool === "eval").at(-1);
+    seenByPage.push(record ? `${record.decision} ${record.target ?? ""}` : undefined);
+    res.writeHead(204);
+    res.end();
+  });
+  site.route(
+    "/range",
+    page("Range", `<label for="bass">Bass</label><input type="range" id="bass" min="0" max="10" value="0" style="${at(20, 40, 200, 20)}"><p id="out" style="${at(20, 80, 200, 20)}">none</p>
+<script>document.getElementById("bass").addEventListener("change", (e) => (document.getElementById("out").textContent = "bass " + e.target.value));</script>`),
+  );
   site.route("/state", page("State", `<p>app</p><script>window.appState = { count: 3, items: ["a", "b"] };</script>`));
   other.route("/state", page("Other state", `<p>other</p><script>window.appState = { count: 9 };</script>`));
 }, 60_000);
@@ -119,7 +133,7 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       "localhost": [".*"]
   write:
     click:
-      "127.0.0.1": { label: "^(Volume|Alpha|Beta|Gamma)$" }
+      "127.0.0.1": { label: "^(Volume|Alpha|Beta|Gamma|Bass)$" }
     upload:
       "127.0.0.1": { label: "^Resume$" }
     eval:
@@ -129,6 +143,7 @@ code_mode:
     wall_ms: 30000
 `,
     }));
+    current = broker;
   }, 60_000);
 
   afterAll(() => closeSession());
@@ -174,6 +189,17 @@ return { sorted: sorted.done, order, dropped: dropped.done, out: await browse.ge
     // Beta is on top after the sort: it is what the second drag grabbed.
     expect(value.out).toBe("dropped Beta");
     expect(value.dropped).toMatch(/dropped it on <div#zone>/);
+  });
+
+  it("mouse.drag sets a native range input to the value at the release point", async () => {
+    const { text, sc } = await run(
+      client,
+      `await browse.open(${JSON.stringify(`${site.origin}/range`)});
+await browse.mouse.drag(25, 50, 170, 50);
+return browse.get("text", "#out");`,
+    );
+    expect(sc.status, text).toBe("ok");
+    expect(sc.value).toBe("bass 8");
   });
 
   it("a drag starting on an element whose label has no grant is write_denied, audited with the element, and nothing moves", async () => {
@@ -279,5 +305,18 @@ return { state, later, fn, threw, denied };`,
     const evals = recordsOf(sc.run).filter((r) => r.tool === "eval");
     expect(evals.map((r) => `${r.decision} ${r.code ?? ""}`.trim())).toEqual(["allowed", "allowed", "failed value_not_copyable", "failed not_actionable", "refused write_denied"]);
     expect(evals[0]).toMatchObject({ rule: 'write.eval["127.0.0.1"]', detail: expect.stringContaining("window.appState") });
+  });
+
+  it("eval's audit record is written before the expression runs (the page sees it, outcome_unknown) and completed after", async () => {
+    seenByPage.length = 0;
+    const { text, sc } = await run(
+      client,
+      `await browse.open(${JSON.stringify(`${site.origin}/state`)});
+return browse.eval("(() => { const x = new XMLHttpRequest(); x.open('POST', '/seen', false); x.send('1'); return x.status; })()");`,
+    );
+    expect(sc.status, text).toBe("ok");
+    expect(sc.value).toBe(204);
+    expect(seenByPage).toEqual(["outcome_unknown expression"]);
+    expect(recordsOf(sc.run).find((r) => r.tool === "eval")?.decision).toBe("allowed");
   });
 });
