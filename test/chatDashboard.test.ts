@@ -14,6 +14,8 @@ const CLI = fileURLToPath(new URL("../packages/cli/bin/tabrelay.js", import.meta
 const CHROMIUM = process.env["CHROME_PATH"] ?? "/usr/lib/chromium/chromium";
 const KEY = "sk-ant-e2e-9d1f3b5a7c2e4f6a8b0c1d3e5f7a9b2c";
 const TITLE = "Chat Panel Page";
+/** Markup, and U+202E (right-to-left override), which would make "exe.pdf" read "fdp.exe". */
+const HOSTILE = `Invoice \u202Eexe.pdf &lt;img src=x onerror="window.__pwned=1"&gt;`;
 
 interface Serve {
   child: ChildProcess;
@@ -48,7 +50,10 @@ async function serve(env: Record<string, string>): Promise<Serve> {
 
 function script(request: SeenRequest): Reply {
   const { task, results } = turnOf(request);
+  // The model quoting the page as it read it, controls and markup included.
+  if (results && task.includes("hostile")) return { kind: "text", text: "The title reads: Invoice \u202Eexe.pdf <b>bold</b>" };
   if (results) return { kind: "text", text: results.includes("policy_denied") ? "Your read policy refused that page." : `The title is ${results.includes(TITLE) ? TITLE : "unknown"}.` };
+  if (task.includes("hostile")) return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/hostile`)});\nreturn await browse.get("title");` };
   if (task.includes("refused")) return { kind: "program", program: `await browse.open("http://localhost:${site.port}/panel");\nreturn await browse.get("title");` };
   if (task.includes("wait")) return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/panel`)});\nawait browse.waitFor({ text: "never there", timeoutMs: 30000 });\nreturn 1;` };
   return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/panel`)});\nreturn await browse.get("title");` };
@@ -71,6 +76,7 @@ async function logIn(p: Page, url: string): Promise<void> {
 
 beforeAll(async () => {
   site = await startSite("127.0.0.1");
+  site.route("/hostile", `<!doctype html><html><head><title>${HOSTILE}</title></head><body><p>A hostile title.</p></body></html>`);
   site.route("/panel", `<!doctype html><html><head><title>${TITLE}</title></head><body><p>The chat panel's page.</p></body></html>`);
   model = await fakeAnthropic(script);
   broker = await serve({ ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: model.baseUrl });
@@ -129,6 +135,19 @@ describe("the dashboard's chat panel", () => {
     expect(await page.textContent(".chat-refusal")).toMatch(/Refused \(policy_denied\)/);
     await page.waitForSelector(".chat-answer >> nth=1");
     expect(await page.locator(".chat-answer").nth(1).textContent()).toContain("Your read policy refused that page.");
+  });
+
+  it("shows page text as text: markup inert, bidi controls stripped", async () => {
+    await send("Read the hostile page's title");
+    await page.waitForSelector(".chat-answer >> nth=2", { timeout: 30_000 });
+    const result = (await page.locator(".chat-result").last().textContent()) ?? "";
+    expect(result).toContain('Invoice exe.pdf <img src=x onerror=');
+    expect(result).not.toContain("\u202E");
+    const answer = (await page.locator(".chat-answer").last().textContent()) ?? "";
+    expect(answer).toContain("The title reads: Invoice exe.pdf <b>bold</b>");
+    expect(answer).not.toContain("\u202E");
+    expect(await page.locator("#chat-log img").count()).toBe(0);
+    expect(await page.evaluate(() => Reflect.get(globalThis, "__pwned"))).toBeUndefined();
   });
 
   it("the stop button stops a running program", async () => {
