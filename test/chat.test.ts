@@ -91,8 +91,10 @@ function script(request: SeenRequest): Reply {
   if (task.includes("never answer")) return { kind: "hang" };
   if (results) {
     const title = results.includes(TITLE) ? TITLE : "unknown";
+    if (results.includes("write_denied")) return { kind: "text", text: "Your write policy does not let me click Pay." };
     return { kind: "text", text: results.includes("policy_denied") ? "That page was refused by your read policy." : `The page's title is ${title}.` };
   }
+  if (task.includes("pay")) return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/pay`)});\nawait browse.click("#pay");\nreturn "paid";` };
   if (task.includes("refused")) return { kind: "program", program: `await browse.open("http://localhost:${site.port}/chat");\nreturn await browse.get("title");` };
   if (task.includes("wait")) return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/chat`)});\nawait browse.waitFor({ text: "never there", timeoutMs: 30000 });\nreturn 1;` };
   return { kind: "program", text: "I will open it.", program: `await browse.open(${JSON.stringify(`${site.origin}/chat`)});\nreturn await browse.get("title");` };
@@ -100,6 +102,7 @@ function script(request: SeenRequest): Reply {
 
 beforeAll(async () => {
   site = await startSite("127.0.0.1");
+  site.route("/pay", `<!doctype html><html><head><title>Pay</title></head><body><button id="pay">Pay now</button></body></html>`);
   site.route("/chat", `<!doctype html><html><head><title>${TITLE}</title></head><body><p>Hello from the chat page.</p></body></html>`);
   anthropic = await fakeAnthropic(scripted);
   openai = await fakeOpenAi(scripted);
@@ -172,6 +175,18 @@ describe("dashboard chat, Anthropic's Messages API", () => {
     expect(events.at(-1)).toMatchObject({ type: "answer", text: "That page was refused by your read policy." });
     const audited = b.broker.audit.list({ limit: 50 }).filter((r) => r.client === "tabrelay-dashboard-chat" && r.decision === "refused");
     expect(audited.length).toBeGreaterThan(0);
+  });
+
+  it("shows a click the write policy refuses as a refusal naming write_denied", async () => {
+    const { events, body } = await runTask(b, session, "pay the bill");
+    sentToPage.push(body);
+    const refusal = of(events, "refusal")[0];
+    expect(refusal).toMatchObject({ tool: "browser_run", code: "write_denied" });
+    expect(String(refusal?.["message"])).toMatch(/^write_denied: /);
+    expect(events.at(-1)).toMatchObject({ type: "answer", text: "Your write policy does not let me click Pay." });
+    const audited = b.broker.audit.list({ limit: 50 }).find((r) => r.client === "tabrelay-dashboard-chat" && r.tool === "click");
+    expect(audited?.decision).toBe("refused");
+    expect(audited?.code).toBe("write_denied");
   });
 
   it("keeps the conversation: the next task's request carries the earlier turns", async () => {
