@@ -99,6 +99,10 @@ for (const input of document.querySelectorAll("input")) input.addEventListener("
 </script>`,
     ),
   );
+  site.route("/csp", (_req, res) => {
+    res.writeHead(200, { "content-type": "text/html", "content-security-policy": "script-src 'self' 'unsafe-inline'" });
+    res.end(page("Strict", "<p>strict</p>"));
+  });
   site.route("/seen", (_req, res) => {
     const record = current?.broker.audit.list().filter((r) => r.tool === "eval").at(-1);
     seenByPage.push(record ? `${record.decision} ${record.target ?? ""}` : undefined);
@@ -305,6 +309,17 @@ return { state, later, fn, threw, denied };`,
     const evals = recordsOf(sc.run).filter((r) => r.tool === "eval");
     expect(evals.map((r) => `${r.decision} ${r.code ?? ""}`.trim())).toEqual(["allowed", "allowed", "failed value_not_copyable", "failed not_actionable", "refused write_denied"]);
     expect(evals[0]).toMatchObject({ rule: 'write.eval["127.0.0.1"]', detail: expect.stringContaining("window.appState") });
+  });
+
+  it("eval on a page whose CSP forbids eval: the extension is held to it (not_actionable, saying so), CDP is not (capabilities)", async () => {
+    const { text, sc } = await run(
+      client,
+      `await browse.open(${JSON.stringify(`${site.origin}/csp`)});
+try { return { value: await browse.eval("document.title") }; } catch (e) { return { code: e.code, message: e.message }; }`,
+    );
+    expect(sc.status, text).toBe("ok");
+    if (driver === "cdp") expect(sc.value).toEqual({ value: "Strict" });
+    else expect(sc.value).toMatchObject({ code: "not_actionable", message: expect.stringMatching(/EvalError[\s\S]*Content-Security-Policy forbids eval, and through the extension/) });
   });
 
   it("eval's audit record is written before the expression runs (the page sees it, outcome_unknown) and completed after", async () => {

@@ -9,17 +9,23 @@ export interface DriverCapabilities {
   backgroundCapture: boolean;
   /** What happens to alert / confirm / prompt / beforeunload dialogs an agent tab's page opens. */
   dialogs: "dismissed" | "left to the person";
+  /** Code mode's eval on a page whose Content-Security-Policy forbids eval (no 'unsafe-eval'). */
+  evalUnderCsp: boolean;
+  /** Code mode's viewport sizes that tab alone (else: the tab's whole window, brought to the front of it). */
+  viewportOfTabOnly: boolean;
 }
 
 const CAPABILITIES: Record<"extension" | "cdp", DriverCapabilities> = {
   // chrome.tabs.captureVisibleTab sees the top frame's viewport; a frame's offset in it is not known to the extension.
   // An extension cannot answer a page's dialog: it waits for the person at the browser.
   // captureVisibleTab pictures whatever tab is in front, so a background tab must come to the front first.
-  extension: { frameElementScreenshot: false, backgroundCapture: false, dialogs: "left to the person" },
+  // chrome.scripting's MAIN world is the page's own, under its CSP; a tab has no viewport apart from its window's.
+  extension: { frameElementScreenshot: false, backgroundCapture: false, dialogs: "left to the person", evalUnderCsp: false, viewportOfTabOnly: false },
   // Over DevTools a frame's box is known in the page's coordinates; dialogs are answered (alert and beforeunload
   // accepted, confirm and prompt cancelled) so a page cannot hold the tab.
   // Page.captureScreenshot renders the tab it is asked for, in front or not.
-  cdp: { frameElementScreenshot: true, backgroundCapture: true, dialogs: "dismissed" },
+  // Runtime.evaluate is DevTools' own evaluation, which a page's CSP does not govern; device metrics are per tab.
+  cdp: { frameElementScreenshot: true, backgroundCapture: true, dialogs: "dismissed", evalUnderCsp: true, viewportOfTabOnly: true },
 };
 
 export function capabilitiesOf(kind: "extension" | "cdp"): DriverCapabilities {

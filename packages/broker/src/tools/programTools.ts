@@ -4,6 +4,7 @@
 // the model reads stays as it is; browse.* commands call them (code/pageCommands.ts).
 import { EVAL_MAX_CHARS, UPLOAD_MAX_BYTES, type DragSpec, type UploadFile } from "@tabrelay/protocol";
 import { z } from "zod";
+import { capabilitiesOf } from "../drivers/capabilities.js";
 import { gateEval } from "../gate/decisions.js";
 import { checkLanding } from "../gate/enforce.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
@@ -160,7 +161,11 @@ export const evaluate = defineTool({
     if (decision.rule) response.audit({ rule: decision.rule });
     response.markDispatched();
     const timeoutMs = params.timeout_ms ?? EVAL_TIMEOUT_MS;
-    const answer = unwrap(await conn.call("page.eval", { tabId: tab.tabId, expression: params.expression, timeoutMs }, { timeoutMs: timeoutMs + 10_000 }));
+    const evaluated = await conn.call("page.eval", { tabId: tab.tabId, expression: params.expression, timeoutMs }, { timeoutMs: timeoutMs + 10_000 });
+    if (!evaluated.ok && evaluated.error.code === "not_actionable" && /Content.Security.Policy/i.test(evaluated.error.message) && !capabilitiesOf(conn.info.kind).evalUnderCsp) {
+      throw new TabrelayError("not_actionable", `${evaluated.error.message} This page's Content-Security-Policy forbids eval, and through the extension an expression runs under it; read what you need with query or get instead, or use a browser attached over CDP`);
+    }
+    const answer = unwrap(evaluated);
     if (answer.json === undefined) throw new TabrelayError("value_not_copyable", `the expression's value is ${answer.unserializable ?? "not JSON"}, which cannot be returned as JSON; return plain data (objects, arrays, strings, numbers)`);
     if (answer.json.length > EVAL_MAX_CHARS) throw new TabrelayError("value_not_copyable", `the expression's value is over ${EVAL_MAX_CHARS} characters of JSON; return less`);
     let value: unknown;
