@@ -30,20 +30,26 @@ it("tools/list matches the reviewed snapshot", async () => {
   await expect(doc).toMatchFileSnapshot("__snapshots__/tools.md");
 });
 
-it("every input field is described, and the whole list stays small", async () => {
+it("every input field is described (browser and tab once, in the instructions), and the whole list stays small", async () => {
   const { tools } = await client.listTools();
+  const instructions = client.getInstructions() ?? "";
+  expect(instructions).toContain("a tab argument is a tab id from open_tab or list_tabs");
+  expect(instructions).toContain("Every tool takes an optional browser: an id or label from list_browsers");
   for (const tool of tools) {
     const properties = (tool.inputSchema.properties ?? {}) as Record<string, { description?: string }>;
-    for (const [field, schema] of Object.entries(properties)) expect(schema.description, `${tool.name}.${field}`).toBeTruthy();
+    for (const [field, schema] of Object.entries(properties)) {
+      if (field === "browser" || (field === "tab" && !schema.description)) continue;
+      expect(schema.description, `${tool.name}.${field}`).toBeTruthy();
+    }
   }
   expect(tools.map((t) => t.name)).toContain("query");
   // Paid in every conversation: playwright-mcp's list is 20,286 characters, chrome-devtools-mcp's 28,618 (bench).
-  // 12,000 until code mode: browser_api and browser_run (its compact API line, ~500 characters, and its budgets
-  // schema) took it to 14,052 (the two: 2,156); the full API is browser_api's answer, not the list's.
-  // The four tools for browsers the model starts (browser_start, browser_stop, browser_list_sessions,
-  // browser_live_view: 1,352 together) are listed only where config names `browsers.source`, so not here; browser_run
-  // names their three codes for browser "new" (56). Measured 14,196 with them.
-  expect(JSON.stringify(tools).length).toBeLessThanOrEqual(14_500);
+  // 11,897 at issue 12 (query included); code mode's browser_api and browser_run took it to 14,317, brought back by
+  // saying browser and tab once in the instructions, no additionalProperties: false (runTool's schema is still
+  // strict), no bound no real value reaches, and browser_run's API line by command names (browser_api has the
+  // signatures). The four tools for browsers the model starts (browser_start, ...) are listed only where config
+  // names `browsers.source`, so not here.
+  expect(JSON.stringify(tools).length).toBeLessThanOrEqual(12_000);
 });
 
 it("the instructions say once what every tool shares: untrusted page content, refs and revisions, every error code and its next step", async () => {

@@ -119,7 +119,25 @@ ${commands.map((c) => `- \`browse.${c.name.includes(".") ? `${c.name.slice(0, c.
 `;
 }
 
-/** One line for browser_run's description: the commands by name, but those marked compact: false (the full API is browser_api's). */
+/**
+ * One line for browser_run's description: the commands by name, grouped by their dotted prefix
+ * ("tabs.{list new}"), but those marked compact: false; their signatures are browser_api's.
+ */
 export function apiCompact(commands: readonly Command[]): string {
-  return commands.filter((c) => c.compact !== false).map((c) => `${c.name}(${c.params.map((p) => `${p.name}${p.optional ? "?" : ""}`).join(",")})`).join(" ");
+  const parts: string[] = [];
+  const groups = new Map<string, string[]>();
+  for (const c of commands.filter((command) => command.compact !== false)) {
+    const dot = c.name.lastIndexOf(".");
+    if (dot < 0) {
+      parts.push(c.name);
+      continue;
+    }
+    const prefix = c.name.slice(0, dot);
+    if (!groups.has(prefix)) {
+      groups.set(prefix, []);
+      parts.push(`\u0000${prefix}`);
+    }
+    groups.get(prefix)!.push(c.name.slice(dot + 1));
+  }
+  return parts.map((p) => (p.startsWith("\u0000") ? `${p.slice(1)}.{${groups.get(p.slice(1))!.join(" ")}}` : p)).join(" ");
 }

@@ -20,7 +20,7 @@ import { endSessionLeases } from "../gate/enforce.js";
 import { runTool } from "../tools/runner.js";
 import { readLimited } from "../http/body.js";
 import { checkBroker } from "./brokerProof.js";
-import { COMMON_ERRORS, UNTRUSTED_NOTE, type Tool, type ToolContext } from "../tools/tool.js";
+import { COMMON_ERRORS, fields, UNTRUSTED_NOTE, type Tool, type ToolContext } from "../tools/tool.js";
 import { VERSION } from "../version.js";
 
 const codes = (list: readonly string[]) => list.join(", ");
@@ -45,7 +45,7 @@ export function instructions(tools: readonly Tool[]): string {
   return [
     "tabrelay reads and acts on the web through the user's own browser (their logins and cookies apply). Start with read_url for a one-shot read; open_tab + read_page keep a page open; snapshot or query a tab, then act on elements by ref.",
     `${UNTRUSTED_NOTE} Results fence page text between <page-content nonce=...> markers and quote strings a page wrote as «...» (page text). Reads are limited by the user's read policy, frames included (a refused frame is withheld and counted).`,
-    "Tabs: only the agent's own tabs (opened by it or by its pages, or shared by the user) are listed and reachable. Every tool takes an optional browser: an id or label from list_browsers (default: the newest).",
+    "Tabs: only the agent's own tabs (opened by it or by its pages, or shared by the user) are listed and reachable; a tab argument is a tab id from open_tab or list_tabs. Every tool takes an optional browser: an id or label from list_browsers (default: the newest).",
     "Refs and revisions: snapshot and query give each actionable element a ref (e3; f12e3 inside a frame) and return a revision; an action takes a ref with its revision. A newer snapshot or query starts a new revision: older refs then fail with stale_ref, as they do once the page navigates or the element re-renders (its role or name changed, or it was removed).",
     `Writes (${codes(writes)}) need the user's write grant for the site and the element's label; the other tools need none. Actions report what changed.`,
     "Long results are cut where a marker names the offset to call the tool again with.",
@@ -117,12 +117,21 @@ export function createMcpServer(ctx: ToolContext, tools: readonly Tool[], dynami
   return server;
 }
 
-/** A page tool as listed: the page's own (cleaned) input schema; never its annotations (a page's readOnlyHint is not trusted). */
+/**
+ * A page tool as listed: the page's own (cleaned) input schema; never its annotations (a page's readOnlyHint is not
+ * trusted), so MCP's defaults hold: not read-only, destructive.
+ */
 function listedDynamic(tool: Tool & { listedSchema: Record<string, unknown> }): ListedTool {
-  return { name: tool.name, description: tool.description, inputSchema: { ...tool.listedSchema, type: "object" as const }, annotations: { destructiveHint: true } };
+  return { name: tool.name, description: tool.description, inputSchema: { ...tool.listedSchema, type: "object" as const } };
 }
 
 const listings = new WeakMap<readonly Tool[], ListedTool[]>();
+
+/** Fields whose shared description (tools/tool.ts fields) the instructions give once for every tool. */
+const SHARED_FIELDS = new Map([
+  ["browser", fields.browser.description],
+  ["tab", fields.tab.description],
+]);
 
 /** What tools/list shows, built once per tool table: each input schema is the strict one runTool parses with. */
 function listing(tools: readonly Tool[]): ListedTool[] {
@@ -138,16 +147,28 @@ function listing(tools: readonly Tool[]): ListedTool[] {
       override: ({ jsonSchema }) => {
         if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
         if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+        // Bounds no real value reaches (an offset of 10^8) tell the model nothing; runTool still enforces them.
+        if (typeof jsonSchema.maximum === "number" && jsonSchema.maximum >= 1_000_000) delete jsonSchema.maximum;
+        // The schema runTool parses with is strict: an unknown field is invalid_params naming it. Saying
+        // additionalProperties: false on every object cost 28 characters a tool in every conversation.
+        if (jsonSchema.additionalProperties === false) delete jsonSchema.additionalProperties;
+        // A string that must not be empty: said by its description; runTool refuses an empty one.
+        if (jsonSchema.minLength === 1) delete jsonSchema.minLength;
       },
     });
     // No title: it is for people (a client shows the name without one); the model reads name and description.
+    // browser and tab mean the same in every tool: said once, in the instructions, not in each schema.
+    for (const [field, shared] of SHARED_FIELDS) {
+      const property = (schema.properties as Record<string, { description?: string }> | undefined)?.[field];
+      if (property && property.description === shared) delete property.description;
+    }
     return {
       name: tool.name,
       description: tool.description,
       inputSchema: { ...schema, type: "object" as const },
-      // readOnlyHint is false and openWorldHint true by default; destructiveHint only means something for a tool that
-      // is not read-only (its default, true, said anyway for the writes).
-      annotations: tool.kind === "read" ? { readOnlyHint: true } : { destructiveHint: true },
+      // MCP's defaults say the rest: readOnlyHint false, destructiveHint true, openWorldHint true. A write is
+      // listed with no annotations (destructive by default); a read says readOnlyHint.
+      ...(tool.kind === "read" ? { annotations: { readOnlyHint: true } } : {}),
     };
   });
   listings.set(tools, listed);

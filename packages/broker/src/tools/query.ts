@@ -93,7 +93,7 @@ export const query = defineTool({
   name: "query",
   title: "Query elements",
   description:
-    "Elements matching a selector in a tab, its frames and shadow roots: tag, role, name, visible text, attributes (id, class, name, type, absolute href/src, alt, title, aria-*, data-testid, value: never a password's), visibility, ref if actionable. Paged, with the total; a new revision.",
+    "Elements matching a selector in a tab (its frames and shadow roots too): tag, role, name, visible text, attributes (id, class, name, type, absolute href/src, alt, title, aria-*, data-testid; value, never a password's), visibility, ref if actionable. Paged with the total; a new revision.",
   input: {
     tab: fields.tab,
     selector: z.string().min(1).optional().describe('CSS, or xpath=<XPath> (not in shadow roots); "a >> b" finds b in the frames a matches; point=x,y: the element at a viewport point.'),

@@ -20,7 +20,7 @@ const PROGRAM_MAX = 200_000;
 export const browserApi = defineTool({
   name: "browser_api",
   title: "Code mode API",
-  description: "The TypeScript declarations of the browse API that browser_run programs call, and a short guide (refs, budgets, errors, an example).",
+  description: "The browse API of browser_run programs: TypeScript declarations and a short guide (refs, budgets, errors, an example).",
   input: {},
   kind: "read",
   errors: [],
@@ -40,7 +40,7 @@ const budgetsInput = z
 export const browserRun = defineTool({
   name: "browser_run",
   title: "Run a browser program",
-  description: `Runs a TypeScript program (an async function body) in a sandbox against the browse API; each browse.* call is a tool call under the same policy and audit. Returns { status, value, logs, failedCall?, error?, usage } as text and structuredContent; a failed run is not replayed. API: browse.{${apiCompact(COMMANDS)}}; log.info/warn/error. Declarations and guide: browser_api.`,
+  description: `Runs a TypeScript program (an async function body) in a sandbox; each browse.* call is a tool call under the same policy and audit. Returns { status, value, logs, failedCall? (the command that failed, with its own error code), error?, usage }; a failed run is not replayed. API: browse.{${apiCompact(COMMANDS)}}, log.{info warn error}; signatures and guide: browser_api.`,
   input: {
     program: z.string().min(1).max(PROGRAM_MAX).describe("TypeScript or JavaScript; `return` a JSON value."),
     browser: fields.browser,
@@ -48,7 +48,8 @@ export const browserRun = defineTool({
     budgets: budgetsInput,
   },
   kind: "write",
-  errors: ["code_mode_disabled", "syntax_error", "program_error", "budget_exceeded", "value_not_copyable", "sandbox_unavailable", "no_browser_source", "session_limit", "browser_start_failed", "stale_ref", "element_not_found", "ambiguous_selector", "policy_denied", "write_denied", "wait_timeout"],
+  // A failed command's own code (stale_ref, write_denied, ...) is in failedCall; these are the run's.
+  errors: ["code_mode_disabled", "syntax_error", "program_error", "budget_exceeded", "value_not_copyable", "sandbox_unavailable", "no_browser_source", "session_limit", "browser_start_failed", "ambiguous_selector"],
   async handler(ctx, params, response, signal) {
     const settings = ctx.config.codeMode;
     if (!settings.enabled) {
