@@ -90,11 +90,11 @@ const fileSchema = z
                   .strict(),
               )
               .optional(),
+            // Tools web pages offer (page tools, pages/): which of an origin's tools agents may call.
+            page_tools: pageToolGrantsSchema.optional(),
           })
           .strict()
           .optional(),
-            // Tools web pages offer (page tools, pages/): which of an origin's tools agents may call.
-            page_tools: pageToolGrantsSchema.optional(),
       })
       .strict()
       .optional(),
@@ -102,10 +102,10 @@ const fileSchema = z
     code_mode: codeModeFileSchema.optional(),
     browsers: browsersFileSchema.optional(),
     chat: chatFileSchema.optional(),
+    pages: pagesFileSchema.optional(),
     screenshots: z
       .object({
         enabled: z.boolean().optional(),
-    pages: pagesFileSchema.optional(),
         ttl_seconds: z.number().int().min(10).max(86_400).optional(),
         quota_mb: z.number().min(1).max(100_000).optional(),
         max_pixels: z.number().int().min(1).optional(),
@@ -156,11 +156,11 @@ export interface BrokerConfig {
   browserSource?: BrowserSourceSettings;
   /** The dashboard's chat panel: on or off, the model's name, its step budget (the key comes from the environment). */
   chat: ChatSettings;
+  /** Page tools: the origins that may offer them over /page, and which of their tools agents may call. */
+  pages: PagesSettings;
 }
 
 export interface ScreenshotSettings {
-  /** Page tools: the origins that may offer them over /page, and which of their tools agents may call. */
-  pages: PagesSettings;
   enabled: boolean;
   ttlMs: number;
   quotaBytes: number;
@@ -319,12 +319,12 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     codeMode = codeModeSettings(file.code_mode, COMMAND_NAMES);
   } catch (error) {
     throw new ConfigError(`${configPath}: ${error instanceof Error ? error.message : String(error)}`);
+  }
   let pages: PagesSettings;
   try {
     pages = pagesSettings(file.pages, file.policy?.write?.page_tools);
   } catch (error) {
     throw new ConfigError(`${configPath}: ${error instanceof Error ? error.message : String(error)}`);
-  }
   }
   const mcpToken = loadOrCreateToken(dataDir, "mcp-token", "TABRELAY_MCP_TOKEN", env, warn);
   const pairingToken = loadOrCreateToken(dataDir, "pairing-token", "TABRELAY_PAIRING_TOKEN", env, warn);
@@ -353,12 +353,12 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     codeMode,
     ...(file.browsers ? { browserSource: browserSourceSettings(file.browsers) } : {}),
     chat: chatSettings(file.chat),
+    pages,
     screenshots: {
       enabled: file.screenshots?.enabled ?? false,
       ttlMs: (file.screenshots?.ttl_seconds ?? 300) * 1000,
       quotaBytes: Math.round((file.screenshots?.quota_mb ?? 200) * 1024 * 1024),
       maxPixels: file.screenshots?.max_pixels ?? 40_000_000,
-    pages,
       maxBytes: Math.round((file.screenshots?.max_mb ?? 25) * 1024 * 1024),
       ...(file.screenshots?.s3
         ? {
