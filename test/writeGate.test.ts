@@ -124,6 +124,17 @@ document.addEventListener("keydown", (e) => { if (e.key === "#" && e.target === 
 document.getElementById("ed").addEventListener("beforeinput", (e) => { if (e.inputType === "insertParagraph" || e.inputType === "insertLineBreak") document.getElementById("status").textContent = "sent"; });</script>`,
     ),
   );
+  // Filling a field makes the page submit: the browser's submission (requestSubmit on input) and a script's own
+  // (a submit listener that fetches, as single-page apps do).
+  site.route(
+    "/fill-submits",
+    page(
+      "Fill submits",
+      `<form method="post" action="/delete-account"><label for="qty">Quantity</label><input id="qty" name="qty" oninput="this.form.requestSubmit()"><button>Delete account</button></form>
+<form id="spa"><label for="n">Search</label><input id="n" name="n" onchange="this.form.requestSubmit()"><button>Delete account</button></form><p id="status">idle</p>
+<script>document.getElementById("spa").addEventListener("submit", (e) => { e.preventDefault(); document.getElementById("status").textContent = "deleted"; fetch("/delete-account", { method: "POST" }); });</script>`,
+    ),
+  );
   site.route(
     "/select-navigates",
     page(
@@ -376,6 +387,22 @@ describe.each(DRIVERS)("the write gate with the %s driver", (driver) => {
       const text = await read(tab);
       expect(text).toContain("idle");
       expect(text).toContain("second line");
+      expect(hitsTo("/delete-account")).toEqual([]);
+    });
+
+    it("a grant to type is not a grant to submit: a page that submits when a field is filled gets the submission stopped", async () => {
+      // Found by an audit: with only a type grant, filling a field whose input handler calls requestSubmit()
+      // submitted a form whose only button is "Delete account".
+      const tab = await open("/fill-submits");
+      const filled = await act("fill", tab, "Quantity", "textbox", { text: "2" });
+      expect(filled.isError, filled.text).toBe(false);
+      expect(filled.text).toContain('value is now "2"');
+      expect(filled.text).toMatch(/the page tried to submit the form .* tabrelay stopped it: submitting is a click on the form's button/);
+      const note = await act("fill", tab, "Search", "textbox", { text: "x" });
+      expect(note.isError, note.text).toBe(false);
+      expect(note.text).toContain("tabrelay stopped it");
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await read(tab)).toContain("idle");
       expect(hitsTo("/delete-account")).toEqual([]);
     });
 

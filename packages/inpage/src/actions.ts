@@ -71,6 +71,28 @@ function fill(el: Element, value: string): string {
   throw new ActError("not_actionable", `${describeElement(el)} is not a text field; use click or select_option`);
 }
 
+/**
+ * Stops the form submissions the page starts while the guard is on: the submit event (requestSubmit(), a script's
+ * click on a submit button) is cancelled before the page's own listeners see it, so neither the browser's nor a
+ * script's submission happens. form.submit() fires no event and is not stopped (it shows as navigating).
+ */
+function guardSubmits(): { stop(): { form: string } | undefined } {
+  let stopped: { form: string } | undefined;
+  const onSubmit = (event: Event): void => {
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    const form = event.target instanceof HTMLFormElement ? event.target : undefined;
+    stopped ??= { form: form ? accessibleName(form) || form.getAttribute("action") || "a form" : "a form" };
+  };
+  window.addEventListener("submit", onSubmit, true);
+  return {
+    stop() {
+      window.removeEventListener("submit", onSubmit, true);
+      return stopped;
+    },
+  };
+}
+
 function selectOption(el: Element, wanted: string): string {
   const option = pickOption(el, wanted);
   if (!(el instanceof HTMLSelectElement)) throw new ActError("not_actionable", `${describeElement(el)} is not a <select>`);
@@ -238,6 +260,10 @@ export async function act(params: InspectArgs & { action: ActionKind; expect?: s
   const observer = new MutationObserver((records) => mutations.push(...records));
   observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   const navigate = watchNavigate();
+  // A grant to type is not a grant to submit: a form submission the page starts from the events fill dispatches
+  // (an input handler calling requestSubmit()) is stopped; submitting is clicking the form's button. select and
+  // check are gated as clicks on their control, and what their change starts is a navigation the read policy judges.
+  const submits = params.action === "fill" ? guardSubmits() : undefined;
   let overlay: Element | undefined;
   try {
     let done: string;
@@ -282,6 +308,7 @@ export async function act(params: InspectArgs & { action: ActionKind; expect?: s
     await frame();
     await frame();
     observer.disconnect();
+    const submitStopped = submits?.stop();
     mutations.push(...observer.takeRecords());
     // The highlight's own overlay is no change of the page's.
     if (overlay) mutations.splice(0, mutations.length, ...mutations.filter((m) => ![...m.addedNodes, ...m.removedNodes].includes(overlay!) && m.target !== overlay));
@@ -291,9 +318,11 @@ export async function act(params: InspectArgs & { action: ActionKind; expect?: s
     if (focused && focused !== el && focused !== document.body && params.action !== "hover") effects.focus = describeElement(focused);
     const destination = navigate.stop();
     if (destination !== undefined) effects.navigating = destination;
+    if (submitStopped) effects.submitStopped = submitStopped;
     return { ok: true, value: { facts, effects } };
   } catch (error) {
     navigate.stop();
+    submits?.stop();
     observer.disconnect();
     if (error instanceof ActError) return fail(error.code, error.message);
     return fail("internal", error instanceof Error ? error.message : String(error));

@@ -235,6 +235,8 @@ export interface ActEffects {
   /** Tabs the page opened during the action (window.open, target=_blank), by id. */
   newTabs?: number[];
 }
+  /** fill: the page tried to submit a form from the events fill dispatched, and it was stopped. */
+  submitStopped?: { form: string };
 
 export interface ActParams {
   tabId: number;

@@ -88,6 +88,7 @@ export const actEffects = exactly<ActEffects>()(
     navigating: z.string().optional(),
     navigated: z.literal(true).optional(),
     newTabs: z.array(z.number().int()).optional(),
+    submitStopped: z.object({ form: z.string() }).optional(),
   }),
 );
 

@@ -130,6 +130,11 @@ export async function perform(
   response.line(done.done);
   if (done.domChanged !== undefined) response.line(`- the page changed (${done.domChanged} DOM mutation${done.domChanged === 1 ? "" : "s"})`);
   if (done.focus !== undefined) response.line(`- focus is on ${done.focus}`);
+  if (done.submitStopped !== undefined) {
+    // A grant to type is not a grant to submit (the write policy): the submission is a click on the form's button.
+    response.line(`- the page tried to submit the form ${pageText(done.submitStopped.form, PAGE_TEXT_MAX.name)} when its field changed; tabrelay stopped it: submitting is a click on the form's button, which needs its own click grant (snapshot, then click it)`);
+    result["submitStopped"] = done.submitStopped.form;
+  }
   const after = unwrap(await conn.call("tabs.get", { tabId: tab.tabId })).tab;
   const stopped = effects.stopped[effects.stopped.length - 1];
   if (stopped !== undefined) {
