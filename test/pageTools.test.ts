@@ -185,6 +185,25 @@ describe("a page's tools, through the broker", () => {
     expect(await pageTools()).toEqual([]);
   });
 
+  it("a code-mode program lists page tools and calls one under the same grant, each call audited with the run", async () => {
+    const program = `const tools = await browse.pageTools();
+const search = tools.find((t) => t.name.endsWith("__search_orders"));
+const found = await browse.callPageTool(search.name, { q: "boots" });
+let refused = "";
+try { await browse.callPageTool(tools.find((t) => t.name.endsWith("__delete_everything")).name); } catch (e) { refused = e.code; }
+return { names: tools.map((t) => t.name).sort(), origin: search.origin, found: found.content, refused };`;
+    const result = await client.callTool({ name: "browser_run", arguments: { program } });
+    const value = (result.structuredContent as { value: { names: string[]; origin: string; found: string[]; refused: string } }).value;
+    expect(value.names).toContain(`${prefix}search_orders`);
+    expect(value.origin).toBe(site.origin);
+    expect(value.found).toEqual(["2 orders for boots"]);
+    expect(value.refused).toBe("write_denied");
+    expect(await page.evaluate(() => (window as unknown as { calls: Record<string, number> }).calls.delete_everything ?? 0)).toBe(0);
+    const rows = broker.broker.audit.list({ limit: 20 }).filter((r) => r.tool.startsWith(prefix));
+    expect(rows.at(-2)).toMatchObject({ tool: `${prefix}search_orders`, decision: "allowed", run: expect.stringMatching(/^run-/) });
+    expect(rows.at(-1)).toMatchObject({ tool: `${prefix}delete_everything`, decision: "refused", run: rows.at(-2)?.run });
+  });
+
   it("page prompts are MCP prompts, namespaced the same way", async () => {
     const { prompts } = await client.listPrompts();
     const weekly = prompts.find((p) => p.name === `${prefix}weekly`);

@@ -103,21 +103,6 @@ export class Broker {
     this.#browserSessions = source
       ? new BrowserSessions({ settings: source, registry: this.registry, attach: (endpoint, opts) => this.attachCdp(endpoint, opts), secrets: this.secrets, log: this.#log })
       : undefined;
-    this.context = {
-      registry: this.registry,
-      config: this.config,
-      docs: new DocCache(),
-      denials: new Denials(),
-      snapshots: new SnapshotCache(),
-      ...(this.#screenshots ? { screenshots: this.#screenshots } : {}),
-      audit: this.audit,
-      log: this.#log,
-      secrets: this.secrets,
-      sandbox: this.#sandbox,
-      ...(this.#browserSessions ? { sessions: this.#browserSessions } : {}),
-    };
-    enforceOnCommit(this.context);
-    this.#allowedOrigins = new Set(this.config.allowedOrigins);
     this.pages =
       this.config.pages.allowedOrigins.length > 0
         ? new PageTools({
@@ -131,6 +116,22 @@ export class Broker {
             log: this.#log,
           })
         : undefined;
+    this.context = {
+      registry: this.registry,
+      config: this.config,
+      docs: new DocCache(),
+      denials: new Denials(),
+      snapshots: new SnapshotCache(),
+      ...(this.#screenshots ? { screenshots: this.#screenshots } : {}),
+      audit: this.audit,
+      log: this.#log,
+      secrets: this.secrets,
+      sandbox: this.#sandbox,
+      ...(this.#browserSessions ? { sessions: this.#browserSessions } : {}),
+      ...(this.pages ? { pageTools: this.pages.programs } : {}),
+    };
+    enforceOnCommit(this.context);
+    this.#allowedOrigins = new Set(this.config.allowedOrigins);
     this.#sessions = new HttpSessions(this.context, toolsFor(this.config), this.config.mcpSessions, this.pages?.dynamic);
     this.#bridge = new BridgeServer({
       registry: this.registry,

@@ -11,6 +11,7 @@ import { closeTab, history, listTabs, navigate, openTab } from "../tools/tabs.js
 import type { Tool } from "../tools/tool.js";
 import { parseCall, type Param } from "./args.js";
 import { PAGE_COMMANDS } from "./pageCommands.js";
+import { PAGE_TOOL_COMMANDS } from "./pageToolCommands.js";
 import { CommandError, fail, PROGRAM_REF, type RunState } from "./runState.js";
 import { atPoint, coordinate, hitName, optionalTarget, resolveTarget, selectOne, target } from "./targets.js";
 import { actValue, queryValue, readValue, screenshotValue, snapshotValue, tabValue, valueOf, waitValue, type MatchValue, type TabValue } from "./values.js";
@@ -335,6 +336,7 @@ export const COMMANDS: readonly Command[] = [
     run: (state, [which, given]) => isOf(state, which as (typeof IS_STATES)[number], given),
   },
   ...PAGE_COMMANDS,
+  ...PAGE_TOOL_COMMANDS,
 ];
 
 export const COMMAND_NAMES: readonly string[] = COMMANDS.map((c) => c.name);

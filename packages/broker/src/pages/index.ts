@@ -2,7 +2,7 @@
 // dynamic part of the MCP tool list (tools and prompts that come and go with pages).
 import type { DynamicTools } from "../mcp/adapter.js";
 import type { PageToolPolicy } from "../policy/pageToolPolicy.js";
-import type { AuditSink } from "../tools/tool.js";
+import type { AuditSink, PageToolSource } from "../tools/tool.js";
 import { TabrelayError } from "../util/errors.js";
 import type { Logger } from "../util/log.js";
 import { pageText } from "../util/pageText.js";
@@ -33,6 +33,8 @@ export class PageTools {
   readonly registry: PageToolRegistry;
   readonly socket: PageSocketServer;
   readonly dynamic: DynamicTools;
+  /** What code mode reaches (browse.pageTools, browse.callPageTool). */
+  readonly programs: PageToolSource;
   readonly #key: Buffer;
   readonly #options: PagesOptions;
 
@@ -43,6 +45,7 @@ export class PageTools {
     this.socket = new PageSocketServer({ registry: this.registry, tokenKey: this.#key, allowedOrigins: () => options.allowedOrigins, audit: options.audit, log: options.log });
     const tools: PageToolsOptions = { registry: this.registry, policy: options.policy, callTimeoutMs: options.callTimeoutMs };
     const registry = this.registry;
+    this.programs = { listed: () => listedPageTools(tools), named: (name) => pageToolNamed(name, tools) };
     this.dynamic = {
       listed: () => listedPageTools(tools),
       named: (name) => pageToolNamed(name, tools),

@@ -15,6 +15,8 @@ import type { PageToolEntry, PageToolRegistry } from "./registry.js";
 export interface PageTool extends Tool {
   listedSchema: PageToolInfo["inputSchema"];
   origin: string;
+  /** The page's own description (cleaned to one line), for programs. */
+  pageDescription: string;
 }
 
 export interface PageToolsOptions {
@@ -34,6 +36,7 @@ export function pageToolFor(entry: PageToolEntry, options: PageToolsOptions): Pa
     input: ANY_OBJECT,
     listedSchema: entry.info.inputSchema,
     origin: entry.origin,
+    pageDescription: entry.info.description ?? "",
     kind: "write",
     errors: ["page_gone", "page_tool_changed", "page_tool_failed"],
     async run(_ctx, raw, response, signal) {

@@ -39,6 +39,14 @@ export interface ToolContext {
   sandbox?: SandboxRunner;
   /** Browsers the model starts (browser_start, browser_run's browser "new"); present when config names a source. */
   sessions?: BrowserSessions;
+  /** The tools web pages offer (pages/): present when config names pages.allowed_origins. */
+  pageTools?: PageToolSource;
+}
+
+/** What code mode (browse.pageTools, browse.callPageTool) reaches of the page tools on offer. */
+export interface PageToolSource {
+  listed(): Array<Tool & { origin: string; pageDescription: string; listedSchema: Record<string, unknown> }>;
+  named(name: string): Tool | undefined;
 }
 
 export type ToolKind = "read" | "write";
