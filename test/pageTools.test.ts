@@ -1,6 +1,7 @@
 // Page tools end to end: real Chromium (playwright-core) loads local pages that use @tabrelay/page (bundled from
 // packages/page); the page's backend route mints its token from the broker (POST /page-tokens, as an app would);
 // a real MCP SDK client lists and calls the page's tools through the broker, under the page_tools grant.
+import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -47,6 +48,18 @@ async function openApp(path: string): Promise<Page> {
   await page.goto(`${site.origin}${path}`);
   await page.waitForFunction(() => (window as unknown as { connected?: boolean }).connected === true);
   return page;
+}
+
+const CLI = fileURLToPath(new URL("../packages/cli/bin/tabrelay.js", import.meta.url));
+
+/** The documented CLI, run beside the broker of this process (async: the broker must keep answering). */
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN } });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
 }
 
 const toolNames = async () => (await client.listTools()).tools.map((t) => t.name);
@@ -229,7 +242,11 @@ return { names: tools.map((t) => t.name).sort(), origin: search.origin, found: f
     const held = await call(client, `${prefix}note`);
     expect(held.text).toMatch(/^page_tool_changed/);
     expect(held.text).toContain(`tabrelay pages approve ${site.origin} note`);
-    expect(broker.broker.pages?.registry.approve(site.origin, "note")).toBe(true);
+    const listed = await cli(["pages", "list", "--data-dir", broker.dataDir]);
+    expect(listed.stdout).toMatch(new RegExp(`${site.origin}  note  changed: held until approved`));
+    const approved = await cli(["pages", "approve", site.origin, "note", "--data-dir", broker.dataDir]);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stdout).toContain(`Approved ${site.origin} note`);
     await waitFor("note listed again", async () => ((await pageTools()).includes(`${prefix}note`) ? true : undefined));
     expect((await call(client, `${prefix}note`)).text).toContain("rug pull");
   });
@@ -260,6 +277,17 @@ describe("the /page door", () => {
     expect(await tryConnect({ Origin: site.origin }, [`bearer.${mintPageToken(pageTokenKey("another-broker-token-0123456789"), site.origin).token}`])).toMatchObject({ status: 401, body: expect.stringContaining("signature") });
     const refusals = broker.broker.audit.list({ limit: 50 }).filter((r) => r.tool === "page_connect" && r.decision === "refused");
     expect(refusals.length).toBeGreaterThanOrEqual(6);
+  });
+
+  it("tabrelay page-token mints a token the door takes, only for an allowed origin", async () => {
+    const minted = await cli(["page-token", "--origin", site.origin, "--ttl", "60", "--data-dir", broker.dataDir]);
+    expect(minted.code, minted.stderr).toBe(0);
+    expect(minted.stderr).toContain(`a page token for ${site.origin}, valid until`);
+    expect(await tryConnect({ Origin: site.origin }, [`bearer.${minted.stdout.trim()}`])).toMatchObject({ opened: true });
+    const refused = await cli(["page-token", "--origin", other.origin, "--data-dir", broker.dataDir]);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain("is not on pages.allowed_origins");
+    expect((await cli(["page-token", "--data-dir", broker.dataDir])).code).toBe(2);
   });
 
   it("POST /page-tokens needs the MCP bearer and an allowed origin", async () => {

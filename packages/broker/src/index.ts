@@ -27,3 +27,6 @@ export { instructions as toolInstructions } from "./mcp/adapter.js";
 // The dashboard's chat panel (@tabrelay/chat implements it; Broker.mountDashboardChat mounts it).
 export type { DashboardChat, ChatEvent } from "./dashboard/chat.js";
 export { CHAT_KEY_VARS, type ChatSettings } from "./config/chat.js";
+// Page tools (pages/): the CLI's page-token and pages commands.
+export { PageToolApprovals, type ToolApproval } from "./pages/approvals.js";
+export { mintPageToken, pageTokenKey, PAGE_TOKEN_MAX_TTL_S } from "./pages/tokens.js";

@@ -4,6 +4,7 @@ import { AUDIT_HELP, cmdAudit } from "./audit.js";
 import { DOCTOR_HELP, cmdDoctor } from "./commands/doctor.js";
 import { LAUNCH_HELP, cmdLaunch } from "./commands/launch.js";
 import { MCP_CONFIG_HELP, cmdMcpConfig } from "./commands/mcpConfig.js";
+import { PAGES_HELP, PAGE_TOKEN_HELP, cmdPages, cmdPageToken } from "./commands/pages.js";
 import { PAIR_HELP, cmdPair } from "./commands/pair.js";
 import { POLICY_HELP, cmdPolicy } from "./commands/policy.js";
 import { SERVE_HELP, cmdServe } from "./commands/serve.js";
@@ -36,6 +37,10 @@ Commands:
                           on Windows: prints the Task Scheduler command)
   doctor                  check Node, the browser, the extension, config, file permissions, the port and
                           the connected browsers; one line each, with the fix
+  page-token --origin URL [--ttl S]
+                          a short-lived token for a web page of that origin to offer its tools (/page)
+  pages list | approve ORIGIN NAME
+                          the page tools seen, and approving one whose description or schema changed
   mcp-config [--client NAME] [--stdio]
                           the MCP config block for your client (claude-code, cursor, vscode,
                           claude-desktop, codex, windsurf), with your token
@@ -54,6 +59,8 @@ const HELP: Record<string, string> = {
   "mcp-config": MCP_CONFIG_HELP,
   service: SERVICE_HELP,
   doctor: DOCTOR_HELP,
+  "page-token": PAGE_TOKEN_HELP,
+  pages: PAGES_HELP,
 };
 
 async function main(argv: string[]): Promise<number | undefined> {
@@ -89,6 +96,10 @@ async function main(argv: string[]): Promise<number | undefined> {
       return cmdDoctor(rest);
     case "mcp-config":
       return cmdMcpConfig(rest);
+    case "page-token":
+      return cmdPageToken(rest);
+    case "pages":
+      return cmdPages(rest);
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}; run \`tabrelay --help\``);
   }

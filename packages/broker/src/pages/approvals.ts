@@ -2,6 +2,7 @@
 // then sees it in the dashboard), and a tool whose description or schema changed since (a "rug pull") is held until
 // the user approves the new version (dashboard, or `tabrelay pages approve`). Kept in the data dir as
 // page-tools.json (0600, read with the same checks as the token files) so a restart forgets nothing.
+import { statSync, unwatchFile, watchFile } from "node:fs";
 import { join } from "node:path";
 import { readOwnFile, writeSecretFile } from "../config/fileSafety.js";
 
@@ -24,24 +25,55 @@ const MAX_ENTRIES = 10_000;
 
 export class PageToolApprovals {
   readonly #path: string | undefined;
-  readonly #entries = new Map<string, ToolApproval>();
+  readonly #warn: (message: string) => void;
+  #entries = new Map<string, ToolApproval>();
+  /** The file as last read or written (mtime and size): another writer's change (tabrelay pages approve) is read again. */
+  #seen = "";
 
   /** `dataDir` undefined keeps approvals in memory only (tests of the pure parts). */
   constructor(dataDir: string | undefined, warn: (message: string) => void = () => {}) {
     this.#path = dataDir === undefined ? undefined : join(dataDir, FILE);
-    if (!this.#path) return;
+    this.#warn = warn;
+    this.#load(true);
+  }
+
+  /** Calls `onChange` when another process (tabrelay pages approve) changed the file; returns the unwatch function. */
+  watch(onChange: () => void, intervalMs = 1000): () => void {
+    const path = this.#path;
+    if (!path) return () => {};
+    const listener = () => {
+      if (this.#load(false)) onChange();
+    };
+    watchFile(path, { interval: intervalMs, persistent: false }, listener);
+    return () => unwatchFile(path, listener);
+  }
+
+  /** Reads the file again if it changed since this process last read or wrote it; true when it did. */
+  #load(first: boolean): boolean {
+    if (!this.#path) return false;
+    const stamp = stampOf(this.#path);
+    if (!first && stamp === this.#seen) return false;
     const read = readOwnFile(this.#path, "token");
-    if (!read.ok) throw new Error(read.message);
-    for (const warning of read.warnings) warn(warning);
-    if (read.value === undefined) return;
-    try {
-      const parsed = JSON.parse(read.value) as { tools?: ToolApproval[] };
-      for (const entry of parsed.tools ?? []) {
-        if (typeof entry?.origin === "string" && typeof entry.name === "string" && typeof entry.hash === "string") this.#entries.set(key(entry.origin, entry.name), entry);
-      }
-    } catch {
-      warn(`${this.#path} is not valid JSON; page tools will be treated as first seen (every approval starts again)`);
+    if (!read.ok) {
+      if (first) throw new Error(read.message);
+      this.#warn(`${read.message}; page tool approvals unchanged`);
+      return false;
     }
+    for (const warning of read.warnings) this.#warn(warning);
+    this.#seen = stamp;
+    const entries = new Map<string, ToolApproval>();
+    if (read.value !== undefined) {
+      try {
+        const parsed = JSON.parse(read.value) as { tools?: ToolApproval[] };
+        for (const entry of parsed.tools ?? []) {
+          if (typeof entry?.origin === "string" && typeof entry.name === "string" && typeof entry.hash === "string") entries.set(key(entry.origin, entry.name), entry);
+        }
+      } catch {
+        this.#warn(`${this.#path} is not valid JSON; page tools will be treated as first seen (every approval starts again)`);
+      }
+    }
+    this.#entries = entries;
+    return true;
   }
 
   /**
@@ -49,6 +81,7 @@ export class PageToolApprovals {
    * approved; any other is "changed" (held) until approve().
    */
   offered(origin: string, name: string, hash: string, now = Date.now()): ApprovalState {
+    this.#load(false);
     const known = this.#entries.get(key(origin, name));
     if (!known) {
       if (this.#entries.size >= MAX_ENTRIES) return "changed";
@@ -74,6 +107,7 @@ export class PageToolApprovals {
 
   /** Approves what the page offers now; false when tabrelay knows no such tool or nothing changed. */
   approve(origin: string, name: string, now = Date.now()): boolean {
+    this.#load(false);
     const known = this.#entries.get(key(origin, name));
     if (!known || known.state !== "changed" || !known.offered) return false;
     known.hash = known.offered;
@@ -95,9 +129,19 @@ export class PageToolApprovals {
   #save(): void {
     if (!this.#path) return;
     writeSecretFile(this.#path, `${JSON.stringify({ version: 1, tools: [...this.#entries.values()] }, null, 1)}\n`);
+    this.#seen = stampOf(this.#path);
   }
 }
 
 function key(origin: string, name: string): string {
   return `${origin}\n${name}`;
+}
+
+function stampOf(path: string): string {
+  try {
+    const stats = statSync(path);
+    return `${stats.mtimeMs}:${stats.size}:${stats.ino}`;
+  } catch {
+    return "";
+  }
 }

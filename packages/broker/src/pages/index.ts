@@ -36,12 +36,16 @@ export class PageTools {
   /** What code mode reaches (browse.pageTools, browse.callPageTool). */
   readonly programs: PageToolSource;
   readonly #key: Buffer;
+  readonly #unwatch: () => void;
   readonly #options: PagesOptions;
 
   constructor(options: PagesOptions) {
     this.#options = options;
     this.#key = pageTokenKey(options.mcpToken);
-    this.registry = new PageToolRegistry(new PageToolApprovals(options.dataDir, (m) => options.log.warn(m)));
+    const approvals = new PageToolApprovals(options.dataDir, (m) => options.log.warn(m));
+    this.registry = new PageToolRegistry(approvals);
+    // tabrelay pages approve writes the file: a tool it approves is offered again within a second.
+    this.#unwatch = approvals.watch(() => this.registry.refresh());
     this.socket = new PageSocketServer({ registry: this.registry, tokenKey: this.#key, allowedOrigins: () => options.allowedOrigins, audit: options.audit, log: options.log });
     const tools: PageToolsOptions = { registry: this.registry, policy: options.policy, callTimeoutMs: options.callTimeoutMs };
     const registry = this.registry;
@@ -77,6 +81,7 @@ export class PageTools {
   }
 
   close(): void {
+    this.#unwatch();
     this.registry.closeAll();
     this.socket.close();
   }

@@ -110,11 +110,15 @@ export class PageToolRegistry {
   /** The user approved a changed tool: it is offered again. */
   approve(origin: string, name: string): boolean {
     const done = this.#approvals.approve(origin, name);
-    if (done) {
-      for (const c of this.#connections) this.update(c);
-      if (this.#connections.size === 0) for (const listener of this.#listeners) listener();
-    }
+    if (done) this.refresh();
     return done;
+  }
+
+  /** Judges every offer again (approvals changed on disk) and tells the listeners when agents see a difference. */
+  refresh(): void {
+    const before = this.#signature();
+    this.#rebuild();
+    if (this.#signature() !== before) for (const listener of this.#listeners) listener();
   }
 
   closeAll(): void {
