@@ -37,6 +37,8 @@
 //      (tabrelay, playwright-mcp, chrome-devtools-mcp) and as one program (tabrelay browser_run; playwright-mcp
 //      browser_run_code_unsafe, run in its server's process): time, characters to the model, calls (model turns)
 //  16. code mode: sandbox start to first command (bench/sandbox.mjs). `--only=codemode` runs 15 and 16 alone.
+//  17. page tools: one page tool call through the broker to a real page and back, beside a built-in call; the page
+//      library's gzipped bundle (bench/lib/pages.mjs). `--only=pages` runs it alone.
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -45,6 +47,7 @@ import { pathToFileURL } from "node:url";
 import { BIG_LAST_BUTTON } from "./pages/make-interaction.mjs";
 import { benchCdp, coldStartTabrelay } from "./lib/cdp.mjs";
 import { benchCodeMode, codeModeRows, sandboxRows } from "./lib/codemode.mjs";
+import { benchPageTools, pageToolRows } from "./lib/pages.mjs";
 import { BENCH, CHROMIUM, MEMORY_GAP_MS, MEMORY_SETTLE_MS, N, NEWS, ROOT, SHOT_GAP_MS, ensureBuilt, ensureInstalled, log, median, message, pkgVersion, round, runCleanups, runCleanupsExceptSite, startSite, stats, tempDir, timed } from "./lib/common.mjs";
 import { cdpRows, cellError, fmtMiB, fmtMs, interactionRows, newsRows, printTable, screenshotRows, verdict } from "./lib/output.mjs";
 import { benchPeer, peerSpecs } from "./lib/peers.mjs";
@@ -117,6 +120,15 @@ async function main() {
     writeFileSync(join(BENCH, "results", "codemode.json"), `${JSON.stringify({ codeMode, sandbox }, null, 2)}\n`);
     return;
   }
+  if (process.argv.includes("--only=pages")) {
+    // Figure 17 alone (page tools: round trip through the broker, the page library's size): `node bench/run.mjs --only=pages`.
+    log("17: page tool round trip ...");
+    const pages = await benchPageTools(lib).catch((error) => ({ error: message(error) }));
+    printTable(pageToolRows(pages));
+    mkdirSync(join(BENCH, "results"), { recursive: true });
+    writeFileSync(join(BENCH, "results", "pages.json"), `${JSON.stringify(pages, null, 2)}\n`);
+    return;
+  }
   if (process.argv.includes("--only=stall")) {
     // Figure 14 alone (fresh processes; no peers): `node bench/run.mjs --only=stall`.
     log("14: cheap calls while another session reads a hostile page ...");
@@ -185,6 +197,8 @@ async function main() {
   log("15-16: code mode: the shop task as tool calls and as one program; sandbox start ...");
   results.codeMode = await benchCodeMode(lib, site);
   results.sandbox = await benchSandbox().catch((error) => ({ error: message(error) }));
+  log("17: page tool round trip ...");
+  results.pages = await benchPageTools(lib).catch((error) => ({ error: message(error) }));
   await runCleanupsExceptSite();
 
   // ------------------------------------------------------------------ the table
@@ -295,6 +309,7 @@ async function main() {
     ...stallRows(results.stall),
     ...codeModeRows(results.codeMode),
     ...sandboxRows(results.sandbox),
+    ...pageToolRows(results.pages),
   ];
 
   const meta = {
