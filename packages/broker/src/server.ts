@@ -151,6 +151,7 @@ export class Broker {
       secrets: this.secrets,
       onEmergencyStop: () => this.registry.closeAll("emergency stop from the dashboard"),
       port: () => this.#port,
+      pages: this.pages,
     });
     this.app = createHttpApp({
       guard: (headers) => this.#guardMcp(headers),

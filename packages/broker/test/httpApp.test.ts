@@ -145,7 +145,7 @@ describe("broker HTTP app", () => {
       expect(source, path).not.toContain("$PLAIN_LINE_");
       for (const m of source.matchAll(/^import [^"]* from "\.\/([a-z]+\.js)";$/gm)) pending.push(`/dashboard/${m[1] ?? ""}`);
     }
-    expect([...seen].sort()).toEqual(["/dashboard/api.js", "/dashboard/app.js", "/dashboard/audit.js", "/dashboard/browsers.js", "/dashboard/controls.js", "/dashboard/dom.js", "/dashboard/preview.js"]);
+    expect([...seen].sort()).toEqual(["/dashboard/api.js", "/dashboard/app.js", "/dashboard/audit.js", "/dashboard/browsers.js", "/dashboard/chat.js", "/dashboard/controls.js", "/dashboard/dom.js", "/dashboard/pages.js", "/dashboard/preview.js"]);
   });
 
   it("refuses the dashboard on a foreign Host", async () => {

@@ -9,6 +9,8 @@ import type { BrokerConfig } from "../config/config.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import { tabLeases } from "../gate/leases.js";
 import { builtExtensionDir } from "../launch/chromium.js";
+import type { PageToolRegistry } from "../pages/registry.js";
+import type { PageToolPolicy } from "../policy/pageToolPolicy.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
 import type { SecretRegistry } from "../util/secrets.js";
@@ -23,6 +25,9 @@ const TABS_TIMEOUT_MS = 3_000;
 const CAPTURE_INTERVAL_MS = 1_000;
 const CAPTURE_TIMEOUT_MS = 5_000;
 const TEXT_MAX = 2_000;
+/** What the page shows of a page tool's strings (the registry already caps them at offer.ts's PAGE_LIMITS). */
+const PAGE_TOOL_TEXT_MAX = { name: 200, title: 200, description: 1_000 } as const;
+const HASH_SHOWN = 12;
 
 /** Whatever the registry holds (an extension connection today), so the dashboard follows it. */
 type ConnectedBrowser = ReturnType<BrowserRegistry["list"]>[number];
@@ -61,6 +66,8 @@ export interface DashboardApiOptions {
   /** The emergency stop and its lifting: what the stop and resume routes answer. */
   stop: () => unknown;
   resume: () => unknown;
+  /** Tools web pages offer (absent unless config names pages.allowed_origins), and who may call them. */
+  pages?: { registry: PageToolRegistry; policy: () => PageToolPolicy };
 }
 
 export class DashboardApi {
@@ -73,7 +80,7 @@ export class DashboardApi {
   }
 
   /** Answers an API path (undefined for a path that is not one); `port` is the one the broker listens on. */
-  async handle(path: string, req: Request, query: URLSearchParams, session: Session, port: number | undefined): Promise<Response | undefined> {
+  async handle(path: string, req: Request, query: URLSearchParams, session: Session, port: number | undefined, form?: URLSearchParams): Promise<Response | undefined> {
     const { config, secrets } = this.#options;
     switch (path) {
       case "/dashboard/api/state":
@@ -90,6 +97,8 @@ export class DashboardApi {
         return this.#json(200, this.#options.stop());
       case "/dashboard/api/resume":
         return this.#json(200, this.#options.resume());
+      case "/dashboard/api/pages/approve":
+        return this.#approvePageTool(form ?? new URLSearchParams());
     }
     return undefined;
   }
@@ -121,7 +130,47 @@ export class DashboardApi {
       }),
     );
     const stoppedAt = this.#options.stoppedAt();
-    return { version: VERSION, now: Date.now(), stopped: stoppedAt !== undefined, stoppedAt: stoppedAt ?? null, browsers, audit: audit.health() };
+    return { version: VERSION, now: Date.now(), stopped: stoppedAt !== undefined, stoppedAt: stoppedAt ?? null, browsers, audit: audit.health(), pages: this.#pagesView() };
+  }
+
+  /** The pages connected over /page and every tool they offer, held ones included; null when page tools are off. */
+  #pagesView(): unknown {
+    const pages = this.#options.pages;
+    if (!pages) return null;
+    const policy = pages.policy();
+    const approvals = pages.registry.approvals();
+    return {
+      pages: pages.registry.pages().map((p) => ({ origin: pageString(p.origin), server: pageCapped(p.server, PAGE_TOOL_TEXT_MAX.name), since: p.since, tools: p.tools })),
+      tools: pages.registry.tools().map((t) => {
+        const approved = t.state === "changed" ? approvals.get(t.origin, t.name)?.hash : undefined;
+        return {
+          origin: pageString(t.origin),
+          name: pageCapped(t.name, PAGE_TOOL_TEXT_MAX.name),
+          agentName: t.agentName,
+          title: pageCapped(t.info.title ?? "", PAGE_TOOL_TEXT_MAX.title),
+          description: pageCapped(t.info.description ?? "", PAGE_TOOL_TEXT_MAX.description),
+          hash: t.hash.slice(0, HASH_SHOWN),
+          approvedHash: approved ? approved.slice(0, HASH_SHOWN) : null,
+          state: t.state,
+          granted: policy.check(t.origin, t.name).ok,
+        };
+      }),
+    };
+  }
+
+  /** The user approves a held (changed) page tool: what its page offers now is offered to agents again. */
+  #approvePageTool(form: URLSearchParams): Response {
+    const pages = this.#options.pages;
+    if (!pages) return this.#json(404, { error: "page tools are not configured (pages.allowed_origins in config.yaml)" });
+    const origin = form.get("origin") ?? "";
+    const name = form.get("name") ?? "";
+    if (!origin || !name) return this.#json(400, { error: "pass origin and name (the page tool to approve)" });
+    if (!pages.registry.approve(origin, name)) {
+      return this.#json(409, { error: "nothing to approve: no page offers a changed version of that tool now (it is approved already, or gone)" });
+    }
+    this.#options.log.info(`dashboard: the user approved the changed page tool ${JSON.stringify(plainLine(name))} of ${plainLine(origin)}`);
+    const tool = pages.registry.tools().find((t) => t.origin === origin && t.name === name);
+    return this.#json(200, { approved: true, origin, name, state: tool?.state ?? "approved", hash: tool ? tool.hash.slice(0, HASH_SHOWN) : null });
   }
 
   /** tabs.list, shared by every open dashboard for a moment so that viewers do not multiply bridge calls. */
@@ -224,6 +273,12 @@ function text(value: unknown): string {
 /** A string a page (or a browser) chose: one line, without the controls that hide or reorder text. */
 function pageString(value: unknown): string {
   return plainLine(text(value));
+}
+
+/** A page's string cut to `max` characters (code points): one line, nothing hidden or reordered. */
+function pageCapped(value: string, max: number): string {
+  const chars = Array.from(plainLine(value));
+  return chars.length > max ? `${chars.slice(0, max - 1).join("")}…` : chars.join("");
 }
 
 function errorText(error: unknown): string {

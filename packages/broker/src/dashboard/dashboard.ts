@@ -5,6 +5,7 @@
 // sessions.ts, the API the page calls in api.ts (its audit stream in auditStream.ts), the HTML in page.ts.
 import type { AuditLog } from "../audit/auditLog.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
+import type { PageToolRegistry } from "../pages/registry.js";
 import { isLoopback, type BrokerConfig } from "../config/config.js";
 import type { Logger } from "../util/log.js";
 import { safeEqual, type SecretRegistry } from "../util/secrets.js";
@@ -28,6 +29,8 @@ export interface DashboardOptions {
   onEmergencyStop: () => void;
   /** The port the broker listens on (the Host check and the cookie names use it); undefined before it listens. */
   port: () => number | undefined;
+  /** Page tools (absent unless config names pages.allowed_origins): listed, and a changed one approved, here. */
+  pages?: { registry: PageToolRegistry } | undefined;
 }
 
 export class Dashboard {
@@ -61,6 +64,7 @@ export class Dashboard {
       stoppedAt: () => this.#stoppedAt,
       stop: () => this.#stop(),
       resume: () => this.#resume(),
+      ...(options.pages ? { pages: { registry: options.pages.registry, policy: () => options.config.pages.toolPolicy } } : {}),
     });
     this.#chat = new ChatRoutes({ config: options.config, log: options.log, secrets: options.secrets });
     // The extension reconnects within a second of being closed; a stop that lasted that long would be no stop.
@@ -138,7 +142,7 @@ export class Dashboard {
       form = read;
     }
     if (path.startsWith("/dashboard/api/chat")) return this.#chat.handle(path, session, form);
-    return this.#api.handle(path, req, query, session, port);
+    return this.#api.handle(path, req, query, session, port, form);
   }
 
   #json(status: number, value: unknown): Response {
@@ -202,6 +206,7 @@ const ROUTES: readonly Route[] = [
   { path: "/dashboard/api/audit", methods: ["GET"], kind: "api" },
   { path: "/dashboard/api/stop", methods: ["POST"], kind: "api" },
   { path: "/dashboard/api/resume", methods: ["POST"], kind: "api" },
+  { path: "/dashboard/api/pages/approve", methods: ["POST"], kind: "api" },
   { path: "/dashboard/api/chat", methods: ["GET", "POST"], kind: "api" },
   { path: "/dashboard/api/chat/stop", methods: ["POST"], kind: "api" },
   { path: "/dashboard/api/chat/reset", methods: ["POST"], kind: "api" },

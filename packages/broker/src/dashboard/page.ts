@@ -90,6 +90,21 @@ export function dashboardPage(options: { csrf: string; version: string }): strin
 <div id="browsers"></div>
 </section>
 
+<section id="pages-section" aria-labelledby="pages-heading" hidden>
+<h2 id="pages-heading">Page tools <span id="pages-count" class="count"></span></h2>
+<p class="meta">Tools that web pages on pages.allowed_origins offer agents. Their names, titles and descriptions are the pages' own words. A tool whose description or schema changed since you first saw it is held: agents neither see nor call it until you approve it again.</p>
+<ul id="pages-list" class="rules"></ul>
+<p id="pages-empty">No page is connected.</p>
+<div class="scroll">
+<table id="page-tools" hidden>
+<caption class="visually-hidden">Page tools and their state</caption>
+<thead><tr><th scope="col">Origin</th><th scope="col">Tool</th><th scope="col">State</th><th scope="col">Agents may call it</th><th scope="col">Hash</th><th scope="col">Description (the page's)</th></tr></thead>
+<tbody id="page-tool-rows"></tbody>
+</table>
+</div>
+<p id="pages-result" role="status" aria-live="polite"></p>
+</section>
+
 <div class="live">
 <section id="preview" aria-labelledby="preview-heading" data-state="none">
 <h2 id="preview-heading">Live view</h2>
@@ -194,7 +209,7 @@ export const CLIENT_ASSETS: ReadonlyMap<string, { type: string; body: string }> 
       }),
     },
   ],
-  ...["api.js", "browsers.js", "preview.js", "audit.js", "controls.js", "chat.js"].map((file): [string, { type: string; body: string }] => [`/dashboard/${file}`, { type: JS_TYPE, body: client(file) }]),
+  ...["api.js", "browsers.js", "pages.js", "preview.js", "audit.js", "controls.js", "chat.js"].map((file): [string, { type: string; body: string }] => [`/dashboard/${file}`, { type: JS_TYPE, body: client(file) }]),
 ]);
 
 function fillIn(source: string, values: Record<string, string>): string {

@@ -1,8 +1,9 @@
 // @ts-check
-// The broker's state, polled every second: the emergency stop's state, the audit log's health, and the browsers
-// with their agent tabs (each tab a radio button choosing what the live view watches).
+// The broker's state, polled every second: the emergency stop's state, the audit log's health, the browsers
+// with their agent tabs (each tab a radio button choosing what the live view watches), and page tools (pages.js).
 import { getJson, hasEnded } from "./api.js";
 import { ago, byId, byIdOf, clock, el, messageOf, pageBdi, pageString, setText, titleBdi } from "./dom.js";
+import { renderPages } from "./pages.js";
 
 /**
  * @typedef {import("./api.js").AuditHealth} AuditHealth
@@ -65,6 +66,7 @@ function renderState(current) {
   );
 
   renderAuditHealth(current.audit);
+  renderPages(current.pages);
 
   const browsers = current.browsers;
   setText(byId("browser-count"), "(" + browsers.length + " connected)");

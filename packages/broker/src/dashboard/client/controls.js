@@ -1,6 +1,6 @@
 // @ts-check
-// What the user does and sets up: the emergency stop and resume buttons, logging out, and the policy and pairing
-// details (loaded once).
+// What the user does and sets up: the emergency stop and resume buttons, approving a changed page tool, logging
+// out, and the policy and pairing details (loaded once).
 import { endQuietly, getJson, hasEnded, post } from "./api.js";
 import { scheduleState } from "./browsers.js";
 import { byId, byIdOf, clock, el, messageOf, pageBdi, setParts, setText } from "./dom.js";
@@ -8,6 +8,7 @@ import { byId, byIdOf, clock, el, messageOf, pageBdi, setParts, setText } from "
 /**
  * @typedef {import("./api.js").DashboardConfig} DashboardConfig
  * @typedef {import("./api.js").StopResult} StopResult
+ * @typedef {import("./api.js").ApproveResult} ApproveResult
  * @typedef {import("./dom.js").Part} Part
  */
 
@@ -45,6 +46,27 @@ byId("resume-form").addEventListener("submit", async (event) => {
     setText(out, "Resumed at " + clock(Date.now()) + ": browsers may connect again.");
   } catch (error) {
     setText(out, "Resume failed: " + messageOf(error));
+  } finally {
+    scheduleState(0);
+  }
+});
+
+// ---- page tools ----
+
+// The Approve buttons are rebuilt with each state that differs (pages.js): one listener for all of them.
+byId("page-tool-rows").addEventListener("click", async (event) => {
+  const button = event.target instanceof Element ? event.target.closest("button[data-approve]") : null;
+  if (!(button instanceof HTMLButtonElement)) return;
+  const origin = button.getAttribute("data-origin") || "";
+  const name = button.getAttribute("data-name") || "";
+  const out = byId("pages-result");
+  button.disabled = true;
+  try {
+    const result = /** @type {ApproveResult} */ (await post("/dashboard/api/pages/approve", { origin, name }));
+    setText(out, "Approved " + result.name + " of " + result.origin + (result.hash ? " (" + result.hash + ")" : "") + ": agents see it again.");
+  } catch (error) {
+    setText(out, "Could not approve " + name + ": " + messageOf(error));
+    button.disabled = false;
   } finally {
     scheduleState(0);
   }

@@ -5,9 +5,10 @@
 //   dom.js       DOM helpers; page-derived strings reach the DOM only through pageBdi or, in attributes, pageString
 //   api.js       the calls to /dashboard/api/* and the shapes of their answers; the session's end
 //   browsers.js  the state poll: emergency stop state, audit health, browsers and their agent tabs
+//   pages.js     page tools: the pages connected over /page, their tools, each one's state and grant
 //   preview.js   the live view of the watched tab
 //   audit.js     the activity table, from the audit stream
-//   controls.js  emergency stop and resume, log out, policy and pairing
+//   controls.js  emergency stop and resume, approving a changed page tool, log out, policy and pairing
 //   chat.js      the chat panel: a task for the model, its programs, their results, refusals and the answer, streamed
 import { startAudit } from "./audit.js";
 import { pollState } from "./browsers.js";
