@@ -1,8 +1,7 @@
 // In the broker's own process: each tool call goes through the broker's runner (runTool) with its ToolContext, as an
 // MCP call does once the adapter has it: the same strict arguments, gate, leases and audit. Only the MCP hop is skipped.
 import { randomBytes } from "node:crypto";
-import { endSessionLeases, runTool, toolInstructions, tools as brokerTools, type Broker, type Caller, type Tool } from "@tabrelay/broker";
-import { z } from "zod";
+import { advertisedInputSchema, endSessionLeases, runTool, toolInstructions, tools as brokerTools, toolsFor, type Broker, type Caller, type Tool } from "@tabrelay/broker";
 import { aiTool, pick, type TabrelayTool, type TabrelayToolResult, type ToolFilter } from "./shape.js";
 
 /**
@@ -60,13 +59,14 @@ export function tabrelayTools(options: TabrelayToolsOptions): Record<string, Tab
   const { broker } = options;
   const caller: Caller = { session: options.session ?? `agent-tools-${randomBytes(8).toString("hex")}`, client: options.client ?? AGENT_TOOLS_CLIENT };
   return Object.fromEntries(
-    pick(brokerTools, options).map((t) => [
+    // The tools this broker lists over MCP: with a browser source configured, browser_start and the rest too.
+    pick(toolsFor(broker.config), options).map((t) => [
       t.name,
       aiTool({
         name: t.name,
         title: t.title,
         description: t.description,
-        inputSchema: advertisedSchema(t),
+        inputSchema: advertisedInputSchema(t),
         call: (args, signal) => callInProcess(broker, t, args, signal, caller),
       }),
     ]),
@@ -142,21 +142,3 @@ export function codeOf(text: string): { code?: string } {
   return code ? { code } : {};
 }
 
-const schemas = new WeakMap<Tool, Record<string, unknown>>();
-
-/** The tool's strict schema as tools/list advertises it (draft-07 keywords, no $schema, no zod safe-integer bounds). */
-function advertisedSchema(t: Tool): Record<string, unknown> {
-  const known = schemas.get(t);
-  if (known) return known;
-  const { $schema: _dialect, ...schema }: Record<string, unknown> = z.toJSONSchema(t.input, {
-    target: "draft-7",
-    io: "input",
-    override: ({ jsonSchema }) => {
-      if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
-      if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
-    },
-  });
-  const advertised = { ...schema, type: "object" };
-  schemas.set(t, advertised);
-  return advertised;
-}

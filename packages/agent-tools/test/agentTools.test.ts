@@ -6,7 +6,7 @@
 import { generateText, stepCountIs } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endTabrelaySession, tabrelayInstructions, tabrelayTools, tabrelayToolsOverHttp, type TabrelayToolResult } from "../src/index.js";
-import { attachBrowser, DRIVERS, MCP_TOKEN, page, startBroker, startSite, waitFor, type AttachedBrowser, type TestBroker, type TestSite } from "../../../test/harness.js";
+import { attachBrowser, connectClient, DRIVERS, MCP_TOKEN, page, startBroker, startSite, waitFor, type AttachedBrowser, type TestBroker, type TestSite } from "../../../test/harness.js";
 import { refOf, scriptedModel, tabOf } from "./scriptedModel.js";
 
 let site: TestSite;
@@ -256,6 +256,26 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
 });
 
 describe("tool selection", () => {
+  it("offers the tools the broker lists over MCP, with the same input schemas: browser_start and the rest where config names a browser source", async () => {
+    const plain = await startBroker({ yaml: YAML });
+    const withSource = await startBroker({ yaml: `${YAML}browsers:\n  source: local\n` });
+    try {
+      expect(Object.keys(tabrelayTools({ broker: plain.broker }))).not.toContain("browser_start");
+      const names = Object.keys(tabrelayTools({ broker: withSource.broker }));
+      for (const name of ["browser_start", "browser_stop", "browser_list_sessions", "browser_live_view"]) expect(names).toContain(name);
+      const client = await connectClient(withSource.url);
+      const listed = (await client.listTools()).tools;
+      await client.close();
+      expect(names.sort()).toEqual(listed.map((t) => t.name).sort());
+      const inProcess = tabrelayTools({ broker: withSource.broker }) as Record<string, { inputSchema: { jsonSchema?: unknown } }>;
+      for (const t of listed) expect(JSON.parse(JSON.stringify(inProcess[t.name]?.inputSchema.jsonSchema ?? null)), t.name).toEqual(t.inputSchema);
+    } finally {
+      await plain.close();
+      await withSource.close();
+    }
+  });
+
+
   it("only/except take tool names; a name no tool has is an error listing the tools", async () => {
     const broker = await startBroker({ yaml: YAML });
     try {

@@ -8,7 +8,7 @@ export { connectHttpClient } from "./mcp/adapter.js";
 export { checkBroker, BrokerNotProven, BrokerUnreachable } from "./mcp/brokerProof.js";
 export { Relay, type RelayOptions } from "./mcp/relay.js";
 export { StdinLines, STDIO_LINE_LIMIT, type StdinLine, type JsonRpcMessage } from "./mcp/stdioLines.js";
-export { tools } from "./tools/index.js";
+export { tools, toolsFor } from "./tools/index.js";
 export { findChromium, builtExtensionDir, prepareExtension, launchChromium, chromiumArgs, LaunchError, type LaunchedBrowser } from "./launch/chromium.js";
 export { parseRankingCsv } from "./policy/topSites.js";
 export { createLogger, redactingLogger, silentLogger, type Logger } from "./util/log.js";
@@ -23,7 +23,7 @@ export type { Tool, ToolContext, ToolKind } from "./tools/tool.js";
 export type { RenderedResult } from "./tools/response.js";
 export type { Caller } from "./gate/decisions.js";
 export { endSessionLeases } from "./gate/enforce.js";
-export { instructions as toolInstructions } from "./mcp/adapter.js";
+export { instructions as toolInstructions, advertisedInputSchema } from "./mcp/adapter.js";
 // The dashboard's chat panel (@tabrelay/chat implements it; Broker.mountDashboardChat mounts it).
 export type { DashboardChat, ChatEvent } from "./dashboard/chat.js";
 export { CHAT_KEY_VARS, type ChatSettings } from "./config/chat.js";

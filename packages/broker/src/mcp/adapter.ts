@@ -133,39 +133,54 @@ const SHARED_FIELDS = new Map([
   ["tab", fields.tab.description],
 ]);
 
+const schemas = new WeakMap<Tool, Record<string, unknown>>();
+
+/**
+ * A tool's input schema as agents are shown it (tools/list, and agent-tools' in-process tools): the strict schema
+ * runTool parses with, less what says nothing to the model.
+ */
+export function advertisedInputSchema(tool: Tool): Record<string, unknown> {
+  const known = schemas.get(tool);
+  if (known) return known;
+  // No $schema: the keywords used (type, properties, required, enum, bounds) read the same in draft-07 and in
+  // 2020-12, MCP's default dialect.
+  const { $schema: _dialect, ...schema }: Record<string, unknown> = z.toJSONSchema(tool.input, {
+    target: "draft-7",
+    io: "input",
+    // An integer's safe range is zod's own bound (a JSON number past it is not exact anyway): not the tool's.
+    override: ({ jsonSchema }) => {
+      if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
+      if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+      // Bounds no real value reaches (an offset of 10^8) tell the model nothing; runTool still enforces them.
+      if (typeof jsonSchema.maximum === "number" && jsonSchema.maximum >= 1_000_000) delete jsonSchema.maximum;
+      // The schema runTool parses with is strict: an unknown field is invalid_params naming it. Saying
+      // additionalProperties: false on every object cost 28 characters a tool in every conversation.
+      if (jsonSchema.additionalProperties === false) delete jsonSchema.additionalProperties;
+      // A string that must not be empty: said by its description; runTool refuses an empty one.
+      if (jsonSchema.minLength === 1) delete jsonSchema.minLength;
+    },
+  });
+  // No title: it is for people (a client shows the name without one); the model reads name and description.
+  // browser and tab mean the same in every tool: said once, in the instructions, not in each schema.
+  for (const [field, shared] of SHARED_FIELDS) {
+    const property = (schema.properties as Record<string, { description?: string }> | undefined)?.[field];
+    if (property && property.description === shared) delete property.description;
+  }
+  const advertised = { ...schema, type: "object" as const };
+  schemas.set(tool, advertised);
+  return advertised;
+}
+
 /** What tools/list shows, built once per tool table: each input schema is the strict one runTool parses with. */
 function listing(tools: readonly Tool[]): ListedTool[] {
   const known = listings.get(tools);
   if (known) return known;
   const listed = tools.map((tool) => {
-    // No $schema: the keywords used (type, properties, required, enum, bounds) read the same in draft-07 and in
-    // 2020-12, MCP's default dialect.
-    const { $schema: _dialect, ...schema }: Record<string, unknown> = z.toJSONSchema(tool.input, {
-      target: "draft-7",
-      io: "input",
-      // An integer's safe range is zod's own bound (a JSON number past it is not exact anyway): not the tool's.
-      override: ({ jsonSchema }) => {
-        if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
-        if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
-        // Bounds no real value reaches (an offset of 10^8) tell the model nothing; runTool still enforces them.
-        if (typeof jsonSchema.maximum === "number" && jsonSchema.maximum >= 1_000_000) delete jsonSchema.maximum;
-        // The schema runTool parses with is strict: an unknown field is invalid_params naming it. Saying
-        // additionalProperties: false on every object cost 28 characters a tool in every conversation.
-        if (jsonSchema.additionalProperties === false) delete jsonSchema.additionalProperties;
-        // A string that must not be empty: said by its description; runTool refuses an empty one.
-        if (jsonSchema.minLength === 1) delete jsonSchema.minLength;
-      },
-    });
-    // No title: it is for people (a client shows the name without one); the model reads name and description.
-    // browser and tab mean the same in every tool: said once, in the instructions, not in each schema.
-    for (const [field, shared] of SHARED_FIELDS) {
-      const property = (schema.properties as Record<string, { description?: string }> | undefined)?.[field];
-      if (property && property.description === shared) delete property.description;
-    }
+    const schema = advertisedInputSchema(tool);
     return {
       name: tool.name,
       description: tool.description,
-      inputSchema: { ...schema, type: "object" as const },
+      inputSchema: schema as ListedTool["inputSchema"],
       // MCP's defaults say the rest: readOnlyHint false, destructiveHint true, openWorldHint true. A write is
       // listed with no annotations (destructive by default); a read says readOnlyHint.
       ...(tool.kind === "read" ? { annotations: { readOnlyHint: true } } : {}),
