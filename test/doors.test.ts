@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILTIN_EXTENSION_ID, findChromium, launchChromium, prepareExtension, type LaunchedBrowser } from "../packages/broker/src/index.js";
-import { PROTOCOL_VERSION, newNonce } from "../packages/protocol/src/index.js";
+import { FrameOpener, FrameSealer, PROTOCOL_VERSION, bridgeProof, canonicalEndpoint, frameKeys, newNonce, provenEndpoint, socketEndpoint } from "../packages/protocol/src/index.js";
 import { MCP_TOKEN, PAIRING_TOKEN, browserConnected, call, connectClient, removeProfile, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
 import { stubBrokerPerTest } from "./stubExtension.js";
 
@@ -76,8 +76,8 @@ async function startImpostor(port = 0): Promise<Impostor> {
 let witnessOrigin = "";
 
 /** The popup's status line, as the user reads it: popup.html opened in a tab through DevTools. */
-function popupStatus(profileDir: string): Promise<string> {
-  return popupEval(profileDir, "document.getElementById('state')?.textContent ?? ''", (value) => value.startsWith("State:"));
+function popupStatus(profileDir: string, until: (status: string) => boolean = () => true): Promise<string> {
+  return popupEval(profileDir, "document.getElementById('state')?.textContent ?? ''", (value) => value.startsWith("State:") && until(value));
 }
 
 /** Evaluates `expression` (awaited) in the extension's popup page, opened in a tab through DevTools. */
@@ -195,6 +195,330 @@ describe("the extension obeys only its own broker", () => {
   }, 30_000);
 });
 
+// ---- relays: a program between the browser (or a client) and the real broker -------------------------------
+
+/** What a relaying listener saw and did: it passes frames (and /auth/proof) between its clients and the real broker. */
+interface Relay {
+  port: number;
+  /** WebSocket connections it took. */
+  sockets: number;
+  fromBrowser: string[];
+  fromBroker: string[];
+  /** HTTP requests it took (other than the relayed /auth/proof, which are listed too), headers and bodies included. */
+  requests: Array<{ method: string; url: string; headers: IncomingMessage["headers"]; body: string }>;
+  /** Answers to the calls it injected after a welcome. */
+  injected: string[];
+  /** Rewrites a frame on its way (as text); identity unless set. */
+  rewrite: (text: string, towards: "broker" | "browser") => string;
+  /** Rewrites a relayed /auth/proof body. */
+  rewriteProof: (body: string) => string;
+  close(): Promise<void>;
+}
+
+async function startRelay(host: string, port: number, brokerPort: number, secretUrl = ""): Promise<Relay> {
+  const wss = new WebSocketServer({ noServer: true });
+  const relay: Relay = { port: 0, sockets: 0, fromBrowser: [], fromBroker: [], requests: [], injected: [], rewrite: (t) => t, rewriteProof: (b) => b, close: async () => undefined };
+  const server: Server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      relay.requests.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body });
+      if (req.url !== "/auth/proof") {
+        res.writeHead(500);
+        res.end();
+        return;
+      }
+      // As p14b: the proof request goes to the real broker with the Host it expects, and its answer comes back.
+      const up = request({ host: "127.0.0.1", port: brokerPort, method: "POST", path: "/auth/proof", headers: { "Content-Type": "application/json", Host: `127.0.0.1:${brokerPort}` } }, (answer) => {
+        let out = "";
+        answer.on("data", (chunk: Buffer) => (out += chunk.toString()));
+        answer.on("end", () => {
+          res.writeHead(answer.statusCode ?? 500, { "Content-Type": "application/json" });
+          res.end(out);
+        });
+      });
+      up.end(relay.rewriteProof(body));
+    });
+  });
+  server.on("upgrade", (req, socket, head) => {
+    wss.handleUpgrade(req, socket, head, (browserSide) => {
+      relay.sockets++;
+      const brokerSide = new WebSocket(`ws://127.0.0.1:${brokerPort}/bridge`, { origin: req.headers.origin ?? "" });
+      const early: string[] = [];
+      brokerSide.on("open", () => early.splice(0).forEach((t) => brokerSide.send(t)));
+      browserSide.on("message", (data) => {
+        const text = data.toString();
+        if (/"id":90000\d/.test(text)) return void relay.injected.push(text);
+        relay.fromBrowser.push(text);
+        const out = relay.rewrite(text, "broker");
+        if (brokerSide.readyState === WebSocket.OPEN) brokerSide.send(out);
+        else early.push(out);
+      });
+      brokerSide.on("message", (data) => {
+        const text = data.toString();
+        relay.fromBroker.push(text);
+        browserSide.send(relay.rewrite(text, "browser"));
+        // As p13: once the broker welcomed the browser, the relay's own calls.
+        if (text.includes('"type":"welcome"')) {
+          browserSide.send(JSON.stringify({ type: "call", id: 900001, method: "tabs.list", params: {} }));
+          if (secretUrl) browserSide.send(JSON.stringify({ type: "call", id: 900002, method: "tabs.open", params: { url: secretUrl, active: false } }));
+        }
+      });
+      brokerSide.on("close", () => browserSide.close());
+      brokerSide.on("error", () => browserSide.close());
+      browserSide.on("close", () => brokerSide.close());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  relay.port = (server.address() as AddressInfo).port;
+  relay.close = async () => {
+    for (const client of wss.clients) client.terminate();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return relay;
+}
+
+const typeOf = (text: string) => (JSON.parse(text) as { type?: string }).type;
+
+describe("a program relaying the bridge to the real broker gets no service (the proofs name the address dialled)", () => {
+  let site: TestSite;
+  let broker: TestBroker;
+  const secret = "USER-SECRET-PAGE-TEXT";
+  const stolen: string[] = [];
+  const browsers: Array<{ browser: LaunchedBrowser; profileDir: string }> = [];
+
+  function launchPaired(bridgeUrl: string, label = "test chromium"): string {
+    const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
+    const extensionDir = prepareExtension(profileDir, bridgeUrl, PAIRING_TOKEN, label);
+    const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--remote-debugging-port=0"] });
+    browsers.push({ browser, profileDir });
+    return profileDir;
+  }
+
+  beforeAll(async () => {
+    site = await startSite();
+    site.route("/secret", (req, res) => {
+      stolen.push(req.url ?? "");
+      res.end(`<title>user mail</title><p>${secret}</p>`);
+    });
+    broker = await startBroker();
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const { browser, profileDir } of browsers.splice(0)) {
+      await browser.kill();
+      await removeProfile(profileDir);
+    }
+    await broker?.close();
+    await site?.close();
+  });
+
+  it("paired as ws://localhost:P, the browser dials 127.0.0.1:P: a relay on [::1]:P gets no socket, and the real broker is served (p13)", async () => {
+    const relay = await startRelay("::1", broker.port, broker.port, `${site.origin}/secret?relayed`);
+    try {
+      const profileDir = launchPaired(`ws://localhost:${broker.port}/bridge`, "localhost chromium");
+      await browserConnected(broker, 40_000);
+      const client = await connectClient(broker.url);
+      const read = await call(client, "read_url", { url: `${site.origin}/secret` });
+      expect(read.isError, read.text).toBe(false);
+      expect(read.text).toContain(secret);
+      await client.close();
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(relay.sockets).toBe(0);
+      expect(relay.requests).toEqual([]);
+      expect(relay.injected).toEqual([]);
+      expect(stolen).toEqual(["/secret"]); // the real broker's read, and nothing for the relay
+      expect(await popupStatus(profileDir)).toMatch(/^State: connected/);
+      await browsers.at(-1)?.browser.kill();
+      await waitFor("the localhost browser to leave", () => broker.broker.registry.list().length === 0 || undefined, 20_000);
+    } finally {
+      await relay.close();
+    }
+  }, 90_000);
+
+  it("a relay on another address passes on the broker's proof for the broker's address: the browser refuses it, sends no proof and serves nothing", async () => {
+    const relay = await startRelay("127.0.0.1", 0, broker.port, `${site.origin}/secret?relayed`);
+    const brokerEndpoint = `http://127.0.0.1:${broker.port}`;
+    try {
+      const profileDir = launchPaired(`ws://127.0.0.1:${relay.port}/bridge`);
+      const hellos = () => relay.fromBrowser.filter((t) => typeOf(t) === "hello").length;
+      // Frames passed as they are: the challenge names the broker's address.
+      await waitFor("the browser to dial the relay", () => hellos() >= 1 || undefined, 30_000);
+      await waitFor("the broker's challenge", () => relay.fromBroker.some((t) => typeOf(t) === "challenge") || undefined);
+      expect(JSON.parse(relay.fromBroker.find((t) => typeOf(t) === "challenge") ?? "{}").endpoint).toBe(brokerEndpoint);
+      expect(await popupStatus(profileDir, (s) => s.includes("passed on the proof"))).toContain(
+        `the listener at ws://127.0.0.1:${relay.port}/bridge did not prove it is your tabrelay broker: it passed on the proof of a broker at ${brokerEndpoint}`,
+      );
+      // The relay claims the broker's own address in the browser's hello: the broker proves for that, the browser still refuses.
+      relay.rewrite = (text, towards) => (towards === "broker" && typeOf(text) === "hello" ? JSON.stringify({ ...JSON.parse(text), endpoint: brokerEndpoint }) : text);
+      let before = hellos();
+      await waitFor("the browser to dial the relay again", () => hellos() > before || undefined, 30_000);
+      // The relay names its own address in the challenge: the endpoint then matches, the proof (over the broker's) does not.
+      relay.rewrite = (text, towards) => (towards === "browser" && typeOf(text) === "challenge" ? JSON.stringify({ ...JSON.parse(text), endpoint: `http://127.0.0.1:${relay.port}` }) : text);
+      before = hellos();
+      await waitFor("the browser to dial the relay a third time", () => hellos() > before || undefined, 30_000);
+      await waitFor("the third challenge", () => relay.fromBroker.filter((t) => typeOf(t) === "challenge").length >= 3 || undefined);
+      await new Promise((r) => setTimeout(r, 1000));
+      // Only hellos ever left the browser: no auth (its proof), no result, and the broker never registered it.
+      expect(relay.fromBrowser.map(typeOf).every((t) => t === "hello")).toBe(true);
+      expect(relay.fromBroker.some((t) => t.includes('"type":"welcome"') || /^[\w-]{43}\./.test(t))).toBe(false);
+      expect(relay.injected).toEqual([]);
+      expect(broker.broker.registry.list()).toHaveLength(0);
+      expect(stolen.filter((u) => u.includes("relayed"))).toEqual([]);
+    } finally {
+      await relay.close();
+    }
+  }, 120_000);
+});
+
+/**
+ * A broker that knows the pairing code, standing in for the real one with an attacker in its path: it completes the
+ * real handshake (protocol handshake.ts), then sends, per connection, one kind of frame the attacker could: one it did
+ * not seal (p13's injection), one with a wrong MAC, a replay of a sealed frame, one out of sequence. `control` seals
+ * correctly, so a test that sees no answer there knows the rest means something.
+ */
+type InjectMode = "control" | "plain" | "bad-mac" | "replay" | "skip" | "silent";
+async function startInjector(stolenUrl: string): Promise<{ port: number; mode: InjectMode; log: Array<{ mode: InjectMode; answers: string[]; closed: boolean; authMs: number }>; drop(): void; close(): Promise<void> }> {
+  const wss = new WebSocketServer({ noServer: true });
+  const server = createServer((_req, res) => res.end("{}"));
+  const state = {
+    port: 0,
+    mode: "control" as InjectMode,
+    log: [] as Array<{ mode: InjectMode; answers: string[]; closed: boolean; authMs: number }>,
+    drop: () => wss.clients.forEach((c) => c.close()),
+    close: async () => undefined,
+  };
+  server.on("upgrade", (req, socket, head) => {
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const entry = { mode: state.mode, answers: [] as string[], closed: false, authMs: -1 };
+      state.log.push(entry);
+      ws.on("close", () => (entry.closed = true));
+      let opener: FrameOpener | undefined;
+      let sealer: FrameSealer | undefined;
+      let helloAt = 0;
+      let queue = Promise.resolve();
+      const seal = (frame: unknown) => new Promise<string>((resolve) => void sealer?.seal(JSON.stringify(frame), resolve));
+      ws.on("message", (data) => {
+        const text = data.toString();
+        queue = queue.then(async () => {
+          if (!opener) {
+            if (entry.mode === "silent") return;
+            const hello = JSON.parse(text) as { nonce: string; browserId: string; endpoint: string };
+            helloAt = performance.now();
+            const endpoint = canonicalEndpoint(`http://127.0.0.1:${state.port}`) ?? "";
+            const transcript = { browserNonce: hello.nonce, brokerNonce: newNonce(), browserId: hello.browserId, endpoint };
+            const keys = await frameKeys(PAIRING_TOKEN, transcript);
+            opener = await FrameOpener.create(keys["browser>broker"]);
+            sealer = await FrameSealer.create(keys["broker>browser"]);
+            ws.send(JSON.stringify({ type: "challenge", nonce: transcript.brokerNonce, endpoint, proof: await bridgeProof(PAIRING_TOKEN, "broker", transcript) }));
+            return;
+          }
+          const opened = await opener.open(text);
+          if (opened === undefined) return void entry.answers.push(`UNSEALED ${text.slice(0, 80)}`);
+          const frame = JSON.parse(opened) as { type: string };
+          if (frame.type === "auth") {
+            entry.authMs = performance.now() - helloAt;
+            ws.send(await seal({ type: "welcome", browserId: "x", brokerVersion: "0.0.0", navigationRules: [] }));
+            const list = { type: "call", id: 1, method: "tabs.list", params: {} };
+            const open = { type: "call", id: 2, method: "tabs.open", params: { url: stolenUrl, active: false } };
+            if (entry.mode === "control") ws.send(await seal(list));
+            if (entry.mode === "plain") ws.send(JSON.stringify(open));
+            if (entry.mode === "bad-mac") {
+              const sealed = await seal(open);
+              ws.send(`${sealed[0] === "A" ? "B" : "A"}${sealed.slice(1)}`);
+            }
+            if (entry.mode === "replay") {
+              const sealed = await seal(list);
+              ws.send(sealed);
+              ws.send(sealed);
+            }
+            if (entry.mode === "skip") {
+              await seal(list); // sealed as number 1, never sent
+              ws.send(await seal(open));
+            }
+          } else if (frame.type === "result") entry.answers.push(opened);
+        });
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  state.port = (server.address() as AddressInfo).port;
+  state.close = async () => {
+    for (const client of wss.clients) client.terminate();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return state;
+}
+
+describe("every frame after the proofs is sealed: one that is not closes the link, unserved", () => {
+  it("the extension answers a sealed call, and closes at once on an unsealed, mis-sealed, replayed or skipped one without serving it", async () => {
+    const witness = await startSite();
+    const stolen: string[] = [];
+    witness.route("/stolen", (req, res) => {
+      stolen.push(req.url ?? "");
+      res.end("<title>stolen</title>");
+    });
+    const injector = await startInjector(`${witness.origin}/stolen`);
+    const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
+    const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir: prepareExtension(profileDir, `ws://127.0.0.1:${injector.port}/bridge`, PAIRING_TOKEN, "t"), headless: true, extraArgs: ["--remote-debugging-port=0"] });
+    try {
+      for (const mode of ["control", "plain", "bad-mac", "replay", "skip"] as const) {
+        injector.mode = mode;
+        const entry = await waitFor(`a connection in ${mode} mode`, () => injector.log.find((e) => e.mode === mode && e.authMs >= 0), 30_000);
+        if (mode === "control") {
+          await waitFor("the answer to the sealed call", () => entry.answers.length > 0 || undefined);
+          expect(JSON.parse(entry.answers[0] ?? "{}")).toMatchObject({ type: "result", id: 1, ok: true });
+          console.log(`pairing: hello to the browser's sealed auth in ${entry.authMs.toFixed(1)} ms (the extension's side of the handshake)`);
+          injector.mode = "plain";
+          injector.drop();
+        } else {
+          await waitFor(`the browser to close the ${mode} link`, () => entry.closed || undefined);
+          // The injected call (id 2) is never answered; a replayed one at most once (its first, good copy).
+          expect(entry.answers.filter((a) => a.includes('"id":2')), mode).toEqual([]);
+          expect(entry.answers.length, mode).toBeLessThanOrEqual(mode === "replay" ? 1 : 0);
+        }
+      }
+      injector.mode = "silent";
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(stolen).toEqual([]);
+      expect(injector.log.every((e) => e.answers.every((a) => !a.startsWith("UNSEALED")))).toBe(true);
+      expect(await popupStatus(profileDir, (s) => s.includes("failed its check"))).toMatch(
+        new RegExp(`a frame on the link to ws://127\\.0\\.0\\.1:${injector.port}/bridge failed its check .*the link was closed and the frame not served`),
+      );
+    } finally {
+      await browser.kill();
+      await injector.close();
+      await witness.close();
+      await removeProfile(profileDir);
+    }
+  }, 120_000);
+
+  it("the real broker pairs a browser that is waiting for it in under a second", async () => {
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, "127.0.0.1", resolve));
+    const port = (free.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => free.close(() => resolve()));
+    const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
+    const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir: prepareExtension(profileDir, `ws://localhost:${port}/bridge`, PAIRING_TOKEN, "waiting"), headless: true });
+    let broker: TestBroker | undefined;
+    try {
+      await new Promise((r) => setTimeout(r, 4000)); // the extension is up and probing the silent port
+      const started = performance.now();
+      broker = await startBroker({ port });
+      await browserConnected(broker, 10_000);
+      const ms = performance.now() - started;
+      console.log(`pairing: broker listening to browser registered in ${Math.round(ms)} ms`);
+      expect(ms).toBeLessThan(1000);
+    } finally {
+      await browser.kill();
+      await broker?.close();
+      await removeProfile(profileDir);
+    }
+  }, 60_000);
+});
+
 describe("tabrelay's own clients send the MCP token only to a broker that proves it knows it", () => {
   function dataDir(): string {
     return mkdtempSync(join(tmpdir(), "tabrelay-doors-"));
@@ -218,7 +542,7 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
     });
   }
 
-  const sawToken = (impostor: Impostor) => impostor.requests.some((r) => JSON.stringify(r.headers).includes(MCP_TOKEN) || r.body.includes(MCP_TOKEN));
+  const sawToken = (impostor: Pick<Impostor, "requests">) => impostor.requests.some((r) => JSON.stringify(r.headers).includes(MCP_TOKEN) || r.body.includes(MCP_TOKEN));
 
   it("stdio refuses to forward to a listener that looks like tabrelay but cannot prove the token", async () => {
     const impostor = await startImpostor();
@@ -231,6 +555,64 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
       expect(sawToken(impostor)).toBe(false);
     } finally {
       await impostor.close();
+    }
+  }, 40_000);
+
+  it("stdio pointed at a listener that relays /auth/proof to the real broker gets a proof for the broker's address and sends no token (p14b)", async () => {
+    const real = await startBroker();
+    const relay = await startRelay("127.0.0.1", 0, real.port);
+    try {
+      // As the proof request came, and with the broker's own address claimed in it: either way the answer names the broker's.
+      for (const rewrite of [(b: string) => b, (b: string) => JSON.stringify({ ...JSON.parse(b), endpoint: `http://127.0.0.1:${real.port}` })]) {
+        relay.rewriteProof = rewrite;
+        relay.requests.length = 0;
+        const result = await runCli(["stdio", "--port", String(relay.port), "--data-dir", dataDir()], () => false);
+        expect(result.code).not.toBe(0);
+        expect(result.stderr).toMatch(new RegExp(`the listener at http://127\\.0\\.0\\.1:${relay.port} answered with a proof made for another address \\(http://127\\.0\\.0\\.1:${real.port}\\).*the MCP token was not sent`));
+        expect(relay.requests.map((r) => r.url)).toEqual(["/auth/proof"]);
+        expect(sawToken(relay)).toBe(false);
+      }
+    } finally {
+      await relay.close();
+      await real.close();
+    }
+  }, 60_000);
+
+  it("launch --cdp pointed at a relaying listener hands over neither the token nor the DevTools endpoint", async () => {
+    const real = await startBroker();
+    const relay = await startRelay("127.0.0.1", 0, real.port);
+    try {
+      const result = await runCli(["launch", "--cdp", "--headless", "--broker", `http://127.0.0.1:${relay.port}`, "--data-dir", dataDir()], (stderr) => /proof made for another address/.test(stderr));
+      expect(result.stderr).toMatch(/answered with a proof made for another address.*the MCP token was not sent/);
+      expect(relay.requests.map((r) => r.url)).toEqual(["/auth/proof"]);
+      expect(sawToken(relay)).toBe(false);
+      expect(real.broker.registry.list()).toHaveLength(0);
+    } finally {
+      await relay.close();
+      await real.close();
+    }
+  }, 60_000);
+
+  it("stdio --host localhost dials 127.0.0.1: a listener on [::1] at the broker's port gets nothing, the real broker serves (p14)", async () => {
+    const real = await startBroker();
+    const relay = await startRelay("::1", real.port, real.port);
+    try {
+      const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+      const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "stdio", "--host", "localhost", "--port", String(real.port), "--data-dir", dataDir()],
+        env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } as Record<string, string>,
+        stderr: "pipe",
+      });
+      const client = new Client({ name: "doors", version: "0" });
+      await client.connect(transport);
+      expect((await call(client, "list_browsers")).text).toMatch(/No browser|browser/i);
+      await client.close();
+      expect(relay.requests).toEqual([]);
+    } finally {
+      await relay.close();
+      await real.close();
     }
   }, 40_000);
 
@@ -504,8 +886,50 @@ describe("the broker's doors", () => {
       expect(await closed).toBe(4401);
       expect(frames).toHaveLength(1);
       expect(frames[0]?.type).toBe("reject");
-      expect(frames[0]?.error?.message).toMatch(/too old.*protocol 2.*needs 3.*update the tabrelay extension/);
+      expect(frames[0]?.error?.message).toMatch(/too old.*protocol 2.*needs 4.*update the tabrelay extension/);
       expect(bridge.broker.broker.registry.list()).toHaveLength(0);
+    });
+
+    it("closes the socket of a browser that sends a frame it did not seal, and takes no answer from it", async () => {
+      for (const forge of ["plain", "bad-mac", "replay"] as const) {
+        const s = bridge.stub({ handlers: { "tabs.list": () => "never" } });
+        const sent: string[] = [];
+        const original = s.ws.send.bind(s.ws);
+        s.ws.send = ((data: string) => {
+          sent.push(String(data));
+          original(data);
+        }) as typeof s.ws.send;
+        await s.welcomed;
+        const client = await connectClient(bridge.broker.url);
+        const listed = call(client, "list_tabs");
+        await waitFor("the call to reach the stub", () => s.calls.length > 0 || undefined);
+        const id = s.calls[0]?.id;
+        const injected = JSON.stringify({ type: "result", id, ok: true, result: { tabs: [{ tabId: 66, windowId: 1, url: "https://injected.example/", title: "injected", active: false, status: "complete", shared: false }] } });
+        if (forge === "plain") s.ws.send(injected);
+        if (forge === "bad-mac") s.ws.send(`${"A".repeat(43)}.1.${injected}`);
+        if (forge === "replay") s.ws.send(sent.at(-1) ?? ""); // the stub's sealed auth, sent again
+        expect((await s.closed).code, forge).not.toBe(1000);
+        const result = await listed;
+        expect(result.isError, forge).toBe(true);
+        expect(result.text, forge).not.toContain("injected.example");
+        expect(bridge.broker.broker.registry.list(), forge).toHaveLength(0);
+        await client.close();
+      }
+    });
+
+    it("proves itself for the address the socket reached, whatever the browser claims for a loopback address", async () => {
+      const own = `http://127.0.0.1:${bridge.broker.port}`;
+      const s = bridge.stub();
+      await s.welcomed;
+      expect(s.provenEndpoint).toBe(own);
+      expect(socketEndpoint("::ffff:127.0.0.1", 9333)).toBe("http://127.0.0.1:9333");
+      expect(socketEndpoint("::1", 9333)).toBe("http://[::1]:9333");
+      expect(provenEndpoint("ws://127.0.0.1:1234/bridge", own)).toBe(own); // a relay's address: the broker's own instead
+      expect(provenEndpoint("ws://[::1]:1234/bridge", own)).toBe(own);
+      expect(provenEndpoint("ws://localhost:1234/bridge", own)).toBe(own);
+      expect(provenEndpoint(`ws://localhost:${bridge.broker.port}/bridge`, own)).toBe(own);
+      expect(provenEndpoint("wss://broker.example/bridge", own)).toBe("https://broker.example:443"); // TLS binds the name
+      expect(provenEndpoint("not a url", own)).toBe(own);
     });
 
     it("closes a socket that never says hello", async () => {

@@ -1,7 +1,7 @@
 // A browser stand-in that speaks the real bridge protocol over a real WebSocket, for fast broker tests.
 // It never replaces the real extension in the end-to-end suite.
 import { BUILTIN_EXTENSION_ID } from "../packages/broker/src/index.js";
-import { PROTOCOL_VERSION, bridgeProof, newNonce, proofsEqual, type BridgeCall, type BridgeMethod, type BrokerToBrowser, type ParamsOf, type ResultOf, type TabInfo, type WireError } from "../packages/protocol/src/index.js";
+import { FrameOpener, FrameSealer, PROTOCOL_VERSION, bridgeProof, canonicalEndpoint, frameKeys, newNonce, proofsEqual, type BridgeCall, type BridgeMethod, type BrokerToBrowser, type ParamsOf, type ResultOf, type TabInfo, type WireError } from "../packages/protocol/src/index.js";
 import WebSocket from "ws";
 import { afterEach, beforeEach } from "vitest";
 import { allowYaml, PAIRING_TOKEN, startBroker, type TestBroker } from "./harness.js";
@@ -35,10 +35,15 @@ export class StubExtension {
   rejected: WireError | undefined;
   /** Whether the broker's challenge proved it knows this stub's pairing token. */
   brokerProved: boolean | undefined;
+  /** The endpoint the broker's challenge proved it is. */
+  provenEndpoint: string | undefined;
+  #sealer: FrameSealer | undefined;
+  #opener: FrameOpener | undefined;
 
   constructor(options: StubOptions) {
     this.handlers = options.handlers ?? {};
-    this.ws = new WebSocket(`ws://127.0.0.1:${options.port}/bridge`, { origin: options.origin ?? `chrome-extension://${BUILTIN_EXTENSION_ID}` });
+    const url = `ws://127.0.0.1:${options.port}/bridge`;
+    this.ws = new WebSocket(url, { origin: options.origin ?? `chrome-extension://${BUILTIN_EXTENSION_ID}` });
     this.opened = new Promise((resolve, reject) => {
       this.ws.once("open", () => resolve());
       this.ws.once("error", reject);
@@ -51,17 +56,31 @@ export class StubExtension {
     const nonce = newNonce();
     this.ws.on("open", () => {
       if (options.sendHello === false) return;
-      this.ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId, nonce, extensionVersion: "0.0.0" }));
+      this.ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId, nonce, endpoint, extensionVersion: "0.0.0" }));
     });
-    // Frames are handled one at a time, in order, as the extension does: the proofs are async.
+    const endpoint = canonicalEndpoint(url) ?? url;
+    // Frames are handled one at a time, in order, as the extension does: the proofs and the MACs are async.
     let queue = Promise.resolve();
     this.ws.on("message", (data) => {
-      const frame = JSON.parse(data.toString()) as BrokerToBrowser;
+      const raw = data.toString();
       queue = queue.then(async () => {
+        const text = this.#opener ? await this.#opener.open(raw) : raw;
+        if (text === undefined) {
+          // A plain reject of our proof (a wrong token) is read; any other frame that fails its check ends the link.
+          const plain = JSON.parse(raw) as BrokerToBrowser;
+          if (plain.type === "reject") this.rejected = plain.error;
+          else this.ws.close();
+          return;
+        }
+        const frame = JSON.parse(text) as BrokerToBrowser;
         if (frame.type === "challenge") {
-          const transcript = { browserNonce: nonce, brokerNonce: frame.nonce, browserId };
-          this.brokerProved = proofsEqual(frame.proof, await bridgeProof(token, "broker", transcript));
-          this.ws.send(JSON.stringify({ type: "auth", proof: await bridgeProof(token, "browser", transcript), label: options.label ?? "stub", userAgent: "stub" }));
+          const transcript = { browserNonce: nonce, brokerNonce: frame.nonce, browserId, endpoint };
+          this.provenEndpoint = frame.endpoint;
+          this.brokerProved = frame.endpoint === endpoint && proofsEqual(frame.proof, await bridgeProof(token, "broker", transcript));
+          const keys = await frameKeys(token, transcript);
+          this.#sealer = await FrameSealer.create(keys["browser>broker"]);
+          this.#opener = await FrameOpener.create(keys["broker>browser"]);
+          this.send({ type: "auth", proof: await bridgeProof(token, "browser", transcript), label: options.label ?? "stub", userAgent: "stub" });
         } else if (frame.type === "welcome") welcome();
         else if (frame.type === "reject") this.rejected = frame.error;
         else if (frame.type === "call") void this.#answer(frame);
@@ -76,15 +95,20 @@ export class StubExtension {
       if (!handler) throw new StubError({ code: "unknown_method", message: `stub has no ${call.method}` });
       const result = await handler(call.params as never);
       if (result === "never") return;
-      this.ws.send(JSON.stringify({ type: "result", id: call.id, ok: true, result }));
+      this.send({ type: "result", id: call.id, ok: true, result });
     } catch (error) {
       const wire = error instanceof StubError ? error.wire : { code: "internal", message: String(error) };
-      this.ws.send(JSON.stringify({ type: "result", id: call.id, ok: false, error: wire }));
+      this.send({ type: "result", id: call.id, ok: false, error: wire });
     }
   }
 
+  /** A frame to the broker, sealed as the extension seals it (plain before the broker's challenge). */
   send(frame: unknown): void {
-    this.ws.send(JSON.stringify(frame));
+    const text = JSON.stringify(frame);
+    if (!this.#sealer) return this.ws.send(text);
+    void this.#sealer.seal(text, (sealed) => {
+      if (this.ws.readyState === WebSocket.OPEN) this.ws.send(sealed);
+    });
   }
 
   close(): void {

@@ -62,9 +62,10 @@ export interface TabrelayHttpTools {
  * ```
  */
 export async function tabrelayToolsOverHttp(options: TabrelayToolsOverHttpOptions): Promise<TabrelayHttpTools> {
-  const mcpUrl = mcpUrlOf(options.url);
+  let mcpUrl = mcpUrlOf(options.url);
   try {
-    await checkBroker(mcpUrl.origin, options.token);
+    // The token goes only to the address the broker proved itself for (`localhost` is dialled as 127.0.0.1).
+    mcpUrl = new URL(mcpUrl.pathname, await checkBroker(mcpUrl.origin, options.token));
   } catch (error) {
     if (error instanceof BrokerUnreachable) throw new Error(`@tabrelay/agent-tools: ${error.message}; start it with \`tabrelay serve\` (or \`tabrelay start\`) and pass the URL it prints`, { cause: error });
     if (error instanceof BrokerNotProven) throw new Error(`@tabrelay/agent-tools: the server at ${mcpUrl.origin} is not a tabrelay broker holding this token (${error.message}); check the URL and TABRELAY_MCP_TOKEN`, { cause: error });

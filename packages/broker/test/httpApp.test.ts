@@ -89,13 +89,18 @@ describe("broker HTTP app", () => {
     }
   });
 
-  it("answers /auth/proof with a proof that checks out against the token", async () => {
+  it("answers /auth/proof with a proof that checks out against the token, for the address it proves it is", async () => {
     const nonce = newNonce();
-    const response = await post("/auth/proof", { Host: host, "Content-Type": "application/json" }, JSON.stringify({ nonce }));
+    // Called without a socket, the app knows no address of its own: a loopback address the client claims is not
+    // taken (a relay could claim its own), and the proof names none that any client dialled.
+    const response = await post("/auth/proof", { Host: host, "Content-Type": "application/json" }, JSON.stringify({ nonce, endpoint: "http://127.0.0.1:9333" }));
     expect(response.status).toBe(200);
     const body: unknown = await response.json();
-    expect(Reflect.get(body as object, "proof")).toBe(await mcpBrokerProof(TOKEN, nonce));
-    expect(await mcpBrokerProof("another token", nonce)).not.toBe(Reflect.get(body as object, "proof"));
+    const endpoint = Reflect.get(body as object, "endpoint");
+    expect(endpoint).toBe("http://no-socket:0");
+    expect(Reflect.get(body as object, "proof")).toBe(await mcpBrokerProof(TOKEN, nonce, "http://no-socket:0"));
+    expect(await mcpBrokerProof("another token", nonce, "http://no-socket:0")).not.toBe(Reflect.get(body as object, "proof"));
+    expect(await mcpBrokerProof(TOKEN, nonce, "http://127.0.0.1:9333")).not.toBe(Reflect.get(body as object, "proof"));
   });
 
   it("refuses /auth/proof without a well-formed nonce", async () => {

@@ -30,6 +30,9 @@ export function parseBrokerUrl(value: string): BrokerAddress {
   if (!(web || url.protocol === "http:" || url.protocol === "https:") || !pathOk || url.search || url.hash || url.username || url.password) {
     throw new BrokerUrlError(`--broker must be the broker's address (${FORMS}), not ${JSON.stringify(value)}`);
   }
+  // The name `localhost` is taken as input and never dialled: it resolves to ::1 as well, where another program may
+  // listen on the broker's port and take the connection (bridge and MCP clients alike dial 127.0.0.1).
+  if (url.hostname === "localhost") url.hostname = "127.0.0.1";
   const hostPort = url.host;
   return {
     base: `${tls ? "https" : "http"}://${hostPort}`,

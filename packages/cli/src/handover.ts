@@ -57,8 +57,9 @@ type Registration = { ok: true; id: string } | { ok: false; retry: boolean; mess
 
 async function register(options: HandoverOptions): Promise<Registration> {
   // The endpoint and the token are credentials: only a listener that proves it knows the token gets them.
+  let base: string;
   try {
-    await checkBroker(options.brokerUrl, options.token);
+    base = await checkBroker(options.brokerUrl, options.token);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     // A listener that cannot prove the token is a broker with another token or not a broker: as for a refused
@@ -68,7 +69,7 @@ async function register(options: HandoverOptions): Promise<Registration> {
   }
   let response: Response;
   try {
-    response = await fetch(`${options.brokerUrl}/browsers`, {
+    response = await fetch(`${base}/browsers`, {
       method: "POST",
       headers: { Authorization: `Bearer ${options.token}`, "Content-Type": "application/json" },
       body: JSON.stringify({ endpoint: options.endpoint, label: options.label }),

@@ -1,4 +1,19 @@
-import { MAX_FRAME_BYTES, PROTOCOL_VERSION, bridgeProof, newNonce, proofsEqual, type BridgeCall, type BridgeEvent, type BrokerToBrowser, type WireError } from "@tabrelay/protocol";
+import {
+  FrameOpener,
+  FrameSealer,
+  MAX_FRAME_BYTES,
+  PROTOCOL_VERSION,
+  bridgeProof,
+  canonicalEndpoint,
+  dialUrl,
+  frameKeys,
+  newNonce,
+  proofsEqual,
+  type BridgeCall,
+  type BridgeEvent,
+  type BrokerToBrowser,
+  type WireError,
+} from "@tabrelay/protocol";
 import { handlers } from "./commands.js";
 import { CommandError } from "./commandError.js";
 import { setNavigationRules } from "./navigationRules.js";
@@ -43,8 +58,10 @@ export async function connect(): Promise<void> {
       setState("rejected", refusal);
       return;
     }
-    loopback = isLoopback(new URL(settings.brokerUrl).hostname);
-    if (loopback && !(await listening(settings.brokerUrl))) {
+    // Never the name `localhost`: it resolves to ::1 as well, where another program may hold the broker's port.
+    const url = dialUrl(settings.brokerUrl);
+    loopback = isLoopback(new URL(url).hostname);
+    if (loopback && !(await listening(url))) {
       bridge.attempt = 0;
       if (bridge.state !== "disconnected" && bridge.state !== "rejected") setState("disconnected");
       keepWorkerAlive();
@@ -52,18 +69,21 @@ export async function connect(): Promise<void> {
       return;
     }
     setState("connecting");
-    const ws = new WebSocket(settings.brokerUrl);
+    const ws = new WebSocket(url);
     bridge.socket = ws;
-    const link: Link = { ws, settings: settings as Link["settings"], nonce: newNonce(), step: "hello" };
+    const link: Link = { ws, settings: settings as Link["settings"], url, endpoint: canonicalEndpoint(url) ?? url, nonce: newNonce(), step: "hello", inbox: Promise.resolve() };
     ws.onopen = () => {
-      ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId: settings.browserId, nonce: link.nonce, extensionVersion: EXTENSION_VERSION }));
+      ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId: settings.browserId, nonce: link.nonce, endpoint: link.endpoint, extensionVersion: EXTENSION_VERSION }));
       link.step = "challenge";
     };
     ws.onmessage = (event) => {
-      if (typeof event.data === "string") void onFrame(link, event.data);
+      const data: unknown = event.data;
+      // One frame at a time, in order: their MACs are checked in sequence.
+      if (typeof data === "string") link.inbox = link.inbox.then(() => onFrame(link, data)).catch(() => ws.close());
     };
     ws.onclose = () => {
       if (bridge.socket === ws) bridge.socket = undefined;
+      if (current === link) current = undefined;
       stopPing();
       if (bridge.state !== "rejected") setState("disconnected");
       if (link.step !== "serving") bridge.attempt = Math.min(bridge.attempt + 1, 20);
@@ -124,13 +144,11 @@ export function reconnectNow(): void {
   void connect();
 }
 
-function startPing(ws: WebSocket): void {
+function startPing(link: Link): void {
   stopPing();
   // A message every 20 s keeps an MV3 service worker alive (Chrome 116+); without it Chrome kills the
   // worker after 30 s idle and the socket dies with it.
-  bridge.pingTimer = setInterval(() => {
-    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "ping", at: Date.now() }));
-  }, PING_MS);
+  bridge.pingTimer = setInterval(() => sendOn(link, { type: "ping", at: Date.now() }), PING_MS);
 }
 
 function stopPing(): void {
@@ -138,29 +156,51 @@ function stopPing(): void {
   bridge.pingTimer = undefined;
 }
 
-function send(frame: unknown): void {
-  if (bridge.socket && bridge.socket.readyState === WebSocket.OPEN) bridge.socket.send(JSON.stringify(frame));
+/** The link being served (welcomed), which events go to. */
+let current: Link | undefined;
+
+/** A frame to the broker, sealed (after the broker proved itself; nothing is sent unsealed after `hello`). */
+function sendOn(link: Link, frame: unknown): void {
+  sendText(link, JSON.stringify(frame));
 }
 
 /**
  * One socket's handshake. A listener on the broker's address is trusted only once it proved it knows the pairing
- * secret (its challenge); only then does this browser prove itself, and only after the welcome does it serve calls.
+ * secret, for the very address this browser dialled (its challenge); only then does this browser prove itself, and
+ * only after the welcome does it serve calls. From the challenge on, every frame either way is sealed under this
+ * socket's keys: a frame that fails its check closes the socket, unread.
  */
 interface Link {
   ws: WebSocket;
   settings: Settings & { brokerUrl: string; pairingToken: string };
+  /** What this socket dialled (the broker URL, `localhost` as 127.0.0.1) and its canonical endpoint. */
+  url: string;
+  endpoint: string;
   nonce: string;
   step: "hello" | "challenge" | "auth" | "serving";
+  inbox: Promise<void>;
+  sealer?: FrameSealer;
+  opener?: FrameOpener;
 }
 
 async function onFrame(link: Link, data: string): Promise<void> {
   const { ws } = link;
-  let frame: BrokerToBrowser;
-  try {
-    frame = JSON.parse(data) as BrokerToBrowser;
-  } catch {
-    return;
+  let text = data;
+  if (link.opener) {
+    const opened = await link.opener.open(data);
+    if (opened === undefined) {
+      // Before the welcome the broker may still refuse our proof (a wrong pairing code) with a plain reject: shown,
+      // nothing served. Any other frame that fails its check did not come from the broker that proved itself.
+      const plain = link.step === "auth" ? parse(data) : undefined;
+      if (plain?.type === "reject") setState("rejected", `${plain.error.code}: ${plain.error.message}`);
+      else refuse(link, `a frame on the link to ${link.url} failed its check (not sealed by the broker that proved itself: another program in the path?); the link was closed and the frame not served`);
+      ws.close();
+      return;
+    }
+    text = opened;
   }
+  const frame = parse(text);
+  if (!frame) return;
   if (frame.type === "reject") {
     setState("rejected", `${frame.error.code}: ${frame.error.message}`);
     return;
@@ -171,66 +211,97 @@ async function onFrame(link: Link, data: string): Promise<void> {
   }
   switch (frame.type) {
     case "ping":
-      ws.send(JSON.stringify({ type: "pong", at: frame.at }));
+      sendOn(link, { type: "pong", at: frame.at });
       return;
     case "call":
-      await runCall(ws, frame);
+      void runCall(link, frame);
       return;
     default:
       return;
   }
 }
 
+function parse(text: string): BrokerToBrowser | undefined {
+  try {
+    return JSON.parse(text) as BrokerToBrowser;
+  } catch {
+    return undefined;
+  }
+}
+
+function refuse(link: Link, why: string): void {
+  bridge.impostor = `${why} (${new Date().toLocaleTimeString()})`;
+  setState("rejected", bridge.impostor);
+}
+
 async function handshake(link: Link, frame: BrokerToBrowser): Promise<void> {
   const { ws, settings } = link;
   if (link.step === "challenge" && frame.type === "challenge" && typeof frame.nonce === "string" && typeof frame.proof === "string") {
     link.step = "auth"; // one challenge per socket: a second one is not answered
-    const transcript = { browserNonce: link.nonce, brokerNonce: frame.nonce, browserId: settings.browserId };
+    const transcript = { browserNonce: link.nonce, brokerNonce: frame.nonce, browserId: settings.browserId, endpoint: link.endpoint };
+    if (frame.endpoint !== link.endpoint && typeof frame.endpoint === "string") {
+      // A real broker's proof, for the broker's own address: relayed by a program listening where this browser dialled.
+      refuse(link, `the listener at ${link.url} did not prove it is your tabrelay broker: it passed on the proof of a broker at ${frame.endpoint.slice(0, 100)} (another program on ${link.url} relaying to it); this browser sent it nothing and serves it nothing`);
+      ws.close();
+      return;
+    }
     if (proofsEqual(frame.proof, await bridgeProof(settings.pairingToken, "broker", transcript))) {
-      ws.send(JSON.stringify({ type: "auth", proof: await bridgeProof(settings.pairingToken, "browser", transcript), label: settings.label, userAgent: navigator.userAgent }));
+      const keys = await frameKeys(settings.pairingToken, transcript);
+      link.sealer = await FrameSealer.create(keys["browser>broker"]);
+      link.opener = await FrameOpener.create(keys["broker>browser"]);
+      sendOn(link, { type: "auth", proof: await bridgeProof(settings.pairingToken, "browser", transcript), label: settings.label, userAgent: navigator.userAgent });
       return;
     }
   } else if (link.step === "auth" && frame.type === "welcome") {
     link.step = "serving";
+    current = link;
     bridge.impostor = "";
     bridge.rulesReady = scopesWatched.then(() => setNavigationRules(frame.navigationRules));
     await bridge.rulesReady;
     bridge.attempt = 0;
     setState("connected");
-    startPing(ws);
+    startPing(link);
     return;
   }
   // Anything else before a welcome (a wrong proof, a welcome or a call without one): this listener is not our
   // broker, or an older one. It got nothing that depends on the pairing code; stop talking to it and keep dialling.
-  bridge.impostor = `the listener at ${settings.brokerUrl} did not prove it is your tabrelay broker (another program on that port, or a broker older than this extension); this browser sent it nothing and serves it nothing (${new Date().toLocaleTimeString()})`;
-  setState("rejected", bridge.impostor);
+  refuse(link, `the listener at ${link.url} did not prove it is your tabrelay broker (another program on that port, or a broker older than this extension); this browser sent it nothing and serves it nothing`);
   ws.close();
 }
 
-async function runCall(ws: WebSocket, call: BridgeCall): Promise<void> {
+async function runCall(link: Link, call: BridgeCall): Promise<void> {
   await tabsLoaded;
   await bridge.rulesReady;
   try {
     const handler = handlers[call.method];
     if (!handler) throw new CommandError("unknown_method", `unknown method ${String(call.method)}`);
     const result = await handler(call.params as never);
-    const frame = JSON.stringify({ type: "result", id: call.id, ok: true, result });
-    // A transport limit: the broker closes a socket that sends an oversized frame (MAX_FRAME_BYTES); answer with an
-    // error instead of losing the link. Over CDP there is no bridge and no such limit.
-    const bytes = frame.length * 3 > MAX_FRAME_BYTES ? new TextEncoder().encode(frame).length : frame.length;
+    const frame = { type: "result", id: call.id, ok: true, result };
+    const text = JSON.stringify(frame);
+    // A transport limit: the broker closes a socket that sends an oversized frame (MAX_FRAME_BYTES, the seal's ~60
+    // bytes included); answer with an error instead of losing the link. Over CDP there is no bridge and no such limit.
+    const bytes = (text.length * 3 > MAX_FRAME_BYTES - 64 ? new TextEncoder().encode(text).length : text.length) + 64;
     if (bytes > MAX_FRAME_BYTES) {
       throw new CommandError("frame_too_large", `the answer is ${Math.round(bytes / 1048576)} MiB, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole`);
     }
-    if (ws.readyState === WebSocket.OPEN) ws.send(frame);
+    sendText(link, text);
   } catch (error) {
     const wire: WireError =
       error instanceof CommandError
         ? { code: error.code, message: error.message, ...(error.tabId !== undefined ? { tabId: error.tabId } : {}) }
         : { code: "internal", message: error instanceof Error ? error.message : String(error) };
-    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "result", id: call.id, ok: false, error: wire }));
+    sendOn(link, { type: "result", id: call.id, ok: false, error: wire });
   }
 }
 
+function sendText(link: Link, json: string): void {
+  const { ws, sealer } = link;
+  if (!sealer || ws.readyState !== WebSocket.OPEN) return;
+  void sealer.seal(json, (sealed) => {
+    if (ws.readyState === WebSocket.OPEN) ws.send(sealed);
+  });
+}
+
 export function emit(event: BridgeEvent): void {
-  send(event);
+  if (current?.step === "serving") sendOn(current, event);
 }

@@ -1,4 +1,5 @@
 // The popup's requests (popup.ts): status, pairing, sharing the active tab.
+import { dialUrl } from "@tabrelay/protocol";
 import { reconnectNow } from "./connection.js";
 import { navigationRulesError } from "./navigationRules.js";
 import { loadSettings, plainRemoteRefusal, type Settings } from "./settings.js";
@@ -21,7 +22,8 @@ chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendRespons
         sendResponse({ ...status(settings), lastError: refusal });
         return;
       }
-      await chrome.storage.local.set({ brokerUrl: message.url, pairingToken: message.token });
+      // `localhost` is taken and kept as 127.0.0.1, the address the extension dials (protocol dialUrl).
+      await chrome.storage.local.set({ brokerUrl: dialUrl(message.url), pairingToken: message.token });
       reconnectNow();
     } else if (message.type === "share") {
       sharedTabs.add(message.tabId);

@@ -13,13 +13,20 @@ export interface HelloFrame {
   browserId: string;
   /** A fresh nonce (handshake.ts `newNonce`). */
   nonce: string;
+  /** The endpoint the browser dialled (handshake.ts `canonicalEndpoint`), in both proofs. */
+  endpoint: string;
   extensionVersion: string;
 }
 
-/** Broker -> browser after `hello`: its own nonce and its proof over both (`bridgeProof(secret, "broker", ...)`). */
+/**
+ * Broker -> browser after `hello`: its own nonce, the endpoint it proves it is (handshake.ts `provenEndpoint`), and its
+ * proof over both nonces and that endpoint (`bridgeProof(secret, "broker", ...)`). The last plain frame from the broker:
+ * from here on every frame either way is sealed (handshake.ts `FrameSealer`), `auth` and `welcome` included.
+ */
 export interface ChallengeFrame {
   type: "challenge";
   nonce: string;
+  endpoint: string;
   proof: string;
 }
 

@@ -76,7 +76,7 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
     if (!pageTokens) return refused(c.req.raw.headers) ?? json(404, { error: "page tools are off: config.yaml names no pages.allowed_origins" });
     return refused(c.req.raw.headers) ?? pageTokens(c.req.raw);
   });
-  app.post("/auth/proof", (c) => answerProof(c.req.raw, surface.mcpToken));
+  app.post("/auth/proof", (c) => answerProof(c.req.raw, surface.mcpToken, c.env?.incoming?.socket));
 
   const dashboard = async (c: Context<Env>) => {
     const peer = { remoteAddress: c.env?.incoming?.socket.remoteAddress ?? "unknown" };

@@ -395,8 +395,8 @@ function jsonRpcError(status: number, message: string, code = -32000, id: string
 
 /** A real SDK client, used by `tabrelay` itself (bench, smoke checks). */
 export async function connectHttpClient(mcpUrl: string, token: string): Promise<Client> {
-  await checkBroker(new URL(mcpUrl).origin, token);
+  const url = new URL(new URL(mcpUrl).pathname, await checkBroker(new URL(mcpUrl).origin, token));
   const client = new Client({ name: "tabrelay-cli", version: VERSION });
-  await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
   return client;
 }

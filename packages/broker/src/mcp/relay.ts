@@ -6,6 +6,7 @@
 // is sent again once the broker is back; one cut off while it ran is answered with an error saying so, and that a
 // retry will work. Plain fetch, no MCP SDK: the relay must know the fate of each message, which the SDK's client
 // transport does not tell.
+import { dialUrl } from "@tabrelay/protocol";
 import { BrokerNotProven, BrokerUnreachable, checkBroker } from "./brokerProof.js";
 import type { JsonRpcMessage } from "./stdioLines.js";
 
@@ -57,7 +58,9 @@ export class Relay {
 
   constructor(options: RelayOptions) {
     this.#o = options;
-    this.#url = new URL(options.mcpUrl);
+    // The name `localhost` is never dialled (it resolves to ::1 too, where another program may hold the port): the
+    // address the broker proved itself for is the one every message goes to.
+    this.#url = new URL(dialUrl(options.mcpUrl));
     this.#base = this.#url.origin;
     this.#holdMs = options.holdMs ?? 10_000;
   }

@@ -49,12 +49,15 @@ function portOf(value: string | undefined): number | undefined {
 }
 
 export function configFrom(values: { host?: string; port?: string; config?: string; "data-dir"?: string }): BrokerConfig {
-  return loadConfig({
+  const config = loadConfig({
     ...(values.host ? { host: values.host } : {}),
     ...(values.port !== undefined ? { port: portOf(values.port) } : {}),
     ...(values.config ? { configPath: values.config } : {}),
     ...(values["data-dir"] ? { dataDir: values["data-dir"] } : {}),
   });
+  // `localhost` (--host or config.yaml) is 127.0.0.1 for every mode: the broker binds it and its clients and the
+  // extension dial it. The name also resolves to ::1, where another program could hold the same port.
+  return config.host.toLowerCase() === "localhost" ? { ...config, host: "127.0.0.1" } : config;
 }
 
 export function bridgeUrlOf(config: BrokerConfig, port = config.port): string {

@@ -1,12 +1,17 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import {
+  FRAME_MAC_CHARS,
   MAX_FRAME_BYTES,
   NONCE_PATTERN,
   PROTOCOL_VERSION,
   bridgeProof,
+  frameKeys,
   newNonce,
   proofsEqual,
+  provenEndpoint,
+  socketEndpoint,
   type BridgeTranscript,
   type BrowserToBroker,
   type ChallengeFrame,
@@ -35,7 +40,10 @@ export interface BridgeServerOptions {
 
 /**
  * The `/bridge` endpoint: only our extension's origin, and only a browser that proves it knows the pairing secret
- * after we proved it first (protocol handshake.ts); the secret itself never crosses the socket.
+ * after we proved it first (protocol handshake.ts); the secret itself never crosses the socket. The proofs name the
+ * endpoint this socket reached (its local address, never a header), so the browser refuses them when it dialled a
+ * relay elsewhere; every frame after them is sealed under a per-connection key, and one that fails its check closes
+ * the socket before anything in it is read.
  */
 export class BridgeServer {
   readonly #wss: WebSocketServer;
@@ -55,14 +63,16 @@ export class BridgeServer {
       socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nbridge: origin not allowed\n");
       return;
     }
-    this.#wss.handleUpgrade(request, socket, head, (ws) => this.#onSocket(ws));
+    const own = socketEndpoint(request.socket.localAddress ?? "", request.socket.localPort ?? 0);
+    this.#wss.handleUpgrade(request, socket, head, (ws) => this.#onSocket(ws, own));
   }
 
-  #onSocket(ws: WebSocket): void {
+  #onSocket(ws: WebSocket, own: string): void {
     const { registry, log } = this.#options;
     let connection: BrowserConnection | undefined;
     // Set once the browser's hello was answered with our challenge: the proof the browser owes us is over these.
     let pending: (BridgeTranscript & { extensionVersion: string }) | undefined;
+    let link: SealedLink | undefined;
     let busy = false;
     const authTimer = setTimeout(() => reject(ws, { code: "unauthorized", message: "the handshake did not finish within the time allowed" }), this.#options.helloTimeoutMs ?? 5000);
 
@@ -70,28 +80,30 @@ export class BridgeServer {
       if (!pending) {
         if (frame.type !== "hello") return reject(ws, { code: "unauthorized", message: "the first frame must be hello" });
         if (typeof Reflect.get(frame, "token") === "string" || frame.protocol !== PROTOCOL_VERSION) {
-          // A protocol-2 extension sent its pairing code in the clear: it reached us, but must not stay in use.
+          // A protocol-2 extension sent its pairing code in the clear; a protocol-3 one serves any frame on a socket
+          // once the handshake passed. Either way: tell it to update, and serve it nothing.
           log.warn(`bridge: refused an extension that speaks protocol ${String(frame.protocol)} (this broker speaks ${PROTOCOL_VERSION})`);
           return reject(ws, {
             code: "unauthorized",
             message:
               Number(frame.protocol) < PROTOCOL_VERSION
-                ? `this extension is too old for the broker (bridge protocol ${String(frame.protocol)}, the broker needs ${PROTOCOL_VERSION}, which never sends the pairing code): update the tabrelay extension (chrome://extensions, reload it from the new tabrelay's packages/extension/dist), then pair again`
+                ? `this extension is too old for the broker (bridge protocol ${String(frame.protocol)}, the broker needs ${PROTOCOL_VERSION}, which binds the pairing to the broker's address and authenticates every frame, so no program relaying the socket can use it): update the tabrelay extension (chrome://extensions, reload it from the new tabrelay's packages/extension/dist), then pair again`
                 : `this extension speaks bridge protocol ${String(frame.protocol)}, newer than the broker's ${PROTOCOL_VERSION}: update tabrelay on the broker's machine`,
           });
         }
         if (typeof frame.browserId !== "string" || !/^[\w-]{8,64}$/.test(frame.browserId) || typeof frame.nonce !== "string" || !NONCE_PATTERN.test(frame.nonce)) {
           return reject(ws, { code: "invalid_params", message: "hello frame lacks a valid browserId or nonce" });
         }
-        const transcript = { browserNonce: frame.nonce, brokerNonce: newNonce(), browserId: frame.browserId };
+        const transcript = { browserNonce: frame.nonce, brokerNonce: newNonce(), browserId: frame.browserId, endpoint: provenEndpoint(frame.endpoint, own) };
         pending = { ...transcript, extensionVersion: String(frame.extensionVersion ?? "").slice(0, 40) };
-        const challenge: ChallengeFrame = { type: "challenge", nonce: transcript.brokerNonce, proof: await bridgeProof(this.#options.pairingToken, "broker", transcript) };
+        link = new SealedLink(await frameKeys(this.#options.pairingToken, transcript));
+        const challenge: ChallengeFrame = { type: "challenge", nonce: transcript.brokerNonce, endpoint: transcript.endpoint, proof: await bridgeProof(this.#options.pairingToken, "broker", transcript) };
         ws.send(JSON.stringify(challenge));
         return;
       }
       clearTimeout(authTimer);
       const expected = await bridgeProof(this.#options.pairingToken, "browser", pending);
-      if (frame.type !== "auth" || typeof frame.proof !== "string" || !proofsEqual(frame.proof, expected)) {
+      if (frame.type !== "auth" || typeof frame.proof !== "string" || !proofsEqual(frame.proof, expected) || !link) {
         log.warn("bridge: refused a browser that does not know the pairing code");
         return reject(ws, { code: "unauthorized", message: "wrong pairing code; run `tabrelay pair` and enter the code it prints" });
       }
@@ -104,20 +116,37 @@ export class BridgeServer {
           connectedAt: Date.now(),
           kind: "extension",
         },
-        { send: (text) => ws.send(text), close: (code, reason) => ws.close(code, reason) },
+        { send: (text) => sealed.send(text), close: (code, reason) => ws.close(code, reason) },
         this.#options.callTimeoutMs,
       );
       const welcome: WelcomeFrame = { type: "welcome", browserId: pending.browserId, brokerVersion: this.#options.brokerVersion, navigationRules: this.#options.navigationRules() };
-      ws.send(JSON.stringify(welcome));
+      sealed.send(JSON.stringify(welcome));
       registry.add(connection);
       log.info(`bridge: browser "${connection.info.label}" (${connection.info.browserId}) connected`);
     };
 
+    const sealed = {
+      send: (text: string) => {
+        if (link) ws.send(link.seal(text));
+      },
+    };
     ws.on("message", (data, isBinary) => {
       if (isBinary) return;
+      let text: string;
+      if (link) {
+        // After our challenge, only sealed frames: one that fails (injected, changed, replayed, out of order) ends the link.
+        const opened = link.open(Buffer.isBuffer(data) ? data : Buffer.from(data.toString()));
+        if (opened === undefined) {
+          log.warn(`bridge: closed a socket whose frame failed its check (not sealed by the browser that proved itself, or out of sequence)${connection ? ` (browser "${connection.info.label}")` : ""}`);
+          if (!connection) return reject(ws, { code: "unauthorized", message: "wrong pairing code (or a frame not sealed with it); run `tabrelay pair` and enter the code it prints" });
+          ws.terminate();
+          return;
+        }
+        text = opened;
+      } else text = data.toString();
       let frame: BrowserToBroker;
       try {
-        frame = JSON.parse(data.toString()) as BrowserToBroker;
+        frame = JSON.parse(text) as BrowserToBroker;
       } catch {
         return;
       }
@@ -139,7 +168,7 @@ export class BridgeServer {
           registry.emit("event", connection, frame);
           return;
         case "ping":
-          ws.send(JSON.stringify({ type: "pong", at: frame.at }));
+          sealed.send(JSON.stringify({ type: "pong", at: frame.at }));
           return;
         default:
           return;
@@ -159,6 +188,40 @@ export class BridgeServer {
   close(): void {
     for (const client of this.#wss.clients) client.terminate();
     this.#wss.close();
+  }
+}
+
+/**
+ * One socket's frame MACs (protocol handshake.ts: `<mac>.<seq>.<json>`, HMAC-SHA256 over `<seq>.<json>` under the
+ * direction's key), with node:crypto: synchronous, so frames are sealed and checked in the order they come, and a
+ * received frame's MAC is taken over its bytes as they arrived, without decoding them first.
+ */
+class SealedLink {
+  readonly #in: Uint8Array;
+  readonly #out: Uint8Array;
+  #inSeq = 0;
+  #outSeq = 0;
+
+  constructor(keys: Record<"browser>broker" | "broker>browser", Uint8Array>) {
+    this.#in = keys["browser>broker"];
+    this.#out = keys["broker>browser"];
+  }
+
+  seal(json: string): string {
+    const body = `${this.#outSeq++}.`;
+    const mac = createHmac("sha256", this.#out).update(body).update(json).digest("base64url");
+    return `${mac}.${body}${json}`;
+  }
+
+  /** The frame's JSON text, or undefined when it is not the next frame sealed by the other end. */
+  open(data: Buffer): string | undefined {
+    const prefix = Buffer.from(`${this.#inSeq++}.`);
+    const bodyAt = FRAME_MAC_CHARS + 1;
+    if (data.length < bodyAt + prefix.length || data[FRAME_MAC_CHARS] !== 0x2e || !data.subarray(bodyAt, bodyAt + prefix.length).equals(prefix)) return undefined;
+    const given = Buffer.from(data.subarray(0, FRAME_MAC_CHARS).toString("latin1"), "base64url");
+    const mac = createHmac("sha256", this.#in).update(data.subarray(bodyAt)).digest();
+    if (given.length !== mac.length || !timingSafeEqual(given, mac)) return undefined;
+    return data.toString("utf8", bodyAt + prefix.length);
   }
 }
 
