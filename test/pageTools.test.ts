@@ -252,6 +252,25 @@ return { names: tools.map((t) => t.name).sort(), origin: search.origin, found: f
   });
 });
 
+describe("a broker restart", () => {
+  it("the page reconnects by itself (a fresh token from its backend) and its tools are back for agents", async () => {
+    for (const p of viewer.contexts().flatMap((c) => c.pages())) await p.close();
+    const page = await openApp("/orders");
+    await waitFor("the page's tools listed", async () => ((await pageTools()).includes(`${prefix}search_orders`) ? true : undefined));
+    const { port, dataDir } = broker;
+    await client.close();
+    await broker.close();
+    broker = await startBroker({ port, dataDir });
+    client = await connectClient(broker.url);
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      listChanges++;
+    });
+    await waitFor("the page's tools back after the restart", async () => ((await pageTools()).includes(`${prefix}search_orders`) ? true : undefined), 10_000);
+    expect((await call(client, `${prefix}search_orders`, { q: "after restart" })).text).toContain("2 orders for after restart");
+    await page.close();
+  });
+});
+
 describe("the /page door", () => {
   const key = () => pageTokenKey(MCP_TOKEN);
   const tryConnect = (headers: Record<string, string>, protocols?: string[]) =>
