@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILTIN_EXTENSION_ID, findChromium, launchChromium, prepareExtension, type LaunchedBrowser } from "../packages/broker/src/index.js";
-import { FrameOpener, FrameSealer, PROTOCOL_VERSION, bridgeProof, canonicalEndpoint, frameKeys, newNonce, provenEndpoint, socketEndpoint } from "../packages/protocol/src/index.js";
+import { FrameOpener, FrameSealer, PROTOCOL_VERSION, bridgeProof, canonicalEndpoint, dialUrl, frameKeys, newNonce, provenEndpoint, socketEndpoint } from "../packages/protocol/src/index.js";
 import { MCP_TOKEN, PAIRING_TOKEN, browserConnected, call, connectClient, removeProfile, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
 import { stubBrokerPerTest } from "./stubExtension.js";
 
@@ -930,6 +930,15 @@ describe("the broker's doors", () => {
       expect(provenEndpoint(`ws://localhost:${bridge.broker.port}/bridge`, own)).toBe(own);
       expect(provenEndpoint("wss://broker.example/bridge", own)).toBe("https://broker.example:443"); // TLS binds the name
       expect(provenEndpoint("not a url", own)).toBe(own);
+      // One canonical form on both ends; the name localhost is never dialled.
+      expect(canonicalEndpoint("ws://localhost:9333/bridge")).toBe("http://127.0.0.1:9333");
+      expect(canonicalEndpoint("http://LOCALHOST:9333")).toBe("http://127.0.0.1:9333");
+      expect(canonicalEndpoint("ws://[::1]:9333/bridge")).toBe("http://[::1]:9333");
+      expect(canonicalEndpoint("wss://Broker.example/bridge")).toBe("https://broker.example:443");
+      expect(canonicalEndpoint("ftp://127.0.0.1:21")).toBeUndefined();
+      expect(dialUrl("ws://localhost:9333/bridge")).toBe("ws://127.0.0.1:9333/bridge");
+      expect(dialUrl("http://localhost:9333")).toBe("http://127.0.0.1:9333");
+      expect(dialUrl("ws://[::1]:9333/bridge")).toBe("ws://[::1]:9333/bridge");
     });
 
     it("closes a socket that never says hello", async () => {
