@@ -398,7 +398,8 @@ async function startInjector(stolenUrl: string): Promise<{ port: number; mode: I
       let sealer: FrameSealer | undefined;
       let helloAt = 0;
       let queue = Promise.resolve();
-      const seal = (frame: unknown) => new Promise<string>((resolve) => void sealer?.seal(JSON.stringify(frame), resolve));
+      // As the broker sends them: text (the browser's own sealed frames are binary).
+      const seal = (frame: unknown) => new Promise<string>((resolve) => void sealer?.seal(JSON.stringify(frame), (bytes) => resolve(new TextDecoder().decode(bytes))));
       ws.on("message", (data) => {
         const text = data.toString();
         queue = queue.then(async () => {
@@ -838,8 +839,8 @@ describe("the broker's doors", () => {
       const sent: string[] = [];
       const s = bridge.stub();
       const original = s.ws.send.bind(s.ws);
-      s.ws.send = ((data: string) => {
-        sent.push(String(data));
+      s.ws.send = ((data: string | Uint8Array) => {
+        sent.push(typeof data === "string" ? data : new TextDecoder().decode(data));
         original(data);
       }) as typeof s.ws.send;
       const received: string[] = [];
@@ -893,10 +894,10 @@ describe("the broker's doors", () => {
     it("closes the socket of a browser that sends a frame it did not seal, and takes no answer from it", async () => {
       for (const forge of ["plain", "bad-mac", "replay"] as const) {
         const s = bridge.stub({ handlers: { "tabs.list": () => "never" } });
-        const sent: string[] = [];
+        const sent: Array<string | Uint8Array> = [];
         const original = s.ws.send.bind(s.ws);
-        s.ws.send = ((data: string) => {
-          sent.push(String(data));
+        s.ws.send = ((data: string | Uint8Array) => {
+          sent.push(data);
           original(data);
         }) as typeof s.ws.send;
         await s.welcomed;

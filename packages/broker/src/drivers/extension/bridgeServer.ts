@@ -131,11 +131,12 @@ export class BridgeServer {
       },
     };
     ws.on("message", (data, isBinary) => {
-      if (isBinary) return;
       let text: string;
+      // The browser's sealed frames come as binary messages (protocol FrameSealer); before our challenge, only text.
+      if (isBinary && !link) return;
       if (link) {
         // After our challenge, only sealed frames: one that fails (injected, changed, replayed, out of order) ends the link.
-        const opened = link.open(Buffer.isBuffer(data) ? data : Buffer.from(data.toString()));
+        const opened = link.open(Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
         if (opened === undefined) {
           log.warn(`bridge: closed a socket whose frame failed its check (not sealed by the browser that proved itself, or out of sequence)${connection ? ` (browser "${connection.info.label}")` : ""}`);
           if (!connection) return reject(ws, { code: "unauthorized", message: "wrong pairing code (or a frame not sealed with it); run `tabrelay pair` and enter the code it prints" });
