@@ -8,7 +8,9 @@ import {
   HIDDEN_MARK_ATTR,
   HIDDEN_OWN_TEXT,
   HIDDEN_SUBTREE,
+  POSITION_MARK_ATTR,
   type ContentCapped,
+  type HiddenReason,
 } from "@tabrelay/protocol";
 import { hostedRoot } from "./flatTree.js";
 
@@ -35,6 +37,10 @@ const MIN_OPACITY = 0.05;
 const MIN_FONT_PX = 3;
 /** Text whose contrast ratio against the background it is drawn on is below this is not seen (white on #f5f5f5: 1.09). */
 const MIN_CONTRAST = 1.15;
+/** A blur whose radius reaches this share of the type size leaves no legible letter (blur(4px) on 16 px type). */
+const MAX_BLUR_PER_FONT_PX = 0.25;
+/** Letter spacing this negative (a share of the type size) stacks the glyphs on one another. */
+const MIN_LETTER_SPACING_EM = -0.4;
 
 type Rgba = [number, number, number, number];
 
@@ -80,6 +86,73 @@ function faintOn(fillText: string, fill: Rgba, background: Rgba): boolean {
   return faint;
 }
 
+/** What a colour filter (brightness, contrast, invert, grayscale, saturate) makes of a colour drawn under it. */
+type Paint = (c: Rgba) => Rgba;
+
+const clamp = (v: number) => Math.min(255, Math.max(0, v));
+
+function colourFilter(name: string, amount: number): Paint | undefined {
+  switch (name) {
+    case "brightness":
+      return (c) => [clamp(c[0] * amount), clamp(c[1] * amount), clamp(c[2] * amount), c[3]];
+    case "contrast":
+      return (c) => [clamp((c[0] - 127.5) * amount + 127.5), clamp((c[1] - 127.5) * amount + 127.5), clamp((c[2] - 127.5) * amount + 127.5), c[3]];
+    case "invert": {
+      const a = Math.min(1, amount);
+      return (c) => [c[0] + (255 - 2 * c[0]) * a, c[1] + (255 - 2 * c[1]) * a, c[2] + (255 - 2 * c[2]) * a, c[3]];
+    }
+    case "grayscale":
+    case "saturate": {
+      const grey = name === "grayscale" ? Math.min(1, amount) : Math.max(0, 1 - amount);
+      return (c) => {
+        const y = 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+        return [clamp(c[0] + (y - c[0]) * grey), clamp(c[1] + (y - c[1]) * grey), clamp(c[2] + (y - c[2]) * grey), c[3]];
+      };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** A computed filter's effect on legibility: opacity() multiplies, blur() adds its radius, colour functions compose. */
+function applyFilter(filter: string, into: { opacity: number; blur: number; paint?: Paint }): void {
+  for (const m of filter.matchAll(/([a-z-]+)\(((?:[^()]|\([^()]*\))*)\)/g)) {
+    const name = m[1]!;
+    const arg = (m[2] ?? "").trim();
+    const amount = arg === "" ? 1 : arg.endsWith("%") ? Number.parseFloat(arg) / 100 : Number.parseFloat(arg);
+    if (Number.isNaN(amount)) continue;
+    if (name === "opacity") into.opacity *= Math.min(1, Math.max(0, amount));
+    else if (name === "blur") into.blur += amount;
+    else {
+      const paint = colourFilter(name, amount);
+      // Inner filters paint first: the element's own filter, then each ancestor's outwards.
+      const outer = into.paint;
+      if (paint) into.paint = outer ? (c) => outer(paint(c)) : paint;
+    }
+  }
+}
+
+/**
+ * What an element hands down to everything drawn inside it, besides its background and boxes: its opacity, the
+ * opacity(), blur() and colour functions of its filter, a mask that leaves nothing (the reader's rule applies it in
+ * enter(); the snapshot judges by it alone: drawnJudge).
+ */
+function applyDrawing(style: CSSStyleDeclaration, into: { opacity: number; blur: number; paint?: Paint }): void {
+  into.opacity *= Number.parseFloat(style.opacity) || 0;
+  const filter = style.filter;
+  if (filter !== "none") applyFilter(filter, into);
+  const mask = style.maskImage;
+  if (mask !== "none" && maskHidesAll(mask)) into.opacity = 0;
+}
+
+/** A mask of gradients only, every colour of them (nearly) transparent: nothing of the element shows. */
+function maskHidesAll(mask: string): boolean {
+  if (/url\(|image\(|element\(|paint\(/.test(mask)) return false;
+  const colours = mask.match(/rgba?\([^)]*\)/g);
+  if (!colours) return false;
+  return colours.every((c) => (parseColor(c)?.[3] ?? 1) < MIN_OPACITY);
+}
+
 /** The computed value of a transparent background-color: most elements, no need to parse it. */
 const TRANSPARENT = "rgba(0, 0, 0, 0)";
 
@@ -112,13 +185,48 @@ function isAppRoot(el: Element): boolean {
 interface Context {
   /** The colour the element is drawn on, when known (an image, a gradient or positioning make it unknown). */
   background: Rgba | undefined;
-  /** Product of the element's and its ancestors' opacity. */
+  /** Product of the element's and its ancestors' opacity (filter: opacity() and a transparent mask included). */
   opacity: number;
   /** position: absolute or fixed (clip applies to those only). */
   positioned: boolean;
+  /** Sum of the blur() radii of the element's and its ancestors' filters, px. */
+  blur: number;
+  /** The colour filters of the element and its ancestors, when any. */
+  paint?: Paint;
   /** The scrollable area of the nearest scrolling ancestor (overflow auto / scroll), in viewport coordinates. */
   scrollArea?: Area;
+  /** The box of the nearest ancestor that clips its overflow (hidden / clip), in viewport coordinates. */
+  clip?: Area;
+  /** A positioned element lies between that clipping box (itself included) and here: absolute boxes stay inside it. */
+  clipHeld?: boolean;
+  /** Which of the properties only some style sets the trees around the element can set (styledTree). */
+  styled: Styled;
 }
+
+/**
+ * Why a person cannot see an element: its whole subtree (HIDDEN_SUBTREE) or only its own text (HIDDEN_OWN_TEXT), and
+ * the reason named to the agent and the write gate. Constants: the walk allocates nothing per element.
+ */
+export interface Verdict {
+  readonly scope: typeof HIDDEN_SUBTREE | typeof HIDDEN_OWN_TEXT;
+  readonly reason: HiddenReason;
+}
+const subtree = (reason: HiddenReason): Verdict => Object.freeze({ scope: HIDDEN_SUBTREE, reason });
+const ownText = (reason: HiddenReason): Verdict => Object.freeze({ scope: HIDDEN_OWN_TEXT, reason });
+const V = {
+  display: subtree("display"),
+  opacity: subtree("opacity"),
+  inert: subtree("inert"),
+  ariaHidden: subtree("aria-hidden"),
+  size: subtree("size"),
+  offscreen: subtree("offscreen"),
+  clipped: subtree("clipped"),
+  closedDetails: ownText("display"),
+  visibility: ownText("visibility"),
+  tinyText: ownText("size"),
+  indented: ownText("offscreen"),
+  unseenText: ownText("unseen"),
+} as const;
 
 interface Area {
   left: number;
@@ -173,49 +281,86 @@ export function beyondPage(el: Element): boolean {
 }
 
 /**
- * Why the element's subtree is not rendered for a person (nothing below it can show), HIDDEN_OWN_TEXT when only its
- * own text is not seen while its children may be, or undefined. `ctx` is the element's own (its opacity included).
- * Computed properties are read only where they can decide (each read costs ~0.5 us; pages have 10^4-10^5 elements).
+ * How much the element is drawn at, against its own layout size: transforms (scale, rotate, perspective) and zoom,
+ * its own and its ancestors', show in its rendered box and not in offsetWidth / offsetHeight. 1 when unknown.
  */
-function judge(el: Element, style: CSSStyleDeclaration, rect: DOMRect, ctx: Context, extent: Extent): typeof HIDDEN_SUBTREE | typeof HIDDEN_OWN_TEXT | undefined {
+function renderedScale(el: Element, rect: DOMRect): number {
+  if (!(el instanceof HTMLElement)) return 1;
+  const h = el.offsetHeight;
+  const sy = h >= 4 ? rect.height / h : undefined;
+  // Drawn at half its height or more: type is not shrunk out of reading (one layout read, the common case).
+  if (sy !== undefined && sy >= 0.5) return 1;
+  const w = el.offsetWidth;
+  const sx = w >= 4 ? rect.width / w : undefined;
+  // The area's ratio: a rotation by 90 degrees swaps width and height and shrinks nothing.
+  if (sx !== undefined && sy !== undefined) return Math.sqrt(sx * sy);
+  return sx ?? sy ?? 1;
+}
+
+/** The element's box was flattened by a transform or zoom: laid out with a size, drawn with (almost) none. */
+function collapsed(el: Element, rect: DOMRect): boolean {
+  if (!(el instanceof HTMLElement) || (rect.width >= 1 && rect.height >= 1)) return false;
+  return (rect.width < 1 && el.offsetWidth >= 2) || (rect.height < 1 && el.offsetHeight >= 2);
+}
+
+/**
+ * Why the element's subtree is not rendered for a person (nothing below it can show), or why only its own text is
+ * not seen while its children may be, or undefined: the one rule every reader of the page goes by (content, query,
+ * snapshot, the write gate's facts). `ctx` is the element's own (its opacity, filters and mask included). Computed
+ * properties are read only where they can decide (each read costs ~0.5 us; pages have 10^4-10^5 elements).
+ */
+function judge(el: Element, style: CSSStyleDeclaration, rect: DOMRect, ctx: Context, extent: Extent): Verdict | undefined {
   if (!el.checkVisibility()) {
     // display: contents has no box of its own, its children render.
-    return style.display === "contents" ? undefined : HIDDEN_SUBTREE;
+    return style.display === "contents" ? undefined : V.display;
   }
-  if (ctx.opacity < MIN_OPACITY) return HIDDEN_SUBTREE;
-  if ((el.hasAttribute("inert") || el.getAttribute("aria-hidden")?.trim().toLowerCase() === "true") && !isAppRoot(el)) return HIDDEN_SUBTREE;
-  if ((rect.width < 2 || rect.height < 2) && (style.overflowX !== "visible" || style.overflowY !== "visible")) return HIDDEN_SUBTREE;
+  if (ctx.opacity < MIN_OPACITY) return V.opacity;
+  if (el.hasAttribute("inert") && !isAppRoot(el)) return V.inert;
+  if (el.getAttribute("aria-hidden")?.trim().toLowerCase() === "true" && !isAppRoot(el)) return V.ariaHidden;
+  if (rect.width < 2 || rect.height < 2) {
+    if (style.overflowX !== "visible" || style.overflowY !== "visible") return V.size;
+    if (collapsed(el, rect)) return V.size;
+  }
   if (rect.width > 0 || rect.height > 0) {
     // Out of the page's scrollable area, and out of the nearest scrolling box's (an app that scrolls its content in a
     // box of its own keeps it there, below that box's fold, not hidden).
     const outsidePage = rect.right + extent.scrollX <= 0 || rect.bottom + extent.scrollY <= 0 || rect.left + extent.scrollX >= extent.width || rect.top + extent.scrollY >= extent.height;
-    if (outsidePage && (ctx.scrollArea === undefined || outside(rect, ctx.scrollArea))) return HIDDEN_SUBTREE;
+    if (outsidePage && (ctx.scrollArea === undefined || outside(rect, ctx.scrollArea))) return V.offscreen;
+    // Wholly outside the box that clips it (overflow hidden): drawn nowhere.
+    if (ctx.clip && rect.width > 0 && rect.height > 0 && outside(rect, ctx.clip)) return V.clipped;
   }
-  if (ctx.positioned && clippedAway(style.clip, "")) return HIDDEN_SUBTREE;
+  if (ctx.positioned && clippedAway(style.clip, "")) return V.clipped;
   const path = style.clipPath;
-  if (path !== "none" && clippedAway("", path)) return HIDDEN_SUBTREE;
+  if (path !== "none" && clippedAway("", path)) return V.clipped;
   if (!hasOwnText(el)) return undefined;
-  if (el instanceof HTMLDetailsElement && !el.open) return HIDDEN_OWN_TEXT;
-  if (style.visibility !== "visible") return HIDDEN_OWN_TEXT;
-  if (Number.parseFloat(style.fontSize) < MIN_FONT_PX) return HIDDEN_OWN_TEXT;
-  if (Number.parseFloat(style.textIndent) < -500) return HIDDEN_OWN_TEXT;
+  if (el instanceof HTMLDetailsElement && !el.open) return V.closedDetails;
+  if (style.visibility !== "visible") return V.visibility;
+  const fontPx = Number.parseFloat(style.fontSize);
+  // The type as drawn: transforms and zoom shrink it (scale(0.1) makes 16 px type 1.6 px).
+  if (fontPx * (ctx.styled.shrinks ? renderedScale(el, rect) : 1) < MIN_FONT_PX) return V.tinyText;
+  if (Number.parseFloat(style.textIndent) < -500) return V.indented;
+  if (ctx.blur > 0 && ctx.blur >= fontPx * MAX_BLUR_PER_FONT_PX) return V.unseenText;
+  const spacing = ctx.styled.spaces ? style.letterSpacing : "normal";
+  if (spacing !== "normal" && Number.parseFloat(spacing) <= MIN_LETTER_SPACING_EM * fontPx) return V.tinyText;
   const fillText = style.webkitTextFillColor;
-  const fill = parseColor(fillText);
-  if (fill && (fill[3] * ctx.opacity < 0.1 || (ctx.background && faintOn(fillText, fill, ctx.background)))) {
+  const parsedFill = parseColor(fillText);
+  const fill = parsedFill && ctx.paint ? ctx.paint(parsedFill) : parsedFill;
+  if (fill && (fill[3] * ctx.opacity < 0.1 || (ctx.background && (ctx.paint ? contrast(over(fill, ctx.background), ctx.background) < MIN_CONTRAST : faintOn(fillText, fill, ctx.background))))) {
     // Gradient text (background-clip: text), outlined or shadowed text shows without a fill of its own.
     const painted = style.backgroundClip === "text" || style.webkitBackgroundClip === "text" || Number.parseFloat(style.webkitTextStrokeWidth) > 0 || style.textShadow !== "none";
-    if (!painted) return HIDDEN_OWN_TEXT;
+    if (!painted) return V.unseenText;
   }
   return undefined;
 }
 
-/** The colour the element and its children are drawn on, when known. */
-function backgroundFor(style: CSSStyleDeclaration, inherited: Rgba | undefined, positioned: boolean): Rgba | undefined {
+/** The colour the element and its children are drawn on, when known (as drawn: through the colour filters on it). */
+function backgroundFor(style: CSSStyleDeclaration, inherited: Rgba | undefined, positioned: boolean, paint?: Paint): Rgba | undefined {
   if (style.backgroundImage !== "none") return undefined;
   const color = style.backgroundColor;
   // Transparent and not positioned: drawn on what its parent is drawn on (the same object, which faintOn relies on).
   if (color === TRANSPARENT) return positioned ? undefined : inherited;
-  const own = parseColor(color);
+  const parsed = parseColor(color);
+  const own = parsed && paint ? paint(parsed) : parsed;
   if (own && own[3] >= 0.99) return [own[0], own[1], own[2], 1];
   // A positioned box may be drawn over anything (an image, a video): what is under it is not its parent.
   const base = positioned ? undefined : inherited;
@@ -247,7 +392,10 @@ export function content(params: ContentParams = {}): { ok: true; value: ContentV
   const live = document.documentElement;
   if (!live) return { ok: true, value: { ...base, html: "" } };
   const copy = document.implementation.createHTMLDocument("").importNode(live, true);
-  for (const forged of copy.querySelectorAll(`[${HIDDEN_MARK_ATTR}]`)) forged.removeAttribute(HIDDEN_MARK_ATTR);
+  for (const forged of copy.querySelectorAll(`[${HIDDEN_MARK_ATTR}], [${POSITION_MARK_ATTR}]`)) {
+    forged.removeAttribute(HIDDEN_MARK_ATTR);
+    forged.removeAttribute(POSITION_MARK_ATTR);
+  }
 
   const capped: ContentCapped = {};
   const liveBody = document.body;
@@ -308,23 +456,55 @@ function bodyContext(liveBody: Element): { ctx: Context; style: CSSStyleDeclarat
   const bodyStyle = getComputedStyle(liveBody);
   const rootStyle = getComputedStyle(document.documentElement);
   const canvas = backgroundFor(rootStyle, [255, 255, 255, 1], false) ?? [255, 255, 255, 1];
-  const ctx: Context = { background: backgroundFor(bodyStyle, canvas, false), opacity: (Number.parseFloat(rootStyle.opacity) || 0) * (Number.parseFloat(bodyStyle.opacity) || 0), positioned: false };
+  const ctx: Context = { background: undefined, opacity: 1, positioned: false, blur: 0, styled: styledTree(document) };
+  applyDrawing(rootStyle, ctx);
+  applyDrawing(bodyStyle, ctx);
+  ctx.background = backgroundFor(bodyStyle, canvas, false, ctx.paint);
   return { ctx, style: bodyStyle };
 }
 
-/** One element as the walk meets it in `ctx`: its mark (judge), and the context its children are drawn in. */
-function enter(l: Element, ctx: Context, extent: Extent): { mark: ReturnType<typeof judge>; children: Context } {
+const CLIPS = /^(?:hidden|clip)$/;
+
+/**
+ * One element as the walk meets it in `ctx`: its verdict (judge), the context its children are drawn in, and whether
+ * it is fixed or sticky (for the broker's overlay judgement).
+ */
+function enter(l: Element, ctx: Context, extent: Extent): { mark: Verdict | undefined; children: Context; position: string } {
   const style = getComputedStyle(l);
-  const opacity = ctx.opacity * (Number.parseFloat(style.opacity) || 0);
   const position = style.position;
   const positioned = position === "absolute" || position === "fixed";
-  const mine: Context = { background: backgroundFor(style, ctx.background, positioned), opacity, positioned, ...(ctx.scrollArea ? { scrollArea: ctx.scrollArea } : {}) };
+  const mine: Context = { background: undefined, opacity: ctx.opacity, positioned, blur: ctx.blur, styled: ctx.styled };
+  if (ctx.paint) mine.paint = ctx.paint;
+  if (ctx.styled.fades) applyDrawing(style, mine);
+  else mine.opacity *= Number.parseFloat(style.opacity) || 0;
+  mine.background = backgroundFor(style, ctx.background, positioned, mine.paint);
+  if (ctx.scrollArea) mine.scrollArea = ctx.scrollArea;
+  // A fixed box escapes every clipping ancestor; an absolute one those outside its containing block.
+  if (ctx.clip && position !== "fixed" && (position !== "absolute" || ctx.clipHeld)) {
+    mine.clip = ctx.clip;
+    mine.clipHeld = ctx.clipHeld === true || position !== "static";
+  }
   const rect = l.getBoundingClientRect();
   const mark = judge(l, style, rect, mine, extent);
-  if (mark === HIDDEN_SUBTREE || !(SCROLLS.test(style.overflowY) || SCROLLS.test(style.overflowX))) return { mark, children: mine };
-  const left = rect.left - l.scrollLeft;
-  const top = rect.top - l.scrollTop;
-  return { mark, children: { ...mine, scrollArea: { left, top, right: left + Math.max(l.scrollWidth, rect.width), bottom: top + Math.max(l.scrollHeight, rect.height) } } };
+  if (mark === undefined || mark.scope !== HIDDEN_SUBTREE) {
+    const overflowX = style.overflowX;
+    const overflowY = style.overflowY;
+    if (SCROLLS.test(overflowY) || SCROLLS.test(overflowX)) {
+      const left = rect.left - l.scrollLeft;
+      const top = rect.top - l.scrollTop;
+      // What the box scrolls can be brought into view: no clip from outside it is judged inside.
+      const children: Context = { ...mine, scrollArea: { left, top, right: left + Math.max(l.scrollWidth, rect.width), bottom: top + Math.max(l.scrollHeight, rect.height) } };
+      delete children.clip;
+      delete children.clipHeld;
+      return { mark, children, position };
+    }
+    if (CLIPS.test(overflowX) && CLIPS.test(overflowY)) {
+      const c = mine.clip;
+      const clip = c ? { left: Math.max(c.left, rect.left), top: Math.max(c.top, rect.top), right: Math.min(c.right, rect.right), bottom: Math.min(c.bottom, rect.bottom) } : { left: rect.left, top: rect.top, right: rect.right, bottom: rect.bottom };
+      return { mark, children: { ...mine, clip, clipHeld: position !== "static" }, position };
+    }
+  }
+  return { mark, children: mine, position };
 }
 
 /**
@@ -338,8 +518,11 @@ function markFrom(live: Element, copy: Element, ctx: Context, extent: Extent, ma
     const start = stack.length;
     const children = shownChildren(l, c);
     if (children) {
+      // A host's shadow tree is styled by the root's own sheets too.
+      const root = filledSlots.has(l) ? null : hostedRoot(l);
+      const inside = root ? inTree(parent, root) : parent;
       const copies = c.children;
-      for (let i = 0; i < children.length && i < copies.length; i++) stack.push([children[i]!, copies[i]!, parent]);
+      for (let i = 0; i < children.length && i < copies.length; i++) stack.push([children[i]!, copies[i]!, inside]);
     } else for (let lc = l.firstElementChild, cc = c.firstElementChild; lc && cc; lc = lc.nextElementSibling, cc = cc.nextElementSibling) stack.push([lc, cc, parent]);
     // Document order: the first child on top of the stack, so a walk cut short keeps the start of the page.
     for (let i = start, j = stack.length - 1; i < j; i++, j--) [stack[i], stack[j]] = [stack[j]!, stack[i]!];
@@ -354,12 +537,13 @@ function markFrom(live: Element, copy: Element, ctx: Context, extent: Extent, ma
     const [l, c, parent] = stack.pop()!;
     visited++;
     if (SKIP.has(l.tagName)) continue;
-    const { mark, children } = enter(l, parent, extent);
-    if (mark === HIDDEN_SUBTREE) {
+    const { mark, children, position } = enter(l, parent, extent);
+    if (mark?.scope === HIDDEN_SUBTREE) {
       c.setAttribute(HIDDEN_MARK_ATTR, HIDDEN_SUBTREE);
       continue;
     }
-    if (mark) c.setAttribute(HIDDEN_MARK_ATTR, mark);
+    if (mark) c.setAttribute(HIDDEN_MARK_ATTR, mark.scope);
+    if (position === "fixed" || position === "sticky") c.setAttribute(POSITION_MARK_ATTR, position);
     shown?.(c, getComputedStyle(l).display);
     if (!l.firstElementChild && !filledSlots.has(l) && hostedRoot(l) === null) continue;
     pushChildren(l, c, children);
@@ -370,16 +554,22 @@ function markFrom(live: Element, copy: Element, ctx: Context, extent: Extent, ma
 /** Walks the live body and its copy in step, marking hidden elements on the copy (markFrom). */
 function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number {
   filledSlots = new WeakSet();
+  startChecks();
   const extent = pageExtent();
-  const { ctx, style } = bodyContext(liveBody);
+  const body = bodyContext(liveBody);
+  const style = body.style;
+  let ctx = body.ctx;
   const bodyMark = judge(liveBody, style, liveBody.getBoundingClientRect(), ctx, extent);
-  if (bodyMark === HIDDEN_SUBTREE) {
+  if (bodyMark?.scope === HIDDEN_SUBTREE) {
     bodyCopy.setAttribute(HIDDEN_MARK_ATTR, HIDDEN_SUBTREE);
     return 1;
   }
-  if (bodyMark) bodyCopy.setAttribute(HIDDEN_MARK_ATTR, bodyMark);
+  if (bodyMark) bodyCopy.setAttribute(HIDDEN_MARK_ATTR, bodyMark.scope);
   let visited = 1;
-  const children = shownChildren(liveBody, bodyCopy) ?? [...liveBody.children];
+  const shown = shownChildren(liveBody, bodyCopy);
+  const bodyRoot = shown ? hostedRoot(liveBody) : null;
+  if (bodyRoot) ctx = inTree(ctx, bodyRoot);
+  const children = shown ?? [...liveBody.children];
   const copies = [...bodyCopy.children];
   for (let i = 0; i < children.length && i < copies.length; i++) {
     if (visited >= maxElements) {
@@ -409,33 +599,189 @@ const INLINE = /^(?:inline|contents|ruby|ruby-text|none)$/;
 const SEEN_MAX_ELEMENTS = 2000;
 
 /**
- * One element as every read withholds by (judge, the rule content() marks the page with), for readers of one element
- * (query): hidden when it or an element around it is not rendered for a person, or when no text of it can be seen
- * although it has some; else the text a person can see in it, without what its descendants hide (undefined for an
- * element the walk skips, such as a select).
+ * The context `el` is drawn in (its flat-tree ancestors' opacity, filters, background, clipping and scrolling boxes
+ * entered from the body down), or the verdict of the first ancestor that hides it.
  */
-export function seenText(el: Element, maxChars: number): { hidden: boolean; text: string | undefined } {
+function contextOf(el: Element, extent: Extent): Context | Verdict {
   const body = document.body;
-  if (!body || !body.contains(el) && !(el.getRootNode() instanceof ShadowRoot)) return { hidden: true, text: "" };
-  filledSlots = new WeakSet();
-  const extent = pageExtent();
+  if (!body) return V.display;
   const chain: Element[] = [];
   for (let n = flatParent(el); n && n !== body && n !== document.documentElement; n = flatParent(n)) chain.push(n);
-  let { ctx, style } = bodyContext(body);
-  if (judge(body, style, body.getBoundingClientRect(), ctx, extent) === HIDDEN_SUBTREE) return { hidden: true, text: "" };
-  for (const node of chain.reverse()) {
-    const step = enter(node, ctx, extent);
-    if (step.mark === HIDDEN_SUBTREE) return { hidden: true, text: "" };
+  const { ctx: bodyCtx, style } = bodyContext(body);
+  const bodyMark = judge(body, style, body.getBoundingClientRect(), bodyCtx, extent);
+  if (bodyMark?.scope === HIDDEN_SUBTREE) return bodyMark;
+  let ctx = bodyCtx;
+  // Inside a shadow tree, its root's own sheets style it too.
+  const within = (node: Element, at: Context) => {
+    const root = node.getRootNode();
+    return root instanceof ShadowRoot ? inTree(at, root) : at;
+  };
+  for (let i = chain.length - 1; i >= 0; i--) {
+    const step = enter(chain[i]!, within(chain[i]!, ctx), extent);
+    if (step.mark?.scope === HIDDEN_SUBTREE) return step.mark;
     ctx = step.children;
   }
+  return within(el, ctx);
+}
+
+function inPage(el: Element): boolean {
+  const body = document.body;
+  return body !== null && (body.contains(el) || el.getRootNode() instanceof ShadowRoot) && el.isConnected;
+}
+
+/**
+ * Properties of the rule that only some style can set, by the words a stylesheet or style attribute names them with:
+ * what applyDrawing reads (opacity, filters, masks), what shrinks a box's type (transforms, zoom), letter spacing.
+ */
+const FAMILIES = {
+  fades: { words: /opacity|filter|mask/i, attributes: '[style*="opacity" i], [style*="filter" i], [style*="mask" i], [opacity], [filter], [mask]' },
+  shrinks: { words: /transform|scale|rotate|perspective|zoom|matrix/i, attributes: '[style*="transform" i], [style*="scale" i], [style*="rotate" i], [style*="perspective" i], [style*="zoom" i], [transform]' },
+  spaces: { words: /letter-spacing/i, attributes: '[style*="letter-spacing" i], [letter-spacing]' },
+} as const;
+type Family = keyof typeof FAMILIES;
+type Styled = Record<Family, boolean>;
+const ALL_STYLED: Styled = { fades: true, shrinks: true, spaces: true };
+/** Rules read per tree at most: past them, what is still undecided counts as set (the scan stays cheap). */
+const MAX_RULES_READ = 2000;
+
+/**
+ * Which families some style of this tree can set: its style and presentation attributes, then its stylesheets (one
+ * this script cannot read, a cross-origin one, counts as setting everything), in one pass that stops once all are
+ * found. Reading those properties of every element costs ~1 us each in a page, and ~16 us an element in the
+ * extension's isolated world (the snapshot of a 10,000-element page: +120 ms): where none can apply they are not read.
+ */
+function treeStyles(root: Document | ShadowRoot): Styled {
+  const found: Styled = { fades: false, shrinks: false, spaces: false };
+  const open = () => (Object.keys(found) as Family[]).filter((f) => !found[f]);
+  for (const f of open()) found[f] = root.querySelector(FAMILIES[f].attributes) !== null;
+  let budget = MAX_RULES_READ;
+  const scan = (sheet: CSSStyleSheet, depth: number): boolean => {
+    let rules: CSSRuleList;
+    try {
+      rules = sheet.cssRules;
+    } catch {
+      return false; // cross-origin: it may say anything
+    }
+    for (const rule of rules) {
+      if (--budget < 0) return false;
+      if (rule instanceof CSSImportRule) {
+        if (!rule.styleSheet || depth > 8 || !scan(rule.styleSheet, depth + 1)) return false;
+        continue;
+      }
+      const text = rule.cssText;
+      for (const f of open()) if (FAMILIES[f].words.test(text)) found[f] = true;
+      if (open().length === 0) return true;
+    }
+    return true;
+  };
+  for (const sheet of [...root.styleSheets, ...root.adoptedStyleSheets]) {
+    if (open().length === 0) break;
+    if (!scan(sheet, 0)) return { ...ALL_STYLED };
+  }
+  return found;
+}
+
+/** The trees looked at by the walk under way (content(), seenText(), a snapshot), and whether the document animates. */
+let styledTrees = new Map<Document | ShadowRoot, Styled>();
+let animated: boolean | undefined;
+
+function startChecks(): void {
+  styledTrees = new Map();
+  animated = undefined;
+}
+
+/** Which families some style of this tree (or an animation of the document) can set. */
+function styledTree(root: Document | ShadowRoot): Styled {
+  let styled = styledTrees.get(root);
+  if (styled) return styled;
+  styled = (animated ??= document.getAnimations().length > 0) ? { ...ALL_STYLED } : treeStyles(root);
+  styledTrees.set(root, styled);
+  return styled;
+}
+
+/** The context `ctx` with what a shadow root's own styles can set besides. */
+function inTree(ctx: Context, root: ShadowRoot): Context {
+  const own = styledTree(root);
+  const styled = { fades: ctx.styled.fades || own.fades, shrinks: ctx.styled.shrinks || own.shrinks, spaces: ctx.styled.spaces || own.spaces };
+  return { ...ctx, styled };
+}
+
+/** Whether some style of the element's tree or of a tree around it can set the family. */
+function mayBeStyled(el: Element, family: Family): boolean {
+  let node: Node = el.getRootNode();
+  for (let depth = 0; depth < 64; depth++) {
+    const root = node instanceof ShadowRoot ? node : node === document ? document : undefined;
+    if (root === undefined) return true;
+    if (styledTree(root)[family]) return true;
+    if (!(root instanceof ShadowRoot)) return false;
+    node = root.host.getRootNode();
+  }
+  return true;
+}
+
+/**
+ * The part of the rule the snapshot judges each listed element by, for many elements in one call (ancestors read
+ * once): what it and its flat-tree ancestors hand down (applyDrawing: opacity, filter opacity and blur, masks). The
+ * snapshot's own test covers display, visibility, zero opacity and boxes collapsed to nothing; the rest of the rule
+ * (colour, clipping, type size) is judged on the element an action targets (the write gate's facts) and on every
+ * read's text. Where no stylesheet, style attribute or animation of the document (and of the shadow roots around
+ * the element) names opacity, a filter or a mask, none can apply, and nothing is read.
+ */
+export function drawnJudge(): (el: Element) => HiddenReason | undefined {
+  startChecks();
+  interface Drawn {
+    opacity: number;
+    blur: number;
+  }
+  const cache = new Map<Element, Drawn>();
+  const drawnAt = (el: Element): Drawn => {
+    const chain: Element[] = [];
+    let cur: Drawn | undefined;
+    for (let n: Element | null = el; n; n = flatParent(n)) {
+      cur = cache.get(n);
+      if (cur) break;
+      chain.push(n);
+    }
+    let drawn: Drawn = cur ?? { opacity: 1, blur: 0 };
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const next: Drawn = { opacity: drawn.opacity, blur: drawn.blur };
+      applyDrawing(getComputedStyle(chain[i]!), next);
+      cache.set(chain[i]!, next);
+      drawn = next;
+    }
+    return drawn;
+  };
+  return (el) => {
+    if (!mayBeStyled(el, "fades")) return undefined;
+    const drawn = drawnAt(el);
+    if (drawn.opacity < MIN_OPACITY) return "opacity";
+    if (drawn.blur > 0 && drawn.blur >= Number.parseFloat(getComputedStyle(el).fontSize) * MAX_BLUR_PER_FONT_PX) return "unseen";
+    return undefined;
+  };
+}
+
+/**
+ * One element as every read withholds by (judge, the rule content() marks the page with), for readers of one element
+ * (query, the write gate's facts): why it is hidden (it or an element around it is not rendered for a person, or no
+ * text of it can be seen although it has some: textOnly), and the text a person can see in it, without what its
+ * descendants hide (undefined for an element the walk skips, such as a select).
+ */
+export function seenText(el: Element, maxChars: number): { hidden: HiddenReason | undefined; text: string | undefined; textOnly?: true } {
+  if (!inPage(el)) return { hidden: "detached", text: "" };
+  filledSlots = new WeakSet();
+  startChecks();
+  const extent = pageExtent();
+  const ctx = contextOf(el, extent);
+  if (!("opacity" in ctx)) return { hidden: ctx.reason, text: "" };
   // A control the reader leaves to extraction (a select's options): its text is read another way.
-  if (SKIP.has(el.tagName)) return { hidden: false, text: undefined };
+  if (SKIP.has(el.tagName)) return { hidden: undefined, text: undefined };
+  const own = enter(el, ctx, extent).mark;
+  if (own?.scope === HIDDEN_SUBTREE) return { hidden: own.reason, text: "" };
   const copy = document.implementation.createHTMLDocument("").importNode(el, true) as Element;
   const blocks = new Set<Element>();
   markFrom(el, copy, ctx, extent, SEEN_MAX_ELEMENTS, (c, display) => {
     if (!INLINE.test(display)) blocks.add(c);
   });
-  if (copy.getAttribute(HIDDEN_MARK_ATTR) === HIDDEN_SUBTREE) return { hidden: true, text: "" };
   const parts: string[] = [];
   let any = false;
   const read = (node: Element) => {
@@ -452,7 +798,8 @@ export function seenText(el: Element, maxChars: number): { hidden: boolean; text
     if (block) parts.push(" ");
   };
   read(copy);
-  const text = parts.join("").replace(/\s+/g, " ").trim().slice(0, maxChars);
-  return { hidden: any && text === "", text };
+  const all = parts.join("").replace(/\s+/g, " ").trim();
+  // Rendered, with text, none of it seen: hidden for every reader of its text (CSS generated content aside).
+  if (any && all === "") return { hidden: own?.reason ?? "unseen", text: "", textOnly: true };
+  return { hidden: undefined, text: all.slice(0, maxChars) };
 }
-

@@ -1,5 +1,6 @@
 // Roles, accessible names, visibility and hit testing: the facts the broker's policy decides on.
 import type { HiddenReason } from "@tabrelay/protocol";
+import { seenText } from "./content.js";
 import { shadowRootOf } from "./flatTree.js";
 import { flatTextContent, labelConflictOf, normalize, renderedText } from "./rendered.js";
 
@@ -182,46 +183,35 @@ export function readLabel(el: Element): { text: string; conflict?: string } {
   return { text: imagesAlt(el) };
 }
 
+/** A label part a person can see (the reader's rule). */
 function isVisible(el: Element): boolean {
-  return el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true });
+  return el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }) && seenText(el, 0).hidden === undefined;
 }
 
-/** Why a person could not see this element, or undefined when they can. */
+/**
+ * Why a person could not see this element, or undefined when they can: the content reader's rule (seenText: what
+ * read_url / read_page withhold, query and the snapshot hide), then what a control needs besides to be used: no inert
+ * or aria-hidden ancestor (an app root behind a modal included), a box of its own, and for the target of an action a
+ * place in the viewport.
+ */
 export function hiddenReason(el: Element, requireInViewport: boolean): HiddenReason | undefined {
   if (!el.isConnected) return "detached";
   if (el.closest("[inert]")) return "inert";
   if (el.closest('[aria-hidden="true"]')) return "aria-hidden";
-  if (!el.checkVisibility()) return "display";
+  const seen = seenText(el, 0);
+  // Words CSS draws over text no one can see are the label a person reads: the label rules judge them
+  // (labelConflictOf), the element itself is shown.
+  if (seen.hidden !== undefined && !(seen.textOnly && renderedText(el).generated !== "")) return seen.hidden;
+  // visibility: hidden on the control's own box (its text aside, which the reader judges).
   if (!el.checkVisibility({ checkVisibilityCSS: true })) return "visibility";
-  if (!el.checkVisibility({ checkOpacity: true })) return "opacity";
-  for (let node: Element | null = el; node; node = node.parentElement) {
-    if (Number(getComputedStyle(node).opacity) < 0.05) return "opacity";
-  }
   const rect = el.getBoundingClientRect();
   if (rect.width < 2 || rect.height < 2) return "size";
-  if (clipped(el, rect)) return "clipped";
   if (requireInViewport && !intersectsViewport(rect)) return "offscreen";
   return undefined;
 }
 
 export function intersectsViewport(rect: DOMRect): boolean {
   return rect.bottom > 0 && rect.right > 0 && rect.top < innerHeight && rect.left < innerWidth;
-}
-
-/** Clipped away by clip / clip-path or by an ancestor with overflow hidden (the "sr-only" family). */
-function clipped(el: Element, rect: DOMRect): boolean {
-  const style = getComputedStyle(el);
-  if (/^rect\(0(px)?,?0(px)?,?0(px)?,?0(px)?\)$/.test(style.clip.replace(/\s+/g, ""))) return true;
-  if (/inset\(\s*(50|100)%/.test(style.clipPath)) return true;
-  for (let node = el.parentElement; node; node = node.parentElement) {
-    const s = getComputedStyle(node);
-    if (s.overflow === "visible" && s.overflowX === "visible" && s.overflowY === "visible") continue;
-    const box = node.getBoundingClientRect();
-    const w = Math.min(rect.right, box.right) - Math.max(rect.left, box.left);
-    const h = Math.min(rect.bottom, box.bottom) - Math.max(rect.top, box.top);
-    if (w < 2 || h < 2) return true;
-  }
-  return false;
 }
 
 export function describeElement(el: Element): string {

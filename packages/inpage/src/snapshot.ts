@@ -3,6 +3,7 @@
 import { SNAPSHOT_MAX_NODES, type SnapshotNode } from "@tabrelay/protocol";
 import { fail, type InpageResult } from "./api.js";
 import { accessibleName, INTERACTIVE_ROLES, intersectsViewport, LANDMARK_ROLES, roleOf } from "./dom.js";
+import { drawnJudge } from "./content.js";
 import { hostedRoot, shadowRootOf } from "./flatTree.js";
 import { normalize } from "./rendered.js";
 
@@ -68,10 +69,7 @@ function valueOf(el: Element): string | undefined {
   return undefined;
 }
 
-/**
- * The snapshot's cheap visibility test (one style resolution per element, no ancestor walks); the full
- * test, with clipping and near-zero opacity, runs on the one element an action targets.
- */
+/** The snapshot's cheap visibility test (one style resolution per element, no ancestor walks), before the reader's rule. */
 function quickHidden(el: Element, rect: DOMRect): boolean {
   return !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }) || rect.width < 2 || rect.height < 2 || el.closest('[inert], [aria-hidden="true"]') !== null;
 }
@@ -89,6 +87,8 @@ export function snapshot(params: { revision: string; interactiveOnly: boolean; v
   focused = deepActiveElement();
   let counter = 0;
   const nodes: SnapshotNode[] = [];
+  // What the reader's rule hands down from ancestors (content.ts applyDrawing), each ancestor read once for the walk.
+  const drawn = drawnJudge();
   const full = !params.interactiveOnly;
   // Iterative walk over the light DOM and every shadow root; hidden subtrees are skipped whole.
   const stack: [Element, number][] = [];
@@ -114,11 +114,12 @@ export function snapshot(params: { revision: string; interactiveOnly: boolean; v
     const structural = role === "heading" || LANDMARK_ROLES.has(role) || role === "iframe";
     if (interactive || (full && (structural || role === "img" || role === "option")) || (!params.interactiveOnly && structural)) {
       const rect = el.getBoundingClientRect();
-      const hidden = quickHidden(el, rect);
+      const hidden = quickHidden(el, rect) || drawn(el) !== undefined;
       const offscreen = !intersectsViewport(rect);
       if (!(params.viewportOnly && offscreen) && (!hidden || full)) {
         const name = accessibleName(el, role);
-        const node: SnapshotNode = { role, name: name.slice(0, 150), depth };
+        // A hidden node is listed by its role only: its words are withheld as every read withholds them.
+        const node: SnapshotNode = { role, name: hidden ? "" : name.slice(0, 150), depth };
         if (interactive && !hidden) {
           const ref = `e${++counter}`;
           state.refs.set(ref, { el: new WeakRef(el), role, name });

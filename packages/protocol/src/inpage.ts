@@ -13,6 +13,14 @@ import type { ActEffects, ActionKind, ContentCapped, ElementFacts, FrameSnapshot
 export const INPAGE_GLOBAL = "__tabrelayInpage";
 export const INPAGE_NOT_INSTALLED = "not-installed";
 
+/**
+ * The in-page reader (content()) marks each shown element whose computed position is fixed or sticky with this
+ * attribute (its value: "fixed" or "sticky") on the copy it serializes, never on the live page (markers the page
+ * wrote itself are removed first): the broker, which sees no computed style, judges overlays by it (readable mode's
+ * consent banners).
+ */
+export const POSITION_MARK_ATTR = "data-tabrelay-position";
+
 /** What every in-page call answers: the same value-or-error shape as everything else that crosses a boundary. */
 export type InpageResult<T> = Result<T>;
 
