@@ -8,13 +8,16 @@
 //   2. a dialog (role=dialog/alertdialog, an open <dialog>), or a landmark region labelled for cookies,
 //      consent or privacy, whose text asks for cookie or tracking consent, or to subscribe to a newsletter;
 //   3. any element whose id or class names cookies, consent or a newsletter pop-up, or that is fixed or
-//      sticky by its inline style, when its text is about that too;
+//      sticky (its computed position, which the in-page reader marks with POSITION_MARK_ATTR on the copy it sends,
+//      or its inline style), when its text is about that too;
 //   4. a plain banner with none of these marks: a consent button ("Accept all", "Reject", "Got it", ...) whose nearest
 //      small ancestor speaks of cookies or consent; that ancestor goes.
 // 2 and 3 also need the element to be small (a banner, not a page), to hold none of the page's main landmarks and to
 // sit outside any <article>, so an article about cookies (the baked kind, or the HTTP kind), a section of one, and a
-// page wrapper with a "cookie-banner-open" class stay.
+// page wrapper with a "cookie-banner-open" class stay. A fixed or sticky box about consent goes from inside an
+// article too: it floats over the text rather than being part of it.
 
+import { POSITION_MARK_ATTR } from "@tabrelay/protocol";
 import { compactLength, isElement, type DomElement } from "./dom.js";
 
 /** Containers only consent managers use, by id (or id prefix) and by class. */
@@ -68,21 +71,24 @@ function isNewsletterPrompt(el: DomElement, text: string): boolean {
   return NEWSLETTER_TEXT.test(text) && el.querySelector("input[type=email], input[name*=mail i], button, [role=button], input[type=submit]") !== null;
 }
 
-/** Small, not the page (no main landmark inside) and not part of the article (a section on cookies, say). */
-function isOverlaySized(el: DomElement, text: string): boolean {
-  return compactLength(text) <= MAX_OVERLAY_CHARS && el.querySelector(MAIN_LANDMARKS) === null && el.closest("article") === null;
+/**
+ * Small, not the page (no main landmark inside) and not part of the article (a section on cookies, say), unless it
+ * floats (fixed or sticky) over the article rather than being part of its text.
+ */
+function isOverlaySized(el: DomElement, text: string, floats = false): boolean {
+  return compactLength(text) <= MAX_OVERLAY_CHARS && el.querySelector(MAIN_LANDMARKS) === null && (floats || el.closest("article") === null);
 }
 
-function looksLikeOverlay(el: DomElement): boolean {
+function looksLikeOverlay(el: DomElement, floats: boolean): boolean {
   const text = el.textContent ?? "";
-  if (!isOverlaySized(el, text)) return false;
+  if (!isOverlaySized(el, text, floats)) return false;
   return isAboutConsent(text) || isNewsletterPrompt(el, text);
 }
 
-type Kind = "consent manager" | "candidate" | "button";
+type Kind = "consent manager" | "candidate" | "floating" | "button";
 
 /**
- * What an element may be, from its tag and four attributes (id, class, role, style): the walk visits every element,
+ * What an element may be, from its tag and five attributes (id, class, the position mark, style, role): the walk visits every element,
  * and on linkedom each attribute read costs about a microsecond.
  */
 function classify(el: DomElement): Kind | undefined {
@@ -90,6 +96,9 @@ function classify(el: DomElement): Kind | undefined {
   if (id !== null && (CONSENT_MANAGER_IDS.has(id) || CONSENT_MANAGER_ID_PREFIXES.some((prefix) => id.startsWith(prefix)))) return "consent manager";
   const classes = el.getAttribute("class");
   if (classes !== null && CONSENT_MANAGER_CLASS.test(classes)) return "consent manager";
+  if (el.getAttribute(POSITION_MARK_ATTR) !== null) return "floating";
+  const style = el.getAttribute("style");
+  if (style !== null && FIXED_STYLE.test(style)) return "floating";
   if ((id !== null && OVERLAY_NAME.test(id)) || (classes !== null && OVERLAY_NAME.test(classes))) return "candidate";
   const tag = el.tagName;
   const role = el.getAttribute("role")?.trim().toLowerCase();
@@ -99,8 +108,6 @@ function classify(el: DomElement): Kind | undefined {
     if (role === "button") return "button";
   }
   if (tag === "DIALOG" && el.hasAttribute("open")) return "candidate";
-  const style = el.getAttribute("style");
-  if (style !== null && FIXED_STYLE.test(style)) return "candidate";
   // Where a consent answer can be clicked: buttons, and links that act as buttons (no real destination).
   if (tag === "BUTTON") return "button";
   if (tag === "INPUT") return /^(?:button|submit)$/i.test(el.getAttribute("type") ?? "") ? "button" : undefined;
@@ -131,7 +138,7 @@ export function dropConsentOverlays(root: DomElement): number {
   for (let child = root.lastElementChild; child !== null; child = child.previousElementSibling) stack.push(child);
   for (let el = stack.pop(); el !== undefined; el = stack.pop()) {
     const kind = classify(el);
-    if (kind === "consent manager" || (kind === "candidate" && looksLikeOverlay(el))) {
+    if (kind === "consent manager" || ((kind === "candidate" || kind === "floating") && looksLikeOverlay(el, kind === "floating"))) {
       doomed.push(el);
       continue;
     }

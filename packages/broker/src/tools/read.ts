@@ -108,6 +108,8 @@ function render(response: ToolResponse, doc: ReadDoc, tabLine: string, offset: n
   const page = paginate(doc.markdown, offset, maxChars);
   // The title and URL are page text outside the fence: labelled, quoted, one line, nothing hidden, capped.
   response.pageText("Title", doc.title);
+  // Readable mode lifts the byline out of the article (Readability): shown here, as the page wrote it.
+  if (doc.byline !== undefined && doc.byline.trim() !== "") response.pageText("Byline", doc.byline, PAGE_TEXT_MAX.name);
   response.pageText("URL", doc.url, PAGE_TEXT_MAX.url);
   if (doc.status !== undefined && (doc.status < 200 || doc.status >= 300)) response.line(`HTTP status: ${doc.status} (the server answered with ${doc.status >= 500 ? "a server error" : doc.status >= 400 ? "an error" : "this status"}; the text below is that page)`);
   response.line(tabLine);
