@@ -68,6 +68,7 @@ const RENDERING_TRICKS: Record<string, string> = {
   "transparent mask-image": `<p style="-webkit-mask-image: linear-gradient(transparent, transparent); mask-image: linear-gradient(transparent, transparent)">TEXT</p>`,
   "filter blur(30px)": `<p style="filter: blur(30px)">TEXT</p>`,
   "letter-spacing -1em": `<p style="letter-spacing: -1em; font-size: 12px">TEXT</p>`,
+  "white on a white gradient": `<p style="color: #fff; background: linear-gradient(#fff, #fff)">TEXT</p>`,
   "brightness(0) on black": `<div style="background: #000; color: #eee"><p style="filter: brightness(0)">TEXT</p></div>`,
   "max-height 0 overflow hidden": `<p style="max-height: 0; overflow: hidden">TEXT</p>`,
   "pushed out of an overflow-hidden box": `<div style="overflow: hidden; height: 30px"><p style="margin-top: 200px">TEXT</p></div>`,
@@ -81,6 +82,7 @@ const RENDERED_AND_READ = [
   `<p style="filter: blur(1px)">SHOWN slightly blurred</p>`,
   `<p style="letter-spacing: -0.05em">SHOWN tightly set</p>`,
   `<p style="filter: brightness(0)">SHOWN brightness zero on white</p>`,
+  `<p style="color: #fff; background: linear-gradient(#000, #333)">SHOWN white on a dark gradient</p>`,
   `<span style="transform: scale(0)">SHOWN inline, where transforms do not apply</span>`,
   `<div style="overflow: hidden; height: 40px"><p style="position: absolute; top: 60px">SHOWN absolutely placed out of an unpositioned clipping box</p></div>`,
 ];

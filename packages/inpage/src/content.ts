@@ -353,9 +353,27 @@ function judge(el: Element, style: CSSStyleDeclaration, rect: DOMRect, ctx: Cont
   return undefined;
 }
 
+/**
+ * The one colour a background image of opaque gradients only paints (its stops all within MIN_CONTRAST of each
+ * other: linear-gradient(#fff, #fff)); undefined for a picture, transparency or a real blend of colours.
+ */
+function gradientColour(image: string): Rgba | undefined {
+  if (/url\(|image\(|element\(|paint\(|cross-fade\(/.test(image)) return undefined;
+  const stops = image.match(/rgba?\([^)]*\)/g)?.map(parseColor);
+  if (!stops || stops.length === 0) return undefined;
+  const first = stops[0];
+  if (!first) return undefined;
+  for (const stop of stops) if (!stop || stop[3] < 0.99 || contrast(stop, first) >= MIN_CONTRAST) return undefined;
+  return [first[0], first[1], first[2], 1];
+}
+
 /** The colour the element and its children are drawn on, when known (as drawn: through the colour filters on it). */
 function backgroundFor(style: CSSStyleDeclaration, inherited: Rgba | undefined, positioned: boolean, paint?: Paint): Rgba | undefined {
-  if (style.backgroundImage !== "none") return undefined;
+  const image = style.backgroundImage;
+  if (image !== "none") {
+    const flat = gradientColour(image);
+    return flat && paint ? paint(flat) : flat;
+  }
   const color = style.backgroundColor;
   // Transparent and not positioned: drawn on what its parent is drawn on (the same object, which faintOn relies on).
   if (color === TRANSPARENT) return positioned ? undefined : inherited;
