@@ -14,6 +14,9 @@ await build({
     popup: join(root, "src/popup.ts"),
     // The in-page script, one source shared with the CDP driver, injected on demand into an isolated world.
     inpage: join(root, "../inpage/src/index.ts"),
+    // WebMCP (pages.webmcp): document.modelContext in the main world, and its relay; registered content scripts on the allowed origins (src/webmcp.ts).
+    webmcp: join(root, "../inpage/src/webmcp.ts"),
+    webmcpRelay: join(root, "src/webmcpRelay.ts"),
   },
   outdir: out,
   bundle: true,

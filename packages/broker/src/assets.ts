@@ -19,6 +19,8 @@ export const assetPaths = {
   dashboardClient: join(packagesDir, "broker", "src", "dashboard", "client"),
   /** The in-page snapshot/act script, built with the extension; the CDP driver injects the same file. */
   inpageScript: join(packagesDir, "extension", "dist", "inpage.js"),
+  /** The WebMCP shim (document.modelContext) for agent tabs' main world, built with the extension; the CDP driver injects the same file. */
+  webmcpScript: join(packagesDir, "extension", "dist", "webmcp.js"),
   /**
    * The extraction worker thread's script: the bundle's own when running from it, else the broker's build (also
    * under test, where the broker runs from its TypeScript sources but a worker needs JavaScript).

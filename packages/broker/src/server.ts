@@ -107,6 +107,7 @@ export class Broker {
       this.config.pages.allowedOrigins.length > 0
         ? new PageTools({
             dataDir: this.config.dataDir,
+            ...(this.config.pages.webmcp ? { webmcp: this.registry } : {}),
             mcpToken: this.config.mcpToken,
             allowedOrigins: this.config.pages.allowedOrigins,
             policy: () => this.config.pages.toolPolicy,
@@ -268,6 +269,7 @@ export class Broker {
       // readable before they are sent; other requests are cut off only for explicitly denied origins, so
       // pages can still load from their CDNs.
       requestPolicy: (url, kind) => (kind === "navigation" ? this.config.policy.check(url).ok : !this.config.policy.isDenied(url)),
+      ...(this.config.pages.webmcp && this.pages ? { webmcpOrigins: this.config.pages.allowedOrigins } : {}),
       onEvent: (frame) => {
         if (holder.driver) this.registry.emit("event", holder.driver, frame);
       },

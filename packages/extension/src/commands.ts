@@ -8,6 +8,7 @@ import { callInpage, injectInpage, runInFrame, scriptingError, type InpageResult
 import { watchNavigation } from "./navigation.js";
 import { scopeNewTabs } from "./navigationRules.js";
 import { evaluate, setViewport } from "./pageControl.js";
+import { callWebMcp, watchWebMcp } from "./webmcp.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
 import { agentTab, fresh, groupAgentTab, toTabInfo } from "./tabs.js";
 
@@ -239,6 +240,13 @@ export const handlers: Handlers = {
   },
 
   "tabs.viewport": async ({ tabId, width, height }) => setViewport(await agentTab(tabId), width, height),
+
+  "page.webmcpWatch": (params) => watchWebMcp(params),
+
+  "page.webmcpCall": async (params) => {
+    await agentTab(params.tabId);
+    return callWebMcp(params);
+  },
 
   "page.eval": async ({ tabId, expression, timeoutMs }) => {
     await agentTab(tabId);

@@ -100,6 +100,11 @@ export interface BridgeEvents {
    * that document commits (drivers/documentStatus.ts) and shows it for that document only (PageContent.status).
    */
   "tab.response": { tabId: number; url: string; status: number };
+  /**
+   * The WebMCP tools the top document of an agent tab registered now (document.modelContext, pages.webmcp on), as
+   * the page reported them: page content, judged by the broker like any page tool. An empty list: none (any more).
+   */
+  "page.webmcp": { tabId: number; url: string; tools: unknown[] };
 }
 
 export type BridgeEventName = keyof BridgeEvents;

@@ -234,9 +234,9 @@ export interface ActEffects {
   navigated?: true;
   /** Tabs the page opened during the action (window.open, target=_blank), by id. */
   newTabs?: number[];
-}
   /** fill: the page tried to submit a form from the events fill dispatched, and it was stopped. */
   submitStopped?: { form: string };
+}
 
 export interface ActParams {
   tabId: number;
@@ -428,6 +428,16 @@ export interface BridgeMethods {
    * see and change what runs there: the answer is page data, never trusted.
    */
   "page.eval": { params: { tabId: number; expression: string; timeoutMs: number }; result: { json?: string; unserializable?: string } };
+  /**
+   * Calls the WebMCP tool `name` that the tab's top document registered, with `input` (JSON text), in the page's main
+   * world; answers the page's JSON text ({ ok, value } or { ok: false, error }), which is page data.
+   */
+  "page.webmcpCall": { params: { tabId: number; name: string; input: string; timeoutMs: number }; result: { json: string } };
+  /**
+   * Whether pages of `origins` (pages.allowed_origins) get WebMCP's document.modelContext from document start (config
+   * pages.webmcp); the broker says so once the browser connected. Only agent tabs' tools reach the broker.
+   */
+  "page.webmcpWatch": { params: { enabled: boolean; origins: string[] }; result: Record<string, never> };
 }
 
 export interface CaptureParams {

@@ -214,6 +214,8 @@ export const bridgeAnswers = {
   "page.capture": captureResult,
   "tabs.viewport": exactly<ResultOf<"tabs.viewport">>()(z.object({ width: z.number(), height: z.number() })),
   "page.eval": exactly<ResultOf<"page.eval">>()(z.object({ json: z.string().optional(), unserializable: z.string().optional() })),
+  "page.webmcpCall": exactly<ResultOf<"page.webmcpCall">>()(z.object({ json: z.string() })),
+  "page.webmcpWatch": exactly<ResultOf<"page.webmcpWatch">>()(z.object({}).strict()),
 } satisfies AnswerSchemas;
 
 /** Where and how an answer is wrong, in words: `frames[0].nodes must be a string`. */

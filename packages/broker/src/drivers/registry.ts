@@ -8,6 +8,8 @@ export interface RegistryEvents {
   connected: [BrowserDriver];
   disconnected: [BrowserDriver];
   event: [BrowserDriver, BridgeEvent];
+  /** A tab the broker closed itself (close_tab): no tab.removed comes from the browser for it. */
+  tabClosed: [BrowserDriver, number];
 }
 
 /** All connected browsers, by stable id. A new browser never evicts another; a reconnect replaces itself. */

@@ -7,6 +7,7 @@ import type { CallToolResult, GetPromptResult, JsonRpcId } from "@tabrelay/page/
 import { PAGE_MCP_VERSIONS } from "@tabrelay/page/wire";
 import { TabrelayError } from "../util/errors.js";
 import { judgePrompts, judgeTools, PAGE_LIMITS, type AcceptedPrompt, type AcceptedTool } from "./offer.js";
+import { nextPageConnectionId, type PageConnection as PageToolSource } from "./registry.js";
 
 /** A page gets this long to answer initialize, and each list. */
 const HANDSHAKE_MS = 5000;
@@ -28,10 +29,8 @@ interface Pending {
   reject(error: Error): void;
 }
 
-let nextConnectionId = 1;
-
-export class PageConnection {
-  readonly id = nextConnectionId++;
+export class PageConnection implements PageToolSource {
+  readonly id = nextPageConnectionId();
   readonly origin: string;
   readonly since = Date.now();
   serverName = "";

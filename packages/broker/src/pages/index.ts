@@ -6,7 +6,9 @@ import type { AuditSink, PageToolSource } from "../tools/tool.js";
 import { TabrelayError } from "../util/errors.js";
 import type { Logger } from "../util/log.js";
 import { pageText } from "../util/pageText.js";
+import type { BrowserRegistry } from "../drivers/registry.js";
 import { PageToolApprovals } from "./approvals.js";
+import { followWebMcp } from "./webmcp.js";
 import { PAGE_LIMITS } from "./offer.js";
 import { PageToolRegistry } from "./registry.js";
 import { PageSocketServer } from "./socket.js";
@@ -18,6 +20,8 @@ export type { PageToolRegistry } from "./registry.js";
 
 export interface PagesOptions {
   dataDir: string | undefined;
+  /** The browsers, when WebMCP tools of agent tabs are offered too (pages.webmcp). */
+  webmcp?: BrowserRegistry | undefined;
   mcpToken: string;
   allowedOrigins: readonly string[];
   policy: () => PageToolPolicy;
@@ -45,7 +49,9 @@ export class PageTools {
     const approvals = new PageToolApprovals(options.dataDir, (m) => options.log.warn(m));
     this.registry = new PageToolRegistry(approvals);
     // tabrelay pages approve writes the file: a tool it approves is offered again within a second.
-    this.#unwatch = approvals.watch(() => this.registry.refresh());
+    const unwatch = approvals.watch(() => this.registry.refresh());
+    const unfollow = options.webmcp ? followWebMcp(options.webmcp, this.registry, options.allowedOrigins, options.log) : () => {};
+    this.#unwatch = () => (unwatch(), unfollow());
     this.socket = new PageSocketServer({ registry: this.registry, tokenKey: this.#key, allowedOrigins: () => options.allowedOrigins, audit: options.audit, log: options.log });
     const tools: PageToolsOptions = { registry: this.registry, policy: options.policy, callTimeoutMs: options.callTimeoutMs };
     const registry = this.registry;

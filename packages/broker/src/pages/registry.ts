@@ -1,10 +1,32 @@
 // The page tools and prompts on offer now, across every page connection: named for agents by origin (names stay
 // the same while the broker runs), the newest connection of an origin answering for a name several offer, each
 // tool's approval state (approvals.ts), and one change signal the MCP adapter turns into list_changed.
-import type { PageToolInfo } from "@tabrelay/page/wire";
+import type { CallToolResult, GetPromptResult, PageToolInfo } from "@tabrelay/page/wire";
 import type { PageToolApprovals, ApprovalState } from "./approvals.js";
-import type { PageConnection } from "./connection.js";
-import { agentToolName, PAGE_LIMITS } from "./offer.js";
+import { agentToolName, PAGE_LIMITS, type AcceptedPrompt, type AcceptedTool } from "./offer.js";
+
+/**
+ * Whatever offers page tools: a page on /page (connection.ts) or an agent tab's WebMCP tools (webmcp.ts). Its
+ * tools and prompts are what offer.ts accepted; a closed one offers nothing and fails its calls with page_gone.
+ */
+export interface PageConnection {
+  readonly id: number;
+  readonly origin: string;
+  readonly since: number;
+  readonly serverName: string;
+  readonly tools: AcceptedTool[];
+  readonly prompts: AcceptedPrompt[];
+  readonly closed: boolean;
+  callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<CallToolResult>;
+  getPrompt(name: string, args: Record<string, string>, signal: AbortSignal, timeoutMs: number): Promise<GetPromptResult>;
+  close(code?: number, reason?: string): void;
+}
+
+let lastId = 0;
+/** Ids of page connections of every kind, in the order they came (the newest answers for a shared name). */
+export function nextPageConnectionId(): number {
+  return ++lastId;
+}
 
 export interface PageToolEntry {
   /** What agents call it (tools/list, tools/call, browse.callPageTool). */

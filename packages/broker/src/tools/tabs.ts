@@ -117,6 +117,7 @@ export const closeTab = defineTool({
     const conn = ctx.browser();
     unwrap(await conn.call("tabs.close", { tabId: tab }));
     ctx.denials.forget(conn.info.browserId, tab);
+    ctx.registry.emit("tabClosed", conn, tab);
     response.line(`Closed tab ${tab}.`);
     response.structured({ closed: tab });
   },

@@ -31,6 +31,7 @@ import { elementFacts, inpageAct, rectValue } from "../answers.js";
 import { callInpage, checkScriptable, parseAnswer } from "./inpage.js";
 import { createTab, history, navigate, tabInfo, waitFor } from "./navigation.js";
 import { evaluate, setViewport } from "./pageControl.js";
+import { callWebMcp } from "./webmcp.js";
 import { frameOffset, query, readContent, routeOf, snapshot } from "./reading.js";
 import { startUp } from "./targets.js";
 
@@ -239,6 +240,9 @@ export class CdpBrowser implements BrowserDriver {
     "tabs.viewport": async ({ tabId, width, height }) => setViewport(this.#core, await this.#core.agentTab(tabId), width, height),
 
     "page.eval": async ({ tabId, expression, timeoutMs }) => evaluate(this.#core, await this.#core.agentTab(tabId), expression, timeoutMs),
+    "page.webmcpCall": async ({ tabId, name, input, timeoutMs }) => callWebMcp(this.#core, await this.#core.agentTab(tabId), name, input, timeoutMs),
+    // Over CDP the driver's own option says it (CdpBrowserOptions.webmcp), set when the browser is attached.
+    "page.webmcpWatch": async () => ({}),
   };
 
   #dispatch<M extends BridgeMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {

@@ -17,6 +17,8 @@ export interface CdpBrowserOptions {
   onEvent: (frame: BridgeEvent) => void;
   /** Network-layer policy: requests whose URL this refuses fail with BlockedByClient (subresources too). */
   requestPolicy?: (url: string, kind: "navigation" | "subresource") => boolean;
+  /** WebMCP (pages.webmcp): agent tabs' pages of these origins get document.modelContext; their tools are reported (page.webmcp). */
+  webmcpOrigins?: readonly string[];
   callTimeoutMs: number;
   /** Called once when the driver closes, whether the browser went away or close() was called. */
   onClose?: (reason: string) => void;

@@ -1,6 +1,7 @@
 // Target bookkeeping of the CDP driver: start-up (auto-attach), which attached pages are the agent's,
 // each page's set-up before it runs (events, Fetch, dialogs, child sessions), and the tab state kept up to
 // date from commits, same-document navigations, lifecycle events and target changes.
+import { installWebMcp } from "./webmcp.js";
 import type { Protocol } from "devtools-protocol";
 import type { CdpResult } from "./cdpClient.js";
 import { type CdpCore, sleep, type Tab } from "./cdpCore.js";
@@ -122,6 +123,7 @@ export async function setUpPage(core: CdpCore, tab: Tab, sessionId: string, wait
       core.send("Page.enable", {}, sessionId),
       core.options.requestPolicy ? core.send("Fetch.enable", { patterns: PAGE_FETCH_PATTERNS }, sessionId) : undefined,
       autoAttachChildren(core, sessionId),
+      core.options.webmcpOrigins?.length ? installWebMcp(core, tab, sessionId, core.options.webmcpOrigins) : undefined,
     ]);
     const tree = await core.send("Page.getFrameTree", {}, sessionId);
     if (tree.ok) {
