@@ -891,6 +891,18 @@ describe("the broker's doors", () => {
       expect(bridge.broker.broker.registry.list()).toHaveLength(0);
     });
 
+    it("tells a protocol-3 extension (which serves any frame once the handshake passed) to upgrade, before any challenge", async () => {
+      const ws = new WebSocket(`ws://127.0.0.1:${bridge.broker.port}/bridge`, { origin: `chrome-extension://${BUILTIN_EXTENSION_ID}` });
+      const frames: Array<{ type: string; error?: { code: string; message: string } }> = [];
+      const closed = new Promise<number>((resolve) => ws.on("close", (code) => resolve(code)));
+      ws.on("open", () => ws.send(JSON.stringify({ type: "hello", protocol: 3, browserId: "old-extension-3", nonce: newNonce(), extensionVersion: "0.1.0" })));
+      ws.on("message", (data) => frames.push(JSON.parse(data.toString()) as (typeof frames)[number]));
+      expect(await closed).toBe(4401);
+      expect(frames.map((f) => f.type)).toEqual(["reject"]);
+      expect(frames[0]?.error?.message).toMatch(/too old for the broker \(bridge protocol 3, the broker needs 4, which binds the pairing to the broker's address and authenticates every frame.*update the tabrelay extension/);
+      expect(bridge.broker.broker.registry.list()).toHaveLength(0);
+    });
+
     it("closes the socket of a browser that sends a frame it did not seal, and takes no answer from it", async () => {
       for (const forge of ["plain", "bad-mac", "replay"] as const) {
         const s = bridge.stub({ handlers: { "tabs.list": () => "never" } });

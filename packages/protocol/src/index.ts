@@ -3,9 +3,11 @@
  *
  * Types, constants and the handshake proofs (handshake.ts): both ends import this module. Every frame is a JSON
  * object with a discriminant `type`. The browser dials the broker's `/bridge` WebSocket and the two prove to
- * each other that they know the pairing secret, which never crosses the wire: browser `hello` (a nonce), broker
- * `challenge` (its nonce and its proof), browser `auth` (its proof, once the broker's checked out), broker
- * `welcome`. The browser serves `call`s only on a socket whose broker proved itself and welcomed it.
+ * each other that they know the pairing secret, which never crosses the wire: browser `hello` (a nonce and the
+ * endpoint it dialled), broker `challenge` (its nonce, the endpoint it proves it is, and its proof), browser `auth` (its
+ * proof, once the broker's checked out for the endpoint dialled), broker `welcome`. From the challenge on, every frame
+ * either way is sealed under the connection's keys (`<mac>.<seq>.<json>`). The browser serves `call`s only on a socket
+ * whose broker proved itself and welcomed it, and only sealed ones.
  *
  * @example
  * // broker -> browser
@@ -17,9 +19,10 @@
 /**
  * Bumped when a frame changes shape; the broker refuses a browser that speaks another version. 2: the welcome
  * frame carries the navigation rules the extension must enforce before it serves a call. 3: mutual proof of the
- * pairing secret (hello / challenge / auth) instead of the secret itself in `hello`.
+ * pairing secret (hello / challenge / auth) instead of the secret itself in `hello`. 4: the proofs are bound to the
+ * endpoint the browser dialled, and every frame after them carries a MAC under a per-connection key.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 export * from "./handshake.js";
 
