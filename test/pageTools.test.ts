@@ -248,6 +248,7 @@ return { names: tools.map((t) => t.name).sort(), origin: search.origin, found: f
     expect(approved.code, approved.stderr).toBe(0);
     expect(approved.stdout).toContain(`Approved ${site.origin} note`);
     await waitFor("note listed again", async () => ((await pageTools()).includes(`${prefix}note`) ? true : undefined));
+    expect(broker.broker.audit.list({ limit: 50 }).find((r) => r.tool === "page_tool_approve")).toMatchObject({ decision: "allowed", origin: site.origin, target: "page tool note" });
     expect((await call(client, `${prefix}note`)).text).toContain("rug pull");
   });
 });

@@ -50,6 +50,10 @@ export class PageTools {
     this.registry = new PageToolRegistry(approvals);
     // tabrelay pages approve writes the file: a tool it approves is offered again within a second.
     const unwatch = approvals.watch(() => this.registry.refresh());
+    // The user's approval of a changed tool is part of the record (who approved is the user: the dashboard or the CLI).
+    this.registry.onApproved((entry) =>
+      options.audit.record({ time: Date.now(), tool: "page_tool_approve", decision: "allowed", durationMs: 0, origin: entry.origin, target: `page tool ${entry.name}`, detail: JSON.stringify({ hash: entry.hash }) }),
+    );
     const unfollow = options.webmcp ? followWebMcp(options.webmcp, this.registry, options.allowedOrigins, options.log) : () => {};
     this.#unwatch = () => (unwatch(), unfollow());
     this.socket = new PageSocketServer({ registry: this.registry, tokenKey: this.#key, allowedOrigins: () => options.allowedOrigins, audit: options.audit, log: options.log });

@@ -65,6 +65,7 @@ export class PageToolRegistry {
   readonly #toolNames = new Map<string, string>();
   readonly #promptNames = new Map<string, string>();
   readonly #listeners = new Set<() => void>();
+  readonly #approvedListeners = new Set<(entry: PageToolEntry) => void>();
   #tools = new Map<string, PageToolEntry>();
   #prompts = new Map<string, PagePromptEntry>();
 
@@ -95,6 +96,12 @@ export class PageToolRegistry {
   onChange(listener: () => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /** Called for each held tool that became approved (dashboard, tabrelay pages approve): the audit records it. */
+  onApproved(listener: (entry: PageToolEntry) => void): () => void {
+    this.#approvedListeners.add(listener);
+    return () => this.#approvedListeners.delete(listener);
   }
 
   /** Every tool on offer, held ones ("changed") included. */
@@ -163,8 +170,12 @@ export class PageToolRegistry {
         prompts.set(agentName, { agentName, origin: connection.origin, name: prompt.name, ...(prompt.info.description ? { description: prompt.info.description } : {}), ...(prompt.info.arguments ? { arguments: prompt.info.arguments } : {}), connection });
       }
     }
+    const before = this.#tools;
     this.#tools = tools;
     this.#prompts = prompts;
+    for (const [name, entry] of tools) {
+      if (entry.state === "approved" && before.get(name)?.state === "changed") for (const listener of this.#approvedListeners) listener(entry);
+    }
   }
 
   #name(names: Map<string, string>, origin: string, name: string): string {
