@@ -93,6 +93,7 @@ server.registerTool({ name: "failing", description: "Throws.", inputSchema: { ty
 server.registerPrompt({ name: "weekly", description: "This week's report.", content: "Summarise this week's orders." });
 `),
   );
+  site.route("/chatty", appPage(`let n = 0; setInterval(() => { const off = server.registerTool({ name: "blink" + (n++ % 2), description: "on and off", inputSchema: { type: "object" }, handler: () => "" }); setTimeout(off, 1); }, 5);`));
   site.route("/flood", appPage(`for (let i = 0; i < 10000; i++) server.registerTool({ name: "t" + i, description: "tool " + i, inputSchema: { type: "object" }, handler: () => "" });`));
   const grants = `    page_tools:\n      "${site.origin}": { tools: "^(search_orders|read_url|slow|big|failing|later|note|t[0-9]+)$" }\n`;
   const yaml = allowYaml().replace("policy:\n", `policy:\n  write:\n${grants}`) + `pages:\n  allowed_origins: ["${site.origin}"]\n  call_timeout_ms: 3000\n`;
@@ -308,6 +309,24 @@ describe("the /page door", () => {
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain("is not on pages.allowed_origins");
     expect((await cli(["page-token", "--data-dir", broker.dataDir])).code).toBe(2);
+  });
+
+  it("a page flooding list_changed is closed and audited; at most 20 connections per origin; the broker keeps answering", async () => {
+    const page = await openApp("/chatty");
+    await waitFor("the flood closed and audited", () => (broker.broker.audit.list({ limit: 200 }).some((r) => r.tool === "page_offer" && r.decision === "refused" && (r.detail ?? "").includes("list_changed")) ? true : undefined), 20_000);
+    expect((await call(client, "list_browsers")).text).toBeTruthy();
+    await page.close();
+    const open: WebSocket[] = [];
+    try {
+      for (let i = 0; i < 20; i++) {
+        const ws = new WebSocket(`${broker.url.replace("http", "ws")}/page`, [`bearer.${mintPageToken(key(), site.origin).token}`], { headers: { Origin: site.origin } });
+        await new Promise((resolve, reject) => (ws.once("open", resolve), ws.once("error", reject)));
+        open.push(ws);
+      }
+      expect(await tryConnect({ Origin: site.origin }, [`bearer.${mintPageToken(key(), site.origin).token}`])).toMatchObject({ status: 429, body: expect.stringContaining("20 page connections") });
+    } finally {
+      for (const ws of open) ws.close();
+    }
   });
 
   it("POST /page-tokens needs the MCP bearer and an allowed origin", async () => {

@@ -20,8 +20,10 @@ export interface PageConnectionEvents {
   /** The page's tools or prompts changed (after the first lists, and after each re-list). */
   changed(connection: PageConnection): void;
   closed(connection: PageConnection): void;
-  /** A line for the broker's log (refusals, floods). */
+  /** A line for the broker's log. */
   log(message: string): void;
+  /** Part of what the page offered was refused, or the page was closed for what it did (one line each). */
+  refused(connection: PageConnection, lines: string[]): void;
 }
 
 interface Pending {
@@ -136,6 +138,7 @@ export class PageConnection implements PageToolSource {
   #refuse(lines: string[]): void {
     if (lines.length === 0) return;
     this.#events.log(`page ${this.origin}: refused ${lines.join("; ")}`.slice(0, 2000));
+    this.#events.refused(this, lines);
     this.#notify("notifications/tabrelay/refused", { refused: lines.slice(0, 20) });
   }
 
@@ -173,6 +176,7 @@ export class PageConnection implements PageToolSource {
     this.#notices.push(now);
     if (this.#notices.length > FLOOD_MAX) {
       this.#events.log(`page ${this.origin}: closed for flooding list_changed (${FLOOD_MAX} in ${FLOOD_WINDOW_MS / 1000} s)`);
+      this.#events.refused(this, [`closed: over ${FLOOD_MAX} list_changed notifications in ${FLOOD_WINDOW_MS / 1000} s`]);
       this.close(1008, "too many list_changed notifications");
       return;
     }

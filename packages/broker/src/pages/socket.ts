@@ -52,6 +52,8 @@ export class PageSocketServer {
           log.info(`page: ${origin} disconnected`);
         },
         log: (message) => log.warn(message),
+        refused: (c, lines) =>
+          this.#options.audit.record({ time: Date.now(), tool: "page_offer", decision: "refused", durationMs: 0, origin: c.origin, detail: JSON.stringify({ refused: lines.slice(0, 20).map((l) => l.slice(0, 300)) }) }),
       });
       registry.add(connection);
       this.#options.audit.record({ time: started, tool: "page_connect", decision: "allowed", durationMs: Date.now() - started, origin });
