@@ -121,12 +121,12 @@ ${commands.map((c) => `- \`browse.${c.name.includes(".") ? `${c.name.slice(0, c.
 
 /**
  * One line for browser_run's description: the commands by name, grouped by their dotted prefix
- * ("tabs.{list new}"), but those marked compact: false; their signatures are browser_api's.
+ * ("tabs.{list new}"); their signatures are browser_api's.
  */
 export function apiCompact(commands: readonly Command[]): string {
   const parts: string[] = [];
   const groups = new Map<string, string[]>();
-  for (const c of commands.filter((command) => command.compact !== false)) {
+  for (const c of commands) {
     const dot = c.name.lastIndexOf(".");
     if (dot < 0) {
       parts.push(c.name);

@@ -26,11 +26,6 @@ export interface Command {
   typeParams?: string;
   /** One line, for the declarations. */
   doc: string;
-  /**
-   * false: left out of browser_run's one-line API (apiCompact), whose tools/list text is a reviewed, measured
-   * figure; the declarations and guide (browser_api) list it. Set on the commands of program-only tools.
-   */
-  compact?: false;
   /** Reads or acts on pages only through tools; a write is gated by the tool it calls. */
   run(state: RunState, args: unknown[]): Promise<unknown>;
 }

@@ -1,7 +1,6 @@
 // The browse commands that call the program-only tools (tools/programTools.ts): mouse.drag, highlight, viewport,
 // upload and eval. Each is one tool call through RunState.call, so the gate, leases, strict arguments and audit apply
 // exactly as to every other command; a point is resolved to the element there (targets.ts atPoint) and judged as a ref.
-// They are left out of browser_run's one-line API (compact: false): browser_api's declarations and guide list them.
 import { z } from "zod";
 import { drag, evaluate, highlight, setViewport, upload, VIEWPORT_MAX, VIEWPORT_MIN } from "../tools/programTools.js";
 import type { Command } from "./commands.js";
@@ -17,7 +16,6 @@ const fileSchema = z
 export const PAGE_COMMANDS: readonly Command[] = [
   {
     name: "mouse.drag",
-    compact: false,
     params: [coordinate("x1"), coordinate("y1"), coordinate("x2"), coordinate("y2")],
     returns: "ActResult & { hit: string }",
     doc: "Presses at viewport point (x1, y1), moves to (x2, y2) and releases (pointer events, and drag-and-drop for draggable elements): a write, gated as a click on the element grabbed; hit names it.",
@@ -30,7 +28,6 @@ export const PAGE_COMMANDS: readonly Command[] = [
   },
   {
     name: "highlight",
-    compact: false,
     params: [target, { name: "options", type: "{ durationMs?: number }", schema: z.object({ durationMs: z.number().int().min(100).max(10_000).optional() }).strict(), optional: true }],
     returns: "ActResult",
     doc: "Outlines the element for a person watching the browser (durationMs default 1500); the overlay is removed afterwards (a read).",
@@ -42,7 +39,6 @@ export const PAGE_COMMANDS: readonly Command[] = [
   },
   {
     name: "viewport",
-    compact: false,
     params: [side("width"), side("height")],
     returns: "{ width: number; height: number }",
     doc: `Sets the current tab's viewport to width x height CSS pixels (${VIEWPORT_MIN} to ${VIEWPORT_MAX}); answers the size the page reports. Through the user's Chrome this brings the tab to the front and resizes its whole window, the user's other tabs in it included.`,
@@ -50,7 +46,6 @@ export const PAGE_COMMANDS: readonly Command[] = [
   },
   {
     name: "upload",
-    compact: false,
     params: [target, { name: "files", type: '{ name: string; content: string; encoding?: "utf8" | "base64"; type?: string }[]', schema: z.array(fileSchema).max(20) }],
     returns: "ActResult",
     doc: "Sets the files of a file input to files whose content the program passes (text, or base64 with encoding: \"base64\"; at most 10 MiB in all), then fires input and change: a write (the write.upload grant for its label).",
@@ -61,7 +56,6 @@ export const PAGE_COMMANDS: readonly Command[] = [
   },
   {
     name: "eval",
-    compact: false,
     params: [{ name: "expression", type: "string", schema: z.string().min(1).max(100_000) }],
     returns: "unknown",
     doc: "Runs a JavaScript expression in the current tab's page (its own scripts' world) and returns its JSON value (untrusted page data; a promise is awaited): a write, only where the user grants write.eval for the host.",
