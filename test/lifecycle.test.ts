@@ -387,7 +387,7 @@ describe("tabrelay launch --cdp", () => {
       ]).finally(() => launcher.kill("SIGKILL"));
       expect(exit).toBe(3); // configuration
       // The broker cannot prove it knows the launcher's token, so the launcher sends it nothing.
-      expect(stderr).toMatch(/did not prove it knows this MCP token \(a broker with another --data-dir or TABRELAY_MCP_TOKEN, or another program on that port\); the token was not sent/);
+      expect(stderr).toMatch(/did not prove it knows this MCP token \(a broker with another --data-dir or TABRELAY_MCP_TOKEN, a tabrelay older than this client, or another program on that port\); the token was not sent/);
       expect(stderr).toContain("over CDP with profile"); // it did start a browser
       const left = await waitFor("the browser it started to exit", () => (browsersOnProfile().length ? undefined : []), 5000).catch(() => browsersOnProfile());
       expect(left).toEqual([]);
