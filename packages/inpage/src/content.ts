@@ -13,6 +13,8 @@ import {
   type HiddenReason,
 } from "@tabrelay/protocol";
 import { hostedRoot } from "./flatTree.js";
+import { MIN_CONTRAST, MIN_OPACITY, type Paint, type Rgba, TRANSPARENT, applyDrawing, clippedAway, contrast, faintOn, over, parseColor } from "./paint.js";
+import { type Styled, mayBeStyled, startChecks, styledTree } from "./styled.js";
 
 export interface ContentParams {
   maxElements?: number;
@@ -31,144 +33,12 @@ export interface ContentValue {
 const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "LINK", "META", "BASE", "SVG", "svg", "CANVAS", "OBJECT", "EMBED", "HEAD", "SELECT", "DATALIST"]);
 /** Landmarks that mark an aria-hidden / inert element as the page's app root behind an open modal (see isAppRoot). */
 const MAIN_CONTENT = "main, article, h1, [role=main]";
-/** Below this effective opacity nothing is legible. */
-const MIN_OPACITY = 0.05;
 /** Type smaller than this (px) is not legible. */
 const MIN_FONT_PX = 3;
-/** Text whose contrast ratio against the background it is drawn on is below this is not seen (white on #f5f5f5: 1.09). */
-const MIN_CONTRAST = 1.15;
 /** A blur whose radius reaches this share of the type size leaves no legible letter (blur(4px) on 16 px type). */
 const MAX_BLUR_PER_FONT_PX = 0.25;
 /** Letter spacing this negative (a share of the type size) stacks the glyphs on one another. */
 const MIN_LETTER_SPACING_EM = -0.4;
-
-type Rgba = [number, number, number, number];
-
-function parseColor(value: string): Rgba | undefined {
-  const m = /^rgba?\(\s*([\d.]+)[\s,]+([\d.]+)[\s,]+([\d.]+)(?:[\s,/]+([\d.]+%?))?\s*\)$/.exec(value);
-  if (!m) return undefined;
-  let alpha = m[4] === undefined ? 1 : Number.parseFloat(m[4]);
-  if (m[4]?.endsWith("%")) alpha /= 100;
-  return [Number(m[1]), Number(m[2]), Number(m[3]), alpha];
-}
-
-/** `top` painted over the opaque `bottom`. */
-function over(top: Rgba, bottom: Rgba): Rgba {
-  const a = top[3];
-  return [top[0] * a + bottom[0] * (1 - a), top[1] * a + bottom[1] * (1 - a), top[2] * a + bottom[2] * (1 - a), 1];
-}
-
-function luminance(c: Rgba): number {
-  const lin = (v: number) => {
-    const s = v / 255;
-    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
-  };
-  return 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
-}
-
-function contrast(a: Rgba, b: Rgba): number {
-  const la = luminance(a);
-  const lb = luminance(b);
-  return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
-}
-
-/**
- * Whether text of colour `fill` (a computed colour string) is too faint on `background`. Pages reuse a handful of
- * colours over thousands of elements, and children share their parent's background object: answers are kept per
- * background, per fill.
- */
-const faintCache = new WeakMap<Rgba, Map<string, boolean>>();
-function faintOn(fillText: string, fill: Rgba, background: Rgba): boolean {
-  let byFill = faintCache.get(background);
-  if (!byFill) faintCache.set(background, (byFill = new Map()));
-  let faint = byFill.get(fillText);
-  if (faint === undefined) byFill.set(fillText, (faint = contrast(over(fill, background), background) < MIN_CONTRAST));
-  return faint;
-}
-
-/** What a colour filter (brightness, contrast, invert, grayscale, saturate) makes of a colour drawn under it. */
-type Paint = (c: Rgba) => Rgba;
-
-const clamp = (v: number) => Math.min(255, Math.max(0, v));
-
-function colourFilter(name: string, amount: number): Paint | undefined {
-  switch (name) {
-    case "brightness":
-      return (c) => [clamp(c[0] * amount), clamp(c[1] * amount), clamp(c[2] * amount), c[3]];
-    case "contrast":
-      return (c) => [clamp((c[0] - 127.5) * amount + 127.5), clamp((c[1] - 127.5) * amount + 127.5), clamp((c[2] - 127.5) * amount + 127.5), c[3]];
-    case "invert": {
-      const a = Math.min(1, amount);
-      return (c) => [c[0] + (255 - 2 * c[0]) * a, c[1] + (255 - 2 * c[1]) * a, c[2] + (255 - 2 * c[2]) * a, c[3]];
-    }
-    case "grayscale":
-    case "saturate": {
-      const grey = name === "grayscale" ? Math.min(1, amount) : Math.max(0, 1 - amount);
-      return (c) => {
-        const y = 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
-        return [clamp(c[0] + (y - c[0]) * grey), clamp(c[1] + (y - c[1]) * grey), clamp(c[2] + (y - c[2]) * grey), c[3]];
-      };
-    }
-    default:
-      return undefined;
-  }
-}
-
-/** A computed filter's effect on legibility: opacity() multiplies, blur() adds its radius, colour functions compose. */
-function applyFilter(filter: string, into: { opacity: number; blur: number; paint?: Paint }): void {
-  for (const m of filter.matchAll(/([a-z-]+)\(((?:[^()]|\([^()]*\))*)\)/g)) {
-    const name = m[1]!;
-    const arg = (m[2] ?? "").trim();
-    const amount = arg === "" ? 1 : arg.endsWith("%") ? Number.parseFloat(arg) / 100 : Number.parseFloat(arg);
-    if (Number.isNaN(amount)) continue;
-    if (name === "opacity") into.opacity *= Math.min(1, Math.max(0, amount));
-    else if (name === "blur") into.blur += amount;
-    else {
-      const paint = colourFilter(name, amount);
-      // Inner filters paint first: the element's own filter, then each ancestor's outwards.
-      const outer = into.paint;
-      if (paint) into.paint = outer ? (c) => outer(paint(c)) : paint;
-    }
-  }
-}
-
-/**
- * What an element hands down to everything drawn inside it, besides its background and boxes: its opacity, the
- * opacity(), blur() and colour functions of its filter, a mask that leaves nothing (the reader's rule applies it in
- * enter(); the snapshot judges by it alone: drawnJudge).
- */
-function applyDrawing(style: CSSStyleDeclaration, into: { opacity: number; blur: number; paint?: Paint }): void {
-  into.opacity *= Number.parseFloat(style.opacity) || 0;
-  const filter = style.filter;
-  if (filter !== "none") applyFilter(filter, into);
-  const mask = style.maskImage;
-  if (mask !== "none" && maskHidesAll(mask)) into.opacity = 0;
-}
-
-/** A mask of gradients only, every colour of them (nearly) transparent: nothing of the element shows. */
-function maskHidesAll(mask: string): boolean {
-  if (/url\(|image\(|element\(|paint\(/.test(mask)) return false;
-  const colours = mask.match(/rgba?\([^)]*\)/g);
-  if (!colours) return false;
-  return colours.every((c) => (parseColor(c)?.[3] ?? 1) < MIN_OPACITY);
-}
-
-/** The computed value of a transparent background-color: most elements, no need to parse it. */
-const TRANSPARENT = "rgba(0, 0, 0, 0)";
-
-/** clip: rect(...) or clip-path shapes that leave (almost) nothing of the box. */
-function clippedAway(clip: string, path: string): boolean {
-  if (clip && clip !== "auto") {
-    const n = clip.match(/-?[\d.]+/g)?.map(Number);
-    if (n && n.length === 4 && (n[1]! - n[3]! < 2 || n[2]! - n[0]! < 2)) return true;
-  }
-  if (path && path !== "none") {
-    const inset = /^inset\(\s*([\d.]+)%/.exec(path);
-    if (inset && Number(inset[1]) >= 50) return true;
-    if (/^(?:circle|ellipse)\(\s*0(?:px|%)?[\s)]/.test(path)) return true;
-  }
-  return false;
-}
 
 function hasOwnText(el: Element): boolean {
   for (let n = el.firstChild; n; n = n.nextSibling) {
@@ -647,94 +517,11 @@ function inPage(el: Element): boolean {
   return body !== null && (body.contains(el) || el.getRootNode() instanceof ShadowRoot) && el.isConnected;
 }
 
-/**
- * Properties of the rule that only some style can set, by the words a stylesheet or style attribute names them with:
- * what applyDrawing reads (opacity, filters, masks), what shrinks a box's type (transforms, zoom), letter spacing.
- */
-const FAMILIES = {
-  fades: { words: /opacity|filter|mask/i, attributes: '[style*="opacity" i], [style*="filter" i], [style*="mask" i], [opacity], [filter], [mask]' },
-  shrinks: { words: /transform|scale|rotate|perspective|zoom|matrix/i, attributes: '[style*="transform" i], [style*="scale" i], [style*="rotate" i], [style*="perspective" i], [style*="zoom" i], [transform]' },
-  spaces: { words: /letter-spacing/i, attributes: '[style*="letter-spacing" i], [letter-spacing]' },
-} as const;
-type Family = keyof typeof FAMILIES;
-type Styled = Record<Family, boolean>;
-const ALL_STYLED: Styled = { fades: true, shrinks: true, spaces: true };
-/** Rules read per tree at most: past them, what is still undecided counts as set (the scan stays cheap). */
-const MAX_RULES_READ = 2000;
-
-/**
- * Which families some style of this tree can set: its style and presentation attributes, then its stylesheets (one
- * this script cannot read, a cross-origin one, counts as setting everything), in one pass that stops once all are
- * found. Reading those properties of every element costs ~1 us each in a page, and ~16 us an element in the
- * extension's isolated world (the snapshot of a 10,000-element page: +120 ms): where none can apply they are not read.
- */
-function treeStyles(root: Document | ShadowRoot): Styled {
-  const found: Styled = { fades: false, shrinks: false, spaces: false };
-  const open = () => (Object.keys(found) as Family[]).filter((f) => !found[f]);
-  for (const f of open()) found[f] = root.querySelector(FAMILIES[f].attributes) !== null;
-  let budget = MAX_RULES_READ;
-  const scan = (sheet: CSSStyleSheet, depth: number): boolean => {
-    let rules: CSSRuleList;
-    try {
-      rules = sheet.cssRules;
-    } catch {
-      return false; // cross-origin: it may say anything
-    }
-    for (const rule of rules) {
-      if (--budget < 0) return false;
-      if (rule instanceof CSSImportRule) {
-        if (!rule.styleSheet || depth > 8 || !scan(rule.styleSheet, depth + 1)) return false;
-        continue;
-      }
-      const text = rule.cssText;
-      for (const f of open()) if (FAMILIES[f].words.test(text)) found[f] = true;
-      if (open().length === 0) return true;
-    }
-    return true;
-  };
-  for (const sheet of [...root.styleSheets, ...root.adoptedStyleSheets]) {
-    if (open().length === 0) break;
-    if (!scan(sheet, 0)) return { ...ALL_STYLED };
-  }
-  return found;
-}
-
-/** The trees looked at by the walk under way (content(), seenText(), a snapshot), and whether the document animates. */
-let styledTrees = new Map<Document | ShadowRoot, Styled>();
-let animated: boolean | undefined;
-
-function startChecks(): void {
-  styledTrees = new Map();
-  animated = undefined;
-}
-
-/** Which families some style of this tree (or an animation of the document) can set. */
-function styledTree(root: Document | ShadowRoot): Styled {
-  let styled = styledTrees.get(root);
-  if (styled) return styled;
-  styled = (animated ??= document.getAnimations().length > 0) ? { ...ALL_STYLED } : treeStyles(root);
-  styledTrees.set(root, styled);
-  return styled;
-}
-
 /** The context `ctx` with what a shadow root's own styles can set besides. */
 function inTree(ctx: Context, root: ShadowRoot): Context {
   const own = styledTree(root);
   const styled = { fades: ctx.styled.fades || own.fades, shrinks: ctx.styled.shrinks || own.shrinks, spaces: ctx.styled.spaces || own.spaces };
   return { ...ctx, styled };
-}
-
-/** Whether some style of the element's tree or of a tree around it can set the family. */
-function mayBeStyled(el: Element, family: Family): boolean {
-  let node: Node = el.getRootNode();
-  for (let depth = 0; depth < 64; depth++) {
-    const root = node instanceof ShadowRoot ? node : node === document ? document : undefined;
-    if (root === undefined) return true;
-    if (styledTree(root)[family]) return true;
-    if (!(root instanceof ShadowRoot)) return false;
-    node = root.host.getRootNode();
-  }
-  return true;
 }
 
 /**
