@@ -290,6 +290,8 @@ describe("the /page door", () => {
   it("refuses a missing Origin, an origin not allowed, no token, a token of another origin, an expired or forged token; each audited", async () => {
     const good = mintPageToken(key(), site.origin).token;
     expect(await tryConnect({ Origin: site.origin }, [`bearer.${good}`])).toMatchObject({ opened: true });
+    // One token, one connection: a token a page's scripts could read does not let another program connect again.
+    expect(await tryConnect({ Origin: site.origin }, [`bearer.${good}`])).toMatchObject({ status: 401, body: expect.stringContaining("already used") });
     expect(await tryConnect({}, [`bearer.${good}`])).toMatchObject({ status: 403, body: expect.stringContaining("no Origin") });
     expect(await tryConnect({ Origin: other.origin }, [`bearer.${mintPageToken(key(), other.origin).token}`])).toMatchObject({ status: 403, body: expect.stringContaining("not on pages.allowed_origins") });
     expect(await tryConnect({ Origin: site.origin })).toMatchObject({ status: 401, body: expect.stringContaining("page token is required") });

@@ -28,6 +28,12 @@ export interface PageSocketOptions {
 export class PageSocketServer {
   readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, handleProtocols: (protocols) => [...protocols].find((p) => p.startsWith(PAGE_TOKEN_PROTOCOL_PREFIX)) ?? false });
   readonly #options: PageSocketOptions;
+  /**
+   * Tokens that opened a connection, until they expire: a page token opens one connection. A token a page's scripts
+   * can read (a third-party script of the app's) would otherwise let another program connect as that origin, with a
+   * forged Origin header, and answer for its tools.
+   */
+  readonly #used = new Map<string, number>();
 
   constructor(options: PageSocketOptions) {
     this.#options = options;
@@ -83,6 +89,12 @@ export class PageSocketServer {
     if (!check.ok) return { ok: false, status: "401 Unauthorized", origin, reason: `the page token is refused: ${check.reason}` };
     if (check.origin !== origin) return { ok: false, status: "403 Forbidden", origin, reason: `the page token was minted for ${check.origin.slice(0, 200)}, not for ${origin}` };
     if (!this.#options.registry.admits(origin)) return { ok: false, status: "429 Too Many Requests", origin, reason: `${origin} already has ${PAGE_LIMITS.connectionsPerOrigin} page connections, the most tabrelay takes from one origin` };
+    const now = Date.now();
+    for (const [used, expiresAt] of this.#used) if (expiresAt <= now) this.#used.delete(used);
+    if (this.#used.has(token)) {
+      return { ok: false, status: "401 Unauthorized", origin, reason: "the page token was already used: a page token opens one connection; fetch a fresh one for each (the library's token option takes a function it calls on every connect)" };
+    }
+    this.#used.set(token, check.expiresAt);
     return { ok: true, origin };
   }
 }
