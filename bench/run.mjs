@@ -39,6 +39,9 @@
 //  16. code mode: sandbox start to first command (bench/sandbox.mjs). `--only=codemode` runs 15 and 16 alone.
 //  17. page tools: one page tool call through the broker to a real page and back, beside a built-in call; the page
 //      library's gzipped bundle (bench/lib/pages.mjs). `--only=pages` runs it alone.
+//  19. memory per idle connected browser on one broker (1,000 simulated browsers); 20. three brokers sharing Redis
+//      behind nginx under list_tabs load (bench/lib/cluster.mjs). Not in the full run: `--only=cluster` runs both,
+//      `--only=idle-memory` 19 alone; no peer has either.
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -46,19 +49,27 @@ import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { BIG_LAST_BUTTON } from "./pages/make-interaction.mjs";
 import { benchCdp, coldStartTabrelay } from "./lib/cdp.mjs";
+import { runClusterBench } from "./lib/cluster.mjs";
 import { benchCodeMode, codeModeRows, sandboxRows } from "./lib/codemode.mjs";
-import { benchPageTools, pageToolRows } from "./lib/pages.mjs";
+import { benchPageTools, benchWebMcp, pageToolRows, webMcpRows } from "./lib/pages.mjs";
 import { BENCH, CHROMIUM, MEMORY_GAP_MS, MEMORY_SETTLE_MS, N, NEWS, ROOT, SHOT_GAP_MS, ensureBuilt, ensureInstalled, log, median, message, pkgVersion, round, runCleanups, runCleanupsExceptSite, startSite, stats, tempDir, timed } from "./lib/common.mjs";
 import { cdpRows, cellError, fmtMiB, fmtMs, interactionRows, newsRows, printTable, screenshotRows, verdict } from "./lib/output.mjs";
 import { benchPeer, peerSpecs } from "./lib/peers.mjs";
 import { benchSandbox } from "./sandbox.mjs";
 import { STALL, benchStall, stallRows } from "./lib/stall.mjs";
+import { benchWorker, workerRows } from "./lib/worker.mjs";
 import { benchExtract, benchInProcess, benchTabrelayServe } from "./lib/tabrelay.mjs";
 
 // ---------------------------------------------------------------------------------------------------------------
 
 async function main() {
   const started = performance.now();
+  if (process.argv.some((a) => a === "--only=cluster" || a === "--only=idle-memory")) {
+    // Figures 19-20 alone (no Chromium, no peers: issue 16's team figures, bench/lib/cluster.mjs). Flags there.
+    ensureBuilt();
+    await runClusterBench(process.argv.slice(2));
+    return;
+  }
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (set CHROME_PATH)`);
   ensureBuilt();
   ensureInstalled();
@@ -124,9 +135,21 @@ async function main() {
     // Figure 17 alone (page tools: round trip through the broker, the page library's size): `node bench/run.mjs --only=pages`.
     log("17: page tool round trip ...");
     const pages = await benchPageTools(lib).catch((error) => ({ error: message(error) }));
-    printTable(pageToolRows(pages));
+    await runCleanups();
+    log("17b: WebMCP tool round trip, tabrelay and chrome-devtools-mcp ...");
+    const webmcp = await benchWebMcp(lib).catch((error) => ({ tabrelay: { error: message(error) } }));
+    printTable([...pageToolRows(pages), ...webMcpRows(webmcp)]);
     mkdirSync(join(BENCH, "results"), { recursive: true });
-    writeFileSync(join(BENCH, "results", "pages.json"), `${JSON.stringify(pages, null, 2)}\n`);
+    writeFileSync(join(BENCH, "results", "pages.json"), `${JSON.stringify({ pages, webmcp }, null, 2)}\n`);
+    return;
+  }
+  if (process.argv.includes("--only=worker")) {
+    // Figure 18 alone (the stateless path under workerd, beside the Node broker over CDP and playwright-mcp).
+    log("18: the Worker under workerd: cold start, navigate + snapshot ...");
+    const worker = await benchWorker(lib, site);
+    printTable(workerRows(worker));
+    mkdirSync(join(BENCH, "results"), { recursive: true });
+    writeFileSync(join(BENCH, "results", "worker.json"), `${JSON.stringify(worker, null, 2)}\n`);
     return;
   }
   if (process.argv.includes("--only=stall")) {
@@ -199,6 +222,12 @@ async function main() {
   results.sandbox = await benchSandbox().catch((error) => ({ error: message(error) }));
   log("17: page tool round trip ...");
   results.pages = await benchPageTools(lib).catch((error) => ({ error: message(error) }));
+  await runCleanupsExceptSite();
+  log("17b: WebMCP tool round trip, tabrelay and chrome-devtools-mcp ...");
+  results.webmcp = await benchWebMcp(lib).catch((error) => ({ tabrelay: { error: message(error) } }));
+  await runCleanupsExceptSite();
+  log("18: the Worker under workerd: cold start, navigate + snapshot ...");
+  results.worker = await benchWorker(lib, site).catch((error) => ({ error: message(error) }));
   await runCleanupsExceptSite();
 
   // ------------------------------------------------------------------ the table
@@ -310,6 +339,8 @@ async function main() {
     ...codeModeRows(results.codeMode),
     ...sandboxRows(results.sandbox),
     ...pageToolRows(results.pages),
+    ...(results.webmcp ? webMcpRows(results.webmcp) : []),
+    ...workerRows(results.worker),
   ];
 
   const meta = {

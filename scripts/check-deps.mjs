@@ -7,8 +7,21 @@
 //              folder they resolve to
 //   onlyFolders   relative imports must resolve inside one of these folders (typeFolders: as `import type` only)
 //   except     folders below `dir` the rule does not cover (they have a rule of their own)
+//
+// The runtime-neutral core (DESIGN.md: "the core ... imports no node: module, so the same core runs in Node and on a
+// Workers-style runtime") is not a folder but what packages/broker/src/core.ts (the @tabrelay/broker/core entry) and
+// the MCP adapter reach. Three checks hold it, over the files reachable from CORE_ROOTS through runtime imports
+// (`import type` and `export type` are erased, so they do not count; `import { type X }` does, as it still loads):
+//   1. none imports a Node built-in (node:*, or a bare name like "fs") or a Node-only package (NODE_ONLY); a break
+//      names the chain of imports that reached it;
+//   2. none uses a Node-only global (NODE_GLOBALS: Buffer, process, setImmediate, timers' unref, require), found by
+//      a scan of the code without its comments (a heuristic: TypeScript sees @types/node's globals everywhere);
+//   3. core.ts bundles with esbuild for a neutral platform, resolving packages as a Workers build does (workerd,
+//      worker, browser conditions), without needing any Node built-in: the dependencies are held to it too.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { builtinModules } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
+import { build } from "esbuild";
 
 const root = new URL("..", import.meta.url).pathname;
 const BROKER = "packages/broker/src";
@@ -48,6 +61,18 @@ const rules = [
     why: "agent-tools reaches the broker only through @tabrelay/broker's entry; ai is its peer",
   },
   {
+    dir: "packages/worker/src",
+    except: ["packages/worker/src/node"],
+    allow: ["@tabrelay/broker/core", "@tabrelay/sandbox", "hono", "tabrelay:assets", "tabrelay:quickjs-wasm"],
+    contained: true,
+    why: "the stateless entry runs on Workers-style runtimes: the broker's runtime-neutral core only (its build bundles for a neutral platform), never the Node broker",
+  },
+  {
+    dir: "packages/worker/src/node",
+    allow: ["@tabrelay/broker"],
+    why: "the Vercel-style Node function: the same app, with the Node broker's socket (ws), in-page scripts and ranking from disk",
+  },
+  {
     dir: `${BROKER}/drivers`,
     deny: [`${BROKER}/tools`, `${BROKER}/policy`, `${BROKER}/gate`],
     why: "drivers do mechanics only: they enforce decisions handed to them and never import tools or policy",
@@ -61,6 +86,9 @@ const rules = [
     why: "policy is pure decisions: it imports nothing but config types and util",
   },
 ];
+const CORE_ROOTS = [`${BROKER}/core.ts`, `${BROKER}/mcp/adapter.ts`];
+const NODE_ONLY = ["ws", "better-sqlite3", "@hono/node-server", "@aws-sdk"];
+const NODE_GLOBALS = [/\bBuffer\b/, /\bprocess\./, /\bsetImmediate\s*\(/, /\.unref\(\)/, /\b__dirname\b/, /\b__filename\b/, /\brequire\(/];
 // Known breaks of a rule, each with the issue that removes it. "file: specifier" as the problem line names them.
 const exceptions = new Map([]);
 const SDK = "@modelcontextprotocol/sdk";
@@ -121,6 +149,58 @@ for (const rule of rules) {
     }
   }
 }
+// The core: every file reachable from CORE_ROOTS through runtime imports, with the chain that reached it.
+const builtins = new Set(builtinModules);
+const isBuiltin = (spec) => spec.startsWith("node:") || builtins.has(spec.split("/")[0]);
+const chains = new Map(CORE_ROOTS.map((rel) => [rel, [rel]]));
+for (const [rel, chain] of chains) {
+  const file = join(root, rel);
+  const source = readFileSync(file, "utf8");
+  for (const { spec, typeOnly } of imports(source)) {
+    if (typeOnly) continue;
+    if (spec.startsWith(".")) {
+      const to = target(file, spec);
+      if (!chains.has(to)) chains.set(to, [...chain, to]);
+    } else if (isBuiltin(spec) || external(spec, NODE_ONLY)) {
+      problems.push(`${chain.join(" > ")}: imports ${spec} (the core runs on Workers-style runtimes too: no node: module, no Node-only package; inject it from the Node broker, see core.ts)`);
+    }
+  }
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
+  for (const pattern of NODE_GLOBALS) {
+    const line = code.split("\n").find((l) => pattern.test(l));
+    if (line !== undefined) problems.push(`${chain.join(" > ")}: uses a Node-only global (${pattern.source}): ${line.trim().slice(0, 120)}`);
+  }
+}
+const needed = [];
+try {
+  await build({
+    entryPoints: [join(root, CORE_ROOTS[0])],
+    bundle: true,
+    write: false,
+    platform: "neutral",
+    format: "esm",
+    mainFields: ["browser", "module", "main"],
+    conditions: ["workerd", "worker", "browser"],
+    logLevel: "silent",
+    plugins: [
+      {
+        name: "node-builtins",
+        setup(b) {
+          b.onResolve({ filter: /.*/ }, ({ path, importer }) => {
+            if (!isBuiltin(path)) return undefined;
+            needed.push(`${path} (imported by ${relative(root, importer)})`);
+            return { path, external: true };
+          });
+        },
+      },
+    ],
+  });
+} catch (error) {
+  const first = error.errors?.[0];
+  problems.push(`${CORE_ROOTS[0]}: does not bundle for a neutral platform (run npm run build first: it resolves packages' dist): ${first ? `${first.text} at ${first.location?.file ?? "?"}` : error.message}`);
+}
+for (const what of needed) problems.push(`${CORE_ROOTS[0]}: its neutral bundle needs the Node built-in ${what}`);
+
 for (const key of exceptions.keys()) {
   if (!used.has(key)) problems.push(`${key}: listed as a known exception but no longer imported: remove it from scripts/check-deps.mjs`);
 }
@@ -128,4 +208,4 @@ if (problems.length) {
   console.error(`Import boundaries broken:\n  ${problems.join("\n  ")}`);
   process.exit(1);
 }
-console.log(`import boundaries: ok${used.size ? ` (${used.size} known exceptions: ${[...used].join(", ")})` : ""}`);
+console.log(`import boundaries: ok${used.size ? ` (${used.size} known exceptions: ${[...used].join(", ")})` : ""}; runtime-neutral core: ${chains.size} files, no Node built-in or global`);

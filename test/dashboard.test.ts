@@ -183,7 +183,8 @@ describe("what the dashboard shows", () => {
     client = await connectClient(broker.url);
     const opened = await call(client, "open_tab", { url: `${site.origin}/hostile`, active: true });
     expect(opened.isError).toBe(false);
-    const title = page.locator(".tab-title", { hasText: "Hostile" });
+    // The title once the page has loaded (until then the list shows the URL, which also contains "hostile").
+    const title = page.locator(".tab-title", { hasText: "onerror" });
     await title.waitFor({ timeout: 10_000 });
     await expect(title.textContent()).resolves.toBe(HOSTILE_TITLE);
     await expect(page.locator(".tab-url", { hasText: "/hostile" }).textContent()).resolves.toBe(`${site.origin}/hostile`);
@@ -253,7 +254,8 @@ describe("what the dashboard shows", () => {
     const { cookie } = await rawSession(broker);
     const state = await waitFor("the /rlo tab in the dashboard's state", async () => {
       const res = await raw(`${broker.url}/dashboard/api/state`, { headers: { Cookie: cookie } });
-      return res.body.includes("/rlo") ? res.body : undefined;
+      // The tab's address is known before its title: wait for the title too (its words, with or without the override).
+      return res.body.includes("/rlo") && res.body.includes("exe.pdf") ? res.body : undefined;
     }, 10_000);
     expect(state).not.toMatch(/\u202E|\\u202e/i);
     expect(state).toContain(JSON.stringify(shown));

@@ -130,10 +130,11 @@ export async function removeProfile(profileDir: string): Promise<void> {
   }
 }
 
-export async function launchBrowser(bridgePort: number): Promise<TestBrowser> {
+/** A real headless Chromium whose extension dials the broker's bridge, paired with `pairingCode` (the broker's own by default). */
+export async function launchBrowser(bridgePort: number, pairingCode = PAIRING_TOKEN, label = "test chromium"): Promise<TestBrowser> {
   const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
   const downloadsDir = presetDownloadFolder(profileDir);
-  const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${bridgePort}/bridge`, PAIRING_TOKEN, "test chromium");
+  const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${bridgePort}/bridge`, pairingCode, label);
   // Popups allowed, as many users allow them for sites they use: the tests need pages that open tabs.
   const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--disable-popup-blocking"] });
   return {

@@ -41,7 +41,7 @@ describe("strict arguments", () => {
     const before = stub.calls.length;
     const result = await call(client, "click", { tab: 4, ref: "e1", revision: "r1-x", bogus: 1 });
     expect(result.isError).toBe(true);
-    expect(result.text).toMatch(/^invalid_params: unknown argument `bogus` \(click takes tab, ref, revision, browser\): remove it and call click again/);
+    expect(result.text).toMatch(/^invalid_params: unknown argument `bogus` \(click takes tab, ref, revision, browser, idempotency_key\): remove it and call click again/);
     expect(stub.calls.length).toBe(before);
   });
 

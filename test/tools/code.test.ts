@@ -61,6 +61,15 @@ beforeAll(async () => {
 <iframe id="xo" src="${other.origin}/pay" width="400" height="120" style="position:absolute;left:500px;top:200px"></iframe>`,
     ),
   );
+  site.route(
+    "/ref-states",
+    page(
+      "Ref states",
+      `<input type="checkbox" id="gift" aria-label="Gift wrap"><input id="note" aria-label="Note" value="first"><button id="vanish">Vanish</button>
+<button onclick="gift.checked=true;note.disabled=true;note.value='second';vanish.remove()">Go</button>
+<iframe id="fr" src="/frame-field" width="400" height="120" style="position:absolute;left:0;top:200px;border:0;padding:0"></iframe>`,
+    ),
+  );
   site.route("/frame-field", page("Field", `<input name="card" aria-label="Card"><button>Pay inside</button>`));
   const at = (left: number, top: number, w: number, h: number) => `position:absolute;left:${left}px;top:${top}px;width:${w}px;height:${h}px;margin:0;border:0;padding:0`;
   site.route(
@@ -136,11 +145,12 @@ return { title: tab.title, clicked: /clicked \\d+/.test(text), done: done.done, 
     expect(text).toContain(`Run ${sc.run} ok (4 commands`);
     // Clients that show only the text see the value and the logs too, fenced as page content.
     expect(text).toMatch(/<page-content nonce="[0-9a-f]+">\n\{\n "value": \{\n  "title": "Shop"[\s\S]*"logs": \[[\s\S]*"text": "clicked e\d+@1"/);
-    // One record per command, each carrying the run id, then the run's own record with the program's hash.
+    // The run's own record first (a write, recorded before it starts, completed with the program's hash and
+    // status when it ends), then one record per command, each carrying the run id.
     const records = recordsOf(sc.run);
-    expect(records.map((r) => `${r.tool} ${r.decision}`)).toEqual(["open_tab allowed", "snapshot allowed", "click allowed", "read_page allowed", "browser_run allowed"]);
-    expect(records[2]?.target).toBe('button "Go"');
-    expect(JSON.parse(records[4]?.detail ?? "{}")).toMatchObject({ status: "ok", program_sha256: expect.stringMatching(/^[0-9a-f]{64}$/), usage: { commands: 4 } });
+    expect(records.map((r) => `${r.tool} ${r.decision}`)).toEqual(["browser_run allowed", "open_tab allowed", "snapshot allowed", "click allowed", "read_page allowed"]);
+    expect(records[3]?.target).toBe('button "Go"');
+    expect(JSON.parse(records[0]?.detail ?? "{}")).toMatchObject({ status: "ok", program_sha256: expect.stringMatching(/^[0-9a-f]{64}$/), usage: { commands: 4 } });
   });
 
   it("a ref from before a navigation fails with stale_ref; the program catches it, snapshots again and goes on", async () => {
@@ -179,8 +189,8 @@ return "paid";`,
     expect(sc.error?.code).toBe("write_denied");
     expect(text).toMatch(new RegExp(`^Run ${sc.run} failed at browse\\.click\\("button"\\) \\(2 commands, \\d+ ms\\): write_denied: clicking "Pay now" on localhost`));
     const records = recordsOf(sc.run);
-    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["open_tab allowed", "query allowed", "click refused write_denied", "browser_run refused write_denied"]);
-    expect(records[2]?.target).toBe('button "Pay now"');
+    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["browser_run refused write_denied", "open_tab allowed", "query allowed", "click refused write_denied"]);
+    expect(records[3]?.target).toBe('button "Pay now"');
   });
 
   it("an uncaught refusal by the read policy ends the run with failedCall naming it; nothing after it ran", async () => {
@@ -295,18 +305,48 @@ return {
     expect(frameBox.x).toBeGreaterThanOrEqual(0);
     expect(frameBox.y).toBeGreaterThanOrEqual(200);
     expect(frameBox.y).toBeLessThan(240);
-    expect(value["byRef"]).toMatch(/^invalid_params: browse\.is\("visible"\) needs a selector as its target/);
+    expect(value["byRef"]).toBe(true);
     expect(value["bad"]).toMatch(/^invalid_params: browse\.is: `state` must be one of "visible", "enabled", "checked", "editable", got "pretty"/);
     // is() and get() read: no write grant was needed, every record is an allowed query.
-    expect(new Set(recordsOf(sc.run).filter((r) => r.tool !== "browser_run" && r.tool !== "open_tab" && r.tool !== "scroll").map((r) => `${r.tool} ${r.decision}`))).toEqual(new Set(["query allowed"]));
+    expect(new Set(recordsOf(sc.run).filter((r) => r.tool !== "browser_run" && r.tool !== "open_tab" && r.tool !== "scroll").map((r) => `${r.tool} ${r.decision}`))).toEqual(new Set(["query allowed", "describe_ref allowed"]));
+  });
+
+  it("is() and get() take a ref: the element is read fresh in the ref's own revision (the program's refs stay valid), a frame's ref too; a ref whose element is gone is stale_ref", async () => {
+    const { text, sc } = await run(
+      client,
+      `await browse.open(${JSON.stringify(`${site.origin}/ref-states`)});
+const snap = await browse.snapshot();
+const node = (name: string) => snap.nodes.find((n) => n.name === name)!;
+const gift = node("Gift wrap").ref!, note = node("Note").ref!, card = node("Card").ref!, vanish = node("Vanish").ref!;
+const before = { checked: await browse.is("checked", gift), enabled: await browse.is("enabled", note), value: await browse.get("value", note), card: await browse.is("editable", card), cardBox: await browse.get("box", card) };
+await browse.click(node("Go").ref!);
+const after = { checked: await browse.is("checked", node("Gift wrap")), enabled: await browse.is("enabled", note), value: await browse.get("value", note), id: await browse.get("attribute:id", note), text: await browse.get("text", card).catch((e) => e.code) };
+const stale = await browse.get("text", vanish).catch((e) => e.code + ": " + e.message);
+const count = await browse.get("count", gift).catch((e) => e.code);
+return { before, after, stale, count };`,
+    );
+    expect(sc.status, `${text}\n${JSON.stringify(sc.failedCall)}`).toBe("ok");
+    const value = sc.value as { before: { cardBox: { y: number } }; stale: string };
+    expect(value).toMatchObject({
+      before: { checked: false, enabled: true, value: "first", card: true },
+      // The click on Go's ref worked after five reads by ref: they started no new revision.
+      after: { checked: true, enabled: false, value: "second", id: "note", text: "" },
+      count: "invalid_params",
+    });
+    // The frame's field: its box in the frame plus the frame's place in the page.
+    expect(value.before.cardBox.y).toBeGreaterThanOrEqual(200);
+    expect(value.stale).toMatch(/^stale_ref: /);
+    // Reads by ref are read records of their own (describe_ref), allowed, carrying the run id.
+    const records = recordsOf(sc.run);
+    expect(records.filter((r) => r.tool === "describe_ref").map((r) => r.decision)).toEqual([...Array<string>(10).fill("allowed"), "failed"]);
   });
 
   it("a write on an element found through >> is gated as any: the frame's ungranted button is write_denied, audited with the run id", async () => {
     const { sc } = await run(client, `await browse.open(${JSON.stringify(`${site.origin}/states`)}); await browse.click("iframe#fr >> button"); return 1;`);
     expect(sc.failedCall).toMatchObject({ command: "click", args: ["iframe#fr >> button"], error: { code: "write_denied" } });
     const records = recordsOf(sc.run);
-    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["open_tab allowed", "query allowed", "click refused write_denied", "browser_run refused write_denied"]);
-    expect(records[2]?.target).toBe('button "Pay inside"');
+    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["browser_run refused write_denied", "open_tab allowed", "query allowed", "click refused write_denied"]);
+    expect(records[3]?.target).toBe('button "Pay inside"');
   });
 
   it("mouse.click/hover/scroll resolve the point to the element there and run the tool on its ref: the write gate's label check applies", async () => {

@@ -30,15 +30,16 @@ it("tools/list matches the reviewed snapshot", async () => {
   await expect(doc).toMatchFileSnapshot("__snapshots__/tools.md");
 });
 
-it("every input field is described (browser and tab once, in the instructions), and the whole list stays small", async () => {
+it("every input field is described (browser, tab and idempotency_key once, in the instructions), and the whole list stays small", async () => {
   const { tools } = await client.listTools();
   const instructions = client.getInstructions() ?? "";
   expect(instructions).toContain("a tab argument is a tab id from open_tab or list_tabs");
   expect(instructions).toContain("Every tool takes an optional browser: an id or label from list_browsers");
+  expect(instructions).toContain("Every write (browser_run too) takes an optional idempotency_key");
   for (const tool of tools) {
     const properties = (tool.inputSchema.properties ?? {}) as Record<string, { description?: string }>;
     for (const [field, schema] of Object.entries(properties)) {
-      if (field === "browser" || (field === "tab" && !schema.description)) continue;
+      if (field === "browser" || field === "idempotency_key" || (field === "tab" && !schema.description)) continue;
       expect(schema.description, `${tool.name}.${field}`).toBeTruthy();
     }
   }
@@ -48,8 +49,9 @@ it("every input field is described (browser and tab once, in the instructions), 
   // saying browser and tab once in the instructions, no additionalProperties: false (runTool's schema is still
   // strict), no bound no real value reaches, and browser_run's API line by command names (browser_api has the
   // signatures). The four tools for browsers the model starts (browser_start, ...) are listed only where config
-  // names `browsers.source`, so not here.
-  expect(JSON.stringify(tools).length).toBeLessThanOrEqual(12_000);
+  // names `browsers.source`, so not here. Issue 16's idempotency_key on the writes an agent calls added 230
+  // (described once, in the instructions, with its form).
+  expect(JSON.stringify(tools).length).toBeLessThanOrEqual(12_150);
 });
 
 it("the instructions say once what every tool shares: untrusted page content, refs and revisions, every error code and its next step", async () => {

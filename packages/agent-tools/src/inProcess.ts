@@ -1,7 +1,7 @@
 // In the broker's own process: each tool call goes through the broker's runner (runTool) with its ToolContext, as an
 // MCP call does once the adapter has it: the same strict arguments, gate, leases and audit. Only the MCP hop is skipped.
 import { randomBytes } from "node:crypto";
-import { advertisedInputSchema, endSessionLeases, runTool, toolInstructions, tools as brokerTools, toolsFor, type Broker, type Caller, type Tool } from "@tabrelay/broker";
+import { advertisedInputSchema, endSessionLeases, runTool, toolInstructions, tools as brokerTools, toolsFor, type Broker, type Caller, type Principal, type Tool } from "@tabrelay/broker";
 import { aiTool, pick, type TabrelayTool, type TabrelayToolResult, type ToolFilter } from "./shape.js";
 
 /**
@@ -32,6 +32,8 @@ export interface TabrelayToolsOptions extends ToolFilter {
   session?: string;
   /** The client name in audit records and on the dashboard. Default "agent-tools". */
   client?: string;
+  /** The user the tools act for, on a team's broker: they reach only that user's browsers. Default: the broker's implicit user. */
+  user?: Principal;
 }
 
 /**
@@ -57,7 +59,7 @@ export interface TabrelayToolsOptions extends ToolFilter {
  */
 export function tabrelayTools(options: TabrelayToolsOptions): Record<string, TabrelayTool> {
   const { broker } = options;
-  const caller: Caller = { session: options.session ?? `agent-tools-${randomBytes(8).toString("hex")}`, client: options.client ?? AGENT_TOOLS_CLIENT };
+  const caller: Caller = { session: options.session ?? `agent-tools-${randomBytes(8).toString("hex")}`, client: options.client ?? AGENT_TOOLS_CLIENT, ...(options.user ? { user: options.user } : {}) };
   return Object.fromEntries(
     // The tools this broker lists over MCP: with a browser source configured, browser_start and the rest too.
     pick(toolsFor(broker.config), options).map((t) => [

@@ -9,8 +9,6 @@ const packagesDir = fileURLToPath(new URL("../../", import.meta.url));
 const inBundle = /[\\/]cli[\\/]bundle[\\/][^\\/]*$/.test(fileURLToPath(import.meta.url));
 
 export const assetPaths = {
-  /** The broker's package.json: its version. */
-  brokerPackageJson: join(packagesDir, "broker", "package.json"),
   /** The shipped ranking of popular domains (see README: source and licence). */
   topSitesCsv: join(packagesDir, "broker", "data", "top-sites.csv"),
   /** The built MV3 extension. */

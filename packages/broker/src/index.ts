@@ -1,4 +1,8 @@
 export { Broker, type BrokerOptions } from "./server.js";
+export { openUsers } from "./users/open.js";
+export { Users, UserError, TOKEN_PREFIX } from "./users/users.js";
+export type { Principal } from "./users/principal.js";
+export type { Store, User, TokenInfo, Role } from "./store/store.js";
 export { BrowserRegistry } from "./drivers/registry.js";
 export { BrowserConnection } from "./drivers/extension/connection.js";
 export type { BrowserDriver, BrowserInfo } from "./drivers/driver.js";
@@ -11,7 +15,13 @@ export { StdinLines, STDIO_LINE_LIMIT, type StdinLine, type JsonRpcMessage } fro
 export { tools, toolsFor } from "./tools/index.js";
 export { findChromium, builtExtensionDir, prepareExtension, launchChromium, chromiumArgs, LaunchError, type LaunchedBrowser } from "./launch/chromium.js";
 export { parseRankingCsv } from "./policy/topSites.js";
-export { createLogger, redactingLogger, silentLogger, type Logger } from "./util/log.js";
+// What a Node host of the runtime-neutral core (core.ts) passes it: the DevTools socket over ws, the in-page scripts
+// and the shipped ranking read from disk.
+export { nodeCdpSocket } from "./drivers/cdp/nodeSocket.js";
+export { nodeCdpScripts } from "./drivers/cdp/nodeScripts.js";
+export { nodeRanking } from "./config/ranking.js";
+export { redactingLogger, silentLogger, type Logger } from "./util/log.js";
+export { createLogger } from "./util/stderrLog.js";
 export { SecretRegistry, type SecretKind, type SecretSink, type Redactor } from "./util/secrets.js";
 export { VERSION } from "./version.js";
 export { AuditLog, formatAuditLine, type AuditRecord, type AuditDecision, type StoredAuditRecord } from "./audit/auditLog.js";

@@ -1,5 +1,5 @@
-import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createHash, randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { BridgeServer } from "./drivers/extension/bridgeServer.js";
@@ -7,29 +7,49 @@ import { PageTools } from "./pages/index.js";
 import type { BrowserDriver } from "./drivers/driver.js";
 import { BrowserRegistry } from "./drivers/registry.js";
 import { isLoopback, type BrokerConfig } from "./config/config.js";
-import { HttpSessions } from "./mcp/adapter.js";
+import { HttpSessions } from "./mcp/httpSessions.js";
+import { Answering } from "./http/answering.js";
+import { openStore } from "./users/open.js";
+import { brokerIdentity } from "./cluster/identity.js";
 import { getRequestListener } from "@hono/node-server";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
 import type { DashboardChat } from "./dashboard/chat.js";
 import { readLimited } from "./http/body.js";
-import { createHttpApp, type HttpApp, type Refusal } from "./http/app.js";
+import { challengeHeader, createHttpApp, type Admission, type HttpApp, type Refusal, type ResourceMetadata } from "./http/app.js";
+import { OAuthResource } from "./auth/oauth.js";
+import { Users } from "./users/users.js";
+import { DEFAULT_USER_ID, ownerOf, type Principal } from "./users/principal.js";
+import type { Store, User } from "./store/store.js";
 import { LocalScreenshotStore, S3ScreenshotStore, type ScreenshotStore } from "./screenshots/store.js";
 import { DocCache } from "./tools/docCache.js";
 import { toolsFor } from "./tools/index.js";
 import { apiDocs } from "./tools/run.js";
 import { lazySandbox } from "./code/sandbox.js";
+import { useNodeExtractRunner } from "./extract/nodeRunner.js";
 import { enforceOnCommit } from "./gate/enforce.js";
 import { Denials } from "./gate/tabRecord.js";
 import { SnapshotCache } from "./tools/snapshot.js";
 import type { ToolContext } from "./tools/tool.js";
+import { Idempotency } from "./tools/idempotency.js";
+import { AuditShipper } from "./audit/shipper.js";
+import { configFor } from "./config/userPolicies.js";
+import { PAGE_TOOLS_TABLE } from "./pages/clustered.js";
 import { TabrelayError } from "./util/errors.js";
 import { safeEqual, SecretRegistry } from "./util/secrets.js";
-import { createLogger, redactingLogger, type Logger } from "./util/log.js";
+import { redactingLogger, type Logger } from "./util/log.js";
+import { createLogger } from "./util/stderrLog.js";
 import { PROVIDER_KEY_VARS } from "./launch/providers.js";
 import { CHAT_KEY_VARS } from "./config/chat.js";
 import { BrowserSessions } from "./launch/sessions.js";
 import { VERSION } from "./version.js";
+import { cdpPolicyOptions } from "./gate/networkPolicy.js";
+import { resolveCdpEndpoint } from "./drivers/cdp/endpoint.js";
+
+/** How often the broker looks for users revoked outside it (their browsers are then disconnected). */
+const USER_SWEEP_MS = 5000;
+/** Where RFC 9728 metadata is looked for: the path-suffixed URL for /mcp, and the root one some clients try first. */
+const METADATA_PATHS = ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"];
 
 export interface BrokerOptions {
   config: BrokerConfig;
@@ -44,6 +64,10 @@ export class Broker {
   readonly registry = new BrowserRegistry();
   readonly context: ToolContext;
   readonly audit: AuditLog;
+  /** Who the MCP tokens and pairing codes belong to (the implicit user, and a team's users in the store). */
+  readonly users: Users;
+  /** OAuth resource-server mode (config `auth.oauth`): access tokens from one issuer, each acting as its subject's user. */
+  readonly #oauth: OAuthResource | undefined;
   /** Every exit (tool results, audit records, log lines, the dashboard, /health, /browsers) redacts through it. */
   readonly secrets = new SecretRegistry();
   readonly #log: Logger;
@@ -69,9 +93,23 @@ export class Broker {
   /** Tools web pages offer over /page; absent unless config names pages.allowed_origins. */
   readonly pages: PageTools | undefined;
   #closing = false;
+  #draining = false;
+  #shipper: AuditShipper | undefined;
+  /**
+   * How the cluster's presence and the shared audit log name this broker: config's cluster.broker_id, else an id kept
+   * in the data dir (the same across restarts, so its copied audit records continue where they stopped).
+   */
+  get brokerId(): string {
+    return (this.#brokerId ??= this.config.cluster.brokerId ?? brokerIdentity(this.config.dataDir));
+  }
+  #brokerId: string | undefined;
+  #cluster: import("./cluster/cluster.js").Cluster | undefined;
+  #sweep: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: BrokerOptions) {
     this.config = options.config;
+    // Reads convert on worker threads, which the runtime-neutral core cannot choose itself.
+    useNodeExtractRunner();
     this.secrets.register(this.config.mcpToken, "mcp token");
     this.secrets.register(this.config.pairingToken, "pairing token");
     // A hosted provider's key is a secret whether or not this broker creates the session (the CLI does).
@@ -79,6 +117,10 @@ export class Broker {
     for (const name of CHAT_KEY_VARS) this.secrets.register(process.env[name]?.trim(), "model key");
     this.#log = redactingLogger(options.log ?? createLogger(), this.secrets);
     this.audit = AuditLog.open(this.config.dataDir, this.secrets);
+    this.secrets.register(this.config.store.postgresUrl, "secret");
+    this.secrets.register(this.config.cluster.redisUrl, "secret");
+    this.users = new Users({ store: openStore(this.config), mcpToken: this.config.mcpToken, pairingToken: this.config.pairingToken, secrets: this.secrets });
+    this.#oauth = this.config.oauth ? new OAuthResource({ ...this.config.oauth, resourceName: "tabrelay" }) : undefined;
     const shots = this.config.screenshots;
     if (shots.enabled && shots.s3) {
       const accessKeyId = process.env["AWS_ACCESS_KEY_ID"];
@@ -130,17 +172,18 @@ export class Broker {
       sandbox: this.#sandbox,
       ...(this.#browserSessions ? { sessions: this.#browserSessions } : {}),
       ...(this.pages ? { pageTools: this.pages.programs } : {}),
+      idempotency: new Idempotency(() => this.users.store()),
     };
     enforceOnCommit(this.context);
     this.#allowedOrigins = new Set(this.config.allowedOrigins);
     this.#sessions = new HttpSessions(this.context, toolsFor(this.config), this.config.mcpSessions, this.pages?.dynamic);
     this.#bridge = new BridgeServer({
       registry: this.registry,
-      pairingToken: this.config.pairingToken,
+      pairingKey: (id) => this.users.pairingKey(id),
       extensionIds: this.config.extensionIds,
       callTimeoutMs: this.config.callTimeoutMs,
       brokerVersion: VERSION,
-      navigationRules: () => this.config.policy.navigationRules(),
+      navigationRules: (owner) => configFor(this.config, owner.name).policy.navigationRules(),
       log: this.#log,
       ...(options.helloTimeoutMs ? { helloTimeoutMs: options.helloTimeoutMs } : {}),
     });
@@ -153,14 +196,43 @@ export class Broker {
       onEmergencyStop: () => this.registry.closeAll("emergency stop from the dashboard"),
       port: () => this.#port,
       pages: this.pages,
+      // The dashboard takes what /mcp takes: a static token or, in OAuth mode, an access token of a known user.
+      authenticate: async (token) => {
+        const admission = await this.#admit(token);
+        return admission.ok ? admission.principal : undefined;
+      },
+      users: {
+        list: async () => {
+          const store = await this.users.store();
+          const [all, tokens] = await Promise.all([store.users(), store.tokens()]);
+          const connected = this.registry.list();
+          return {
+            users: all.map((u) => ({
+              id: u.id,
+              name: u.name,
+              role: u.role,
+              createdAt: u.createdAt,
+              revokedAt: u.revokedAt ?? null,
+              browsers: connected.filter((b) => ownerOf(b.info) === u.id).length,
+              tokens: tokens.filter((t) => t.userId === u.id).map((t) => ({ id: t.id, name: t.name, createdAt: t.createdAt, lastUsedAt: t.lastUsedAt ?? null, revokedAt: t.revokedAt ?? null })),
+            })),
+          };
+        },
+        revoke: async (name) => {
+          const user = await this.revokeUser(name);
+          return { name: user.name };
+        },
+      },
     });
     this.app = createHttpApp({
-      guard: (headers) => this.#guardMcp(headers),
+      authenticate: (headers) => this.#authenticate(headers),
+      resourceMetadata: this.#oauth ? this.#resourceMetadata(this.#oauth) : undefined,
       health: () => this.#health(),
+      ready: () => this.#ready(),
       mcpToken: this.config.mcpToken,
       registerBrowser: (req) => this.#registerCdpBrowser(req),
-      pageTokens: this.pages ? (req) => this.#mintPageToken(req) : undefined,
-      mcp: (req) => this.#sessions.handle(req),
+      pageTokens: this.pages?.answerTokenRequest.bind(this.pages),
+      mcp: (req, principal) => this.#sessions.handle(req, principal),
       apiDocs: () => apiDocs(this.config),
       screenshots: this.#localShots ? (req) => this.#localShots?.handle(req) : undefined,
       dashboard: this.#dashboard,
@@ -172,10 +244,16 @@ export class Broker {
       if (req.method === "POST" && pathOf(req) === "/mcp") this.#answering.track(res);
       void listener(req, res);
     });
+    // Behind a load balancer that keeps idle connections to the broker (nginx 60 s, most cloud ones 60 s), the broker
+    // keeps them longer, so it never closes one the balancer is about to reuse (a 502 for that request).
+    this.#http.keepAliveTimeout = 65_000;
+    this.#http.headersTimeout = 66_000;
     this.#http.on("upgrade", (req, socket, head) => {
       // After an emergency stop, browsers stay out until the user resumes from the dashboard; a refused
       // upgrade (rather than an accepted-then-closed socket) lets the extension back off.
       if (pathOf(req) === "/bridge" && this.#dashboard.stopped) socket.end("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\nstopped from the dashboard\n");
+      // Draining: a browser dialling in goes to another broker (the load balancer retries elsewhere).
+      else if (this.#draining || this.#closing) socket.end("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\ndraining\n");
       else if (pathOf(req) === "/bridge") this.#bridge.handleUpgrade(req, socket, head);
       else if (pathOf(req) === "/page" && this.pages) this.pages.socket.handleUpgrade(req, socket, head);
       else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
@@ -187,23 +265,37 @@ export class Broker {
     this.#dashboard.mountChat(chat);
   }
 
-  /** POST /page-tokens {origin, ttl_seconds?} -> {token, expires_at}: what an app's backend hands its page. */
-  async #mintPageToken(req: Request): Promise<Response> {
-    const reply = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
-    let body: { origin?: unknown; ttl_seconds?: unknown };
-    try {
-      body = (await req.json()) as typeof body;
-    } catch {
-      return reply(400, { error: 'the body must be JSON: {"origin": "https://app.example", "ttl_seconds": 600}' });
+
+
+  /**
+   * Revokes a user: their tokens stop working at the next request and their browsers are disconnected now (on this
+   * broker; `tabrelay users revoke` against the store is seen by the sweep within USER_SWEEP_MS).
+   */
+  async revokeUser(idOrName: string): Promise<User> {
+    const user = await this.users.revoke(idOrName);
+    this.#disconnectUser(user.id, "its user was revoked");
+    this.#dashboard.endUser(user.id);
+    return user;
+  }
+
+  #disconnectUser(userId: string, reason: string): void {
+    for (const driver of this.registry.list(userId)) {
+      driver.close(reason);
+      this.registry.remove(driver);
     }
-    if (typeof body?.origin !== "string") return reply(400, { error: 'origin is missing: {"origin": "https://app.example"}' });
-    const ttl = body.ttl_seconds;
-    if (ttl !== undefined && (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl < 10 || ttl > 86_400)) return reply(400, { error: "ttl_seconds is a whole number of seconds from 10 to 86400" });
-    try {
-      const minted = this.pages!.mint(body.origin, ttl as number | undefined);
-      return reply(200, { token: minted.token, expires_at: new Date(minted.expiresAt).toISOString() });
-    } catch (error) {
-      return reply(403, { error: error instanceof Error ? error.message : String(error) });
+  }
+
+  /** Disconnects the browsers of users revoked elsewhere (the CLI, another broker sharing the store). */
+  async #sweepRevoked(): Promise<void> {
+    const owners = new Set([...this.registry.list().map((b) => ownerOf(b.info)), ...this.#dashboard.users()].filter((o) => o !== DEFAULT_USER_ID));
+    if (owners.size === 0) return;
+    const store = await this.users.store();
+    for (const owner of owners) {
+      const user = await store.user(owner);
+      if (!user || user.revokedAt !== undefined) {
+        this.#disconnectUser(owner, "its user was revoked");
+        this.#dashboard.endUser(owner);
+      }
     }
   }
 
@@ -214,6 +306,14 @@ export class Broker {
 
   /** Listens; rejects with EADDRINUSE when another process owns the port. */
   async listen(): Promise<{ port: number; url: string }> {
+    // A store that cannot be opened (PostgreSQL unreachable, a newer schema) stops the start with its reason.
+    const store = await this.users.store();
+    if (store.engine === "postgres") {
+      // A team's shared store: this broker's audit records are copied there too (audit/shipper.ts).
+      this.#shipper = new AuditShipper(this.audit, store, this.brokerId, this.#log);
+      this.#shipper.start();
+    }
+    if (this.config.cluster.redisUrl) await this.#joinCluster(this.config.cluster.redisUrl);
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error) => reject(error);
       this.#http.once("error", onError);
@@ -228,6 +328,8 @@ export class Broker {
     const names = isLoopback(this.config.host) ? [host, "localhost", "127.0.0.1", "[::1]"] : [host];
     this.#allowedHosts = new Set([...names.map((n) => `${n}:${port}`.toLowerCase()), ...this.config.allowedHosts.map((h) => h.toLowerCase())]);
     this.#baseUrl = `http://${host}:${port}`;
+    this.#sweep = setInterval(() => void this.#sweepRevoked().catch((error: unknown) => this.#log.warn(`users: could not check for revoked users: ${error instanceof Error ? error.message : String(error)}`)), USER_SWEEP_MS);
+    this.#sweep.unref();
     return { port, url: this.#baseUrl };
   }
 
@@ -236,13 +338,14 @@ export class Broker {
    * The endpoint is a credential: it is never logged nor shown to the model. Attaching an endpoint that is
    * already attached (or being attached) gives the same browser, never a second entry for it.
    */
-  attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean }): Promise<BrowserDriver> {
+  attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean; owner?: Principal }): Promise<BrowserDriver> {
     if (this.#closing) return Promise.reject(new TabrelayError("not_connected", "the broker is shutting down"));
     // Registered before anything can quote it (an error from the connect, a log line), and kept after the
     // browser detaches: an endpoint left running still opens that browser.
     this.secrets.register(endpoint, "cdp endpoint");
     const pending = this.#cdpEndpoints.get(endpoint);
-    if (pending) return pending;
+    // The same endpoint is the same browser, for the user who attached it: another user is refused, not handed it.
+    if (pending) return pending.then((driver) => (ownerOf(driver.info) === (options.owner?.user ?? DEFAULT_USER_ID) ? driver : Promise.reject(new TabrelayError("unknown_browser", "that browser is attached for another user of this broker"))));
     const attach = this.#attachCdp(endpoint, options);
     this.#cdpEndpoints.set(endpoint, attach);
     attach.then(
@@ -255,20 +358,25 @@ export class Broker {
     return attach;
   }
 
-  async #attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean }): Promise<BrowserDriver> {
+  async #attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean; owner?: Principal }): Promise<BrowserDriver> {
     const holder: { driver?: BrowserDriver } = {};
     // Loaded on first use: a broker serving only the extension never pays for the CDP driver's memory.
-    const { CdpBrowser } = await import("./drivers/cdp/cdpBrowser.js");
+    const [{ CdpBrowser }, { nodeCdpSocket }, { nodeCdpScripts }] = await Promise.all([
+      import("./drivers/cdp/cdpBrowser.js"),
+      import("./drivers/cdp/nodeSocket.js"),
+      import("./drivers/cdp/nodeScripts.js"),
+    ]);
     const socketUrl = await resolveCdpEndpoint(endpoint);
     this.secrets.register(socketUrl, "cdp endpoint");
     const driver = await CdpBrowser.connect(socketUrl, {
+      socket: nodeCdpSocket,
+      scripts: nodeCdpScripts,
       label: options.label,
       ownsBrowser: options.ownsBrowser,
+      ...(options.owner !== undefined && options.owner.user !== DEFAULT_USER_ID ? { owner: options.owner.user, ownerName: options.owner.name } : {}),
       callTimeoutMs: this.config.callTimeoutMs,
-      // Navigation requests (documents of the top frame and of frames, redirect hops included) must be
-      // readable before they are sent; other requests are cut off only for explicitly denied origins, so
-      // pages can still load from their CDNs.
-      requestPolicy: (url, kind) => (kind === "navigation" ? this.config.policy.check(url).ok : !this.config.policy.isDenied(url)),
+      // Held to its user's read policy at the network layer, as an extension browser is by its welcome's rules.
+      ...cdpPolicyOptions(configFor(this.config, options.owner?.name)),
       ...(this.config.pages.webmcp && this.pages ? { webmcpOrigins: this.config.pages.allowedOrigins } : {}),
       onEvent: (frame) => {
         if (holder.driver) this.registry.emit("event", holder.driver, frame);
@@ -288,8 +396,26 @@ export class Broker {
     return driver;
   }
 
+  /**
+   * Graceful stop for a cluster member (SIGTERM): not ready any more and no new browser, the calls in flight
+   * here (from /mcp and forwarded from other brokers) finish for up to `graceMs`, then the browsers are told to
+   * reconnect (close code 1012, "draining": the extension dials again at once, through the load balancer, to another
+   * broker), and the broker closes.
+   */
+  async drain(graceMs = 10_000): Promise<void> {
+    this.#draining = true;
+    await this.#cluster?.drain();
+    const until = Date.now() + graceMs;
+    while (Date.now() < until && (this.#answering.open > 0 || (this.#cluster?.running ?? 0) > 0)) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const browser of this.registry.list()) browser.close("draining", 1012);
+    await this.close();
+  }
+
   async close(): Promise<void> {
     this.#closing = true;
+    clearInterval(this.#sweep);
+    // Out of the cluster first: its browsers withdrawn and a goodbye said, so other brokers fail calls at once.
+    await this.#cluster?.leave();
     // The browsers the model started end first: their processes and provider sessions, not only their sockets.
     await this.#browserSessions?.closeAll();
     this.registry.closeAll("broker shutting down");
@@ -301,6 +427,8 @@ export class Broker {
     await new Promise<void>((resolve) => this.#http.close(() => resolve()));
     await this.#screenshots?.close();
     await this.#sandbox.close();
+    await this.#shipper?.stop();
+    await this.users.store().then((store) => store.close(), () => undefined);
     this.audit.close();
   }
 
@@ -310,10 +438,13 @@ export class Broker {
    * Guarded like /mcp. The endpoint is a credential: it is neither logged nor echoed.
    */
   async #registerCdpBrowser(req: Request): Promise<Response> {
-    const reply = (status: number, body: object) =>
-      new Response(`${JSON.stringify(this.secrets.redactValue(body))}\n`, { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
-    const refusal = this.#guardMcp(req.headers);
-    if (refusal) return reply(refusal.status, { error: { code: refusal.status === 401 ? "unauthorized" : "forbidden", message: refusal.message } });
+    const reply = (status: number, body: object, headers: Record<string, string> = {}) =>
+      new Response(`${JSON.stringify(this.secrets.redactValue(body))}\n`, { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store", ...headers } });
+    const admission = await this.#authenticate(req.headers);
+    if (!admission.ok) {
+      const { refusal } = admission;
+      return reply(refusal.status, { error: { code: refusal.status === 401 ? "unauthorized" : "forbidden", message: refusal.message } }, challengeHeader(refusal));
+    }
     if (this.#dashboard.stopped) return reply(503, { error: { code: "stopped", message: "the broker was stopped from the dashboard; resume there first" } });
     if (this.#closing) return reply(503, { error: { code: "not_connected", message: "the broker is shutting down" } });
     const raw = await readLimited(req, 16 * 1024);
@@ -331,7 +462,7 @@ export class Broker {
     }
     try {
       const known = this.#cdpEndpoints.has(endpoint);
-      const driver = await this.attachCdp(endpoint, { label: typeof label === "string" && label.trim() ? label.trim() : "launched Chromium (CDP)", ownsBrowser: false });
+      const driver = await this.attachCdp(endpoint, { label: typeof label === "string" && label.trim() ? label.trim() : "launched Chromium (CDP)", ownsBrowser: false, owner: admission.principal });
       return reply(known ? 200 : 201, { id: driver.info.browserId, label: driver.info.label });
     } catch (error) {
       const code = error instanceof TabrelayError ? error.code : "not_connected";
@@ -339,55 +470,114 @@ export class Broker {
     }
   }
 
-  /** Checked before the body is read: DNS rebinding (Host), cross-site pages (Origin), then the token. */
-  #guardMcp(headers: Headers): Refusal | undefined {
+  /** Checked before the body is read: DNS rebinding (Host), cross-site pages (Origin), then whose token it is. */
+  async #authenticate(headers: Headers): Promise<Admission> {
+    const refusal = this.#doorChecks(headers);
+    if (refusal) return { ok: false, refusal };
+    const match = /^Bearer (.+)$/i.exec(headers.get("authorization") ?? "");
+    return this.#admit(match?.[1]);
+  }
+
+  /**
+   * Whose a bearer token is: a static token (the broker's own, or a user's from the store) first; then, in OAuth mode
+   * only, an access token from the configured issuer, for this broker, acting as the live user with its subject.
+   * The token itself never appears in a refusal nor in the log.
+   */
+  async #admit(token: string | undefined): Promise<Admission> {
+    const principal = token ? await this.users.authenticate(token) : undefined;
+    if (principal) return { ok: true, principal };
+    const oauth = this.#oauth;
+    const issuer = this.config.oauth?.issuer;
+    if (!oauth || issuer === undefined) return { ok: false, refusal: { status: 401, message: "missing or wrong bearer token; use the Authorization header printed by `tabrelay serve` (or your own from `tabrelay users token NAME`)" } };
+    const staticToo = "or use a static token (`tabrelay users token NAME`)";
+    if (!token) return { ok: false, refusal: { status: 401, message: `missing bearer token; get an access token from ${issuer} (${oauth.metadataUrl()} names it), ${staticToo}`, challenge: oauth.challenge() } };
+    const grant = await oauth.verify(token);
+    if (!grant.ok) {
+      if (grant.detail !== undefined) this.#log.warn(`oauth: refused an access token: ${grant.description}: ${grant.detail}`);
+      const challenge = oauth.challenge(grant);
+      if (grant.error === "insufficient_scope") return { ok: false, refusal: { status: 403, message: `insufficient_scope: ${grant.description}; ask ${issuer} for a token with it`, challenge } };
+      return { ok: false, refusal: { status: 401, message: `invalid_token: ${grant.description}; get a new access token from ${issuer}, ${staticToo}`, challenge } };
+    }
+    const user = await this.users.bySubject(grant.subject);
+    if (user) return { ok: true, principal: user };
+    // A valid token for no live user: signing in again would not help (403, no challenge); an admin must act.
+    const subject = JSON.stringify(grant.subject.length > 255 ? `${grant.subject.slice(0, 255)}…` : grant.subject);
+    const known = await (await this.users.store()).userBySubject(grant.subject);
+    if (known) return { ok: false, refusal: { status: 403, message: `forbidden: user "${known.name}" (OAuth subject ${subject}) was revoked; an admin of this broker decides whether you get access again` } };
+    return { ok: false, refusal: { status: 403, message: `forbidden: no user of this broker has OAuth subject ${subject}; an admin adds one with \`tabrelay users add NAME --subject ${subject}\`` } };
+  }
+
+  /** RFC 9728 metadata: public (no token), but behind the Host check like every route. */
+  #resourceMetadata(oauth: OAuthResource): ResourceMetadata {
+    const paths = [...new Set([new URL(oauth.metadataUrl()).pathname, ...METADATA_PATHS])];
+    return { paths, admit: (headers) => this.#hostCheck(headers), document: () => oauth.metadata() };
+  }
+
+  /** DNS rebinding: the Host header must name this broker. */
+  #hostCheck(headers: Headers): Refusal | undefined {
     const host = (headers.get("host") ?? "").toLowerCase();
     if (!this.#allowedHosts.has(host)) return { status: 403, message: `Host ${JSON.stringify(host)} is not allowed (DNS rebinding protection); connect to ${[...this.#allowedHosts][0] ?? ""}` };
+    return undefined;
+  }
+
+  /** DNS rebinding (Host) and cross-site pages (Origin): before any credential is looked at. */
+  #doorChecks(headers: Headers): Refusal | undefined {
+    const hostRefusal = this.#hostCheck(headers);
+    if (hostRefusal) return hostRefusal;
+    const host = (headers.get("host") ?? "").toLowerCase();
     const origin = headers.get("origin");
     // The broker's own origin (the Host just checked) is same-origin, not cross-site: a page the broker serves, or
     // a client that sends Origin on every request (the MCP conformance suite does). The bearer is still required.
     if (origin !== null && origin !== `http://${host}` && !this.#allowedOrigins.has(origin)) {
       return { status: 403, message: `Origin ${JSON.stringify(origin)} is not allowed; add it to mcp.allowed_origins in config.yaml if you trust it` };
     }
-    const auth = headers.get("authorization") ?? "";
-    const match = /^Bearer (.+)$/i.exec(auth);
-    if (!match?.[1] || !safeEqual(match[1], this.config.mcpToken)) {
-      return { status: 401, message: "missing or wrong bearer token; use the Authorization header printed by `tabrelay serve`" };
-    }
     return undefined;
   }
 
+  /** Loaded only for a cluster member: a single broker never pays for Redis. */
+  async #joinCluster(redisUrl: string): Promise<void> {
+    const [{ Cluster }, { runForwarded }, { programTools }] = await Promise.all([import("./cluster/cluster.js"), import("./tools/runner.js"), import("./tools/index.js")]);
+    const fingerprint = createHash("sha256").update(`${this.config.mcpToken}\n${this.config.pairingToken}`).digest("hex").slice(0, 16);
+    const cluster = await Cluster.join({ redisUrl, registry: this.registry, log: this.#log, fingerprint, brokerId: this.brokerId });
+    const byName = new Map([...toolsFor(this.config), ...programTools].map((tool) => [tool.name, tool]));
+    cluster.onCall(async (call, signal) => {
+      // A page tool of a page connected here (pages/clustered.ts), looked up here only: never carried on again.
+      const tool = byName.get(call.tool) ?? this.pages?.localTool(call.tool, call.user.user);
+      if (!tool) return { result: { text: `invalid_params: this broker has no tool ${call.tool} (brokers of different versions?)`, isError: true }, dispatched: false, unknown: false };
+      return runForwarded(tool, this.context, call, signal);
+    });
+    // DELETE /mcp on any broker ends the session on all of them (this one included): leases end, its tabs close.
+    cluster.sessions.onEnded((id) => this.#sessions.endShared(id));
+    this.pages?.useCluster(cluster.table(PAGE_TOOLS_TABLE));
+    this.#cluster = cluster;
+    this.context.cluster = cluster;
+  }
+
+  /** Ready for new work: not draining nor closing, the store opened, the cluster's Redis answering. */
+  #ready(): { ok: boolean; reasons: string[] } {
+    const reasons: string[] = [];
+    if (this.#closing) reasons.push("shutting down");
+    if (this.#draining) reasons.push("draining");
+    const cluster = this.#cluster?.ready;
+    if (cluster && !cluster.ok && cluster.reason !== "draining") reasons.push(`cluster: ${cluster.reason ?? "not ready"}`);
+    return { ok: reasons.length === 0, reasons };
+  }
+
   #health(): unknown {
-    const browsers = this.registry.list().map((b) => ({ id: b.info.browserId, label: b.info.label, kind: b.info.kind, extensionVersion: b.info.extensionVersion, connectedAt: new Date(b.info.connectedAt).toISOString() }));
+    // /health is unauthenticated: it names the implicit user's browsers (as a single-user broker always did) and
+    // only counts a team's users' browsers, whose ids are for their own agents to see.
+    const others = this.registry.list().length - this.registry.list(DEFAULT_USER_ID).length;
+    const browsers = this.registry.list(DEFAULT_USER_ID).map((b) => ({ id: b.info.browserId, label: b.info.label, kind: b.info.kind, extensionVersion: b.info.extensionVersion, connectedAt: new Date(b.info.connectedAt).toISOString() }));
     const health = this.audit.health();
     const audit = health.ok
       ? { ok: true, failures: health.failures }
       : { ok: false, failures: health.failures, error: health.error, since: new Date(health.since ?? Date.now()).toISOString(), writes: "refused until the audit log can be written again" };
-    return this.secrets.redactValue({ status: health.ok ? "ok" : "degraded", name: "tabrelay", version: VERSION, browsers, audit });
+    return this.secrets.redactValue({ status: health.ok ? "ok" : "degraded", name: "tabrelay", version: VERSION, browsers, ...(others > 0 ? { usersBrowsers: others } : {}), audit });
   }
 }
 
-/**
- * POSTs to /mcp whose response has not ended yet: requests (tool calls) still being answered. On shutdown the
- * broker fails its browser calls at once, then waits for these answers (up to a grace period) before closing the
- * sessions: the SDK's client keeps waiting for a POST's answer until its own timeout (60 s) when the stream ends
- * without one. Counted here, at the socket, so an answer counts as given once it has left for the client.
- */
-class Answering {
-  readonly #pending = new Set<Promise<void>>();
 
-  track(res: ServerResponse): void {
-    const answered = new Promise<void>((resolve) => res.once("close", () => resolve()));
-    this.#pending.add(answered);
-    void answered.then(() => this.#pending.delete(answered));
-  }
 
-  async settled(graceMs: number): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([Promise.all([...this.#pending]), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
-    clearTimeout(timer);
-  }
-}
 
 function pathOf(req: IncomingMessage): string {
   const url = req.url ?? "/";
@@ -395,18 +585,3 @@ function pathOf(req: IncomingMessage): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
-/** Accepts the browser's ws:// endpoint, or its http://host:port DevTools address (resolved via /json/version). */
-async function resolveCdpEndpoint(endpoint: string): Promise<string> {
-  if (/^wss?:\/\//i.test(endpoint)) return endpoint;
-  if (!/^https?:\/\//i.test(endpoint)) throw new TabrelayError("not_connected", "a CDP endpoint is a ws://, wss://, http:// or https:// URL");
-  try {
-    const response = await fetch(new URL("/json/version", endpoint), { signal: AbortSignal.timeout(5000) });
-    const body: unknown = await response.json();
-    const ws = body && typeof body === "object" ? Reflect.get(body, "webSocketDebuggerUrl") : undefined;
-    if (typeof ws !== "string") throw new Error("no webSocketDebuggerUrl in /json/version");
-    return ws;
-  } catch (error) {
-    // The message names neither the URL nor its parts: it may carry a token.
-    throw new TabrelayError("not_connected", `could not reach the CDP endpoint's /json/version (${error instanceof Error ? error.message : String(error)})`);
-  }
-}

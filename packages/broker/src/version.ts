@@ -1,10 +1,5 @@
-import { readFileSync } from "node:fs";
-import { assetPaths } from "./assets.js";
-
-function readVersion(): string {
-  const raw: unknown = JSON.parse(readFileSync(assetPaths.brokerPackageJson, "utf8"));
-  const version = raw && typeof raw === "object" ? Reflect.get(raw, "version") : undefined;
-  return typeof version === "string" ? version : "0.0.0";
-}
-
-export const VERSION = readVersion();
+/**
+ * The broker's version, as its package.json says (test/core.test.ts holds them equal): a constant rather than a read
+ * of package.json at start-up, so the runtime-neutral core has it without a file system.
+ */
+export const VERSION = "0.1.0";

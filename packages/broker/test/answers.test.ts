@@ -7,10 +7,15 @@ import type { BridgeMethod, ElementFacts, ParamsOf, ResultOf } from "@tabrelay/p
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bridgeAnswers, inpageAct, inpageDocument, inpageSnapshot, parseBridgeAnswer, parseWireError, parseWith } from "../src/drivers/answers.js";
 import { CdpBrowser } from "../src/drivers/cdp/cdpBrowser.js";
+import { nodeCdpScripts } from "../src/drivers/cdp/nodeScripts.js";
+import { nodeCdpSocket } from "../src/drivers/cdp/nodeSocket.js";
 import { launchLocalChromium, type LaunchedCdpBrowser } from "../src/launch/cdpChromium.js";
 import { findChromium } from "../src/launch/chromium.js";
 import { judgedFingerprint } from "../src/tools/act.js";
 import { decodeNodes } from "../src/tools/snapshot.js";
+
+/** What a Node host passes the CDP driver: the socket over ws, the in-page scripts read from disk. */
+const NODE_CDP = { socket: nodeCdpSocket, scripts: nodeCdpScripts };
 
 function problem(method: BridgeMethod, value: unknown): string {
   const parsed = parseBridgeAnswer(method, value);
@@ -124,7 +129,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   launched = await launchLocalChromium({ chromiumPath: findChromium(), headless: true });
-  browser = await CdpBrowser.connect(launched.endpoint, { label: "answers test", ownsBrowser: true, onEvent: () => undefined, requestPolicy: () => true, callTimeoutMs: 30_000 });
+  browser = await CdpBrowser.connect(launched.endpoint, { ...NODE_CDP, label: "answers test", ownsBrowser: true, onEvent: () => undefined, requestPolicy: () => true, callTimeoutMs: 30_000 });
 });
 
 afterAll(async () => {

@@ -96,7 +96,7 @@ describe("AuditLog storage", () => {
       { time: rec().time, tab: 4, tool: "click", client: "claude-code", decision: "allowed", durationMs: 42 },
     ]);
     expect(formatAuditLine({ id: 2, ...rec({ tool: "click", client: "claude-code", tab: 4 }) })).toContain("click client=claude-code tab=4");
-    expect(AUDIT_SCHEMA_VERSION).toBe(3);
+    expect(AUDIT_SCHEMA_VERSION).toBe(4);
   });
 
   it("keeps a code-mode run's id on its commands' records and the run's details on its own (version 3)", () => {
@@ -316,7 +316,7 @@ describe("AuditLog: a write is recorded before it runs", () => {
   const CREATE_AUDIT = `CREATE TABLE audit (
      id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, browser TEXT, tab INTEGER, origin TEXT, tool TEXT NOT NULL,
      target TEXT, decision TEXT NOT NULL CHECK (decision IN ('allowed', 'refused', 'failed', 'outcome_unknown')),
-     rule TEXT, code TEXT, duration_ms INTEGER NOT NULL, client TEXT, run TEXT, detail TEXT)`;
+     rule TEXT, code TEXT, duration_ms INTEGER NOT NULL, client TEXT, run TEXT, detail TEXT, user TEXT)`;
 
   it("begin() leaves an outcome_unknown record that another reader already sees, and complete() replaces it", () => {
     const dir = tempDir();

@@ -6,11 +6,16 @@ import { inflateSync } from "node:zlib";
 import type { ActParams, BridgeEvent, BridgeMethod, FrameSnapshot, ParamsOf, Result, ResultOf, WireError } from "@tabrelay/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CdpBrowser } from "../src/drivers/cdp/cdpBrowser.js";
+import { nodeCdpScripts } from "../src/drivers/cdp/nodeScripts.js";
+import { nodeCdpSocket } from "../src/drivers/cdp/nodeSocket.js";
 import { CdpClient } from "../src/drivers/cdp/cdpClient.js";
 import { launchLocalChromium, type LaunchedCdpBrowser } from "../src/launch/cdpChromium.js";
 import { findChromium } from "../src/launch/chromium.js";
 import { judgedFingerprint } from "../src/tools/act.js";
 import { decodeNodes } from "../src/tools/snapshot.js";
+
+/** What a Node host passes the CDP driver: the socket over ws, the in-page scripts read from disk. */
+const NODE_CDP = { socket: nodeCdpSocket, scripts: nodeCdpScripts };
 
 // ---- a local site ------------------------------------------------------------------------------
 
@@ -244,6 +249,7 @@ beforeAll(async () => {
 
   launched = await launchLocalChromium({ chromiumPath: CHROMIUM, headless: true, extraArgs: FLAGS });
   browser = await CdpBrowser.connect(launched.endpoint, {
+    ...NODE_CDP,
     label: "cdp test",
     ownsBrowser: true,
     onEvent: (frame) => events.push(frame),
@@ -348,7 +354,7 @@ describe("CDP driver: tabs", () => {
     const mark2 = events.length;
     await ok(browser, "tabs.close", { tabId: tab.tabId });
     // A tab closed by other means than tabs.close is reported.
-    const raw = await CdpClient.connect(launched.endpoint, { timeoutMs: 5000 });
+    const raw = await CdpClient.connect(launched.endpoint, { timeoutMs: 5000, socket: nodeCdpSocket });
     if (!raw.ok) throw new Error(raw.error.message);
     const targets = await raw.value.send("Target.getTargets");
     const infos = targets.ok && Array.isArray(targets.value["targetInfos"]) ? targets.value["targetInfos"] : [];
@@ -391,7 +397,7 @@ describe("CDP driver: pages", () => {
     const { tab } = await ok(browser, "tabs.open", { url: `${site.a}/form` });
     await ok(browser, "page.snapshot", { tabId: tab.tabId, revision: nextRevision(), interactiveOnly: true, viewportOnly: false });
     // The page's own world: a click handler it owns reports whether it can see the API.
-    const raw = await CdpClient.connect(launched.endpoint, { timeoutMs: 5000 });
+    const raw = await CdpClient.connect(launched.endpoint, { timeoutMs: 5000, socket: nodeCdpSocket });
     if (!raw.ok) throw new Error(raw.error.message);
     const targets = await raw.value.send("Target.getTargets");
     const infos = targets.ok && Array.isArray(targets.value["targetInfos"]) ? targets.value["targetInfos"] : [];
@@ -408,7 +414,7 @@ describe("CDP driver: pages", () => {
   it("snapshots and acts inside an out-of-process cross-origin iframe and a same-process one", async () => {
     const { tab } = await ok(browser, "tabs.open", { url: `${site.a}/framed` });
     // The iframe is its own target (out of process) under --site-per-process.
-    const raw = await CdpClient.connect(launched.endpoint, { timeoutMs: 5000 });
+    const raw = await CdpClient.connect(launched.endpoint, { timeoutMs: 5000, socket: nodeCdpSocket });
     if (!raw.ok) throw new Error(raw.error.message);
     const targets = await raw.value.send("Target.getTargets");
     raw.value.close();
@@ -540,7 +546,7 @@ describe("CDP driver: pages", () => {
 describe("CDP driver: browser lifetime", () => {
   it("fails a call in flight at once with browser_disconnected when the browser dies", async () => {
     const own = await launchLocalChromium({ chromiumPath: CHROMIUM, headless: true });
-    const driver = await CdpBrowser.connect(own.endpoint, { label: "doomed", ownsBrowser: true, onEvent: () => undefined, callTimeoutMs: 30_000 });
+    const driver = await CdpBrowser.connect(own.endpoint, { ...NODE_CDP, label: "doomed", ownsBrowser: true, onEvent: () => undefined, callTimeoutMs: 30_000 });
     try {
       const { tab } = await ok(driver, "tabs.open", { url: `${site.a}/page1` });
       const pending = driver.call("page.wait", { tabId: tab.tabId, text: "never appears", timeoutMs: 25_000 });
@@ -562,7 +568,7 @@ describe("CDP driver: browser lifetime", () => {
 
   it("shuts down a browser it launched on close()", async () => {
     const own = await launchLocalChromium({ chromiumPath: CHROMIUM, headless: true });
-    const driver = await CdpBrowser.connect(own.endpoint, { label: "owned", ownsBrowser: true, onEvent: () => undefined, callTimeoutMs: 30_000 });
+    const driver = await CdpBrowser.connect(own.endpoint, { ...NODE_CDP, label: "owned", ownsBrowser: true, onEvent: () => undefined, callTimeoutMs: 30_000 });
     const exited = new Promise<void>((resolve) => own.process.once("exit", () => resolve()));
     // Headless, a browser of our own starts with no tab: every tab in it is one the agent opens.
     expect((await ok(driver, "tabs.list", {})).tabs).toEqual([]);
@@ -576,12 +582,12 @@ describe("CDP driver: browser lifetime", () => {
     const own = await launchLocalChromium({ chromiumPath: CHROMIUM, headless: true, extraArgs: ["--disable-popup-blocking"] });
     try {
       // A tab the user opened before tabrelay attached.
-      const user = await CdpClient.connect(own.endpoint, { timeoutMs: 5000 });
+      const user = await CdpClient.connect(own.endpoint, { timeoutMs: 5000, socket: nodeCdpSocket });
       if (!user.ok) throw new Error(user.error.message);
       await user.value.send("Target.createTarget", { url: "about:blank" });
       user.value.close();
       const seen: BridgeEvent[] = [];
-      const driver = await CdpBrowser.connect(own.endpoint, { label: "attached", ownsBrowser: false, onEvent: (e) => seen.push(e), callTimeoutMs: 30_000 });
+      const driver = await CdpBrowser.connect(own.endpoint, { ...NODE_CDP, label: "attached", ownsBrowser: false, onEvent: (e) => seen.push(e), callTimeoutMs: 30_000 });
       // The user's tab is not the agent's.
       expect((await ok(driver, "tabs.list", {})).tabs).toEqual([]);
       const { tab } = await ok(driver, "tabs.open", { url: `${site.a}/opener` });
@@ -602,7 +608,7 @@ describe("CDP driver: browser lifetime", () => {
       expect(own.process.exitCode).toBeNull();
       expect(own.process.signalCode).toBeNull();
       // Still serving DevTools, with the agent's tabs still open.
-      const again = await CdpClient.connect(own.endpoint, { timeoutMs: 5000 });
+      const again = await CdpClient.connect(own.endpoint, { timeoutMs: 5000, socket: nodeCdpSocket });
       if (!again.ok) throw new Error(again.error.message);
       const targets = await again.value.send("Target.getTargets");
       again.value.close();
@@ -616,7 +622,7 @@ describe("CDP driver: browser lifetime", () => {
   it("never puts the endpoint in an error message", async () => {
     const port = await closedPort();
     const endpoint = `ws://127.0.0.1:${port}/devtools/browser/secret-0123456789`;
-    const failure = await CdpBrowser.connect(endpoint, { label: "x", ownsBrowser: false, onEvent: () => undefined, callTimeoutMs: 2000 }).then(
+    const failure = await CdpBrowser.connect(endpoint, { ...NODE_CDP, label: "x", ownsBrowser: false, onEvent: () => undefined, callTimeoutMs: 2000 }).then(
       () => "connected",
       (error: unknown) => (error instanceof Error ? error.message : String(error)),
     );

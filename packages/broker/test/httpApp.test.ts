@@ -128,8 +128,27 @@ describe("broker HTTP app", () => {
     expect(response.headers.get("content-type")).toBe("image/png");
     expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
     const tampered = stored.url.replace(/sig=([0-9a-f])/, (_, c: string) => `sig=${c === "0" ? "1" : "0"}`);
-    expect((await broker.app.request(tampered, { headers: { Host: host } })).status).toBe(403);
+    expect((await broker.app.request(tampered, { headers: { Host: host } })).status).toBe(404);
     expect((await broker.app.request(stored.url, { method: "POST", headers: { Host: host } })).status).toBe(405);
+  });
+
+  it("serves a named user's screenshot link to that user's token alone: another's is a 404 as a made-up link, none a 401", async () => {
+    const ann = await broker.users.add("ann");
+    const ben = await broker.users.add("ben");
+    const annId = ann.user.id;
+    const stored = await broker.context.screenshots?.put(Buffer.from("ann's picture"), { width: 1, height: 1, pageUrl: "http://127.0.0.1/", capturedAt: Date.now(), owner: annId });
+    if (!stored) throw new Error("screenshots are enabled in this config");
+    expect(new URL(stored.url).searchParams.get("u")).toBe(annId);
+    const get = (url: string, token?: string) => broker.app.request(url, { headers: { Host: host, ...(token ? { Authorization: `Bearer ${token}` } : {}) } });
+    expect((await get(stored.url, ann.token)).status).toBe(200);
+    const theirs = await get(stored.url, ben.token);
+    const madeUp = await get(stored.url.replace(/\/shots\/([0-9a-f])/, (_, c: string) => `/shots/${c === "0" ? "1" : "0"}`), ann.token);
+    expect(theirs.status).toBe(404);
+    expect(madeUp.status).toBe(404);
+    expect(await theirs.text()).toBe(await madeUp.text());
+    expect((await get(stored.url, TOKEN)).status).toBe(404);
+    expect((await get(stored.url)).status).toBe(401);
+    expect((await get(stored.url.replace(/&u=[^&]+/, ""))).status).toBe(404);
   });
 
   it("serves the dashboard's script as ES modules: every module it imports, as JavaScript under the dashboard's CSP", async () => {

@@ -179,6 +179,22 @@ describe("/mcp through the fetch core", () => {
     await mcp("DELETE", { session });
   });
 
+  it("answers a body of declared length (as a socket's request has) like any other: JSON is served, the rest refused", async () => {
+    const session = await initialize();
+    const declared = (body: string) => ({ session, body, headers: { "Content-Length": String(Buffer.byteLength(body)) } });
+    const list = JSON.stringify({ jsonrpc: "2.0", id: 10, method: "tools/list" });
+    expect(await messages(await mcp("POST", declared(list)))).toEqual([expect.objectContaining({ id: 10, result: expect.objectContaining({ tools: expect.any(Array) }) })]);
+    for (const init of [declared("{not json"), { session, body: "{not json" }]) {
+      const response = await mcp("POST", init);
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({ jsonrpc: "2.0", error: { code: -32700, message: "Parse error: Invalid JSON" }, id: null });
+    }
+    // The transport's own header checks still come first.
+    const refused = await mcp("POST", { ...declared(list), headers: { "Content-Length": String(list.length), Accept: "application/json" } });
+    expect(refused.status).toBe(406);
+    await mcp("DELETE", { session });
+  });
+
   it("keeps at most 64 sessions: a 65th is refused (503, naming the cap), none is evicted", async () => {
     const sessions: string[] = [];
     for (let i = 0; i < 64; i++) sessions.push(await initialize(`fetch-test-${i}`));

@@ -77,6 +77,7 @@ let site: TestSite;
 let api: FakeApi;
 let broker: TestBroker;
 let stderr: MockInstance<typeof process.stderr.write>;
+let consoleError: MockInstance<typeof console.error>;
 
 beforeAll(async () => {
   chromium = await launchLocalChromium({ chromiumPath: findChromium(), headless: true });
@@ -97,16 +98,19 @@ beforeEach(() => {
   api.requests = [];
   // Captured, not shown: the warnings the tests provoke would read like real failures in the run's output.
   stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+  // The provider client warns with console.error (it runs on Workers too), which is stderr on Node.
+  consoleError = vi.spyOn(console, "error").mockImplementation(() => undefined);
 });
 
 afterEach(() => {
   const written = stderrText();
   stderr.mockRestore();
+  consoleError.mockRestore();
   expectNoSecrets(written);
 });
 
 function stderrText(): string {
-  return stderr.mock.calls.map((args) => String(args[0])).join("");
+  return stderr.mock.calls.map((args) => String(args[0])).join("") + consoleError.mock.calls.map((args) => `${args.map(String).join(" ")}\n`).join("");
 }
 
 function expectNoSecrets(text: string): void {

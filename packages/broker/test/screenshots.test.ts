@@ -314,7 +314,7 @@ describe("LocalScreenshotStore", () => {
     expect(ids.size).toBe(20);
   });
 
-  it("refuses a tampered, missing or borrowed signature with 403", async () => {
+  it("answers a tampered, missing or borrowed signature as a link to nothing (404)", async () => {
     const { store, base } = await harness();
     const a = await store.put(makePng(), META);
     const b = await store.put(makePng(), META);
@@ -334,11 +334,28 @@ describe("LocalScreenshotStore", () => {
     ];
     for (const variant of variants) {
       const res = await fetch(variant);
-      expect(res.status, variant).toBe(403);
-      expect(res.headers.get("content-type"), variant).not.toBe("image/png");
+      expect(res.status, variant).toBe(404);
+      expect(await res.text(), variant).toBe("no such screenshot\n");
       expect(res.headers.has("access-control-allow-origin")).toBe(false);
     }
     expect((await fetch(a.url)).status).toBe(200);
+  });
+
+  it("binds a named user's link to them: the user is in the link and its signature, and cannot be changed or dropped", async () => {
+    const { store, key } = await harness();
+    const stored = await store.put(makePng(), { ...META, owner: "u_ann" });
+    const url = new URL(stored.url);
+    expect(stored.owner).toBe("u_ann");
+    expect(url.searchParams.get("u")).toBe("u_ann");
+    expect(url.searchParams.get("sig")).toBe(createHmac("sha256", key).update(`${stored.id}.${url.searchParams.get("exp")}.u_ann`).digest("hex"));
+    expect((await fetch(stored.url)).status).toBe(200); // the user check is the HTTP door's (httpApp.test.ts)
+    for (const variant of [stored.url.replace("u=u_ann", "u=u_ben"), stored.url.replace("&u=u_ann", ""), stored.url.replace("u=u_ann", "u=")]) {
+      expect((await fetch(variant)).status, variant).toBe(404);
+    }
+    // The implicit user's links name no user, as before.
+    const own = await store.put(makePng(), { ...META, owner: "default" });
+    expect(new URL(own.url).searchParams.has("u")).toBe(false);
+    expect(own.owner).toBeUndefined();
   });
 
   it("answers 410 once the link has expired", async () => {

@@ -1,7 +1,8 @@
 // The secrets registry (util/secrets.ts) and the exits that redact through it, one behaviour per test.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ToolResponse } from "../src/tools/response.js";
-import { createLogger, redactingLogger, type Logger } from "../src/util/log.js";
+import { redactingLogger, type Logger } from "../src/util/log.js";
+import { createLogger } from "../src/util/stderrLog.js";
 import { SecretRegistry } from "../src/util/secrets.js";
 
 const GUID = "6f3c1f2e-8a4b-4c1d-9e0f-1a2b3c4d5e6f";

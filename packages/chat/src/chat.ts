@@ -3,7 +3,7 @@
 // "tabrelay-dashboard-chat"), streamed to the panel as ChatEvents. One conversation per dashboard session, its history
 // kept in memory within bounds.
 import { endTabrelaySession, tabrelayInstructions, tabrelayTools, type TabrelayTool, type TabrelayToolResult } from "@tabrelay/agent-tools";
-import type { Broker, ChatEvent, DashboardChat } from "@tabrelay/broker";
+import type { Broker, ChatEvent, DashboardChat, Principal } from "@tabrelay/broker";
 import { stepCountIs, streamText, type ModelMessage } from "ai";
 import { chatModel, type ChatModel } from "./model.js";
 
@@ -58,8 +58,8 @@ export class DashboardChatRunner implements DashboardChat {
     if (this.#conversations.delete(conversation)) endTabrelaySession(this.#broker, conversation);
   }
 
-  async *run(conversation: string, task: string, signal: AbortSignal): AsyncIterable<ChatEvent> {
-    const conv = this.#conversation(conversation);
+  async *run(conversation: string, task: string, signal: AbortSignal, principal?: Principal): AsyncIterable<ChatEvent> {
+    const conv = this.#conversation(conversation, principal);
     yield { type: "start", task };
     const user: ModelMessage = { role: "user", content: task };
     let failure: unknown;
@@ -120,7 +120,8 @@ export class DashboardChatRunner implements DashboardChat {
     yield { type: "answer", text: stepText, steps: step };
   }
 
-  #conversation(id: string): Conversation {
+  /** A conversation acts for the dashboard user who started it (a conversation id is one dashboard session's). */
+  #conversation(id: string, principal: Principal | undefined): Conversation {
     const known = this.#conversations.get(id);
     if (known) {
       // Most recently used last, so the oldest is the one dropped past MAX_CONVERSATIONS.
@@ -133,7 +134,7 @@ export class DashboardChatRunner implements DashboardChat {
       if (oldest === undefined) break;
       this.reset(oldest);
     }
-    const conv: Conversation = { tools: tabrelayTools({ broker: this.#broker, session: id, client: CHAT_CLIENT }), turns: [] };
+    const conv: Conversation = { tools: tabrelayTools({ broker: this.#broker, session: id, client: CHAT_CLIENT, ...(principal ? { user: principal } : {}) }), turns: [] };
     this.#conversations.set(id, conv);
     return conv;
   }

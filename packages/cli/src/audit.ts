@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { AuditLog, defaultDataDir, formatAuditLine, type StoredAuditRecord } from "@tabrelay/broker";
+import { AuditLog, ConfigError, defaultDataDir, formatAuditLine, loadConfig, openUsers, type StoredAuditRecord } from "@tabrelay/broker";
 
 export const AUDIT_HELP = `Usage: tabrelay audit [--limit N] [--tail] [--json] [--data-dir DIR]
 
@@ -13,13 +13,15 @@ Options:
   --limit N         how many of the latest records to print (default 50)
   --tail            keep running and print new records as they arrive (Ctrl-C stops)
   --json            one JSON object per line instead of the human format
+  --shared          a team's log: every broker's records, from the shared store (store.postgres_url or
+                    TABRELAY_POSTGRES_URL in this data dir's config), each naming its broker
   --data-dir DIR    where audit.db lives (default: TABRELAY_DATA_DIR or ~/.tabrelay)`;
 
 const POLL_MS = 500;
 const PAGE = 1000;
 
 export async function cmdAudit(args: string[]): Promise<number> {
-  let values: { tail?: boolean; limit?: string; json?: boolean; "data-dir"?: string; help?: boolean };
+  let values: { tail?: boolean; limit?: string; json?: boolean; shared?: boolean; "data-dir"?: string; help?: boolean };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
@@ -28,6 +30,7 @@ export async function cmdAudit(args: string[]): Promise<number> {
         tail: { type: "boolean" },
         limit: { type: "string" },
         json: { type: "boolean" },
+        shared: { type: "boolean" },
         "data-dir": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
@@ -60,6 +63,7 @@ export async function cmdAudit(args: string[]): Promise<number> {
   const onSigint = () => stop.abort();
   if (values.tail) process.once("SIGINT", onSigint);
   try {
+    if (values.shared) return await sharedAudit(dataDir, limit, json, values.tail ?? false, stop.signal, note);
     let noted = false;
     if (!existsSync(join(dataDir, "audit.db"))) {
       note(empty);
@@ -90,6 +94,37 @@ export async function cmdAudit(args: string[]): Promise<number> {
     }
   } finally {
     process.off("SIGINT", onSigint);
+  }
+}
+
+/** `--shared`: the store's copy of every broker's records (audit/shipper.ts), printed and followed like the local log. */
+async function sharedAudit(dataDir: string, limit: number, json: boolean, tail: boolean, signal: AbortSignal, note: (text: string) => void): Promise<number> {
+  const config = loadConfig({ dataDir });
+  if (!config.store.postgresUrl) {
+    throw new ConfigError(`--shared reads a team's shared store, and ${config.configPath} names none: set store.postgres_url there (or TABRELAY_POSTGRES_URL), or leave --shared out for this broker's own log`);
+  }
+  const users = await openUsers(config);
+  const store = await users.store();
+  const print = (records: Awaited<ReturnType<typeof store.audit>>) => {
+    if (records.length === 0) return;
+    process.stdout.write(records.map(({ broker, localId, ...rec }) => (json ? JSON.stringify({ ...rec, broker, localId }) : `${formatAuditLine(rec as StoredAuditRecord)} broker=${broker}`)).join("\n") + "\n");
+  };
+  try {
+    const latest = await store.audit({ limit });
+    if (latest.length === 0) note("no audit records yet in the shared store");
+    print(latest);
+    let lastId = latest.at(-1)?.id ?? 0;
+    while (tail && (await sleep(POLL_MS, signal))) {
+      for (;;) {
+        const fresh = await store.audit({ afterId: lastId, limit: PAGE });
+        print(fresh);
+        lastId = fresh.at(-1)?.id ?? lastId;
+        if (fresh.length < PAGE) break;
+      }
+    }
+    return 0;
+  } finally {
+    await store.close();
   }
 }
 

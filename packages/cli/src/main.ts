@@ -12,6 +12,7 @@ import { SERVICE_HELP, cmdService } from "./commands/service.js";
 import { EXIT, EnvironmentError, UsageError, printHelp } from "./commands/shared.js";
 import { START_HELP, cmdStart } from "./commands/start.js";
 import { STDIO_HELP, cmdStdio } from "./commands/stdio.js";
+import { USERS_HELP, cmdUsers } from "./commands/users.js";
 
 const MAIN_HELP = `tabrelay ${VERSION}: let an AI agent use your real browser, safely.
 
@@ -41,6 +42,8 @@ Commands:
                           a short-lived token for a web page of that origin to offer its tools (/page)
   pages list | approve ORIGIN NAME
                           the page tools seen, and approving one whose description or schema changed
+  users add|list|token|pair|revoke NAME
+                          a team's broker: users with their own tokens, pairing codes and browsers
   mcp-config [--client NAME] [--stdio]
                           the MCP config block for your client (claude-code, cursor, vscode,
                           claude-desktop, codex, windsurf), with your token
@@ -61,6 +64,7 @@ const HELP: Record<string, string> = {
   doctor: DOCTOR_HELP,
   "page-token": PAGE_TOKEN_HELP,
   pages: PAGES_HELP,
+  users: USERS_HELP,
 };
 
 async function main(argv: string[]): Promise<number | undefined> {
@@ -100,6 +104,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return cmdPageToken(rest);
     case "pages":
       return cmdPages(rest);
+    case "users":
+      return cmdUsers(rest);
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}; run \`tabrelay --help\``);
   }

@@ -8,6 +8,7 @@ import {
   dialUrl,
   frameKeys,
   newNonce,
+  pairingIdOf,
   proofsEqual,
   type BridgeCall,
   type BridgeEvent,
@@ -17,7 +18,7 @@ import {
 import { handlers } from "./commands.js";
 import { CommandError } from "./commandError.js";
 import { setNavigationRules } from "./navigationRules.js";
-import { reconnectDelay } from "./reconnect.js";
+import { DRAIN_CLOSE_CODE, drainRedialDelay, reconnectDelay } from "./reconnect.js";
 import { isLoopback, loadSettings, plainRemoteRefusal, type Settings } from "./settings.js";
 import { bridge, scopesWatched, tabsLoaded, type ConnState } from "./state.js";
 
@@ -73,7 +74,7 @@ export async function connect(): Promise<void> {
     bridge.socket = ws;
     const link: Link = { ws, settings: settings as Link["settings"], url, endpoint: canonicalEndpoint(url) ?? url, nonce: newNonce(), step: "hello", inbox: Promise.resolve() };
     ws.onopen = () => {
-      ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId: settings.browserId, nonce: link.nonce, endpoint: link.endpoint, extensionVersion: EXTENSION_VERSION }));
+      ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId: settings.browserId, nonce: link.nonce, endpoint: link.endpoint, extensionVersion: EXTENSION_VERSION, ...pairingOf(settings.pairingToken) }));
       link.step = "challenge";
     };
     ws.onmessage = (event) => {
@@ -81,13 +82,16 @@ export async function connect(): Promise<void> {
       // One frame at a time, in order: their MACs are checked in sequence.
       if (typeof data === "string") link.inbox = link.inbox.then(() => onFrame(link, data)).catch(() => ws.close());
     };
-    ws.onclose = () => {
+    ws.onclose = (event) => {
       if (bridge.socket === ws) bridge.socket = undefined;
       if (current === link) current = undefined;
       stopPing();
       if (bridge.state !== "rejected") setState("disconnected");
-      if (link.step !== "serving") bridge.attempt = Math.min(bridge.attempt + 1, 20);
-      scheduleReconnect(loopback);
+      // A draining broker (1012) is going away on purpose and the URL reaches another one: dial again at once, at
+      // the same URL, whether or not this socket was welcomed. Any other close keeps the backoff.
+      const drained = event.code === DRAIN_CLOSE_CODE ? drainRedialDelay(++bridge.drains) : undefined;
+      if (drained === undefined && link.step !== "serving") bridge.attempt = Math.min(bridge.attempt + 1, 20);
+      scheduleReconnect(loopback, drained);
     };
   } catch (error) {
     setState("disconnected", error instanceof Error ? error.message : String(error));
@@ -98,12 +102,12 @@ export async function connect(): Promise<void> {
   }
 }
 
-function scheduleReconnect(loopback: boolean): void {
+function scheduleReconnect(loopback: boolean, delay = reconnectDelay(bridge.attempt, loopback)): void {
   if (bridge.reconnectTimer) return;
   bridge.reconnectTimer = setTimeout(() => {
     bridge.reconnectTimer = undefined;
     void connect();
-  }, reconnectDelay(bridge.attempt, loopback));
+  }, delay);
 }
 
 /**
@@ -259,6 +263,7 @@ async function handshake(link: Link, frame: BrokerToBrowser): Promise<void> {
     bridge.rulesReady = scopesWatched.then(() => setNavigationRules(frame.navigationRules));
     await bridge.rulesReady;
     bridge.attempt = 0;
+    bridge.drains = 0;
     setState("connected");
     startPing(link);
     return;
@@ -304,4 +309,10 @@ function sendText(link: Link, json: string): void {
 
 export function emit(event: BridgeEvent): void {
   if (current?.step === "serving") sendOn(current, event);
+}
+
+/** A team broker's code names its pairing id in hello (protocol `pairingIdOf`); the broker's own code names none. */
+function pairingOf(code: string | undefined): { pairing?: string } {
+  const id = code ? pairingIdOf(code) : undefined;
+  return id ? { pairing: id } : {};
 }

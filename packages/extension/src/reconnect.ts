@@ -23,3 +23,25 @@ export function reconnectDelay(attempt: number, loopback: boolean, random: () =>
   const ceiling = Math.min(loopback ? LOOPBACK_BACKOFF_CAP_MS : BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt);
   return ceiling / 2 + random() * (ceiling / 2);
 }
+
+/** The close code of a broker that is draining (SIGTERM, a deploy): RFC 6455 1012 "service restart". */
+export const DRAIN_CLOSE_CODE = 1012;
+/** A drained browser dials again within this long. */
+export const DRAIN_REDIAL_MS = 250;
+/** Drain closes in a row, with no welcome between them, that are redialled at once; past them the ordinary backoff. */
+export const DRAIN_FAST_REDIALS = 3;
+
+/**
+ * The wait before dialling again after the broker closed the socket because it is draining, or undefined for the
+ * ordinary schedule (reconnectDelay). The configured URL is a load balancer's in a team's deployment, so a dial at
+ * once reaches another broker: no backoff, only a jitter within DRAIN_REDIAL_MS so that a drained broker's thousand
+ * browsers do not arrive at the same instant. `streak` counts drain closes since the last welcome (this one
+ * included); a dial that lands on a draining broker again is redialled at once too, but a cluster that is all
+ * draining gets the ordinary backoff after DRAIN_FAST_REDIALS of them.
+ *
+ * @example drainRedialDelay(1, () => 0.5) // 125
+ * @example drainRedialDelay(4) // undefined
+ */
+export function drainRedialDelay(streak: number, random: () => number = Math.random): number | undefined {
+  return streak <= DRAIN_FAST_REDIALS ? random() * DRAIN_REDIAL_MS : undefined;
+}

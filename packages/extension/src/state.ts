@@ -9,6 +9,8 @@ export const bridge: {
   // Set synchronously before any await so two wake-ups (alarm + startup) never open two sockets.
   connecting: boolean;
   attempt: number;
+  /** Drain closes (DRAIN_CLOSE_CODE) since the last welcome. */
+  drains: number;
   reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   pingTimer: ReturnType<typeof setInterval> | undefined;
   state: ConnState;
@@ -21,6 +23,7 @@ export const bridge: {
   socket: undefined,
   connecting: false,
   attempt: 0,
+  drains: 0,
   reconnectTimer: undefined,
   pingTimer: undefined,
   state: "disconnected",

@@ -13,7 +13,7 @@ import { hostedRoot } from "./flatTree.js";
 import { beyondPage, seenText } from "./content.js";
 import { documentOrigin, elementAt, frameLabel, framePath, hitAt } from "./point.js";
 import { renderedText } from "./rendered.js";
-import { isInteractive, mintRef, startRevision } from "./snapshot.js";
+import { isInteractive, mintRef, resolve, startRevision } from "./snapshot.js";
 
 const NAME_MAX = 200;
 const TEXT_MAX = 300;
@@ -145,7 +145,7 @@ function grabbable(el: Element): boolean {
   return el.getAttribute("draggable") === "true";
 }
 
-function describe(el: Element, grab = false): QueryMatch {
+function describe(el: Element, grab = false, ref?: string): QueryMatch {
   const role = roleOf(el);
   const name = accessibleName(el, role);
   // The content reader's rule decides (seenText), hiddenReason names the cause where it knows one.
@@ -161,7 +161,8 @@ function describe(el: Element, grab = false): QueryMatch {
     attributes: hidden === undefined ? attributesOf(el) : structural(attributesOf(el)),
   };
   if (hidden !== undefined) match.hidden = hidden;
-  else if (isInteractive(el, role) || (grab && grabbable(el))) match.ref = mintRef(el, role, name);
+  if (ref !== undefined) match.ref = ref;
+  else if (hidden === undefined && (isInteractive(el, role) || (grab && grabbable(el)))) match.ref = mintRef(el, role, name);
   const states = statesOf(el);
   if (states.length) match.states = states;
   const origin = documentOrigin();
@@ -196,7 +197,21 @@ function pointQuery(x: number, y: number, params: Omit<QueryParams, "tabId">): I
   return { ok: true, value: { url: location.href, origin: self.origin, title: document.title, count: mine ? 1 : 0, first: isTop ? params.skip : 0, matches, ...(index !== undefined ? { frameIndex: index } : {}) } };
 }
 
+/**
+ * `ref=e3`: the element a ref of the query's revision names, read fresh, in the revision it belongs to (no new
+ * revision: the tab's refs stay valid). A document that does not hold it (another frame, a stale ref) counts none;
+ * the broker keeps the answer of the ref's own document.
+ */
+function refQuery(ref: string, params: Omit<QueryParams, "tabId">): InpageResult<InpageQuery> {
+  const found = resolve(ref, params.revision);
+  const matches = found.ok && params.upTo > 0 ? [describe(found.value.el, false, ref)] : [];
+  const index = frameIndex();
+  return { ok: true, value: { url: location.href, origin: self.origin, title: document.title, count: found.ok ? 1 : 0, first: 0, matches, ...(index !== undefined ? { frameIndex: index } : {}) } };
+}
+
 export function query(params: Omit<QueryParams, "tabId">): InpageResult<InpageQuery> {
+  const byRef = /^ref=(e\d+)$/.exec(params.selector.trim());
+  if (byRef) return refQuery(byRef[1]!, params);
   const point = /^point=(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?)$/.exec(params.selector.trim());
   if (point) return pointQuery(Number(point[1]), Number(point[2]), params);
   const parts = selectorParts(params.selector);

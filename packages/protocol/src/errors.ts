@@ -59,6 +59,11 @@ export const ERRORS = [
     next: "tell the user; do not retry",
     hint: REFUSED,
   },
+  {
+    code: "idempotency_conflict",
+    meaning: "the write's idempotency_key was used before (by this user, within 24 h) with another tool or other arguments; nothing ran",
+    next: "a new key for a new action; the first call's exact arguments to get its outcome",
+  },
   { code: "not_actionable", meaning: "the element cannot take that action", next: "pick another element" },
   { code: "element_not_found", meaning: "the option (or element) does not exist", next: "pick another element" },
   { code: "wait_timeout", meaning: "the awaited condition did not hold in time", next: "`snapshot` to see the page", hint: "snapshot to see the page" },

@@ -16,6 +16,8 @@ export interface HelloFrame {
   /** The endpoint the browser dialled (handshake.ts `canonicalEndpoint`), in both proofs. */
   endpoint: string;
   extensionVersion: string;
+  /** The pairing id of a team broker's code (handshake.ts `pairingIdOf`): which user's key the proofs use. */
+  pairing?: string;
 }
 
 /**

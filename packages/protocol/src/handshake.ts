@@ -27,6 +27,19 @@
 /** Who is proving. Keys are derived per role: a broker's proof is never a valid browser proof. */
 export type ProofRole = "broker" | "browser";
 
+/**
+ * A team broker's pairing codes are `<pairing id>.<secret>` (`p_` + 12 lowercase letters and digits, a dot, the
+ * secret); the whole code is the key. The browser names the id in `hello` so the broker knows which user's key to
+ * prove with; a code without one is the broker's own (single user).
+ */
+export const PAIRING_ID_PATTERN = /^p_[a-z0-9]{12}$/;
+
+/** The pairing id a code names, or undefined for a code without one. */
+export function pairingIdOf(code: string): string | undefined {
+  const dot = code.indexOf(".");
+  return dot > 0 && PAIRING_ID_PATTERN.test(code.slice(0, dot)) ? code.slice(0, dot) : undefined;
+}
+
 export interface BridgeTranscript {
   browserNonce: string;
   brokerNonce: string;

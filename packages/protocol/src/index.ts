@@ -58,7 +58,8 @@ export interface PageContent {
   html: string;
   /**
    * HTTP status of the response that brought this document, when the browser saw it (not for a cached page): set by
-   * the broker from the driver's tab.response events, never by the driver.
+   * the broker from the driver's tab.response events (for a stateless host's connection, which saw no commit of a
+   * tab's document, from the page's own Navigation Timing), never in the driver's answer.
    */
   status?: number;
   /**

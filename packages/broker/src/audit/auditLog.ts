@@ -17,6 +17,8 @@ export interface AuditRecord {
   tab?: number;
   origin?: string;
   tool: string;
+  /** The user the call acted for, by name (absent: the implicit single user, `default`). */
+  user?: string;
   /** The MCP client whose session made the call (its clientInfo.name from initialize). */
   client?: string;
   /** What the call aimed at: role + accessible name, e.g. `button "Sign in"`. */
@@ -55,6 +57,8 @@ export const AUDIT_DB_FILE = "audit.db";
 export const AUDIT_FIELD_MAX = 500;
 
 const TRUNCATED = "…";
+/** The implicit single user's name (users/principal.ts): its records carry no user. */
+const DEFAULT_USER_NAME = "default";
 /**
  * A write's record while it runs: decision outcome_unknown and this duration. Tailing (list with afterId) stops
  * short of it for IN_FLIGHT_HOLD_MS so the completed record is shown rather than the pending one; one older than
@@ -85,6 +89,9 @@ const MIGRATIONS: readonly string[] = [
   // Version 3: code mode. Each command of a program carries its run's id; the run's own record its details.
   `ALTER TABLE audit ADD COLUMN run TEXT;
    ALTER TABLE audit ADD COLUMN detail TEXT;`,
+  // Version 4: a team's broker. The user the call acted for (NULL: the implicit single user).
+  `ALTER TABLE audit ADD COLUMN user TEXT;
+   CREATE INDEX audit_user ON audit (user, id);`,
 ];
 
 /** The schema version this code writes; a file with a newer one is refused rather than misread. */
@@ -97,6 +104,7 @@ type Row = {
   tab: number | null;
   origin: string | null;
   tool: string;
+  user: string | null;
   client: string | null;
   target: string | null;
   decision: string;
@@ -123,11 +131,11 @@ export class AuditLog {
     this.db = db;
     this.secrets = secrets;
     this.insert = db.prepare<[InsertParams]>(
-      `INSERT INTO audit (time, browser, tab, origin, tool, client, target, decision, rule, code, duration_ms, run, detail)
-       VALUES (@time, @browser, @tab, @origin, @tool, @client, @target, @decision, @rule, @code, @duration_ms, @run, @detail)`,
+      `INSERT INTO audit (time, browser, tab, origin, tool, user, client, target, decision, rule, code, duration_ms, run, detail)
+       VALUES (@time, @browser, @tab, @origin, @tool, @user, @client, @target, @decision, @rule, @code, @duration_ms, @run, @detail)`,
     );
     this.update = db.prepare<[Row]>(
-      `UPDATE audit SET time = @time, browser = @browser, tab = @tab, origin = @origin, tool = @tool, client = @client, target = @target,
+      `UPDATE audit SET time = @time, browser = @browser, tab = @tab, origin = @origin, tool = @tool, user = @user, client = @client, target = @target,
          decision = @decision, rule = @rule, code = @code, duration_ms = @duration_ms, run = @run, detail = @detail WHERE id = @id`,
     );
   }
@@ -208,6 +216,7 @@ export class AuditLog {
       tab: rec.tab !== undefined && Number.isSafeInteger(rec.tab) ? rec.tab : null,
       origin: this.text(rec.origin),
       tool: this.text(rec.tool) ?? "",
+      user: this.text(rec.user),
       client: this.text(rec.client),
       target: this.text(rec.target),
       decision: rec.decision,
@@ -244,18 +253,20 @@ export class AuditLog {
    * With `afterId`: the first `limit` records whose id is greater (for tailing and paging forward), stopping
    * short of a write still in flight so that a tail shows its outcome, not its pending record.
    */
-  list(options: { afterId?: number; limit?: number } = {}): StoredAuditRecord[] {
+  list(options: { afterId?: number; limit?: number; user?: string } = {}): StoredAuditRecord[] {
     const limit = options.limit === undefined ? -1 : Math.max(0, Math.trunc(options.limit));
+    // One user's records only (the implicit user's are those with none): a member's dashboard sees no one else's.
+    const mine = options.user === undefined ? "1" : options.user === DEFAULT_USER_NAME ? "user IS NULL" : "user = @user";
     const rows =
       options.afterId === undefined
-        ? this.db.prepare<[number], Row>("SELECT * FROM (SELECT * FROM audit ORDER BY id DESC LIMIT ?) ORDER BY id ASC").all(limit)
+        ? this.db.prepare<[{ limit: number; user: string | null }], Row>(`SELECT * FROM (SELECT * FROM audit WHERE ${mine} ORDER BY id DESC LIMIT @limit) ORDER BY id ASC`).all({ limit, user: options.user ?? null })
         : this.db
-            .prepare<[{ after: number; inFlight: number; fresh: number; limit: number }], Row>(
-              `SELECT * FROM audit WHERE id > @after AND id < COALESCE(
-                 (SELECT MIN(id) FROM audit WHERE id > @after AND duration_ms = @inFlight AND time > @fresh), 9223372036854775807)
+            .prepare<[{ after: number; inFlight: number; fresh: number; limit: number; user: string | null }], Row>(
+              `SELECT * FROM audit WHERE id > @after AND ${mine} AND id < COALESCE(
+                 (SELECT MIN(id) FROM audit WHERE id > @after AND ${mine} AND duration_ms = @inFlight AND time > @fresh), 9223372036854775807)
                ORDER BY id ASC LIMIT @limit`,
             )
-            .all({ after: Math.trunc(options.afterId), inFlight: IN_FLIGHT, fresh: Date.now() - IN_FLIGHT_HOLD_MS, limit });
+            .all({ after: Math.trunc(options.afterId), inFlight: IN_FLIGHT, fresh: Date.now() - IN_FLIGHT_HOLD_MS, limit, user: options.user ?? null });
     return rows.map(fromRow);
   }
 
@@ -277,6 +288,7 @@ export function formatAuditLine(rec: StoredAuditRecord): string {
   const field = (key: string, value: string | number | undefined) => {
     if (value !== undefined && value !== "") parts.push(`${key}=${escapeText(String(value))}`);
   };
+  field("user", rec.user);
   field("client", rec.client);
   field("browser", rec.browser);
   field("tab", rec.tab);
@@ -338,6 +350,7 @@ function fromRow(row: Row): StoredAuditRecord {
     ...(row.tab !== null ? { tab: row.tab } : {}),
     ...(row.origin !== null ? { origin: row.origin } : {}),
     tool: row.tool,
+    ...(row.user !== null && row.user !== undefined ? { user: row.user } : {}),
     ...(row.client !== null && row.client !== undefined ? { client: row.client } : {}),
     ...(row.target !== null ? { target: row.target } : {}),
     decision: isDecision(row.decision) ? row.decision : "failed",

@@ -3,7 +3,7 @@
 // the gate, leases, strict arguments and audit apply to a program's commands exactly as to MCP calls.
 import { z } from "zod";
 import { click, fill, hover, pressKey, scroll, selectOption, setChecked, waitFor } from "../tools/act.js";
-import { query } from "../tools/query.js";
+import { describeRef, query } from "../tools/query.js";
 import { readPage } from "../tools/read.js";
 import { screenshot } from "../tools/screenshot.js";
 import { snapshot } from "../tools/snapshot.js";
@@ -39,12 +39,21 @@ function programMatches(state: RunState, found: { tab: number; revision: string;
   return found.matches.map(({ states: _states, box: _box, ...m }) => (m.ref ? { ...m, ref: state.mint(found.tab, m.ref, found.revision, generation) } : m));
 }
 
-/** A command that reads one element fresh takes a selector (a ref's element is not read again by any tool). */
-function selectorOf(command: string, given: unknown): string {
-  if (typeof given !== "string" || PROGRAM_REF.test(given) || /^(?:f\d+)?e\d+$/.test(given)) {
-    fail("invalid_params", `browse.${command} needs a selector as its target (it reads the element fresh), got ${JSON.stringify(given)?.slice(0, 60) ?? "nothing"}; pass the CSS or xpath= selector of the element`);
+/**
+ * The one element a read of is() / get() is about, read fresh: a ref the run minted (or a snapshot node) in its own
+ * revision, so the program's refs stay valid; a selector through a query (a new revision).
+ */
+async function elementOf(state: RunState, given: unknown, command: string): Promise<MatchValue> {
+  const ref: unknown = given !== null && typeof given === "object" ? Reflect.get(given, "ref") : undefined;
+  if (typeof given === "string" && !PROGRAM_REF.test(given) && !/^(?:f\d+)?e\d+$/.test(given)) return (await selectOne(state, given, command)).match;
+  if (typeof given !== "string" && typeof ref !== "string") {
+    fail("invalid_params", `browse.${command} needs a target: a ref from browse.snapshot() or browse.query(), a snapshot node with a ref, or a CSS / xpath= selector; got ${JSON.stringify(given)?.slice(0, 60) ?? "nothing"}`);
   }
-  return given;
+  const at = state.resolveRef(typeof given === "string" ? given : String(ref));
+  const found = valueOf(queryValue, await state.call(describeRef, { tab: at.tab, ref: at.ref, revision: at.revision }), "describe_ref");
+  const match = found.matches[0];
+  if (!match) return fail("stale_ref", `browse.${command}: the element of ${JSON.stringify(given)} is gone; snapshot again`);
+  return match;
 }
 
 function mouse(name: "click" | "hover", tool: Tool, doc: string): Command {
@@ -66,7 +75,7 @@ const IS_STATES = ["visible", "enabled", "checked", "editable"] as const;
 
 /** is(): from the page's report of the one element a selector matches (visible: a person can see it). */
 async function isOf(state: RunState, which: (typeof IS_STATES)[number], given: unknown): Promise<boolean> {
-  const { match } = await selectOne(state, selectorOf(`is(${JSON.stringify(which)})`, given), "is");
+  const match = await elementOf(state, given, `is(${JSON.stringify(which)})`);
   const states = match.states ?? [];
   if (which === "visible") return match.hidden === undefined;
   if (which === "enabled") return !states.includes("disabled");
@@ -101,7 +110,7 @@ function moved(name: "back" | "forward" | "reload", doc: string): Command {
 const ATTRIBUTES = ["id", "class", "name", "type", "href", "src", "alt", "title", "data-testid", "value"];
 const GET_WHAT = "title | url | text | value | count | box | attribute:<name>";
 
-/** `get`'s text, value, attribute and count read the element fresh through the query tool, so they take a selector. */
+/** `get`'s text, value, attribute and box read the element fresh (a ref, or a selector through a query); count takes a selector. */
 async function getOf(state: RunState, what: string, given: unknown): Promise<unknown> {
   if (what === "title" || what === "url") {
     const tab = state.tab();
@@ -114,14 +123,12 @@ async function getOf(state: RunState, what: string, given: unknown): Promise<unk
   if (attribute !== undefined && !ATTRIBUTES.includes(attribute) && !attribute.startsWith("aria-")) {
     fail("invalid_params", `browse.get: attribute ${JSON.stringify(attribute)} cannot be read (the query tool reports ${ATTRIBUTES.join(", ")} and aria-*): ask for one of those`);
   }
-  if (typeof given !== "string" || PROGRAM_REF.test(given)) {
-    fail("invalid_params", `browse.get(${JSON.stringify(what)}) needs a CSS selector as its target (it reads the element fresh); a snapshot node already carries its name and value`);
-  }
   if (what === "count") {
+    if (typeof given !== "string" || PROGRAM_REF.test(given)) fail("invalid_params", `browse.get("count") counts the elements a selector matches: pass a CSS or xpath= selector, got ${JSON.stringify(given)?.slice(0, 60) ?? "nothing"}`);
     const tab = state.tab();
     return valueOf(queryValue, await state.call(query, { tab, selector: given, limit: 1 }), "query").total;
   }
-  const { match } = await selectOne(state, given, "get");
+  const match = await elementOf(state, given, `get(${JSON.stringify(what)})`);
   if (what === "box") {
     if (!match.box) fail("not_actionable", `browse.get("box"): ${JSON.stringify(given)} is behind a cross-origin frame (in ${match.frame ?? "a subframe"}), whose place in the page the page cannot read; browse.get("box") its frame element instead`);
     return match.box;
@@ -304,7 +311,7 @@ export const COMMANDS: readonly Command[] = [
     params: [{ name: "what", type: "W", schema: z.string().min(1) }, optionalTarget],
     typeParams: "W extends string",
     returns: 'W extends "box" ? Box : string | number | null',
-    doc: `Reads ${GET_WHAT} (attributes: id, class, name, type, href, src, alt, title, data-testid, aria-*); all but title and url take a selector; box is CSS pixels of the top document, scroll included (not behind a cross-origin frame).`,
+    doc: `Reads ${GET_WHAT} (attributes: id, class, name, type, href, src, alt, title, data-testid, aria-*); text, value, attribute and box take a ref or selector, count a selector; box is CSS pixels of the top document, scroll included (not behind a cross-origin frame).`,
     run: (state, [what, given]) => getOf(state, String(what), given),
   },
   mouse("click", click, "Clicks the element at viewport point (x, y) (CSS pixels; get(\"box\") minus the scroll): a write, gated as a click on that element; hit names it."),
@@ -327,7 +334,7 @@ export const COMMANDS: readonly Command[] = [
     name: "is",
     params: [{ name: "state", type: '"visible" | "enabled" | "checked" | "editable"', schema: z.enum(IS_STATES) }, target],
     returns: "boolean",
-    doc: "Whether the one element a selector matches is visible, enabled, checked or editable, as the page reports it now (a read).",
+    doc: "Whether the element (a ref, or the one a selector matches) is visible, enabled, checked or editable, as the page reports it now (a read).",
     run: (state, [which, given]) => isOf(state, which as (typeof IS_STATES)[number], given),
   },
   ...PAGE_COMMANDS,

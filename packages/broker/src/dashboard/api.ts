@@ -15,6 +15,8 @@ import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
 import type { SecretRegistry } from "../util/secrets.js";
 import { VERSION } from "../version.js";
+import { DEFAULT_USER_ID } from "../users/principal.js";
+import { configFor } from "../config/userPolicies.js";
 import { auditStream } from "./auditStream.js";
 import { sendJson } from "./http.js";
 import type { DashboardSessions, Session } from "./sessions.js";
@@ -68,6 +70,14 @@ export interface DashboardApiOptions {
   resume: () => unknown;
   /** Tools web pages offer (absent unless config names pages.allowed_origins), and who may call them. */
   pages?: { registry: PageToolRegistry; policy: () => PageToolPolicy };
+  users: DashboardUsers;
+}
+
+/** The team's users as an admin's dashboard manages them (the broker implements it over users/users.ts). */
+export interface DashboardUsers {
+  list(): Promise<unknown>;
+  /** Revokes a user and disconnects their browsers; a UserError's message is shown. */
+  revoke(name: string): Promise<{ name: string }>;
 }
 
 export class DashboardApi {
@@ -82,17 +92,34 @@ export class DashboardApi {
   /** Answers an API path (undefined for a path that is not one); `port` is the one the broker listens on. */
   async handle(path: string, req: Request, query: URLSearchParams, session: Session, port: number | undefined, form?: URLSearchParams): Promise<Response | undefined> {
     const { config, secrets } = this.#options;
+    // A member sees their own browsers and records; an admin every user's.
+    const scope = session.principal.role === "admin" ? undefined : session.principal;
     switch (path) {
       case "/dashboard/api/state":
-        return this.#json(200, await this.#state());
+        return this.#json(200, await this.#state(scope?.user));
       case "/dashboard/api/config":
         // The pairing code is shown to the logged-in user on purpose (they enter it in the extension's popup);
-        // it is the one secret any exit shows, and it is set after the rest of the view is redacted.
-        return sendJson(200, { ...secrets.redactValue(this.#configView(port)), pairingToken: config.pairingToken });
+        // it is the one secret any exit shows, and it is set after the rest of the view is redacted. It is the
+        // broker's own (the implicit user's): a team's user got theirs from `tabrelay users add`, and sees none here.
+        return sendJson(200, { ...secrets.redactValue(this.#configView(port, session.principal.name)), pairingToken: session.principal.user === DEFAULT_USER_ID ? config.pairingToken : null });
       case "/dashboard/api/preview":
-        return await this.#preview(query);
+        return await this.#preview(query, scope?.user);
       case "/dashboard/api/audit":
-        return auditStream(this.#options, req, query, session);
+        return auditStream(this.#options, req, query, session, scope?.name);
+      case "/dashboard/api/users":
+        return this.#json(200, await this.#options.users.list());
+      case "/dashboard/api/users/revoke": {
+        const name = form?.get("name") ?? "";
+        if (!name) return this.#json(400, { error: "pass name (the user to revoke)" });
+        if (name === session.principal.name) return this.#json(400, { error: "you cannot revoke yourself here; another admin can, or `tabrelay users revoke` on the broker's machine" });
+        try {
+          const revoked = await this.#options.users.revoke(name);
+          this.#options.log.warn(`dashboard: ${session.principal.name} revoked user ${revoked.name}`);
+          return this.#json(200, { revoked: true, name: revoked.name });
+        } catch (error) {
+          return this.#json(404, { error: errorText(error) });
+        }
+      }
       case "/dashboard/api/stop":
         return this.#json(200, this.#options.stop());
       case "/dashboard/api/resume":
@@ -108,10 +135,10 @@ export class DashboardApi {
     return sendJson(status, this.#options.secrets.redactValue(value));
   }
 
-  async #state(): Promise<unknown> {
+  async #state(owner: string | undefined): Promise<unknown> {
     const { registry, audit } = this.#options;
     const browsers = await Promise.all(
-      registry.list().map(async (b) => {
+      registry.list(owner).map(async (b) => {
         const tabs = await this.#tabs(b);
         const leases = tabLeases(registry, this.#options.config);
         const now = Date.now();
@@ -125,12 +152,13 @@ export class DashboardApi {
           kind: b.info.kind,
           extensionVersion: b.info.extensionVersion,
           connectedAt: b.info.connectedAt,
+          owner: b.info.owner ?? DEFAULT_USER_ID,
           ...(tabs.ok ? { tabs: tabs.value.map(owned) } : { tabs: [], tabsError: tabs.error }),
         };
       }),
     );
     const stoppedAt = this.#options.stoppedAt();
-    return { version: VERSION, now: Date.now(), stopped: stoppedAt !== undefined, stoppedAt: stoppedAt ?? null, browsers, audit: audit.health(), pages: this.#pagesView() };
+    return { version: VERSION, now: Date.now(), stopped: stoppedAt !== undefined, stoppedAt: stoppedAt ?? null, browsers, audit: audit.health(), pages: owner === undefined ? this.#pagesView() : null };
   }
 
   /** The pages connected over /page and every tool they offer, held ones included; null when page tools are off. */
@@ -186,8 +214,10 @@ export class DashboardApi {
   }
 
   /** The config as the page shows it, without the pairing code (added by the route, unredacted). */
-  #configView(listening: number | undefined): Record<string, unknown> {
+  #configView(listening: number | undefined, userName: string): Record<string, unknown> {
     const config = this.#options.config;
+    // The policy the signed-in user is held to: the base, with their own section where config `users:` has one.
+    const policies = configFor(config, userName);
     let extensionDir: string | null = null;
     let extensionDirError: string | null = null;
     try {
@@ -201,21 +231,21 @@ export class DashboardApi {
       version: VERSION,
       configFile: existsSync(config.configPath) ? config.configPath : null,
       configPathChecked: config.configPath,
-      readPolicy: config.policy.describe(),
-      writePolicy: config.writePolicy.describe(),
+      readPolicy: policies.policy.describe(),
+      writePolicy: policies.writePolicy.describe(),
       bridgeUrl: `ws://${host}:${port}/bridge`,
       extensionDir,
       extensionDirError,
     };
   }
 
-  async #preview(query: URLSearchParams): Promise<Response> {
+  async #preview(query: URLSearchParams, owner: string | undefined): Promise<Response> {
     const browserId = query.get("browser") ?? "";
     const tabId = Number(query.get("tab") ?? Number.NaN);
     if (!browserId || !Number.isSafeInteger(tabId)) {
       return this.#json(400, { error: "pass browser (an id) and tab (a tab id)" });
     }
-    const connection = this.#options.registry.list().find((b) => b.info.browserId === browserId);
+    const connection = this.#options.registry.list(owner).find((b) => b.info.browserId === browserId);
     if (!connection) {
       return this.#json(200, { ok: false, error: { code: "unknown_browser", message: "that browser is not connected" } });
     }

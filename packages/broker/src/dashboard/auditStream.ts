@@ -20,7 +20,7 @@ export interface AuditStreamDeps {
 }
 
 /** Server-Sent Events: the audit records after `after` (or Last-Event-ID), then new ones as they are written. */
-export function auditStream(deps: AuditStreamDeps, req: Request, query: URLSearchParams, session: Session): Response {
+export function auditStream(deps: AuditStreamDeps, req: Request, query: URLSearchParams, session: Session, user?: string): Response {
   const resumeFrom = Number(req.headers.get("last-event-id") ?? query.get("after") ?? Number.NaN);
   let afterId = Number.isSafeInteger(resumeFrom) && resumeFrom >= 0 ? resumeFrom : undefined;
   const encoder = new TextEncoder();
@@ -54,7 +54,9 @@ export function auditStream(deps: AuditStreamDeps, req: Request, query: URLSearc
     }
     let records: StoredAuditRecord[];
     try {
-      records = afterId === undefined ? deps.audit.list({ limit: AUDIT_BACKLOG }) : deps.audit.list({ afterId, limit: AUDIT_BATCH });
+            // `user`: a member's stream holds their own records only.
+      const mine = user === undefined ? {} : { user };
+      records = afterId === undefined ? deps.audit.list({ limit: AUDIT_BACKLOG, ...mine }) : deps.audit.list({ afterId, limit: AUDIT_BATCH, ...mine });
     } catch (error) {
       deps.log.warn(`dashboard: audit stream: ${error instanceof Error ? error.message : String(error)}`);
       stream.end("unavailable");

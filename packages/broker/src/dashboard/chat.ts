@@ -10,6 +10,7 @@ import { PLAIN_LINE_PATTERNS } from "../util/pageText.js";
 import type { SecretRegistry } from "../util/secrets.js";
 import { SECURITY_HEADERS, sendJson } from "./http.js";
 import type { Session } from "./sessions.js";
+import type { Principal } from "../users/principal.js";
 
 /** One thing the panel shows, streamed as a line of JSON (application/x-ndjson). */
 export type ChatEvent =
@@ -34,7 +35,8 @@ export type ChatStatus =
  */
 export interface DashboardChat {
   status(): { provider: string; model: string; maxSteps: number };
-  run(conversation: string, task: string, signal: AbortSignal): AsyncIterable<ChatEvent>;
+  /** Runs a task as `principal` (the dashboard's user): its tools reach only that user's browsers. */
+  run(conversation: string, task: string, signal: AbortSignal, principal: Principal): AsyncIterable<ChatEvent>;
   /** Forgets the conversation's history and ends its tool session (the tabs it opened and holds are closed). */
   reset(conversation: string): void;
 }
@@ -147,7 +149,7 @@ export class ChatRoutes {
     let finish: () => void = () => {};
     const running: Running = { controller, done: new Promise<void>((resolve) => (finish = resolve)) };
     this.#running.set(session, running);
-    const events = chat.run(conversation, task, controller.signal);
+    const events = chat.run(conversation, task, controller.signal, session.principal);
     const body = new ReadableStream<Uint8Array>({
       start: async (c) => {
         const send = (event: ChatEvent): void => {

@@ -15,6 +15,8 @@ import { CHAT_FORM_MAX_BYTES, ChatRoutes, type DashboardChat } from "./chat.js";
 import { clearCookie, fetchSiteOk, readForm, redirect, sameOrigin, send, sendJson, sendJsonOrText, sendText, sessionCookieName } from "./http.js";
 import { CLIENT_ASSETS, dashboardPage } from "./page.js";
 import { DashboardSessions, type Peer } from "./sessions.js";
+import type { Principal } from "../users/principal.js";
+import type { DashboardUsers } from "./api.js";
 
 export type { Peer } from "./sessions.js";
 
@@ -31,6 +33,10 @@ export interface DashboardOptions {
   port: () => number | undefined;
   /** Page tools (absent unless config names pages.allowed_origins): listed, and a changed one approved, here. */
   pages?: { registry: PageToolRegistry } | undefined;
+  /** Whose an access token is (users/users.ts): the login takes the broker's own MCP token or a user's. */
+  authenticate: (token: string) => Promise<Principal | undefined>;
+  /** The team's users, for an admin: listed and revoked from the dashboard. */
+  users: DashboardUsers;
 }
 
 export class Dashboard {
@@ -53,7 +59,7 @@ export class Dashboard {
     this.#secrets = options.secrets;
     this.#onEmergencyStop = options.onEmergencyStop;
     this.#port = options.port;
-    this.#sessions = new DashboardSessions(options.config, options.log);
+    this.#sessions = new DashboardSessions(options.log, options.authenticate);
     this.#api = new DashboardApi({
       registry: options.registry,
       audit: options.audit,
@@ -64,6 +70,7 @@ export class Dashboard {
       stoppedAt: () => this.#stoppedAt,
       stop: () => this.#stop(),
       resume: () => this.#resume(),
+      users: options.users,
       ...(options.pages ? { pages: { registry: options.pages.registry, policy: () => options.config.pages.toolPolicy } } : {}),
     });
     this.#chat = new ChatRoutes({ config: options.config, log: options.log, secrets: options.secrets });
@@ -79,6 +86,16 @@ export class Dashboard {
   /** Gives the dashboard its chat panel (the CLI mounts @tabrelay/chat's when a model key is configured). */
   mountChat(chat: DashboardChat): void {
     this.#chat.mount(chat);
+  }
+
+  /** The users with a dashboard open. */
+  users(): Set<string> {
+    return this.#sessions.users();
+  }
+
+  /** Logs a revoked user's dashboards out. */
+  endUser(user: string): void {
+    this.#sessions.endUser(user);
   }
 
   /** True when the emergency stop is in effect. */
@@ -142,6 +159,10 @@ export class Dashboard {
       form = read;
     }
     if (path.startsWith("/dashboard/api/chat")) return this.#chat.handle(path, session, form);
+    // What reaches every user's browsers at once (the emergency stop, the team's users) is an admin's.
+    if (ADMIN_ONLY.has(path) && session.principal.role !== "admin") {
+      return this.#json(403, { error: `only an admin can do this (${session.principal.name} is a member); ask an admin of this broker` });
+    }
     return this.#api.handle(path, req, query, session, port, form);
   }
 
@@ -210,4 +231,8 @@ const ROUTES: readonly Route[] = [
   { path: "/dashboard/api/chat", methods: ["GET", "POST"], kind: "api" },
   { path: "/dashboard/api/chat/stop", methods: ["POST"], kind: "api" },
   { path: "/dashboard/api/chat/reset", methods: ["POST"], kind: "api" },
+  { path: "/dashboard/api/users", methods: ["GET"], kind: "api" },
+  { path: "/dashboard/api/users/revoke", methods: ["POST"], kind: "api" },
 ];
+
+const ADMIN_ONLY = new Set(["/dashboard/api/stop", "/dashboard/api/resume", "/dashboard/api/pages/approve", "/dashboard/api/users", "/dashboard/api/users/revoke"]);

@@ -1,9 +1,9 @@
 // The dashboard's door: the login form (the access token, a signed CSRF nonce, the login throttle) and the sessions
 // it opens (a cookie naming a session the broker keeps in memory, its CSRF token, the audit streams it holds open).
 import { createHash, createHmac, randomBytes } from "node:crypto";
-import type { BrokerConfig } from "../config/config.js";
 import type { Logger } from "../util/log.js";
 import { safeEqual } from "../util/secrets.js";
+import type { Principal } from "../users/principal.js";
 import { clearCookie, cookieValue, loginCookieName, readForm, redirect, send, sessionCookieName } from "./http.js";
 import { LoginThrottle, type LoginScope } from "./loginThrottle.js";
 import { loginPage } from "./page.js";
@@ -25,6 +25,8 @@ export interface Session {
   csrf: string;
   expiresAt: number;
   streams: Set<Stream>;
+  /** Whose token opened the session: a member sees only their own browsers and records; an admin everything. */
+  principal: Principal;
   /** Called once when the session ends (logout, expiry, eviction): what else it holds lets go (the chat's conversation). */
   onEnd: Set<() => void>;
 }
@@ -39,25 +41,19 @@ const LIMITED_BECAUSE: Readonly<Record<LoginScope, string>> = {
   "this dashboard": "Too many wrong tokens were tried on this dashboard.",
 };
 
-/**
- * Tokens that open the dashboard. Today only the MCP token; a separate `dashboard.token` from the config
- * file joins this list when the config grows one.
- */
-function dashboardTokens(config: BrokerConfig): string[] {
-  return [config.mcpToken].filter((token) => token.length > 0);
-}
-
 export class DashboardSessions {
-  readonly #config: BrokerConfig;
   readonly #log: Logger;
   readonly #sessions = new Map<string, Session>();
   readonly #loginThrottle = new LoginThrottle();
   /** Signs the pre-session CSRF nonce, so a cookie set by another page on this host cannot forge the form field. */
   readonly #loginKey = randomBytes(32);
 
-  constructor(config: BrokerConfig, log: Logger) {
-    this.#config = config;
+  readonly #authenticate: (token: string) => Promise<Principal | undefined>;
+
+  /** `authenticate` says whose an access token is (the broker's own MCP token, or a user's: users/users.ts). */
+  constructor(log: Logger, authenticate: (token: string) => Promise<Principal | undefined>) {
     this.#log = log;
+    this.#authenticate = authenticate;
   }
 
   /** POST /login: the token from the form, checked once the throttle and the form's CSRF nonce allow it. */
@@ -74,10 +70,9 @@ export class DashboardSessions {
     }
     const nonce = cookieValue(req, loginCookieName(port)) ?? "";
     if (!nonce || !safeEqual(form.get("csrf") ?? "", this.#signLoginNonce(nonce))) return this.loginForm(port, tls, 403, "The login form expired. Enter the token again.");
-    const given = form.get("token") ?? "";
-    let accepted = false;
-    for (const token of dashboardTokens(this.#config)) accepted = safeEqual(given.trim(), token) || accepted;
-    if (!accepted) {
+    const given = (form.get("token") ?? "").trim();
+    const principal = given ? await this.#authenticate(given) : undefined;
+    if (!principal) {
       this.#loginThrottle.failed({ address }, now);
       this.#log.warn(`dashboard: refused a login from ${address} (wrong token)`);
       return this.loginForm(port, tls, 401, "That token was not accepted.");
@@ -89,9 +84,9 @@ export class DashboardSessions {
       if (!oldest) break;
       this.end(oldest);
     }
-    const session: Session = { key: hashId(id), csrf: randomBytes(32).toString("base64url"), expiresAt: now + SESSION_TTL_S * 1000, streams: new Set(), onEnd: new Set() };
+    const session: Session = { key: hashId(id), csrf: randomBytes(32).toString("base64url"), expiresAt: now + SESSION_TTL_S * 1000, streams: new Set(), onEnd: new Set(), principal };
     this.#sessions.set(session.key, session);
-    this.#log.info(`dashboard: login from ${address}`);
+    this.#log.info(`dashboard: login from ${address} as ${principal.name}`);
     return redirect("/", [
       `${sessionCookieName(port)}=${id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${SESSION_TTL_S}${tls ? "; Secure" : ""}`,
       clearCookie(loginCookieName(port), tls, "/login"),
@@ -138,6 +133,16 @@ export class DashboardSessions {
     session.streams.clear();
     for (const hook of session.onEnd) hook();
     session.onEnd.clear();
+  }
+
+  /** The users with a dashboard open (the broker's sweep checks they are still live). */
+  users(): Set<string> {
+    return new Set([...this.#sessions.values()].map((s) => s.principal.user));
+  }
+
+  /** Ends every session of a user (revoked): their dashboards log out at once. */
+  endUser(user: string): void {
+    for (const session of [...this.#sessions.values()]) if (session.principal.user === user) this.end(session);
   }
 
   #prune(now: number): void {

@@ -40,6 +40,14 @@ export class DocumentStatus {
     }
   }
 
+  /**
+   * The status of a document whose commit the driver did not see (it was there before the driver connected: a
+   * stateless host's next request), as the page itself reports it. Observed events take precedence.
+   */
+  seed(tabId: number, url: string, status: number): void {
+    if (!this.#current.has(tabId) && !this.#pending.has(tabId)) this.#current.set(tabId, { url: withoutFragment(url), status });
+  }
+
   /** The tab is gone (closed by the page, the person or the broker's tabs.close). */
   forget(tabId: number): void {
     this.#pending.delete(tabId);

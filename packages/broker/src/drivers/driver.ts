@@ -12,6 +12,10 @@ export interface BrowserInfo {
   extensionVersion: string;
   connectedAt: number;
   kind: "extension" | "cdp";
+  /** The user the browser belongs to (users/principal.ts ownerOf): absent is the implicit user. */
+  owner?: string;
+  /** That user's name (with owner): whose policy (config `users:`) the browser is held to. */
+  ownerName?: string;
 }
 
 /**
@@ -24,7 +28,13 @@ export interface BrowserDriver {
   readonly closed: boolean;
   call<M extends BridgeMethod>(method: M, params: ParamsOf<M>, options?: CallOptions): Promise<Result<ResultOf<M>>>;
   /** Ends the connection (a browser we started is shut down; an attached one is left running). */
-  close(reason: string): void;
+  /** `code`: the WebSocket close code an extension browser gets (1012 tells it to reconnect at once: draining). */
+  close(reason: string, code?: number): void;
+  /**
+   * The registry forgets the driver: calls in flight fail now, never after a timeout. The extension's connection
+   * needs telling (its socket is the bridge's); the CDP driver learns it from its own socket.
+   */
+  markClosed?(): void;
 }
 
 export interface CallOptions {

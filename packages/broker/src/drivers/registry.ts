@@ -1,33 +1,48 @@
 // Every connected browser, whichever driver runs it, by stable id.
-import { EventEmitter } from "node:events";
 import type { BridgeEvent, Result } from "@tabrelay/protocol";
+import { Emitter } from "../util/emitter.js";
 import type { BrowserDriver } from "./driver.js";
-import { BrowserConnection } from "./extension/connection.js";
+import { ownerOf } from "../users/principal.js";
 
-export interface RegistryEvents {
+export type RegistryEvents = {
   connected: [BrowserDriver];
   disconnected: [BrowserDriver];
   event: [BrowserDriver, BridgeEvent];
   /** A tab the broker closed itself (close_tab): no tab.removed comes from the browser for it. */
   tabClosed: [BrowserDriver, number];
-}
+};
 
 /** All connected browsers, by stable id. A new browser never evicts another; a reconnect replaces itself. */
-export class BrowserRegistry extends EventEmitter<RegistryEvents> {
+export class BrowserRegistry extends Emitter<RegistryEvents> {
   readonly #browsers = new Map<string, BrowserDriver>();
   /** When a call last picked each browser (epoch ms): a started browser nobody addresses is stopped (launch/sessions.ts). */
   readonly #picked = new Map<string, number>();
 
-  add(driver: BrowserDriver): void {
+  /** Whether a browser with this id and owner may join now (add would take it): no other user's browser holds the id. */
+  admits(info: { browserId: string; owner?: string }): boolean {
+    const previous = this.#browsers.get(info.browserId);
+    return !previous || ownerOf(previous.info) === ownerOf(info);
+  }
+
+  /**
+   * Adds a browser; false (and the newcomer is closed) when another user's browser holds its id: a browser id is
+   * chosen by the browser, so one user must not be able to push another's browser off by claiming its id.
+   */
+  add(driver: BrowserDriver): boolean {
     const previous = this.#browsers.get(driver.info.browserId);
+    if (previous && previous !== driver && !this.admits(driver.info)) {
+      driver.close("another user's browser is connected with this browser id");
+      return false;
+    }
     // Same browser id: the extension reconnected (worker restart, network blip). The old socket is stale.
     if (previous && previous !== driver) previous.close("replaced by a newer connection from the same browser");
     this.#browsers.set(driver.info.browserId, driver);
     this.emit("connected", driver);
+    return true;
   }
 
   remove(driver: BrowserDriver): void {
-    if (driver instanceof BrowserConnection) driver.markClosed();
+    driver.markClosed?.();
     if (this.#browsers.get(driver.info.browserId) === driver) {
       this.#browsers.delete(driver.info.browserId);
       this.#picked.delete(driver.info.browserId);
@@ -35,8 +50,10 @@ export class BrowserRegistry extends EventEmitter<RegistryEvents> {
     }
   }
 
-  list(): BrowserDriver[] {
-    return [...this.#browsers.values()].sort((a, b) => b.info.connectedAt - a.info.connectedAt);
+  /** Newest first; with `owner`, only that user's browsers (another user's are not there at all for them). */
+  list(owner?: string): BrowserDriver[] {
+    const all = [...this.#browsers.values()].sort((a, b) => b.info.connectedAt - a.info.connectedAt);
+    return owner === undefined ? all : all.filter((b) => ownerOf(b.info) === owner);
   }
 
   /** When a call last picked this browser (epoch ms), or undefined when none has. */
@@ -44,15 +61,18 @@ export class BrowserRegistry extends EventEmitter<RegistryEvents> {
     return this.#picked.get(browserId);
   }
 
-  /** By id or label; without a selector, the most recently connected browser. The browser picked counts as used now. */
-  pick(selector?: string): Result<BrowserDriver> {
-    const picked = this.#pick(selector);
+  /**
+   * By id or label; without a selector, the most recently connected browser. The browser picked counts as used now.
+   * With `owner`, among that user's browsers only: another user's browser id is unknown_browser, as if it did not exist.
+   */
+  pick(selector?: string, owner?: string): Result<BrowserDriver> {
+    const picked = this.#pick(selector, owner);
     if (picked.ok) this.#picked.set(picked.value.info.browserId, Date.now());
     return picked;
   }
 
-  #pick(selector?: string): Result<BrowserDriver> {
-    const browsers = this.list();
+  #pick(selector: string | undefined, owner: string | undefined): Result<BrowserDriver> {
+    const browsers = this.list(owner);
     if (browsers.length === 0) {
       return {
         ok: false,
@@ -67,10 +87,8 @@ export class BrowserRegistry extends EventEmitter<RegistryEvents> {
     if (byId) return { ok: true, value: byId };
     const byLabel = browsers.filter((b) => b.info.label === selector);
     if (byLabel.length === 1) return { ok: true, value: byLabel[0]! };
-    if (byLabel.length > 1) {
-      return { ok: false, error: { code: "unknown_browser", message: `several browsers are labelled "${selector}"; pass the browser id from list_browsers instead` } };
-    }
-    return { ok: false, error: { code: "unknown_browser", message: `no connected browser has id or label "${selector}"; call list_browsers to see them` } };
+    if (byLabel.length > 1) return ambiguousBrowser(selector);
+    return unknownBrowser(selector);
   }
 
   closeAll(reason: string): void {
@@ -79,4 +97,14 @@ export class BrowserRegistry extends EventEmitter<RegistryEvents> {
       this.remove(driver);
     }
   }
+}
+
+/** Several of the user's browsers carry this label. */
+export function ambiguousBrowser(selector: string): { ok: false; error: { code: "unknown_browser"; message: string } } {
+  return { ok: false, error: { code: "unknown_browser", message: `several browsers are labelled "${selector}"; pass the browser id from list_browsers instead` } };
+}
+
+/** No browser of the user's has this id or label: the same words whether another user's has it or none does. */
+export function unknownBrowser(selector: string): { ok: false; error: { code: "unknown_browser"; message: string } } {
+  return { ok: false, error: { code: "unknown_browser", message: `no connected browser has id or label "${selector}"; call list_browsers to see them` } };
 }

@@ -1,7 +1,7 @@
 // The Node runner: read conversions on a pool of worker threads (workerPool.ts) running worker.ts.
 import { existsSync } from "node:fs";
 import { assetPaths } from "../assets.js";
-import type { ExtractRunner } from "./runner.js";
+import { inProcessRunner, setExtractRunner, type ExtractRunner } from "./runner.js";
 import type { ReadJob, ReadJobResult } from "./job.js";
 import { WorkerPool } from "./workerPool.js";
 
@@ -25,4 +25,25 @@ export function nodeExtractRunner(): ExtractRunner | undefined {
   if (!existsSync(script)) return undefined;
   const pool = new WorkerPool<ReadJob, ReadJobResult>({ script, maxWorkers: MAX_WORKERS, idleMs: IDLE_MS, resourceLimits: { maxOldGenerationSizeMb: MAX_HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
   return { run: (job, deadlineMs) => pool.run(job, deadlineMs), close: () => pool.close() };
+}
+
+/**
+ * The runner a Node broker installs: the pool, made on the first read (in-process when the worker script is not
+ * built, as nodeExtractRunner says); closed, it makes a new pool on the next read. One per process, as the pool is.
+ */
+const shared: ExtractRunner = (() => {
+  let made: ExtractRunner | undefined;
+  return {
+    run: (job, deadlineMs) => (made ??= nodeExtractRunner() ?? inProcessRunner).run(job, deadlineMs),
+    async close() {
+      const pool = made;
+      made = undefined;
+      await pool?.close?.();
+    },
+  };
+})();
+
+/** Read conversions of this process run on the worker pool (Broker's constructor: every broker of the process shares it). */
+export function useNodeExtractRunner(): void {
+  setExtractRunner(shared);
 }

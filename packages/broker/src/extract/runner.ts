@@ -1,7 +1,7 @@
 /**
- * Where a read's conversion runs. The broker's default is a pool of worker threads (nodeRunner.ts), so that a hostile
- * page cannot stall the event loop other sessions and /health share; a runtime without worker threads (the Workers
- * entry) runs it in-process instead (setExtractRunner). Either way the job has a size budget (job.ts); in a worker it
+ * Where a read's conversion runs. The Node broker installs a pool of worker threads (nodeRunner.ts, from its
+ * constructor), so that a hostile page cannot stall the event loop other sessions and /health share; where nothing is
+ * installed (a runtime without worker threads: the Workers entry) it runs in-process. Either way the job has a size budget (job.ts); in a worker it
  * also has a deadline: past it the worker is ended, the documents are converted again as plain text, and past that
  * deadline too the read fails with `timeout` rather than hang.
  */
@@ -28,19 +28,15 @@ export const inProcessRunner: ExtractRunner = {
   },
 };
 
-let chosen: Promise<ExtractRunner> | undefined;
+// The core imports no node: module, so it cannot pick the worker pool itself (node:worker_threads): the Node broker
+// installs it.
+let chosen: ExtractRunner = inProcessRunner;
 
-/** Replaces the runner (a runtime without worker threads passes inProcessRunner). */
+/** Replaces the runner (the previous one is closed). */
 export function setExtractRunner(runner: ExtractRunner): void {
   const previous = chosen;
-  chosen = Promise.resolve(runner);
-  void previous?.then((r) => (r === runner ? undefined : r.close?.()));
-}
-
-function runner(): Promise<ExtractRunner> {
-  // Loaded lazily: the worker pool needs node:worker_threads, which the core does not import.
-  chosen ??= import("./nodeRunner.js").then((m) => m.nodeExtractRunner() ?? inProcessRunner).catch(() => inProcessRunner);
-  return chosen;
+  chosen = runner;
+  if (previous !== runner) void previous.close?.();
 }
 
 export interface Converted extends ReadJobResult {
@@ -49,7 +45,7 @@ export interface Converted extends ReadJobResult {
 }
 
 export async function convertRead(job: Omit<ReadJob, "how">): Promise<Converted> {
-  const run = await runner();
+  const run = chosen;
   const first = await run.run({ ...job, how: "markdown" }, MARKDOWN_DEADLINE_MS);
   if (first.ok) return first.value;
   const second = await run.run({ ...job, how: "plain" }, PLAIN_DEADLINE_MS);

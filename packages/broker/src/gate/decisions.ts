@@ -13,6 +13,7 @@ import type { ActionKind, ElementFacts } from "@tabrelay/protocol";
 import { canonicalizeUrl } from "../policy/canonicalUrl.js";
 import type { CompiledReadPolicy } from "../policy/readPolicy.js";
 import type { CompiledWritePolicy } from "../policy/writePolicy.js";
+import type { Principal } from "../users/principal.js";
 
 /** What the gate says. A refusal carries the error code the call fails with, the rule and the reason. */
 export type Verdict = { ok: true; rule?: string } | Refusal;
@@ -125,6 +126,8 @@ export interface LeaseFacts {
 export interface Caller {
   session: string;
   client: string;
+  /** The user the session acts for (absent: the implicit user). */
+  user?: Principal;
 }
 
 export type LeaseVerdict = { ok: true; claim: boolean } | { ok: false; code: "tab_leased"; rule: string; message: string };

@@ -9,6 +9,7 @@ import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { BLANK, gateNavigation, gateStopped, gateTab } from "./decisions.js";
 import { tabLeases } from "./leases.js";
+import { configFor } from "../config/userPolicies.js";
 
 /**
  * Refuses a URL before the browser is told to go anywhere, and returns the canonical form to load, so the
@@ -76,7 +77,8 @@ export function enforceOnCommit(ctx: ToolContext): void {
   ctx.registry.on("event", (browser, frame) => {
     if (frame.event === "tab.blocked") {
       const { tabId, url, frame: inFrame } = frame.params;
-      const decision = gateStopped(ctx.config.policy, url);
+      // Judged by the browser's user's policy: the one its network rules came from.
+      const decision = gateStopped(configFor(ctx.config, browser.info.ownerName).policy, url);
       // Stopped by something else (another extension's rules): not tabrelay's refusal to report.
       if (!decision) return;
       if (inFrame) ctx.denials.recordFrame(browser.info.browserId, tabId, url);
@@ -112,7 +114,7 @@ export function enforceOnCommit(ctx: ToolContext): void {
     const { tabId, url } = frame.params;
     ctx.denials.newDocument(browser.info.browserId, tabId);
     if (url === BLANK || url.startsWith("chrome-error://")) return;
-    const decision = gateTab(ctx.config.policy, url, undefined);
+    const decision = gateTab(configFor(ctx.config, browser.info.ownerName).policy, url, undefined);
     if (decision.ok) return;
     ctx.denials.record(browser.info.browserId, tabId, { url, rule: decision.rule, message: decision.message });
     ctx.log.warn(`policy: tab ${tabId} committed ${url}; reset to about:blank (${decision.rule})`);

@@ -9,19 +9,43 @@ import { Hono, type Context } from "hono";
 import type { Dashboard } from "../dashboard/dashboard.js";
 import { answerProof } from "../mcp/brokerProof.js";
 import type { Logger } from "../util/log.js";
+import type { Principal } from "../users/principal.js";
+import { noSuchScreenshot, shotOwner } from "../screenshots/link.js";
 
-/** A door check's refusal: 403 (Host or Origin) or 401 (bearer token). */
+/** A door check's refusal: 403 (Host, Origin, a token's user or scope) or 401 (bearer token). */
 export interface Refusal {
   status: 401 | 403;
   message: string;
+  /**
+   * The WWW-Authenticate value (OAuth: where the protected-resource metadata is, and the token's error). A 401 without
+   * one challenges `Bearer realm="tabrelay"`; a 403 carries one only for insufficient_scope (RFC 6750 section 3.1).
+   */
+  challenge?: string;
+}
+
+/** Who passed the door checks, or why not. */
+export type Admission = { ok: true; principal: Principal } | { ok: false; refusal: Refusal };
+
+/** RFC 9728 protected-resource metadata: served at `paths` to whoever passes `admit`. */
+export interface ResourceMetadata {
+  paths: string[];
+  admit(headers: Headers): Refusal | undefined;
+  document(): unknown;
 }
 
 /** What the routes need from the broker. */
 export interface HttpSurface {
-  /** DNS rebinding (Host), cross-site pages (Origin), then the bearer token: from the headers alone. */
-  guard(headers: Headers): Refusal | undefined;
+  /** DNS rebinding (Host), cross-site pages (Origin), then the bearer token (whose user it is): from the headers alone. */
+  authenticate(headers: Headers): Promise<Admission>;
+  /**
+   * RFC 9728 protected-resource metadata (OAuth mode); its `admit` is the Host check alone (DNS rebinding): the
+   * document is public, no token.
+   */
+  resourceMetadata?: ResourceMetadata | undefined;
   /** The /health body, already redacted. */
   health(): unknown;
+  /** GET /ready, for a load balancer: whether this broker can take new work now, and if not why. */
+  ready(): { ok: boolean; reasons: string[] };
   /** The MCP token the /auth/proof answer is derived from. */
   mcpToken: string;
   /** POST /browsers, guarded by the broker itself (its refusals are JSON). */
@@ -29,9 +53,9 @@ export interface HttpSurface {
   /** Code mode's browse API (GET /api.d.ts, /api.md), behind the same door checks as /mcp. */
   apiDocs(): { declarations: string; guide: string };
   /** POST /page-tokens: a page token for one origin (page tools), after the door checks passed; absent without pages. */
-  pageTokens?: ((req: Request) => Promise<Response>) | undefined;
-  /** Streamable HTTP MCP (sessions, SSE streams, DELETE), after the door checks passed. */
-  mcp(req: Request): Promise<Response>;
+  pageTokens?: ((req: Request, principal: Principal) => Promise<Response>) | undefined;
+  /** Streamable HTTP MCP (sessions, SSE streams, DELETE), after the door checks passed, for their user. */
+  mcp(req: Request, principal: Principal): Promise<Response>;
   /** The local screenshot store's handler (undefined for a path it does not serve), when screenshots are stored locally. */
   screenshots?: ((req: Request) => Promise<Response> | undefined) | undefined;
   dashboard: Dashboard;
@@ -50,32 +74,52 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
   const app = new Hono<Env>();
 
   app.get("/health", () => json(200, surface.health()));
+  // Readiness, beside liveness (/health): 503 while draining, or while the store or the cluster's Redis is away.
+  app.get("/ready", () => {
+    const ready = surface.ready();
+    return json(ready.ok ? 200 : 503, ready.ok ? { ready: true } : { ready: false, reasons: ready.reasons });
+  });
 
   if (surface.screenshots) {
     const screenshots = surface.screenshots;
-    app.all("/shots/*", async (c, next) => (await screenshots(c.req.raw)) ?? next());
+    app.all("/shots/*", async (c, next) => {
+      // A named user's link (screenshots/link.ts) takes their token too: without one it is refused as /mcp refuses,
+      // and with another user's it leads nowhere, as a made-up link does.
+      const owner = shotOwner(new URL(c.req.url));
+      if (owner !== undefined) {
+        const admission = await surface.authenticate(c.req.raw.headers);
+        if (!admission.ok) return refused(admission.refusal);
+        if (admission.principal.user !== owner) return noSuchScreenshot();
+      }
+      return (await screenshots(c.req.raw)) ?? next();
+    });
   }
 
-  const refused = (headers: Headers): Response | undefined => {
-    const refusal = surface.guard(headers);
-    if (!refusal) return undefined;
-    return new Response(`${refusal.message}\n`, {
-      status: refusal.status,
-      headers: { ...TEXT, ...(refusal.status === 401 ? { "WWW-Authenticate": 'Bearer realm="tabrelay"' } : {}) },
-    });
+  /** The route's answer for whoever passed the door checks, or the refusal. */
+  const admitted = async (req: Request, serve: (principal: Principal) => Response | Promise<Response>): Promise<Response> => {
+    const admission = await surface.authenticate(req.headers);
+    return admission.ok ? serve(admission.principal) : refused(admission.refusal);
   };
 
-  app.all("/mcp", async (c) => refused(c.req.raw.headers) ?? surface.mcp(c.req.raw));
+  app.all("/mcp", (c) => admitted(c.req.raw, (principal) => surface.mcp(c.req.raw, principal)));
 
-  app.get("/api.d.ts", (c) => refused(c.req.raw.headers) ?? new Response(surface.apiDocs().declarations, { headers: { "Content-Type": "application/typescript; charset=utf-8", "Cache-Control": "no-store" } }));
-  app.get("/api.md", (c) => refused(c.req.raw.headers) ?? new Response(surface.apiDocs().guide, { headers: { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "no-store" } }));
+  app.get("/api.d.ts", (c) => admitted(c.req.raw, () => new Response(surface.apiDocs().declarations, { headers: { "Content-Type": "application/typescript; charset=utf-8", "Cache-Control": "no-store" } })));
+  app.get("/api.md", (c) => admitted(c.req.raw, () => new Response(surface.apiDocs().guide, { headers: { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "no-store" } })));
 
   app.post("/browsers", (c) => surface.registerBrowser(c.req.raw));
-  app.post("/page-tokens", (c) => {
-    const pageTokens = surface.pageTokens;
-    if (!pageTokens) return refused(c.req.raw.headers) ?? json(404, { error: "page tools are off: config.yaml names no pages.allowed_origins" });
-    return refused(c.req.raw.headers) ?? pageTokens(c.req.raw);
-  });
+  app.post("/page-tokens", (c) =>
+    admitted(c.req.raw, (principal) => (surface.pageTokens ? surface.pageTokens(c.req.raw, principal) : json(404, { error: "page tools are off: config.yaml names no pages.allowed_origins" }))),
+  );
+  const metadata = surface.resourceMetadata;
+  if (metadata) {
+    // Public by design (RFC 9728): a client learns here which authorization server issues tokens for this broker.
+    for (const path of metadata.paths) {
+      app.get(path, (c) => {
+        const refusal = metadata.admit(c.req.raw.headers);
+        return refusal ? refused(refusal) : json(200, metadata.document());
+      });
+    }
+  }
   app.post("/auth/proof", (c) => answerProof(c.req.raw, surface.mcpToken, c.env?.incoming?.socket));
 
   const dashboard = async (c: Context<Env>) => {
@@ -90,6 +134,17 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
     return new Response("internal error\n", { status: 500, headers: TEXT });
   });
   return app;
+}
+
+/** A door check's refusal as plain text, with its challenge. */
+function refused(refusal: Refusal): Response {
+  return new Response(`${refusal.message}\n`, { status: refusal.status, headers: { ...TEXT, ...challengeHeader(refusal) } });
+}
+
+/** The WWW-Authenticate header a refusal carries, if any (also for the JSON refusals of POST /browsers). */
+export function challengeHeader(refusal: Refusal): Record<string, string> {
+  if (refusal.challenge !== undefined) return { "WWW-Authenticate": refusal.challenge };
+  return refusal.status === 401 ? { "WWW-Authenticate": 'Bearer realm="tabrelay"' } : {};
 }
 
 function json(status: number, value: unknown): Response {

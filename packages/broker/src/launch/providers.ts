@@ -27,7 +27,7 @@
 // sends back too, since an error body may echo the request. They are registered in the secrets registry the
 // caller passes (the broker's, so that every exit of the broker redacts them too).
 import { z } from "zod";
-import { isLoopback } from "../config/config.js";
+import { isLoopback } from "../config/build.js";
 import { SecretRegistry, type SecretSink } from "../util/secrets.js";
 
 export type ProviderName = "local" | "cdp" | "browserbase" | "kernel";
@@ -84,6 +84,9 @@ export class ProviderError extends Error {
     super(message);
   }
 }
+
+/** Where the API keys and URLs are read from: process.env on Node, a Worker's bindings. */
+export type ProviderEnv = Readonly<Record<string, string | undefined>>;
 
 export interface CreateProviderSessionOptions {
   /** Browserbase: the session's lifetime (60..21600). Kernel: its idle timeout (10..259200). */
@@ -144,24 +147,76 @@ const ErrorCause = z.object({ code: z.string().optional(), message: z.string().o
  *   throw error;
  * }
  */
-export async function createProviderSession(name: HostedProvider, env: NodeJS.ProcessEnv, opts: CreateProviderSessionOptions = {}): Promise<ProviderSession> {
+export async function createProviderSession(name: HostedProvider, env: ProviderEnv, opts: CreateProviderSessionOptions = {}): Promise<ProviderSession> {
+  const api = apiFor(name, env, opts);
+  const timeout = opts.timeoutSeconds;
+  if (timeout !== undefined) {
+    const [min, max] = api.spec.timeoutRange;
+    if (!Number.isInteger(timeout) || timeout < min || timeout > max) throw api.error("config", `the session timeout must be a whole number of seconds from ${min} to ${max}, not ${timeout}`);
+  }
+  return name === "browserbase"
+    ? createBrowserbase(api, env["BROWSERBASE_PROJECT_ID"]?.trim() || undefined, timeout)
+    : createKernel(api, timeout);
+}
+
+/** The provider's API with the key from the environment (a config error names the variable to set). */
+function apiFor(name: HostedProvider, env: ProviderEnv, opts: { fetchImpl?: typeof fetch; secrets?: SecretSink }): Api {
   const spec = SPECS[name];
   const apiKey = env[spec.keyVar]?.trim();
   if (!apiKey) throw new ProviderError(name, "config", `${spec.title}: ${spec.keyVar} is not set; export your ${spec.title} API key in it`);
   const redactor: SecretSink = opts.secrets ?? new SecretRegistry();
   redactor.register(apiKey, "provider key");
   const fail = (kind: ProviderErrorKind, message: string) => new ProviderError(name, kind, redactor.redact(`${spec.title}: ${message}`));
+  // Called unbound: a Workers runtime refuses fetch called as a method of another object ("Illegal invocation").
+  const fetchImpl = opts.fetchImpl ?? fetch;
+  // A redirect is never followed (the key would go with it). Not which Workers runtimes refuse.
+  const send: typeof fetch = async (input, init) => {
+    const response = await fetchImpl(input, { ...init, redirect: "manual" });
+    if (response.status >= 300 && response.status < 400) throw new Error(`the API answered a redirect (HTTP ${response.status}), which tabrelay does not follow with the API key`);
+    return response;
+  };
+  return new Api(name, spec, apiBase(env[spec.urlVar], spec, fail), apiKey, send, redactor);
+}
 
-  const base = apiBase(env[spec.urlVar], spec, fail);
-  const timeout = opts.timeoutSeconds;
-  if (timeout !== undefined) {
-    const [min, max] = spec.timeoutRange;
-    if (!Number.isInteger(timeout) || timeout < min || timeout > max) throw fail("config", `the session timeout must be a whole number of seconds from ${min} to ${max}, not ${timeout}`);
+const BrowserbaseState = z.object({ status: z.string().optional(), connectUrl: z.string().optional(), signingKey: z.string().optional(), seleniumRemoteUrl: z.string().optional() });
+/** Browserbase's session states in which the browser still runs. */
+const BROWSERBASE_LIVE = new Set(["RUNNING", "PENDING"]);
+
+/**
+ * A hosted session looked up again by its id, for a host that keeps no session of its own (the Workers entry resolves
+ * a browser handle on every request): its DevTools URL, a credential registered in `opts.secrets`, or undefined when
+ * the provider no longer runs it (404; Browserbase: a state other than RUNNING or PENDING).
+ */
+export async function hostedSessionEndpoint(name: HostedProvider, env: ProviderEnv, id: string, opts: { fetchImpl?: typeof fetch; secrets?: SecretSink } = {}): Promise<string | undefined> {
+  const api = apiFor(name, env, opts);
+  const path = name === "browserbase" ? `/v1/sessions/${encodeURIComponent(id)}` : `/browsers/${encodeURIComponent(id)}`;
+  const body = await api.get(path, `look session ${id} up`, { missing: true });
+  if (body === undefined) return undefined;
+  if (name === "browserbase") {
+    const state = BrowserbaseState.safeParse(body);
+    if (!state.success) throw api.error("protocol", `the answer about session ${id} is not a session`);
+    if (state.data.status !== undefined && !BROWSERBASE_LIVE.has(state.data.status)) return undefined;
+    for (const secret of [state.data.connectUrl, state.data.signingKey, state.data.seleniumRemoteUrl]) api.redactor.register(secret, "provider session");
+    const endpoint = state.data.connectUrl === undefined ? undefined : checkEndpoint(state.data.connectUrl);
+    if (!endpoint) throw api.error("protocol", `session ${id} came without a usable connectUrl (ws:// or wss://)`);
+    return endpoint;
   }
-  const api = new Api(name, spec, base, apiKey, opts.fetchImpl ?? fetch, redactor);
-  return name === "browserbase"
-    ? createBrowserbase(api, env["BROWSERBASE_PROJECT_ID"]?.trim() || undefined, timeout)
-    : createKernel(api, timeout);
+  const browser = KernelBrowser.safeParse(body);
+  if (!browser.success) throw api.error("protocol", `the answer about browser ${id} carries no cdp_ws_url`);
+  for (const secret of [browser.data.cdp_ws_url, browser.data.webdriver_ws_url, browser.data.browser_live_view_url]) api.redactor.register(secret, "provider session");
+  const endpoint = checkEndpoint(browser.data.cdp_ws_url);
+  if (!endpoint) throw api.error("protocol", `browser ${id} came without a usable cdp_ws_url (ws:// or wss://)`);
+  return endpoint;
+}
+
+/** Ends a hosted session by id, from whichever host: "already_gone" when the provider no longer runs it. */
+export async function endHostedSession(name: HostedProvider, env: ProviderEnv, id: string, opts: { fetchImpl?: typeof fetch; secrets?: SecretSink } = {}): Promise<"stopped" | "already_gone"> {
+  if ((await hostedSessionEndpoint(name, env, id, opts)) === undefined) return "already_gone";
+  const api = apiFor(name, env, opts);
+  const projectId = env["BROWSERBASE_PROJECT_ID"]?.trim();
+  if (name === "browserbase") await api.release(id, "POST", `/v1/sessions/${encodeURIComponent(id)}`, { status: "REQUEST_RELEASE", ...(projectId ? { projectId } : {}) });
+  else await api.release(id, "DELETE", `/browsers/${encodeURIComponent(id)}`, undefined);
+  return "stopped";
 }
 
 async function createBrowserbase(api: Api, projectId: string | undefined, timeout: number | undefined): Promise<ProviderSession> {
@@ -287,7 +342,6 @@ class Api {
         method: "POST",
         headers: this.#headers(true),
         body: JSON.stringify(body),
-        redirect: "error",
         signal: AbortSignal.timeout(CREATE_TIMEOUT_MS),
       });
     } catch (error) {
@@ -307,16 +361,17 @@ class Api {
     }
   }
 
-  /** GETs a session's resource; resolves with the parsed JSON answer or throws a ProviderError. */
-  async get(path: string, what: string): Promise<unknown> {
+  /** GETs a session's resource; resolves with the parsed JSON answer (undefined for a 404 when `missing`) or throws a ProviderError. */
+  async get(path: string, what: string, options: { missing?: true } = {}): Promise<unknown> {
     let response: Response;
     try {
-      response = await this.fetchImpl(this.#url(path), { method: "GET", headers: this.#headers(false), redirect: "error", signal: AbortSignal.timeout(STOP_TIMEOUT_MS) });
+      response = await this.fetchImpl(this.#url(path), { method: "GET", headers: this.#headers(false), signal: AbortSignal.timeout(STOP_TIMEOUT_MS) });
     } catch (error) {
       throw this.error("network", `could not reach ${this.base.origin} to ${what} (${networkReason(error, STOP_TIMEOUT_MS)})`);
     }
     const text = await response.text().catch(() => "");
     if (response.status === 401 || response.status === 403) throw this.error("auth", `the API key was refused (HTTP ${response.status}); check ${this.spec.keyVar}`);
+    if (response.status === 404 && options.missing) return undefined;
     if (!response.ok) throw this.error("http", `could not ${what}: HTTP ${response.status}${providerMessage(text)}`);
     try {
       return JSON.parse(text);
@@ -333,7 +388,6 @@ class Api {
         method,
         headers: this.#headers(body !== undefined),
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        redirect: "error",
         signal: AbortSignal.timeout(STOP_TIMEOUT_MS),
       });
       const text = await response.text().catch(() => "");
@@ -346,7 +400,7 @@ class Api {
 
   #warn(message: string): void {
     const line = this.redactor.redact(message).replace(/[\r\n]+/g, " ");
-    process.stderr.write(`${new Date().toISOString()} warn ${line}\n`);
+    console.error(`${new Date().toISOString()} warn ${line}`);
   }
 }
 

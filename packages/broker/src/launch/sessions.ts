@@ -19,6 +19,7 @@ import type { BrowserRegistry } from "../drivers/registry.js";
 import { TabrelayError } from "../util/errors.js";
 import type { Logger } from "../util/log.js";
 import type { SecretSink } from "../util/secrets.js";
+import { DEFAULT_PRINCIPAL, type Principal } from "../users/principal.js";
 import { launchLocalChromium } from "./cdpChromium.js";
 import { findChromium } from "./chromium.js";
 import { createProviderSession } from "./providers.js";
@@ -32,6 +33,8 @@ export interface StartedBrowser {
   readonly startedAt: number;
   /** browser_run's browser "new": stopped when its run ends. */
   readonly temporary: boolean;
+  /** The user who started it (users/principal.ts): only their agents see, use and stop it. */
+  readonly owner: string;
   /** The local Chromium's process id (local source). */
   readonly pid?: number;
   /** The provider's session id (hosted sources; not a secret: using it takes the API key). */
@@ -50,7 +53,7 @@ export interface BrowserSessionsOptions {
   settings: BrowserSourceSettings;
   registry: BrowserRegistry;
   /** The broker's attach (Broker.attachCdp): the browser joins the registry as a CDP browser. */
-  attach(endpoint: string, options: { label: string; ownsBrowser: boolean }): Promise<BrowserDriver>;
+  attach(endpoint: string, options: { label: string; ownsBrowser: boolean; owner?: Principal }): Promise<BrowserDriver>;
   secrets: SecretSink;
   log: Logger;
   /** Where the providers' API keys and URLs are read (default process.env). */
@@ -63,7 +66,8 @@ export class BrowserSessions {
   readonly #options: BrowserSessionsOptions;
   readonly #entries = new Map<string, Entry>();
   /** Ids started here and stopped since: stopping one again is fine. */
-  readonly #stopped = new Set<string>();
+  /** Stopped browsers' ids, with their users. */
+  readonly #stopped = new Map<string, string>();
   readonly #ending = new Map<string, Promise<void>>();
   readonly #timer: ReturnType<typeof setInterval>;
   #starting = 0;
@@ -87,13 +91,15 @@ export class BrowserSessions {
   }
 
   /** The started browsers, newest first. */
-  list(): StartedBrowser[] {
-    return [...this.#entries.values()].sort((a, b) => b.startedAt - a.startedAt).map(publicView);
+  /** The started browsers (one user's, given their id), newest first. */
+  list(owner?: string): StartedBrowser[] {
+    return [...this.#entries.values()].filter((e) => owner === undefined || e.owner === owner).sort((a, b) => b.startedAt - a.startedAt).map(publicView);
   }
 
-  get(id: string): StartedBrowser | undefined {
+  /** A started browser (of that user, given their id: another user's is as unknown as one never started). */
+  get(id: string, owner?: string): StartedBrowser | undefined {
     const entry = this.#entries.get(id);
-    return entry ? publicView(entry) : undefined;
+    return entry && (owner === undefined || entry.owner === owner) ? publicView(entry) : undefined;
   }
 
   /** Since when no call has picked this browser (epoch ms): its start, or the last call. */
@@ -102,8 +108,9 @@ export class BrowserSessions {
     return entry ? Math.max(entry.startedAt, this.#options.registry.lastPicked(id) ?? 0) : undefined;
   }
 
-  wasStopped(id: string): boolean {
-    return this.#stopped.has(id);
+  /** Stopped here (by that user, given their id). */
+  wasStopped(id: string, owner?: string): boolean {
+    return owner === undefined ? this.#stopped.has(id) : this.#stopped.get(id) === owner;
   }
 
   async liveViewUrl(id: string): Promise<string | undefined> {
@@ -112,20 +119,22 @@ export class BrowserSessions {
   }
 
   /** Starts a browser from the source; session_limit at the cap, browser_start_failed when it cannot. */
-  async start(options: { temporary?: boolean } = {}): Promise<StartedBrowser> {
+  async start(options: { temporary?: boolean; owner?: Principal } = {}): Promise<StartedBrowser> {
     if (this.#closed) throw new TabrelayError("browser_start_failed", "the broker is shutting down; no browser was started");
     const { maxSessions } = this.#options.settings;
+    const owner = options.owner ?? DEFAULT_PRINCIPAL;
     if (this.#entries.size + this.#starting >= maxSessions) {
-      const ids = [...this.#entries.keys()];
+      // The cap is the broker's; only the caller's own browsers are named.
+      const ids = [...this.#entries.values()].filter((e) => e.owner === owner.user).map((e) => e.id);
       throw new TabrelayError(
         "session_limit",
-        `this broker already runs ${maxSessions} browser${maxSessions === 1 ? "" : "s"} it started (browsers.max_sessions)${ids.length ? `: ${ids.join(", ")}` : ", being started"}; stop one with browser_stop, then retry`,
+        `this broker already runs ${maxSessions} browser${maxSessions === 1 ? "" : "s"} it started (browsers.max_sessions)${ids.length ? `; yours: ${ids.join(", ")}; stop one with browser_stop, then retry` : "; none of them is yours: retry later, or ask the broker's admin to raise browsers.max_sessions"}`,
       );
     }
     this.#starting++;
     let entry: Entry;
     try {
-      entry = await this.#launch(++this.#count, options.temporary ?? false);
+      entry = await this.#launch(++this.#count, options.temporary ?? false, owner);
     } finally {
       this.#starting--;
     }
@@ -142,17 +151,20 @@ export class BrowserSessions {
    * Stops a browser started here: "stopped", or "already" when it was stopped before. undefined when this id was
    * never started here (the caller refuses with not_started_here). Never throws.
    */
-  async stop(id: string, why = "stopped"): Promise<"stopped" | "already" | undefined> {
+  async stop(id: string, why = "stopped", owner?: string): Promise<"stopped" | "already" | undefined> {
+    // Another user's browser was never started here, as far as this caller knows.
+    const mine = this.#entries.get(id);
+    if (owner !== undefined && mine && mine.owner !== owner) return undefined;
     const pending = this.#ending.get(id);
     if (pending) {
       await pending;
       return "already";
     }
     const entry = this.#entries.get(id);
-    if (!entry) return this.#stopped.has(id) ? "already" : undefined;
+    if (!entry) return this.wasStopped(id, owner) ? "already" : undefined;
     const ending = entry.end().finally(() => {
       this.#entries.delete(id);
-      this.#stopped.add(id);
+      this.#stopped.set(id, entry.owner);
       this.#ending.delete(id);
     });
     this.#ending.set(id, ending);
@@ -177,7 +189,7 @@ export class BrowserSessions {
     }
   }
 
-  async #launch(n: number, temporary: boolean): Promise<Entry> {
+  async #launch(n: number, temporary: boolean, owner: Principal): Promise<Entry> {
     const { settings, secrets } = this.#options;
     const label = `started ${TITLES[settings.source]} ${n}`;
     const failed = (what: string, error: unknown): TabrelayError =>
@@ -192,7 +204,7 @@ export class BrowserSessions {
       secrets.register(launched.endpoint, "cdp endpoint");
       let driver: BrowserDriver;
       try {
-        driver = await this.#options.attach(launched.endpoint, { label, ownsBrowser: true });
+        driver = await this.#options.attach(launched.endpoint, { label, ownsBrowser: true, owner });
       } catch (error) {
         await launched.close();
         throw failed("the local Chromium started but could not be attached; it was stopped", error);
@@ -207,6 +219,7 @@ export class BrowserSessions {
         source: "local",
         startedAt: Date.now(),
         temporary,
+        owner: owner.user,
         ...(launched.process.pid !== undefined ? { pid: launched.process.pid } : {}),
         driver,
         liveViewUrl: async () => undefined,
@@ -222,7 +235,7 @@ export class BrowserSessions {
     }
     let driver: BrowserDriver;
     try {
-      driver = await this.#options.attach(session.endpoint, { label, ownsBrowser: false });
+      driver = await this.#options.attach(session.endpoint, { label, ownsBrowser: false, owner });
     } catch (error) {
       await session.stop();
       throw failed(`${TITLES[source]} ${session.id} was created but could not be attached; it was ended`, error);
@@ -237,6 +250,7 @@ export class BrowserSessions {
       source,
       startedAt: Date.now(),
       temporary,
+      owner: owner.user,
       providerSessionId: session.id,
       driver,
       liveViewUrl: () => session.liveViewUrl(),
@@ -252,6 +266,7 @@ function publicView(entry: Entry): StartedBrowser {
     source: entry.source,
     startedAt: entry.startedAt,
     temporary: entry.temporary,
+    owner: entry.owner,
     ...(entry.pid !== undefined ? { pid: entry.pid } : {}),
     ...(entry.providerSessionId !== undefined ? { providerSessionId: entry.providerSessionId } : {}),
   };

@@ -1,5 +1,6 @@
 // The only module that imports the MCP SDK at run time: it turns the tool table into an MCP server over
-// Streamable HTTP (web-standard Request -> Response, no socket needed). stdio agents reach it through relay.ts.
+// Streamable HTTP (web-standard Request -> Response, no socket needed), and hands the session layer
+// (mcp/httpSessions.ts) the transport it needs. stdio agents reach it through relay.ts.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -16,12 +17,12 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { ERRORS, type ErrorInfo } from "@tabrelay/protocol";
 import { z } from "zod";
-import { endSessionLeases } from "../gate/enforce.js";
 import { runTool } from "../tools/runner.js";
-import { readLimited } from "../http/body.js";
+import { IDEMPOTENCY_FIELD } from "../tools/idempotency.js";
 import { checkBroker } from "./brokerProof.js";
 import { COMMON_ERRORS, fields, UNTRUSTED_NOTE, type Tool, type ToolContext } from "../tools/tool.js";
 import { VERSION } from "../version.js";
+import { DEFAULT_PRINCIPAL, DEFAULT_USER_ID, type Principal } from "../users/principal.js";
 
 const codes = (list: readonly string[]) => list.join(", ");
 
@@ -47,7 +48,7 @@ export function instructions(tools: readonly Tool[]): string {
     `${UNTRUSTED_NOTE} Results fence page text between <page-content nonce=...> markers and quote strings a page wrote as «...» (page text). Reads are limited by the user's read policy, frames included (a refused frame is withheld and counted).`,
     "Tabs: only the agent's own tabs (opened by it or by its pages, or shared by the user) are listed and reachable; a tab argument is a tab id from open_tab or list_tabs. Every tool takes an optional browser: an id or label from list_browsers (default: the newest).",
     "Refs and revisions: snapshot and query give each actionable element a ref (e3; f12e3 inside a frame) and return a revision; an action takes a ref with its revision. A newer snapshot or query starts a new revision: older refs then fail with stale_ref, as they do once the page navigates or the element re-renders (its role or name changed, or it was removed).",
-    `Writes (${codes(writes)}) need the user's write grant for the site and the element's label; the other tools need none. Actions report what changed.`,
+    `Writes (${codes(writes)}) need the user's write grant for the site and the element's label; the other tools need none. Actions report what changed. Every write (browser_run too) takes an optional ${IDEMPOTENCY_FIELD} (1-200 printable characters, no spaces): a retry with the same key and arguments within 24 h gets the first call's outcome and never acts twice; the same key with other arguments is idempotency_conflict.`,
     "Long results are cut where a marker names the offset to call the tool again with.",
     ...(codeMode ? ["Code mode: browser_run runs a program whose browse.* commands are these tools, under the same policy, leases and audit (browser_api gives its API)."] : []),
     `Errors: a failed call's text starts with its code. Any tool can fail with ${codes(COMMON_ERRORS.every)}; any that reaches a browser with ${codes(COMMON_ERRORS.browser)}; any taking a tab with ${codes(COMMON_ERRORS.tab)}; any taking a ref with ${codes(COMMON_ERRORS.ref)} (the page or the element's frame); writes with ${codes(COMMON_ERRORS.write)}. Each description names its other codes. What each code means, and the next step:`,
@@ -55,18 +56,29 @@ export function instructions(tools: readonly Tool[]): string {
   ].join("\n");
 }
 
+const instructionTexts = new WeakMap<readonly Tool[], string>();
+
+/** The instructions of a tool table, built once per table (a stateless host makes a server per request). */
+function instructionsOf(tools: readonly Tool[]): string {
+  let text = instructionTexts.get(tools);
+  if (text === undefined) instructionTexts.set(tools, (text = instructions(tools)));
+  return text;
+}
+
 /**
- * Tools and prompts that come and go while the broker runs (page tools: pages/tools.ts). With a source, the server
- * says listChanged for tools and prompts and sends both notifications on each change.
+ * Tools and prompts that come and go while the broker runs (page tools: pages/tools.ts), each user's own: a user's
+ * sessions list, call and hear of changes to theirs alone. With a source, the server says listChanged for tools and
+ * prompts and sends both notifications on each change.
  */
 export interface DynamicTools {
   /** Listed after the table's tools, each with the JSON Schema it was offered with. */
-  listed(): Array<Tool & { listedSchema: Record<string, unknown> }>;
-  /** A tool by name, also one not listed now (its call says why it cannot run). */
-  named(name: string): Tool | undefined;
-  prompts(): Array<{ name: string; description?: string; arguments?: Array<{ name: string; description?: string; required?: boolean }> }>;
-  getPrompt(name: string, args: Record<string, string>, signal: AbortSignal): Promise<{ description?: string; messages: Array<{ role: "user" | "assistant"; content: { type: "text"; text: string } }> }>;
-  onChange(listener: () => void): () => void;
+  listed(user: Principal): Array<Tool & { listedSchema: Record<string, unknown> }>;
+  /** A tool of the user's by name, also one not listed now (its call says why it cannot run); another user's is undefined. */
+  named(name: string, user: Principal): Tool | undefined;
+  prompts(user: Principal): Array<{ name: string; description?: string; arguments?: Array<{ name: string; description?: string; required?: boolean }> }>;
+  getPrompt(name: string, args: Record<string, string>, signal: AbortSignal, user: Principal): Promise<{ description?: string; messages: Array<{ role: "user" | "assistant"; content: { type: "text"; text: string } }> }>;
+  /** Calls `listener` when what `user`'s agents see changed. */
+  onChange(user: Principal, listener: () => void): () => void;
 }
 
 /**
@@ -75,22 +87,26 @@ export interface DynamicTools {
  * and leaves no audit record. Here the arguments go to runTool as sent, and the tool's strict schema (the one
  * advertised below) refuses what does not fit with invalid_params, audited like any other outcome.
  */
-export function createMcpServer(ctx: ToolContext, tools: readonly Tool[], dynamic?: DynamicTools): Server {
+export function createMcpServer(ctx: ToolContext, tools: readonly Tool[], dynamic?: DynamicTools, inUse?: InUse, user?: Principal, knownClient?: string): Server {
+  const caller = user ?? DEFAULT_PRINCIPAL;
   const capabilities = dynamic ? { tools: { listChanged: true }, prompts: { listChanged: true } } : { tools: {} };
-  const server = new Server({ name: "tabrelay", version: VERSION }, { capabilities, instructions: instructions(tools) });
+  const server = new Server({ name: "tabrelay", version: VERSION }, { capabilities, instructions: instructionsOf(tools) });
   const listed = listing(tools);
   const byName = new Map(tools.map((t) => [t.name, t]));
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: dynamic ? [...listed, ...dynamic.listed().map(listedDynamic)] : listed }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: dynamic ? [...listed, ...dynamic.listed(caller).map(listedDynamic)] : listed }));
   if (dynamic) {
-    server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: dynamic.prompts() }));
+    server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: dynamic.prompts(caller) }));
     server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+      inUse?.begin();
       try {
-        return await dynamic.getPrompt(request.params.name, request.params.arguments ?? {}, extra.signal);
+        return await dynamic.getPrompt(request.params.name, request.params.arguments ?? {}, extra.signal, caller);
       } catch (error) {
         throw new McpError(ErrorCode.InvalidParams, error instanceof Error ? error.message : String(error));
+      } finally {
+        inUse?.end();
       }
     });
-    const stop = dynamic.onChange(() => {
+    const stop = dynamic.onChange(caller, () => {
       void server.sendToolListChanged().catch(() => {});
       void server.sendPromptListChanged().catch(() => {});
     });
@@ -101,12 +117,27 @@ export function createMcpServer(ctx: ToolContext, tools: readonly Tool[], dynami
     };
   }
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const tool = byName.get(request.params.name) ?? dynamic?.named(request.params.name);
-    // A protocol fault, not a tool failure: JSON-RPC's invalid params, as the MCP spec asks for an unknown tool.
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(request.params.name)}; tools/list names the tools`);
+    const tool = byName.get(request.params.name) ?? dynamic?.named(request.params.name, caller);
     // The session's identity: its tabs are its own (gate/leases.ts) and its records name its client.
-    const session = extra.sessionId ? { session: extra.sessionId, client: server.getClientVersion()?.name ?? "unknown client" } : undefined;
-    const result = await runTool(tool, ctx, request.params.arguments, extra.signal, session);
+    const session = extra.sessionId ? { session: extra.sessionId, client: server.getClientVersion()?.name ?? knownClient ?? "unknown client", ...(user ? { user } : {}) } : undefined;
+    if (!tool) {
+      // Recorded, as any refused call: a name no tool of this user's has (another user's page tool as much as a
+      // made-up one) is refused alike, in the record as in the answer.
+      ctx.audit.record({
+        time: Date.now(),
+        tool: request.params.name,
+        ...(caller.user !== DEFAULT_USER_ID ? { user: caller.name } : {}),
+        ...(session ? { client: session.client } : {}),
+        target: "unknown tool",
+        decision: "refused",
+        code: "invalid_params",
+        durationMs: 0,
+      });
+      // A protocol fault, not a tool failure: JSON-RPC's invalid params, as the MCP spec asks for an unknown tool.
+      throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(request.params.name)}; tools/list names the tools`);
+    }
+    inUse?.begin();
+    const result = await runTool(tool, ctx, request.params.arguments, extra.signal, session).finally(() => inUse?.end());
     const images = (result.images ?? []).map((i) => ({ type: "image" as const, data: i.data, mimeType: i.mimeType }));
     return {
       content: [{ type: "text" as const, text: result.text }, ...images],
@@ -115,6 +146,12 @@ export function createMcpServer(ctx: ToolContext, tools: readonly Tool[], dynami
     };
   });
   return server;
+}
+
+/** Told when a call (tools/call, prompts/get) starts and when it ends: a session with one running is in use. */
+export interface InUse {
+  begin(): void;
+  end(): void;
 }
 
 /**
@@ -131,6 +168,7 @@ const listings = new WeakMap<readonly Tool[], ListedTool[]>();
 const SHARED_FIELDS = new Map([
   ["browser", fields.browser.description],
   ["tab", fields.tab.description],
+  [IDEMPOTENCY_FIELD, fields.idempotencyKey.description],
 ]);
 
 const schemas = new WeakMap<Tool, Record<string, unknown>>();
@@ -166,6 +204,9 @@ export function advertisedInputSchema(tool: Tool): Record<string, unknown> {
     const property = (schema.properties as Record<string, { description?: string }> | undefined)?.[field];
     if (property && property.description === shared) delete property.description;
   }
+  // The key's form is said with its meaning, in the instructions; runTool enforces it.
+  const key = (schema.properties as Record<string, { pattern?: string }> | undefined)?.[IDEMPOTENCY_FIELD];
+  if (key) delete key.pattern;
   const advertised = { ...schema, type: "object" as const };
   schemas.set(tool, advertised);
   return advertised;
@@ -190,207 +231,28 @@ function listing(tools: readonly Tool[]): ListedTool[] {
   return listed;
 }
 
-/** How many HTTP sessions the broker keeps, and for how long an unused one lives. */
-export interface SessionLimits {
-  /** A session with no call in flight and no open GET stream expires after this long without a request. */
-  idleMs: number;
-  max: number;
-  /** Per client: its clientInfo.name and bearer token. */
-  maxPerClient: number;
+/** The transport of one HTTP session (mcp/httpSessions.ts). */
+export type SessionTransport = WebStandardStreamableHTTPServerTransport;
+
+export function sessionTransport(options: ConstructorParameters<typeof WebStandardStreamableHTTPServerTransport>[0]): SessionTransport {
+  return new WebStandardStreamableHTTPServerTransport(options);
 }
 
-interface HttpSession {
-  transport: WebStandardStreamableHTTPServerTransport;
-  client: string;
-  clientKey: string;
-  lastUsed: number;
-  /** POSTs still being answered. */
-  calls: number;
-  /** GET (server-to-client) streams open. */
-  streams: number;
+/** The clientInfo.name of an initialize request; undefined for any other body. */
+export function initializingClient(body: unknown): string | undefined {
+  const init = InitializeRequestSchema.safeParse(body);
+  return init.success ? init.data.params.clientInfo.name : undefined;
 }
-
-const INIT_BODY_LIMIT = 4 * 1024 * 1024;
 
 /**
- * Streamable HTTP sessions over web-standard Request -> Response (the SDK's web-standard transport), one MCP
- * server per session, as the SDK expects. Nothing here needs a socket: the door checks ran before, in the HTTP app.
- * A session in use (a call in flight, an open GET stream, or a request within the idle time) is never closed to
- * make room: idle ones expire, and a new session beyond a cap is refused with the cap and what to do.
+ * Marks a new transport as the one of an initialized session with this id. The SDK (1.x) has no public way to
+ * (typescript-sdk #1658): its two private fields are set, and their absence (a changed SDK) fails loudly here, in
+ * the cluster's tests, rather than quietly answering "Server not initialized".
  */
-export class HttpSessions {
-  readonly #sessions = new Map<string, HttpSession>();
-  readonly #ctx: ToolContext;
-  readonly #tools: readonly Tool[];
-  readonly #limits: SessionLimits;
-  #closingAll = false;
-
-  readonly #dynamic: DynamicTools | undefined;
-
-  constructor(ctx: ToolContext, tools: readonly Tool[], limits: SessionLimits = { idleMs: 30 * 60_000, max: 64, maxPerClient: 16 }, dynamic?: DynamicTools) {
-    this.#ctx = ctx;
-    this.#tools = tools;
-    this.#limits = limits;
-    this.#dynamic = dynamic;
-  }
-
-  /** Open sessions, once the idle ones expired. */
-  get size(): number {
-    this.#expireIdle();
-    return this.#sessions.size;
-  }
-
-  async handle(req: Request): Promise<Response> {
-    this.#expireIdle();
-    const sessionId = req.headers.get("mcp-session-id");
-    const existing = sessionId ? this.#sessions.get(sessionId) : undefined;
-    if (existing) return this.#use(existing, req);
-    if (sessionId) return jsonRpcError(404, "Session not found: it expired or the broker restarted; initialize a new session");
-    if (req.method !== "POST") return jsonRpcError(400, "No session: send an initialize request first (POST /mcp)");
-    const raw = await readLimited(req, INIT_BODY_LIMIT);
-    if (raw === undefined) return jsonRpcError(413, `the request is over ${INIT_BODY_LIMIT / 1024 / 1024} MB; send a smaller one`);
-    let body: unknown;
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      return jsonRpcError(400, "Parse error: the body is not JSON; send an initialize request first (POST /mcp)", -32700);
-    }
-    const init = InitializeRequestSchema.safeParse(body);
-    if (!init.success) return jsonRpcError(400, "No session: send an initialize request first (POST /mcp), without an Mcp-Session-Id header");
-    const id = typeof body === "object" && body !== null ? Reflect.get(body, "id") : undefined;
-    const requestId = typeof id === "string" || typeof id === "number" ? id : null;
-    const client = init.data.params.clientInfo.name;
-    const clientKey = `${req.headers.get("authorization") ?? ""}\n${client}`;
-    const refusal = this.#admit(client, clientKey);
-    if (refusal) return jsonRpcError(refusal.status, refusal.message, -32000, requestId);
-    const session: HttpSession = {
-      transport: new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: () => crypto.randomUUID(),
-        onsessioninitialized: (sid) => {
-          this.#sessions.set(sid, session);
-        },
-      }),
-      client,
-      clientKey,
-      lastUsed: Date.now(),
-      calls: 0,
-      streams: 0,
-    };
-    session.transport.onclose = () => {
-      const sid = session.transport.sessionId;
-      if (sid && this.#sessions.get(sid) === session) this.#sessions.delete(sid);
-      // The session ended (DELETE /mcp, or expired): its leases end and the tabs it opened close. A broker
-      // shutting down leaves them open: the agents did not end their sessions.
-      if (sid && !this.#closingAll) endSessionLeases(this.#ctx, sid);
-    };
-    const server = createMcpServer(this.#ctx, this.#tools, this.#dynamic);
-    await server.connect(session.transport);
-    return this.#use(session, req, body);
-  }
-
-  /** Closes every session (their streams end; a call still running is aborted and its answer is lost). */
-  async closeAll(): Promise<void> {
-    this.#closingAll = true;
-    const all = [...this.#sessions.values()];
-    this.#sessions.clear();
-    await Promise.allSettled(all.map((s) => s.transport.close()));
-  }
-
-  /** Idle sessions first make room; a session in use never does. */
-  #admit(client: string, clientKey: string): { status: 429 | 503; message: string } | undefined {
-    const idleMinutes = formatMinutes(this.#limits.idleMs);
-    const mine = [...this.#sessions.values()].filter((s) => s.clientKey === clientKey).length;
-    if (mine >= this.#limits.maxPerClient) {
-      return {
-        status: 429,
-        message:
-          `tabrelay: client ${JSON.stringify(client)} already has ${mine} open MCP sessions, the most one client may have (mcp.max_sessions_per_client = ${this.#limits.maxPerClient}). ` +
-          `Close the sessions it no longer uses (DELETE /mcp with their Mcp-Session-Id header; an SDK client: transport.terminateSession()), or wait: a session unused for ${idleMinutes} (mcp.session_idle_minutes) expires`,
-      };
-    }
-    if (this.#sessions.size >= this.#limits.max) {
-      return {
-        status: 503,
-        message:
-          `tabrelay: the broker already has ${this.#sessions.size} open MCP sessions (mcp.max_sessions = ${this.#limits.max}), all in use within the last ${idleMinutes}; none was closed to make room. ` +
-          `Close the sessions no longer used (DELETE /mcp with their Mcp-Session-Id header), retry once idle ones expire (mcp.session_idle_minutes), or raise mcp.max_sessions`,
-      };
-    }
-    return undefined;
-  }
-
-  #expireIdle(): void {
-    const cutoff = Date.now() - this.#limits.idleMs;
-    for (const [sid, s] of this.#sessions) {
-      if (s.calls === 0 && s.streams === 0 && s.lastUsed < cutoff) {
-        this.#sessions.delete(sid);
-        void s.transport.close();
-      }
-    }
-  }
-
-  /** Hands the request to the session's transport, counting it in use until its response ends. */
-  async #use(session: HttpSession, req: Request, parsedBody?: unknown): Promise<Response> {
-    session.lastUsed = Date.now();
-    const kind = req.method === "GET" ? "streams" : "calls";
-    session[kind]++;
-    let response: Response;
-    try {
-      response = await session.transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
-    } catch (error) {
-      session[kind]--;
-      throw error;
-    }
-    return whenBodyEnds(response, () => {
-      session[kind]--;
-      session.lastUsed = Date.now();
-    });
-  }
-}
-
-/** The same response, calling `done` once its body was read to the end or cancelled (the client went away). */
-function whenBodyEnds(response: Response, done: () => void): Response {
-  const source = response.body;
-  if (!source) {
-    done();
-    return response;
-  }
-  let finished = false;
-  const finish = () => {
-    if (!finished) {
-      finished = true;
-      done();
-    }
-  };
-  const reader = source.getReader();
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done: end, value } = await reader.read();
-        if (end) {
-          finish();
-          controller.close();
-        } else controller.enqueue(value);
-      } catch (error) {
-        finish();
-        controller.error(error);
-      }
-    },
-    cancel(reason) {
-      finish();
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
-}
-
-function formatMinutes(ms: number): string {
-  const minutes = ms / 60_000;
-  return minutes >= 1 && Number.isInteger(minutes) ? `${minutes} minute${minutes === 1 ? "" : "s"}` : `${Math.round(ms / 1000)} s`;
-}
-
-function jsonRpcError(status: number, message: string, code = -32000, id: string | number | null = null): Response {
-  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id }), { status, headers: { "Content-Type": "application/json" } });
+export function adoptSession(transport: WebStandardStreamableHTTPServerTransport, sessionId: string): void {
+  if (!("_initialized" in transport)) throw new Error("this MCP SDK's transport cannot take up a session opened elsewhere; pin @modelcontextprotocol/sdk to 1.x");
+  Reflect.set(transport, "_initialized", true);
+  Reflect.set(transport, "sessionId", sessionId);
 }
 
 /** A real SDK client, used by `tabrelay` itself (bench, smoke checks). */
@@ -399,4 +261,21 @@ export async function connectHttpClient(mcpUrl: string, token: string): Promise<
   const client = new Client({ name: "tabrelay-cli", version: VERSION });
   await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
   return client;
+}
+
+/**
+ * Stateless Streamable HTTP, for a host with no session registry (the Workers entry, packages/worker): a server and a
+ * transport for this one request, no session id, answers as JSON (no SSE stream outlives the request). A GET or DELETE
+ * has no session to serve: the transport answers 405. `parsedBody` is the request's JSON, read by the caller (which
+ * looks at it to connect the call's browser first).
+ */
+export async function serveStateless(req: Request, ctx: ToolContext, tools: readonly Tool[], parsedBody: unknown): Promise<Response> {
+  const server = createMcpServer(ctx, tools);
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
+  } finally {
+    await server.close();
+  }
 }

@@ -34,6 +34,7 @@ interface Pending {
 export class PageConnection implements PageToolSource {
   readonly id = nextPageConnectionId();
   readonly origin: string;
+  readonly owner: string;
   readonly since = Date.now();
   serverName = "";
   tools: AcceptedTool[] = [];
@@ -50,9 +51,11 @@ export class PageConnection implements PageToolSource {
   #listAgain = false;
   #notices: number[] = [];
 
-  constructor(socket: WebSocket, origin: string, events: PageConnectionEvents) {
+  /** `owner`: the user whose page token opened it (their agents alone see its tools). */
+  constructor(socket: WebSocket, origin: string, owner: string, events: PageConnectionEvents) {
     this.#socket = socket;
     this.origin = origin;
+    this.owner = owner;
     this.#events = events;
     socket.on("message", (data, isBinary) => this.#receive(isBinary ? undefined : String(data)));
     socket.on("close", () => this.#end());

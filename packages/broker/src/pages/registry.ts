@@ -1,6 +1,8 @@
 // The page tools and prompts on offer now, across every page connection: named for agents by origin (names stay
-// the same while the broker runs), the newest connection of an origin answering for a name several offer, each
-// tool's approval state (approvals.ts), and one change signal the MCP adapter turns into list_changed.
+// the same while the broker runs), each user's apart (a connection belongs to the user whose page token opened it,
+// or whose browser its tab is in: another user's agents neither see nor reach its tools), the newest connection of
+// an origin answering for a name several of a user's offer, each tool's approval state (approvals.ts), and a change
+// signal per user that the MCP adapter turns into list_changed.
 import type { CallToolResult, GetPromptResult, PageToolInfo } from "@tabrelay/page/wire";
 import type { PageToolApprovals, ApprovalState } from "./approvals.js";
 import { agentToolName, PAGE_LIMITS, type AcceptedPrompt, type AcceptedTool } from "./offer.js";
@@ -12,6 +14,8 @@ import { agentToolName, PAGE_LIMITS, type AcceptedPrompt, type AcceptedTool } fr
 export interface PageConnection {
   readonly id: number;
   readonly origin: string;
+  /** The user it offers tools to (users/principal.ts: `default` for the implicit user). */
+  readonly owner: string;
   readonly since: number;
   readonly serverName: string;
   readonly tools: AcceptedTool[];
@@ -32,6 +36,8 @@ export interface PageToolEntry {
   /** What agents call it (tools/list, tools/call, browse.callPageTool). */
   agentName: string;
   origin: string;
+  /** The user whose agents it is offered to. */
+  owner: string;
   /** The page's own name for it. */
   name: string;
   info: PageToolInfo;
@@ -43,6 +49,7 @@ export interface PageToolEntry {
 export interface PagePromptEntry {
   agentName: string;
   origin: string;
+  owner: string;
   name: string;
   description?: string;
   arguments?: Array<{ name: string; description?: string; required?: boolean }>;
@@ -52,6 +59,7 @@ export interface PagePromptEntry {
 export interface PageSummary {
   id: number;
   origin: string;
+  owner: string;
   server: string;
   since: number;
   tools: number;
@@ -61,22 +69,23 @@ export interface PageSummary {
 export class PageToolRegistry {
   readonly #connections = new Set<PageConnection>();
   readonly #approvals: PageToolApprovals;
-  /** origin + "\n" + page name -> agent name, fixed at first sight (tools and prompts apart). */
+  /** origin + "\n" + page name -> agent name, fixed at first sight (tools and prompts apart), the same for every user. */
   readonly #toolNames = new Map<string, string>();
   readonly #promptNames = new Map<string, string>();
-  readonly #listeners = new Set<() => void>();
+  readonly #listeners = new Set<(owner: string) => void>();
   readonly #approvedListeners = new Set<(entry: PageToolEntry) => void>();
-  #tools = new Map<string, PageToolEntry>();
-  #prompts = new Map<string, PagePromptEntry>();
+  /** owner -> agent name -> entry. */
+  #tools = new Map<string, Map<string, PageToolEntry>>();
+  #prompts = new Map<string, Map<string, PagePromptEntry>>();
 
   constructor(approvals: PageToolApprovals) {
     this.#approvals = approvals;
   }
 
-  /** May one more page of this origin connect? */
-  admits(origin: string): boolean {
+  /** May one more of this user's pages of this origin connect? */
+  admits(origin: string, owner: string): boolean {
     let count = 0;
-    for (const c of this.#connections) if (c.origin === origin && !c.closed) count++;
+    for (const c of this.#connections) if (c.origin === origin && c.owner === owner && !c.closed) count++;
     return count < PAGE_LIMITS.connectionsPerOrigin;
   }
 
@@ -87,13 +96,11 @@ export class PageToolRegistry {
   /** The connection's tools or prompts changed (or it closed): recompute, and tell the listeners when agents see a difference. */
   update(connection: PageConnection): void {
     if (connection.closed) this.#connections.delete(connection);
-    const before = this.#signature();
-    this.#rebuild();
-    if (this.#signature() !== before) for (const listener of this.#listeners) listener();
+    this.refresh();
   }
 
-  /** Called on every change agents can see (a tool or prompt came, went, changed or was approved). */
-  onChange(listener: () => void): () => void {
+  /** Called with the user whose agents see a change (a tool or prompt of theirs came, went, changed or was approved). */
+  onChange(listener: (owner: string) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
@@ -104,32 +111,35 @@ export class PageToolRegistry {
     return () => this.#approvedListeners.delete(listener);
   }
 
-  /** Every tool on offer, held ones ("changed") included. */
-  tools(): PageToolEntry[] {
-    return [...this.#tools.values()];
+  /** Every tool on offer to `owner` (every user's without one), held ones ("changed") included. */
+  tools(owner?: string): PageToolEntry[] {
+    const maps = owner === undefined ? [...this.#tools.values()] : [this.#tools.get(owner) ?? new Map<string, PageToolEntry>()];
+    return maps.flatMap((m) => [...m.values()]);
   }
 
-  /** What agents list: the approved tools. */
-  listed(): PageToolEntry[] {
-    return this.tools().filter((t) => t.state === "approved");
+  /** What `owner`'s agents list: the approved tools of their pages. */
+  listed(owner: string): PageToolEntry[] {
+    return this.tools(owner).filter((t) => t.state === "approved");
   }
 
-  tool(agentName: string): PageToolEntry | undefined {
-    return this.#tools.get(agentName);
+  /** `owner`'s tool of that name; another user's is as absent as a name nobody offers. */
+  tool(agentName: string, owner: string): PageToolEntry | undefined {
+    return this.#tools.get(owner)?.get(agentName);
   }
 
-  prompts(): PagePromptEntry[] {
-    return [...this.#prompts.values()];
+  prompts(owner: string): PagePromptEntry[] {
+    return [...(this.#prompts.get(owner)?.values() ?? [])];
   }
 
-  prompt(agentName: string): PagePromptEntry | undefined {
-    return this.#prompts.get(agentName);
+  prompt(agentName: string, owner: string): PagePromptEntry | undefined {
+    return this.#prompts.get(owner)?.get(agentName);
   }
 
-  pages(): PageSummary[] {
+  /** The pages connected for `owner` (every user's without one). */
+  pages(owner?: string): PageSummary[] {
     return [...this.#connections]
-      .filter((c) => !c.closed)
-      .map((c) => ({ id: c.id, origin: c.origin, server: c.serverName, since: c.since, tools: c.tools.length, prompts: c.prompts.length }));
+      .filter((c) => !c.closed && (owner === undefined || c.owner === owner))
+      .map((c) => ({ id: c.id, origin: c.origin, owner: c.owner, server: c.serverName, since: c.since, tools: c.tools.length, prompts: c.prompts.length }));
   }
 
   approvals() {
@@ -143,11 +153,14 @@ export class PageToolRegistry {
     return done;
   }
 
-  /** Judges every offer again (approvals changed on disk) and tells the listeners when agents see a difference. */
+  /** Judges every offer again (approvals changed on disk) and tells the listeners of each user whose agents see a difference. */
   refresh(): void {
-    const before = this.#signature();
+    const before = this.#signatures();
     this.#rebuild();
-    if (this.#signature() !== before) for (const listener of this.#listeners) listener();
+    const after = this.#signatures();
+    for (const owner of new Set([...before.keys(), ...after.keys()])) {
+      if (before.get(owner) !== after.get(owner)) for (const listener of this.#listeners) listener(owner);
+    }
   }
 
   closeAll(): void {
@@ -155,26 +168,37 @@ export class PageToolRegistry {
   }
 
   #rebuild(): void {
-    const tools = new Map<string, PageToolEntry>();
-    const prompts = new Map<string, PagePromptEntry>();
+    const tools = new Map<string, Map<string, PageToolEntry>>();
+    const prompts = new Map<string, Map<string, PagePromptEntry>>();
+    const of = <T>(maps: Map<string, Map<string, T>>, owner: string): Map<string, T> => {
+      let map = maps.get(owner);
+      if (!map) maps.set(owner, (map = new Map()));
+      return map;
+    };
     // Oldest first, so the newest connection offering a name is the one left answering for it.
     const live = [...this.#connections].filter((c) => !c.closed).sort((a, b) => a.id - b.id);
     for (const connection of live) {
+      const { origin, owner } = connection;
       for (const tool of connection.tools) {
-        const agentName = this.#name(this.#toolNames, connection.origin, tool.name);
-        const state = this.#approvals.offered(connection.origin, tool.name, tool.hash);
-        tools.set(agentName, { agentName, origin: connection.origin, name: tool.name, info: tool.info, hash: tool.hash, state, connection });
+        const agentName = this.#name(this.#toolNames, origin, tool.name);
+        const state = this.#approvals.offered(origin, tool.name, tool.hash);
+        of(tools, owner).set(agentName, { agentName, origin, owner, name: tool.name, info: tool.info, hash: tool.hash, state, connection });
       }
       for (const prompt of connection.prompts) {
-        const agentName = this.#name(this.#promptNames, connection.origin, prompt.name);
-        prompts.set(agentName, { agentName, origin: connection.origin, name: prompt.name, ...(prompt.info.description ? { description: prompt.info.description } : {}), ...(prompt.info.arguments ? { arguments: prompt.info.arguments } : {}), connection });
+        const agentName = this.#name(this.#promptNames, origin, prompt.name);
+        of(prompts, owner).set(agentName, { agentName, origin, owner, name: prompt.name, ...(prompt.info.description ? { description: prompt.info.description } : {}), ...(prompt.info.arguments ? { arguments: prompt.info.arguments } : {}), connection });
       }
     }
     const before = this.#tools;
     this.#tools = tools;
     this.#prompts = prompts;
-    for (const [name, entry] of tools) {
-      if (entry.state === "approved" && before.get(name)?.state === "changed") for (const listener of this.#approvedListeners) listener(entry);
+    // One approval is the user's act, whoever's pages offer the tool: recorded once.
+    const approved = new Set<string>();
+    for (const entry of this.tools()) {
+      const key = `${entry.origin}\n${entry.name}`;
+      if (entry.state !== "approved" || before.get(entry.owner)?.get(entry.agentName)?.state !== "changed" || approved.has(key)) continue;
+      approved.add(key);
+      for (const listener of this.#approvedListeners) listener(entry);
     }
   }
 
@@ -188,9 +212,14 @@ export class PageToolRegistry {
     return agentName;
   }
 
-  #signature(): string {
-    const tools = this.listed().map((t) => `${t.agentName}:${t.hash}`);
-    const prompts = this.prompts().map((p) => `${p.agentName}:${p.description ?? ""}:${JSON.stringify(p.arguments ?? [])}`);
-    return `${tools.sort().join(",")}|${prompts.sort().join(",")}`;
+  /** What each user's agents see, as one string per user. */
+  #signatures(): Map<string, string> {
+    const signatures = new Map<string, string>();
+    for (const owner of new Set([...this.#tools.keys(), ...this.#prompts.keys()])) {
+      const tools = this.listed(owner).map((t) => `${t.agentName}:${t.hash}`);
+      const prompts = this.prompts(owner).map((p) => `${p.agentName}:${p.description ?? ""}:${JSON.stringify(p.arguments ?? [])}`);
+      signatures.set(owner, `${tools.sort().join(",")}|${prompts.sort().join(",")}`);
+    }
+    return signatures;
   }
 }

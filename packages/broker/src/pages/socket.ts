@@ -1,7 +1,7 @@
 // The /page WebSocket's door: a page is let in only with a page token (the subprotocol bearer.<token>, echoed back;
 // never a query string) minted for its own Origin, which must be on pages.allowed_origins, and while its origin has
-// fewer than 20 connections. Every refusal is an HTTP answer to the upgrade (no unauthenticated socket ever
-// opens) and an audit record.
+// fewer than 20 connections for the token's user (whose agents alone see the page's tools). Every refusal is an
+// HTTP answer to the upgrade (no unauthenticated socket ever opens) and an audit record.
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
@@ -48,10 +48,10 @@ export class PageSocketServer {
       socket.end(`HTTP/1.1 ${verdict.status}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${verdict.reason}\n`);
       return;
     }
-    const origin = verdict.origin;
+    const { origin, owner } = verdict;
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
       const { registry, log } = this.#options;
-      const connection = new PageConnection(ws, origin, {
+      const connection = new PageConnection(ws, origin, owner, {
         changed: (c) => registry.update(c),
         closed: (c) => {
           registry.update(c);
@@ -73,7 +73,7 @@ export class PageSocketServer {
     this.#wss.close();
   }
 
-  #admit(req: IncomingMessage): { ok: true; origin: string } | { ok: false; status: string; reason: string; origin?: string } {
+  #admit(req: IncomingMessage): { ok: true; origin: string; owner: string } | { ok: false; status: string; reason: string; origin?: string } {
     const origin = req.headers.origin;
     if (!origin) return { ok: false, status: "403 Forbidden", reason: "no Origin header: /page takes connections from web pages on pages.allowed_origins" };
     if (!this.#options.allowedOrigins().includes(origin)) {
@@ -88,13 +88,13 @@ export class PageSocketServer {
     const check = verifyPageToken(this.#options.tokenKey, token);
     if (!check.ok) return { ok: false, status: "401 Unauthorized", origin, reason: `the page token is refused: ${check.reason}` };
     if (check.origin !== origin) return { ok: false, status: "403 Forbidden", origin, reason: `the page token was minted for ${check.origin.slice(0, 200)}, not for ${origin}` };
-    if (!this.#options.registry.admits(origin)) return { ok: false, status: "429 Too Many Requests", origin, reason: `${origin} already has ${PAGE_LIMITS.connectionsPerOrigin} page connections, the most tabrelay takes from one origin` };
+    if (!this.#options.registry.admits(origin, check.owner)) return { ok: false, status: "429 Too Many Requests", origin, reason: `${origin} already has ${PAGE_LIMITS.connectionsPerOrigin} page connections, the most tabrelay takes from one origin for one user` };
     const now = Date.now();
     for (const [used, expiresAt] of this.#used) if (expiresAt <= now) this.#used.delete(used);
     if (this.#used.has(token)) {
       return { ok: false, status: "401 Unauthorized", origin, reason: "the page token was already used: a page token opens one connection; fetch a fresh one for each (the library's token option takes a function it calls on every connect)" };
     }
     this.#used.set(token, check.expiresAt);
-    return { ok: true, origin };
+    return { ok: true, origin, owner: check.owner };
   }
 }

@@ -1,7 +1,8 @@
 // Page tools as entries of the broker's tool table: each becomes a Tool the MCP adapter lists (with the page's own
 // input schema) and runTool calls, so a page tool call passes the same runner as every tool: one audit record,
 // begun before the call reaches the page (a write), the session's identity. The gate here is the page-tool grant
-// (policy.write.page_tools); what the page answers is page content, fenced like any page text.
+// (policy.write.page_tools); what the page answers is page content, fenced like any page text. A page tool is its
+// user's: another user's agents neither list nor reach it, and its name is as unknown to them as a made-up one.
 import { z } from "zod";
 import type { PageToolInfo } from "@tabrelay/page/wire";
 import { TabrelayError } from "../util/errors.js";
@@ -15,6 +16,8 @@ import type { PageToolEntry, PageToolRegistry } from "./registry.js";
 export interface PageTool extends Tool {
   listedSchema: PageToolInfo["inputSchema"];
   origin: string;
+  /** The user whose agents it is offered to. */
+  owner: string;
   /** The page's own description (cleaned to one line), for programs. */
   pageDescription: string;
 }
@@ -36,12 +39,15 @@ export function pageToolFor(entry: PageToolEntry, options: PageToolsOptions): Pa
     input: ANY_OBJECT,
     listedSchema: entry.info.inputSchema,
     origin: entry.origin,
+    owner: entry.owner,
     pageDescription: entry.info.description ?? "",
     kind: "write",
     errors: ["page_gone", "page_tool_changed", "page_tool_failed"],
-    async run(_ctx, raw, response, signal) {
+    async run(ctx, raw, response, signal) {
+      // Code mode's listing hands out every user's tools (browse.pageTools keeps the caller's): another user's runs nothing.
+      if (ctx.user.user !== entry.owner) throw noSuchPageTool(entry.agentName);
       // Looked up again: the page may have gone, reloaded or changed the tool since the agent listed it.
-      const now = options.registry.tool(entry.agentName);
+      const now = options.registry.tool(entry.agentName, entry.owner);
       response.audit({ url: entry.origin, target: `page tool ${entry.name}` });
       if (!now) throw new TabrelayError("page_gone", `no page of ${entry.origin} offers ${entry.agentName} now (it closed, reloaded or navigated away); list the tools again`);
       if (now.state === "changed") {
@@ -82,13 +88,39 @@ function render(result: unknown, response: Parameters<Tool["run"]>[2]): void {
   response.pageContent(texts.join("\n") || "(the page's tool returned nothing)");
 }
 
-/** The tool table's page part, as it is now (approved tools only). */
-export function listedPageTools(options: PageToolsOptions): PageTool[] {
-  return options.registry.listed().map((entry) => pageToolFor(entry, options));
+/** `owner`'s part of the tool table, as it is now (approved tools only). */
+export function listedPageTools(options: PageToolsOptions, owner: string): PageTool[] {
+  return options.registry.listed(owner).map((entry) => pageToolFor(entry, options));
 }
 
-/** A page tool by its agent name, held ones included (their call says page_tool_changed). */
-export function pageToolNamed(name: string, options: PageToolsOptions): PageTool | undefined {
-  const entry = options.registry.tool(name);
+/** `owner`'s page tool by its agent name, held ones included (their call says page_tool_changed). */
+export function pageToolNamed(name: string, options: PageToolsOptions, owner: string): PageTool | undefined {
+  const entry = options.registry.tool(name, owner);
   return entry ? pageToolFor(entry, options) : undefined;
+}
+
+/** What a name no page of the caller's offers gets, whether made up or another user's tool (code mode). */
+export function noSuchPageTool(name: string): TabrelayError {
+  return new TabrelayError("page_gone", `no page offers a tool named ${JSON.stringify(name)} now; browse.pageTools() lists those on offer`);
+}
+
+/**
+ * A page tool as code mode names it (browse.callPageTool), looked up when it runs, for the user the call is for: a
+ * name none of that user's pages offers (another user's tool included) fails the same way, and the runner records
+ * the call either way.
+ */
+export function pageToolByName(name: string, options: PageToolsOptions): Tool {
+  return {
+    name,
+    title: name,
+    description: "A page tool, looked up for the caller when called.",
+    input: ANY_OBJECT,
+    kind: "write",
+    errors: ["page_gone", "page_tool_changed", "page_tool_failed"],
+    run(ctx, raw, response, signal) {
+      const tool = pageToolNamed(name, options, ctx.user.user);
+      if (!tool) throw noSuchPageTool(name);
+      return tool.run(ctx, raw, response, signal);
+    },
+  };
 }

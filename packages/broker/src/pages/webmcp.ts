@@ -7,6 +7,7 @@ import type { CallToolResult, GetPromptResult } from "@tabrelay/page/wire";
 import type { BrowserDriver } from "../drivers/driver.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import { TabrelayError } from "../util/errors.js";
+import { ownerOf } from "../users/principal.js";
 import type { Logger } from "../util/log.js";
 import { judgeTools, type AcceptedPrompt, type AcceptedTool } from "./offer.js";
 import { nextPageConnectionId, type PageConnection, type PageToolRegistry } from "./registry.js";
@@ -19,13 +20,17 @@ export class WebMcpTab implements PageConnection {
   readonly prompts: AcceptedPrompt[] = [];
   #closed = false;
   #onClose: Array<() => void> = [];
+  /** The tab's browser's user: their agents alone see its tools. */
+  readonly owner: string;
 
   constructor(
     readonly browser: BrowserDriver,
     readonly tabId: number,
     readonly origin: string,
     readonly url: string,
-  ) {}
+  ) {
+    this.owner = ownerOf(browser.info);
+  }
 
   get closed(): boolean {
     return this.#closed || this.browser.closed;

@@ -75,7 +75,7 @@ function deny(subject: string, cause: string, rule: string, next: string): Polic
  * Compiles the policy section of the config plus a domain ranking (see loadRanking) into a
  * checker. Throws an Error naming the config key on a bad host key, bad regex or bad value.
  */
-export function compileReadPolicy(input: ReadPolicyInput, ranking: string[]): CompiledReadPolicy {
+export function compileReadPolicy(input: ReadPolicyInput, ranking: readonly string[]): CompiledReadPolicy {
   if (input === null || typeof input !== "object") throw new Error("policy: expected an object with deny and read");
   if (!Array.isArray(input.deny)) throw new Error("policy.deny: expected a list of { host, path } entries");
   const read = input.read;

@@ -1,5 +1,6 @@
 // Validation of a PNG that came from the browser, before it is stored or linked: structure and limits only,
 // the image data is not decoded. Deny on anything unexpected.
+import { latin1, readUint32 } from "../util/bytes.js";
 
 export type PngCheck =
   | { ok: true; width: number; height: number }
@@ -10,7 +11,7 @@ export interface PngLimits {
   maxPixels: number;
 }
 
-const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const SIGNATURE = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 /** Length, type and CRC around each chunk's data. */
 const CHUNK_OVERHEAD = 12;
 const IHDR_LENGTH = 13;
@@ -49,8 +50,8 @@ function invalid(message: string): PngCheck {
   return { ok: false, code: "invalid_image", message };
 }
 
-function chunkType(bytes: Buffer, offset: number): string {
-  return bytes.toString("latin1", offset, offset + 4);
+function chunkType(bytes: Uint8Array, offset: number): string {
+  return latin1(bytes, offset, offset + 4);
 }
 
 /**
@@ -59,27 +60,27 @@ function chunkType(bytes: Buffer, offset: number): string {
  * unbroken chain of chunks with at least one IDAT, and an IEND that ends the file. Chunk CRCs other than
  * IHDR's and IEND's are not checked (a decoder would; nothing here decodes).
  */
-export function validatePng(bytes: Buffer, limits: PngLimits): PngCheck {
+export function validatePng(bytes: Uint8Array, limits: PngLimits): PngCheck {
   if (bytes.length > limits.maxBytes) return invalid(`image is ${bytes.length} bytes, over the limit of ${limits.maxBytes}`);
-  if (bytes.length < SIGNATURE.length || !bytes.subarray(0, SIGNATURE.length).equals(SIGNATURE)) {
+  if (bytes.length < SIGNATURE.length || SIGNATURE.some((byte, i) => bytes[i] !== byte)) {
     return invalid("not a PNG: the 8-byte PNG signature is missing");
   }
   if (bytes.length < MIN_LENGTH) return invalid(`PNG truncated: ${bytes.length} bytes is too short to hold IHDR and IEND`);
 
   const ihdr = SIGNATURE.length;
   if (chunkType(bytes, ihdr + 4) !== "IHDR") return invalid(`the first chunk is ${JSON.stringify(chunkType(bytes, ihdr + 4))}, not IHDR`);
-  const ihdrLength = bytes.readUInt32BE(ihdr);
+  const ihdrLength = readUint32(bytes, ihdr);
   if (ihdrLength !== IHDR_LENGTH) return invalid(`IHDR length is ${ihdrLength}, not 13`);
-  const ihdrCrc = bytes.readUInt32BE(ihdr + 8 + IHDR_LENGTH);
+  const ihdrCrc = readUint32(bytes, ihdr + 8 + IHDR_LENGTH);
   if (crc32(bytes, ihdr + 4, ihdr + 8 + IHDR_LENGTH) !== ihdrCrc) return invalid("IHDR CRC mismatch");
 
-  const width = bytes.readUInt32BE(ihdr + 8);
-  const height = bytes.readUInt32BE(ihdr + 12);
-  const bitDepth = bytes.readUInt8(ihdr + 16);
-  const colourType = bytes.readUInt8(ihdr + 17);
-  const compression = bytes.readUInt8(ihdr + 18);
-  const filter = bytes.readUInt8(ihdr + 19);
-  const interlace = bytes.readUInt8(ihdr + 20);
+  const width = readUint32(bytes, ihdr + 8);
+  const height = readUint32(bytes, ihdr + 12);
+  const bitDepth = (bytes[ihdr + 16] ?? 0);
+  const colourType = (bytes[ihdr + 17] ?? 0);
+  const compression = (bytes[ihdr + 18] ?? 0);
+  const filter = (bytes[ihdr + 19] ?? 0);
+  const interlace = (bytes[ihdr + 20] ?? 0);
   if (width === 0 || height === 0) return invalid(`image size ${width}x${height}: width and height must be > 0`);
   if (width > PNG_INT_MAX || height > PNG_INT_MAX) return invalid(`image size ${width}x${height} exceeds the PNG maximum`);
   if (width * height > limits.maxPixels) {
@@ -95,7 +96,7 @@ export function validatePng(bytes: Buffer, limits: PngLimits): PngCheck {
   let offset = ihdr + CHUNK_OVERHEAD + IHDR_LENGTH;
   let sawIdat = false;
   while (offset + CHUNK_OVERHEAD <= bytes.length) {
-    const length = bytes.readUInt32BE(offset);
+    const length = readUint32(bytes, offset);
     const type = chunkType(bytes, offset + 4);
     if (!/^[A-Za-z]{4}$/.test(type)) return invalid(`chunk at byte ${offset} has an invalid type`);
     if (length > PNG_INT_MAX || offset + CHUNK_OVERHEAD + length > bytes.length) {
@@ -106,7 +107,7 @@ export function validatePng(bytes: Buffer, limits: PngLimits): PngCheck {
     if (type === "IDAT") sawIdat = true;
     if (type === "IEND") {
       if (length !== 0) return invalid(`IEND length is ${length}, not 0`);
-      if (crc32(bytes, offset + 4, offset + 8) !== bytes.readUInt32BE(offset + 8)) return invalid("IEND CRC mismatch");
+      if (crc32(bytes, offset + 4, offset + 8) !== readUint32(bytes, offset + 8)) return invalid("IEND CRC mismatch");
       if (!sawIdat) return invalid("no IDAT chunk before IEND");
       if (end !== bytes.length) return invalid(`${bytes.length - end} bytes of data after IEND`);
       return { ok: true, width, height };

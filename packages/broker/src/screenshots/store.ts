@@ -1,10 +1,15 @@
 // Where screenshots go so a tool result can carry a short-lived link instead of base64: files in a private
-// directory served by the broker under HMAC-signed, expiring URLs, or an S3 bucket with presigned GETs.
+// directory served by the broker under HMAC-signed, expiring URLs (a named user's bound to that user: see link.ts),
+// or an S3 bucket with presigned GETs.
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { readFile, unlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
+import { DEFAULT_USER_ID } from "../users/principal.js";
+import { noSuchScreenshot, SHOT_HEADERS, SHOT_OWNER_PARAM, SHOTS_PATH, shotRefusal } from "./link.js";
+
+export { SHOTS_PATH } from "./link.js";
 
 export interface StoredImage {
   id: string;
@@ -12,6 +17,8 @@ export interface StoredImage {
   /** Epoch milliseconds after which `url` no longer works. */
   expiresAt: number;
   bytes: number;
+  /** Set when `url` works only with this user's own token as well (a local link of a named user). */
+  owner?: string;
 }
 
 export interface ScreenshotMeta {
@@ -20,10 +27,12 @@ export interface ScreenshotMeta {
   pageUrl: string;
   /** Epoch milliseconds. */
   capturedAt: number;
+  /** The user whose call took it (users/principal.ts). */
+  owner?: string;
 }
 
 export interface ScreenshotStore {
-  put(png: Buffer, meta: ScreenshotMeta): Promise<StoredImage>;
+  put(png: Uint8Array, meta: ScreenshotMeta): Promise<StoredImage>;
   close(): Promise<void>;
 }
 
@@ -51,7 +60,6 @@ export interface S3ScreenshotStoreOptions {
   now?: () => number;
 }
 
-export const SHOTS_PATH = "/shots/";
 const MIN_KEY_BYTES = 32;
 const SWEEP_INTERVAL_MS = 60_000;
 /** SigV4 presigned URLs live at most 7 days. */
@@ -76,8 +84,10 @@ interface Entry {
 
 /**
  * Screenshots as files in `dir` (0700; files 0600), named by a 128-bit random id and served by `handle` at
- * `GET /shots/<id>.png?exp=<epoch s>&sig=<hex HMAC-SHA256(key, id + "." + exp)>`. Expired files are deleted
- * on each put and every minute; the oldest are evicted to keep the directory within `quotaBytes`.
+ * `GET /shots/<id>.png?exp=<epoch s>&sig=<hex HMAC-SHA256(key, id + "." + exp)>`, or for a named user's
+ * `...?exp=<epoch s>&u=<user id>&sig=<hex HMAC-SHA256(key, id + "." + exp + "." + user id)>` (the HTTP door lets
+ * only that user's token through, link.ts). Expired files are deleted on each put and every minute; the oldest are
+ * evicted to keep the directory within `quotaBytes`.
  */
 export class LocalScreenshotStore implements ScreenshotStore {
   readonly #dir: string;
@@ -112,7 +122,7 @@ export class LocalScreenshotStore implements ScreenshotStore {
     this.#timer.unref();
   }
 
-  async put(png: Buffer, _meta: ScreenshotMeta): Promise<StoredImage> {
+  async put(png: Uint8Array, meta: ScreenshotMeta): Promise<StoredImage> {
     if (this.#closed) throw new Error("screenshot store is closed");
     if (png.length > this.#quotaBytes) throw new Error(`screenshot of ${png.length} bytes exceeds the whole quota of ${this.#quotaBytes} bytes`);
     return this.#enqueue(async () => {
@@ -136,23 +146,30 @@ export class LocalScreenshotStore implements ScreenshotStore {
       this.#entries.set(id, entry);
       this.#totalBytes += entry.bytes;
       const base = this.#publicBaseUrl().replace(/\/+$/, "");
-      return { id, url: `${base}${SHOTS_PATH}${id}.png?exp=${exp}&sig=${this.#sign(id, exp).toString("hex")}`, expiresAt: entry.expiresAt, bytes: entry.bytes };
+      const owner = meta.owner !== undefined && meta.owner !== DEFAULT_USER_ID ? meta.owner : undefined;
+      const named = owner === undefined ? "" : `&${SHOT_OWNER_PARAM}=${encodeURIComponent(owner)}`;
+      const url = `${base}${SHOTS_PATH}${id}.png?exp=${exp}${named}&sig=${this.#sign(id, exp, owner).toString("hex")}`;
+      return { id, url, expiresAt: entry.expiresAt, bytes: entry.bytes, ...(owner === undefined ? {} : { owner }) };
     });
   }
 
-  /** Serves `/shots/...`; undefined for any other path (the caller answers it). */
+  /**
+   * Serves `/shots/...`; undefined for any other path (the caller answers it). A link that does not check out is
+   * answered as one to no screenshot: whether it was made up, altered or another user's is not told.
+   */
   handle(req: Request): Promise<Response> | undefined {
     const url = new URL(req.url);
     if (!url.pathname.startsWith(SHOTS_PATH)) return undefined;
-    if (req.method !== "GET" && req.method !== "HEAD") return Promise.resolve(refuse(405, "method not allowed", { Allow: "GET, HEAD" }));
+    if (req.method !== "GET" && req.method !== "HEAD") return Promise.resolve(shotRefusal(405, "method not allowed", { Allow: "GET, HEAD" }));
     const id = FILE_RE.exec(url.pathname.slice(SHOTS_PATH.length))?.[1];
-    if (id === undefined) return Promise.resolve(refuse(404, "no such screenshot"));
+    if (id === undefined) return Promise.resolve(noSuchScreenshot());
     const exp = url.searchParams.get("exp") ?? "";
     const sig = url.searchParams.get("sig") ?? "";
-    if (!EXP_RE.test(exp) || !SIG_RE.test(sig) || !timingSafeEqual(Buffer.from(sig, "hex"), this.#sign(id, Number(exp)))) {
-      return Promise.resolve(refuse(403, "bad signature"));
+    const owner = url.searchParams.get(SHOT_OWNER_PARAM) ?? undefined;
+    if (!EXP_RE.test(exp) || !SIG_RE.test(sig) || !timingSafeEqual(Buffer.from(sig, "hex"), this.#sign(id, Number(exp), owner))) {
+      return Promise.resolve(noSuchScreenshot());
     }
-    if (this.#now() >= Number(exp) * 1000) return Promise.resolve(refuse(410, "link expired"));
+    if (this.#now() >= Number(exp) * 1000) return Promise.resolve(shotRefusal(410, "link expired"));
     return this.#serve(id, req.method === "HEAD");
   }
 
@@ -168,16 +185,17 @@ export class LocalScreenshotStore implements ScreenshotStore {
     try {
       body = await readFile(this.#file(id));
     } catch {
-      return refuse(404, "no such screenshot");
+      return noSuchScreenshot();
     }
     return new Response(headOnly ? null : new Uint8Array(body), {
       status: 200,
-      headers: { ...SAFE_HEADERS, "Content-Type": "image/png", "Content-Length": String(body.length) },
+      headers: { ...SHOT_HEADERS, "Content-Type": "image/png", "Content-Length": String(body.length) },
     });
   }
 
-  #sign(id: string, exp: number): Buffer {
-    return createHmac("sha256", this.#key).update(`${id}.${exp}`).digest();
+  /** The implicit user's links sign id and expiry; a named user's sign their id too. */
+  #sign(id: string, exp: number, owner?: string): Buffer {
+    return createHmac("sha256", this.#key).update(owner === undefined ? `${id}.${exp}` : `${id}.${exp}.${owner}`).digest();
   }
 
   #file(id: string): string {
@@ -224,20 +242,10 @@ export class LocalScreenshotStore implements ScreenshotStore {
   }
 }
 
-const SAFE_HEADERS = {
-  "X-Content-Type-Options": "nosniff",
-  "Cache-Control": "private, no-store",
-  "Content-Security-Policy": "default-src 'none'",
-} as const;
-
-function refuse(status: number, message: string, extra: Record<string, string> = {}): Response {
-  const body = `${message}\n`;
-  return new Response(body, { status, headers: { ...SAFE_HEADERS, ...extra, "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(Buffer.byteLength(body)) } });
-}
 
 interface S3Runtime {
   client: S3Client;
-  put(key: string, png: Buffer, meta: ScreenshotMeta): Promise<void>;
+  put(key: string, png: Uint8Array, meta: ScreenshotMeta): Promise<void>;
   presign(key: string, expiresIn: number, signingDate: Date): Promise<string>;
 }
 
@@ -259,7 +267,7 @@ export class S3ScreenshotStore implements ScreenshotStore {
     this.#now = opts.now ?? Date.now;
   }
 
-  async put(png: Buffer, meta: ScreenshotMeta): Promise<StoredImage> {
+  async put(png: Uint8Array, meta: ScreenshotMeta): Promise<StoredImage> {
     if (this.#closed) throw new Error("screenshot store is closed");
     const runtime = await this.#load();
     const id = newId();

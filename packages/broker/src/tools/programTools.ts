@@ -1,4 +1,5 @@
-// Tools available to code-mode programs only (ToolSpec.programOnly): drag, highlight, upload, set_viewport and eval.
+// Tools available to code-mode programs only (ToolSpec.programOnly): drag, highlight, upload, set_viewport and eval
+// (and describe_ref, beside query in query.ts).
 // They run through the same runner as every tool (strict arguments, tab leases, the gate, the audit record, a write's
 // begun before it is sent) and are never listed over MCP (tools/index.ts keeps them out of `tools`), so the tools/list
 // the model reads stays as it is; browse.* commands call them (code/pageCommands.ts).
@@ -7,8 +8,10 @@ import { z } from "zod";
 import { capabilitiesOf } from "../drivers/capabilities.js";
 import { gateEval } from "../gate/decisions.js";
 import { checkLanding } from "../gate/enforce.js";
+import { base64ToBytes, bytesToBase64, utf8Bytes } from "../util/bytes.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { perform } from "./act.js";
+import { describeRef } from "./query.js";
 import { defineTool, fields } from "./tool.js";
 
 const ref = z.string().describe("From snapshot or query.");
@@ -66,12 +69,14 @@ const file = z
   })
   .strict();
 
-function decoded(f: z.infer<typeof file>, index: number): Buffer {
-  if (f.encoding !== "base64") return Buffer.from(f.content, "utf8");
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(f.content.replace(/\s+/g, "")) || f.content.replace(/\s+/g, "").length % 4 === 1) {
+function decoded(f: z.infer<typeof file>, index: number): Uint8Array {
+  if (f.encoding !== "base64") return utf8Bytes(f.content);
+  const compact = f.content.replace(/\s+/g, "");
+  const bytes = /^[A-Za-z0-9+/]*={0,2}$/.test(compact) && compact.length % 4 !== 1 ? base64ToBytes(compact) : undefined;
+  if (bytes === undefined) {
     throw new TabrelayError("invalid_params", `files[${index}].content is not base64 (encoding "base64" was given); pass base64, or text without encoding`);
   }
-  return Buffer.from(f.content, "base64");
+  return bytes;
 }
 
 export const upload = defineTool({
@@ -98,7 +103,7 @@ export const upload = defineTool({
       if (total > UPLOAD_MAX_BYTES) {
         throw new TabrelayError("invalid_params", `the files come to more than ${UPLOAD_MAX_BYTES / 1024 / 1024} MiB (${UPLOAD_MAX_BYTES} bytes), the most an upload takes in all; upload fewer or smaller files`);
       }
-      return { name: f.name, base64: bytes.toString("base64"), type: f.type ?? "application/octet-stream" };
+      return { name: f.name, base64: bytesToBase64(bytes), type: f.type ?? "application/octet-stream" };
     });
     response.audit({ detail: `files: ${files.map((f, i) => `${JSON.stringify(f.name)} (${sizes[i] ?? 0} bytes)`).join(", ")}`.slice(0, 1000) });
     await perform(ctx, response, params, "upload", JSON.stringify(files), {});
@@ -180,4 +185,4 @@ export const evaluate = defineTool({
 });
 
 /** Every program-only tool. */
-export const programTools = [drag, highlight, upload, setViewport, evaluate] as const;
+export const programTools = [drag, highlight, upload, setViewport, evaluate, describeRef] as const;

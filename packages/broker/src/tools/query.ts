@@ -21,7 +21,10 @@ function cssString(value: string): string {
 function selectorOf(params: { selector?: string | undefined; id?: string | undefined; class?: string | undefined }): string {
   const given = [params.selector, params.id, params.class].filter((v) => v !== undefined);
   if (given.length !== 1) throw new TabrelayError("invalid_params", "give exactly one of selector, id, class");
-  if (params.selector !== undefined) return params.selector;
+  if (params.selector !== undefined) {
+    if (/^\s*ref=/.test(params.selector)) throw new TabrelayError("invalid_params", `selector ${JSON.stringify(params.selector.slice(0, 60))} is not CSS (ref= is how code mode reads an element it holds a ref to); pass a CSS or xpath= selector`);
+    return params.selector;
+  }
   if (params.id !== undefined) return `[id=${cssString(params.id)}]`;
   const classes = (params.class ?? "").split(/\s+/).filter(Boolean);
   if (classes.length === 0) throw new TabrelayError("invalid_params", "class names no class");
@@ -156,5 +159,44 @@ export const query = defineTool({
     if (end < total) response.line(`Next: query with tab=${tab.tabId}, the same selector and offset=${end}.`);
     if (withheld > 0) response.line(`Frames withheld: ${withheld} (outside the read policy; not searched).`);
     if (searchCapped) response.line(`Limit: a document has over ${withThousands(CONTENT_MAX_ELEMENTS)} elements; only its first ${withThousands(CONTENT_MAX_ELEMENTS)} were searched.`);
+  },
+});
+
+/**
+ * Code mode's browse.is / browse.get on a ref (program-only): the element the ref names, read fresh as query describes
+ * it, in the ref's own revision (no new revision: the program's refs stay valid). The ref's document answers; a ref
+ * whose element is gone or changed is stale_ref, as an action on it would be.
+ */
+export const describeRef = defineTool({
+  name: "describe_ref",
+  title: "Describe an element",
+  description: "The element a ref names, read fresh as query describes it (states, text, attributes, box); keeps the revision.",
+  input: {
+    tab: fields.tab,
+    ref: z.string().regex(/^(?:f\d+)?e\d+$/).describe("From snapshot or query."),
+    revision: z.string().min(1).describe("The ref's revision."),
+    browser: fields.browser,
+  },
+  kind: "read",
+  programOnly: true,
+  errors: ["policy_denied", "restricted_page", "no_such_tab", "stale_ref"],
+  async handler(ctx, params, response) {
+    const conn = ctx.browser();
+    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
+    const tab = await checkLanding(ctx, conn, current, {});
+    response.audit({ tab: tab.tabId, url: tab.url, target: params.ref });
+    const frameId = Number(/^f(\d+)e/.exec(params.ref)?.[1] ?? 0);
+    const own = /e\d+$/.exec(params.ref)?.[0] ?? params.ref;
+    const { frames } = unwrap(await conn.call("page.query", { tabId: tab.tabId, revision: params.revision, selector: `ref=${own}`, skip: 0, upTo: 1 }));
+    const frame = frames.find((f) => f.frameId === frameId);
+    const verdict = frame && frameId !== 0 ? judgeFrames(ctx.config.policy, frames).get(frameId) : undefined;
+    const match = frame?.matches[0];
+    if (!frame || !match || verdict?.ok === false) {
+      throw new TabrelayError("stale_ref", `ref ${params.ref} of revision ${params.revision} names no element of tab ${tab.tabId} now: the page changed, re-rendered or navigated since, or it was snapshotted again; snapshot again and use the new refs`);
+    }
+    const value = frameId !== 0 ? { ...match, frame: frame.url } : match;
+    response.structured({ tab: tab.tabId, url: tab.url, revision: params.revision, total: 1, offset: 0, matches: [value], withheldFrames: 0, capped: false });
+    response.line(`Element ${params.ref} of tab ${tab.tabId}.`);
+    response.pageContent(renderMatch(match, 1).join("\n"));
   },
 });

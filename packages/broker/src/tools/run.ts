@@ -1,11 +1,12 @@
-import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { BUDGETS, runBudgets } from "../config/codeMode.js";
 import type { BrokerConfig } from "../config/config.js";
 import { apiCompact, apiDeclarations, apiGuide } from "../code/apiDoc.js";
 import { allowedCommands, runProgram } from "../code/run.js";
 import { COMMANDS } from "../code/commands.js";
+import { randomHex } from "../util/bytes.js";
 import { TabrelayError } from "../util/errors.js";
+import { sha256Hex } from "../util/sha256.js";
 import { sessionsOf } from "./sessions.js";
 import { defineTool, fields } from "./tool.js";
 
@@ -61,16 +62,18 @@ export const browserRun = defineTool({
     const budgets = runBudgets(settings, params.budgets);
     if (!budgets.ok) throw new TabrelayError("invalid_params", budgets.message);
     if (!ctx.sandbox) throw new TabrelayError("internal", "this broker has no sandbox to run programs in; report it");
-    const run = `run-${randomBytes(6).toString("hex")}`;
-    const programSha256 = createHash("sha256").update(params.program).digest("hex");
+    const run = `run-${randomHex(6)}`;
+    const programSha256 = sha256Hex(params.program);
     const sandbox = ctx.sandbox;
     const go = (browser: string | undefined) => runProgram(ctx, sandbox, { program: params.program, run, budgets: budgets.budgets, browser, tab: params.tab }, signal);
+    if (params.browser === "new" && params.tab !== undefined) throw new TabrelayError("invalid_params", 'a new browser has no tabs yet: drop tab and browse.open(url) first');
+    // From here the program may act: the run is recorded before it starts, and an idempotency key is spent.
+    response.markDispatched();
     let result: Awaited<ReturnType<typeof go>>;
     if (params.browser === "new") {
       // A temporary browser from the configured source, stopped whatever happens to the run or the connection.
-      if (params.tab !== undefined) throw new TabrelayError("invalid_params", 'a new browser has no tabs yet: drop tab and browse.open(url) first');
       const sessions = sessionsOf(ctx);
-      const temp = await sessions.start({ temporary: true });
+      const temp = await sessions.start({ temporary: true, owner: ctx.user });
       response.audit({ target: temp.id });
       try {
         result = await go(temp.id);

@@ -5,10 +5,18 @@ import { explainByDenial } from "../gate/enforce.js";
 import { leasingDriver, tabLeases } from "../gate/leases.js";
 import { ToolResponse, type AuditFacts, type RenderedResult } from "./response.js";
 import type { CallContext, Tool, ToolContext } from "./tool.js";
+import { DEFAULT_PRINCIPAL, DEFAULT_USER_ID, type Principal } from "../users/principal.js";
+import { configFor } from "../config/userPolicies.js";
+import { ambiguousLabel, locate, type ForwardedCall } from "../cluster/link.js";
+import { ambiguousBrowser, unknownBrowser } from "../drivers/registry.js";
+import { IDEMPOTENCY_FIELD, keyOf, type CallOutcome, type Idempotency, type KeyedAnswer } from "./idempotency.js";
+import type { ErrorCode } from "@tabrelay/protocol";
 
 /** How a call is made: a command of a code-mode program carries the program's run id into its audit record. */
 export interface RunOptions {
   run?: string;
+  /** Who calls when there is no MCP session (a call forwarded from another broker, in-process tools). */
+  user?: Principal;
 }
 
 const REFUSALS = new Set(["policy_denied", "write_denied", "audit_unavailable", "tab_leased"]);
@@ -24,16 +32,120 @@ const LOST = new Set(["browser_disconnected", "timeout"]);
  * refused (tab_leased) before the tool's handler runs.
  */
 export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSignal, session?: Caller, options: RunOptions = {}): Promise<RenderedResult> {
+  const key = IDEMPOTENCY_FIELD in tool.input.shape ? keyOf(args) : undefined;
+  if (key === undefined) return (await runWhere(tool, ctx, args, signal, session, options)).result;
+  return runKeyed(key, ctx.idempotency, tool, ctx, args, signal, session, options);
+}
+
+/**
+ * A call forwarded here by another broker of the cluster (cluster/cluster.ts) for a browser of this broker's: run
+ * and audited here, as if it had come in here, with its caller's session and user.
+ */
+export function runForwarded(tool: Tool, ctx: ToolContext, call: ForwardedCall, signal: AbortSignal): Promise<CallOutcome> {
+  const session = call.session ? { ...call.session, user: call.user } : undefined;
+  return runOnce(tool, ctx, call.args, signal, session, { ...(call.run ? { run: call.run } : {}), user: call.user });
+}
+
+/** Here, or on the broker of the cluster holding the call's browser (which runs and audits it). */
+function runWhere(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSignal, session: Caller | undefined, options: RunOptions): Promise<CallOutcome> {
+  const cluster = ctx.cluster;
+  if (cluster && tool.broker) {
+    const user = session?.user ?? options.user ?? DEFAULT_PRINCIPAL;
+    return cluster.forward(tool.broker, { tool: tool.name, args, user, ...(session ? { session: { session: session.session, client: session.client } } : {}), ...(options.run ? { run: options.run } : {}) }, signal);
+  }
+  if (cluster && "browser" in tool.input.shape) {
+    const selector = args && typeof args === "object" ? Reflect.get(args, "browser") : undefined;
+    const user = session?.user ?? options.user ?? DEFAULT_PRINCIPAL;
+    // browser_run's "new" starts a browser here.
+    const where =
+      selector === "new" || (selector !== undefined && typeof selector !== "string")
+        ? undefined
+        : locate(ctx.registry.list(user.user).map((b) => b.info), cluster.remoteBrowsers(user.user), selector);
+    if (where) {
+      const forwarded: ForwardedCall = { tool: tool.name, args, user, ...(session ? { session: { session: session.session, client: session.client } } : {}), ...(options.run ? { run: options.run } : {}) };
+      return cluster.forward(where.broker, forwarded, signal);
+    }
+  }
+  return runOnce(tool, ctx, args, signal, session, options);
+}
+
+/**
+ * A write with an idempotency key (tools/idempotency.ts): runs once, or answers with the first call's outcome, an
+ * idempotency_conflict, or a lost first call; each answer leaves its own audit record.
+ */
+async function runKeyed(key: string, keys: Idempotency | undefined, tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSignal, session: Caller | undefined, options: RunOptions): Promise<RenderedResult> {
+  const started = Date.now();
+  const user = session?.user ?? options.user ?? DEFAULT_PRINCIPAL;
+  const tab: unknown = args && typeof args === "object" ? Reflect.get(args, "tab") : undefined;
+  const who = { ...callerFields(user, session, options), ...(typeof tab === "number" ? { tab } : {}) };
+  const fail = (code: ErrorCode, message: string, decision: AuditRecord["decision"]): RenderedResult => {
+    ctx.audit.record({ time: started, tool: tool.name, ...who, decision, durationMs: Date.now() - started, code, detail: JSON.stringify({ idempotency_key: key }) });
+    return new ToolResponse(ctx.secrets).renderError(code, message);
+  };
+  // A key nobody keeps would promise what is not done: refused (the stateless Worker keeps none).
+  if (!keys) return fail("invalid_params", `this server keeps no idempotency keys (it has no store), so ${tool.name} was not run; call it without idempotency_key`, "refused");
+  let answer: KeyedAnswer;
+  try {
+    answer = await keys.once(user.user, key, tool.name, args, signal, () => runWhere(tool, ctx, args, signal, session, options));
+  } catch (error) {
+    ctx.log.error(`idempotency store: ${error instanceof Error ? error.message : String(error)}`);
+    return fail("internal", `the store that remembers idempotency keys could not be reached, so this ${tool.name} was not sent to the browser; retry with the same key once GET /health is ok`, "failed");
+  }
+  const first = (at: number) => new Date(at).toISOString();
+  switch (answer.kind) {
+    case "ran":
+      return answer.outcome.result;
+    case "replayed": {
+      ctx.audit.record({
+        time: started,
+        tool: tool.name,
+        ...who,
+        decision: "allowed",
+        durationMs: Date.now() - started,
+        detail: JSON.stringify({ idempotency_key: key, replay_of: first(answer.firstAt), ...(answer.unknown ? { outcome: "unknown" } : {}) }),
+      });
+      const said = answer.unknown
+        ? `(A retry: the first call with this idempotency_key, at ${first(answer.firstAt)}, ended with its outcome unknown, as above; it is not run again. Take a snapshot to see the page; use a new key to act again.)`
+        : `(A retry: this is the outcome of the first call with this idempotency_key, at ${first(answer.firstAt)}; nothing was sent to the browser now.)`;
+      return { ...answer.result, text: `${answer.result.text}\n${said}` };
+    }
+    case "conflict":
+      return fail(
+        "idempotency_conflict",
+        `this idempotency_key was first used at ${first(answer.firstAt)} for ${answer.firstTool === tool.name ? `${tool.name} with other arguments` : answer.firstTool}; nothing was run. Use a new key for a new action, or resend the first call's exact arguments to get its outcome`,
+        "refused",
+      );
+    case "lost":
+      return fail(
+        "browser_disconnected",
+        `the first call with this idempotency_key (at ${first(answer.firstAt)}) ran on a broker that stopped before it answered, so whether it happened is unknown; it is not run again. Take a snapshot to see the page; use a new key to act again`,
+        "outcome_unknown",
+      );
+    case "cancelled":
+      return fail("cancelled", "the call was cancelled while the first call with this idempotency_key still ran; nothing ran for this one: retry with the same key for the first call's outcome", "failed");
+  }
+}
+
+async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSignal, session?: Caller, options: RunOptions = {}): Promise<CallOutcome> {
   const started = Date.now();
   const selector = args && typeof args === "object" ? Reflect.get(args, "browser") : undefined;
-  const picked = ctx.registry.pick(typeof selector === "string" ? selector : undefined);
+  const user = session?.user ?? options.user ?? DEFAULT_PRINCIPAL;
+  let picked = ctx.registry.pick(typeof selector === "string" ? selector : undefined, user.user);
+  // In a cluster no browser here is not no browser: with the user's browsers on other brokers, a selector that
+  // matched none of them (runWhere) is unknown_browser, as on the broker holding them.
+  if (!picked.ok && picked.error.code === "not_connected" && typeof selector === "string" && selector && (ctx.cluster?.remoteBrowsers(user.user).length ?? 0) > 0) picked = unknownBrowser(selector);
+  // A label carried by browsers on several brokers names none of them, here as on every broker.
+  if (picked.ok && ctx.cluster && typeof selector === "string" && ambiguousLabel(ctx.registry.list(user.user).map((b) => b.info), ctx.cluster.remoteBrowsers(user.user), selector)) picked = ambiguousBrowser(selector);
   const browserHint = picked.ok ? `${picked.value.info.label} (${picked.value.info.browserId})` : undefined;
   const response = new ToolResponse(ctx.secrets);
   const leases = tabLeases(ctx.registry, ctx.config);
   const browser = picked.ok ? leasingDriver(picked.value, leases, session) : undefined;
   const callCtx: CallContext = {
     ...ctx,
+    // The user's own policy where config `users:` gives them one (config/userPolicies.ts); the base otherwise.
+    config: configFor(ctx.config, user.name),
     ...(session ? { session } : {}),
+    user,
     browser: () => browser ?? unwrap(picked),
     leases: {
       use(tabId) {
@@ -45,7 +157,7 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
       visible: (tabs, askedAt) => leases.visible(unwrap(picked).info.browserId, tabs, session, Date.now(), askedAt),
     },
   };
-  const client = { ...(session ? { client: session.client } : {}), ...(options.run ? { run: options.run } : {}) };
+  const client = callerFields(user, session, options);
   let result: RenderedResult;
   let code: string | undefined;
   let rule: string | undefined;
@@ -68,7 +180,7 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
   } catch (thrown) {
     // A page that went somewhere the read policy refuses while the call ran (a meta refresh, a script) leaves
     // the tab on an error page or blank: the call failed because of that, and says so.
-    const error = thrown instanceof TabrelayError && picked.ok ? (explainByDenial(ctx, picked.value, response.auditFacts.tab, thrown) ?? thrown) : thrown;
+    const error = thrown instanceof TabrelayError && picked.ok ? (explainByDenial(callCtx, picked.value, response.auditFacts.tab, thrown) ?? thrown) : thrown;
     if (error instanceof TabrelayError) {
       code = error.code;
       rule = error.rule;
@@ -101,7 +213,12 @@ export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signa
   };
   if (begun === undefined) ctx.audit.record(record);
   else ctx.audit.complete(begun, record);
-  return result;
+  return { result, dispatched: response.dispatched, unknown: decision === "outcome_unknown" };
+}
+
+/** Who made a call, as its audit record says it. The implicit user's records name no user: a single-user broker's log reads as it always did. */
+function callerFields(user: Principal, session: Caller | undefined, options: RunOptions) {
+  return { ...(user.user !== DEFAULT_USER_ID ? { user: user.name } : {}), ...(session ? { client: session.client } : {}), ...(options.run ? { run: options.run } : {}) };
 }
 
 function factFields(browser: string | undefined, facts: AuditFacts) {

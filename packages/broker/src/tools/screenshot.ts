@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { validatePng } from "../screenshots/png.js";
+import { base64ToBytes } from "../util/bytes.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { capabilitiesOf } from "../drivers/capabilities.js";
@@ -53,14 +54,15 @@ export const screenshot = defineTool({
     // What was captured is judged like any document the tab shows: the page may have moved on since it was checked.
     const shown = gateTab(ctx.config.policy, shot.url, undefined);
     if (!shown.ok) throw new TabrelayError("policy_denied", `the tab showed ${pageText(shot.url, PAGE_TEXT_MAX.url)} when captured: ${shown.message}`, shown.rule);
-    const bytes = Buffer.from(shot.png, "base64");
+    // Not base64 at all: nothing a PNG check would accept either.
+    const bytes = base64ToBytes(shot.png) ?? new Uint8Array();
     const valid = validatePng(bytes, { maxBytes: settings.maxBytes, maxPixels: settings.maxPixels });
     if (!valid.ok) throw new TabrelayError("invalid_image", `${valid.message}; the browser sent something that is not an acceptable PNG, nothing was stored`);
-    const stored = await ctx.screenshots.put(bytes, { width: valid.width, height: valid.height, pageUrl: shot.url, capturedAt: shot.capturedAt });
+    const stored = await ctx.screenshots.put(bytes, { width: valid.width, height: valid.height, pageUrl: shot.url, capturedAt: shot.capturedAt, owner: ctx.user.user });
     response.line(`Screenshot of tab ${params.tab}${params.ref ? ` (element ${params.ref})` : params.full_page ? " (full page)" : ""}: ${valid.width}x${valid.height} PNG`);
     response.pageText("Page", shot.url, PAGE_TEXT_MAX.url);
     response.line(`Captured: ${new Date(shot.capturedAt).toISOString()}; link expires ${new Date(stored.expiresAt).toISOString()}`);
-    response.line(`Link (a bearer credential; do not share): ${stored.url}`);
+    response.line(stored.owner === undefined ? `Link (a bearer credential; do not share): ${stored.url}` : `Link (fetched with your tabrelay token as the Authorization bearer; do not share): ${stored.url}`);
     response.structured({ link: stored.url, width: valid.width, height: valid.height, pageUrl: shot.url, capturedAt: shot.capturedAt, expiresAt: stored.expiresAt });
     if (params.inline) response.image(shot.png, "image/png");
   },

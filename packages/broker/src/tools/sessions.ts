@@ -19,11 +19,11 @@ export function sessionsOf(ctx: { sessions?: BrowserSessions }): BrowserSessions
 
 function startedHere(ctx: CallContext, browser: string): StartedBrowser {
   const sessions = sessionsOf(ctx);
-  const started = sessions.get(browser) ?? sessions.list().find((s) => s.label === browser);
+  const started = sessions.get(browser, ctx.user.user) ?? sessions.list(ctx.user.user).find((s) => s.label === browser);
   if (started) return started;
   throw new TabrelayError(
     "not_started_here",
-    `browser "${browser}" was not started by browser_start on this broker${sessions.wasStopped(browser) ? " (it was stopped)" : ""}; browser_list_sessions names those that were, and the others (the user's own Chrome) are the user's`,
+    `browser "${browser}" was not started by browser_start on this broker${sessions.wasStopped(browser, ctx.user.user) ? " (it was stopped)" : ""}; browser_list_sessions names those that were, and the others (the user's own Chrome) are the user's`,
   );
 }
 
@@ -40,7 +40,8 @@ export const browserStart = defineTool({
   errors: ["session_limit", "browser_start_failed"],
   async handler(ctx, _params, response) {
     const sessions = sessionsOf(ctx);
-    const started = await sessions.start();
+    response.markDispatched();
+    const started = await sessions.start({ owner: ctx.user });
     const minutes = Math.round(sessions.settings.idleMs / 60_000);
     response.audit({ target: started.id, detail: JSON.stringify({ source: started.source }) });
     response.line(`Started browser ${started.id} (${started.label}, source ${started.source}). Pass browser: "${started.id}" to the tools; stop it with browser_stop when done (it stops by itself after ${minutes} min without a call).`);
@@ -57,10 +58,11 @@ export const browserStop = defineTool({
   errors: ["not_started_here"],
   async handler(ctx, params, response) {
     const sessions = sessionsOf(ctx);
-    const known = sessions.get(params.browser) ?? sessions.list().find((s) => s.label === params.browser);
+    const known = sessions.get(params.browser, ctx.user.user) ?? sessions.list(ctx.user.user).find((s) => s.label === params.browser);
     const id = known?.id ?? params.browser;
     response.audit({ target: id });
-    const outcome = await sessions.stop(id);
+    response.markDispatched();
+    const outcome = await sessions.stop(id, "stopped", ctx.user.user);
     if (outcome === undefined) startedHere(ctx, params.browser); // throws not_started_here
     response.line(outcome === "stopped" ? `Stopped browser ${id}.` : `Browser ${id} was already stopped.`);
     response.structured({ browser: id, stopped: true, already: outcome === "already" });
@@ -77,7 +79,7 @@ export const browserListSessions = defineTool({
   async handler(ctx, _params, response) {
     const sessions = sessionsOf(ctx);
     const now = Date.now();
-    const list = sessions.list();
+    const list = sessions.list(ctx.user.user);
     const max = sessions.settings.maxSessions;
     response.line(list.length === 0 ? `No started browser (at most ${max}; browser_start starts one).` : `${list.length} of at most ${max} started:`);
     for (const s of list) {

@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto";
 import { SNAPSHOT_MAX_NODES, type FrameSnapshot, type SnapshotNode } from "@tabrelay/protocol";
 import { z } from "zod";
+import { randomHex } from "../util/bytes.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { withThousands } from "../util/format.js";
 import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
@@ -9,13 +9,15 @@ import { checkLanding } from "../gate/enforce.js";
 import type { CompiledReadPolicy } from "../policy/readPolicy.js";
 import { defineTool, fields } from "./tool.js";
 
-const INSTANCE = randomBytes(3).toString("hex");
+// Drawn on first use: a Workers isolate may not generate random values while its module loads.
+let instance: string | undefined;
 let counter = 0;
 
 /** Revisions are unique across tabs and broker restarts, so a ref can never be replayed elsewhere. */
 export function nextRevision(): string {
+  instance ??= randomHex(3);
   counter += 1;
-  return `r${counter}-${INSTANCE}`;
+  return `r${counter}-${instance}`;
 }
 
 interface CachedSnapshot {

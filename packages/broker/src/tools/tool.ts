@@ -15,6 +15,9 @@ import type { ScreenshotStore } from "../screenshots/store.js";
 import type { SnapshotCache } from "./snapshot.js";
 import type { SandboxRunner } from "../code/run.js";
 import type { BrowserSessions } from "../launch/sessions.js";
+import type { Principal } from "../users/principal.js";
+import { IDEMPOTENCY_FIELD, IDEMPOTENCY_KEY_PATTERN, type Idempotency } from "./idempotency.js";
+import type { ClusterLink } from "../cluster/link.js";
 
 /** Where every tool call leaves its record (the SQLite audit log in the broker). A write is begun before it is sent. */
 export interface AuditSink {
@@ -41,6 +44,10 @@ export interface ToolContext {
   sessions?: BrowserSessions;
   /** The tools web pages offer (pages/): present when config names pages.allowed_origins. */
   pageTools?: PageToolSource;
+  /** Remembers write calls' idempotency keys (tools/idempotency.ts); without it a call with a key is refused. */
+  idempotency?: Idempotency;
+  /** The other brokers of a cluster (cluster/link.ts): calls for their browsers are forwarded to them. */
+  cluster?: ClusterLink;
 }
 
 /** What code mode (browse.pageTools, browse.callPageTool) reaches of the page tools on offer. */
@@ -60,6 +67,8 @@ export interface CallContext extends ToolContext {
   browser(): BrowserDriver;
   /** The MCP session the call comes from (its id and clientInfo.name), set by the adapter. */
   session?: Caller;
+  /** The user the call acts for: it reaches only that user's browsers (the implicit user without a session's). */
+  user: Principal;
   /** The tabs this call's session leases (gate/leases.ts), for this call's browser. */
   leases: CallLeases;
 }
@@ -114,6 +123,8 @@ export interface Tool {
   errors: readonly ErrorCode[];
   /** See ToolSpec.programOnly. */
   programOnly?: true;
+  /** The broker of the cluster it runs on, when not this one (a page tool whose page is there): runTool carries the call. */
+  broker?: string;
   run(ctx: CallContext, args: unknown, response: ToolResponse, signal: AbortSignal): Promise<void>;
 }
 
@@ -121,7 +132,9 @@ export interface Tool {
 export const EVERY_TOOL_ERRORS: readonly ErrorCode[] = ["invalid_params", "internal"];
 
 export function defineTool<S extends z.ZodRawShape>(spec: ToolSpec<S>): Tool {
-  const schema = z.object(spec.input).strict();
+  // Every write an agent calls takes an idempotency key (the runner keeps it); a program's commands do not.
+  const keyed = spec.kind === "write" && !spec.programOnly;
+  const schema = z.object(keyed ? { ...spec.input, [IDEMPOTENCY_FIELD]: fields.idempotencyKey } : spec.input).strict();
   const json = z.toJSONSchema(schema, { io: "input" });
   const args = { tool: spec.name, schema, fields: json.properties ?? {} };
   const takesTab = "tab" in spec.input;
@@ -160,7 +173,7 @@ export const COMMON_ERRORS = {
   browser: ["not_connected", "unknown_browser", "browser_disconnected", "timeout"],
   tab: ["no_such_tab", "tab_leased"],
   ref: ["stale_ref", "not_actionable", "policy_denied"],
-  write: ["write_denied", "audit_unavailable"],
+  write: ["write_denied", "audit_unavailable", "idempotency_conflict"],
 } as const satisfies Record<string, readonly ErrorCode[]>;
 
 /** What a tool takes and does, as far as the common codes go. */
@@ -200,6 +213,8 @@ export const fields = {
     .optional()
     .describe("Its id or label."),
   tab: z.number().int().describe("Tab id."),
+  /** A write's retry key (tools/idempotency.ts): said once, in the server's instructions. */
+  idempotencyKey: z.string().regex(IDEMPOTENCY_KEY_PATTERN, "1 to 200 printable ASCII characters, no spaces").optional().describe("Retry key: a retry with it gets the first outcome, never acts twice."),
   url: z.string().min(1).describe("Absolute http(s) URL."),
   mode: z
     .enum(["readable", "full"])

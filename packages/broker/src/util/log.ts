@@ -1,23 +1,10 @@
 import type { Redactor } from "./secrets.js";
 
-/** Logs go to stderr only: stdout belongs to MCP in `tabrelay stdio`. */
+/** Logs go to stderr only on Node (util/stderrLog.ts): stdout belongs to MCP in `tabrelay stdio`. */
 export interface Logger {
   info(message: string): void;
   warn(message: string): void;
   error(message: string): void;
-}
-
-export function createLogger(options: { quiet?: boolean; secrets?: Redactor } = {}): Logger {
-  const write = (level: string, message: string) => {
-    // CR/LF in a message must not forge a second log line.
-    process.stderr.write(`${new Date().toISOString()} ${level} ${message.replace(/\r/g, "\\r").replace(/\n/g, "\\n")}\n`);
-  };
-  const logger: Logger = {
-    info: (m) => options.quiet || write("info", m),
-    warn: (m) => write("warn", m),
-    error: (m) => write("error", m),
-  };
-  return options.secrets ? redactingLogger(logger, options.secrets) : logger;
 }
 
 /** A logger that passes every line through the secrets registry first; the broker wraps whatever logger it is given. */

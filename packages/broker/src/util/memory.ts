@@ -15,7 +15,9 @@ export function collectAfterHeavyWork(): void {
   const gc = (globalThis as { gc?: GcFunction }).gc;
   if (typeof gc !== "function" || scheduled) return;
   scheduled = true;
-  setImmediate(() => {
+  // setImmediate is Node's; only Node has --expose-gc, but the module is the core's and must load anywhere.
+  const later = typeof setImmediate === "function" ? setImmediate : (run: () => void) => setTimeout(run, 0);
+  later(() => {
     scheduled = false;
     gc({ type: "major", execution: "async" });
   });

@@ -1,10 +1,9 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { utf8Bytes } from "./bytes.js";
+import { constantTimeEqual, sha256 } from "./sha256.js";
 
 /** Constant-time string comparison (hashing first makes lengths equal). */
 export function safeEqual(a: string, b: string): boolean {
-  const ha = createHash("sha256").update(a).digest();
-  const hb = createHash("sha256").update(b).digest();
-  return timingSafeEqual(ha, hb);
+  return constantTimeEqual(sha256(utf8Bytes(a)), sha256(utf8Bytes(b)));
 }
 
 /** The rule for tokens tabrelay does not generate itself (environment, hand-written files); README "Safety model". */

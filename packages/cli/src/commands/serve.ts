@@ -59,7 +59,9 @@ export async function cmdServe(args: string[]): Promise<number | undefined> {
   printClientConfig(url, config);
   onShutdown(async () => {
     await hosted?.stop();
-    await broker.close();
+    // A cluster member drains (calls in flight finish, browsers are sent to another broker); a lone broker just stops.
+    if (config.cluster.redisUrl) await broker.drain();
+    else await broker.close();
   });
   return undefined; // keep running
 }

@@ -4,21 +4,22 @@ import type { CaptureParams, CaptureResult } from "@tabrelay/protocol";
 import type { Protocol } from "devtools-protocol";
 import { type CdpCore, DriverError, type Tab } from "./cdpCore.js";
 import { isVisible, tabInfo } from "./navigation.js";
+import { base64ToBytes, latin1, readUint32 } from "../../util/bytes.js";
 
 export const MAX_SCREENSHOT_HEIGHT = 16_384;
 
 /** Width and height from a PNG's IHDR chunk (signature, length, "IHDR", width, height). */
 export function pngSize(base64: string): { width: number; height: number } | undefined {
-  const head = Buffer.from(base64.slice(0, 44), "base64");
-  if (head.length < 24 || head.readUInt32BE(0) !== 0x89504e47 || head.toString("latin1", 12, 16) !== "IHDR") return undefined;
-  return { width: head.readUInt32BE(16), height: head.readUInt32BE(20) };
+  const head = base64ToBytes(base64.slice(0, 44));
+  if (!head || head.length < 24 || readUint32(head, 0) !== 0x89504e47 || latin1(head, 12, 16) !== "IHDR") return undefined;
+  return { width: readUint32(head, 16), height: readUint32(head, 20) };
 }
 
 export async function capture(core: CdpCore, tab: Tab & { sessionId: string }, params: CaptureParams): Promise<CaptureResult> {
   let visible = await isVisible(core, tab);
-  // Chrome stalls captures of a background tab. In a browser of our own (or when asked to) the tab is
+  // Chrome stalls captures of a background tab. In a browser whose every page is the agent's (or when asked to) the tab is
   // brought to the front; otherwise the capture is retried (it does complete, irregularly).
-  if (!visible && (params.activate || core.options.ownsBrowser)) {
+  if (!visible && (params.activate || core.allPagesAgents)) {
     await core.must("Target.activateTarget", { targetId: tab.targetId });
     visible = true;
   }

@@ -2,7 +2,10 @@
 // like the extension from the broker's point of view (same results, error codes, events, agent-tabs rule).
 //
 // - Agent tabs: in a browser we launched (ownsBrowser) every page target is the agent's; in a browser we
-//   attached to, only tabs created through this driver and the tabs those opened (transitively).
+//   attached to, only tabs created through this driver and the tabs those opened (transitively). A stateless
+//   host's browser (stateless: one connection per request) is wholly the agent's, and its tab ids (and frame keys)
+//   are derived from the DevTools ids, so they are the same from the next connection; the in-page script's refs
+//   survive too, its isolated world being found again by name.
 // - Page access goes through the same in-page script as the extension (packages/extension/dist/inpage.js),
 //   installed in an isolated world named "tabrelay" per frame, so page scripts cannot see or tamper with it.
 //   Over CDP there is no chrome.dom.openOrClosedShadowRoot: before a snapshot the driver asks the script what to
@@ -19,7 +22,6 @@
 // tracking them), network.ts (request policy, file downloads), navigation.ts (opening, navigating, waiting),
 // inpage.ts (the in-page script), reading.ts (frames, snapshots, content), capture.ts (screenshots); this
 // file is the entry the broker imports lazily (its own chunk of the CLI bundle) and dispatches BridgeMethods.
-import { randomUUID } from "node:crypto";
 import type { BridgeMethod, ParamsOf, Result, ResultOf, TabInfo } from "@tabrelay/protocol";
 import { serve } from "../composed.js";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../driver.js";
@@ -59,7 +61,7 @@ export class CdpBrowser implements BrowserDriver {
    * (not_connected) when it cannot; the message never contains the endpoint.
    */
   static async connect(endpoint: string, opts: CdpBrowserOptions): Promise<CdpBrowser> {
-    const connected = await CdpClient.connect(endpoint, { timeoutMs: opts.callTimeoutMs });
+    const connected = await CdpClient.connect(endpoint, { timeoutMs: opts.callTimeoutMs, ...(opts.socket ? { socket: opts.socket } : {}) });
     if (!connected.ok) throw new TabrelayError("not_connected", connected.error.message);
     const client = connected.value;
     const version = await client.send("Browser.getVersion", {});
@@ -68,17 +70,18 @@ export class CdpBrowser implements BrowserDriver {
       throw new TabrelayError("not_connected", `the DevTools endpoint did not answer Browser.getVersion: ${version.error.message}`);
     }
     const info: BrowserInfo = {
-      browserId: `cdp-${randomUUID()}`,
+      browserId: `cdp-${crypto.randomUUID()}`,
       label: opts.label,
       userAgent: version.value.userAgent,
       extensionVersion: `cdp ${version.value.product}`,
       connectedAt: Date.now(),
       kind: "cdp",
+      ...(opts.owner !== undefined ? { owner: opts.owner, ...(opts.ownerName !== undefined ? { ownerName: opts.ownerName } : {}) } : {}),
     };
     // Read-only means nothing lands on disk either. A browser of tabrelay's own refuses every download (the
     // navigation reports "started a download"); in an attached browser, the user's, downloads keep their
     // usual handling and only those started in the agent's tabs are cancelled (onDownload, network.ts).
-    await client.send("Browser.setDownloadBehavior", opts.ownsBrowser ? { behavior: "deny" } : { behavior: "default", eventsEnabled: true });
+    await client.send("Browser.setDownloadBehavior", opts.ownsBrowser || opts.stateless ? { behavior: "deny" } : { behavior: "default", eventsEnabled: true });
     const core = new CdpCore(client, info, opts);
     const browser = new CdpBrowser(core);
     const started = await startUp(core);
@@ -106,11 +109,14 @@ export class CdpBrowser implements BrowserDriver {
     );
   }
 
-  /** Ends the connection: a browser we launched is shut down (Browser.close); an attached one keeps running. */
+  /**
+   * Ends the connection: a browser we launched is shut down (Browser.close); an attached one keeps running, and so
+   * does a stateless host's (it outlives the request).
+   */
   close(reason: string): void {
     if (this.#core.closed) return;
     this.#core.markClosed(reason);
-    if (this.#core.options.ownsBrowser) {
+    if (this.#core.options.ownsBrowser && !this.#core.options.stateless) {
       void this.#core.client.send("Browser.close", {}, undefined, { timeoutMs: 3000 }).then(() => this.#core.client.close(reason));
     } else {
       // Closing the socket detaches every session; the browser and its tabs stay as they are.
@@ -182,7 +188,7 @@ export class CdpBrowser implements BrowserDriver {
     "page.inspect": async ({ tabId, ref, frameId = 0, revision, action, value }) => {
       const tab = await this.#core.agentTab(tabId);
       checkScriptable(tab);
-      const route = routeOf(this.#core, tab, frameId, ref);
+      const route = await routeOf(this.#core, tab, frameId, ref);
       // The page itself needs no snapshot, so the in-page script may not be there yet: install it for that ref.
       return parseAnswer(elementFacts, await callInpage(this.#core, route.sessionId, route.frameId, "inspect", { ref, revision, action, value }, ref === "page"), "inspect");
     },
@@ -190,7 +196,7 @@ export class CdpBrowser implements BrowserDriver {
     "page.act": async ({ tabId, ref, frameId = 0, revision, action, value, expect }) => {
       const tab = await this.#core.agentTab(tabId);
       checkScriptable(tab);
-      const route = routeOf(this.#core, tab, frameId, ref);
+      const route = await routeOf(this.#core, tab, frameId, ref);
       // Tabs the page opens during the action are indexed (targets.ts) before the script's answer arrives.
       const before = new Set(this.#core.tabs.keys());
       const opened = (): { newTabs?: number[] } => {
@@ -228,7 +234,7 @@ export class CdpBrowser implements BrowserDriver {
     "page.rect": async ({ tabId, ref, frameId = 0, revision }) => {
       const tab = await this.#core.agentTab(tabId);
       checkScriptable(tab);
-      const route = routeOf(this.#core, tab, frameId, ref);
+      const route = await routeOf(this.#core, tab, frameId, ref);
       const box = parseAnswer(rectValue, await callInpage(this.#core, route.sessionId, route.frameId, "rect", { ref, revision }, false), "rect");
       if (frameId === 0) return box;
       const offset = await frameOffset(this.#core, tab, route);

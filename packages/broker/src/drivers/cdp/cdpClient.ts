@@ -7,12 +7,14 @@
 // The endpoint URL is a credential (whoever holds it drives the browser): it is never logged, and it is
 // scrubbed from every message this module produces.
 //
+// The socket is the WHATWG WebSocket API (CdpSocket), made by a factory the host passes: Node has no global
+// WebSocket before 22, so the Node broker passes one over `ws` (nodeSocket.ts); a Workers-style runtime uses its own.
+//
 // Commands and events are typed with the protocol's own map (devtools-protocol, types only): `send` checks a
 // command's params and types its result, `on` types an event's params. Those types describe what Chromium
 // sends; this module trusts the browser's JSON to match them (the one place it does), and the driver still
 // parses with zod what comes from the page (in-page script answers, evaluated values).
 import type { ProtocolMapping } from "devtools-protocol/types/protocol-mapping.js";
-import { WebSocket, type RawData } from "ws";
 
 export type CdpFailure =
   /** The socket is closed (browser gone, or closed by us); nothing more will be answered. */
@@ -48,12 +50,35 @@ export type CdpEventParams<E extends CdpEvent> = Events[E] extends [infer P] ? P
 export type CdpListener<E extends CdpEvent> = (params: CdpEventParams<E>, sessionId: string | undefined) => void;
 type RawListener = (params: Record<string, unknown>, sessionId: string | undefined) => void;
 
+/**
+ * The part of the WHATWG WebSocket API the client uses: ws's WebSocket and a runtime's global one both have it.
+ * Events: `message` carries `data` (a string for a text frame), `close` its `code` and `reason`.
+ */
+export interface CdpSocket {
+  /** 0 connecting, 1 open, 2 closing, 3 closed. */
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: "open", listener: () => void): void;
+  addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
+  addEventListener(type: "close", listener: (event: { code: number; reason: string }) => void): void;
+  addEventListener(type: "error", listener: (event: unknown) => void): void;
+}
+
+/**
+ * Opens a socket to a DevTools endpoint. `maxPayload` is the largest message to accept from the browser: past it the
+ * socket should close with 1009 (ws does; a runtime's own WebSocket has its own cap and ignores it).
+ */
+export type CdpSocketFactory = (url: string, options: { maxPayload: number }) => CdpSocket;
+
 export interface CdpClientOptions {
   /** Default deadline of a call; a call may pass its own. */
   timeoutMs: number;
   /** Largest message accepted from the browser; a bigger one closes the socket (ws closes with 1009). */
   maxPayload?: number;
   connectTimeoutMs?: number;
+  /** How to open the socket; default: the runtime's global WebSocket, where there is one. */
+  socket?: CdpSocketFactory;
 }
 
 export interface SendOptions {
@@ -70,15 +95,21 @@ interface Pending {
 /** 128 MiB: far above the bridge's 32 MiB result cap, so an oversized answer fails one call, not the link. */
 export const DEFAULT_MAX_PAYLOAD = 128 * 1024 * 1024;
 const BROWSER_KEY = "";
+const OPEN = 1;
+/** The runtime's own WebSocket (browsers, Workers, Node 22+), when it has one. */
+function globalSocket(): CdpSocketFactory | undefined {
+  if (typeof globalThis.WebSocket !== "function") return undefined;
+  const Socket = globalThis.WebSocket;
+  return (url) => new Socket(url);
+}
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 export class CdpClient {
-  readonly #ws: WebSocket;
+  readonly #ws: CdpSocket;
   readonly #timeoutMs: number;
-  readonly #scrub: (text: string) => string;
   readonly #pending = new Map<number, Pending>();
   /** session key ("" for the browser session) -> method -> listeners */
   readonly #listeners = new Map<string, Map<string, Set<RawListener>>>();
@@ -88,14 +119,9 @@ export class CdpClient {
   #closed = false;
   #closeReason = "";
 
-  private constructor(ws: WebSocket, timeoutMs: number, scrub: (text: string) => string) {
+  private constructor(ws: CdpSocket, timeoutMs: number) {
     this.#ws = ws;
     this.#timeoutMs = timeoutMs;
-    this.#scrub = scrub;
-    ws.on("message", (data: RawData, isBinary: boolean) => this.#onMessage(data, isBinary));
-    ws.on("close", (code: number, reason: Buffer) => this.#onClose(code === 1009 ? "a DevTools message exceeded the size cap" : `socket closed (${code}${reason.length ? ` ${scrub(reason.toString())}` : ""})`));
-    // Errors are followed by close; the close handler is where calls fail.
-    ws.on("error", () => undefined);
   }
 
   /** Opens the socket. The failure message never contains the endpoint. */
@@ -110,30 +136,51 @@ export class CdpClient {
     if (url.protocol !== "ws:" && url.protocol !== "wss:") {
       return Promise.resolve({ ok: false, error: { kind: "disconnected", message: "the DevTools endpoint must be a ws:// or wss:// URL" } });
     }
+    const open = options.socket ?? globalSocket();
+    if (!open) {
+      return Promise.resolve({ ok: false, error: { kind: "disconnected", message: "cannot open the DevTools socket: this runtime has no global WebSocket and no socket factory was passed (CdpBrowserOptions.socket)" } });
+    }
     return new Promise((resolve) => {
-      let ws: WebSocket;
+      let ws: CdpSocket;
       try {
-        ws = new WebSocket(endpoint, {
-          maxPayload: options.maxPayload ?? DEFAULT_MAX_PAYLOAD,
-          perMessageDeflate: false,
-          followRedirects: false,
-          handshakeTimeout: options.connectTimeoutMs ?? 10_000,
-        });
+        ws = open(endpoint, { maxPayload: options.maxPayload ?? DEFAULT_MAX_PAYLOAD });
       } catch (error) {
         resolve({ ok: false, error: { kind: "disconnected", message: `cannot open the DevTools socket: ${scrub(errorText(error))}` } });
         return;
       }
+      // The socket's listeners are added once (the API has no removal the factory must offer): until it opens they
+      // settle the connect, then they serve the client.
+      let client: CdpClient | undefined;
+      let settled = false;
       const fail = (message: string) => {
-        ws.removeAllListeners();
-        ws.on("error", () => undefined);
-        ws.terminate();
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        try {
+          ws.close();
+        } catch {
+          // closing a socket that never opened
+        }
         resolve({ ok: false, error: { kind: "disconnected", message: `cannot connect to the browser's DevTools endpoint: ${scrub(message)}` } });
       };
-      ws.once("error", (error) => fail(errorText(error)));
-      ws.once("close", (code) => fail(`closed during the handshake (${code})`));
-      ws.once("open", () => {
-        ws.removeAllListeners();
-        resolve({ ok: true, value: new CdpClient(ws, options.timeoutMs, scrub) });
+      const timer = setTimeout(() => fail("Opening handshake has timed out"), options.connectTimeoutMs ?? 10_000);
+      ws.addEventListener("open", () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        client = new CdpClient(ws, options.timeoutMs);
+        resolve({ ok: true, value: client });
+      });
+      ws.addEventListener("message", (event) => {
+        if (client) client.#onMessage(event.data);
+      });
+      ws.addEventListener("close", ({ code, reason }) => {
+        if (!client) return fail(`closed during the handshake (${code})`);
+        client.#onClose(code === 1009 ? "a DevTools message exceeded the size cap" : `socket closed (${code}${reason.length ? ` ${scrub(reason)}` : ""})`);
+      });
+      // After the open, errors are followed by close; the close handler is where calls fail.
+      ws.addEventListener("error", (event) => {
+        if (!client) fail(eventMessage(event));
       });
     });
   }
@@ -165,10 +212,10 @@ export class CdpClient {
       };
       this.#pending.set(id, { method, sessionId, settle });
       const frame = JSON.stringify(sessionId === undefined ? { id, method, params } : { id, method, params, sessionId });
+      // A socket past open drops what it is sent: the call fails now rather than at its deadline.
+      if (this.#ws.readyState !== OPEN) return settle(this.#disconnected());
       try {
-        this.#ws.send(frame, (error) => {
-          if (error) settle(this.#disconnected());
-        });
+        this.#ws.send(frame);
       } catch {
         settle(this.#disconnected());
       }
@@ -224,17 +271,16 @@ export class CdpClient {
     try {
       this.#ws.close(1000);
     } catch {
-      this.#ws.terminate();
+      // already closed
     }
-    // A browser that does not finish the closing handshake must not keep the process alive.
-    setTimeout(() => this.#ws.terminate(), 1000).unref();
   }
 
-  #onMessage(data: RawData, isBinary: boolean): void {
-    if (isBinary) return;
+  #onMessage(data: unknown): void {
+    // Binary frames are not DevTools messages.
+    if (typeof data !== "string") return;
     let message: unknown;
     try {
-      message = JSON.parse(rawText(data));
+      message = JSON.parse(data);
     } catch {
       return;
     }
@@ -289,14 +335,14 @@ export class CdpClient {
   }
 }
 
-function rawText(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString("utf8");
-  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
-  return Buffer.from(data).toString("utf8");
-}
-
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** What a socket's error event says: ws's carries the error's message; a runtime's plain Event says nothing more. */
+function eventMessage(event: unknown): string {
+  const message: unknown = typeof event === "object" && event !== null ? Reflect.get(event, "message") : undefined;
+  return typeof message === "string" && message ? message : "the socket failed";
 }
 
 /** A listener that throws must not break dispatch to the others, nor the socket. */

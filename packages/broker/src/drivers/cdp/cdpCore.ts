@@ -8,12 +8,37 @@ import type { Protocol } from "devtools-protocol";
 import type { BrowserInfo } from "../driver.js";
 import { DocumentStatus } from "../documentStatus.js";
 import { disconnected, PendingCalls } from "../pendingCalls.js";
-import type { CdpClient, CdpFailure, CdpMethod, CdpParams, CdpResult, CdpReturn } from "./cdpClient.js";
+import { readUint32, utf8Bytes } from "../../util/bytes.js";
+import { sha256 } from "../../util/sha256.js";
+import type { CdpClient, CdpFailure, CdpMethod, CdpParams, CdpResult, CdpReturn, CdpSocketFactory } from "./cdpClient.js";
+
+/**
+ * The built in-page scripts the driver injects (packages/extension/dist/inpage.js and webmcp.js), each read once
+ * per process by the host that provides them: from disk on Node (nodeScripts.ts), bundled strings in a Workers
+ * build. A rejection's message becomes the call's internal error (say, the script is not built).
+ */
+export interface CdpScripts {
+  inpage(): Promise<string>;
+  webmcp(): Promise<string>;
+}
 
 export interface CdpBrowserOptions {
   label: string;
   /** True for a browser tabrelay launched: all its tabs are the agent's, and close() shuts it down. */
   ownsBrowser: boolean;
+  /** The user who attached the browser (BrowserInfo.owner); absent: the implicit user. */
+  owner?: string;
+  /** Its name: whose policy the browser is held to (BrowserInfo.ownerName). */
+  ownerName?: string;
+  /**
+   * A stateless host (the Workers entry: one connection per request, any instance serving the next): every page of
+   * the browser is the agent's, tab ids are derived from the targets' ids so the next connection finds the same
+   * tabs (and frames) under the same ids, and close() closes the socket only (the browser outlives the request).
+   */
+  stateless?: true;
+  /** How the DevTools socket is opened; default: the runtime's global WebSocket (Node 20 has none: nodeSocket.ts). */
+  socket?: CdpSocketFactory;
+  scripts: CdpScripts;
   onEvent: (frame: BridgeEvent) => void;
   /** Network-layer policy: requests whose URL this refuses fail with BlockedByClient (subresources too). */
   requestPolicy?: (url: string, kind: "navigation" | "subresource") => boolean;
@@ -99,6 +124,14 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** A stateless host's tab ids: positive 31-bit integers. */
+export const TAB_ID_MAX = 0x7fffffff;
+
+/** An id in 1..max from a CDP id (a target's, a frame's): the same from every connection to the browser. */
+export function stableId(text: string, max: number): number {
+  return (readUint32(sha256(utf8Bytes(text)), 0) % max) + 1;
+}
+
 export class CdpCore {
   readonly tabs = new Map<string, Tab>();
   readonly byTabId = new Map<number, Tab>();
@@ -124,6 +157,23 @@ export class CdpCore {
     readonly options: CdpBrowserOptions,
   ) {
     this.calls = new PendingCalls(info);
+  }
+
+  /** Every page of the browser is the agent's: a browser tabrelay launched, or a stateless host's. */
+  get allPagesAgents(): boolean {
+    return this.options.ownsBrowser || this.options.stateless === true;
+  }
+
+  /**
+   * A new tab's id: counted up from 1, or for a stateless host derived from the target's id, so that the next
+   * connection (another request, another instance) gives the tab the same id. A collision with another tab of this
+   * connection moves to the next free id.
+   */
+  newTabId(targetId: string): number {
+    if (!this.options.stateless) return this.nextTabId++;
+    let id = stableId(targetId, TAB_ID_MAX);
+    while (this.byTabId.has(id) || this.retired.has(id)) id = (id % TAB_ID_MAX) + 1;
+    return id;
   }
 
   /** The agent tab a target belongs to: a page, or an out-of-process iframe in it (popups name either). */
@@ -251,7 +301,8 @@ export class CdpCore {
   async agentTab(tabId: number): Promise<Tab & { sessionId: string }> {
     const tab = this.byTabId.get(tabId);
     if (!tab) {
-      if (this.retired.has(tabId)) throw new DriverError("no_such_tab", `tab ${tabId} no longer exists; call list_tabs`);
+      // Every page is a stateless host's: an id it does not know is a tab closed since (maybe by another connection).
+      if (this.retired.has(tabId) || this.options.stateless) throw new DriverError("no_such_tab", `tab ${tabId} no longer exists; call list_tabs`);
       throw new DriverError("not_agent_tab", `tab ${tabId} is not one of the agent's tabs; list_tabs shows the tabs the agent may use`);
     }
     await tab.ready;

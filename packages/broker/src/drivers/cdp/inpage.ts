@@ -1,11 +1,8 @@
 // The in-page script over CDP: the isolated world it runs in, installing it, calling its API and
 // parsing (zod) what it answers, closed shadow roots handed to it, and reading a document through it.
-import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { CONTENT_MAX_ELEMENTS, type ErrorCode, INPAGE_GLOBAL, INPAGE_NOT_INSTALLED } from "@tabrelay/protocol";
 import type { Protocol } from "devtools-protocol";
 import { z } from "zod";
-import { assetPaths } from "../../assets.js";
 import { inpageDocument, knownCode, parseWith } from "../answers.js";
 import type { CdpResult } from "./cdpClient.js";
 import { ActInterrupted, type CdpCore, DriverError, type Tab } from "./cdpCore.js";
@@ -14,8 +11,6 @@ import { ActInterrupted, type CdpCore, DriverError, type Tab } from "./cdpCore.j
 export type RemoteAnswer = Protocol.Runtime.EvaluateResponse;
 
 export const WORLD_NAME = "tabrelay";
-
-export const INPAGE_PATH = assetPaths.inpageScript;
 
 export const CALL_INPAGE = `function (name, args) {
   const api = globalThis[${JSON.stringify(INPAGE_GLOBAL)}];
@@ -54,15 +49,11 @@ export const pointValue = z.object({ x: z.number(), y: z.number() });
 /** readDocument's answer: content() always succeeds when the script is there. */
 export const documentValue = z.object({ ok: z.literal(true), value: inpageDocument });
 
-let inpageSource: Promise<string | undefined> | undefined;
-
-/** The bundled in-page script, read once. */
-export function loadInpage(): Promise<string | undefined> {
-  inpageSource ??= readFile(INPAGE_PATH, "utf8").catch(() => {
-    inpageSource = undefined;
-    return undefined;
+/** The built in-page script, from the host (CdpBrowserOptions.scripts, which reads it once); its failure is internal. */
+export function loadInpage(core: CdpCore): Promise<string> {
+  return core.options.scripts.inpage().catch((error: unknown) => {
+    throw new DriverError("internal", error instanceof Error ? error.message : String(error));
   });
-  return inpageSource;
 }
 
 export function checkScriptable(tab: Tab): void {
@@ -125,8 +116,7 @@ export async function callInpage(core: CdpCore, sessionId: string, frameId: stri
 }
 
 export async function installInpage(core: CdpCore, sessionId: string, contextId: number): Promise<void> {
-  const source = await loadInpage();
-  if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${INPAGE_PATH}; run \`npm run build\``);
+  const source = await loadInpage(core);
   remoteValue(await core.must("Runtime.evaluate", { expression: source, contextId, returnByValue: true }, sessionId, { gone: "stale_ref" }));
 }
 
@@ -165,7 +155,7 @@ export async function revealClosedRoots(core: CdpCore, sessionId: string, frameI
  */
 export async function revealClosedRootsIn(core: CdpCore, sessionId: string, contextId: number): Promise<number> {
   const gone: ErrorCode = "stale_ref";
-  const objectGroup = `tabrelay-shadow-${randomUUID()}`;
+  const objectGroup = `tabrelay-shadow-${crypto.randomUUID()}`;
   const deadline = Date.now() + SHADOW_BUDGET_MS;
   let adopted = 0;
   try {
@@ -226,8 +216,7 @@ export function parseAnswer<T>(schema: z.ZodType<T>, value: unknown, method: str
  * leaves the first).
  */
 export async function readDocument(core: CdpCore, sessionId: string, contextId: number, maxChars: number, timeoutMs?: number): Promise<CdpResult<RemoteAnswer>> {
-  const source = await loadInpage();
-  if (source === undefined) throw new DriverError("internal", `the in-page script is missing at ${INPAGE_PATH}; run \`npm run build\``);
+  const source = await loadInpage(core);
   const expression = `${source}\n;(${CALL_INPAGE})("content", ${JSON.stringify({ maxChars, maxElements: CONTENT_MAX_ELEMENTS })})`;
   const read = () => core.send("Runtime.evaluate", { expression, contextId, returnByValue: true }, sessionId, timeoutMs);
   const first = await read();

@@ -46,7 +46,7 @@ export async function createTab(core: CdpCore, active: boolean): Promise<Tab> {
       // In a browser of our own every agent tab gets its own window: it is then always the visible tab
       // of that window, so it renders, runs animation frames and can be captured (Chrome stalls captures
       // of background tabs).
-      ...(core.options.ownsBrowser ? { newWindow: true } : {}),
+      ...(core.allPagesAgents ? { newWindow: true } : {}),
     })
     .then((result) => {
       const targetId = result.ok ? result.value.targetId : undefined;

@@ -2,7 +2,7 @@
 // included), snapshots across frames with frame-qualified refs, where a ref lives, frame offsets, and
 // page.content's reads of one document (the top one, or a frame's).
 import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type FrameQuery, type FrameSnapshot, type PageContent, type QueryParams } from "@tabrelay/protocol";
-import { type CdpCore, DriverError, type FrameRoute, GONE_CONTEXT, type Tab } from "./cdpCore.js";
+import { type CdpCore, DriverError, type FrameRoute, GONE_CONTEXT, stableId, type Tab } from "./cdpCore.js";
 import { inpageQuery, inpageSnapshot } from "../answers.js";
 import { callInpage, checkScriptable, documentValue, isolatedWorld, parseAnswer, pointValue, readDocument, remoteValue, revealClosedRoots } from "./inpage.js";
 
@@ -12,11 +12,24 @@ export const OWNER_OFFSET = `function () {
   return { x: r.left + this.clientLeft + (parseFloat(s.paddingLeft) || 0), y: r.top + this.clientTop + (parseFloat(s.paddingTop) || 0) };
 }`;
 
-export function frameKey(tab: Tab, frameId: string): number {
+/** A stateless host's frame keys: up to 8 digits in a ref (f12345678e3), ample against collisions among a tab's frames. */
+const FRAME_KEY_MAX = 0xffffff;
+
+/**
+ * The key a frame's refs carry (0: the top document). Counted up per tab; for a stateless host derived from the
+ * frame's id, so a snapshot's frame refs name the same frame from the next connection (routeOf).
+ */
+export function frameKey(core: CdpCore, tab: Tab, frameId: string): number {
   if (frameId === tab.mainFrameId) return 0;
   let key = tab.frameKeys.get(frameId);
   if (key === undefined) {
-    key = tab.nextFrameKey++;
+    if (core.options.stateless) {
+      const taken = new Set(tab.frameKeys.values());
+      key = stableId(frameId, FRAME_KEY_MAX);
+      while (taken.has(key)) key = (key % FRAME_KEY_MAX) + 1;
+    } else {
+      key = tab.nextFrameKey++;
+    }
     tab.frameKeys.set(frameId, key);
   }
   return key;
@@ -66,15 +79,22 @@ async function inEveryFrame<T>(core: CdpCore, tab: Tab & { sessionId: string }, 
   return results.flatMap((result) => {
     if (!result) return [];
     const { route, value } = result;
-    tab.routes.set(frameKey(tab, route.frameId), route);
+    tab.routes.set(frameKey(core, tab, route.frameId), route);
     tab.routesByFrame.set(route.frameId, route);
-    return [{ value, frameId: frameKey(tab, route.frameId), parentFrameId: route.parentId === undefined ? -1 : frameKey(tab, route.parentId) }];
+    return [{ value, frameId: frameKey(core, tab, route.frameId), parentFrameId: route.parentId === undefined ? -1 : frameKey(core, tab, route.parentId) }];
   });
 }
 
 /** Where a ref lives: frame `key` of the last snapshot (0: the top document). */
-export function routeOf(core: CdpCore, tab: Tab & { sessionId: string }, key: number, ref: string): FrameRoute {
+export async function routeOf(core: CdpCore, tab: Tab & { sessionId: string }, key: number, ref: string): Promise<FrameRoute> {
   if (key === 0) return { frameId: tab.mainFrameId, parentId: undefined, sessionId: tab.sessionId };
+  // A stateless host's ref may come from a snapshot another connection took: its frame is found by its key.
+  if (!tab.routes.has(key) && core.options.stateless) {
+    for (const route of await core.frames(tab)) {
+      tab.routes.set(frameKey(core, tab, route.frameId), route);
+      tab.routesByFrame.set(route.frameId, route);
+    }
+  }
   const route = tab.routes.get(key);
   if (!route) throw new DriverError("stale_ref", `ref f${key}${ref} belongs to a frame that navigated or went away since the snapshot; call snapshot again`);
   return { ...route, sessionId: sessionFor(core, tab, route) };
@@ -136,13 +156,29 @@ export async function readContent(core: CdpCore, tab: Tab & { sessionId: string 
   const value = documentValue.safeParse(remoteValue(result.value));
   if (!value.success) throw new DriverError("internal", "the page returned no content");
   const { origin: _origin, capped, ...page } = value.data.value;
+  if (core.options.stateless && tab.generation === 0) await seedStatus(core, tab, contextId, page.url);
   // Listed after the read (one round trip less while a page replaces its document): they are its frames only if the
   // tab is still on it.
   const routes = await core.frames(tab).catch(() => []);
   const subframes = tab.generation === generation ? routes.filter((r) => r.frameId !== tab.mainFrameId) : [];
-  tab.readRoutes = new Map(subframes.map((route) => [frameKey(tab, route.frameId), route]));
-  const listed = subframes.map((r) => ({ frameId: frameKey(tab, r.frameId), parentFrameId: r.parentId === undefined || r.parentId === tab.mainFrameId ? 0 : frameKey(tab, r.parentId) }));
+  tab.readRoutes = new Map(subframes.map((route) => [frameKey(core, tab, route.frameId), route]));
+  const listed = subframes.map((r) => ({ frameId: frameKey(core, tab, r.frameId), parentFrameId: r.parentId === undefined || r.parentId === tab.mainFrameId ? 0 : frameKey(core, tab, r.parentId) }));
   return { ...page, ...(capped ? { capped } : {}), ...(listed.length ? { subframes: listed } : {}) };
+}
+
+/** The page's own account of its document's response (Navigation Timing), read in the isolated world. */
+const RESPONSE_STATUS = `(() => { const entry = performance.getEntriesByType("navigation")[0]; return entry ? entry.responseStatus : 0; })()`;
+
+/**
+ * A stateless host connects to tabs whose documents committed before it did, so it saw no response for them: the
+ * status the page reports stands in (page.content shows it; drivers/documentStatus.ts). Best effort: none is shown
+ * when the page cannot say.
+ */
+async function seedStatus(core: CdpCore, tab: Tab & { sessionId: string }, contextId: number, url: string): Promise<void> {
+  if (core.status.of(tab.tabId, url) !== undefined) return;
+  const answer = await core.send("Runtime.evaluate", { expression: RESPONSE_STATUS, contextId, returnByValue: true }, tab.sessionId);
+  const status: unknown = answer.ok && !answer.value.exceptionDetails ? answer.value.result.value : undefined;
+  if (typeof status === "number" && Number.isInteger(status) && status > 0) core.status.seed(tab.tabId, url, status);
 }
 
 /** One frame's document (out-of-process ones too), from the frames listed with the last read of the top document. */

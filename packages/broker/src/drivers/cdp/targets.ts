@@ -31,7 +31,7 @@ export async function startUp(core: CdpCore): Promise<CdpResult<void>> {
 }
 
 export async function isAgentTarget(core: CdpCore, targetId: string, openerId: string | undefined): Promise<boolean> {
-  if (core.options.ownsBrowser) return true;
+  if (core.allPagesAgents) return true;
   if (openerId !== undefined && core.tabOf(openerId)) return true;
   // A target we are creating may be attached before Target.createTarget answers.
   while (core.creating.size > 0 && !core.created.has(targetId)) await Promise.allSettled([...core.creating]);
@@ -67,7 +67,7 @@ export async function onPageAttached(core: CdpCore, { sessionId, targetInfo, wai
 export function newTab(core: CdpCore, targetId: string, sessionId: string, openerTabId: number | undefined, targetInfo: Protocol.Target.TargetInfo): Tab {
   return {
     targetId,
-    tabId: core.nextTabId++,
+    tabId: core.newTabId(targetId),
     openerTabId,
     sessionId,
     ready: Promise.resolve(),

@@ -2,20 +2,16 @@
 // new document of an agent tab's main world before the page's scripts (Page.addScriptToEvaluateOnNewDocument), and
 // reports the tools the page registers through a binding (Runtime.addBinding: a function in the page that raises
 // Runtime.bindingCalled here). A call runs the tool's execute in the same world (Runtime.evaluate, awaited).
-import { readFile } from "node:fs/promises";
 import type { ResultOf } from "@tabrelay/protocol";
-import { assetPaths } from "../../assets.js";
 import { type CdpCore, DriverError, type Tab } from "./cdpCore.js";
 
 const BINDING = "__tabrelayWebMCP";
-let shim: Promise<string> | undefined;
 
-function shimSource(): Promise<string> {
-  shim ??= readFile(assetPaths.webmcpScript, "utf8").catch((error: unknown) => {
-    shim = undefined;
-    throw new DriverError("internal", `the WebMCP script is not built (${assetPaths.webmcpScript}): run npm run build (${error instanceof Error ? error.message : String(error)})`);
+/** The built shim, from the host (CdpBrowserOptions.scripts, which reads it once); its failure is internal. */
+function shimSource(core: CdpCore): Promise<string> {
+  return core.options.scripts.webmcp().catch((error: unknown) => {
+    throw new DriverError("internal", error instanceof Error ? error.message : String(error));
   });
-  return shim;
 }
 
 /** Installs the shim and the binding in an agent tab's session, before its page runs (setUpPage). */
@@ -41,7 +37,7 @@ export async function installWebMcp(core: CdpCore, tab: Tab, sessionId: string, 
     core.send("Runtime.enable", {}, sessionId),
     core.send("Runtime.addBinding", { name: BINDING }, sessionId),
     // On the origins that may offer page tools only, as through the extension (its registered content scripts).
-    core.send("Page.addScriptToEvaluateOnNewDocument", { source: `if (${JSON.stringify(origins)}.includes(location.origin)) {\n${await shimSource()}\n}`, runImmediately: true }, sessionId),
+    core.send("Page.addScriptToEvaluateOnNewDocument", { source: `if (${JSON.stringify(origins)}.includes(location.origin)) {\n${await shimSource(core)}\n}`, runImmediately: true }, sessionId),
   ]);
 }
 

@@ -24,15 +24,21 @@ import { WebSocketServer, type WebSocket } from "ws";
 import type { Logger } from "../../util/log.js";
 import type { BrowserRegistry } from "../registry.js";
 import { BrowserConnection } from "./connection.js";
+import { DEFAULT_USER_ID, type Principal } from "../../users/principal.js";
 
 export interface BridgeServerOptions {
   registry: BrowserRegistry;
-  pairingToken: string;
+  /**
+   * The key the handshake proves with, and whose browser it will be, for the pairing id the browser names in hello
+   * (users/users.ts pairingKey): the broker's own code without an id; undefined for an unknown or revoked one.
+   */
+  pairingKey(pairingId: string | undefined): Promise<{ key: string; owner: Principal } | undefined>;
   extensionIds: string[];
   callTimeoutMs: number;
   brokerVersion: string;
   /** The read policy for the network layer, sent in the welcome frame: the browser enforces it before serving calls. */
-  navigationRules: () => NavigationRule[];
+  /** The rules a browser of this user gets in its welcome: its user's read policy (config/userPolicies.ts). */
+  navigationRules: (owner: Principal) => NavigationRule[];
   log: Logger;
   /** How long the handshake may take before the socket is closed. */
   helloTimeoutMs?: number;
@@ -71,7 +77,7 @@ export class BridgeServer {
     const { registry, log } = this.#options;
     let connection: BrowserConnection | undefined;
     // Set once the browser's hello was answered with our challenge: the proof the browser owes us is over these.
-    let pending: (BridgeTranscript & { extensionVersion: string }) | undefined;
+    let pending: (BridgeTranscript & { extensionVersion: string; key: string; owner: Principal }) | undefined;
     let link: SealedLink | undefined;
     let busy = false;
     const authTimer = setTimeout(() => reject(ws, { code: "unauthorized", message: "the handshake did not finish within the time allowed" }), this.#options.helloTimeoutMs ?? 5000);
@@ -94,15 +100,21 @@ export class BridgeServer {
         if (typeof frame.browserId !== "string" || !/^[\w-]{8,64}$/.test(frame.browserId) || typeof frame.nonce !== "string" || !NONCE_PATTERN.test(frame.nonce)) {
           return reject(ws, { code: "invalid_params", message: "hello frame lacks a valid browserId or nonce" });
         }
+        const pairingId = typeof frame.pairing === "string" ? frame.pairing : undefined;
+        const pairing = await this.#options.pairingKey(pairingId);
+        if (!pairing) {
+          log.warn(`bridge: refused a browser whose pairing code is unknown or revoked (pairing ${JSON.stringify(pairingId?.slice(0, 40))})`);
+          return reject(ws, { code: "unauthorized", message: "this pairing code is unknown or was revoked; ask the broker's admin for a new one (`tabrelay users pair NAME`) and enter it in the extension" });
+        }
         const transcript = { browserNonce: frame.nonce, brokerNonce: newNonce(), browserId: frame.browserId, endpoint: provenEndpoint(frame.endpoint, own) };
-        pending = { ...transcript, extensionVersion: String(frame.extensionVersion ?? "").slice(0, 40) };
-        link = new SealedLink(await frameKeys(this.#options.pairingToken, transcript));
-        const challenge: ChallengeFrame = { type: "challenge", nonce: transcript.brokerNonce, endpoint: transcript.endpoint, proof: await bridgeProof(this.#options.pairingToken, "broker", transcript) };
+        pending = { ...transcript, extensionVersion: String(frame.extensionVersion ?? "").slice(0, 40), key: pairing.key, owner: pairing.owner };
+        link = new SealedLink(await frameKeys(pairing.key, transcript));
+        const challenge: ChallengeFrame = { type: "challenge", nonce: transcript.brokerNonce, endpoint: transcript.endpoint, proof: await bridgeProof(pairing.key, "broker", transcript) };
         ws.send(JSON.stringify(challenge));
         return;
       }
       clearTimeout(authTimer);
-      const expected = await bridgeProof(this.#options.pairingToken, "browser", pending);
+      const expected = await bridgeProof(pending.key, "browser", pending);
       if (frame.type !== "auth" || typeof frame.proof !== "string" || !proofsEqual(frame.proof, expected) || !link) {
         log.warn("bridge: refused a browser that does not know the pairing code");
         return reject(ws, { code: "unauthorized", message: "wrong pairing code; run `tabrelay pair` and enter the code it prints" });
@@ -115,11 +127,17 @@ export class BridgeServer {
           extensionVersion: pending.extensionVersion,
           connectedAt: Date.now(),
           kind: "extension",
+          ...(pending.owner.user !== DEFAULT_USER_ID ? { owner: pending.owner.user, ownerName: pending.owner.name } : {}),
         },
         { send: (text) => sealed.send(text), close: (code, reason) => ws.close(code, reason) },
         this.#options.callTimeoutMs,
       );
-      const welcome: WelcomeFrame = { type: "welcome", browserId: pending.browserId, brokerVersion: this.#options.brokerVersion, navigationRules: this.#options.navigationRules() };
+      if (!registry.admits(connection.info)) {
+        log.warn(`bridge: refused browser ${connection.info.browserId}: another user's browser is connected with that id`);
+        connection = undefined;
+        return reject(ws, { code: "unauthorized", message: "another user's browser is connected with this browser id; reinstall the extension to get a new one" });
+      }
+      const welcome: WelcomeFrame = { type: "welcome", browserId: pending.browserId, brokerVersion: this.#options.brokerVersion, navigationRules: this.#options.navigationRules(pending.owner) };
       sealed.send(JSON.stringify(welcome));
       registry.add(connection);
       log.info(`bridge: browser "${connection.info.label}" (${connection.info.browserId}) connected`);

@@ -74,10 +74,10 @@ export class BrowserConnection implements BrowserDriver {
     this.calls.close();
   }
 
-  close(reason: string): void {
+  close(reason: string, code = 1000): void {
     this.markClosed();
     try {
-      this.#socket.close(1000, reason);
+      this.#socket.close(code, reason);
     } catch {
       // already gone
     }

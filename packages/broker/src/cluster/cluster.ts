@@ -1,0 +1,491 @@
+// A broker as a member of a cluster (issue 16 §3): `cluster.redis_url` in config. Redis holds
+//   - liveness: tabrelay:broker:<id>, refreshed every HEARTBEAT_MS, expiring DEAD_AFTER_MS after a broker stops;
+//   - presence: the hash tabrelay:browsers, browser id -> "<broker id>|<BrowserInfo JSON>", mirrored in memory by
+//     every member (changes are broadcast; a full read every RECONCILE_MS heals what a lost message missed);
+//   - MCP sessions: tabrelay:session:<id> -> whose and which client, living as long as the session is idle-valid;
+// and carries calls over pub/sub: tabrelay:to:<broker id> takes calls for that broker and the answers to its own
+// forwarded calls; tabrelay:all takes presence changes, ended sessions and goodbyes.
+// A forwarded call fails at once with browser_disconnected when its broker says goodbye, stops answering (its
+// liveness key expires), or its browser shows up on another broker; it is never re-sent.
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import type { ErrorCode } from "@tabrelay/protocol";
+import type { BrowserInfo } from "../drivers/driver.js";
+import type { BrowserRegistry } from "../drivers/registry.js";
+import type { CallOutcome } from "../tools/idempotency.js";
+import type { Logger } from "../util/log.js";
+import { ownerOf } from "../users/principal.js";
+import type { ClusterLink, ForwardedCall, RemoteBrowser, SessionDirectory, SharedSession, SharedTable } from "./link.js";
+
+const HEARTBEAT_MS = 500;
+const DEAD_AFTER_MS = 1500;
+const RECONCILE_MS = 2000;
+/** A forwarded call nobody answers is given up after this long (the longest a program may run is 10 min). */
+const FORWARD_LIMIT_MS = 11 * 60_000;
+
+const K = {
+  broker: (id: string) => `tabrelay:broker:${id}`,
+  members: "tabrelay:brokers",
+  browsers: "tabrelay:browsers",
+  session: (id: string) => `tabrelay:session:${id}`,
+  to: (id: string) => `tabrelay:to:${id}`,
+  table: (name: string, broker: string) => `tabrelay:t:${name}:${broker}`,
+  all: "tabrelay:all",
+};
+
+type Message =
+  | { kind: "call"; id: string; from: string; call: ForwardedCall }
+  | { kind: "cancel"; id: string }
+  | { kind: "answer"; id: string; outcome: CallOutcome }
+  | { kind: "up"; broker: string; info: BrowserInfo }
+  | { kind: "down"; broker: string; browserId: string }
+  | { kind: "session-ended"; id: string }
+  | { kind: "bye"; broker: string }
+  | { kind: "row"; table: string; broker: string; key: string; value?: unknown };
+
+/** Runs a call forwarded here on this broker's own browser. */
+export type CallHandler = (call: ForwardedCall, signal: AbortSignal) => Promise<CallOutcome>;
+
+interface Pending {
+  broker: string;
+  browser: string | undefined;
+  resolve(outcome: CallOutcome): void;
+  timer: NodeJS.Timeout;
+}
+
+// Removes a presence entry only while it is still this broker's (the browser may have reconnected elsewhere).
+const WITHDRAW = `local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v and string.sub(v, 1, string.len(ARGV[2]) + 1) == ARGV[2] .. '|' then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0`;
+
+export interface ClusterOptions {
+  redisUrl: string;
+  registry: BrowserRegistry;
+  log: Logger;
+  /** Stable across restarts when set (cluster.broker_id); random otherwise. */
+  brokerId?: string;
+  /**
+   * A digest of the secrets every broker must share (the MCP token pages' tokens are keyed by, the pairing code the
+   * implicit user's browsers prove): a broker whose digest differs is named by /ready.
+   */
+  fingerprint: string;
+}
+
+export class Cluster implements ClusterLink {
+  readonly brokerId: string;
+  readonly #cmd: Redis;
+  readonly #sub: Redis;
+  readonly #registry: BrowserRegistry;
+  readonly #log: Logger;
+  /** Other brokers' browsers, by browser id. */
+  readonly #remote = new Map<string, RemoteBrowser>();
+  readonly #pending = new Map<string, Pending>();
+  readonly #running = new Map<string, AbortController>();
+  readonly #endedListeners: Array<(id: string) => void> = [];
+  /** Shared tables: this broker's rows, the others' (table -> broker -> key -> value), and who listens. */
+  readonly #tables = new Map<string, { own: Map<string, unknown>; remote: Map<string, Map<string, unknown>>; listeners: Set<(key: string) => void> }>();
+  #handler: CallHandler | undefined;
+  #timers: NodeJS.Timeout[] = [];
+  #draining = false;
+  #left = false;
+  #healthy = true;
+  readonly #fingerprint: string;
+  /** A live broker whose shared secrets differ from this one's, when there is one. */
+  #mismatch: string | undefined;
+
+  private constructor(options: ClusterOptions, cmd: Redis, sub: Redis) {
+    this.brokerId = options.brokerId ?? `b-${randomBytes(6).toString("hex")}`;
+    this.#cmd = cmd;
+    this.#sub = sub;
+    this.#registry = options.registry;
+    this.#log = options.log;
+    this.#fingerprint = options.fingerprint;
+  }
+
+  /** Connects to Redis, announces this broker and its browsers, and starts following the others. */
+  static async join(options: ClusterOptions): Promise<Cluster> {
+    const connect = () => new Redis(options.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 5000 });
+    const cmd = connect();
+    const sub = connect();
+    const server = serverOf(options.redisUrl);
+    try {
+      await Promise.all([cmd.connect(), sub.connect()]);
+    } catch (error) {
+      cmd.disconnect();
+      sub.disconnect();
+      throw new Error(`cannot reach Redis at ${server} (cluster.redis_url): ${redact(error instanceof Error ? error.message : String(error), options.redisUrl)}; start it, or check the URL and its password`);
+    }
+    const cluster = new Cluster(options, cmd, sub);
+    await cluster.#start(server);
+    return cluster;
+  }
+
+  async #start(server: string): Promise<void> {
+    for (const client of [this.#cmd, this.#sub]) {
+      client.on("error", (error: Error) => {
+        if (this.#healthy) this.#log.warn(`cluster: Redis at ${server}: ${error.message}`);
+        this.#healthy = false;
+      });
+      client.on("ready", () => (this.#healthy = true));
+    }
+    // Redis back after an outage (perhaps restarted empty): this broker and its browsers are announced again. (The
+    // first "ready" came before this listener, in join.)
+    this.#cmd.on("ready", () => {
+      this.#log.info(`cluster: Redis at ${server} is back; announcing this broker's browsers again`);
+      void this.#beat()
+        .then(async () => {
+          for (const browser of this.#registry.list()) await this.#announce(browser.info);
+        })
+        .catch(() => undefined);
+    });
+    this.#sub.on("message", (_channel: string, text: string) => this.#onMessage(text));
+    await this.#sub.subscribe(K.to(this.brokerId), K.all);
+    await this.#beat();
+    await this.#reconcile();
+    for (const browser of this.#registry.list()) await this.#announce(browser.info);
+    this.#registry.on("connected", (driver) => void this.#announce(driver.info).catch((error: unknown) => this.#log.warn(`cluster: announcing ${driver.info.browserId}: ${String(error)}`)));
+    this.#registry.on("disconnected", (driver) => void this.#withdraw(driver.info.browserId).catch(() => undefined));
+    this.#timers.push(setInterval(() => void this.#beat().catch(() => undefined), HEARTBEAT_MS));
+    // Calls waiting on other brokers: their brokers' liveness checked every beat, so a killed broker fails them
+    // within DEAD_AFTER_MS + HEARTBEAT_MS, not at the next full reconcile.
+    this.#timers.push(setInterval(() => void this.#checkPending().catch(() => undefined), HEARTBEAT_MS));
+    this.#timers.push(setInterval(() => void this.#reconcile().catch(() => undefined), RECONCILE_MS));
+    this.#log.info(`cluster: joined as ${this.brokerId} (Redis at ${server})`);
+  }
+
+  /** Redis answers and this broker is not draining: what the readiness endpoint reports. */
+  get ready(): { ok: boolean; reason?: string } {
+    if (this.#draining) return { ok: false, reason: "draining" };
+    if (!this.#healthy || this.#cmd.status !== "ready") return { ok: false, reason: `Redis connection ${this.#cmd.status}` };
+    if (this.#mismatch) {
+      return { ok: false, reason: `broker ${this.#mismatch} has another MCP token or pairing code: give every broker the same TABRELAY_MCP_TOKEN and TABRELAY_PAIRING_TOKEN (or the same token files)` };
+    }
+    return { ok: true };
+  }
+
+  onCall(handler: CallHandler): void {
+    this.#handler = handler;
+  }
+
+  remoteBrowsers(owner: string): RemoteBrowser[] {
+    // Called on every call that names a browser: the local ids are gathered once, not once per remote browser.
+    const here = new Set(this.#registry.list(owner).map((l) => l.info.browserId));
+    return [...this.#remote.values()].filter((b) => ownerOf(b.info) === owner && !here.has(b.info.browserId)).sort((a, b) => b.info.connectedAt - a.info.connectedAt);
+  }
+
+  forward(broker: string, call: ForwardedCall, signal: AbortSignal): Promise<CallOutcome> {
+    const id = randomBytes(9).toString("base64url");
+    const selector = call.args && typeof call.args === "object" ? Reflect.get(call.args, "browser") : undefined;
+    return new Promise<CallOutcome>((resolve) => {
+      const done = (outcome: CallOutcome) => {
+        const pending = this.#pending.get(id);
+        if (!pending) return;
+        clearTimeout(pending.timer);
+        this.#pending.delete(id);
+        signal.removeEventListener("abort", onAbort);
+        resolve(outcome);
+      };
+      const onAbort = () => {
+        void this.#publish(K.to(broker), { kind: "cancel", id });
+        done(failure("cancelled", "the call was cancelled; what the browser had been sent happened", true));
+      };
+      this.#pending.set(id, {
+        broker,
+        browser: typeof selector === "string" ? selector : undefined,
+        resolve: done,
+        timer: setTimeout(() => done(lost(broker, `no answer within ${FORWARD_LIMIT_MS / 60_000} minutes`)), FORWARD_LIMIT_MS),
+      });
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#publish(K.to(broker), { kind: "call", id, from: this.brokerId, call }).then(
+        (receivers) => {
+          // Nobody subscribed to it: the broker is gone (its presence not yet expired). Nothing was sent anywhere.
+          if (receivers === 0) done(failure("browser_disconnected", `the broker holding this browser (${broker}) is gone; nothing was sent; retry: the browser reconnects to another broker`, false));
+        },
+        (error: unknown) => done(failure("browser_disconnected", `the cluster's Redis could not carry the call (${String(error)}); nothing was sent; retry`, false)),
+      );
+    });
+  }
+
+  table(name: string): SharedTable {
+    let table = this.#tables.get(name);
+    if (!table) this.#tables.set(name, (table = { own: new Map(), remote: new Map(), listeners: new Set() }));
+    const state = table;
+    return {
+      set: (key, value) => {
+        if (value === undefined) state.own.delete(key);
+        else state.own.set(key, value);
+        const write = value === undefined ? this.#cmd.hdel(K.table(name, this.brokerId), key) : this.#cmd.hset(K.table(name, this.brokerId), key, JSON.stringify(value));
+        void write.then(() => this.#publish(K.all, { kind: "row", table: name, broker: this.brokerId, key, ...(value === undefined ? {} : { value }) })).catch(() => undefined);
+      },
+      remote: (key) => [...state.remote].flatMap(([broker, rows]) => (rows.has(key) ? [{ broker, value: rows.get(key) }] : [])),
+      onChange: (listener) => {
+        state.listeners.add(listener);
+        return () => state.listeners.delete(listener);
+      },
+    };
+  }
+
+  readonly sessions: SessionDirectory = {
+    save: async (id, session, idleMs) => void (await this.#cmd.set(K.session(id), JSON.stringify(session), "PX", idleMs)),
+    find: async (id) => {
+      const text = await this.#cmd.get(K.session(id));
+      if (!text) return undefined;
+      try {
+        return JSON.parse(text) as SharedSession;
+      } catch {
+        return undefined;
+      }
+    },
+    touch: async (id, idleMs) => void (await this.#cmd.pexpire(K.session(id), idleMs)),
+    end: async (id) => {
+      await this.#cmd.del(K.session(id));
+      await this.#publish(K.all, { kind: "session-ended", id });
+    },
+    onEnded: (listener) => void this.#endedListeners.push(listener),
+  };
+
+  /**
+   * Stops taking calls from the cluster's new work (not ready any more) but answers those in flight; then
+   * withdraws this broker's browsers and says goodbye, so callers elsewhere fail at once rather than wait.
+   */
+  async drain(): Promise<void> {
+    this.#draining = true;
+    await this.#beat().catch(() => undefined);
+  }
+
+  /** Calls forwarded here still running. */
+  get running(): number {
+    return this.#running.size;
+  }
+
+  async leave(): Promise<void> {
+    if (this.#left) return;
+    this.#left = true;
+    for (const timer of this.#timers) clearInterval(timer);
+    for (const [, controller] of this.#running) controller.abort();
+    try {
+      for (const browser of this.#registry.list()) await this.#withdraw(browser.info.browserId);
+      await this.#cmd.del(K.broker(this.brokerId));
+      await this.#cmd.srem(K.members, this.brokerId);
+      for (const name of this.#tables.keys()) await this.#cmd.del(K.table(name, this.brokerId));
+      await this.#publish(K.all, { kind: "bye", broker: this.brokerId });
+    } catch {
+      // Redis gone: the liveness key expires by itself.
+    }
+    for (const [, pending] of this.#pending) pending.resolve(failure("browser_disconnected", "this broker is shutting down; the call's outcome is unknown", true));
+    this.#sub.disconnect();
+    this.#cmd.disconnect();
+  }
+
+  async #beat(): Promise<void> {
+    await this.#cmd.set(K.broker(this.brokerId), JSON.stringify({ draining: this.#draining, at: Date.now(), secrets: this.#fingerprint }), "PX", DEAD_AFTER_MS);
+    await this.#cmd.sadd(K.members, this.brokerId);
+  }
+
+  async #announce(info: BrowserInfo): Promise<void> {
+    await this.#cmd.hset(K.browsers, info.browserId, `${this.brokerId}|${JSON.stringify(info)}`);
+    await this.#publish(K.all, { kind: "up", broker: this.brokerId, info });
+  }
+
+  async #withdraw(browserId: string): Promise<void> {
+    await this.#cmd.eval(WITHDRAW, 1, K.browsers, browserId, this.brokerId);
+    await this.#publish(K.all, { kind: "down", broker: this.brokerId, browserId });
+  }
+
+  /** Re-reads presence and liveness: drops dead brokers' browsers, and fails calls waiting on a dead broker. */
+  async #reconcile(): Promise<void> {
+    const entries = await this.#cmd.hgetall(K.browsers);
+    const parsed: RemoteBrowser[] = [];
+    for (const value of Object.values(entries)) {
+      const bar = value.indexOf("|");
+      try {
+        parsed.push({ broker: value.slice(0, bar), info: JSON.parse(value.slice(bar + 1)) as BrowserInfo });
+      } catch {
+        // a corrupt entry is skipped; its broker rewrites it on the next connect
+      }
+    }
+    const brokers = [...new Set([...parsed.map((b) => b.broker), ...[...this.#pending.values()].map((p) => p.broker)])].filter((b) => b !== this.brokerId);
+    const alive = new Set<string>();
+    if (brokers.length > 0) {
+      const beats = await this.#cmd.mget(...brokers.map(K.broker));
+      brokers.forEach((b, i) => {
+        if (beats[i]) alive.add(b);
+      });
+    }
+    const members = await this.#checkMembers();
+    await this.#reconcileTables(members);
+    this.#remote.clear();
+    for (const entry of parsed) if (entry.broker !== this.brokerId && alive.has(entry.broker)) this.#remote.set(entry.info.browserId, entry);
+    for (const [, pending] of this.#pending) if (!alive.has(pending.broker)) pending.resolve(lost(pending.broker, "it stopped answering"));
+  }
+
+  /** Every live member's shared-secrets digest against this one's; members without a beat leave the set. The live ones. */
+  async #checkMembers(): Promise<string[]> {
+    const members = (await this.#cmd.smembers(K.members)).filter((m) => m !== this.brokerId);
+    if (members.length === 0) {
+      this.#mismatch = undefined;
+      return [];
+    }
+    const beats = await this.#cmd.mget(...members.map(K.broker));
+    let mismatch: string | undefined;
+    const gone: string[] = [];
+    members.forEach((member, i) => {
+      const beat = beats[i];
+      if (!beat) return void gone.push(member);
+      try {
+        if ((JSON.parse(beat) as { secrets?: string }).secrets !== this.#fingerprint) mismatch ??= member;
+      } catch {
+        // a beat this version cannot read is no evidence either way
+      }
+    });
+    if (gone.length > 0) await this.#cmd.srem(K.members, ...gone);
+    if (mismatch && mismatch !== this.#mismatch) this.#log.warn(`cluster: broker ${mismatch} has another MCP token or pairing code; give every broker the same ones`);
+    this.#mismatch = mismatch;
+    return members.filter((m) => !gone.includes(m));
+  }
+
+  /** Re-reads the other live brokers' rows of every table in use (a lost message, a broker that died). */
+  async #reconcileTables(live: string[]): Promise<void> {
+    for (const [name, table] of this.#tables) {
+      const before = new Set([...table.remote.values()].flatMap((rows) => [...rows.keys()]));
+      const next = new Map<string, Map<string, unknown>>();
+      for (const broker of live) {
+        const rows = await this.#cmd.hgetall(K.table(name, broker));
+        const parsed = new Map<string, unknown>();
+        for (const [key, text] of Object.entries(rows)) {
+          try {
+            parsed.set(key, JSON.parse(text));
+          } catch {
+            // skipped: its broker rewrites it on its next change
+          }
+        }
+        if (parsed.size > 0) next.set(broker, parsed);
+      }
+      const changed = new Set([...before, ...[...next.values()].flatMap((rows) => [...rows.keys()])]);
+      const same = JSON.stringify([...table.remote].map(([b, r]) => [b, [...r]])) === JSON.stringify([...next].map(([b, r]) => [b, [...r]]));
+      table.remote = next;
+      if (!same) for (const key of changed) for (const listener of table.listeners) listener(key);
+    }
+    // This broker's own rows, written again: Redis may have lost them (an outage, a restart).
+    for (const [name, table] of this.#tables) {
+      if (table.own.size > 0) await this.#cmd.hset(K.table(name, this.brokerId), ...[...table.own].flatMap(([k, v]) => [k, JSON.stringify(v)]));
+    }
+  }
+
+  #dropTables(broker: string): void {
+    for (const [, table] of this.#tables) {
+      const rows = table.remote.get(broker);
+      if (!rows) continue;
+      table.remote.delete(broker);
+      for (const key of rows.keys()) for (const listener of table.listeners) listener(key);
+    }
+  }
+
+  async #checkPending(): Promise<void> {
+    if (this.#pending.size === 0) return;
+    const brokers = [...new Set([...this.#pending.values()].map((p) => p.broker))];
+    const beats = await this.#cmd.mget(...brokers.map(K.broker));
+    const dead = new Set(brokers.filter((_, i) => !beats[i]));
+    if (dead.size === 0) return;
+    for (const [id, entry] of this.#remote) if (dead.has(entry.broker)) this.#remote.delete(id);
+    for (const [, pending] of this.#pending) if (dead.has(pending.broker)) pending.resolve(lost(pending.broker, "it stopped answering"));
+  }
+
+  #onMessage(text: string): void {
+    let message: Message;
+    try {
+      message = JSON.parse(text) as Message;
+    } catch {
+      return;
+    }
+    switch (message.kind) {
+      case "call":
+        void this.#serve(message.id, message.from, message.call);
+        return;
+      case "cancel":
+        this.#running.get(message.id)?.abort();
+        return;
+      case "answer":
+        this.#pending.get(message.id)?.resolve(message.outcome);
+        return;
+      case "up":
+        if (message.broker !== this.brokerId) {
+          this.#remote.set(message.info.browserId, { broker: message.broker, info: message.info });
+          // The browser reconnected to another broker: calls waiting on the old one will not be answered by it.
+          for (const [, pending] of this.#pending) {
+            if (pending.broker !== message.broker && pending.browser === message.info.browserId) pending.resolve(lost(pending.broker, "its browser reconnected to another broker"));
+          }
+        } else this.#remote.delete(message.info.browserId);
+        return;
+      case "down":
+        if (this.#remote.get(message.browserId)?.broker === message.broker) this.#remote.delete(message.browserId);
+        for (const [, pending] of this.#pending) {
+          if (pending.broker === message.broker && pending.browser === message.browserId) pending.resolve(lost(pending.broker, "its browser disconnected"));
+        }
+        return;
+      case "session-ended":
+        for (const listener of this.#endedListeners) listener(message.id);
+        return;
+      case "row": {
+        const table = this.#tables.get(message.table);
+        if (!table || message.broker === this.brokerId) return;
+        const rows = table.remote.get(message.broker) ?? new Map<string, unknown>();
+        if (message.value === undefined) rows.delete(message.key);
+        else rows.set(message.key, message.value);
+        table.remote.set(message.broker, rows);
+        for (const listener of table.listeners) listener(message.key);
+        return;
+      }
+      case "bye":
+        this.#dropTables(message.broker);
+        for (const [id, entry] of this.#remote) if (entry.broker === message.broker) this.#remote.delete(id);
+        for (const [, pending] of this.#pending) if (pending.broker === message.broker) pending.resolve(lost(message.broker, "it shut down"));
+        return;
+    }
+  }
+
+  async #serve(id: string, from: string, call: ForwardedCall): Promise<void> {
+    const controller = new AbortController();
+    this.#running.set(id, controller);
+    let outcome: CallOutcome;
+    try {
+      outcome = this.#handler ? await this.#handler(call, controller.signal) : failure("not_connected", "this broker takes no forwarded calls yet", false);
+    } catch (error) {
+      outcome = failure("internal", `the broker holding the browser failed: ${error instanceof Error ? error.message : String(error)}`, false);
+    } finally {
+      this.#running.delete(id);
+    }
+    await this.#publish(K.to(from), { kind: "answer", id, outcome }).catch(() => undefined);
+  }
+
+  #publish(channel: string, message: Message): Promise<number> {
+    return this.#cmd.publish(channel, JSON.stringify(message));
+  }
+}
+
+function failure(code: ErrorCode, message: string, unknown: boolean): CallOutcome {
+  return { result: { text: `${code}: ${message}`, isError: true, error: { code, message } }, dispatched: unknown, unknown };
+}
+
+/** The broker a call went to stopped before it answered: whether the action happened is unknown. */
+function lost(broker: string, why: string): CallOutcome {
+  return failure("browser_disconnected", `the broker holding this browser (${broker}) went away during the call (${why}); whether it happened is unknown; it was not retried: take a snapshot before acting again`, true);
+}
+
+function serverOf(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || "6379"}`;
+  } catch {
+    return "(unparsable URL)";
+  }
+}
+
+function redact(message: string, url: string): string {
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    return password ? message.split(password).join("***") : message;
+  } catch {
+    return message;
+  }
+}

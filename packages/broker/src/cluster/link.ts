@@ -1,0 +1,86 @@
+// What the tools and the MCP sessions see of a cluster (issue 16 §3), runtime-neutral: the Redis side is
+// cluster/cluster.ts, loaded by the Node broker only when config names cluster.redis_url.
+import type { BrowserInfo } from "../drivers/driver.js";
+import type { Principal } from "../users/principal.js";
+import type { CallOutcome } from "../tools/idempotency.js";
+
+/** A browser connected to another broker of the cluster, as presence has it. */
+export interface RemoteBrowser {
+  info: BrowserInfo;
+  /** The broker holding its bridge socket (or DevTools connection). */
+  broker: string;
+}
+
+/** A tool call carried to the broker holding its browser, with who made it; that broker runs and audits it. */
+export interface ForwardedCall {
+  tool: string;
+  args: unknown;
+  user: Principal;
+  session?: { session: string; client: string };
+  /** A code-mode run's id, for a command's audit record. */
+  run?: string;
+}
+
+/** An MCP session as every broker of the cluster knows it: whose, and which client opened it. */
+export interface SharedSession {
+  user: Principal;
+  client: string;
+}
+
+export interface ClusterLink {
+  readonly brokerId: string;
+  /** The user's browsers on other brokers, newest first (live brokers only). */
+  remoteBrowsers(owner: string): RemoteBrowser[];
+  /** Runs a call on the broker holding its browser; fails at once with browser_disconnected when that broker goes. */
+  forward(broker: string, call: ForwardedCall, signal: AbortSignal): Promise<CallOutcome>;
+  /** The directory of MCP sessions shared by the brokers. */
+  sessions: SessionDirectory;
+  /** A table each broker writes its own rows of and every broker reads whole (page tools on offer: pages/clustered.ts). */
+  table(name: string): SharedTable;
+}
+
+/** Rows by key, one set per broker: this broker's are set here, the others' arrive as they change. */
+export interface SharedTable {
+  /** Sets (or, with undefined, removes) this broker's row. */
+  set(key: string, value: unknown): void;
+  /** Other live brokers' rows for `key`. */
+  remote(key: string): Array<{ broker: string; value: unknown }>;
+  /** Called with the key whose rows changed on another broker. */
+  onChange(listener: (key: string) => void): () => void;
+}
+
+export interface SessionDirectory {
+  save(id: string, session: SharedSession, idleMs: number): Promise<void>;
+  find(id: string): Promise<SharedSession | undefined>;
+  /** The session was used: it lives another idle period (throttled by the caller). */
+  touch(id: string, idleMs: number): Promise<void>;
+  /** Ends it on every broker (their onEnded listeners run). */
+  end(id: string): Promise<void>;
+  onEnded(listener: (id: string) => void): void;
+}
+
+/**
+ * Where a call naming `selector` (none: the user's newest browser) goes: undefined to run here (a local browser, or
+ * no browser anywhere: the local registry then says why), or the broker holding it.
+ */
+export function locate(local: readonly BrowserInfo[], remote: readonly RemoteBrowser[], selector: string | undefined): { broker: string } | undefined {
+  if (remote.length === 0) return undefined;
+  if (selector === undefined || selector === "") {
+    const newestLocal = local[0]?.connectedAt ?? -1;
+    const newestRemote = remote[0]!;
+    return newestRemote.info.connectedAt > newestLocal ? { broker: newestRemote.broker } : undefined;
+  }
+  if (local.some((b) => b.browserId === selector)) return undefined;
+  const byId = remote.find((b) => b.info.browserId === selector);
+  if (byId) return { broker: byId.broker };
+  // A label names one browser of the whole cluster, or none (ambiguous labels are refused here, by the registry).
+  const labelled = remote.filter((b) => b.info.label === selector);
+  if (labelled.length === 1 && !local.some((b) => b.label === selector)) return { broker: labelled[0]!.broker };
+  return undefined;
+}
+
+/** Whether `selector` is a label several of the user's browsers carry, here and on other brokers together. */
+export function ambiguousLabel(local: readonly BrowserInfo[], remote: readonly RemoteBrowser[], selector: string): boolean {
+  if (local.some((b) => b.browserId === selector) || remote.some((b) => b.info.browserId === selector)) return false;
+  return local.filter((b) => b.label === selector).length + remote.filter((b) => b.info.label === selector).length > 1;
+}

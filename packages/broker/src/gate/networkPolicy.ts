@@ -1,0 +1,9 @@
+// The read policy as the CDP driver enforces it at the network layer, once for every host of the driver (the Node
+// broker's attach and the stateless entry's per-request connection): navigation requests (documents of the top frame
+// and of frames, redirect hops included) must be readable before they are sent; other requests are cut off only for
+// explicitly denied origins, so pages can still load from their CDNs.
+import type { BrokerConfig } from "../config/config.js";
+
+export function cdpPolicyOptions(config: Pick<BrokerConfig, "policy">): { requestPolicy: (url: string, kind: "navigation" | "subresource") => boolean } {
+  return { requestPolicy: (url, kind) => (kind === "navigation" ? config.policy.check(url).ok : !config.policy.isDenied(url)) };
+}

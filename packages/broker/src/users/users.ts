@@ -1,0 +1,172 @@
+// Users of a team's broker: who a bearer token or a bridge pairing belongs to, and the operations `tabrelay users`
+// and the dashboard's admin run. Records live in the store (store/store.ts); this module mints the secrets, hashes
+// the tokens and keeps the one rule that ties them together: a revoked user, token or pairing stops working at the
+// next request, on every broker sharing the store.
+// The implicit user (users/principal.ts) is not in the store: it is whoever holds the broker's token files, and it
+// cannot be revoked here (replace the files to lock it out).
+import { PAIRING_ID_PATTERN } from "@tabrelay/protocol";
+import { StoreConflict, type Pairing, type Role, type Store, type TokenInfo, type User } from "../store/store.js";
+import { sha256 } from "../util/sha256.js";
+import { utf8Bytes } from "../util/bytes.js";
+import { safeEqual, type SecretSink } from "../util/secrets.js";
+import { DEFAULT_PRINCIPAL, DEFAULT_USER_ID, type Principal } from "./principal.js";
+
+/** A per-user MCP token: `trt_` and 192 random bits. The prefix lets a secret scanner recognise one. */
+export const TOKEN_PREFIX = "trt_";
+const NAME = /^[a-z0-9][a-z0-9._-]{0,39}$/;
+/** A token's last use is written at most this often (a busy agent would otherwise write on every call). */
+const TOUCH_EVERY_MS = 60_000;
+
+export class UserError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UserError";
+  }
+}
+
+export interface UsersOptions {
+  /** Opened before the first request (PostgreSQL connects asynchronously). */
+  store: Store | Promise<Store>;
+  /** The broker's own MCP token (mcp-token): the implicit user's. */
+  mcpToken: string;
+  /** The broker's own pairing code (pairing-token): the implicit user's. */
+  pairingToken: string;
+  /** Tokens and pairing codes are registered here as they are used, so that every exit redacts them. */
+  secrets?: SecretSink;
+  now?: () => number;
+}
+
+export class Users {
+  readonly #store: Promise<Store>;
+  readonly #options: UsersOptions;
+  readonly #touched = new Map<string, number>();
+
+  constructor(options: UsersOptions) {
+    this.#store = Promise.resolve(options.store);
+    // A store that failed to open is reported by whoever awaits it (the broker's listen); not an unhandled rejection.
+    this.#store.catch(() => undefined);
+    this.#options = options;
+  }
+
+  /** The store, once open. */
+  store(): Promise<Store> {
+    return this.#store;
+  }
+
+  #now(): number {
+    return this.#options.now?.() ?? Date.now();
+  }
+
+  /** The user a bearer token belongs to, or undefined (unknown, revoked, or a revoked user's). */
+  async authenticate(token: string): Promise<Principal | undefined> {
+    if (safeEqual(token, this.#options.mcpToken)) return DEFAULT_PRINCIPAL;
+    if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return undefined;
+    const found = await (await this.#store).tokenByHash(tokenHash(token));
+    if (!found) return undefined;
+    this.#options.secrets?.register(token, "mcp token");
+    const now = this.#now();
+    if (now - (this.#touched.get(found.token.id) ?? 0) >= TOUCH_EVERY_MS) {
+      this.#touched.set(found.token.id, now);
+      await (await this.#store).touchToken(found.token.id, now);
+    }
+    return principalOf(found.user);
+  }
+
+  /** The principal of a user found by OAuth subject (OAuth mode), or undefined when no live user has it. */
+  async bySubject(subject: string): Promise<Principal | undefined> {
+    const user = await (await this.#store).userBySubject(subject);
+    return user && user.revokedAt === undefined ? principalOf(user) : undefined;
+  }
+
+  /**
+   * The key a bridge handshake uses and whose browser it will be: the broker's own pairing code without a pairing id
+   * (an extension paired before users existed sends none), else the live pairing with that id.
+   */
+  async pairingKey(pairingId: string | undefined): Promise<{ key: string; owner: Principal } | undefined> {
+    if (pairingId === undefined) return { key: this.#options.pairingToken, owner: DEFAULT_PRINCIPAL };
+    if (!PAIRING_ID_PATTERN.test(pairingId)) return undefined;
+    const found = await (await this.#store).pairing(pairingId);
+    if (!found) return undefined;
+    const key = pairingCode(found.pairing);
+    this.#options.secrets?.register(key, "pairing token");
+    return { key, owner: principalOf(found.user) };
+  }
+
+  /** Adds a user with a first token and a pairing code, each shown only now. */
+  async add(name: string, options: { role?: Role; subject?: string; tokenName?: string } = {}): Promise<{ user: User; token: string; pairingCode: string }> {
+    const clean = name.trim().toLowerCase();
+    if (!NAME.test(clean)) throw new UserError(`"${name}" is not a user name: use 1 to 40 lowercase letters, digits, dots, dashes or underscores, starting with a letter or digit`);
+    if (clean === DEFAULT_PRINCIPAL.name || clean === DEFAULT_USER_ID) throw new UserError(`"${clean}" is the implicit user (the broker's own token files); choose another name`);
+    const subject = options.subject?.trim();
+    if (subject !== undefined && (subject.length === 0 || subject.length > 255)) throw new UserError("an OAuth subject is 1 to 255 characters (the `sub` claim of the user's access tokens)");
+    let user: User;
+    try {
+      user = await (await this.#store).addUser({ id: randomId("u_", 16), name: clean, role: options.role ?? "member", ...(subject ? { subject } : {}), createdAt: this.#now() });
+    } catch (error) {
+      if (error instanceof StoreConflict) throw new UserError(`${error.message}: pick another name, or \`tabrelay users list\` to see who exists`);
+      throw error;
+    }
+    const { token } = await this.issueToken(user.id, options.tokenName ?? "first token");
+    const pairingCode = await this.issuePairing(user.id);
+    return { user, token, pairingCode };
+  }
+
+  /** A live user by id or name, or a UserError naming the next step. */
+  async live(idOrName: string): Promise<User> {
+    const user = await (await this.#store).user(idOrName.trim().toLowerCase());
+    if (!user) throw new UserError(`no user "${idOrName}"; \`tabrelay users list\` shows them`);
+    if (user.revokedAt !== undefined) throw new UserError(`user "${user.name}" was revoked on ${new Date(user.revokedAt).toISOString()}; add a new user instead`);
+    return user;
+  }
+
+  /** A new MCP token for a user (shown only now; stored as its SHA-256). */
+  async issueToken(idOrName: string, name: string): Promise<{ token: string; info: TokenInfo }> {
+    const user = await this.live(idOrName);
+    const label = name.trim().slice(0, 80) || "token";
+    const token = `${TOKEN_PREFIX}${randomToken(24)}`;
+    const info = await (await this.#store).addToken({ id: randomId("t_", 16), userId: user.id, name: label, hash: tokenHash(token), createdAt: this.#now() });
+    return { token, info };
+  }
+
+  /** A new pairing code for a user: `<id>.<secret>`, entered in the extension's popup like the broker's own. */
+  async issuePairing(idOrName: string): Promise<string> {
+    const user = await this.live(idOrName);
+    const pairing = await (await this.#store).addPairing({ id: randomId("p_", 12), userId: user.id, secret: randomToken(24), createdAt: this.#now() });
+    return pairingCode(pairing);
+  }
+
+  /** Revokes a user (their tokens and pairings with them); their browsers are for the caller to disconnect. */
+  async revoke(idOrName: string): Promise<User> {
+    const user = await this.live(idOrName);
+    await (await this.#store).revokeUser(user.id, this.#now());
+    return user;
+  }
+
+  async revokeToken(id: string): Promise<boolean> {
+    return (await this.#store).revokeToken(id.trim(), this.#now());
+  }
+}
+
+export function principalOf(user: User): Principal {
+  return { user: user.id, name: user.name, role: user.role };
+}
+
+/** SHA-256 of a token, hex: what the store keeps. */
+export function tokenHash(token: string): string {
+  return [...sha256(utf8Bytes(token))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function pairingCode(pairing: Pairing): string {
+  return `${pairing.id}.${pairing.secret}`;
+}
+
+function randomToken(bytes: number): string {
+  const raw = crypto.getRandomValues(new Uint8Array(bytes));
+  return btoa(String.fromCharCode(...raw)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function randomId(prefix: string, length: number): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  const raw = crypto.getRandomValues(new Uint8Array(length));
+  return prefix + [...raw].map((b) => alphabet[b % 36]).join("");
+}
