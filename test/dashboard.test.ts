@@ -293,6 +293,10 @@ describe("state-changing requests", () => {
     expect((await stop({ Origin: "https://evil.example", "X-CSRF-Token": csrf })).status).toBe(403);
     expect((await stop({ Origin: "null", "X-CSRF-Token": csrf })).status).toBe(403);
     expect((await stop({ Origin: `http://127.0.0.1:${site.port}`, "X-CSRF-Token": csrf })).status).toBe(403); // same site, other port
+    // A load balancer's forwarded host and scheme are believed only for a Host of mcp.allowed_hosts, never for the
+    // broker's own address: they cannot turn another origin (or http into https) into this dashboard's.
+    expect((await stop({ Origin: `http://127.0.0.1:${site.port}`, "X-Forwarded-Host": `127.0.0.1:${site.port}`, "X-CSRF-Token": csrf })).status).toBe(403);
+    expect((await stop({ Origin: broker.url.replace("http:", "https:"), "X-Forwarded-Proto": "https", "X-CSRF-Token": csrf })).status).toBe(403);
     expect((await stop({ "X-CSRF-Token": csrf })).status).toBe(403); // neither Origin nor Referer
     expect((await stop({ Origin: broker.url, "X-CSRF-Token": csrf, "Sec-Fetch-Site": "same-site" })).status).toBe(403);
     expect((await raw(`${broker.url}/logout`, { method: "POST", headers: { Cookie: cookie, Origin: broker.url } })).status).toBe(403);

@@ -124,10 +124,10 @@ describe("nginx with deploy/nginx.conf (test/nginx.ts)", () => {
     expect(new Set([await text(`${nginx.url}/ready`), await text(`${nginx.url}/ready`)])).toEqual(new Set(["/ready a", "/ready b"]));
   });
 
-  it("passes the public Host (without the port: mcp.allowed_hosts lists the bare name) and X-Forwarded-*", async () => {
+  it("passes the public Host (without the port: mcp.allowed_hosts lists the bare name) and X-Forwarded-* (the host with the port the browser used)", async () => {
     await text(`${nginx.url}/dashboard`);
     const seen = [...a.seen, ...b.seen].find((request) => request.path === "/dashboard");
-    expect(seen).toEqual({ path: "/dashboard", host: "127.0.0.1", forwardedFor: "127.0.0.1", forwardedProto: "http", forwardedHost: "127.0.0.1" });
+    expect(seen).toEqual({ path: "/dashboard", host: "127.0.0.1", forwardedFor: "127.0.0.1", forwardedProto: "http", forwardedHost: `127.0.0.1:${nginx.port}` });
   });
 
   it("upgrades /bridge and /page to WebSockets on either broker", async () => {

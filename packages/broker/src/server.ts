@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, createHmac, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
@@ -200,6 +200,13 @@ export class Broker {
       authenticate: async (token) => {
         const admission = await this.#admit(token);
         return admission.ok ? admission.principal : undefined;
+      },
+      // Derived from the MCP token every broker of a cluster shares (/ready names one that differs).
+      loginKey: createHmac("sha256", this.config.mcpToken).update("tabrelay dashboard login form").digest(),
+      stillValid: async (principal) => {
+        if (principal.user === DEFAULT_USER_ID) return true;
+        const user = await (await this.users.store()).user(principal.user);
+        return user !== undefined && user.revokedAt === undefined;
       },
       users: {
         list: async () => {
@@ -549,6 +556,7 @@ export class Broker {
     // DELETE /mcp on any broker ends the session on all of them (this one included): leases end, its tabs close.
     cluster.sessions.onEnded((id) => this.#sessions.endShared(id));
     this.pages?.useCluster(cluster.table(PAGE_TOOLS_TABLE));
+    this.#dashboard.useCluster(cluster);
     this.#cluster = cluster;
     this.context.cluster = cluster;
   }

@@ -2,9 +2,12 @@
 //   - liveness: tabrelay:broker:<id>, refreshed every HEARTBEAT_MS, expiring DEAD_AFTER_MS after a broker stops;
 //   - presence: the hash tabrelay:browsers, browser id -> "<broker id>|<BrowserInfo JSON>", mirrored in memory by
 //     every member (changes are broadcast; a full read every RECONCILE_MS heals what a lost message missed);
-//   - MCP sessions: tabrelay:session:<id> -> whose and which client, living as long as the session is idle-valid;
-// and carries calls over pub/sub: tabrelay:to:<broker id> takes calls for that broker and the answers to its own
-// forwarded calls; tabrelay:all takes presence changes, ended sessions and goodbyes.
+//   - MCP sessions: tabrelay:session:<id> -> whose and which client, living as long as the session is idle-valid
+//     (and other directories alike: tabrelay:dashboard:<id> holds the dashboard's logins);
+//   - the emergency stop: tabrelay:stopped -> since when, while it is in effect;
+// and carries calls over pub/sub: tabrelay:to:<broker id> takes calls (and questions: a dashboard asking for its
+// browsers' tabs) for that broker and the answers to its own; tabrelay:all takes presence changes, ended sessions,
+// the emergency stop and goodbyes.
 // A forwarded call fails at once with browser_disconnected when its broker says goodbye, stops answering (its
 // liveness key expires), or its browser shows up on another broker; it is never re-sent.
 import { randomBytes } from "node:crypto";
@@ -15,7 +18,7 @@ import type { BrowserRegistry } from "../drivers/registry.js";
 import type { CallOutcome } from "../tools/idempotency.js";
 import type { Logger } from "../util/log.js";
 import { ownerOf } from "../users/principal.js";
-import type { ClusterLink, ForwardedCall, RemoteBrowser, SessionDirectory, SharedSession, SharedTable } from "./link.js";
+import type { ClusterLink, Directory, EmergencyStop, ForwardedCall, RemoteBrowser, SessionDirectory, SharedSession, SharedTable } from "./link.js";
 
 const HEARTBEAT_MS = 500;
 const DEAD_AFTER_MS = 1500;
@@ -27,7 +30,8 @@ const K = {
   broker: (id: string) => `tabrelay:broker:${id}`,
   members: "tabrelay:brokers",
   browsers: "tabrelay:browsers",
-  session: (id: string) => `tabrelay:session:${id}`,
+  record: (directory: string, id: string) => `tabrelay:${directory}:${id}`,
+  stopped: "tabrelay:stopped",
   to: (id: string) => `tabrelay:to:${id}`,
   table: (name: string, broker: string) => `tabrelay:t:${name}:${broker}`,
   all: "tabrelay:all",
@@ -39,7 +43,10 @@ type Message =
   | { kind: "answer"; id: string; outcome: CallOutcome }
   | { kind: "up"; broker: string; info: BrowserInfo }
   | { kind: "down"; broker: string; browserId: string }
-  | { kind: "session-ended"; id: string }
+  | { kind: "session-ended"; id: string; directory?: string }
+  | { kind: "ask"; id: string; from: string; topic: string; body: unknown }
+  | { kind: "reply"; id: string; value?: unknown }
+  | { kind: "stop"; at?: number }
   | { kind: "bye"; broker: string }
   | { kind: "row"; table: string; broker: string; key: string; value?: unknown };
 
@@ -81,7 +88,14 @@ export class Cluster implements ClusterLink {
   readonly #remote = new Map<string, RemoteBrowser>();
   readonly #pending = new Map<string, Pending>();
   readonly #running = new Map<string, AbortController>();
-  readonly #endedListeners: Array<(id: string) => void> = [];
+  /** Directories' ended listeners, by directory name. */
+  readonly #endedListeners = new Map<string, Array<(id: string) => void>>();
+  readonly #asks = new Map<string, { broker: string; resolve(value: unknown): void }>();
+  readonly #answers = new Map<string, (body: unknown) => Promise<unknown>>();
+  readonly #stopListeners: Array<(at: number | undefined) => void> = [];
+  #stoppedAt: number | undefined;
+  /** The other live brokers, as the last reconcile found them. */
+  #peers: string[] = [];
   /** Shared tables: this broker's rows, the others' (table -> broker -> key -> value), and who listens. */
   readonly #tables = new Map<string, { own: Map<string, unknown>; remote: Map<string, Map<string, unknown>>; listeners: Set<(key: string) => void> }>();
   #handler: CallHandler | undefined;
@@ -225,24 +239,81 @@ export class Cluster implements ClusterLink {
     };
   }
 
-  readonly sessions: SessionDirectory = {
-    save: async (id, session, idleMs) => void (await this.#cmd.set(K.session(id), JSON.stringify(session), "PX", idleMs)),
-    find: async (id) => {
-      const text = await this.#cmd.get(K.session(id));
-      if (!text) return undefined;
-      try {
-        return JSON.parse(text) as SharedSession;
-      } catch {
-        return undefined;
-      }
+  readonly sessions: SessionDirectory = this.directory<SharedSession>("session");
+
+  directory<T>(name: string): Directory<T> {
+    return {
+      save: async (id, value, ttlMs) => void (await this.#cmd.set(K.record(name, id), JSON.stringify(value), "PX", Math.max(1, Math.round(ttlMs)))),
+      find: async (id) => {
+        const text = await this.#cmd.get(K.record(name, id));
+        if (!text) return undefined;
+        try {
+          return JSON.parse(text) as T;
+        } catch {
+          return undefined;
+        }
+      },
+      touch: async (id, ttlMs) => void (await this.#cmd.pexpire(K.record(name, id), Math.max(1, Math.round(ttlMs)))),
+      end: async (id) => {
+        await this.#cmd.del(K.record(name, id));
+        await this.#publish(K.all, { kind: "session-ended", id, directory: name });
+      },
+      onEnded: (listener) => {
+        const listeners = this.#endedListeners.get(name) ?? [];
+        listeners.push(listener);
+        this.#endedListeners.set(name, listeners);
+      },
+    };
+  }
+
+  peers(): string[] {
+    return [...this.#peers];
+  }
+
+  holderOf(browserId: string): string | undefined {
+    return this.#remote.get(browserId)?.broker;
+  }
+
+  ask(broker: string, topic: string, body: unknown, timeoutMs: number): Promise<unknown> {
+    const id = randomBytes(9).toString("base64url");
+    return new Promise<unknown>((resolve) => {
+      const timer = setTimeout(() => done(undefined), timeoutMs);
+      const done = (value: unknown) => {
+        if (!this.#asks.delete(id)) return;
+        clearTimeout(timer);
+        resolve(value);
+      };
+      this.#asks.set(id, { broker, resolve: done });
+      this.#publish(K.to(broker), { kind: "ask", id, from: this.brokerId, topic, body }).then(
+        (receivers) => receivers === 0 && done(undefined),
+        () => done(undefined),
+      );
+    });
+  }
+
+  answer(topic: string, handler: (body: unknown) => Promise<unknown>): void {
+    this.#answers.set(topic, handler);
+  }
+
+  readonly emergencyStop: EmergencyStop = ((cluster: Cluster): EmergencyStop => ({
+    get at() {
+      return cluster.#stoppedAt;
     },
-    touch: async (id, idleMs) => void (await this.#cmd.pexpire(K.session(id), idleMs)),
-    end: async (id) => {
-      await this.#cmd.del(K.session(id));
-      await this.#publish(K.all, { kind: "session-ended", id });
+    set: async (at) => {
+      // Kept in Redis (a broker starting, or back after an outage, while it is in effect reads it) and told to all.
+      if (at === undefined) await cluster.#cmd.del(K.stopped);
+      else await cluster.#cmd.set(K.stopped, String(at));
+      cluster.#applyStop(at);
+      await cluster.#publish(K.all, { kind: "stop", ...(at === undefined ? {} : { at }) });
     },
-    onEnded: (listener) => void this.#endedListeners.push(listener),
-  };
+    onChange: (listener) => void cluster.#stopListeners.push(listener),
+  }))(this);
+
+  #applyStop(at: number | undefined): void {
+    if (at === this.#stoppedAt) return;
+    this.#stoppedAt = at;
+    for (const listener of this.#stopListeners) listener(at);
+  }
 
   /**
    * Stops taking calls from the cluster's new work (not ready any more) but answers those in flight; then
@@ -273,6 +344,7 @@ export class Cluster implements ClusterLink {
       // Redis gone: the liveness key expires by itself.
     }
     for (const [, pending] of this.#pending) pending.resolve(failure("browser_disconnected", "this broker is shutting down; the call's outcome is unknown", true));
+    for (const [, ask] of this.#asks) ask.resolve(undefined);
     this.#sub.disconnect();
     this.#cmd.disconnect();
   }
@@ -313,7 +385,10 @@ export class Cluster implements ClusterLink {
       });
     }
     const members = await this.#checkMembers();
+    this.#peers = members;
     await this.#reconcileTables(members);
+    // A stop or resume whose message was lost (an outage) is healed here.
+    this.#applyStop(stoppedAt(await this.#cmd.get(K.stopped)));
     this.#remote.clear();
     for (const entry of parsed) if (entry.broker !== this.brokerId && alive.has(entry.broker)) this.#remote.set(entry.info.browserId, entry);
     for (const [, pending] of this.#pending) if (!alive.has(pending.broker)) pending.resolve(lost(pending.broker, "it stopped answering"));
@@ -424,7 +499,16 @@ export class Cluster implements ClusterLink {
         }
         return;
       case "session-ended":
-        for (const listener of this.#endedListeners) listener(message.id);
+        for (const listener of this.#endedListeners.get(message.directory ?? "session") ?? []) listener(message.id);
+        return;
+      case "ask":
+        void this.#reply(message.id, message.from, message.topic, message.body);
+        return;
+      case "reply":
+        this.#asks.get(message.id)?.resolve(message.value);
+        return;
+      case "stop":
+        this.#applyStop(message.at);
         return;
       case "row": {
         const table = this.#tables.get(message.table);
@@ -438,6 +522,8 @@ export class Cluster implements ClusterLink {
       }
       case "bye":
         this.#dropTables(message.broker);
+        this.#peers = this.#peers.filter((b) => b !== message.broker);
+        for (const [, ask] of this.#asks) if (ask.broker === message.broker) ask.resolve(undefined);
         for (const [id, entry] of this.#remote) if (entry.broker === message.broker) this.#remote.delete(id);
         for (const [, pending] of this.#pending) if (pending.broker === message.broker) pending.resolve(lost(message.broker, "it shut down"));
         return;
@@ -458,6 +544,17 @@ export class Cluster implements ClusterLink {
     await this.#publish(K.to(from), { kind: "answer", id, outcome }).catch(() => undefined);
   }
 
+  async #reply(id: string, from: string, topic: string, body: unknown): Promise<void> {
+    const handler = this.#answers.get(topic);
+    let value: unknown;
+    try {
+      value = handler ? await handler(body) : undefined;
+    } catch (error) {
+      this.#log.warn(`cluster: answering ${topic} for ${from}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    await this.#publish(K.to(from), { kind: "reply", id, ...(value === undefined ? {} : { value }) }).catch(() => undefined);
+  }
+
   #publish(channel: string, message: Message): Promise<number> {
     return this.#cmd.publish(channel, JSON.stringify(message));
   }
@@ -470,6 +567,11 @@ function failure(code: ErrorCode, message: string, unknown: boolean): CallOutcom
 /** The broker a call went to stopped before it answered: whether the action happened is unknown. */
 function lost(broker: string, why: string): CallOutcome {
   return failure("browser_disconnected", `the broker holding this browser (${broker}) went away during the call (${why}); whether it happened is unknown; it was not retried: take a snapshot before acting again`, true);
+}
+
+function stoppedAt(value: string | null): number | undefined {
+  const at = value === null ? Number.NaN : Number(value);
+  return Number.isFinite(at) ? at : undefined;
 }
 
 function serverOf(url: string): string {

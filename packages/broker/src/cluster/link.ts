@@ -35,8 +35,32 @@ export interface ClusterLink {
   forward(broker: string, call: ForwardedCall, signal: AbortSignal): Promise<CallOutcome>;
   /** The directory of MCP sessions shared by the brokers. */
   sessions: SessionDirectory;
+  /** A directory of records every broker reads (`name` keeps each kind apart: the dashboard's logins). */
+  directory<T>(name: string): Directory<T>;
   /** A table each broker writes its own rows of and every broker reads whole (page tools on offer: pages/clustered.ts). */
   table(name: string): SharedTable;
+  /** The other live brokers' ids. */
+  peers(): string[];
+  /** The broker holding a browser of any user, by id, when it is another one. */
+  holderOf(browserId: string): string | undefined;
+  /**
+   * Asks another broker what only it knows (its browsers' tabs for a dashboard): its `answer` handler's value, or
+   * undefined when it has none for `topic` or did not answer within `timeoutMs`.
+   */
+  ask(broker: string, topic: string, body: unknown, timeoutMs: number): Promise<unknown>;
+  /** Answers other brokers' `ask` for a topic. */
+  answer(topic: string, handler: (body: unknown) => Promise<unknown>): void;
+  /** The emergency stop, one for the whole cluster: a broker joining while it is in effect honours it too. */
+  emergencyStop: EmergencyStop;
+}
+
+export interface EmergencyStop {
+  /** Since when it is in effect, undefined while it is not (what this broker last learnt). */
+  readonly at: number | undefined;
+  /** Puts it in effect (a time) or lifts it (undefined) on every broker; rejects when Redis could not take it. */
+  set(at: number | undefined): Promise<void>;
+  /** Called when another broker (or a heal of a lost message) changes it. */
+  onChange(listener: (at: number | undefined) => void): void;
 }
 
 /** Rows by key, one set per broker: this broker's are set here, the others' arrive as they change. */
@@ -49,15 +73,18 @@ export interface SharedTable {
   onChange(listener: (key: string) => void): () => void;
 }
 
-export interface SessionDirectory {
-  save(id: string, session: SharedSession, idleMs: number): Promise<void>;
-  find(id: string): Promise<SharedSession | undefined>;
-  /** The session was used: it lives another idle period (throttled by the caller). */
-  touch(id: string, idleMs: number): Promise<void>;
+/** Records by id that every broker of the cluster reads, each living until it expires or is ended. */
+export interface Directory<T> {
+  save(id: string, value: T, ttlMs: number): Promise<void>;
+  find(id: string): Promise<T | undefined>;
+  /** The record was used: it lives another `ttlMs` (throttled by the caller). */
+  touch(id: string, ttlMs: number): Promise<void>;
   /** Ends it on every broker (their onEnded listeners run). */
   end(id: string): Promise<void>;
   onEnded(listener: (id: string) => void): void;
 }
+
+export type SessionDirectory = Directory<SharedSession>;
 
 /**
  * Where a call naming `selector` (none: the user's newest browser) goes: undefined to run here (a local browser, or

@@ -5,6 +5,7 @@
 import { existsSync } from "node:fs";
 import type { TabInfo, WireError } from "@tabrelay/protocol";
 import type { AuditLog } from "../audit/auditLog.js";
+import type { ClusterLink } from "../cluster/link.js";
 import type { BrokerConfig } from "../config/config.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import { tabLeases } from "../gate/leases.js";
@@ -30,6 +31,8 @@ const TEXT_MAX = 2_000;
 /** What the page shows of a page tool's strings (the registry already caps them at offer.ts's PAGE_LIMITS). */
 const PAGE_TOOL_TEXT_MAX = { name: 200, title: 200, description: 1_000 } as const;
 const HASH_SHOWN = 12;
+/** How long a dashboard waits for another broker of the cluster to describe its browsers. */
+const PEER_TIMEOUT_MS = TABS_TIMEOUT_MS + 500;
 
 /** Whatever the registry holds (an extension connection today), so the dashboard follows it. */
 type ConnectedBrowser = ReturnType<BrowserRegistry["list"]>[number];
@@ -66,8 +69,8 @@ export interface DashboardApiOptions {
   /** When the emergency stop took effect; undefined while it is not in effect. */
   stoppedAt: () => number | undefined;
   /** The emergency stop and its lifting: what the stop and resume routes answer. */
-  stop: () => unknown;
-  resume: () => unknown;
+  stop: () => Promise<unknown>;
+  resume: () => Promise<unknown>;
   /** Tools web pages offer (absent unless config names pages.allowed_origins), and who may call them. */
   pages?: { registry: PageToolRegistry; policy: () => PageToolPolicy };
   users: DashboardUsers;
@@ -84,9 +87,27 @@ export class DashboardApi {
   readonly #options: DashboardApiOptions;
   readonly #tabsCache = new WeakMap<ConnectedBrowser, { at: number; result: Promise<Outcome<TabView[]>> }>();
   readonly #captures = new WeakMap<ConnectedBrowser, CaptureSlot>();
+  #link: ClusterLink | undefined;
 
   constructor(options: DashboardApiOptions) {
     this.#options = options;
+  }
+
+  /**
+   * A cluster member's dashboard shows the browsers of every broker: it asks the others for theirs (and for a
+   * picture of a tab of one), and answers their questions about its own, for the same user only.
+   */
+  useCluster(link: ClusterLink): void {
+    this.#link = link;
+    link.answer("dashboard.browsers", async (body) => {
+      const owner = ownerIn(body);
+      return owner === null ? undefined : await this.#browsers(owner);
+    });
+    link.answer("dashboard.preview", async (body) => {
+      const owner = ownerIn(body);
+      if (owner === null || !body || typeof body !== "object") return undefined;
+      return await this.#localPreview(String(Reflect.get(body, "browser") ?? ""), Number(Reflect.get(body, "tab")), owner);
+    });
   }
 
   /** Answers an API path (undefined for a path that is not one); `port` is the one the broker listens on. */
@@ -121,9 +142,9 @@ export class DashboardApi {
         }
       }
       case "/dashboard/api/stop":
-        return this.#json(200, this.#options.stop());
+        return this.#json(200, await this.#options.stop());
       case "/dashboard/api/resume":
-        return this.#json(200, this.#options.resume());
+        return this.#json(200, await this.#options.resume());
       case "/dashboard/api/pages/approve":
         return this.#approvePageTool(form ?? new URLSearchParams());
     }
@@ -136,8 +157,37 @@ export class DashboardApi {
   }
 
   async #state(owner: string | undefined): Promise<unknown> {
-    const { registry, audit } = this.#options;
-    const browsers = await Promise.all(
+    const { audit } = this.#options;
+    const link = this.#link;
+    let browsers = await this.#browsers(owner);
+    let unreachable: string[] = [];
+    if (link) {
+      // Every other live broker's browsers, asked at once; one that does not answer in time is named, not waited for.
+      const here = browsers.map((b) => ({ ...b, broker: link.brokerId }));
+      const peers = link.peers();
+      const answers = await Promise.all(peers.map((peer) => link.ask(peer, "dashboard.browsers", { owner: owner ?? null }, PEER_TIMEOUT_MS)));
+      const theirs = answers.flatMap((answer, i) => (Array.isArray(answer) ? answer.map((b: Record<string, unknown>) => ({ ...b, broker: peers[i]! })) : []));
+      unreachable = peers.filter((_, i) => !Array.isArray(answers[i]));
+      const merged: Array<Record<string, unknown>> = [...here, ...theirs];
+      browsers = merged.sort((a, b) => Number(b.connectedAt) - Number(a.connectedAt));
+    }
+    const stoppedAt = this.#options.stoppedAt();
+    return {
+      version: VERSION,
+      now: Date.now(),
+      stopped: stoppedAt !== undefined,
+      stoppedAt: stoppedAt ?? null,
+      browsers,
+      ...(link ? { broker: link.brokerId, unreachable } : {}),
+      audit: audit.health(),
+      pages: owner === undefined ? this.#pagesView() : null,
+    };
+  }
+
+  /** This broker's browsers of `owner` (every user's: undefined), each with its agent tabs and who holds them. */
+  async #browsers(owner: string | undefined): Promise<Array<Record<string, unknown>>> {
+    const { registry } = this.#options;
+    return await Promise.all(
       registry.list(owner).map(async (b) => {
         const tabs = await this.#tabs(b);
         const leases = tabLeases(registry, this.#options.config);
@@ -157,8 +207,6 @@ export class DashboardApi {
         };
       }),
     );
-    const stoppedAt = this.#options.stoppedAt();
-    return { version: VERSION, now: Date.now(), stopped: stoppedAt !== undefined, stoppedAt: stoppedAt ?? null, browsers, audit: audit.health(), pages: owner === undefined ? this.#pagesView() : null };
   }
 
   /** The pages connected over /page and every tool they offer, held ones included; null when page tools are off. */
@@ -245,19 +293,29 @@ export class DashboardApi {
     if (!browserId || !Number.isSafeInteger(tabId)) {
       return this.#json(400, { error: "pass browser (an id) and tab (a tab id)" });
     }
+    const here = this.#options.registry.list(owner).some((b) => b.info.browserId === browserId);
+    const holder = here ? undefined : this.#link?.holderOf(browserId);
+    if (holder && this.#link) {
+      // Another broker holds it: that broker checks the owner and takes the picture (one a second, as here).
+      const answer = await this.#link.ask(holder, "dashboard.preview", { owner: owner ?? null, browser: browserId, tab: tabId }, PEER_TIMEOUT_MS + CAPTURE_TIMEOUT_MS);
+      return this.#json(200, answer ?? { ok: false, error: { code: "browser_disconnected", message: `the broker holding that browser (${holder}) did not answer; try again` } });
+    }
+    return this.#json(200, await this.#localPreview(browserId, tabId, owner));
+  }
+
+  /** A picture of one of the agent's tabs of a browser connected here, or why not. */
+  async #localPreview(browserId: string, tabId: number, owner: string | undefined): Promise<Preview> {
     const connection = this.#options.registry.list(owner).find((b) => b.info.browserId === browserId);
-    if (!connection) {
-      return this.#json(200, { ok: false, error: { code: "unknown_browser", message: "that browser is not connected" } });
+    if (!connection || !Number.isSafeInteger(tabId)) {
+      return { ok: false, error: { code: "unknown_browser", message: "that browser is not connected" } };
     }
     // Only tabs the agent may see: the same list the page shows, never any other tab of the user's.
     const tabs = await this.#tabs(connection);
-    if (!tabs.ok) {
-      return this.#json(200, { ok: false, error: tabs.error });
-    }
+    if (!tabs.ok) return { ok: false, error: tabs.error };
     if (!tabs.value.some((t) => t.tabId === tabId)) {
-      return this.#json(200, { ok: false, error: { code: "no_such_tab", message: `tab ${tabId} is not one of the agent's tabs (any more)` } });
+      return { ok: false, error: { code: "no_such_tab", message: `tab ${tabId} is not one of the agent's tabs (any more)` } };
     }
-    return this.#json(200, await this.#capture(connection, tabId));
+    return await this.#capture(connection, tabId);
   }
 
   /** At most one capture a second per browser, shared by every viewer; the agent keeps the rest of Chrome's quota. */
@@ -280,6 +338,13 @@ export class DashboardApi {
     this.#captures.set(connection, { tabId, startAt, result });
     return result;
   }
+}
+
+/** The user a question from another broker is about: a user id, undefined for every user (an admin's), null if neither. */
+function ownerIn(body: unknown): string | undefined | null {
+  if (!body || typeof body !== "object" || !("owner" in body)) return null;
+  const owner: unknown = Reflect.get(body, "owner");
+  return typeof owner === "string" && owner !== "" ? owner : owner === null ? undefined : null;
 }
 
 function tabView(tab: TabInfo): TabView {

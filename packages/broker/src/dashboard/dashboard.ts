@@ -4,6 +4,7 @@
 // This module holds the routes and their door checks, and the emergency stop; the login and sessions are in
 // sessions.ts, the API the page calls in api.ts (its audit stream in auditStream.ts), the HTML in page.ts.
 import type { AuditLog } from "../audit/auditLog.js";
+import type { ClusterLink } from "../cluster/link.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import type { PageToolRegistry } from "../pages/registry.js";
 import { isLoopback, type BrokerConfig } from "../config/config.js";
@@ -14,7 +15,7 @@ import { DashboardApi } from "./api.js";
 import { CHAT_FORM_MAX_BYTES, ChatRoutes, type DashboardChat } from "./chat.js";
 import { clearCookie, fetchSiteOk, readForm, redirect, sameOrigin, send, sendJson, sendJsonOrText, sendText, sessionCookieName } from "./http.js";
 import { CLIENT_ASSETS, dashboardPage } from "./page.js";
-import { DashboardSessions, type Peer } from "./sessions.js";
+import { DashboardSessions, type Peer, type SharedLogin } from "./sessions.js";
 import type { Principal } from "../users/principal.js";
 import type { DashboardUsers } from "./api.js";
 
@@ -35,6 +36,10 @@ export interface DashboardOptions {
   pages?: { registry: PageToolRegistry } | undefined;
   /** Whose an access token is (users/users.ts): the login takes the broker's own MCP token or a user's. */
   authenticate: (token: string) => Promise<Principal | undefined>;
+  /** Signs the login form's nonce (sessions.ts): the same on every broker of a cluster. */
+  loginKey: Uint8Array;
+  /** Whether a login another broker of the cluster opened is still good (its user not revoked since). */
+  stillValid: (principal: Principal) => Promise<boolean>;
   /** The team's users, for an admin: listed and revoked from the dashboard. */
   users: DashboardUsers;
 }
@@ -51,6 +56,7 @@ export class Dashboard {
   readonly #chat: ChatRoutes;
   #stoppedAt: number | undefined;
   #turnedAway = 0;
+  #link: ClusterLink | undefined;
 
   constructor(options: DashboardOptions) {
     this.#registry = options.registry;
@@ -59,7 +65,7 @@ export class Dashboard {
     this.#secrets = options.secrets;
     this.#onEmergencyStop = options.onEmergencyStop;
     this.#port = options.port;
-    this.#sessions = new DashboardSessions(options.log, options.authenticate);
+    this.#sessions = new DashboardSessions({ log: options.log, authenticate: options.authenticate, loginKey: options.loginKey, stillValid: options.stillValid });
     this.#api = new DashboardApi({
       registry: options.registry,
       audit: options.audit,
@@ -81,6 +87,20 @@ export class Dashboard {
       connection.close("emergency stop in effect; resume from the tabrelay dashboard");
       this.#registry.remove(connection);
     });
+  }
+
+  /**
+   * A cluster member's dashboard: logins good on every broker, the browsers of every broker shown, and one emergency
+   * stop for the whole cluster (a browser turned away here would otherwise redial through the load balancer to a
+   * broker that had not heard of it).
+   */
+  useCluster(link: ClusterLink): void {
+    this.#link = link;
+    this.#sessions.useDirectory(link.directory<SharedLogin>("dashboard"));
+    this.#api.useCluster(link);
+    link.emergencyStop.onChange((at) => (at === undefined ? this.#resumeHere("another broker of the cluster") : this.#stopHere(at, "another broker of the cluster")));
+    const at = link.emergencyStop.at;
+    if (at !== undefined) this.#stopHere(at, "the cluster (in effect when this broker joined)");
   }
 
   /** Gives the dashboard its chat panel (the CLI mounts @tabrelay/chat's when a model key is configured). */
@@ -113,8 +133,8 @@ export class Dashboard {
     if (!route) return undefined;
     const port = this.#port();
 
-    const host = this.#checkedHost(req, port);
-    if (host === undefined) {
+    const checked = this.#checkedHost(req, port);
+    if (checked === undefined) {
       return sendText(403, "dashboard: this Host is not the broker's own (DNS rebinding protection); open the dashboard at the address tabrelay printed\n");
     }
     if (!route.methods.includes(method)) {
@@ -123,28 +143,36 @@ export class Dashboard {
     const asset = CLIENT_ASSETS.get(path);
     if (asset) return send(200, asset.type, asset.body, { "Cache-Control": "no-cache" });
 
-    const tls = url.protocol === "https:";
-    const session = this.#sessions.of(req, port);
-    const origin = `${tls ? "https" : "http"}://${host}`;
+    // Behind a TLS load balancer (deploy/nginx.conf) the broker is reached over plain HTTP: the balancer's
+    // X-Forwarded-Proto says what the browser used, for the Origin check and the cookies' Secure flag. (A page
+    // cannot add that header to a cross-site request without a preflight the broker never grants.)
+    const { host, proxied } = checked;
+    const tls = url.protocol === "https:" || (proxied && forwardedProto(req) === "https");
+    const shownHost = proxied ? publicHost(req, host) : host;
+    const origin = `${tls ? "https" : "http"}://${shownHost}`;
+    // The cookies' names carry the port the browser uses (brokers on one machine must not share them): behind a load
+    // balancer that is the balancer's, the same whichever broker answers.
+    const cookiePort = proxied ? Number(/:(\d+)$/.exec(shownHost)?.[1] ?? (tls ? 443 : 80)) : port;
     const post = method === "POST";
     // Fetch metadata, where the browser sends it: API calls and form posts must come from this very origin.
     if ((post || route.kind === "api") && !fetchSiteOk(req)) return sendJsonOrText(route.kind, 403, "this request came from another site");
     if (post && !sameOrigin(req, origin)) return sendJsonOrText(route.kind, 403, "Origin (or Referer) is missing or is not this dashboard's own");
+    const session = await this.#sessions.of(req, cookiePort);
 
     switch (path) {
       case "/":
         if (!session) return redirect("/login");
         return send(200, "text/html; charset=utf-8", dashboardPage({ csrf: session.csrf, version: VERSION }), { "Cache-Control": "no-store" });
       case "/login":
-        if (post) return await this.#sessions.login(req, peer, port, tls);
+        if (post) return await this.#sessions.login(req, peer, cookiePort, tls);
         if (session) return redirect("/");
-        return this.#sessions.loginForm(port, tls, 200);
+        return this.#sessions.loginForm(cookiePort, tls, 200);
       case "/logout": {
         const form = await readForm(req);
         if (form instanceof Response) return form;
         if (session && safeEqual(form.get("csrf") ?? "", session.csrf)) this.#sessions.end(session);
         else if (session) return sendText(403, "dashboard: missing or wrong CSRF token\n");
-        return redirect("/login", [clearCookie(sessionCookieName(port), tls)]);
+        return redirect("/login", [clearCookie(sessionCookieName(cookiePort), tls)]);
       }
     }
 
@@ -170,22 +198,42 @@ export class Dashboard {
     return sendJson(status, this.#secrets.redactValue(value));
   }
 
-  /** The Host header, if it names this broker (the same rule as /mcp's DNS-rebinding check). */
-  #checkedHost(req: Request, port: number | undefined): string | undefined {
+  /**
+   * The Host header, if it names this broker (the same rule as /mcp's DNS-rebinding check); `proxied` when it is a
+   * name of mcp.allowed_hosts rather than the broker's own address and port: only then does the dashboard believe a
+   * load balancer's X-Forwarded-Proto and X-Forwarded-Host.
+   */
+  #checkedHost(req: Request, port: number | undefined): { host: string; proxied: boolean } | undefined {
     const host = (req.headers.get("host") ?? "").toLowerCase();
     if (!host || port === undefined) return undefined;
     const configured = this.#config.host.includes(":") ? `[${this.#config.host}]` : this.#config.host;
     const names = isLoopback(this.#config.host) ? [configured, "localhost", "127.0.0.1", "[::1]"] : [configured];
-    const allowed = [...names.map((n) => `${n}:${port}`.toLowerCase()), ...this.#config.allowedHosts.map((h) => h.toLowerCase())];
-    return allowed.includes(host) ? host : undefined;
+    if (names.some((n) => `${n}:${port}`.toLowerCase() === host)) return { host, proxied: false };
+    return this.#config.allowedHosts.some((h) => h.toLowerCase() === host) ? { host, proxied: true } : undefined;
   }
 
   // ---- emergency stop ----
 
-  #stop(): unknown {
+  async #stop(): Promise<unknown> {
+    const at = this.#stoppedAt ?? Date.now();
+    const disconnected = this.#stopHere(at, "the dashboard");
+    let cluster: unknown;
+    if (this.#link) {
+      // Every other broker stops too; if Redis cannot take it, this broker is stopped and the page says the rest are not.
+      cluster = await this.#link.emergencyStop.set(at).then(
+        () => ({ ok: true, brokers: this.#link?.peers().length ?? 0 }),
+        (error: unknown) => ({ ok: false, error: `the other brokers could not be told (${error instanceof Error ? error.message : String(error)}); stop again, or stop them one by one` }),
+      );
+    }
+    return { stopped: true, stoppedAt: this.#stoppedAt, disconnected, remaining: this.#registry.list().length, ...(cluster ? { cluster } : {}) };
+  }
+
+  /** Puts the stop in effect on this broker: every browser here disconnected, and turned away until resumed. */
+  #stopHere(at: number, by: string): Array<{ id: string; label: string }> {
     const disconnected = this.#registry.list().map((b) => ({ id: b.info.browserId, label: b.info.label }));
-    this.#stoppedAt ??= Date.now();
-    this.#turnedAway = 0;
+    const already = this.#stoppedAt !== undefined;
+    this.#stoppedAt ??= at;
+    if (!already) this.#turnedAway = 0;
     try {
       this.#onEmergencyStop();
     } catch (error) {
@@ -196,16 +244,44 @@ export class Dashboard {
       connection.close("emergency stop from the dashboard");
       this.#registry.remove(connection);
     }
-    this.#log.warn(`dashboard: EMERGENCY STOP: disconnected ${disconnected.length} browser(s); browsers are turned away until resumed from the dashboard`);
-    return { stopped: true, stoppedAt: this.#stoppedAt, disconnected, remaining: this.#registry.list().length };
+    this.#log.warn(`dashboard: EMERGENCY STOP from ${by}: disconnected ${disconnected.length} browser(s); browsers are turned away until resumed from the dashboard`);
+    return disconnected;
   }
 
-  #resume(): unknown {
+  async #resume(): Promise<unknown> {
+    const wasStopped = this.#resumeHere("the dashboard");
+    let cluster: unknown;
+    if (this.#link) {
+      cluster = await this.#link.emergencyStop.set(undefined).then(
+        () => ({ ok: true, brokers: this.#link?.peers().length ?? 0 }),
+        (error: unknown) => ({ ok: false, error: `the other brokers could not be told (${error instanceof Error ? error.message : String(error)}); resume again` }),
+      );
+    }
+    return { stopped: false, wasStopped, ...(cluster ? { cluster } : {}) };
+  }
+
+  #resumeHere(by: string): boolean {
     const wasStopped = this.#stoppedAt !== undefined;
     this.#stoppedAt = undefined;
-    if (wasStopped) this.#log.warn(`dashboard: emergency stop lifted; browsers may connect again (${this.#turnedAway} reconnect(s) were turned away)`);
-    return { stopped: false, wasStopped };
+    if (wasStopped) this.#log.warn(`dashboard: emergency stop lifted from ${by}; browsers may connect again (${this.#turnedAway} reconnect(s) were turned away)`);
+    return wasStopped;
   }
+}
+
+/**
+ * The host (and port) the browser used, for the Origin check: a load balancer's X-Forwarded-Host when it names the
+ * same host as the checked Host header (nginx passes Host without the port it listens on), else the Host itself.
+ */
+function publicHost(req: Request, host: string): string {
+  const forwarded = req.headers.get("x-forwarded-host")?.split(",")[0]?.trim().toLowerCase();
+  if (!forwarded) return host;
+  const name = (h: string) => h.replace(/:\d+$/, "");
+  return name(forwarded) === name(host) ? forwarded : host;
+}
+
+/** The first X-Forwarded-Proto a load balancer set, lower-cased. */
+function forwardedProto(req: Request): string | undefined {
+  return req.headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() || undefined;
 }
 
 // ---- routes ----

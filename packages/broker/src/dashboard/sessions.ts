@@ -1,6 +1,9 @@
 // The dashboard's door: the login form (the access token, a signed CSRF nonce, the login throttle) and the sessions
 // it opens (a cookie naming a session the broker keeps in memory, its CSRF token, the audit streams it holds open).
+// In a cluster (cluster/link.ts) a login is also kept in the cluster's directory, so that whichever broker the load
+// balancer picks for the next request knows it, and a logout on one broker ends it on all.
 import { createHash, createHmac, randomBytes } from "node:crypto";
+import type { Directory } from "../cluster/link.js";
 import type { Logger } from "../util/log.js";
 import { safeEqual } from "../util/secrets.js";
 import type { Principal } from "../users/principal.js";
@@ -31,6 +34,26 @@ export interface Session {
   onEnd: Set<() => void>;
 }
 
+/** A login as every broker of a cluster keeps it (the id's hash is its key). */
+export interface SharedLogin {
+  principal: Principal;
+  csrf: string;
+  expiresAt: number;
+}
+
+export interface DashboardSessionsOptions {
+  log: Logger;
+  /** Says whose an access token is (the broker's own MCP token, or a user's: users/users.ts). */
+  authenticate: (token: string) => Promise<Principal | undefined>;
+  /**
+   * Signs the login form's CSRF nonce. The brokers of a cluster share it (derived from the secrets they share), so a
+   * form one broker served is accepted by the broker the load balancer sends its POST to.
+   */
+  loginKey: Uint8Array;
+  /** Whether a login another broker opened is still good here (its user not revoked since). */
+  stillValid: (principal: Principal) => Promise<boolean>;
+}
+
 const SESSION_TTL_S = 12 * 60 * 60;
 const MAX_SESSIONS = 64;
 const LOGIN_FORM_TTL_S = 30 * 60;
@@ -46,14 +69,26 @@ export class DashboardSessions {
   readonly #sessions = new Map<string, Session>();
   readonly #loginThrottle = new LoginThrottle();
   /** Signs the pre-session CSRF nonce, so a cookie set by another page on this host cannot forge the form field. */
-  readonly #loginKey = randomBytes(32);
-
+  readonly #loginKey: Uint8Array;
   readonly #authenticate: (token: string) => Promise<Principal | undefined>;
+  readonly #stillValid: (principal: Principal) => Promise<boolean>;
+  /** The cluster's copy of every login, when this broker is a member. */
+  #shared: Directory<SharedLogin> | undefined;
 
-  /** `authenticate` says whose an access token is (the broker's own MCP token, or a user's: users/users.ts). */
-  constructor(log: Logger, authenticate: (token: string) => Promise<Principal | undefined>) {
-    this.#log = log;
-    this.#authenticate = authenticate;
+  constructor(options: DashboardSessionsOptions) {
+    this.#log = options.log;
+    this.#authenticate = options.authenticate;
+    this.#loginKey = options.loginKey;
+    this.#stillValid = options.stillValid;
+  }
+
+  /** Keeps logins in the cluster's directory from now on; one ended on another broker ends here too. */
+  useDirectory(directory: Directory<SharedLogin>): void {
+    this.#shared = directory;
+    directory.onEnded((key) => {
+      const session = this.#sessions.get(key);
+      if (session) this.#forget(session);
+    });
   }
 
   /** POST /login: the token from the form, checked once the throttle and the form's CSRF nonce allow it. */
@@ -82,9 +117,19 @@ export class DashboardSessions {
     while (this.#sessions.size >= MAX_SESSIONS) {
       const oldest = this.#sessions.values().next().value;
       if (!oldest) break;
-      this.end(oldest);
+      // Alone, the oldest login ends; in a cluster only this broker's copy goes (taken on again when next used).
+      this.#forget(oldest);
     }
     const session: Session = { key: hashId(id), csrf: randomBytes(32).toString("base64url"), expiresAt: now + SESSION_TTL_S * 1000, streams: new Set(), onEnd: new Set(), principal };
+    if (this.#shared) {
+      try {
+        await this.#shared.save(session.key, { principal, csrf: session.csrf, expiresAt: session.expiresAt }, SESSION_TTL_S * 1000);
+      } catch (error) {
+        // Logged in on this broker only, the next request on another would be logged out: refuse, and say why.
+        this.#log.warn(`dashboard: a login could not be kept in the cluster: ${error instanceof Error ? error.message : String(error)}`);
+        return this.loginForm(port, tls, 503, "The broker cannot reach the cluster's Redis just now. Try again in a moment.");
+      }
+    }
     this.#sessions.set(session.key, session);
     this.#log.info(`dashboard: login from ${address} as ${principal.name}`);
     return redirect("/", [
@@ -109,10 +154,11 @@ export class DashboardSessions {
   }
 
   /** The live session the request's cookie names, if any (an expired one is ended on the way). */
-  of(req: Request, port: number | undefined): Session | undefined {
+  async of(req: Request, port: number | undefined): Promise<Session | undefined> {
     const id = cookieValue(req, sessionCookieName(port));
     if (!id) return undefined;
-    const session = this.#sessions.get(hashId(id));
+    const key = hashId(id);
+    const session = this.#sessions.get(key) ?? (await this.#adopt(key));
     if (!session) return undefined;
     if (session.expiresAt <= Date.now()) {
       this.end(session);
@@ -126,8 +172,37 @@ export class DashboardSessions {
     return session.expiresAt > Date.now() && this.#sessions.has(session.key);
   }
 
-  /** Ends the session and every stream it holds open. */
+  /** A login another broker of the cluster opened, taken on here; undefined when there is none (or it is no good). */
+  async #adopt(key: string): Promise<Session | undefined> {
+    const shared = await this.#shared?.find(key).catch(() => undefined);
+    if (!shared || typeof shared.csrf !== "string" || typeof shared.expiresAt !== "number" || typeof shared.principal?.user !== "string") return undefined;
+    if (shared.expiresAt <= Date.now()) return undefined;
+    if (!(await this.#stillValid(shared.principal).catch(() => false))) {
+      await this.#shared?.end(key).catch(() => undefined);
+      return undefined;
+    }
+    // Raced by another request of the same page: one local copy.
+    const raced = this.#sessions.get(key);
+    if (raced) return raced;
+    // The cache is bounded; a copy let go here stays good on the cluster (and is taken on again when used).
+    while (this.#sessions.size >= MAX_SESSIONS) {
+      const oldest = this.#sessions.values().next().value;
+      if (!oldest) break;
+      this.#forget(oldest);
+    }
+    const session: Session = { key, csrf: shared.csrf, expiresAt: shared.expiresAt, principal: shared.principal, streams: new Set(), onEnd: new Set() };
+    this.#sessions.set(key, session);
+    return session;
+  }
+
+  /** Ends the session and every stream it holds open, on every broker of a cluster. */
   end(session: Session): void {
+    this.#forget(session);
+    void this.#shared?.end(session.key).catch((error: unknown) => this.#log.warn(`dashboard: ending a login in the cluster: ${error instanceof Error ? error.message : String(error)}`));
+  }
+
+  /** Lets go of this broker's copy of a session: its streams end, what it holds is released. */
+  #forget(session: Session): void {
     this.#sessions.delete(session.key);
     for (const stream of session.streams) stream.end("expired");
     session.streams.clear();

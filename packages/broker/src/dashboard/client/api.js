@@ -7,15 +7,15 @@ import { byId, setText } from "./dom.js";
  * What /dashboard/api/state, /preview, /audit, /stop and /config answer (packages/broker/src/dashboard/api.ts).
  * @typedef {{ code: string, message: string }} WireError
  * @typedef {{ tabId: number, url: string, title: string, active: boolean, status: string, shared: boolean, owner: { client: string, since: number } | null }} Tab
- * @typedef {{ id: string, label: string, extensionVersion?: string, connectedAt: number, tabs: Tab[], tabsError?: WireError }} Browser
+ * @typedef {{ id: string, label: string, extensionVersion?: string, connectedAt: number, tabs: Tab[], tabsError?: WireError, broker?: string }} Browser
  * @typedef {{ ok: true, failures: number } | { ok: false, failures: number, error: string, since: number }} AuditHealth
  * @typedef {{ origin: string, server: string, since: number, tools: number }} PageView
  * @typedef {{ origin: string, name: string, agentName: string, title: string, description: string, hash: string, approvedHash: string | null, state: "approved" | "changed", granted: boolean }} PageToolView
  * @typedef {{ pages: PageView[], tools: PageToolView[] }} PagesView
- * @typedef {{ stopped: boolean, stoppedAt: number | null, browsers: Browser[], audit?: AuditHealth, pages?: PagesView | null }} State
+ * @typedef {{ stopped: boolean, stoppedAt: number | null, browsers: Browser[], broker?: string, unreachable?: string[], audit?: AuditHealth, pages?: PagesView | null }} State
  * @typedef {{ ok: true, png: string, width: number, height: number, url: string, capturedAt: number } | { ok: false, error: WireError }} Preview
  * @typedef {{ id: number, time: number, decision: string, tool: string, client?: string, browser?: string, tab?: number, origin?: string, target?: string, rule?: string, code?: string, durationMs: number }} AuditRecord
- * @typedef {{ stoppedAt: number, disconnected: { label: string }[] }} StopResult
+ * @typedef {{ stoppedAt: number, disconnected: { label: string }[], cluster?: { ok: true, brokers: number } | { ok: false, error: string } }} StopResult
  * @typedef {{ approved: true, origin: string, name: string, state: string, hash: string | null }} ApproveResult
  * @typedef {{ configFile: string | null, configPathChecked: string, readPolicy: string[], writePolicy: string[], bridgeUrl: string, pairingToken: string, extensionDir: string | null, extensionDirError: string | null }} DashboardConfig
  */

@@ -69,7 +69,12 @@ function renderState(current) {
   renderPages(current.pages);
 
   const browsers = current.browsers;
-  setText(byId("browser-count"), "(" + browsers.length + " connected)");
+  // In a cluster: the browsers of every broker, each naming its broker; a broker that did not answer is named.
+  const unreachable = current.unreachable ?? [];
+  setText(
+    byId("browser-count"),
+    "(" + browsers.length + " connected" + (current.broker ? ", across the cluster" : "") + (unreachable.length ? "; not answering: broker " + unreachable.join(", ") : "") + ")",
+  );
   const empty = byId("browsers-empty");
   empty.hidden = browsers.length > 0;
   setText(
@@ -118,7 +123,7 @@ function renderBrowser(b, index) {
   const since = el("time", { datetime: new Date(b.connectedAt).toISOString(), "data-since": b.connectedAt });
   const parts = [
     el("h3", { id: headingId, className: "browser-label" }, [pageBdi(b.label)]),
-    el("p", { className: "meta" }, ["ID ", el("code", { text: b.id }), " · extension " + (b.extensionVersion || "?") + " · connected since ", since]),
+    el("p", { className: "meta" }, ["ID ", el("code", { text: b.id }), " · extension " + (b.extensionVersion || "?") + " · connected since ", since, ...(b.broker ? [" · on broker ", el("code", { text: b.broker })] : [])]),
   ];
   if (b.tabsError) {
     parts.push(el("p", { className: "error" }, ["Could not list its tabs: " + b.tabsError.code + ": ", pageBdi(b.tabsError.message)]));

@@ -19,7 +19,12 @@ function describeStop(result) {
   const names = result.disconnected.flatMap((b, i) => (i === 0 ? [pageBdi(b.label)] : [", ", pageBdi(b.label)]));
   const count = result.disconnected.length;
   const what = count === 0 ? ["no browser was connected"] : ["disconnected " + count + (count === 1 ? " browser" : " browsers") + " (", ...names, ")"];
-  return ["Emergency stop at " + clock(result.stoppedAt) + ": ", ...what, ". Browsers that try to reconnect are turned away until you press Resume."];
+  const cluster = !result.cluster
+    ? []
+    : result.cluster.ok
+      ? [" Every other broker of the cluster (" + result.cluster.brokers + ") disconnected its browsers too."]
+      : [" Only this broker stopped: " + result.cluster.error + "."];
+  return ["Emergency stop at " + clock(result.stoppedAt) + ": ", ...what, ".", ...cluster, " Browsers that try to reconnect are turned away until you press Resume."];
 }
 
 byId("stop-form").addEventListener("submit", async (event) => {
