@@ -31,6 +31,8 @@ const yaml = () => `policy:
   write:
     click:
       "127.0.0.1": { label: "^Add to cart$" }
+browsers:
+  source: local
 mcp:
   allowed_hosts: ["127.0.0.1"]
 store:
@@ -158,6 +160,26 @@ describe("three brokers behind nginx", () => {
     expect(out.status, out.stderr).toBe(0);
     expect(out.stdout).toMatch(new RegExp(`click .*user=alice.* broker=${brokers[0]!.broker.brokerId}`));
     expect(out.stdout).toMatch(new RegExp(`list_browsers .*user=bob.* broker=${brokers[1]!.broker.brokerId}`));
+  });
+
+  it("lists the browsers a user started on any broker from every broker, naming the broker; stops one from any broker; never shows it to another user", async () => {
+    const started = await call(alice.client, "browser_start");
+    expect(started.isError, started.text).toBe(false);
+    const id = /Started browser (\S+)/.exec(started.text)?.[1] ?? "";
+    const holder = brokers.find((b) => b.broker.registry.list().some((x) => x.info.browserId === id));
+    expect(holder).toBeDefined();
+    try {
+      // Three calls through nginx: one on each broker, the one that started it and two that did not.
+      for (let i = 0; i < 3; i++) {
+        const listed = await call(alice.client, "browser_list_sessions");
+        expect(listed.text).toMatch(new RegExp(`- id: ${id} \\| .* \\| broker: ${holder!.broker.brokerId}`));
+        expect((await call(bob.client, "browser_list_sessions")).text).not.toContain(id);
+      }
+    } finally {
+      // Through nginx too: whichever broker takes it carries it to the one running the browser.
+      expect((await call(alice.client, "browser_stop", { browser: id })).text).toContain(`Stopped browser ${id}`);
+    }
+    for (let i = 0; i < 3; i++) expect((await call(alice.client, "browser_list_sessions")).text).not.toContain(id);
   });
 
   it("answers /ready on each broker, and through nginx", async () => {

@@ -30,6 +30,7 @@ import { useNodeExtractRunner } from "./extract/nodeRunner.js";
 import { enforceOnCommit } from "./gate/enforce.js";
 import { Denials } from "./gate/tabRecord.js";
 import { SnapshotCache } from "./tools/snapshot.js";
+import { answerStartedBrowsers } from "./tools/sessions.js";
 import type { ToolContext } from "./tools/tool.js";
 import { Idempotency } from "./tools/idempotency.js";
 import { AuditShipper } from "./audit/shipper.js";
@@ -557,6 +558,7 @@ export class Broker {
     cluster.sessions.onEnded((id) => this.#sessions.endShared(id));
     this.pages?.useCluster(cluster.table(PAGE_TOOLS_TABLE));
     this.#dashboard.useCluster(cluster);
+    if (this.#browserSessions) answerStartedBrowsers(cluster, this.#browserSessions);
     this.#cluster = cluster;
     this.context.cluster = cluster;
   }

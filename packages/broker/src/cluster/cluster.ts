@@ -493,10 +493,9 @@ export class Cluster implements ClusterLink {
         } else this.#remote.delete(message.info.browserId);
         return;
       case "down":
+        // Calls waiting on it are not failed here: its broker is alive and answers them (browser_disconnected where
+        // the browser went during one; done where the call itself closed it, as browser_stop does).
         if (this.#remote.get(message.browserId)?.broker === message.broker) this.#remote.delete(message.browserId);
-        for (const [, pending] of this.#pending) {
-          if (pending.broker === message.broker && pending.browser === message.browserId) pending.resolve(lost(pending.broker, "its browser disconnected"));
-        }
         return;
       case "session-ended":
         for (const listener of this.#endedListeners.get(message.directory ?? "session") ?? []) listener(message.id);

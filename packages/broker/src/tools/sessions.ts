@@ -1,6 +1,7 @@
 // The tools for browsers the model starts itself (launch/sessions.ts), listed only where config names a source
 // (`browsers.source`). A result names a browser by its registry id and label: never a CDP endpoint nor a provider's
 // connect URL. The provider's live-view URL is the one credential a result carries, revealed on purpose for the user.
+import type { ClusterLink } from "../cluster/link.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import type { BrowserSessions, StartedBrowser } from "../launch/sessions.js";
 import { runTool } from "./runner.js";
@@ -29,6 +30,42 @@ function startedHere(ctx: CallContext, browser: string): StartedBrowser {
 
 function idleFor(sessions: BrowserSessions, started: StartedBrowser, now: number): number {
   return Math.max(0, Math.round((now - (sessions.lastUsed(started.id) ?? now)) / 1000));
+}
+
+/** A started browser as browser_list_sessions shows it. */
+interface StartedView {
+  browser: string;
+  label: string;
+  source: string;
+  startedAt: number;
+  idleSeconds: number;
+  temporary: boolean;
+  /** The broker of the cluster that started it (and runs it). */
+  broker?: string;
+}
+
+const STARTED_TOPIC = "sessions.started";
+const PEER_TIMEOUT_MS = 2_000;
+
+function viewsOf(sessions: BrowserSessions, user: string): StartedView[] {
+  const now = Date.now();
+  return sessions.list(user).map((s) => ({ browser: s.id, label: s.label, source: s.source, startedAt: s.startedAt, idleSeconds: idleFor(sessions, s, now), temporary: s.temporary }));
+}
+
+/** A cluster member answers the others' browser_list_sessions with the browsers it started for that user. */
+export function answerStartedBrowsers(link: ClusterLink, sessions: BrowserSessions): void {
+  link.answer(STARTED_TOPIC, async (body) => {
+    const user = body && typeof body === "object" ? Reflect.get(body, "user") : undefined;
+    return typeof user === "string" && user !== "" ? viewsOf(sessions, user) : undefined;
+  });
+}
+
+/** The browsers the other brokers of the cluster started for `user`, and the brokers that did not answer. */
+async function startedElsewhere(link: ClusterLink, user: string): Promise<{ views: StartedView[]; silent: string[] }> {
+  const peers = link.peers();
+  const answers = await Promise.all(peers.map((peer) => link.ask(peer, STARTED_TOPIC, { user }, PEER_TIMEOUT_MS)));
+  const views = answers.flatMap((answer, i) => (Array.isArray(answer) ? (answer as StartedView[]).map((v) => ({ ...v, broker: peers[i]! })) : []));
+  return { views, silent: peers.filter((_, i) => !Array.isArray(answers[i])) };
 }
 
 export const browserStart = defineTool({
@@ -78,17 +115,19 @@ export const browserListSessions = defineTool({
   errors: [],
   async handler(ctx, _params, response) {
     const sessions = sessionsOf(ctx);
-    const now = Date.now();
-    const list = sessions.list(ctx.user.user);
+    const link = ctx.cluster;
+    // In a cluster, each broker starts browsers on its own machine: the list is every broker's, each naming its own.
+    const here = viewsOf(sessions, ctx.user.user).map((v) => (link ? { ...v, broker: link.brokerId } : v));
+    const elsewhere = link ? await startedElsewhere(link, ctx.user.user) : { views: [], silent: [] };
+    const list = [...here, ...elsewhere.views].sort((a, b) => a.startedAt - b.startedAt);
     const max = sessions.settings.maxSessions;
-    response.line(list.length === 0 ? `No started browser (at most ${max}; browser_start starts one).` : `${list.length} of at most ${max} started:`);
+    const limit = link ? `at most ${max} per broker` : `at most ${max}`;
+    response.line(list.length === 0 ? `No started browser (${limit}; browser_start starts one).` : `${list.length} started (${limit}):`);
     for (const s of list) {
-      response.line(`- id: ${s.id} | label: ${s.label} | source: ${s.source} | started: ${new Date(s.startedAt).toISOString()} | idle: ${idleFor(sessions, s, now)} s${s.temporary ? " | temporary (browser_run)" : ""}`);
+      response.line(`- id: ${s.browser} | label: ${s.label} | source: ${s.source} | started: ${new Date(s.startedAt).toISOString()} | idle: ${s.idleSeconds} s${s.temporary ? " | temporary (browser_run)" : ""}${s.broker ? ` | broker: ${s.broker}` : ""}`);
     }
-    response.structured({
-      max,
-      sessions: list.map((s) => ({ browser: s.id, label: s.label, source: s.source, startedAt: s.startedAt, idleSeconds: idleFor(sessions, s, now), temporary: s.temporary })),
-    });
+    if (elsewhere.silent.length > 0) response.line(`Not answering, so not listed: broker ${elsewhere.silent.join(", ")}.`);
+    response.structured({ max, sessions: list, ...(elsewhere.silent.length > 0 ? { unreachable: elsewhere.silent } : {}) });
   },
 });
 
