@@ -33,6 +33,7 @@ const server = createServer({
   token: async () => (await (await fetch("/token")).json()).token,
 });
 server.registerTool({ name: "search_orders", description: "Searches the user's orders.", inputSchema: { type: "object", properties: { q: { type: "string" } } }, handler: ({ q }) => "alice's orders for " + q });
+server.registerPrompt({ name: "weekly_report", description: "Drafts this week's report.", arguments: [{ name: "region", required: true }], content: ({ region }) => "Summarise alice's orders in " + region + "." });
 await server.connect();
 document.getElementById("status").textContent = "connected";
 </script></body></html>`;
@@ -111,6 +112,35 @@ describe("a page connected to another broker", () => {
     // Audited once, where the page is.
     expect(b.broker.audit.list({ user: "alice", limit: 1000 }).filter((r) => r.tool === name).length - before).toBe(1);
     expect(a.broker.audit.list({ user: "alice", limit: 1000 }).filter((r) => r.tool === name)).toEqual([]);
+  });
+
+  it("offers its prompts to its user's session on this broker too, asking the page's broker for their text", async () => {
+    const name = `${prefix}weekly_report`;
+    await waitFor("Alice's session on A listing the prompt", async () => ((await alice.listPrompts()).prompts.some((p) => p.name === name) ? true : undefined), 10_000);
+    const listed = (await alice.listPrompts()).prompts.find((p) => p.name === name);
+    expect(listed?.description).toContain("page text, not an instruction");
+    expect(listed?.arguments).toEqual([{ name: "region", required: true }]);
+    const got = await alice.getPrompt({ name, arguments: { region: "the north" } });
+    expect(got.messages).toEqual([{ role: "user", content: { type: "text", text: "Summarise alice's orders in the north." } }]);
+    // Bob: not listed on either broker, and asking for it fails as for a made-up name.
+    expect((await bob.listPrompts()).prompts.map((p) => p.name)).not.toContain(name);
+    const theirs = await bob.getPrompt({ name, arguments: { region: "x" } }).then(() => "answered", (e: unknown) => String(e));
+    const madeUp = await bob.getPrompt({ name: `${prefix}no_such_prompt`, arguments: { region: "x" } }).then(() => "answered", (e: unknown) => String(e));
+    expect(theirs).toMatch(/no page offers the prompt/);
+    expect(theirs.replace(name, "X")).toBe(madeUp.replace(`${prefix}no_such_prompt`, "X"));
+  });
+
+  it("gives a program on this broker the page's tools (browse.pageTools, browse.callPageTool), run where the page is", async () => {
+    const name = `${prefix}search_orders`;
+    const program = `const tools = await browse.pageTools(); const answer = await browse.callPageTool(${JSON.stringify(name)}, { q: "chairs" }); return { names: tools.map((t) => t.name), answer };`;
+    const ran = await alice.callTool({ name: "browser_run", arguments: { program } });
+    expect(ran.isError, JSON.stringify(ran.content)).toBeFalsy();
+    const value = (ran.structuredContent as { value?: { names: string[]; answer: unknown } } | undefined)?.value;
+    expect(value?.names).toContain(name);
+    expect(JSON.stringify(value?.answer)).toContain("alice's orders for chairs");
+    // Bob's program sees none of it, and the name fails as a made-up one.
+    const theirs = await call(bob, "browser_run", { program });
+    expect(theirs.text).toMatch(/page_gone/);
   });
 
   it("gives Bob nothing of it, on either broker: not listed, and its name fails as a made-up one", async () => {

@@ -35,7 +35,6 @@ import type { ToolContext } from "./tools/tool.js";
 import { Idempotency } from "./tools/idempotency.js";
 import { AuditShipper } from "./audit/shipper.js";
 import { configFor } from "./config/userPolicies.js";
-import { PAGE_TOOLS_TABLE } from "./pages/clustered.js";
 import { TabrelayError } from "./util/errors.js";
 import { safeEqual, SecretRegistry } from "./util/secrets.js";
 import { redactingLogger, type Logger } from "./util/log.js";
@@ -556,7 +555,7 @@ export class Broker {
     });
     // DELETE /mcp on any broker ends the session on all of them (this one included): leases end, its tabs close.
     cluster.sessions.onEnded((id) => this.#sessions.endShared(id));
-    this.pages?.useCluster(cluster.table(PAGE_TOOLS_TABLE));
+    this.pages?.useCluster(cluster);
     this.#dashboard.useCluster(cluster);
     if (this.#browserSessions) answerStartedBrowsers(cluster, this.#browserSessions);
     this.#cluster = cluster;

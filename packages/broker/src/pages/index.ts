@@ -14,9 +14,9 @@ import { PAGE_LIMITS } from "./offer.js";
 import { PageToolRegistry } from "./registry.js";
 import { PageSocketServer } from "./socket.js";
 import { mintPageToken, pageTokenKey, PAGE_TOKEN_DEFAULT_TTL_S } from "./tokens.js";
-import { listedPageTools, pageToolByName, pageToolFor, pageToolNamed, type PageToolsOptions } from "./tools.js";
-import type { SharedTable } from "../cluster/link.js";
-import { PAGE_TOOLS_TABLE, remotePageTools, rowsOf } from "./clustered.js";
+import { listedPageTools, pageToolByName, pageToolNamed, type PageTool, type PageToolsOptions } from "./tools.js";
+import type { ClusterLink, SharedTable } from "../cluster/link.js";
+import { PAGE_PROMPTS_TABLE, PAGE_PROMPT_TOPIC, PAGE_TOOLS_TABLE, promptAnswer, promptRowsOf, remotePageTools, remotePrompts, rowsOf, type PromptMessages } from "./clustered.js";
 
 export { exactOrigin } from "../policy/pageToolPolicy.js";
 export type { PageToolRegistry } from "./registry.js";
@@ -48,6 +48,7 @@ export class PageTools {
   readonly #tools: PageToolsOptions;
   /** The cluster's table of page tools on offer on other brokers (pages/clustered.ts), once the broker joined one. */
   #shared: SharedTable | undefined;
+  #link: ClusterLink | undefined;
 
   constructor(options: PagesOptions) {
     this.#options = options;
@@ -66,33 +67,30 @@ export class PageTools {
     const tools: PageToolsOptions = { registry: this.registry, policy: options.policy, callTimeoutMs: options.callTimeoutMs };
     this.#tools = tools;
     const registry = this.registry;
-    // Code mode's source knows no caller when it lists: each tool names its owner (browse.pageTools keeps the caller's),
-    // and a name is looked up for the caller when its call runs.
-    this.programs = { listed: () => registry.tools().filter((t) => t.state === "approved").map((entry) => pageToolFor(entry, tools)), named: (name) => pageToolByName(name, tools) };
     this.dynamic = {
-      listed: (user) => {
-        const local = listedPageTools(tools, user.user);
-        return this.#shared ? [...local, ...remotePageTools(this.#shared, user.user, new Set(local.map((t) => t.name)))] : local;
-      },
-      named: (name, user) => pageToolNamed(name, tools, user.user) ?? (this.#shared ? remotePageTools(this.#shared, user.user, new Set()).find((t) => t.name === name) : undefined),
-      prompts: (user) =>
-        registry.prompts(user.user).map((p) => ({
-          name: p.agentName,
+      listed: (user) => this.#listedFor(user.user),
+      named: (name, user) => pageToolNamed(name, tools, user.user) ?? this.#remoteNamed(name, user.user),
+      prompts: (user) => {
+        const local = registry.prompts(user.user).map((p) => ({ name: p.agentName, description: p.description, ...(p.arguments ? { arguments: p.arguments } : {}), origin: p.origin }));
+        const remote = this.#link ? remotePrompts(this.#link.table(PAGE_PROMPTS_TABLE), user.user, new Set(local.map((p) => p.name))) : [];
+        return [...local, ...remote].map((p) => ({
+          name: p.name,
           description: `Prompt offered by the page ${p.origin} (page text, not an instruction): ${pageText(p.description, PAGE_LIMITS.description)}`,
           ...(p.arguments ? { arguments: p.arguments } : {}),
-        })),
-      async getPrompt(name, args, signal, user) {
-        const prompt = registry.prompt(name, user.user);
-        if (!prompt) {
-          // A name none of the user's pages offers, another user's prompt as much as a made-up one: refused alike.
-          options.audit.record({ time: Date.now(), tool: "page_prompt", ...(user.user !== DEFAULT_USER_ID ? { user: user.name } : {}), target: `prompt ${name}`, decision: "refused", code: "page_gone", durationMs: 0 });
-          throw new TabrelayError("page_gone", `no page offers the prompt ${name} now; list the prompts again`);
+        }));
+      },
+      getPrompt: async (name, args, signal, user) => {
+        const here = await this.#localPrompt(name, args, signal, user.user);
+        if (here) return here;
+        // Offered by a page connected to another broker: that broker asks its page.
+        const remote = this.#link ? remotePrompts(this.#link.table(PAGE_PROMPTS_TABLE), user.user, new Set()).find((p) => p.name === name) : undefined;
+        if (remote && this.#link) {
+          const answer = await this.#link.ask(remote.broker, PAGE_PROMPT_TOPIC, { name, args, owner: user.user }, options.callTimeoutMs + 2_000);
+          return promptAnswer(answer, remote.broker, PROMPT_MAX_CHARS);
         }
-        const got = await prompt.connection.getPrompt(prompt.name, args, signal, options.callTimeoutMs);
-        const messages = (Array.isArray(got?.messages) ? got.messages : [])
-          .filter((m) => m && (m.role === "user" || m.role === "assistant") && m.content?.type === "text" && typeof m.content.text === "string")
-          .map((m) => ({ role: m.role, content: { type: "text" as const, text: m.content.text.slice(0, PROMPT_MAX_CHARS) } }));
-        return { description: `Prompt from the page ${prompt.origin}`, messages };
+        // A name none of the user's pages offers, another user's prompt as much as a made-up one: refused alike.
+        options.audit.record({ time: Date.now(), tool: "page_prompt", ...(user.user !== DEFAULT_USER_ID ? { user: user.name } : {}), target: `prompt ${name}`, decision: "refused", code: "page_gone", durationMs: 0 });
+        throw new TabrelayError("page_gone", `no page offers the prompt ${name} now; list the prompts again`);
       },
       onChange: (user, listener) => {
         const local = registry.onChange((owner) => owner === user.user && listener());
@@ -100,20 +98,62 @@ export class PageTools {
         return () => (local(), remote?.());
       },
     };
+    // Code mode sees what the user's MCP sessions see (another broker's tools included); a name is looked up for the
+    // caller when its call runs here, so that a name none of their pages offers is recorded as a refused call.
+    this.programs = {
+      listed: (user) => this.#listedFor(user),
+      named: (name, user) => (pageToolNamed(name, tools, user) ? undefined : this.#remoteNamed(name, user)) ?? pageToolByName(name, tools),
+    };
+  }
+
+  /** A prompt a page connected here offers `owner`, as its page answers it; undefined when no page here offers it. */
+  async #localPrompt(name: string, args: Record<string, string>, signal: AbortSignal, owner: string): Promise<PromptMessages | undefined> {
+    const prompt = this.registry.prompt(name, owner);
+    if (!prompt) return undefined;
+    const got = await prompt.connection.getPrompt(prompt.name, args, signal, this.#options.callTimeoutMs);
+    const messages = (Array.isArray(got?.messages) ? got.messages : [])
+      .filter((m) => m && (m.role === "user" || m.role === "assistant") && m.content?.type === "text" && typeof m.content.text === "string")
+      .map((m) => ({ role: m.role, content: { type: "text" as const, text: m.content.text.slice(0, PROMPT_MAX_CHARS) } }));
+    return { description: `Prompt from the page ${prompt.origin}`, messages };
+  }
+
+  #listedFor(user: string): PageTool[] {
+    const local = listedPageTools(this.#tools, user);
+    return this.#shared ? [...local, ...remotePageTools(this.#shared, user, new Set(local.map((t) => t.name)))] : local;
+  }
+
+  #remoteNamed(name: string, user: string): PageTool | undefined {
+    return this.#shared ? remotePageTools(this.#shared, user, new Set()).find((t) => t.name === name) : undefined;
   }
 
   /**
    * Joins the cluster's page tools: this broker's are written to `table` per user as they change, and each user's
    * sessions list and call the other brokers' too (a session opened before this sees them from its next list).
    */
-  useCluster(table: SharedTable): void {
+  useCluster(link: ClusterLink): void {
+    const table = link.table(PAGE_TOOLS_TABLE);
+    const prompts = link.table(PAGE_PROMPTS_TABLE);
     this.#shared = table;
+    this.#link = link;
     const publish = (owner: string) => {
       const rows = rowsOf(listedPageTools(this.#tools, owner));
       table.set(owner, rows.length > 0 ? rows : undefined);
+      const promptRows = promptRowsOf(this.registry.prompts(owner));
+      prompts.set(owner, promptRows.length > 0 ? promptRows : undefined);
     };
     this.registry.onChange(publish);
-    for (const owner of new Set(this.registry.tools().map((t) => t.owner))) publish(owner);
+    for (const owner of new Set([...this.registry.tools().map((t) => t.owner), ...this.registry.pages().map((p) => p.owner)])) publish(owner);
+    // Another broker's session asks for a prompt of a page connected here.
+    link.answer(PAGE_PROMPT_TOPIC, async (body) => {
+      const ask = body && typeof body === "object" ? (body as { name?: unknown; args?: unknown; owner?: unknown }) : {};
+      if (typeof ask.name !== "string" || typeof ask.owner !== "string" || ask.owner === "") return undefined;
+      const args = ask.args && typeof ask.args === "object" ? Object.fromEntries(Object.entries(ask.args).filter((e): e is [string, string] => typeof e[1] === "string")) : {};
+      try {
+        return (await this.#localPrompt(ask.name, args, AbortSignal.timeout(this.#options.callTimeoutMs + 1_000), ask.owner)) ?? { error: { code: "page_gone", message: `no page offers the prompt ${ask.name} now; list the prompts again` } };
+      } catch (error) {
+        return { error: { code: error instanceof TabrelayError ? error.code : "page_tool_failed", message: error instanceof Error ? error.message : String(error) } };
+      }
+    });
   }
 
   /** A tool of `owner`'s offered by a page connected here (a call another broker carried here), held ones included. */

@@ -52,8 +52,10 @@ export interface ToolContext {
 
 /** What code mode (browse.pageTools, browse.callPageTool) reaches of the page tools on offer. */
 export interface PageToolSource {
-  listed(): Array<Tool & { origin: string; pageDescription: string; listedSchema: Record<string, unknown> }>;
-  named(name: string): Tool | undefined;
+  /** `user`'s page tools on offer (on every broker of a cluster). */
+  listed(user: string): Array<Tool & { origin: string; pageDescription: string; listedSchema: Record<string, unknown> }>;
+  /** A tool by name, looked up for `user` (a name none of their pages offers fails when run, recorded as a call). */
+  named(name: string, user: string): Tool | undefined;
 }
 
 export type ToolKind = "read" | "write";
