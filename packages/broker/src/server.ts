@@ -15,12 +15,13 @@ import { getRequestListener } from "@hono/node-server";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
 import type { DashboardChat } from "./dashboard/chat.js";
-import { readLimited } from "./http/body.js";
-import { challengeHeader, createHttpApp, type Admission, type HttpApp, type Refusal, type ResourceMetadata } from "./http/app.js";
+import { createHttpApp, type HttpApp } from "./http/app.js";
+import { Door } from "./http/door.js";
+import { registerBrowser } from "./http/registerBrowser.js";
 import { OAuthResource } from "./auth/oauth.js";
 import { Users } from "./users/users.js";
 import { DEFAULT_USER_ID, ownerOf, type Principal } from "./users/principal.js";
-import type { Store, User } from "./store/store.js";
+import type { User } from "./store/store.js";
 import { LocalScreenshotStore, S3ScreenshotStore, type ScreenshotStore } from "./screenshots/store.js";
 import { DocCache } from "./tools/docCache.js";
 import { toolsFor } from "./tools/index.js";
@@ -36,7 +37,7 @@ import { Idempotency } from "./tools/idempotency.js";
 import { AuditShipper } from "./audit/shipper.js";
 import { configFor } from "./config/userPolicies.js";
 import { TabrelayError } from "./util/errors.js";
-import { safeEqual, SecretRegistry } from "./util/secrets.js";
+import { SecretRegistry } from "./util/secrets.js";
 import { redactingLogger, type Logger } from "./util/log.js";
 import { createLogger } from "./util/stderrLog.js";
 import { PROVIDER_KEY_VARS } from "./launch/providers.js";
@@ -49,7 +50,6 @@ import { resolveCdpEndpoint } from "./drivers/cdp/endpoint.js";
 /** How often the broker looks for users revoked outside it (their browsers are then disconnected). */
 const USER_SWEEP_MS = 5000;
 /** Where RFC 9728 metadata is looked for: the path-suffixed URL for /mcp, and the root one some clients try first. */
-const METADATA_PATHS = ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"];
 
 export interface BrokerOptions {
   config: BrokerConfig;
@@ -66,8 +66,8 @@ export class Broker {
   readonly audit: AuditLog;
   /** Who the MCP tokens and pairing codes belong to (the implicit user, and a team's users in the store). */
   readonly users: Users;
-  /** OAuth resource-server mode (config `auth.oauth`): access tokens from one issuer, each acting as its subject's user. */
-  readonly #oauth: OAuthResource | undefined;
+  /** Who may come in through /mcp, /browsers, /page-tokens and the dashboard's login (http/door.ts). */
+  readonly #door: Door;
   /** Every exit (tool results, audit records, log lines, the dashboard, /health, /browsers) redacts through it. */
   readonly secrets = new SecretRegistry();
   readonly #log: Logger;
@@ -78,8 +78,6 @@ export class Broker {
   /** The HTTP routes (all but the WebSocket upgrades), callable without a socket through `app.request`. */
   readonly app: HttpApp;
   #port: number | undefined;
-  #allowedHosts = new Set<string>();
-  #allowedOrigins: Set<string>;
   #baseUrl = "";
   readonly #screenshots: ScreenshotStore | undefined;
   readonly #localShots: LocalScreenshotStore | undefined;
@@ -120,7 +118,7 @@ export class Broker {
     this.secrets.register(this.config.store.postgresUrl, "secret");
     this.secrets.register(this.config.cluster.redisUrl, "secret");
     this.users = new Users({ store: openStore(this.config), mcpToken: this.config.mcpToken, pairingToken: this.config.pairingToken, secrets: this.secrets });
-    this.#oauth = this.config.oauth ? new OAuthResource({ ...this.config.oauth, resourceName: "tabrelay" }) : undefined;
+    this.#door = new Door({ users: this.users, oauth: this.config.oauth ? new OAuthResource({ ...this.config.oauth, resourceName: "tabrelay" }) : undefined, issuer: this.config.oauth?.issuer, allowedOrigins: this.config.allowedOrigins, log: this.#log });
     const shots = this.config.screenshots;
     if (shots.enabled && shots.s3) {
       const accessKeyId = process.env["AWS_ACCESS_KEY_ID"];
@@ -175,7 +173,6 @@ export class Broker {
       idempotency: new Idempotency(() => this.users.store()),
     };
     enforceOnCommit(this.context);
-    this.#allowedOrigins = new Set(this.config.allowedOrigins);
     this.#sessions = new HttpSessions(this.context, toolsFor(this.config), this.config.mcpSessions, this.pages?.dynamic);
     this.#bridge = new BridgeServer({
       registry: this.registry,
@@ -198,7 +195,7 @@ export class Broker {
       pages: this.pages,
       // The dashboard takes what /mcp takes: a static token or, in OAuth mode, an access token of a known user.
       authenticate: async (token) => {
-        const admission = await this.#admit(token);
+        const admission = await this.#door.admit(token);
         return admission.ok ? admission.principal : undefined;
       },
       // Derived from the MCP token every broker of a cluster shares (/ready names one that differs).
@@ -232,12 +229,19 @@ export class Broker {
       },
     });
     this.app = createHttpApp({
-      authenticate: (headers) => this.#authenticate(headers),
-      resourceMetadata: this.#oauth ? this.#resourceMetadata(this.#oauth) : undefined,
+      authenticate: (headers) => this.#door.authenticate(headers),
+      resourceMetadata: this.#door.resourceMetadata(),
       health: () => this.#health(),
       ready: () => this.#ready(),
       mcpToken: this.config.mcpToken,
-      registerBrowser: (req) => this.#registerCdpBrowser(req),
+      registerBrowser: (req) =>
+        registerBrowser(req, {
+          door: this.#door,
+          secrets: this.secrets,
+          refusal: () => (this.#dashboard.stopped ? { code: "stopped", message: "the broker was stopped from the dashboard; resume there first" } : this.#closing ? { code: "not_connected", message: "the broker is shutting down" } : undefined),
+          known: (endpoint) => this.#cdpEndpoints.has(endpoint),
+          attach: (endpoint, options) => this.attachCdp(endpoint, { ...options, ownsBrowser: false }),
+        }),
       pageTokens: this.pages?.answerTokenRequest.bind(this.pages),
       mcp: (req, principal) => this.#sessions.handle(req, principal),
       apiDocs: () => apiDocs(this.config),
@@ -333,7 +337,7 @@ export class Broker {
     this.#port = port;
     const host = this.config.host.includes(":") ? `[${this.config.host}]` : this.config.host;
     const names = isLoopback(this.config.host) ? [host, "localhost", "127.0.0.1", "[::1]"] : [host];
-    this.#allowedHosts = new Set([...names.map((n) => `${n}:${port}`.toLowerCase()), ...this.config.allowedHosts.map((h) => h.toLowerCase())]);
+    this.#door.allowHosts([...names.map((n) => `${n}:${port}`), ...this.config.allowedHosts]);
     this.#baseUrl = `http://${host}:${port}`;
     this.#sweep = setInterval(() => void this.#sweepRevoked().catch((error: unknown) => this.#log.warn(`users: could not check for revoked users: ${error instanceof Error ? error.message : String(error)}`)), USER_SWEEP_MS);
     this.#sweep.unref();
@@ -437,108 +441,6 @@ export class Broker {
     await this.#shipper?.stop();
     await this.users.store().then((store) => store.close(), () => undefined);
     this.audit.close();
-  }
-
-  /**
-   * POST /browsers {"endpoint": "ws://...", "label": "..."}: `tabrelay launch --cdp` hands the broker a browser it
-   * started (the launcher owns it: the broker never kills it, and forgets it when its DevTools socket closes).
-   * Guarded like /mcp. The endpoint is a credential: it is neither logged nor echoed.
-   */
-  async #registerCdpBrowser(req: Request): Promise<Response> {
-    const reply = (status: number, body: object, headers: Record<string, string> = {}) =>
-      new Response(`${JSON.stringify(this.secrets.redactValue(body))}\n`, { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store", ...headers } });
-    const admission = await this.#authenticate(req.headers);
-    if (!admission.ok) {
-      const { refusal } = admission;
-      return reply(refusal.status, { error: { code: refusal.status === 401 ? "unauthorized" : "forbidden", message: refusal.message } }, challengeHeader(refusal));
-    }
-    if (this.#dashboard.stopped) return reply(503, { error: { code: "stopped", message: "the broker was stopped from the dashboard; resume there first" } });
-    if (this.#closing) return reply(503, { error: { code: "not_connected", message: "the broker is shutting down" } });
-    const raw = await readLimited(req, 16 * 1024);
-    let endpoint: unknown;
-    let label: unknown;
-    try {
-      const body: unknown = raw === undefined ? undefined : JSON.parse(raw);
-      endpoint = body && typeof body === "object" ? Reflect.get(body, "endpoint") : undefined;
-      label = body && typeof body === "object" ? Reflect.get(body, "label") : undefined;
-    } catch {
-      // reported below
-    }
-    if (typeof endpoint !== "string" || (label !== undefined && (typeof label !== "string" || label.length > 100))) {
-      return reply(400, { error: { code: "invalid_request", message: 'send JSON {"endpoint": "ws://... or http://host:port", "label": "<= 100 characters"} (at most 16 KiB)' } });
-    }
-    try {
-      const known = this.#cdpEndpoints.has(endpoint);
-      const driver = await this.attachCdp(endpoint, { label: typeof label === "string" && label.trim() ? label.trim() : "launched Chromium (CDP)", ownsBrowser: false, owner: admission.principal });
-      return reply(known ? 200 : 201, { id: driver.info.browserId, label: driver.info.label });
-    } catch (error) {
-      const code = error instanceof TabrelayError ? error.code : "not_connected";
-      return reply(502, { error: { code, message: `could not attach the browser: ${error instanceof Error ? error.message : String(error)}` } });
-    }
-  }
-
-  /** Checked before the body is read: DNS rebinding (Host), cross-site pages (Origin), then whose token it is. */
-  async #authenticate(headers: Headers): Promise<Admission> {
-    const refusal = this.#doorChecks(headers);
-    if (refusal) return { ok: false, refusal };
-    const match = /^Bearer (.+)$/i.exec(headers.get("authorization") ?? "");
-    return this.#admit(match?.[1]);
-  }
-
-  /**
-   * Whose a bearer token is: a static token (the broker's own, or a user's from the store) first; then, in OAuth mode
-   * only, an access token from the configured issuer, for this broker, acting as the live user with its subject.
-   * The token itself never appears in a refusal nor in the log.
-   */
-  async #admit(token: string | undefined): Promise<Admission> {
-    const principal = token ? await this.users.authenticate(token) : undefined;
-    if (principal) return { ok: true, principal };
-    const oauth = this.#oauth;
-    const issuer = this.config.oauth?.issuer;
-    if (!oauth || issuer === undefined) return { ok: false, refusal: { status: 401, message: "missing or wrong bearer token; use the Authorization header printed by `tabrelay serve` (or your own from `tabrelay users token NAME`)" } };
-    const staticToo = "or use a static token (`tabrelay users token NAME`)";
-    if (!token) return { ok: false, refusal: { status: 401, message: `missing bearer token; get an access token from ${issuer} (${oauth.metadataUrl()} names it), ${staticToo}`, challenge: oauth.challenge() } };
-    const grant = await oauth.verify(token);
-    if (!grant.ok) {
-      if (grant.detail !== undefined) this.#log.warn(`oauth: refused an access token: ${grant.description}: ${grant.detail}`);
-      const challenge = oauth.challenge(grant);
-      if (grant.error === "insufficient_scope") return { ok: false, refusal: { status: 403, message: `insufficient_scope: ${grant.description}; ask ${issuer} for a token with it`, challenge } };
-      return { ok: false, refusal: { status: 401, message: `invalid_token: ${grant.description}; get a new access token from ${issuer}, ${staticToo}`, challenge } };
-    }
-    const user = await this.users.bySubject(grant.subject);
-    if (user) return { ok: true, principal: user };
-    // A valid token for no live user: signing in again would not help (403, no challenge); an admin must act.
-    const subject = JSON.stringify(grant.subject.length > 255 ? `${grant.subject.slice(0, 255)}…` : grant.subject);
-    const known = await (await this.users.store()).userBySubject(grant.subject);
-    if (known) return { ok: false, refusal: { status: 403, message: `forbidden: user "${known.name}" (OAuth subject ${subject}) was revoked; an admin of this broker decides whether you get access again` } };
-    return { ok: false, refusal: { status: 403, message: `forbidden: no user of this broker has OAuth subject ${subject}; an admin adds one with \`tabrelay users add NAME --subject ${subject}\`` } };
-  }
-
-  /** RFC 9728 metadata: public (no token), but behind the Host check like every route. */
-  #resourceMetadata(oauth: OAuthResource): ResourceMetadata {
-    const paths = [...new Set([new URL(oauth.metadataUrl()).pathname, ...METADATA_PATHS])];
-    return { paths, admit: (headers) => this.#hostCheck(headers), document: () => oauth.metadata() };
-  }
-
-  /** DNS rebinding: the Host header must name this broker. */
-  #hostCheck(headers: Headers): Refusal | undefined {
-    const host = (headers.get("host") ?? "").toLowerCase();
-    if (!this.#allowedHosts.has(host)) return { status: 403, message: `Host ${JSON.stringify(host)} is not allowed (DNS rebinding protection); connect to ${[...this.#allowedHosts][0] ?? ""}` };
-    return undefined;
-  }
-
-  /** DNS rebinding (Host) and cross-site pages (Origin): before any credential is looked at. */
-  #doorChecks(headers: Headers): Refusal | undefined {
-    const hostRefusal = this.#hostCheck(headers);
-    if (hostRefusal) return hostRefusal;
-    const host = (headers.get("host") ?? "").toLowerCase();
-    const origin = headers.get("origin");
-    // The broker's own origin (the Host just checked) is same-origin, not cross-site: a page the broker serves, or
-    // a client that sends Origin on every request (the MCP conformance suite does). The bearer is still required.
-    if (origin !== null && origin !== `http://${host}` && !this.#allowedOrigins.has(origin)) {
-      return { status: 403, message: `Origin ${JSON.stringify(origin)} is not allowed; add it to mcp.allowed_origins in config.yaml if you trust it` };
-    }
-    return undefined;
   }
 
   /** Loaded only for a cluster member: a single broker never pays for Redis. */
