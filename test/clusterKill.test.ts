@@ -15,6 +15,7 @@ import { findChromium, launchChromium, prepareExtension, type LaunchedBrowser } 
 import { call, connectClient, MCP_TOKEN, openTab, page, PAIRING_TOKEN, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
 import { startNginx, type TestNginx } from "./nginx.js";
 import { startRedis, type TestRedis } from "./redis.js";
+import { startPostgres, type TestPostgres } from "./postgres.js";
 import { freePort } from "./ports.js";
 
 const CLI = fileURLToPath(new URL("../packages/cli/dist/main.js", import.meta.url));
@@ -26,6 +27,7 @@ interface ServeProcess {
 }
 
 let redis: TestRedis;
+let pg: TestPostgres;
 let site: TestSite;
 let local: TestBroker;
 let served: ServeProcess[] = [];
@@ -41,6 +43,8 @@ const yaml = () => `policy:
       "127.0.0.1": [".*"]
 mcp:
   allowed_hosts: ["127.0.0.1"]
+store:
+  postgres_url: "${pg.url}"
 cluster:
   redis_url: "${redis.url}"
 `;
@@ -68,7 +72,7 @@ async function serve(): Promise<ServeProcess> {
 }
 
 beforeAll(async () => {
-  [redis, site] = await Promise.all([startRedis(), startSite("127.0.0.1")]);
+  [redis, pg, site] = await Promise.all([startRedis(), startPostgres(), startSite("127.0.0.1")]);
   site.route("/slow", page("Slow", "<p>Nothing will appear here.</p>"));
   local = await startBroker({ yaml: yaml() });
   served = [await serve(), await serve()];
@@ -95,7 +99,7 @@ afterAll(async () => {
   }
   await nginx?.stop();
   await local?.close();
-  await Promise.allSettled([redis?.stop(), site?.close()]);
+  await Promise.allSettled([redis?.stop(), pg?.stop(), site?.close()]);
   if (certDir) rmSync(certDir, { recursive: true, force: true });
   if (profileDir) rmSync(profileDir, { recursive: true, force: true });
 });
@@ -135,12 +139,25 @@ describe("a broker killed under a browser", () => {
     expect(back).not.toBe(before);
     expect(reconnectedAfter).toBeLessThan(10_000);
     process.stderr.write(`clusterKill: the waiting call failed ${failedAfter} ms after the kill; the browser was back ${reconnectedAfter} ms after it\n`);
-    // The next call reaches the browser where it is now (its tabs went with the old socket's leases: a new one opens).
+    // The next call reaches the browser where it is now.
     await waitFor("presence on the local broker", () => ((local.broker.context.cluster?.remoteBrowsers("default").length ?? 0) > 0 ? true : undefined));
     const listed = await call(client, "list_browsers");
     expect(listed.text).toContain("team chromium");
     const again = await call(client, "read_url", { url: `${site.origin}/slow` });
     expect(again.isError, again.text).toBe(false);
     expect(again.text).toContain("Nothing will appear here.");
+    // The tab the session opened before the kill is still its own on the broker the browser moved to (the lease
+    // was kept in the shared store): another session, asking first, is refused it; the session reads it.
+    const other = await connectClient(local.url);
+    try {
+      const theirs = await call(other, "read_page", { tab });
+      expect(theirs.text).toMatch(/^tab_leased: /);
+      expect((await call(other, "list_tabs")).text).not.toContain("/slow");
+    } finally {
+      await other.close();
+    }
+    const own = await call(client, "read_page", { tab });
+    expect(own.isError, own.text).toBe(false);
+    expect(own.text).toContain("Nothing will appear here.");
   });
 });

@@ -29,6 +29,7 @@ import { apiDocs } from "./tools/run.js";
 import { lazySandbox } from "./code/sandbox.js";
 import { useNodeExtractRunner } from "./extract/nodeRunner.js";
 import { enforceOnCommit } from "./gate/enforce.js";
+import { tabLeases } from "./gate/leases.js";
 import { Denials } from "./gate/tabRecord.js";
 import { SnapshotCache } from "./tools/snapshot.js";
 import { answerStartedBrowsers } from "./tools/sessions.js";
@@ -325,6 +326,15 @@ export class Broker {
       this.#shipper.start();
     }
     if (this.config.cluster.redisUrl) await this.#joinCluster(this.config.cluster.redisUrl);
+    if (this.config.cluster.redisUrl && store.engine === "postgres") {
+      // Tab leases kept in the shared store: a browser that moves to another broker stays held as it was.
+      const warn = (message: string) => this.#log.warn(message);
+      tabLeases(this.registry, this.config).share(
+        { put: (l) => store.putLease(l), drop: (b, t) => store.dropLease(b, t), dropSession: (s) => store.dropSessionLeases(s), load: (b) => store.leases(b) },
+        this.registry,
+        warn,
+      );
+    }
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error) => reject(error);
       this.#http.once("error", onError);

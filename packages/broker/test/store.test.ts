@@ -40,7 +40,7 @@ const sqlite: Engine = {
   fresh: async () => ({ dataDir: tempDir() }),
   versions: async (place) => withSqlite(place, (db) => db.prepare<[], { version: number }>("SELECT version FROM schema_version").all().map((row) => row.version)),
   setVersion: async (place, version) => withSqlite(place, (db) => void db.prepare("UPDATE schema_version SET version = ?").run(version)),
-  dropToVersion1: async (place) => withSqlite(place, (db) => void db.exec("DROP TABLE idempotency; DROP TABLE audit; UPDATE schema_version SET version = 1")),
+  dropToVersion1: async (place) => withSqlite(place, (db) => void db.exec("DROP TABLE idempotency; DROP TABLE audit; DROP TABLE leases; UPDATE schema_version SET version = 1")),
 };
 
 function withSqlite<T>(place: Place, work: (db: Database.Database) => T): T {
@@ -74,7 +74,7 @@ const postgres: Engine = {
   },
   versions: async (place) => withPg(pgUrl(place), async (client) => (await client.query<{ version: number }>("SELECT version FROM tabrelay_schema_version")).rows.map((row) => row.version)),
   setVersion: async (place, version) => void (await withPg(pgUrl(place), (client) => client.query("UPDATE tabrelay_schema_version SET version = $1", [version]))),
-  dropToVersion1: async (place) => void (await withPg(pgUrl(place), (client) => client.query("DROP TABLE idempotency; DROP TABLE audit; UPDATE tabrelay_schema_version SET version = 1"))),
+  dropToVersion1: async (place) => void (await withPg(pgUrl(place), (client) => client.query("DROP TABLE idempotency; DROP TABLE audit; DROP TABLE leases; UPDATE tabrelay_schema_version SET version = 1"))),
 };
 
 function pgUrl(place: Place): string {
@@ -359,6 +359,23 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
     expect((await store.audit({ user: "default" })).map((r) => `${r.broker}/${r.localId}`)).toEqual(["b-1/2"]);
     expect((await store.audit({ limit: 2 })).map((r) => `${r.broker}/${r.localId}`)).toEqual(["b-2/1", "b-2/2"]);
     expect((await store.audit({ afterId: all[1]!.id, limit: 1 })).map((r) => `${r.broker}/${r.localId}`)).toEqual(["b-2/1"]);
+  });
+
+  it("keeps tab leases by browser and tab: a tab's newer lease replaces the older, a session's end drops all of its", async () => {
+    await freshStore();
+    const lease = (tabId: number, session: string, extra: Record<string, unknown> = {}) => ({ browserId: "br-1", tabId, session, client: "claude", since: T0, lastUsed: T0 + tabId, opened: true, keep: false, ...extra });
+    await store.putLease(lease(7, "s-a"));
+    await store.putLease(lease(8, "s-a", { keep: true }));
+    await store.putLease(lease(9, "s-b", { opened: false }));
+    await store.putLease({ ...lease(7, "s-x"), browserId: "br-2" });
+    // The tab taken by another session: one row, the newer.
+    await store.putLease(lease(9, "s-c", { client: "cursor", lastUsed: T0 + 99 }));
+    expect(await store.leases("br-1")).toEqual([lease(7, "s-a"), lease(8, "s-a", { keep: true }), lease(9, "s-c", { client: "cursor", lastUsed: T0 + 99 })]);
+    await store.dropSessionLeases("s-a");
+    expect((await store.leases("br-1")).map((l) => l.tabId)).toEqual([9]);
+    await store.dropLease("br-1", 9);
+    expect(await store.leases("br-1")).toEqual([]);
+    expect((await store.leases("br-2")).map((l) => [l.tabId, l.session])).toEqual([[7, "s-x"]]);
   });
 
   it("migrates a version 1 store (users only) to the current one, keeping its users", async () => {

@@ -4,10 +4,13 @@
 // lease gone idle). A lease ends on close_tab (or any close of the tab), when the tab goes away, when the user
 // stops sharing it, after its session leaves it unused for the idle time (the tab stays open, free), and with its
 // session (its tabs are closed then, unless opened with keep). Nothing here decides who may use a tab: gateLease does.
+// In a cluster with a shared store, every lease is also written there (write-behind), and a browser that connects
+// takes on the leases its tabs had on the broker it left (a drain, a crash): a tab stays its session's.
 import type { BridgeEvent, TabInfo } from "@tabrelay/protocol";
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import type { BrowserDriver, CallOptions } from "../drivers/driver.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
+import type { LeaseRecord } from "../store/store.js";
 import { gateLease, leaseHolds, type Caller, type LeaseFacts, type LeaseVerdict } from "./decisions.js";
 
 export interface Lease extends LeaseFacts {
@@ -23,6 +26,14 @@ export interface EndedLease {
   tabId: number;
 }
 
+/** Where a cluster's leases are kept for the brokers (the shared store's lease methods). */
+export interface LeaseShare {
+  put(lease: LeaseRecord): Promise<void>;
+  drop(browserId: string, tabId: number): Promise<void>;
+  dropSession(session: string): Promise<void>;
+  load(browserId: string): Promise<LeaseRecord[]>;
+}
+
 const key = (browserId: string, tabId: number) => `${browserId}:${tabId}`;
 /** Popups whose opener no session held yet, kept for one that takes it later (their events can come first). */
 const ORPHANS_MAX = 1000;
@@ -33,6 +44,9 @@ export class TabLeases {
   readonly #byTab = new Map<string, Lease & { browserId: string; tabId: number }>();
   /** Popup -> its opener, for popups that appeared while their opener was free. */
   readonly #orphans = new Map<string, string>();
+  #share: { store: LeaseShare; warn: (message: string) => void } | undefined;
+  /** When each shared lease's use was last written (a use is written again once a tenth of the idle time passed). */
+  readonly #written = new Map<string, number>();
 
   constructor(idleMs: number) {
     this.idleMs = idleMs;
@@ -54,14 +68,47 @@ export class TabLeases {
     const verdict = gateLease(lease, caller, tabId, now, this.idleMs);
     if (!verdict.ok || !caller) return verdict;
     if (verdict.claim) this.grant(browserId, tabId, caller, now, { opened: false });
-    else if (lease) lease.lastUsed = now;
+    else if (lease) {
+      lease.lastUsed = now;
+      if (this.#share && now - (this.#written.get(k) ?? 0) > this.idleMs / 10) this.#put(lease);
+    }
     return verdict;
+  }
+
+  /**
+   * Shares this broker's leases (a cluster with a shared store): written as they change, and each browser that
+   * connects takes on what the store holds for it. Call once, before browsers connect.
+   */
+  share(store: LeaseShare, registry: BrowserRegistry, warn: (message: string) => void): void {
+    this.#share = { store, warn };
+    registry.on("connected", (browser) => void this.#adopt(browser.info.browserId));
+  }
+
+  /** The leases another broker held on this browser's tabs, where this broker holds none yet. */
+  async #adopt(browserId: string): Promise<void> {
+    const records = await this.#share?.store.load(browserId).catch((error: unknown) => void this.#share?.warn(`leases: could not read browser ${browserId}'s: ${String(error)}`));
+    const now = Date.now();
+    for (const r of records ?? []) {
+      const k = key(browserId, r.tabId);
+      if (this.#byTab.has(k)) continue;
+      const lease = { browserId, tabId: r.tabId, session: r.session, client: r.client, since: r.since, lastUsed: r.lastUsed, opened: r.opened, keep: r.keep };
+      if (leaseHolds(lease, now, this.idleMs)) this.#byTab.set(k, lease);
+    }
+  }
+
+  #put(lease: Lease & { browserId: string; tabId: number }): void {
+    const share = this.#share;
+    if (!share) return;
+    this.#written.set(key(lease.browserId, lease.tabId), Date.now());
+    void share.store.put({ browserId: lease.browserId, tabId: lease.tabId, session: lease.session, client: lease.client, since: lease.since, lastUsed: lease.lastUsed, opened: lease.opened, keep: lease.keep }).catch((error: unknown) => share.warn(`leases: could not write a lease: ${String(error)}`));
   }
 
   /** The caller opened the tab (or takes a free one): it holds it, and the tab's popups that appeared first. */
   grant(browserId: string, tabId: number, caller: Caller, now: number, options: { opened: boolean; keep?: boolean }): void {
     const k = key(browserId, tabId);
-    this.#byTab.set(k, { browserId, tabId, session: caller.session, client: caller.client, since: now, lastUsed: now, opened: options.opened, keep: options.keep ?? false });
+    const lease = { browserId, tabId, session: caller.session, client: caller.client, since: now, lastUsed: now, opened: options.opened, keep: options.keep ?? false };
+    this.#byTab.set(k, lease);
+    this.#put(lease);
     this.#orphans.delete(k);
     for (const [popup, opener] of this.#orphans) {
       if (opener !== k) continue;
@@ -73,12 +120,20 @@ export class TabLeases {
   /** Its session asked that the tab outlive the session. */
   keep(browserId: string, tabId: number): void {
     const lease = this.#byTab.get(key(browserId, tabId));
-    if (lease) lease.keep = true;
+    if (!lease) return;
+    lease.keep = true;
+    this.#put(lease);
   }
 
   release(browserId: string, tabId: number): void {
-    this.#byTab.delete(key(browserId, tabId));
-    this.#orphans.delete(key(browserId, tabId));
+    const k = key(browserId, tabId);
+    const had = this.#byTab.delete(k);
+    this.#orphans.delete(k);
+    const share = this.#share;
+    if (had && share) {
+      this.#written.delete(k);
+      void share.store.drop(browserId, tabId).catch((error: unknown) => share.warn(`leases: could not drop a lease: ${String(error)}`));
+    }
   }
 
   /**
@@ -105,8 +160,11 @@ export class TabLeases {
     for (const [k, lease] of this.#byTab) {
       if (lease.session !== session) continue;
       this.#byTab.delete(k);
+      this.#written.delete(k);
       if (lease.opened && !lease.keep && leaseHolds(lease, now, this.idleMs)) close.push({ browserId: lease.browserId, tabId: lease.tabId });
     }
+    const share = this.#share;
+    if (share) void share.store.dropSession(session).catch((error: unknown) => share.warn(`leases: could not drop an ended session's: ${String(error)}`));
     return close;
   }
 

@@ -3,7 +3,7 @@
 // The URL is a credential (it holds the password): no error or log line here repeats it, only its host and port.
 import pg from "pg";
 import { auditParams, sharedAuditOf } from "./auditRows.js";
-import { STORE_SCHEMA_VERSION, StoreConflict, type IdempotencyRecord, type SharedAuditRecord, type NewUser, type Pairing, type Store, type TokenInfo, type User } from "./store.js";
+import { STORE_SCHEMA_VERSION, StoreConflict, type IdempotencyRecord, type LeaseRecord, type SharedAuditRecord, type NewUser, type Pairing, type Store, type TokenInfo, type User } from "./store.js";
 
 /** MIGRATIONS[n] takes the schema from version n to n + 1 (the same numbers as SQLite's). Times are epoch ms. */
 const MIGRATIONS: readonly string[] = [
@@ -57,6 +57,18 @@ const MIGRATIONS: readonly string[] = [
      UNIQUE (broker, local_id)
    );
    CREATE INDEX audit_user ON audit (user_name, id);`,
+  `CREATE TABLE leases (
+     browser_id  TEXT NOT NULL,
+     tab_id      BIGINT NOT NULL,
+     session     TEXT NOT NULL,
+     client      TEXT NOT NULL,
+     since       BIGINT NOT NULL,
+     last_used   BIGINT NOT NULL,
+     opened      BOOLEAN NOT NULL,
+     keep        BOOLEAN NOT NULL,
+     PRIMARY KEY (browser_id, tab_id)
+   );
+   CREATE INDEX leases_session ON leases (session);`,
 ];
 
 /** The advisory lock key that serialises migrations: "tabrelay" in ASCII, as a bigint. */
@@ -248,6 +260,26 @@ export class PostgresStore implements Store {
     return (await this.#pool.query("DELETE FROM idempotency WHERE created_at < $1", [before])).rowCount ?? 0;
   }
 
+  async putLease(lease: LeaseRecord): Promise<void> {
+    await this.#pool.query(
+      `INSERT INTO leases (browser_id, tab_id, session, client, since, last_used, opened, keep) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (browser_id, tab_id) DO UPDATE SET session = excluded.session, client = excluded.client, since = excluded.since, last_used = excluded.last_used, opened = excluded.opened, keep = excluded.keep`,
+      [lease.browserId, lease.tabId, lease.session, lease.client, lease.since, lease.lastUsed, lease.opened, lease.keep],
+    );
+  }
+
+  async dropLease(browserId: string, tabId: number): Promise<void> {
+    await this.#pool.query("DELETE FROM leases WHERE browser_id = $1 AND tab_id = $2", [browserId, tabId]);
+  }
+
+  async dropSessionLeases(session: string): Promise<void> {
+    await this.#pool.query("DELETE FROM leases WHERE session = $1", [session]);
+  }
+
+  async leases(browserId: string): Promise<LeaseRecord[]> {
+    return (await this.#pool.query<LeaseRow>("SELECT * FROM leases WHERE browser_id = $1 ORDER BY tab_id", [browserId])).rows.map(leaseOf);
+  }
+
   async putAudit(broker: string, records: Array<Omit<SharedAuditRecord, "id" | "broker">>): Promise<void> {
     if (records.length === 0) return;
     // One statement for the batch: a row per record, upserted by (broker, local_id).
@@ -419,4 +451,10 @@ function tokenOf(row: TokenRow): TokenInfo {
 
 function pairingOf(row: PairingRow): Pairing {
   return { id: row.id, userId: row.user_id, secret: row.secret, createdAt: ms(row.created_at), ...(row.revoked_at !== null ? { revokedAt: ms(row.revoked_at) } : {}) };
+}
+
+type LeaseRow = { browser_id: string; tab_id: string | number; session: string; client: string; since: string | number; last_used: string | number; opened: boolean; keep: boolean };
+
+function leaseOf(row: LeaseRow): LeaseRecord {
+  return { browserId: row.browser_id, tabId: Number(row.tab_id), session: row.session, client: row.client, since: Number(row.since), lastUsed: Number(row.last_used), opened: row.opened, keep: row.keep };
 }

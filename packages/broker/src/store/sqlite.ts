@@ -4,7 +4,7 @@ import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { auditParams, sharedAuditOf, type AuditRow } from "./auditRows.js";
-import { STORE_SCHEMA_VERSION, StoreConflict, type IdempotencyRecord, type SharedAuditRecord, type NewUser, type Pairing, type Store, type TokenInfo, type User } from "./store.js";
+import { STORE_SCHEMA_VERSION, StoreConflict, type IdempotencyRecord, type LeaseRecord, type SharedAuditRecord, type NewUser, type Pairing, type Store, type TokenInfo, type User } from "./store.js";
 
 export const STORE_DB_FILE = "store.db";
 
@@ -60,6 +60,18 @@ const MIGRATIONS: readonly string[] = [
      UNIQUE (broker, local_id)
    );
    CREATE INDEX audit_user ON audit (user_name, id);`,
+  `CREATE TABLE leases (
+     browser_id  TEXT NOT NULL,
+     tab_id      INTEGER NOT NULL,
+     session     TEXT NOT NULL,
+     client      TEXT NOT NULL,
+     since       INTEGER NOT NULL,
+     last_used   INTEGER NOT NULL,
+     opened      INTEGER NOT NULL,
+     keep        INTEGER NOT NULL,
+     PRIMARY KEY (browser_id, tab_id)
+   );
+   CREATE INDEX leases_session ON leases (session);`,
 ];
 
 type UserRow = { id: string; name: string; role: string; subject: string | null; created_at: number; revoked_at: number | null };
@@ -226,6 +238,30 @@ export class SqliteStore implements Store {
     return this.#db.prepare("DELETE FROM idempotency WHERE created_at < ?").run(before).changes;
   }
 
+  async putLease(lease: LeaseRecord): Promise<void> {
+    this.#db
+      .prepare(
+        `INSERT INTO leases (browser_id, tab_id, session, client, since, last_used, opened, keep) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (browser_id, tab_id) DO UPDATE SET session = excluded.session, client = excluded.client, since = excluded.since, last_used = excluded.last_used, opened = excluded.opened, keep = excluded.keep`,
+      )
+      .run(lease.browserId, lease.tabId, lease.session, lease.client, lease.since, lease.lastUsed, lease.opened ? 1 : 0, lease.keep ? 1 : 0);
+  }
+
+  async dropLease(browserId: string, tabId: number): Promise<void> {
+    this.#db.prepare("DELETE FROM leases WHERE browser_id = ? AND tab_id = ?").run(browserId, tabId);
+  }
+
+  async dropSessionLeases(session: string): Promise<void> {
+    this.#db.prepare("DELETE FROM leases WHERE session = ?").run(session);
+  }
+
+  async leases(browserId: string): Promise<LeaseRecord[]> {
+    return this.#db
+      .prepare<[string], LeaseRow>("SELECT * FROM leases WHERE browser_id = ? ORDER BY tab_id")
+      .all(browserId)
+      .map(leaseOf);
+  }
+
   async putAudit(broker: string, records: Array<Omit<SharedAuditRecord, "id" | "broker">>): Promise<void> {
     const put = this.#db.prepare(
       `INSERT INTO audit (broker, local_id, time, tool, decision, duration_ms, browser, tab, origin, user_name, client, target, rule, code, run, detail)
@@ -316,4 +352,10 @@ function tokenOf(row: TokenRow): TokenInfo {
 
 function pairingOf(row: PairingRow): Pairing {
   return { id: row.id, userId: row.user_id, secret: row.secret, createdAt: row.created_at, ...(row.revoked_at !== null ? { revokedAt: row.revoked_at } : {}) };
+}
+
+type LeaseRow = { browser_id: string; tab_id: number; session: string; client: string; since: number; last_used: number; opened: number; keep: number };
+
+function leaseOf(row: LeaseRow): LeaseRecord {
+  return { browserId: row.browser_id, tabId: row.tab_id, session: row.session, client: row.client, since: row.since, lastUsed: row.last_used, opened: row.opened === 1, keep: row.keep === 1 };
 }

@@ -87,6 +87,22 @@ export interface SharedAuditRecord {
   detail?: string;
 }
 
+/**
+ * A tab lease as the brokers of a cluster share it (gate/leases.ts): which MCP session holds which tab of a browser,
+ * so that a browser that reconnects to another broker (its broker drained or died) is held the same there.
+ */
+export interface LeaseRecord {
+  browserId: string;
+  tabId: number;
+  session: string;
+  client: string;
+  since: number;
+  lastUsed: number;
+  /** The session opened the tab (closed with it unless kept). */
+  opened: boolean;
+  keep: boolean;
+}
+
 export interface NewUser {
   name: string;
   role: Role;
@@ -146,6 +162,14 @@ export interface Store {
   /** Records oldest first: the last `limit` (all without), or with `afterId` the first `limit` after it; one user's with `user` ("default": those with none). */
   audit(options: { afterId?: number; limit?: number; user?: string }): Promise<SharedAuditRecord[]>;
 
+  /** Writes a lease (replacing the tab's previous one). */
+  putLease(lease: LeaseRecord): Promise<void>;
+  /** Drops a tab's lease. */
+  dropLease(browserId: string, tabId: number): Promise<void>;
+  /** Drops every lease of a session (it ended). */
+  dropSessionLeases(session: string): Promise<void>;
+  /** A browser's leases. */
+  leases(browserId: string): Promise<LeaseRecord[]>;
   close(): Promise<void>;
 }
 
@@ -158,4 +182,4 @@ export class StoreConflict extends Error {
 }
 
 /** Migrations are numbered from 1; each engine keeps its own SQL for each number, and the version it reached. */
-export const STORE_SCHEMA_VERSION = 3;
+export const STORE_SCHEMA_VERSION = 4;
