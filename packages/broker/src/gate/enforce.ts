@@ -31,9 +31,12 @@ export async function checkLanding(
   tab: TabInfo,
   options: { requestedUrl?: string; closeOnDeny?: boolean },
 ): Promise<TabInfo> {
-  const caught = ctx.denials.take(browser.info.browserId, tab.tabId);
+  const caught = ctx.denials.peek(browser.info.browserId, tab.tabId);
   const decision = gateTab(ctx.config.policy, tab.url, caught);
+  // A landing the policy allows, with a stop recorded since (the page tried to leave after the load the call waited
+  // for): the stop stays for the next call on the tab to report, as it would had it come a moment later.
   if (decision.ok) return tab;
+  ctx.denials.take(browser.info.browserId, tab.tabId);
   if (options.closeOnDeny) await browser.call("tabs.close", { tabId: tab.tabId });
   else if (tab.url !== BLANK) await browser.call("tabs.navigate", { tabId: tab.tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
   const via = options.requestedUrl && caught?.url !== options.requestedUrl ? ` (the page at ${options.requestedUrl} sent the tab there)` : "";

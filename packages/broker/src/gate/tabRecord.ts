@@ -22,6 +22,11 @@ export class Denials {
     this.#byTab.set(key, { ...denial, ...(blocked ? { blocked } : {}), at: Date.now() });
   }
 
+  /** The tab's recorded denial, left in place. */
+  peek(browserId: string, tabId: number): Denial | undefined {
+    return this.#byTab.get(`${browserId}:${tabId}`);
+  }
+
   take(browserId: string, tabId: number): Denial | undefined {
     const key = `${browserId}:${tabId}`;
     const denial = this.#byTab.get(key);
