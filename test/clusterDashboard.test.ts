@@ -179,6 +179,12 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
         ]),
       );
       expect(all.json?.broker).toBe(b.broker.brokerId);
+      // The team's users, as an admin manages them: each user's browsers counted across the cluster.
+      const users = JSON.parse((await raw(`${b.url}/dashboard/api/users`, { headers: { Cookie: cookieFor(admin.cookie, b) } })).body) as { users: Array<{ name: string; browsers: number }> };
+      expect(users.users.filter((u) => u.name === "alice" || u.name === "bob").map((u) => [u.name, u.browsers])).toEqual([
+        ["alice", 1],
+        ["bob", 1],
+      ]);
     }
   });
 

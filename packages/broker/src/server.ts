@@ -218,7 +218,8 @@ export class Broker {
               role: u.role,
               createdAt: u.createdAt,
               revokedAt: u.revokedAt ?? null,
-              browsers: connected.filter((b) => ownerOf(b.info) === u.id).length,
+              // Connected here, and to the cluster's other brokers.
+              browsers: connected.filter((b) => ownerOf(b.info) === u.id).length + (this.#cluster?.remoteBrowsers(u.id).length ?? 0),
               tokens: tokens.filter((t) => t.userId === u.id).map((t) => ({ id: t.id, name: t.name, createdAt: t.createdAt, lastUsedAt: t.lastUsedAt ?? null, revokedAt: t.revokedAt ?? null })),
             })),
           };
