@@ -250,9 +250,9 @@ export class DashboardApi {
   }
 
   /** tabs.list, shared by every open dashboard for a moment so that viewers do not multiply bridge calls. */
-  #tabs(connection: ConnectedBrowser): Promise<Outcome<TabView[]>> {
+  #tabs(connection: ConnectedBrowser, fresh = false): Promise<Outcome<TabView[]>> {
     const cached = this.#tabsCache.get(connection);
-    if (cached && Date.now() - cached.at < TABS_FRESH_MS) return cached.result;
+    if (!fresh && cached && Date.now() - cached.at < TABS_FRESH_MS) return cached.result;
     const result = connection.call("tabs.list", {}, { timeoutMs: TABS_TIMEOUT_MS }).then(
       (r): Outcome<TabView[]> => (r.ok ? { ok: true, value: r.value.tabs.map(tabView) } : r),
       (error: unknown): Outcome<TabView[]> => ({ ok: false, error: { code: "internal", message: errorText(error) } }),
@@ -310,7 +310,9 @@ export class DashboardApi {
       return { ok: false, error: { code: "unknown_browser", message: "that browser is not connected" } };
     }
     // Only tabs the agent may see: the same list the page shows, never any other tab of the user's.
-    const tabs = await this.#tabs(connection);
+    let tabs = await this.#tabs(connection);
+    // A tab opened since the list was cached (a moment ago, for the page's poll): asked again before saying no.
+    if (tabs.ok && !tabs.value.some((t) => t.tabId === tabId)) tabs = await this.#tabs(connection, true);
     if (!tabs.ok) return { ok: false, error: tabs.error };
     if (!tabs.value.some((t) => t.tabId === tabId)) {
       return { ok: false, error: { code: "no_such_tab", message: `tab ${tabId} is not one of the agent's tabs (any more)` } };

@@ -48,7 +48,7 @@ export function auditStream(deps: AuditStreamDeps, req: Request, query: URLSearc
   const pump = (): void => {
     if (closed) return;
     if (!deps.sessions.live(session)) {
-      deps.sessions.end(session);
+      void deps.sessions.end(session);
       stream.end("expired");
       return;
     }

@@ -170,7 +170,7 @@ export class Dashboard {
       case "/logout": {
         const form = await readForm(req);
         if (form instanceof Response) return form;
-        if (session && safeEqual(form.get("csrf") ?? "", session.csrf)) this.#sessions.end(session);
+        if (session && safeEqual(form.get("csrf") ?? "", session.csrf)) await this.#sessions.end(session);
         else if (session) return sendText(403, "dashboard: missing or wrong CSRF token\n");
         return redirect("/login", [clearCookie(sessionCookieName(cookiePort), tls)]);
       }

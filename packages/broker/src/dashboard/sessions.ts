@@ -158,10 +158,18 @@ export class DashboardSessions {
     const id = cookieValue(req, sessionCookieName(port));
     if (!id) return undefined;
     const key = hashId(id);
-    const session = this.#sessions.get(key) ?? (await this.#adopt(key));
+    const cached = this.#sessions.get(key);
+    const session = cached ?? (await this.#adopt(key));
     if (!session) return undefined;
     if (session.expiresAt <= Date.now()) {
-      this.end(session);
+      void this.end(session);
+      return undefined;
+    }
+    // In a cluster a login ended on another broker (a logout, a revocation) is gone from Redis at once, while the
+    // message telling this broker may still be on its way: the cluster's copy is what counts. (Redis away: the copy
+    // here stands, rather than logging everyone out.)
+    if (cached && this.#shared && (await this.#shared.find(key).then((found) => found === undefined, () => false))) {
+      this.#forget(session);
       return undefined;
     }
     return session;
@@ -195,10 +203,10 @@ export class DashboardSessions {
     return session;
   }
 
-  /** Ends the session and every stream it holds open, on every broker of a cluster. */
-  end(session: Session): void {
+  /** Ends the session and every stream it holds open, on every broker of a cluster (resolved once Redis took it). */
+  async end(session: Session): Promise<void> {
     this.#forget(session);
-    void this.#shared?.end(session.key).catch((error: unknown) => this.#log.warn(`dashboard: ending a login in the cluster: ${error instanceof Error ? error.message : String(error)}`));
+    await this.#shared?.end(session.key).catch((error: unknown) => this.#log.warn(`dashboard: ending a login in the cluster: ${error instanceof Error ? error.message : String(error)}`));
   }
 
   /** Lets go of this broker's copy of a session: its streams end, what it holds is released. */
@@ -217,11 +225,11 @@ export class DashboardSessions {
 
   /** Ends every session of a user (revoked): their dashboards log out at once. */
   endUser(user: string): void {
-    for (const session of [...this.#sessions.values()]) if (session.principal.user === user) this.end(session);
+    for (const session of [...this.#sessions.values()]) if (session.principal.user === user) void this.end(session);
   }
 
   #prune(now: number): void {
-    for (const session of [...this.#sessions.values()]) if (session.expiresAt <= now) this.end(session);
+    for (const session of [...this.#sessions.values()]) if (session.expiresAt <= now) void this.end(session);
   }
 }
 
