@@ -88,6 +88,26 @@ async function loginAcross(from: TestBroker, to: TestBroker, token: string): Pro
   return { cookie: session, csrf: pageCsrf };
 }
 
+/**
+ * A login as the load balancer forwards it (Host: the public name, X-Real-IP: the client), sent to broker `b` directly
+ * so that the test knows which broker took it: the form from `b`, posted back to `b`.
+ */
+async function proxiedLogin(b: TestBroker, token: string, clientIp: string): Promise<RawResponse> {
+  return formLogin(b, token, { Host: "127.0.0.1", "X-Real-IP": clientIp }, "http://127.0.0.1");
+}
+
+async function formLogin(b: TestBroker, token: string, headers: Record<string, string>, origin: string): Promise<RawResponse> {
+  const form = await raw(`${b.url}/login`, { headers });
+  const nonce = cookie(form, "tabrelay_login_");
+  const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1];
+  if (!nonce || !csrf) throw new Error(`the login form lacks its CSRF cookie or field: ${form.status}`);
+  return raw(`${b.url}/login`, {
+    method: "POST",
+    headers: { ...headers, "Content-Type": "application/x-www-form-urlencoded", Origin: origin, Cookie: nonce },
+    body: new URLSearchParams({ csrf, token }).toString(),
+  });
+}
+
 /** The same session cookie, under the name broker `b` reads (its port is in the name). */
 const cookieFor = (session: string, b: TestBroker) => session.replace(/^tabrelay_session_\d+/, `tabrelay_session_${b.port}`);
 
@@ -254,5 +274,23 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
     expect(JSON.parse(resumed.body)).toMatchObject({ stopped: false, wasStopped: true, cluster: { ok: true } });
     await waitFor("both browsers back", () => (brokers[0]!.broker.registry.list().length === 1 && brokers[1]!.broker.registry.list().length === 1 ? true : undefined), 30_000);
     for (const b of brokers) expect((await stateOn(b, admin.cookie)).json?.stopped).toBe(false);
+  });
+
+  it("counts wrong tokens on every broker: five guesses spread over three brokers hold back the client (as nginx's X-Real-IP names it) on all of them, not another client", async () => {
+    for (let i = 0; i < 5; i++) expect((await proxiedLogin(brokers[i % 3]!, "wrong-token-wrong-token-wrong", "203.0.113.7")).status).toBe(401);
+    // Each broker saw at most two of them; the cluster saw five (told over Redis pub/sub: within milliseconds).
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const held = await proxiedLogin(brokers[2]!, alice.token, "203.0.113.7");
+    expect(held.status).toBe(429);
+    expect(held.body).toContain("Too many wrong tokens from this address.");
+    // Another client behind the same load balancer is not held back.
+    const other = await proxiedLogin(brokers[1]!, alice.token, "203.0.113.8");
+    expect(other.status).toBe(303);
+    // On a broker's own address (no load balancer in front) X-Real-IP is not believed: every guess is this machine's.
+    for (let i = 0; i < 5; i++) expect((await formLogin(brokers[i % 3]!, "wrong-token-wrong-token-wrong", { "X-Real-IP": `198.51.100.${i}` }, brokers[i % 3]!.url)).status).toBe(401);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const machine = await formLogin(brokers[0]!, alice.token, { "X-Real-IP": "198.51.100.99" }, brokers[0]!.url);
+    expect(machine.status).toBe(429);
+    expect(machine.body).toContain("Too many wrong tokens from this machine.");
   });
 });

@@ -47,6 +47,7 @@ type Message =
   | { kind: "ask"; id: string; from: string; topic: string; body: unknown }
   | { kind: "reply"; id: string; value?: unknown }
   | { kind: "stop"; at?: number }
+  | { kind: "note"; from: string; topic: string; body: unknown }
   | { kind: "bye"; broker: string }
   | { kind: "row"; table: string; broker: string; key: string; value?: unknown };
 
@@ -92,6 +93,7 @@ export class Cluster implements ClusterLink {
   readonly #endedListeners = new Map<string, Array<(id: string) => void>>();
   readonly #asks = new Map<string, { broker: string; resolve(value: unknown): void }>();
   readonly #answers = new Map<string, (body: unknown) => Promise<unknown>>();
+  readonly #notes = new Map<string, Array<(body: unknown) => void>>();
   readonly #stopListeners: Array<(at: number | undefined) => void> = [];
   #stoppedAt: number | undefined;
   /** The other live brokers, as the last reconcile found them. */
@@ -293,6 +295,16 @@ export class Cluster implements ClusterLink {
 
   answer(topic: string, handler: (body: unknown) => Promise<unknown>): void {
     this.#answers.set(topic, handler);
+  }
+
+  broadcast(topic: string, body: unknown): void {
+    void this.#publish(K.all, { kind: "note", from: this.brokerId, topic, body }).catch(() => undefined);
+  }
+
+  onBroadcast(topic: string, listener: (body: unknown) => void): void {
+    const listeners = this.#notes.get(topic) ?? [];
+    listeners.push(listener);
+    this.#notes.set(topic, listeners);
   }
 
   readonly emergencyStop: EmergencyStop = ((cluster: Cluster): EmergencyStop => ({
@@ -508,6 +520,9 @@ export class Cluster implements ClusterLink {
         return;
       case "stop":
         this.#applyStop(message.at);
+        return;
+      case "note":
+        if (message.from !== this.brokerId) for (const listener of this.#notes.get(message.topic) ?? []) listener(message.body);
         return;
       case "row": {
         const table = this.#tables.get(message.table);

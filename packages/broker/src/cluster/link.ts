@@ -50,6 +50,10 @@ export interface ClusterLink {
   ask(broker: string, topic: string, body: unknown, timeoutMs: number): Promise<unknown>;
   /** Answers other brokers' `ask` for a topic. */
   answer(topic: string, handler: (body: unknown) => Promise<unknown>): void;
+  /** Tells every other broker something (at most once each: a lost message is not sent again). */
+  broadcast(topic: string, body: unknown): void;
+  /** Hears what other brokers broadcast on a topic. */
+  onBroadcast(topic: string, listener: (body: unknown) => void): void;
   /** The emergency stop, one for the whole cluster: a broker joining while it is in effect honours it too. */
   emergencyStop: EmergencyStop;
 }

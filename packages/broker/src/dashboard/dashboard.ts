@@ -3,6 +3,7 @@
 // session cookie opens only the dashboard, never /mcp (that door takes the bearer header alone).
 // This module holds the routes and their door checks, and the emergency stop; the login and sessions are in
 // sessions.ts, the API the page calls in api.ts (its audit stream in auditStream.ts), the HTML in page.ts.
+import { isIP } from "node:net";
 import type { AuditLog } from "../audit/auditLog.js";
 import type { ClusterLink } from "../cluster/link.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
@@ -15,7 +16,7 @@ import { DashboardApi } from "./api.js";
 import { CHAT_FORM_MAX_BYTES, ChatRoutes, type DashboardChat } from "./chat.js";
 import { clearCookie, fetchSiteOk, readForm, redirect, sameOrigin, send, sendJson, sendJsonOrText, sendText, sessionCookieName } from "./http.js";
 import { CLIENT_ASSETS, dashboardPage } from "./page.js";
-import { DashboardSessions, type Peer, type SharedLogin } from "./sessions.js";
+import { DashboardSessions, type Peer } from "./sessions.js";
 import type { Principal } from "../users/principal.js";
 import type { DashboardUsers } from "./api.js";
 
@@ -96,7 +97,7 @@ export class Dashboard {
    */
   useCluster(link: ClusterLink): void {
     this.#link = link;
-    this.#sessions.useDirectory(link.directory<SharedLogin>("dashboard"));
+    this.#sessions.useCluster(link);
     this.#api.useCluster(link);
     link.emergencyStop.onChange((at) => (at === undefined ? this.#resumeHere("another broker of the cluster") : this.#stopHere(at, "another broker of the cluster")));
     const at = link.emergencyStop.at;
@@ -164,7 +165,8 @@ export class Dashboard {
         if (!session) return redirect("/login");
         return send(200, "text/html; charset=utf-8", dashboardPage({ csrf: session.csrf, version: VERSION }), { "Cache-Control": "no-store" });
       case "/login":
-        if (post) return await this.#sessions.login(req, peer, cookiePort, tls);
+        // Behind the load balancer every request comes from it: its X-Real-IP names the client the login throttle counts.
+        if (post) return await this.#sessions.login(req, proxied ? { remoteAddress: realIp(req) ?? peer.remoteAddress } : peer, cookiePort, tls);
         if (session) return redirect("/");
         return this.#sessions.loginForm(cookiePort, tls, 200);
       case "/logout": {
@@ -277,6 +279,12 @@ function publicHost(req: Request, host: string): string {
   if (!forwarded) return host;
   const name = (h: string) => h.replace(/:\d+$/, "");
   return name(forwarded) === name(host) ? forwarded : host;
+}
+
+/** The client's address as the load balancer saw it (deploy/nginx.conf sets X-Real-IP), when it is an IP address. */
+function realIp(req: Request): string | undefined {
+  const value = req.headers.get("x-real-ip")?.trim() ?? "";
+  return isIP(value) ? value : undefined;
 }
 
 /** The first X-Forwarded-Proto a load balancer set, lower-cased. */

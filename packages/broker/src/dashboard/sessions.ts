@@ -3,7 +3,7 @@
 // In a cluster (cluster/link.ts) a login is also kept in the cluster's directory, so that whichever broker the load
 // balancer picks for the next request knows it, and a logout on one broker ends it on all.
 import { createHash, createHmac, randomBytes } from "node:crypto";
-import type { Directory } from "../cluster/link.js";
+import type { ClusterLink, Directory } from "../cluster/link.js";
 import type { Logger } from "../util/log.js";
 import { safeEqual } from "../util/secrets.js";
 import type { Principal } from "../users/principal.js";
@@ -55,6 +55,8 @@ export interface DashboardSessionsOptions {
 }
 
 const SESSION_TTL_S = 12 * 60 * 60;
+/** What a broker of a cluster tells the others of a wrong token (its source and when). */
+const LOGIN_FAILED = "dashboard.login-failed";
 const MAX_SESSIONS = 64;
 const LOGIN_FORM_TTL_S = 30 * 60;
 
@@ -74,6 +76,7 @@ export class DashboardSessions {
   readonly #stillValid: (principal: Principal) => Promise<boolean>;
   /** The cluster's copy of every login, when this broker is a member. */
   #shared: Directory<SharedLogin> | undefined;
+  #link: ClusterLink | undefined;
 
   constructor(options: DashboardSessionsOptions) {
     this.#log = options.log;
@@ -82,9 +85,18 @@ export class DashboardSessions {
     this.#stillValid = options.stillValid;
   }
 
-  /** Keeps logins in the cluster's directory from now on; one ended on another broker ends here too. */
-  useDirectory(directory: Directory<SharedLogin>): void {
+  /**
+   * Joins the cluster: logins are kept in its directory from now on (one ended on another broker ends here too),
+   * and wrong tokens count on every broker, so that guesses spread over the brokers are held to the same limits.
+   */
+  useCluster(link: ClusterLink): void {
+    const directory = link.directory<SharedLogin>("dashboard");
     this.#shared = directory;
+    this.#link = link;
+    link.onBroadcast(LOGIN_FAILED, (body) => {
+      const failure = body as { address?: unknown; at?: unknown } | undefined;
+      if (typeof failure?.address === "string" && typeof failure.at === "number") this.#loginThrottle.failed({ address: failure.address }, Math.min(failure.at, Date.now()));
+    });
     directory.onEnded((key) => {
       const session = this.#sessions.get(key);
       if (session) this.#forget(session);
@@ -109,6 +121,7 @@ export class DashboardSessions {
     const principal = given ? await this.#authenticate(given) : undefined;
     if (!principal) {
       this.#loginThrottle.failed({ address }, now);
+      this.#link?.broadcast(LOGIN_FAILED, { address, at: now });
       this.#log.warn(`dashboard: refused a login from ${address} (wrong token)`);
       return this.loginForm(port, tls, 401, "That token was not accepted.");
     }
