@@ -108,6 +108,35 @@ async function formLogin(b: TestBroker, token: string, headers: Record<string, s
   });
 }
 
+/** Reads an SSE stream until `done` holds for the records seen so far (or `ms` pass); the records it carried. */
+function auditEvents(url: string, cookieHeader: string, done: (records: Array<Record<string, unknown>>) => boolean, ms: number): Promise<Array<Record<string, unknown>>> {
+  return new Promise((resolve, reject) => {
+    const records: Array<Record<string, unknown>> = [];
+    const req = request(url, { headers: { Cookie: cookieHeader, Accept: "text/event-stream" } }, (res) => {
+      let buffer = "";
+      const finish = () => {
+        clearTimeout(timer);
+        req.destroy();
+        resolve(records);
+      };
+      const timer = setTimeout(finish, ms);
+      res.on("data", (chunk: Buffer) => {
+        buffer += chunk.toString("utf8");
+        let end: number;
+        while ((end = buffer.indexOf("\n\n")) !== -1) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = /^data: (.*)$/m.exec(event)?.[1];
+          if (/^event: audit$/m.test(event) && data) records.push(...(JSON.parse(data) as Array<Record<string, unknown>>));
+        }
+        if (done(records)) finish();
+      });
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
 /** The same session cookie, under the name broker `b` reads (its port is in the name). */
 const cookieFor = (session: string, b: TestBroker) => session.replace(/^tabrelay_session_\d+/, `tabrelay_session_${b.port}`);
 
@@ -225,6 +254,19 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
       expect(theirs).toEqual({ ok: false, error: { code: "unknown_browser", message: "that browser is not connected" } });
       expect(theirs).toEqual(madeUp);
     }
+  });
+
+  it("streams every broker's audit records into the activity view, a member's own only, whichever broker serves the stream", async () => {
+    const member = await loginAcross(brokers[1]!, brokers[2]!, alice.token);
+    // Alice's calls run and are recorded on broker 0 (her browser's); her stream is served by broker 2.
+    const since = Date.now();
+    const fresh = (r: Record<string, unknown>) => r["tool"] === "open_tab" && Number(r["time"]) >= since;
+    const seen = auditEvents(`${brokers[2]!.url}/dashboard/api/audit`, cookieFor(member.cookie, brokers[2]!), (records) => records.some(fresh), 15_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await call(alice.client, "open_tab", { url: `${site.origin}/shop` })).isError).toBe(false);
+    const records = await seen;
+    expect(records.find(fresh)).toMatchObject({ decision: "allowed", user: "alice", origin: site.origin, broker: brokers[0]!.broker.brokerId });
+    expect(records.every((r) => r["user"] === "alice")).toBe(true);
   });
 
   it("a logout on one broker ends the login on every broker", async () => {

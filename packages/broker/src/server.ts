@@ -469,7 +469,8 @@ export class Broker {
     // DELETE /mcp on any broker ends the session on all of them (this one included): leases end, its tabs close.
     cluster.sessions.onEnded((id) => this.#sessions.endShared(id));
     this.pages?.useCluster(cluster);
-    this.#dashboard.useCluster(cluster);
+    const store = await this.users.store();
+    this.#dashboard.useCluster(cluster, store.engine === "postgres" ? (options) => store.audit(options) : undefined);
     if (this.#browserSessions) answerStartedBrowsers(cluster, this.#browserSessions);
     this.#cluster = cluster;
     this.context.cluster = cluster;

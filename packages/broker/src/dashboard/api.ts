@@ -18,7 +18,7 @@ import type { SecretRegistry } from "../util/secrets.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_USER_ID } from "../users/principal.js";
 import { configFor } from "../config/userPolicies.js";
-import { auditStream } from "./auditStream.js";
+import { auditStream, type AuditSource } from "./auditStream.js";
 import { sendJson } from "./http.js";
 import type { DashboardSessions, Session } from "./sessions.js";
 
@@ -88,6 +88,8 @@ export class DashboardApi {
   readonly #tabsCache = new WeakMap<ConnectedBrowser, { at: number; result: Promise<Outcome<TabView[]>> }>();
   readonly #captures = new WeakMap<ConnectedBrowser, CaptureSlot>();
   #link: ClusterLink | undefined;
+  /** Every broker's audit records, as the shared store holds them (a cluster on PostgreSQL): the activity view's source. */
+  #sharedAudit: AuditSource | undefined;
 
   constructor(options: DashboardApiOptions) {
     this.#options = options;
@@ -97,8 +99,9 @@ export class DashboardApi {
    * A cluster member's dashboard shows the browsers of every broker: it asks the others for theirs (and for a
    * picture of a tab of one), and answers their questions about its own, for the same user only.
    */
-  useCluster(link: ClusterLink): void {
+  useCluster(link: ClusterLink, sharedAudit?: AuditSource): void {
     this.#link = link;
+    this.#sharedAudit = sharedAudit;
     link.answer("dashboard.browsers", async (body) => {
       const owner = ownerIn(body);
       return owner === null ? undefined : await this.#browsers(owner);
@@ -126,7 +129,7 @@ export class DashboardApi {
       case "/dashboard/api/preview":
         return await this.#preview(query, scope?.user);
       case "/dashboard/api/audit":
-        return auditStream(this.#options, req, query, session, scope?.name);
+        return auditStream({ ...this.#options, ...(this.#sharedAudit ? { sharedAudit: this.#sharedAudit } : {}) }, req, query, session, scope?.name);
       case "/dashboard/api/users":
         return this.#json(200, await this.#options.users.list());
       case "/dashboard/api/users/revoke": {

@@ -1,5 +1,7 @@
 // The dashboard's live activity: the audit records as Server-Sent Events, the backlog first, then new records as
-// they are written, each batch redacted. A stream belongs to a session and ends with it.
+// they are written, each batch redacted. A stream belongs to a session and ends with it. A cluster on PostgreSQL
+// streams the shared copy of every broker's records (audit/shipper.ts) instead of this broker's own log: its ids are
+// the store's, so a stream that reconnects through the load balancer to another broker resumes where it was.
 import type { AuditLog, StoredAuditRecord } from "../audit/auditLog.js";
 import type { Logger } from "../util/log.js";
 import type { SecretRegistry } from "../util/secrets.js";
@@ -12,8 +14,13 @@ const AUDIT_BATCH = 500;
 const HEARTBEAT_MS = 15_000;
 const MAX_STREAMS_PER_SESSION = 8;
 
+/** Where the records come from: this broker's log, or the cluster's shared copy. */
+export type AuditSource = (options: { afterId?: number; limit: number; user?: string }) => Promise<ReadonlyArray<{ id: number }>>;
+
 export interface AuditStreamDeps {
   audit: AuditLog;
+  /** The cluster's shared records, when the broker is a member on PostgreSQL. */
+  sharedAudit?: AuditSource;
   sessions: DashboardSessions;
   secrets: SecretRegistry;
   log: Logger;
@@ -45,23 +52,29 @@ export function auditStream(deps: AuditStreamDeps, req: Request, query: URLSearc
       controller?.close();
     },
   };
-  const pump = (): void => {
-    if (closed) return;
+  const source: AuditSource = deps.sharedAudit ?? (async (options) => deps.audit.list(options) as StoredAuditRecord[]);
+  let pumping = false;
+  const pump = async (): Promise<void> => {
+    if (closed || pumping) return;
     if (!deps.sessions.live(session)) {
       void deps.sessions.end(session);
       stream.end("expired");
       return;
     }
-    let records: StoredAuditRecord[];
+    pumping = true;
+    let records: ReadonlyArray<{ id: number }>;
     try {
-            // `user`: a member's stream holds their own records only.
+      // `user`: a member's stream holds their own records only.
       const mine = user === undefined ? {} : { user };
-      records = afterId === undefined ? deps.audit.list({ limit: AUDIT_BACKLOG, ...mine }) : deps.audit.list({ afterId, limit: AUDIT_BATCH, ...mine });
+      records = await (afterId === undefined ? source({ limit: AUDIT_BACKLOG, ...mine }) : source({ afterId, limit: AUDIT_BATCH, ...mine }));
     } catch (error) {
       deps.log.warn(`dashboard: audit stream: ${error instanceof Error ? error.message : String(error)}`);
       stream.end("unavailable");
       return;
+    } finally {
+      pumping = false;
     }
+    if (closed) return;
     const last = records[records.length - 1];
     if (last) afterId = last.id;
     else afterId ??= 0;
@@ -79,11 +92,12 @@ export function auditStream(deps: AuditStreamDeps, req: Request, query: URLSearc
         }
       }
       session.streams.add(stream);
-      pump();
-      write("event: ready\ndata: {}\n\n");
-      if (closed) return;
-      poll = setInterval(pump, AUDIT_POLL_MS).unref();
-      heartbeat = setInterval(() => write(": keep-alive\n\n"), HEARTBEAT_MS).unref();
+      void pump().then(() => {
+        write("event: ready\ndata: {}\n\n");
+        if (closed) return;
+        poll = setInterval(() => void pump(), AUDIT_POLL_MS).unref();
+        heartbeat = setInterval(() => write(": keep-alive\n\n"), HEARTBEAT_MS).unref();
+      });
     },
     // The client went away.
     cancel: stop,

@@ -13,6 +13,7 @@ import type { Logger } from "../util/log.js";
 import { safeEqual, type SecretRegistry } from "../util/secrets.js";
 import { VERSION } from "../version.js";
 import { DashboardApi } from "./api.js";
+import type { AuditSource } from "./auditStream.js";
 import { CHAT_FORM_MAX_BYTES, ChatRoutes, type DashboardChat } from "./chat.js";
 import { clearCookie, fetchSiteOk, readForm, redirect, sameOrigin, send, sendJson, sendJsonOrText, sendText, sessionCookieName } from "./http.js";
 import { CLIENT_ASSETS, dashboardPage } from "./page.js";
@@ -91,14 +92,15 @@ export class Dashboard {
   }
 
   /**
-   * A cluster member's dashboard: logins good on every broker, the browsers of every broker shown, and one emergency
+   * A cluster member's dashboard: logins good on every broker, the browsers of every broker shown (and on PostgreSQL,
+   * `sharedAudit`: every broker's records in the activity view), and one emergency
    * stop for the whole cluster (a browser turned away here would otherwise redial through the load balancer to a
    * broker that had not heard of it).
    */
-  useCluster(link: ClusterLink): void {
+  useCluster(link: ClusterLink, sharedAudit?: AuditSource): void {
     this.#link = link;
     this.#sessions.useCluster(link);
-    this.#api.useCluster(link);
+    this.#api.useCluster(link, sharedAudit);
     link.emergencyStop.onChange((at) => (at === undefined ? this.#resumeHere("another broker of the cluster") : this.#stopHere(at, "another broker of the cluster")));
     const at = link.emergencyStop.at;
     if (at !== undefined) this.#stopHere(at, "the cluster (in effect when this broker joined)");
