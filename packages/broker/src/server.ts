@@ -327,15 +327,8 @@ export class Broker {
       this.#shipper.start();
     }
     if (this.config.cluster.redisUrl) await this.#joinCluster(this.config.cluster.redisUrl);
-    if (this.config.cluster.redisUrl && store.engine === "postgres") {
-      // Tab leases kept in the shared store: a browser that moves to another broker stays held as it was.
-      const warn = (message: string) => this.#log.warn(message);
-      tabLeases(this.registry, this.config).share(
-        { put: (l) => store.putLease(l), drop: (b, t) => store.dropLease(b, t), dropSession: (s) => store.dropSessionLeases(s), load: (b) => store.leases(b) },
-        this.registry,
-        warn,
-      );
-    }
+    // Tab leases kept in the shared store: a browser that moves to another broker stays held as it was.
+    if (this.config.cluster.redisUrl && store.engine === "postgres") tabLeases(this.registry, this.config).share(store, this.registry, (message) => this.#log.warn(message));
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error) => reject(error);
       this.#http.once("error", onError);

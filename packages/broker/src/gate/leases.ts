@@ -10,7 +10,7 @@ import type { BridgeEvent, TabInfo } from "@tabrelay/protocol";
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import type { BrowserDriver, CallOptions } from "../drivers/driver.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
-import type { LeaseRecord } from "../store/store.js";
+import type { Store } from "../store/store.js";
 import { gateLease, leaseHolds, type Caller, type LeaseFacts, type LeaseVerdict } from "./decisions.js";
 
 export interface Lease extends LeaseFacts {
@@ -26,13 +26,8 @@ export interface EndedLease {
   tabId: number;
 }
 
-/** Where a cluster's leases are kept for the brokers (the shared store's lease methods). */
-export interface LeaseShare {
-  put(lease: LeaseRecord): Promise<void>;
-  drop(browserId: string, tabId: number): Promise<void>;
-  dropSession(session: string): Promise<void>;
-  load(browserId: string): Promise<LeaseRecord[]>;
-}
+/** Where a cluster's leases are kept for the brokers: the shared store's lease methods. */
+export type LeaseShare = Pick<Store, "putLease" | "dropLease" | "dropSessionLeases" | "leases">;
 
 const key = (browserId: string, tabId: number) => `${browserId}:${tabId}`;
 /** Popups whose opener no session held yet, kept for one that takes it later (their events can come first). */
@@ -86,7 +81,7 @@ export class TabLeases {
 
   /** The leases another broker held on this browser's tabs, where this broker holds none yet. */
   async #adopt(browserId: string): Promise<void> {
-    const records = await this.#share?.store.load(browserId).catch((error: unknown) => void this.#share?.warn(`leases: could not read browser ${browserId}'s: ${String(error)}`));
+    const records = await this.#share?.store.leases(browserId).catch((error: unknown) => void this.#share?.warn(`leases: could not read browser ${browserId}'s: ${String(error)}`));
     const now = Date.now();
     for (const r of records ?? []) {
       const k = key(browserId, r.tabId);
@@ -100,7 +95,7 @@ export class TabLeases {
     const share = this.#share;
     if (!share) return;
     this.#written.set(key(lease.browserId, lease.tabId), Date.now());
-    void share.store.put({ browserId: lease.browserId, tabId: lease.tabId, session: lease.session, client: lease.client, since: lease.since, lastUsed: lease.lastUsed, opened: lease.opened, keep: lease.keep }).catch((error: unknown) => share.warn(`leases: could not write a lease: ${String(error)}`));
+    void share.store.putLease({ browserId: lease.browserId, tabId: lease.tabId, session: lease.session, client: lease.client, since: lease.since, lastUsed: lease.lastUsed, opened: lease.opened, keep: lease.keep }).catch((error: unknown) => share.warn(`leases: could not write a lease: ${String(error)}`));
   }
 
   /** The caller opened the tab (or takes a free one): it holds it, and the tab's popups that appeared first. */
@@ -132,7 +127,7 @@ export class TabLeases {
     const share = this.#share;
     if (had && share) {
       this.#written.delete(k);
-      void share.store.drop(browserId, tabId).catch((error: unknown) => share.warn(`leases: could not drop a lease: ${String(error)}`));
+      void share.store.dropLease(browserId, tabId).catch((error: unknown) => share.warn(`leases: could not drop a lease: ${String(error)}`));
     }
   }
 
@@ -164,7 +159,7 @@ export class TabLeases {
       if (lease.opened && !lease.keep && leaseHolds(lease, now, this.idleMs)) close.push({ browserId: lease.browserId, tabId: lease.tabId });
     }
     const share = this.#share;
-    if (share) void share.store.dropSession(session).catch((error: unknown) => share.warn(`leases: could not drop an ended session's: ${String(error)}`));
+    if (share) void share.store.dropSessionLeases(session).catch((error: unknown) => share.warn(`leases: could not drop an ended session's: ${String(error)}`));
     return close;
   }
 
