@@ -422,6 +422,8 @@ export class Broker {
     await this.#cluster?.drain();
     const until = Date.now() + graceMs;
     while (Date.now() < until && (this.#answering.open > 0 || (this.#cluster?.running ?? 0) > 0)) await new Promise((resolve) => setTimeout(resolve, 50));
+    // Out of the cluster before the browsers go, so that no broker lists them once a call failed for their going.
+    await this.#cluster?.leave();
     for (const browser of this.registry.list()) browser.close("draining", 1012);
     await this.close();
   }

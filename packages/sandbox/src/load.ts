@@ -11,6 +11,9 @@ import * as releaseSync from "@jitl/quickjs-wasmfile-release-sync";
 type WasmMemory = Exclude<NonNullable<CustomizeVariantOptions["wasmMemory"]>, () => Promise<unknown>>;
 const wasm = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory } }).WebAssembly;
 
+/** Emscripten's module options, with the stderr hook its generated code reads (not in the package's declared type). */
+type EngineModuleOptions = NonNullable<CustomizeVariantOptions["emscriptenModule"]> & { printErr?(text: string): void };
+
 const PAGE = 64 * 1024;
 /** The QuickJS module's minimum memory (its static data, stack and first heap): 256 pages. */
 export const INSTANCE_BASE_BYTES = 256 * PAGE;
@@ -25,12 +28,18 @@ export interface LoadOptions {
   maxMemoryBytes: number;
   /** The compiled QuickJS wasm, when the variant cannot find its .wasm file beside its JavaScript (a bundle). */
   wasmModule?: WebAssembly.Module;
+  /**
+   * What the engine prints on its own (an abort's "Aborted(...)" line), instead of the process's stderr. The same
+   * text reaches the caller as the RuntimeError the aborted call throws, so the default drops it.
+   */
+  onEngineMessage?: (text: string) => void;
 }
 
 export async function loadQuickJS(options: LoadOptions): Promise<QuickJSWASMModule> {
   const maximum = Math.max(INSTANCE_BASE_BYTES, options.maxMemoryBytes) / PAGE;
   const wasmMemory = new wasm.Memory({ initial: INSTANCE_BASE_BYTES / PAGE, maximum: Math.ceil(maximum) });
-  const variant = newVariant(variantOf(releaseSync), options.wasmModule ? { wasmMemory, wasmModule: options.wasmModule } : { wasmMemory });
+  const emscriptenModule: EngineModuleOptions = { printErr: options.onEngineMessage ?? (() => undefined) };
+  const variant = newVariant(variantOf(releaseSync), options.wasmModule ? { wasmMemory, wasmModule: options.wasmModule, emscriptenModule } : { wasmMemory, emscriptenModule });
   return newQuickJSWASMModuleFromVariant(variant);
 }
 

@@ -1,6 +1,7 @@
 // A sandbox that runs programs one at a time on a QuickJS instance sized for each run's memory budget: the
 // instance is kept while runs ask for the same budget (the host's default, usually), rebuilt for another budget,
-// and dropped after a run that may have broken it (heap exhausted, engine aborted). No `node:` import.
+// and dropped after a run that may have broken it (heap exhausted, engine aborted), a new one loading at once.
+// No `node:` import.
 import type { QuickJSWASMModule } from "quickjs-emscripten-core";
 import { runProgram, type HostCallFn, type RunHooks } from "./engine.js";
 import { instanceMemoryFor, loadQuickJS } from "./load.js";
@@ -44,7 +45,13 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
         return { result: { status: "error", error: { code: "sandbox_unavailable", message }, logs: [], usage: { wallMs: 0, instructions: 0, memoryBytes: 0, commands: 0, outputBytes: 0 } }, instanceUsable: false };
       }
       const outcome = await runProgram(module, request, call, hooks);
-      if (!outcome.instanceUsable) instance = undefined;
+      if (!outcome.instanceUsable) {
+        // Its replacement starts loading now, so the next run does not wait for it. Dropped instances are common:
+        // QuickJS aborts when freeing a runtime in which a collection ran inside a promise job (an await, then
+        // many allocations: upstream quickjs-emscripten issues 235 and 269), though the run itself was sound.
+        instance = undefined;
+        void instanceFor(request.budgets.memoryBytes).catch(() => undefined);
+      }
       return outcome;
     },
   };

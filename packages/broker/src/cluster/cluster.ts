@@ -345,8 +345,9 @@ export class Cluster implements ClusterLink {
     if (this.#left) return;
     this.#left = true;
     for (const timer of this.#timers) clearInterval(timer);
-    for (const [, controller] of this.#running) controller.abort();
     try {
+      // Withdrawn and goodbye first: a caller elsewhere learns the browsers are gone before any answer of a call
+      // aborted below could reach it, so the next call there does not find them listed.
       for (const browser of this.#registry.list()) await this.#withdraw(browser.info.browserId);
       await this.#cmd.del(K.broker(this.brokerId));
       await this.#cmd.srem(K.members, this.brokerId);
@@ -355,6 +356,7 @@ export class Cluster implements ClusterLink {
     } catch {
       // Redis gone: the liveness key expires by itself.
     }
+    for (const [, controller] of this.#running) controller.abort();
     for (const [, pending] of this.#pending) pending.resolve(failure("browser_disconnected", "this broker is shutting down; the call's outcome is unknown", true));
     for (const [, ask] of this.#asks) ask.resolve(undefined);
     this.#sub.disconnect();
@@ -492,9 +494,16 @@ export class Cluster implements ClusterLink {
       case "cancel":
         this.#running.get(message.id)?.abort();
         return;
-      case "answer":
-        this.#pending.get(message.id)?.resolve(message.outcome);
+      case "answer": {
+        const pending = this.#pending.get(message.id);
+        // The holder says the browser went during the call: it is not there, whatever "down" is still on its way
+        // (an "up" from its next connection comes after this answer and lists it again).
+        if (pending?.browser !== undefined && message.outcome.result.error?.code === "browser_disconnected" && this.#remote.get(pending.browser)?.broker === pending.broker) {
+          this.#remote.delete(pending.browser);
+        }
+        pending?.resolve(message.outcome);
         return;
+      }
       case "up":
         if (message.broker !== this.brokerId) {
           this.#remote.set(message.info.browserId, { broker: message.broker, info: message.info });
