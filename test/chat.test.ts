@@ -2,50 +2,27 @@
 // at local servers speaking each provider's documented streaming protocol (test/fakeModelApi.ts), the chat mounted on a
 // real broker driving a real Chromium over CDP, and the chat's routes reached as the dashboard page reaches them (a
 // logged-in session, its CSRF token, the page's Origin).
-import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mountDashboardChat } from "../packages/chat/src/index.js";
 import { fakeAnthropic, fakeOpenAi, turnOf, type FakeModelApi, type Reply, type SeenRequest } from "./fakeModelApi.js";
 import { allowYaml, attachBrowser, MCP_TOKEN, startBroker, startSite, waitFor, type AttachedBrowser, type TestBroker, type TestSite } from "./harness.js";
+import { raw, setCookies, type RawResponse } from "./rawHttp.js";
 
 const ANTHROPIC_KEY = "sk-ant-test-7f3c9a1e5b2d4f608e1a3c5b7d9f1e2a";
 const OPENAI_KEY = "sk-compat-test-4b8e2f6a1c9d3e7f5a0b2c4d6e8f1a3b";
 const TITLE = "Chat Test Page";
 
-interface Raw {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: options.method ?? "GET", headers: options.headers ?? {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-    });
-    req.on("error", reject);
-    req.end(options.body);
-  });
-}
-
-const cookies = (r: Raw): string[] => {
-  const v = r.headers["set-cookie"];
-  return Array.isArray(v) ? v : v ? [v] : [];
-};
-
 /** Logs in as the form does; the session cookie and the page's CSRF token. */
 async function login(b: TestBroker): Promise<{ cookie: string; csrf: string }> {
   const form = await raw(`${b.url}/login`);
-  const loginCookie = cookies(form).find((c) => c.startsWith("tabrelay_login_"))?.split(";")[0] ?? "";
+  const loginCookie = setCookies(form).find((c) => c.startsWith("tabrelay_login_"))?.split(";")[0] ?? "";
   const formCsrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1] ?? "";
   const posted = await raw(`${b.url}/login`, {
     method: "POST",
     headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: b.url, Cookie: loginCookie },
     body: new URLSearchParams({ csrf: formCsrf, token: MCP_TOKEN }).toString(),
   });
-  const cookie = cookies(posted).find((c) => c.startsWith("tabrelay_session_"))?.split(";")[0];
+  const cookie = setCookies(posted).find((c) => c.startsWith("tabrelay_session_"))?.split(";")[0];
   if (!cookie) throw new Error(`login failed: ${posted.status}`);
   const page = await raw(`${b.url}/`, { headers: { Cookie: cookie } });
   const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(page.body)?.[1];
@@ -56,7 +33,7 @@ async function login(b: TestBroker): Promise<{ cookie: string; csrf: string }> {
 type Session = Awaited<ReturnType<typeof login>>;
 type Event = Record<string, unknown> & { type: string };
 
-function chatPost(b: TestBroker, s: Session, path: string, form: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<Raw> {
+function chatPost(b: TestBroker, s: Session, path: string, form: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<RawResponse> {
   return raw(`${b.url}${path}`, {
     method: "POST",
     headers: { Cookie: s.cookie, "X-CSRF-Token": s.csrf, Origin: b.url, "Content-Type": "application/x-www-form-urlencoded", ...headers },

@@ -13,6 +13,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, connectClient, launchBrowser, MCP_TOKEN, openTab, page as sitePage, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "./harness.js";
+import { cookieOf, raw, type RawResponse } from "./rawHttp.js";
 import { startNginx, type TestNginx } from "./nginx.js";
 import { startPostgres, type TestPostgres } from "./postgres.js";
 import { startRedis, type TestRedis } from "./redis.js";
@@ -42,35 +43,10 @@ cluster:
   redis_url: "${redis.url}"
 `;
 
-interface RawResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** One request to one broker directly (not through nginx), so the test knows which broker answered. */
-function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: options.method ?? "GET", headers: options.headers ?? {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-    });
-    req.on("error", reject);
-    req.end(options.body);
-  });
-}
-
-function cookie(res: RawResponse, prefix: string): string | undefined {
-  const value = res.headers["set-cookie"];
-  const all = Array.isArray(value) ? value : value ? [value] : [];
-  return all.find((c) => c.startsWith(prefix))?.split(";")[0];
-}
-
 /** The login form fetched from one broker and posted to another: the session cookie the second one set. */
 async function loginAcross(from: TestBroker, to: TestBroker, token: string): Promise<{ cookie: string; csrf: string }> {
   const form = await raw(`${from.url}/login`);
-  const nonce = cookie(form, "tabrelay_login_");
+  const nonce = cookieOf(form, "tabrelay_login_");
   const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1];
   if (!nonce || !csrf) throw new Error("the login form lacks its CSRF cookie or field");
   // The cookies' names carry the port the browser used (one name for the whole cluster behind one address): a
@@ -80,7 +56,7 @@ async function loginAcross(from: TestBroker, to: TestBroker, token: string): Pro
     headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: to.url, Cookie: nonce.replace(/^tabrelay_login_\d+/, `tabrelay_login_${to.port}`) },
     body: new URLSearchParams({ csrf, token }).toString(),
   });
-  const session = cookie(login, "tabrelay_session_");
+  const session = cookieOf(login, "tabrelay_session_");
   if (login.status !== 303 || !session) throw new Error(`the login on the second broker failed: ${login.status} ${login.body.slice(0, 200)}`);
   const page = await raw(`${to.url}/`, { headers: { Cookie: session } });
   const pageCsrf = /<meta name="csrf-token" content="([^"]+)">/.exec(page.body)?.[1];
@@ -98,7 +74,7 @@ async function proxiedLogin(b: TestBroker, token: string, clientIp: string): Pro
 
 async function formLogin(b: TestBroker, token: string, headers: Record<string, string>, origin: string): Promise<RawResponse> {
   const form = await raw(`${b.url}/login`, { headers });
-  const nonce = cookie(form, "tabrelay_login_");
+  const nonce = cookieOf(form, "tabrelay_login_");
   const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1];
   if (!nonce || !csrf) throw new Error(`the login form lacks its CSRF cookie or field: ${form.status}`);
   return raw(`${b.url}/login`, {

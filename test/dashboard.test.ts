@@ -1,6 +1,6 @@
 // The dashboard at `/`, driven like a person would: a headless Chromium (playwright-core) views the page,
 // while the agent's browser is the real extension (launchBrowser) and the agent is the SDK's MCP client.
-import { createServer, request } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
@@ -19,6 +19,7 @@ import {
   type TestBrowser,
   type TestSite,
 } from "./harness.js";
+import { cookieOf, raw, setCookies, type RawResponse } from "./rawHttp.js";
 
 const CHROMIUM = process.env["CHROME_PATH"] ?? "/usr/lib/chromium/chromium";
 const CHROMIUM_ARGS = [
@@ -36,40 +37,11 @@ const HOSTILE_TITLE = `<img src=x onerror="window.__pwned=1">Hostile & <b>bold</
 /** Shown as is, U+202E (right-to-left override) makes "Invoice exe.pdf" read "Invoice fdp.exe". */
 const RLO_TITLE = "Invoice \u202Eexe.pdf";
 
-interface RawResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** A request with exactly the headers given (no fetch defaults), as an attacker's page or script could send. */
-function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string; localAddress?: string } = {}): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const from = options.localAddress ? { localAddress: options.localAddress } : {};
-    const req = request(url, { method: options.method ?? "GET", headers: options.headers ?? {}, ...from }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-    });
-    req.on("error", reject);
-    req.end(options.body);
-  });
-}
-
-function setCookies(res: RawResponse): string[] {
-  const value = res.headers["set-cookie"];
-  return Array.isArray(value) ? value : value ? [value] : [];
-}
-
-function cookiePair(cookies: string[], prefix: string): string | undefined {
-  return cookies.find((c) => c.startsWith(prefix))?.split(";")[0];
-}
-
 /** Logs in the way the form does (from `localAddress`, default 127.0.0.1); returns the answer to the POST. */
 async function rawLogin(b: TestBroker, token: string, localAddress?: string): Promise<RawResponse> {
   const from = localAddress ? { localAddress } : {};
   const form = await raw(`${b.url}/login`, from);
-  const loginCookie = cookiePair(setCookies(form), "tabrelay_login_");
+  const loginCookie = cookieOf(form, "tabrelay_login_");
   const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1];
   if (!loginCookie || !csrf) throw new Error("the login form lacks its CSRF cookie or field");
   return raw(`${b.url}/login`, {
@@ -83,7 +55,7 @@ async function rawLogin(b: TestBroker, token: string, localAddress?: string): Pr
 /** A logged-in session outside the viewer: its cookie and its CSRF token. */
 async function rawSession(b: TestBroker): Promise<{ cookie: string; csrf: string }> {
   const login = await rawLogin(b, MCP_TOKEN);
-  const cookie = cookiePair(setCookies(login), "tabrelay_session_");
+  const cookie = cookieOf(login, "tabrelay_session_");
   if (login.status !== 303 || !cookie) throw new Error(`login failed: ${login.status}`);
   const page = await raw(`${b.url}/`, { headers: { Cookie: cookie } });
   const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(page.body)?.[1];
@@ -347,7 +319,7 @@ describe("login attempts", () => {
       const limited = await rawLogin(own, MCP_TOKEN);
       expect(limited.status).toBe(429);
       expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
-      expect(cookiePair(setCookies(limited), "tabrelay_session_")).toBeUndefined();
+      expect(cookieOf(limited, "tabrelay_session_")).toBeUndefined();
     } finally {
       await own.close();
     }
@@ -378,7 +350,7 @@ describe("login attempts", () => {
       expect(wait).toBeGreaterThan(0);
       expect(wait).toBeLessThanOrEqual(60);
       expect(limited.body).toContain(`Wait ${wait} s`);
-      expect(cookiePair(setCookies(limited), "tabrelay_session_")).toBeUndefined();
+      expect(cookieOf(limited, "tabrelay_session_")).toBeUndefined();
       expect((await rawLogin(own, MCP_TOKEN, "127.0.0.1")).status).toBe(429);
     } finally {
       await own.close();
@@ -387,7 +359,7 @@ describe("login attempts", () => {
 
   it("need the login form's CSRF pair and this origin", async () => {
     const form = await raw(`${broker.url}/login`);
-    const loginCookie = cookiePair(setCookies(form), "tabrelay_login_") ?? "";
+    const loginCookie = cookieOf(form, "tabrelay_login_") ?? "";
     const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1] ?? "";
     const post = (headers: Record<string, string>, fields: Record<string, string>) =>
       raw(`${broker.url}/login`, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(fields).toString() });

@@ -1,13 +1,13 @@
 // Page tools in the dashboard: a real broker with pages configured, a real Chromium page offering tools through
 // @tabrelay/page (bundled from packages/page), the dashboard logged in and driven with playwright-core in another
 // Chromium context, and a real MCP SDK client for what agents see.
-import { request } from "node:http";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { build } from "esbuild";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allowYaml, connectClient, MCP_TOKEN, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
+import { cookieOf, raw, type RawResponse } from "./rawHttp.js";
 
 const CHROMIUM = process.env["CHROME_PATH"] ?? "/usr/lib/chromium/chromium";
 const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-default-browser-check"];
@@ -24,35 +24,10 @@ let app: Page;
 let client: Client;
 let prefix: string;
 
-interface RawResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** A request with exactly the headers given (no fetch defaults), as another site's script could send. */
-function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: options.method ?? "GET", headers: options.headers ?? {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-    });
-    req.on("error", reject);
-    req.end(options.body);
-  });
-}
-
-function cookiePair(res: RawResponse, prefix: string): string | undefined {
-  const value = res.headers["set-cookie"];
-  const cookies = Array.isArray(value) ? value : value ? [value] : [];
-  return cookies.find((c) => c.startsWith(prefix))?.split(";")[0];
-}
-
 /** A logged-in session outside the viewer (the login form's way): its cookie and its CSRF token. */
 async function rawSession(b: TestBroker): Promise<{ cookie: string; csrf: string }> {
   const form = await raw(`${b.url}/login`);
-  const loginCookie = cookiePair(form, "tabrelay_login_");
+  const loginCookie = cookieOf(form, "tabrelay_login_");
   const loginCsrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1];
   if (!loginCookie || !loginCsrf) throw new Error("the login form lacks its CSRF cookie or field");
   const login = await raw(`${b.url}/login`, {
@@ -60,7 +35,7 @@ async function rawSession(b: TestBroker): Promise<{ cookie: string; csrf: string
     headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: b.url, Cookie: loginCookie },
     body: new URLSearchParams({ csrf: loginCsrf, token: MCP_TOKEN }).toString(),
   });
-  const cookie = cookiePair(login, "tabrelay_session_");
+  const cookie = cookieOf(login, "tabrelay_session_");
   if (login.status !== 303 || !cookie) throw new Error(`login failed: ${login.status}`);
   const page = await raw(`${b.url}/`, { headers: { Cookie: cookie } });
   const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(page.body)?.[1];

@@ -12,6 +12,7 @@ import { AUDIT_DB_FILE } from "../packages/broker/src/audit/auditLog.js";
 import type { LaunchedCdpBrowser } from "../packages/broker/src/launch/cdpChromium.js";
 import { Broker, findChromium, launchLocalChromium, loadConfig, type Logger } from "../packages/broker/src/index.js";
 import { allowYaml, closedPort, connectClient, makeDataDir, MCP_TOKEN, PAIRING_TOKEN, startSite, type TestSite } from "./harness.js";
+import { cookieOf, raw } from "./rawHttp.js";
 
 const PROVIDER_KEY = "kernel-api-key-5c9e1b7d3f2a4e6c8b0d";
 
@@ -66,35 +67,16 @@ async function callTool(name: string, args: Record<string, unknown>): Promise<{ 
   return { text, raw: JSON.stringify(result), isError: result.isError === true };
 }
 
-function raw(url: string, headers: Record<string, string> = {}, method = "GET", body?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
-function cookieOf(res: { headers: Record<string, string | string[] | undefined> }, prefix: string): string | undefined {
-  const value = res.headers["set-cookie"];
-  const cookies = Array.isArray(value) ? value : value ? [value] : [];
-  return cookies.find((c) => c.startsWith(prefix))?.split(";")[0];
-}
-
 async function dashboardSession(): Promise<string> {
   const form = await raw(`${brokerUrl}/login`);
   const loginCookie = cookieOf(form, "tabrelay_login_");
   const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1];
   if (!loginCookie || !csrf) throw new Error("no login form");
-  const login = await raw(
-    `${brokerUrl}/login`,
-    { "Content-Type": "application/x-www-form-urlencoded", Origin: brokerUrl, Cookie: loginCookie },
-    "POST",
-    new URLSearchParams({ csrf, token: MCP_TOKEN }).toString(),
-  );
+  const login = await raw(`${brokerUrl}/login`, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: brokerUrl, Cookie: loginCookie },
+    body: new URLSearchParams({ csrf, token: MCP_TOKEN }).toString(),
+  });
   const cookie = cookieOf(login, "tabrelay_session_");
   if (login.status !== 303 || !cookie) throw new Error(`login failed: ${login.status}`);
   return cookie;
@@ -225,18 +207,18 @@ describe("secrets at every exit", () => {
 
   it("dashboard API: state (tabs, titles, URLs, labels), preview, config and the audit stream", async () => {
     const cookie = await dashboardSession();
-    const state = await raw(`${brokerUrl}/dashboard/api/state`, { Cookie: cookie });
+    const state = await raw(`${brokerUrl}/dashboard/api/state`, { headers: { Cookie: cookie } });
     expect(state.status).toBe(200);
     expect(state.body).toContain("[redacted: mcp token]"); // the planted tab is there, redacted
     expectClean("dashboard state", state.body);
 
     const browserId = broker.registry.list()[0]?.info.browserId ?? "";
-    const preview = await raw(`${brokerUrl}/dashboard/api/preview?browser=${encodeURIComponent(browserId)}&tab=${tab}`, { Cookie: cookie });
+    const preview = await raw(`${brokerUrl}/dashboard/api/preview?browser=${encodeURIComponent(browserId)}&tab=${tab}`, { headers: { Cookie: cookie } });
     expect(preview.status).toBe(200);
     expectClean("dashboard preview", preview.body);
 
     // The pairing code is shown to the logged-in user on purpose (they type it into the extension); nothing else.
-    const config = await raw(`${brokerUrl}/dashboard/api/config`, { Cookie: cookie });
+    const config = await raw(`${brokerUrl}/dashboard/api/config`, { headers: { Cookie: cookie } });
     const view: unknown = JSON.parse(config.body);
     expect(view).toMatchObject({ pairingToken: PAIRING_TOKEN });
     const rest = Object.entries(view && typeof view === "object" ? view : {}).filter(([key]) => key !== "pairingToken");

@@ -10,46 +10,24 @@
 // the emergency stop and goodbyes.
 // A forwarded call fails at once with browser_disconnected when its broker says goodbye, stops answering (its
 // liveness key expires), or its browser shows up on another broker; it is never re-sent.
+// This module keeps liveness, presence and calls; cluster/shared.ts the directories, tables, questions, notes and
+// the emergency stop; cluster/wire.ts the keys and messages.
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
-import type { ErrorCode } from "@tabrelay/protocol";
 import type { BrowserInfo } from "../drivers/driver.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import type { CallOutcome } from "../tools/idempotency.js";
 import type { Logger } from "../util/log.js";
 import { ownerOf } from "../users/principal.js";
 import type { ClusterLink, Directory, EmergencyStop, ForwardedCall, RemoteBrowser, SessionDirectory, SharedSession, SharedTable } from "./link.js";
+import { SharedState } from "./shared.js";
+import { failure, K, lost, redact, serverOf, type Message } from "./wire.js";
 
 const HEARTBEAT_MS = 500;
 const DEAD_AFTER_MS = 1500;
 const RECONCILE_MS = 2000;
 /** A forwarded call nobody answers is given up after this long (the longest a program may run is 10 min). */
 const FORWARD_LIMIT_MS = 11 * 60_000;
-
-const K = {
-  broker: (id: string) => `tabrelay:broker:${id}`,
-  members: "tabrelay:brokers",
-  browsers: "tabrelay:browsers",
-  record: (directory: string, id: string) => `tabrelay:${directory}:${id}`,
-  stopped: "tabrelay:stopped",
-  to: (id: string) => `tabrelay:to:${id}`,
-  table: (name: string, broker: string) => `tabrelay:t:${name}:${broker}`,
-  all: "tabrelay:all",
-};
-
-type Message =
-  | { kind: "call"; id: string; from: string; call: ForwardedCall }
-  | { kind: "cancel"; id: string }
-  | { kind: "answer"; id: string; outcome: CallOutcome }
-  | { kind: "up"; broker: string; info: BrowserInfo }
-  | { kind: "down"; broker: string; browserId: string }
-  | { kind: "session-ended"; id: string; directory?: string }
-  | { kind: "ask"; id: string; from: string; topic: string; body: unknown }
-  | { kind: "reply"; id: string; value?: unknown }
-  | { kind: "stop"; at?: number }
-  | { kind: "note"; from: string; topic: string; body: unknown }
-  | { kind: "bye"; broker: string }
-  | { kind: "row"; table: string; broker: string; key: string; value?: unknown };
 
 /** Runs a call forwarded here on this broker's own browser. */
 export type CallHandler = (call: ForwardedCall, signal: AbortSignal) => Promise<CallOutcome>;
@@ -89,17 +67,12 @@ export class Cluster implements ClusterLink {
   readonly #remote = new Map<string, RemoteBrowser>();
   readonly #pending = new Map<string, Pending>();
   readonly #running = new Map<string, AbortController>();
-  /** Directories' ended listeners, by directory name. */
-  readonly #endedListeners = new Map<string, Array<(id: string) => void>>();
-  readonly #asks = new Map<string, { broker: string; resolve(value: unknown): void }>();
-  readonly #answers = new Map<string, (body: unknown) => Promise<unknown>>();
-  readonly #notes = new Map<string, Array<(body: unknown) => void>>();
-  readonly #stopListeners: Array<(at: number | undefined) => void> = [];
-  #stoppedAt: number | undefined;
+  /** Directories, tables, questions, notes and the emergency stop. */
+  readonly #shared: SharedState;
+  readonly sessions: SessionDirectory;
+  readonly emergencyStop: EmergencyStop;
   /** The other live brokers, as the last reconcile found them. */
   #peers: string[] = [];
-  /** Shared tables: this broker's rows, the others' (table -> broker -> key -> value), and who listens. */
-  readonly #tables = new Map<string, { own: Map<string, unknown>; remote: Map<string, Map<string, unknown>>; listeners: Set<(key: string) => void> }>();
   #handler: CallHandler | undefined;
   #timers: NodeJS.Timeout[] = [];
   #draining = false;
@@ -116,6 +89,9 @@ export class Cluster implements ClusterLink {
     this.#registry = options.registry;
     this.#log = options.log;
     this.#fingerprint = options.fingerprint;
+    this.#shared = new SharedState({ cmd, publish: (channel, message) => this.#publish(channel, message), brokerId: this.brokerId, log: options.log });
+    this.sessions = this.#shared.directory<SharedSession>("session");
+    this.emergencyStop = this.#shared.emergencyStop;
   }
 
   /** Connects to Redis, announces this broker and its browsers, and starts following the others. */
@@ -223,49 +199,11 @@ export class Cluster implements ClusterLink {
   }
 
   table(name: string): SharedTable {
-    let table = this.#tables.get(name);
-    if (!table) this.#tables.set(name, (table = { own: new Map(), remote: new Map(), listeners: new Set() }));
-    const state = table;
-    return {
-      set: (key, value) => {
-        if (value === undefined) state.own.delete(key);
-        else state.own.set(key, value);
-        const write = value === undefined ? this.#cmd.hdel(K.table(name, this.brokerId), key) : this.#cmd.hset(K.table(name, this.brokerId), key, JSON.stringify(value));
-        void write.then(() => this.#publish(K.all, { kind: "row", table: name, broker: this.brokerId, key, ...(value === undefined ? {} : { value }) })).catch(() => undefined);
-      },
-      remote: (key) => [...state.remote].flatMap(([broker, rows]) => (rows.has(key) ? [{ broker, value: rows.get(key) }] : [])),
-      onChange: (listener) => {
-        state.listeners.add(listener);
-        return () => state.listeners.delete(listener);
-      },
-    };
+    return this.#shared.table(name);
   }
 
-  readonly sessions: SessionDirectory = this.directory<SharedSession>("session");
-
   directory<T>(name: string): Directory<T> {
-    return {
-      save: async (id, value, ttlMs) => void (await this.#cmd.set(K.record(name, id), JSON.stringify(value), "PX", Math.max(1, Math.round(ttlMs)))),
-      find: async (id) => {
-        const text = await this.#cmd.get(K.record(name, id));
-        if (!text) return undefined;
-        try {
-          return JSON.parse(text) as T;
-        } catch {
-          return undefined;
-        }
-      },
-      touch: async (id, ttlMs) => void (await this.#cmd.pexpire(K.record(name, id), Math.max(1, Math.round(ttlMs)))),
-      end: async (id) => {
-        await this.#cmd.del(K.record(name, id));
-        await this.#publish(K.all, { kind: "session-ended", id, directory: name });
-      },
-      onEnded: (listener) => {
-        const listeners = this.#endedListeners.get(name) ?? [];
-        listeners.push(listener);
-        this.#endedListeners.set(name, listeners);
-      },
-    };
+    return this.#shared.directory<T>(name);
   }
 
   peers(): string[] {
@@ -277,54 +215,19 @@ export class Cluster implements ClusterLink {
   }
 
   ask(broker: string, topic: string, body: unknown, timeoutMs: number): Promise<unknown> {
-    const id = randomBytes(9).toString("base64url");
-    return new Promise<unknown>((resolve) => {
-      const timer = setTimeout(() => done(undefined), timeoutMs);
-      const done = (value: unknown) => {
-        if (!this.#asks.delete(id)) return;
-        clearTimeout(timer);
-        resolve(value);
-      };
-      this.#asks.set(id, { broker, resolve: done });
-      this.#publish(K.to(broker), { kind: "ask", id, from: this.brokerId, topic, body }).then(
-        (receivers) => receivers === 0 && done(undefined),
-        () => done(undefined),
-      );
-    });
+    return this.#shared.ask(broker, topic, body, timeoutMs);
   }
 
   answer(topic: string, handler: (body: unknown) => Promise<unknown>): void {
-    this.#answers.set(topic, handler);
+    this.#shared.answer(topic, handler);
   }
 
   broadcast(topic: string, body: unknown): void {
-    void this.#publish(K.all, { kind: "note", from: this.brokerId, topic, body }).catch(() => undefined);
+    this.#shared.broadcast(topic, body);
   }
 
   onBroadcast(topic: string, listener: (body: unknown) => void): void {
-    const listeners = this.#notes.get(topic) ?? [];
-    listeners.push(listener);
-    this.#notes.set(topic, listeners);
-  }
-
-  readonly emergencyStop: EmergencyStop = ((cluster: Cluster): EmergencyStop => ({
-    get at() {
-      return cluster.#stoppedAt;
-    },
-    set: async (at) => {
-      // Kept in Redis (a broker starting, or back after an outage, while it is in effect reads it) and told to all.
-      if (at === undefined) await cluster.#cmd.del(K.stopped);
-      else await cluster.#cmd.set(K.stopped, String(at));
-      cluster.#applyStop(at);
-      await cluster.#publish(K.all, { kind: "stop", ...(at === undefined ? {} : { at }) });
-    },
-    onChange: (listener) => void cluster.#stopListeners.push(listener),
-  }))(this);
-
-  #applyStop(at: number | undefined): void {
-    if (at === this.#stoppedAt) return;
-    this.#stoppedAt = at;
-    for (const listener of this.#stopListeners) listener(at);
+    this.#shared.onBroadcast(topic, listener);
   }
 
   /**
@@ -351,14 +254,14 @@ export class Cluster implements ClusterLink {
       for (const browser of this.#registry.list()) await this.#withdraw(browser.info.browserId);
       await this.#cmd.del(K.broker(this.brokerId));
       await this.#cmd.srem(K.members, this.brokerId);
-      for (const name of this.#tables.keys()) await this.#cmd.del(K.table(name, this.brokerId));
+      await this.#shared.leave();
       await this.#publish(K.all, { kind: "bye", broker: this.brokerId });
     } catch {
       // Redis gone: the liveness key expires by itself.
     }
     for (const [, controller] of this.#running) controller.abort();
     for (const [, pending] of this.#pending) pending.resolve(failure("browser_disconnected", "this broker is shutting down; the call's outcome is unknown", true));
-    for (const [, ask] of this.#asks) ask.resolve(undefined);
+    this.#shared.close();
     this.#sub.disconnect();
     this.#cmd.disconnect();
   }
@@ -400,9 +303,7 @@ export class Cluster implements ClusterLink {
     }
     const members = await this.#checkMembers();
     this.#peers = members;
-    await this.#reconcileTables(members);
-    // A stop or resume whose message was lost (an outage) is healed here.
-    this.#applyStop(stoppedAt(await this.#cmd.get(K.stopped)));
+    await this.#shared.reconcile(members);
     this.#remote.clear();
     for (const entry of parsed) if (entry.broker !== this.brokerId && alive.has(entry.broker)) this.#remote.set(entry.info.browserId, entry);
     for (const [, pending] of this.#pending) if (!alive.has(pending.broker)) pending.resolve(lost(pending.broker, "it stopped answering"));
@@ -433,42 +334,6 @@ export class Cluster implements ClusterLink {
     return members.filter((m) => !gone.includes(m));
   }
 
-  /** Re-reads the other live brokers' rows of every table in use (a lost message, a broker that died). */
-  async #reconcileTables(live: string[]): Promise<void> {
-    for (const [name, table] of this.#tables) {
-      const before = new Set([...table.remote.values()].flatMap((rows) => [...rows.keys()]));
-      const next = new Map<string, Map<string, unknown>>();
-      for (const broker of live) {
-        const rows = await this.#cmd.hgetall(K.table(name, broker));
-        const parsed = new Map<string, unknown>();
-        for (const [key, text] of Object.entries(rows)) {
-          try {
-            parsed.set(key, JSON.parse(text));
-          } catch {
-            // skipped: its broker rewrites it on its next change
-          }
-        }
-        if (parsed.size > 0) next.set(broker, parsed);
-      }
-      const changed = new Set([...before, ...[...next.values()].flatMap((rows) => [...rows.keys()])]);
-      const same = JSON.stringify([...table.remote].map(([b, r]) => [b, [...r]])) === JSON.stringify([...next].map(([b, r]) => [b, [...r]]));
-      table.remote = next;
-      if (!same) for (const key of changed) for (const listener of table.listeners) listener(key);
-    }
-    // This broker's own rows, written again: Redis may have lost them (an outage, a restart).
-    for (const [name, table] of this.#tables) {
-      if (table.own.size > 0) await this.#cmd.hset(K.table(name, this.brokerId), ...[...table.own].flatMap(([k, v]) => [k, JSON.stringify(v)]));
-    }
-  }
-
-  #dropTables(broker: string): void {
-    for (const [, table] of this.#tables) {
-      const rows = table.remote.get(broker);
-      if (!rows) continue;
-      table.remote.delete(broker);
-      for (const key of rows.keys()) for (const listener of table.listeners) listener(key);
-    }
-  }
 
   async #checkPending(): Promise<void> {
     if (this.#pending.size === 0) return;
@@ -487,6 +352,7 @@ export class Cluster implements ClusterLink {
     } catch {
       return;
     }
+    if (this.#shared.handle(message)) return;
     switch (message.kind) {
       case "call":
         void this.#serve(message.id, message.from, message.call);
@@ -518,35 +384,9 @@ export class Cluster implements ClusterLink {
         // the browser went during one; done where the call itself closed it, as browser_stop does).
         if (this.#remote.get(message.browserId)?.broker === message.broker) this.#remote.delete(message.browserId);
         return;
-      case "session-ended":
-        for (const listener of this.#endedListeners.get(message.directory ?? "session") ?? []) listener(message.id);
-        return;
-      case "ask":
-        void this.#reply(message.id, message.from, message.topic, message.body);
-        return;
-      case "reply":
-        this.#asks.get(message.id)?.resolve(message.value);
-        return;
-      case "stop":
-        this.#applyStop(message.at);
-        return;
-      case "note":
-        if (message.from !== this.brokerId) for (const listener of this.#notes.get(message.topic) ?? []) listener(message.body);
-        return;
-      case "row": {
-        const table = this.#tables.get(message.table);
-        if (!table || message.broker === this.brokerId) return;
-        const rows = table.remote.get(message.broker) ?? new Map<string, unknown>();
-        if (message.value === undefined) rows.delete(message.key);
-        else rows.set(message.key, message.value);
-        table.remote.set(message.broker, rows);
-        for (const listener of table.listeners) listener(message.key);
-        return;
-      }
       case "bye":
-        this.#dropTables(message.broker);
+        this.#shared.gone(message.broker);
         this.#peers = this.#peers.filter((b) => b !== message.broker);
-        for (const [, ask] of this.#asks) if (ask.broker === message.broker) ask.resolve(undefined);
         for (const [id, entry] of this.#remote) if (entry.broker === message.broker) this.#remote.delete(id);
         for (const [, pending] of this.#pending) if (pending.broker === message.broker) pending.resolve(lost(message.broker, "it shut down"));
         return;
@@ -567,50 +407,7 @@ export class Cluster implements ClusterLink {
     await this.#publish(K.to(from), { kind: "answer", id, outcome }).catch(() => undefined);
   }
 
-  async #reply(id: string, from: string, topic: string, body: unknown): Promise<void> {
-    const handler = this.#answers.get(topic);
-    let value: unknown;
-    try {
-      value = handler ? await handler(body) : undefined;
-    } catch (error) {
-      this.#log.warn(`cluster: answering ${topic} for ${from}: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    await this.#publish(K.to(from), { kind: "reply", id, ...(value === undefined ? {} : { value }) }).catch(() => undefined);
-  }
-
   #publish(channel: string, message: Message): Promise<number> {
     return this.#cmd.publish(channel, JSON.stringify(message));
-  }
-}
-
-function failure(code: ErrorCode, message: string, unknown: boolean): CallOutcome {
-  return { result: { text: `${code}: ${message}`, isError: true, error: { code, message } }, dispatched: unknown, unknown };
-}
-
-/** The broker a call went to stopped before it answered: whether the action happened is unknown. */
-function lost(broker: string, why: string): CallOutcome {
-  return failure("browser_disconnected", `the broker holding this browser (${broker}) went away during the call (${why}); whether it happened is unknown; it was not retried: take a snapshot before acting again`, true);
-}
-
-function stoppedAt(value: string | null): number | undefined {
-  const at = value === null ? Number.NaN : Number(value);
-  return Number.isFinite(at) ? at : undefined;
-}
-
-function serverOf(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.hostname}:${parsed.port || "6379"}`;
-  } catch {
-    return "(unparsable URL)";
-  }
-}
-
-function redact(message: string, url: string): string {
-  try {
-    const password = decodeURIComponent(new URL(url).password);
-    return password ? message.split(password).join("***") : message;
-  } catch {
-    return message;
   }
 }
