@@ -37,6 +37,7 @@ const yaml = () => `policy:
       "127.0.0.1": [".*"]
 mcp:
   allowed_hosts: ["127.0.0.1"]
+  trusted_proxies: ["127.0.0.1"]
 store:
   postgres_url: "${pg.url}"
 cluster:
@@ -66,18 +67,20 @@ async function loginAcross(from: TestBroker, to: TestBroker, token: string): Pro
 
 /**
  * A login as the load balancer forwards it (Host: the public name, X-Real-IP: the client), sent to broker `b` directly
- * so that the test knows which broker took it: the form from `b`, posted back to `b`.
+ * from 127.0.0.1, the load balancer's address (mcp.trusted_proxies), so that the test knows which broker took it.
  */
 async function proxiedLogin(b: TestBroker, token: string, clientIp: string): Promise<RawResponse> {
   return formLogin(b, token, { Host: "127.0.0.1", "X-Real-IP": clientIp }, "http://127.0.0.1");
 }
 
-async function formLogin(b: TestBroker, token: string, headers: Record<string, string>, origin: string): Promise<RawResponse> {
-  const form = await raw(`${b.url}/login`, { headers });
+async function formLogin(b: TestBroker, token: string, headers: Record<string, string>, origin: string, localAddress?: string): Promise<RawResponse> {
+  const from = localAddress ? { localAddress } : {};
+  const form = await raw(`${b.url}/login`, { headers, ...from });
   const nonce = cookieOf(form, "tabrelay_login_");
   const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1];
   if (!nonce || !csrf) throw new Error(`the login form lacks its CSRF cookie or field: ${form.status}`);
   return raw(`${b.url}/login`, {
+    ...from,
     method: "POST",
     headers: { ...headers, "Content-Type": "application/x-www-form-urlencoded", Origin: origin, Cookie: nonce },
     body: new URLSearchParams({ csrf, token }).toString(),
@@ -304,10 +307,11 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
     // Another client behind the same load balancer is not held back.
     const other = await proxiedLogin(brokers[1]!, alice.token, "203.0.113.8");
     expect(other.status).toBe(303);
-    // On a broker's own address (no load balancer in front) X-Real-IP is not believed: every guess is this machine's.
-    for (let i = 0; i < 5; i++) expect((await formLogin(brokers[i % 3]!, "wrong-token-wrong-token-wrong", { "X-Real-IP": `198.51.100.${i}` }, brokers[i % 3]!.url)).status).toBe(401);
+    // From a client that is not the load balancer (mcp.trusted_proxies names 127.0.0.1 only), X-Real-IP is not
+    // believed, even with the public name as Host: every guess is counted by its own address, this machine.
+    for (let i = 0; i < 5; i++) expect((await formLogin(brokers[i % 3]!, "wrong-token-wrong-token-wrong", { Host: "127.0.0.1", "X-Real-IP": `198.51.100.${i}` }, "http://127.0.0.1", "127.0.0.2")).status).toBe(401);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const machine = await formLogin(brokers[0]!, alice.token, { "X-Real-IP": "198.51.100.99" }, brokers[0]!.url);
+    const machine = await formLogin(brokers[0]!, alice.token, { Host: "127.0.0.1", "X-Real-IP": "198.51.100.99" }, "http://127.0.0.1", "127.0.0.2");
     expect(machine.status).toBe(429);
     expect(machine.body).toContain("Too many wrong tokens from this machine.");
   });

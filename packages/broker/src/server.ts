@@ -17,6 +17,7 @@ import { Dashboard } from "./dashboard/dashboard.js";
 import type { DashboardChat } from "./dashboard/chat.js";
 import { createHttpApp, type HttpApp } from "./http/app.js";
 import { Door } from "./http/door.js";
+import { Forwarding } from "./http/forwarded.js";
 import { registerBrowser } from "./http/registerBrowser.js";
 import { OAuthResource } from "./auth/oauth.js";
 import { Users } from "./users/users.js";
@@ -67,6 +68,8 @@ export class Broker {
   readonly audit: AuditLog;
   /** Who the MCP tokens and pairing codes belong to (the implicit user, and a team's users in the store). */
   readonly users: Users;
+  /** Whose forwarded headers are believed: mcp.trusted_proxies (http/forwarded.ts), one rule for the door and the dashboard. */
+  readonly #forwarding: Forwarding;
   /** Who may come in through /mcp, /browsers, /page-tokens and the dashboard's login (http/door.ts). */
   readonly #door: Door;
   /** Every exit (tool results, audit records, log lines, the dashboard, /health, /browsers) redacts through it. */
@@ -119,7 +122,8 @@ export class Broker {
     this.secrets.register(this.config.store.postgresUrl, "secret");
     this.secrets.register(this.config.cluster.redisUrl, "secret");
     this.users = new Users({ store: openStore(this.config), mcpToken: this.config.mcpToken, pairingToken: this.config.pairingToken, secrets: this.secrets });
-    this.#door = new Door({ users: this.users, oauth: this.config.oauth ? new OAuthResource({ ...this.config.oauth, resourceName: "tabrelay" }) : undefined, issuer: this.config.oauth?.issuer, allowedOrigins: this.config.allowedOrigins, log: this.#log });
+    this.#forwarding = new Forwarding(this.config.trustedProxies, this.#log);
+    this.#door = new Door({ users: this.users, oauth: this.config.oauth ? new OAuthResource({ ...this.config.oauth, resourceName: "tabrelay" }) : undefined, issuer: this.config.oauth?.issuer, allowedOrigins: this.config.allowedOrigins, forwarding: this.#forwarding, log: this.#log });
     const shots = this.config.screenshots;
     if (shots.enabled && shots.s3) {
       const accessKeyId = process.env["AWS_ACCESS_KEY_ID"];
@@ -194,6 +198,7 @@ export class Broker {
       onEmergencyStop: () => this.registry.closeAll("emergency stop from the dashboard"),
       port: () => this.#port,
       pages: this.pages,
+      forwarding: this.#forwarding,
       // The dashboard takes what /mcp takes: a static token or, in OAuth mode, an access token of a known user.
       authenticate: async (token) => {
         const admission = await this.#door.admit(token);
@@ -231,7 +236,7 @@ export class Broker {
       },
     });
     this.app = createHttpApp({
-      authenticate: (headers) => this.#door.authenticate(headers),
+      authenticate: (headers, peerAddress) => this.#door.authenticate(headers, peerAddress),
       resourceMetadata: this.#door.resourceMetadata(),
       health: () => this.#health(),
       ready: () => this.#ready(),

@@ -214,6 +214,10 @@ export class Cluster implements ClusterLink {
     return this.#remote.get(browserId)?.broker;
   }
 
+  claimOnce(name: string, key: string, ttlMs: number): Promise<boolean> {
+    return this.#shared.claimOnce(name, key, ttlMs);
+  }
+
   ask(broker: string, topic: string, body: unknown, timeoutMs: number): Promise<unknown> {
     return this.#shared.ask(broker, topic, body, timeoutMs);
   }

@@ -54,6 +54,11 @@ export interface ClusterLink {
   broadcast(topic: string, body: unknown): void;
   /** Hears what other brokers broadcast on a topic. */
   onBroadcast(topic: string, listener: (body: unknown) => void): void;
+  /**
+   * Claims `key` (in the namespace `name`) for `ttlMs` across the cluster: true for the first claim only, false while an
+   * earlier one lives; rejects when Redis cannot be asked (the caller refuses rather than guesses).
+   */
+  claimOnce(name: string, key: string, ttlMs: number): Promise<boolean>;
   /** The emergency stop, one for the whole cluster: a broker joining while it is in effect honours it too. */
   emergencyStop: EmergencyStop;
 }

@@ -61,6 +61,10 @@ export class SharedState {
     };
   }
 
+  async claimOnce(name: string, key: string, ttlMs: number): Promise<boolean> {
+    return (await this.#cmd.set(K.record(name, key), "1", "PX", Math.max(1, Math.round(ttlMs)), "NX")) === "OK";
+  }
+
   table(name: string): SharedTable {
     let table = this.#tables.get(name);
     if (!table) this.#tables.set(name, (table = { own: new Map(), remote: new Map(), listeners: new Set() }));

@@ -13,6 +13,7 @@ import { codeModeFileSchema, codeModeSettings, type CodeModeSettings } from "./c
 import { browserSourceSettings, browsersFileSchema, type BrowserSourceSettings } from "./browsers.js";
 import { chatFileSchema, chatSettings, type ChatSettings } from "./chat.js";
 import { pageToolGrantsSchema, pagesFileSchema, pagesSettings, type PagesSettings } from "./pages.js";
+import { rangeProblem } from "../http/forwarded.js";
 
 /** The extension's ID, fixed by the `key` in its manifest; the bridge accepts only these origins. */
 export const BUILTIN_EXTENSION_ID = "bkcjhkpmfjmfjkljdlooigoilajjfhpb";
@@ -56,6 +57,15 @@ const fileSchema = z
       .object({
         allowed_origins: z.array(z.string()).optional(),
         allowed_hosts: z.array(z.string()).optional(),
+        trusted_proxies: z
+          .array(
+            z.string().superRefine((value, ctx) => {
+              const problem = rangeProblem(value);
+              if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+            }),
+          )
+          .optional()
+          .describe("the load balancers whose X-Forwarded-Proto, X-Forwarded-Host and X-Real-IP are believed"),
         session_idle_minutes: z.number().positive().max(10_080).optional(),
         max_sessions: z.number().int().min(1).max(10_000).optional(),
         max_sessions_per_client: z.number().int().min(1).max(10_000).optional(),
@@ -181,6 +191,8 @@ export interface BrokerConfig {
   allowedOrigins: string[];
   /** Host header values /mcp accepts (DNS-rebinding defence). */
   allowedHosts: string[];
+  /** Peers (addresses, CIDR ranges) whose forwarded headers are believed: the load balancer's (http/forwarded.ts). */
+  trustedProxies: string[];
   /** HTTP MCP sessions: expired after idleMs without a call in flight or an open GET stream; capped in all and per client. */
   mcpSessions: { idleMs: number; max: number; maxPerClient: number };
   /** A tab's lease ends when its MCP session leaves it unused this long (the tab stays open, free to any session). */
@@ -325,6 +337,7 @@ export function compileSettings(file: ConfigFile, source: string, rankingDomains
   return {
     allowedOrigins: file.mcp?.allowed_origins ?? [],
     allowedHosts: file.mcp?.allowed_hosts ?? [],
+    trustedProxies: file.mcp?.trusted_proxies ?? [],
     mcpSessions: {
       idleMs: Math.round((file.mcp?.session_idle_minutes ?? 30) * 60_000),
       max: file.mcp?.max_sessions ?? 64,

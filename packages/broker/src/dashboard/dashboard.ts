@@ -3,9 +3,9 @@
 // session cookie opens only the dashboard, never /mcp (that door takes the bearer header alone).
 // This module holds the routes and their door checks, and the emergency stop; the login and sessions are in
 // sessions.ts, the API the page calls in api.ts (its audit stream in auditStream.ts), the HTML in page.ts.
-import { isIP } from "node:net";
 import type { AuditLog } from "../audit/auditLog.js";
 import type { ClusterLink } from "../cluster/link.js";
+import type { Forwarding } from "../http/forwarded.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import type { PageToolRegistry } from "../pages/registry.js";
 import { isLoopback, type BrokerConfig } from "../config/config.js";
@@ -36,6 +36,8 @@ export interface DashboardOptions {
   port: () => number | undefined;
   /** Page tools (absent unless config names pages.allowed_origins): listed, and a changed one approved, here. */
   pages?: { registry: PageToolRegistry } | undefined;
+  /** Whose forwarded headers are believed (mcp.trusted_proxies): the load balancer's scheme, host and client address. */
+  forwarding: Forwarding;
   /** Whose an access token is (users/users.ts): the login takes the broker's own MCP token or a user's. */
   authenticate: (token: string) => Promise<Principal | undefined>;
   /** Signs the login form's nonce (sessions.ts): the same on every broker of a cluster. */
@@ -54,6 +56,7 @@ export class Dashboard {
   readonly #onEmergencyStop: () => void;
   readonly #port: () => number | undefined;
   readonly #sessions: DashboardSessions;
+  readonly #forwarding: Forwarding;
   readonly #api: DashboardApi;
   readonly #chat: ChatRoutes;
   #stoppedAt: number | undefined;
@@ -67,6 +70,7 @@ export class Dashboard {
     this.#secrets = options.secrets;
     this.#onEmergencyStop = options.onEmergencyStop;
     this.#port = options.port;
+    this.#forwarding = options.forwarding;
     this.#sessions = new DashboardSessions({ log: options.log, authenticate: options.authenticate, loginKey: options.loginKey, stillValid: options.stillValid });
     this.#api = new DashboardApi({
       registry: options.registry,
@@ -147,15 +151,13 @@ export class Dashboard {
     if (asset) return send(200, asset.type, asset.body, { "Cache-Control": "no-cache" });
 
     // Behind a TLS load balancer (deploy/nginx.conf) the broker is reached over plain HTTP: the balancer's
-    // X-Forwarded-Proto says what the browser used, for the Origin check and the cookies' Secure flag. (A page
-    // cannot add that header to a cross-site request without a preflight the broker never grants.)
-    const { host, proxied } = checked;
-    const tls = url.protocol === "https:" || (proxied && forwardedProto(req) === "https");
-    const shownHost = proxied ? publicHost(req, host) : host;
-    const origin = `${tls ? "https" : "http"}://${shownHost}`;
+    // X-Forwarded-Proto and -Host say what the browser used, for the Origin check and the cookies' Secure flag, and
+    // its X-Real-IP which client the login throttle counts; believed from a peer of mcp.trusted_proxies only.
+    const arrival = this.#forwarding.arrival(req.headers, peer.remoteAddress, checked);
+    const { tls, origin } = arrival;
     // The cookies' names carry the port the browser uses (brokers on one machine must not share them): behind a load
     // balancer that is the balancer's, the same whichever broker answers.
-    const cookiePort = proxied ? Number(/:(\d+)$/.exec(shownHost)?.[1] ?? (tls ? 443 : 80)) : port;
+    const cookiePort = arrival.proxied ? Number(/:(\d+)$/.exec(arrival.host)?.[1] ?? (tls ? 443 : 80)) : port;
     const post = method === "POST";
     // Fetch metadata, where the browser sends it: API calls and form posts must come from this very origin.
     if ((post || route.kind === "api") && !fetchSiteOk(req)) return sendJsonOrText(route.kind, 403, "this request came from another site");
@@ -168,7 +170,7 @@ export class Dashboard {
         return send(200, "text/html; charset=utf-8", dashboardPage({ csrf: session.csrf, version: VERSION }), { "Cache-Control": "no-store" });
       case "/login":
         // Behind the load balancer every request comes from it: its X-Real-IP names the client the login throttle counts.
-        if (post) return await this.#sessions.login(req, proxied ? { remoteAddress: realIp(req) ?? peer.remoteAddress } : peer, cookiePort, tls);
+        if (post) return await this.#sessions.login(req, { remoteAddress: arrival.client ?? peer.remoteAddress }, cookiePort, tls);
         if (session) return redirect("/");
         return this.#sessions.loginForm(cookiePort, tls, 200);
       case "/logout": {
@@ -202,18 +204,14 @@ export class Dashboard {
     return sendJson(status, this.#secrets.redactValue(value));
   }
 
-  /**
-   * The Host header, if it names this broker (the same rule as /mcp's DNS-rebinding check); `proxied` when it is a
-   * name of mcp.allowed_hosts rather than the broker's own address and port: only then does the dashboard believe a
-   * load balancer's X-Forwarded-Proto and X-Forwarded-Host.
-   */
-  #checkedHost(req: Request, port: number | undefined): { host: string; proxied: boolean } | undefined {
+  /** The Host header, lower-cased, if it names this broker (the same rule as /mcp's DNS-rebinding check). */
+  #checkedHost(req: Request, port: number | undefined): string | undefined {
     const host = (req.headers.get("host") ?? "").toLowerCase();
     if (!host || port === undefined) return undefined;
     const configured = this.#config.host.includes(":") ? `[${this.#config.host}]` : this.#config.host;
     const names = isLoopback(this.#config.host) ? [configured, "localhost", "127.0.0.1", "[::1]"] : [configured];
-    if (names.some((n) => `${n}:${port}`.toLowerCase() === host)) return { host, proxied: false };
-    return this.#config.allowedHosts.some((h) => h.toLowerCase() === host) ? { host, proxied: true } : undefined;
+    if (names.some((n) => `${n}:${port}`.toLowerCase() === host)) return host;
+    return this.#config.allowedHosts.some((h) => h.toLowerCase() === host) ? host : undefined;
   }
 
   // ---- emergency stop ----
@@ -270,28 +268,6 @@ export class Dashboard {
     if (wasStopped) this.#log.warn(`dashboard: emergency stop lifted from ${by}; browsers may connect again (${this.#turnedAway} reconnect(s) were turned away)`);
     return wasStopped;
   }
-}
-
-/**
- * The host (and port) the browser used, for the Origin check: a load balancer's X-Forwarded-Host when it names the
- * same host as the checked Host header (nginx passes Host without the port it listens on), else the Host itself.
- */
-function publicHost(req: Request, host: string): string {
-  const forwarded = req.headers.get("x-forwarded-host")?.split(",")[0]?.trim().toLowerCase();
-  if (!forwarded) return host;
-  const name = (h: string) => h.replace(/:\d+$/, "");
-  return name(forwarded) === name(host) ? forwarded : host;
-}
-
-/** The client's address as the load balancer saw it (deploy/nginx.conf sets X-Real-IP), when it is an IP address. */
-function realIp(req: Request): string | undefined {
-  const value = req.headers.get("x-real-ip")?.trim() ?? "";
-  return isIP(value) ? value : undefined;
-}
-
-/** The first X-Forwarded-Proto a load balancer set, lower-cased. */
-function forwardedProto(req: Request): string | undefined {
-  return req.headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() || undefined;
 }
 
 // ---- routes ----

@@ -1,11 +1,12 @@
 // How many wrong tokens the dashboard's login takes, and from whom. A guess counts against every bucket it
 // falls in, and is refused unchecked while any of them is full:
-// - its source: one bucket per address, except that every loopback address (127.0.0.0/8, ::1) is one
-//   source, this machine, since any local process can send from any of them;
+// - its source: one bucket per address (per /64 for IPv6: one client may hold all of it), except that every
+//   loopback address (127.0.0.0/8, ::1) is one source, this machine, since any local process can send from any of them;
 // - the user it tries to log in as: the dashboard has one user today (one token), so this bucket is one
 //   cap on every guess from everywhere, and spreading guesses over many addresses does not help.
 // Named users, when they come, pass their name as `user`; a wrong name then still counts against its source.
 import { isIP } from "node:net";
+import { addressBlock } from "../http/forwarded.js";
 
 export interface LoginLimits {
   /** The window in which failures count. */
@@ -82,7 +83,7 @@ export class LoginThrottle {
   #buckets(attempt: LoginAttempt): Bucket[] {
     const local = isLoopbackAddress(attempt.address);
     return [
-      { key: local ? "source:loopback" : `source:${attempt.address.toLowerCase()}`, max: this.#limits.perSource, scope: local ? "this machine" : "this address" },
+      { key: local ? "source:loopback" : `source:${addressBlock(attempt.address) ?? attempt.address.toLowerCase()}`, max: this.#limits.perSource, scope: local ? "this machine" : "this address" },
       { key: `user:${attempt.user ?? DASHBOARD_USER}`, max: this.#limits.perUser, scope: "this dashboard" },
     ];
   }

@@ -4,6 +4,7 @@
 // balancer picks for the next request knows it, and a logout on one broker ends it on all.
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import type { ClusterLink, Directory } from "../cluster/link.js";
+import { canonicalAddress } from "../http/forwarded.js";
 import type { Logger } from "../util/log.js";
 import { safeEqual } from "../util/secrets.js";
 import type { Principal } from "../users/principal.js";
@@ -246,9 +247,9 @@ export class DashboardSessions {
   }
 }
 
+/** The client's address in one form however it was written (IPv4-mapped IPv6 as IPv4). */
 function remoteAddress(peer: Peer): string {
-  const address = peer.remoteAddress;
-  return address.startsWith("::ffff:") ? address.slice(7) : address;
+  return canonicalAddress(peer.remoteAddress) ?? peer.remoteAddress;
 }
 
 function hashId(id: string): string {

@@ -36,7 +36,7 @@ export interface ResourceMetadata {
 /** What the routes need from the broker. */
 export interface HttpSurface {
   /** DNS rebinding (Host), cross-site pages (Origin), then the bearer token (whose user it is): from the headers alone. */
-  authenticate(headers: Headers): Promise<Admission>;
+  authenticate(headers: Headers, peerAddress?: string): Promise<Admission>;
   /**
    * RFC 9728 protected-resource metadata (OAuth mode); its `admit` is the Host check alone (DNS rebinding): the
    * document is public, no token.
@@ -70,6 +70,9 @@ export type HttpApp = Hono<Env>;
 
 const TEXT = { "Content-Type": "text/plain; charset=utf-8" } as const;
 
+/** The TCP peer's address, when the request came over a socket. */
+const peerOf = (c: Context<Env>): string | undefined => c.env?.incoming?.socket.remoteAddress;
+
 export function createHttpApp(surface: HttpSurface): HttpApp {
   const app = new Hono<Env>();
 
@@ -87,7 +90,7 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
       // and with another user's it leads nowhere, as a made-up link does.
       const owner = shotOwner(new URL(c.req.url));
       if (owner !== undefined) {
-        const admission = await surface.authenticate(c.req.raw.headers);
+        const admission = await surface.authenticate(c.req.raw.headers, peerOf(c));
         if (!admission.ok) return refused(admission.refusal);
         if (admission.principal.user !== owner) return noSuchScreenshot();
       }
@@ -96,19 +99,19 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
   }
 
   /** The route's answer for whoever passed the door checks, or the refusal. */
-  const admitted = async (req: Request, serve: (principal: Principal) => Response | Promise<Response>): Promise<Response> => {
-    const admission = await surface.authenticate(req.headers);
+  const admitted = async (c: Context<Env>, serve: (principal: Principal) => Response | Promise<Response>): Promise<Response> => {
+    const admission = await surface.authenticate(c.req.raw.headers, peerOf(c));
     return admission.ok ? serve(admission.principal) : refused(admission.refusal);
   };
 
-  app.all("/mcp", (c) => admitted(c.req.raw, (principal) => surface.mcp(c.req.raw, principal)));
+  app.all("/mcp", (c) => admitted(c, (principal) => surface.mcp(c.req.raw, principal)));
 
-  app.get("/api.d.ts", (c) => admitted(c.req.raw, () => new Response(surface.apiDocs().declarations, { headers: { "Content-Type": "application/typescript; charset=utf-8", "Cache-Control": "no-store" } })));
-  app.get("/api.md", (c) => admitted(c.req.raw, () => new Response(surface.apiDocs().guide, { headers: { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "no-store" } })));
+  app.get("/api.d.ts", (c) => admitted(c, () => new Response(surface.apiDocs().declarations, { headers: { "Content-Type": "application/typescript; charset=utf-8", "Cache-Control": "no-store" } })));
+  app.get("/api.md", (c) => admitted(c, () => new Response(surface.apiDocs().guide, { headers: { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "no-store" } })));
 
   app.post("/browsers", (c) => surface.registerBrowser(c.req.raw));
   app.post("/page-tokens", (c) =>
-    admitted(c.req.raw, (principal) => (surface.pageTokens ? surface.pageTokens(c.req.raw, principal) : json(404, { error: "page tools are off: config.yaml names no pages.allowed_origins" }))),
+    admitted(c, (principal) => (surface.pageTokens ? surface.pageTokens(c.req.raw, principal) : json(404, { error: "page tools are off: config.yaml names no pages.allowed_origins" }))),
   );
   const metadata = surface.resourceMetadata;
   if (metadata) {
@@ -123,7 +126,7 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
   app.post("/auth/proof", (c) => answerProof(c.req.raw, surface.mcpToken, c.env?.incoming?.socket));
 
   const dashboard = async (c: Context<Env>) => {
-    const peer = { remoteAddress: c.env?.incoming?.socket.remoteAddress ?? "unknown" };
+    const peer = { remoteAddress: peerOf(c) ?? "unknown" };
     return (await surface.dashboard.handle(c.req.raw, peer)) ?? notFound();
   };
   for (const path of ["/", "/login", "/logout", "/dashboard/*"]) app.all(path, dashboard);

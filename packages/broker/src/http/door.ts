@@ -6,6 +6,7 @@ import type { OAuthResource } from "../auth/oauth.js";
 import type { Users } from "../users/users.js";
 import type { Logger } from "../util/log.js";
 import type { Admission, Refusal, ResourceMetadata } from "./app.js";
+import type { Forwarding } from "./forwarded.js";
 
 /** Where RFC 9728 metadata is looked for: the path-suffixed URL for /mcp, and the root one some clients try first. */
 const METADATA_PATHS = ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"];
@@ -17,6 +18,8 @@ export interface DoorOptions {
   issuer: string | undefined;
   /** Origins config trusts besides the broker's own (mcp.allowed_origins). */
   allowedOrigins: readonly string[];
+  /** Whose forwarded headers are believed (mcp.trusted_proxies): the broker's own origin behind a TLS load balancer. */
+  forwarding: Forwarding;
   log: Logger;
 }
 
@@ -38,9 +41,12 @@ export class Door {
     this.#allowedHosts = new Set(hosts.map((h) => h.toLowerCase()));
   }
 
-  /** Checked before the body is read: DNS rebinding (Host), cross-site pages (Origin), then whose token it is. */
-  async authenticate(headers: Headers): Promise<Admission> {
-    const refusal = this.#doorChecks(headers);
+  /**
+   * Checked before the body is read: DNS rebinding (Host), cross-site pages (Origin), then whose token it is.
+   * `peerAddress`: the TCP peer's, when the request came over a socket (a trusted proxy's forwarded scheme counts).
+   */
+  async authenticate(headers: Headers, peerAddress?: string): Promise<Admission> {
+    const refusal = this.#doorChecks(headers, peerAddress);
     if (refusal) return { ok: false, refusal };
     const match = /^Bearer (.+)$/i.exec(headers.get("authorization") ?? "");
     return this.admit(match?.[1]);
@@ -91,14 +97,16 @@ export class Door {
   }
 
   /** DNS rebinding (Host) and cross-site pages (Origin): before any credential is looked at. */
-  #doorChecks(headers: Headers): Refusal | undefined {
+  #doorChecks(headers: Headers, peerAddress: string | undefined): Refusal | undefined {
     const hostRefusal = this.#hostCheck(headers);
     if (hostRefusal) return hostRefusal;
     const host = (headers.get("host") ?? "").toLowerCase();
     const origin = headers.get("origin");
-    // The broker's own origin (the Host just checked) is same-origin, not cross-site: a page the broker serves, or
-    // a client that sends Origin on every request (the MCP conformance suite does). The bearer is still required.
-    if (origin !== null && origin !== `http://${host}` && !this.#allowedOrigins.has(origin)) {
+    // The broker's own origin (the Host just checked; behind a trusted TLS load balancer, https and the port the browser
+    // used: the dashboard's rule) is same-origin, not cross-site: a page the broker serves, or a client that sends
+    // Origin on every request (the MCP conformance suite does). The bearer is still required.
+    const own = origin === `http://${host}` || (origin !== null && origin === this.#options.forwarding.arrival(headers, peerAddress, host).origin);
+    if (origin !== null && !own && !this.#allowedOrigins.has(origin)) {
       return { status: 403, message: `Origin ${JSON.stringify(origin)} is not allowed; add it to mcp.allowed_origins in config.yaml if you trust it` };
     }
     return undefined;

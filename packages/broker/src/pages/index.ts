@@ -135,6 +135,8 @@ export class PageTools {
     const prompts = link.table(PAGE_PROMPTS_TABLE);
     this.#shared = table;
     this.#link = link;
+    // The brokers share the key page tokens are signed with: a token opens one connection in the whole cluster.
+    this.socket.claimTokens((hash, ttlMs) => link.claimOnce("page-token", hash, ttlMs));
     const publish = (owner: string) => {
       const rows = rowsOf(listedPageTools(this.#tools, owner));
       table.set(owner, rows.length > 0 ? rows : undefined);

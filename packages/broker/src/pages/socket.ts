@@ -2,6 +2,7 @@
 // never a query string) minted for its own Origin, which must be on pages.allowed_origins, and while its origin has
 // fewer than 20 connections for the token's user (whose agents alone see the page's tools). Every refusal is an
 // HTTP answer to the upgrade (no unauthenticated socket ever opens) and an audit record.
+import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
@@ -12,6 +13,11 @@ import { PageConnection } from "./connection.js";
 import { PAGE_LIMITS } from "./offer.js";
 import type { PageToolRegistry } from "./registry.js";
 import { verifyPageToken } from "./tokens.js";
+
+const USED = "the page token was already used: a page token opens one connection; fetch a fresh one for each (the library's token option takes a function it calls on every connect)";
+
+type Admitted = { ok: true; origin: string; owner: string; token: string; expiresAt: number };
+type Verdict = Admitted | { ok: false; status: string; reason: string; origin?: string };
 
 /** A tool result may be up to 1 MiB of JSON; frames up to this size arrive and are judged, bigger ones end the socket. */
 const MAX_FRAME_BYTES = 8 * 1024 * 1024;
@@ -34,14 +40,28 @@ export class PageSocketServer {
    * forged Origin header, and answer for its tools.
    */
   readonly #used = new Map<string, number>();
+  #claim: ((tokenHash: string, ttlMs: number) => Promise<boolean>) | undefined;
 
   constructor(options: PageSocketOptions) {
     this.#options = options;
   }
 
+  /**
+   * In a cluster: a token is claimed in Redis too, so that it opens one connection on all the brokers together, not
+   * one on each (they share the key tokens are signed with). Set by Pages.useCluster.
+   */
+  claimTokens(claim: (tokenHash: string, ttlMs: number) => Promise<boolean>): void {
+    this.#claim = claim;
+  }
+
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    void this.#upgrade(req, socket, head);
+  }
+
+  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const started = Date.now();
-    const verdict = this.#admit(req);
+    let verdict = this.#admit(req);
+    if (verdict.ok && this.#claim) verdict = await this.#claimed(verdict);
     if (!verdict.ok) {
       this.#options.audit.record({ time: started, tool: "page_connect", decision: "refused", durationMs: 0, ...(verdict.origin ? { origin: verdict.origin } : {}), code: "unauthorized", detail: JSON.stringify({ reason: verdict.reason }) });
       this.#options.log.warn(`page: refused a /page connection${verdict.origin ? ` from ${verdict.origin}` : ""}: ${verdict.reason}`);
@@ -73,7 +93,7 @@ export class PageSocketServer {
     this.#wss.close();
   }
 
-  #admit(req: IncomingMessage): { ok: true; origin: string; owner: string } | { ok: false; status: string; reason: string; origin?: string } {
+  #admit(req: IncomingMessage): Verdict {
     const origin = req.headers.origin;
     if (!origin) return { ok: false, status: "403 Forbidden", reason: "no Origin header: /page takes connections from web pages on pages.allowed_origins" };
     if (!this.#options.allowedOrigins().includes(origin)) {
@@ -92,9 +112,21 @@ export class PageSocketServer {
     const now = Date.now();
     for (const [used, expiresAt] of this.#used) if (expiresAt <= now) this.#used.delete(used);
     if (this.#used.has(token)) {
-      return { ok: false, status: "401 Unauthorized", origin, reason: "the page token was already used: a page token opens one connection; fetch a fresh one for each (the library's token option takes a function it calls on every connect)" };
+      return { ok: false, status: "401 Unauthorized", origin, reason: USED };
     }
     this.#used.set(token, check.expiresAt);
-    return { ok: true, origin, owner: check.owner };
+    return { ok: true, origin, owner: check.owner, token, expiresAt: check.expiresAt };
+  }
+
+  /** The cluster's word on an admitted token: used on another broker already, or not. */
+  async #claimed(admitted: Admitted): Promise<Verdict> {
+    const { origin } = admitted;
+    try {
+      const hash = createHash("sha256").update(admitted.token).digest("base64url");
+      if (await this.#claim!(hash, Math.max(1000, admitted.expiresAt - Date.now()))) return admitted;
+      return { ok: false, status: "401 Unauthorized", origin, reason: USED };
+    } catch (error) {
+      return { ok: false, status: "503 Service Unavailable", origin, reason: `the cluster could not say whether this page token was used on another broker (${error instanceof Error ? error.message : String(error)}); fetch a fresh token and connect again` };
+    }
   }
 }
