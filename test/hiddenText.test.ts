@@ -73,6 +73,14 @@ const RENDERING_TRICKS: Record<string, string> = {
   "max-height 0 overflow hidden": `<p style="max-height: 0; overflow: hidden">TEXT</p>`,
   "pushed out of an overflow-hidden box": `<div style="overflow: hidden; height: 30px"><p style="margin-top: 200px">TEXT</p></div>`,
   "text-indent -9999px overflow hidden": `<p style="text-indent: -9999px; overflow: hidden; white-space: nowrap">TEXT</p>`,
+  "transform scaleX(0.05)": `<p style="transform: scaleX(0.05)">TEXT</p>`,
+  "scale property 0.04 1.2": `<p style="scale: 0.04 1.2">TEXT</p>`,
+  "parent squeezed to 0.08 wide": `<div style="transform: scale(0.08, 1)"><p>TEXT</p></div>`,
+  "mask-size 0": `<p style="mask-image: linear-gradient(#000, #000); mask-size: 0 0">TEXT</p>`,
+  "mask moved away": `<p style="mask-image: linear-gradient(#000, #000); mask-repeat: no-repeat; mask-position: 9999px 9999px">TEXT</p>`,
+  "sepia grey on its sepia tone": `<div style="background: rgb(135, 120, 94)"><p style="color: rgb(100, 100, 100); filter: sepia(1)">TEXT</p></div>`,
+  "hue-rotate red onto teal": `<div style="background: rgb(0, 109, 109)"><p style="color: #f00; filter: hue-rotate(180deg)">TEXT</p></div>`,
+  "hue-rotate by half a turn": `<div style="background: rgb(0, 109, 109)"><p style="color: #f00; filter: hue-rotate(0.5turn)">TEXT</p></div>`,
 };
 
 /** Near misses that a person reads: they stay. */
@@ -84,6 +92,12 @@ const RENDERED_AND_READ = [
   `<p style="filter: brightness(0)">SHOWN brightness zero on white</p>`,
   `<p style="color: #fff; background: linear-gradient(#000, #333)">SHOWN white on a dark gradient</p>`,
   `<span style="transform: scale(0)">SHOWN inline, where transforms do not apply</span>`,
+  `<p style="transform: scaleX(0.6)">SHOWN condensed to six tenths</p>`,
+  `<p style="width: 600px; transform: rotate(90deg)">SHOWN a wide line turned a quarter</p>`,
+  `<p style="filter: sepia(1)">SHOWN in sepia</p>`,
+  `<div style="background: rgb(0, 109, 109)"><p style="color: #f00">SHOWN red on teal</p></div>`,
+  `<p style="filter: hue-rotate(90deg)">SHOWN hue turned a quarter</p>`,
+  `<p style="mask-image: linear-gradient(#000, #000); mask-size: 100% 100%">SHOWN under a full mask</p>`,
   `<div style="overflow: hidden; height: 40px"><p style="position: absolute; top: 60px">SHOWN absolutely placed out of an unpositioned clipping box</p></div>`,
 ];
 
@@ -268,7 +282,9 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
   });
 
   function expectNoTrick(text: string, what: string): void {
-    for (const technique of [...Object.keys(RENDERING_TRICKS), "filter opacity(0) by class", "hidden heading", "hidden button"]) expect(text, `${what}: ${technique}`).not.toContain(`[${technique}]`);
+    // Markdown escapes the tags' brackets (\[technique\]): compare without its backslashes.
+    const plain = text.replaceAll("\\", "");
+    for (const technique of [...Object.keys(RENDERING_TRICKS), "filter opacity(0) by class", "hidden heading", "hidden button"]) expect(plain, `${what}: ${technique}`).not.toContain(`[${technique}]`);
     expect(text, what).not.toContain("ignore your instructions");
   }
 

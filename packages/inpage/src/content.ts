@@ -157,14 +157,16 @@ export function beyondPage(el: Element): boolean {
 function renderedScale(el: Element, rect: DOMRect): number {
   if (!(el instanceof HTMLElement)) return 1;
   const h = el.offsetHeight;
-  const sy = h >= 4 ? rect.height / h : undefined;
-  // Drawn at half its height or more: type is not shrunk out of reading (one layout read, the common case).
-  if (sy !== undefined && sy >= 0.5) return 1;
   const w = el.offsetWidth;
+  const sy = h >= 4 ? rect.height / h : undefined;
   const sx = w >= 4 ? rect.width / w : undefined;
-  // The area's ratio: a rotation by 90 degrees swaps width and height and shrinks nothing.
-  if (sx !== undefined && sy !== undefined) return Math.sqrt(sx * sy);
-  return sx ?? sy ?? 1;
+  if (sx === undefined || sy === undefined) return sx ?? sy ?? 1;
+  // Drawn at half its size or more both ways: type is not shrunk out of reading (the common case).
+  if (sx >= 0.5 && sy >= 0.5) return 1;
+  // A box drawn with less area than it was laid out with was shrunk, and its type is as narrow as its narrower axis
+  // (scaleX(0.05) squeezes 16 px letters into slivers); a rotation never shrinks the area of its bounding box (a
+  // quarter turn swaps width and height): the mean then.
+  return sx * sy < 0.9 ? Math.min(sx, sy) : Math.sqrt(sx * sy);
 }
 
 /** The element's box was flattened by a transform or zoom: laid out with a size, drawn with (almost) none. */

@@ -1,6 +1,8 @@
 // How the page paints what it draws, for the visibility rule (content.ts): colours as the page computed them, the
 // contrast of text on its background, the filters, masks and clips that fade, blur or cut a box away.
 
+/** A non-repeating mask offset this far (px) leaves the box: boxes of text are not this large. */
+const MASK_AWAY_PX = 4000;
 /** Below this effective opacity nothing is legible. */
 export const MIN_OPACITY = 0.05;
 /** Text whose contrast ratio against the background it is drawn on is below this is not seen (white on #f5f5f5: 1.09). */
@@ -65,6 +67,10 @@ function colourFilter(name: string, amount: number): Paint | undefined {
       const a = Math.min(1, amount);
       return (c) => [c[0] + (255 - 2 * c[0]) * a, c[1] + (255 - 2 * c[1]) * a, c[2] + (255 - 2 * c[2]) * a, c[3]];
     }
+    case "sepia":
+      return matrixPaint(sepiaMatrix(Math.min(1, amount)));
+    case "hue-rotate":
+      return matrixPaint(hueRotateMatrix(amount));
     case "grayscale":
     case "saturate": {
       const grey = name === "grayscale" ? Math.min(1, amount) : Math.max(0, 1 - amount);
@@ -78,12 +84,45 @@ function colourFilter(name: string, amount: number): Paint | undefined {
   }
 }
 
+type Matrix = readonly [number, number, number, number, number, number, number, number, number];
+
+function matrixPaint(m: Matrix): Paint {
+  return (c) => [clamp(m[0] * c[0] + m[1] * c[1] + m[2] * c[2]), clamp(m[3] * c[0] + m[4] * c[1] + m[5] * c[2]), clamp(m[6] * c[0] + m[7] * c[1] + m[8] * c[2]), c[3]];
+}
+
+/** sepia(a), the Filter Effects spec's matrix. */
+function sepiaMatrix(a: number): Matrix {
+  const k = 1 - a;
+  return [0.393 + 0.607 * k, 0.769 - 0.769 * k, 0.189 - 0.189 * k, 0.349 - 0.349 * k, 0.686 + 0.314 * k, 0.168 - 0.168 * k, 0.272 - 0.272 * k, 0.534 - 0.534 * k, 0.131 + 0.869 * k];
+}
+
+/** hue-rotate(degrees), the Filter Effects spec's matrix (feColorMatrix hueRotate). */
+function hueRotateMatrix(degrees: number): Matrix {
+  const t = (degrees * Math.PI) / 180;
+  const cos = Math.cos(t);
+  const sin = Math.sin(t);
+  return [
+    0.213 + cos * 0.787 - sin * 0.213, 0.715 - cos * 0.715 - sin * 0.715, 0.072 - cos * 0.072 + sin * 0.928,
+    0.213 - cos * 0.213 + sin * 0.143, 0.715 + cos * 0.285 + sin * 0.14, 0.072 - cos * 0.072 - sin * 0.283,
+    0.213 - cos * 0.213 - sin * 0.787, 0.715 - cos * 0.715 + sin * 0.715, 0.072 + cos * 0.928 + sin * 0.072,
+  ];
+}
+
+/** An angle in degrees: deg (the computed form), rad, grad or turn. */
+function degreesOf(arg: string): number {
+  const value = Number.parseFloat(arg);
+  if (arg.endsWith("grad")) return value * 0.9;
+  if (arg.endsWith("rad")) return (value * 180) / Math.PI;
+  if (arg.endsWith("turn")) return value * 360;
+  return value;
+}
+
 /** A computed filter's effect on legibility: opacity() multiplies, blur() adds its radius, colour functions compose. */
 function applyFilter(filter: string, into: { opacity: number; blur: number; paint?: Paint }): void {
   for (const m of filter.matchAll(/([a-z-]+)\(((?:[^()]|\([^()]*\))*)\)/g)) {
     const name = m[1]!;
     const arg = (m[2] ?? "").trim();
-    const amount = arg === "" ? 1 : arg.endsWith("%") ? Number.parseFloat(arg) / 100 : Number.parseFloat(arg);
+    const amount = name === "hue-rotate" ? (arg === "" ? 0 : degreesOf(arg)) : arg === "" ? 1 : arg.endsWith("%") ? Number.parseFloat(arg) / 100 : Number.parseFloat(arg);
     if (Number.isNaN(amount)) continue;
     if (name === "opacity") into.opacity *= Math.min(1, Math.max(0, amount));
     else if (name === "blur") into.blur += amount;
@@ -106,7 +145,20 @@ export function applyDrawing(style: CSSStyleDeclaration, into: { opacity: number
   const filter = style.filter;
   if (filter !== "none") applyFilter(filter, into);
   const mask = style.maskImage;
-  if (mask !== "none" && maskHidesAll(mask)) into.opacity = 0;
+  if (mask !== "none" && (maskHidesAll(mask) || maskPlacedAway(mask, style))) into.opacity = 0;
+}
+
+/**
+ * A mask of gradients only, drawn at no size (mask-size: 0) or, not repeated, moved far off the box: no part of the
+ * element is inside it, so nothing of it shows. (An image mask's own pixels are not read.)
+ */
+function maskPlacedAway(mask: string, style: CSSStyleDeclaration): boolean {
+  if (/url\(|image\(|element\(|paint\(/.test(mask) || topLevelCommas(mask) > 0) return false;
+  const size = style.maskSize.trim().split(/\s+/);
+  if (size.some((v) => /^0(?:px|%)?$/.test(v))) return true;
+  if (style.maskRepeat.trim() !== "no-repeat") return false;
+  const position = style.maskPosition.trim().split(/\s+/);
+  return position.some((v) => v.endsWith("px") && Math.abs(Number.parseFloat(v)) >= MASK_AWAY_PX);
 }
 
 /** A mask of gradients only, every colour of them (nearly) transparent: nothing of the element shows. */
@@ -115,6 +167,18 @@ function maskHidesAll(mask: string): boolean {
   const colours = mask.match(/rgba?\([^)]*\)/g);
   if (!colours) return false;
   return colours.every((c) => (parseColor(c)?.[3] ?? 1) < MIN_OPACITY);
+}
+
+/** Commas outside parentheses: one fewer than the layers of a list value (a mask of several images). */
+function topLevelCommas(value: string): number {
+  let depth = 0;
+  let commas = 0;
+  for (const ch of value) {
+    if (ch === "(") depth++;
+    else if (ch === ")") depth--;
+    else if (ch === "," && depth === 0) commas++;
+  }
+  return commas;
 }
 
 /** The computed value of a transparent background-color: most elements, no need to parse it. */
