@@ -1,5 +1,6 @@
 // The document as the agent reads it: the HTML of the rendered page with every element a person cannot see
-// marked (HIDDEN_MARK_ATTR), judged here where computed style, layout and colour are known. The live DOM is never
+// marked (HIDDEN_MARK_ATTR), judged here by the visibility rule (visibility.ts) where computed style, layout and
+// colour are known. The live DOM is never
 // touched: the marks go on a copy imported into an inert document (no browsing context: no custom-element
 // constructors run, no image loads), walked in step with the live tree.
 import {
@@ -13,8 +14,9 @@ import {
   type HiddenReason,
 } from "@tabrelay/protocol";
 import { hostedRoot } from "./flatTree.js";
-import { MIN_CONTRAST, MIN_OPACITY, type Paint, type Rgba, TRANSPARENT, applyDrawing, clippedAway, contrast, faintOn, over, parseColor } from "./paint.js";
-import { type Styled, mayBeStyled, startChecks, styledTree } from "./styled.js";
+import { MIN_OPACITY, applyDrawing } from "./paint.js";
+import { mayBeStyled, startChecks } from "./styled.js";
+import { bodyContext, contextOf, enter, flatParent, frameHidden, inPage, inTree, judge, MAX_BLUR_PER_FONT_PX, pageExtent, SKIP, type Context, type Extent } from "./visibility.js";
 
 export interface ContentParams {
   maxElements?: number;
@@ -27,252 +29,6 @@ export interface ContentValue {
   title: string;
   html: string;
   capped?: ContentCapped;
-}
-
-/** Elements whose content extraction drops anyway, or that have no rendering of their own to judge. */
-const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "LINK", "META", "BASE", "SVG", "svg", "CANVAS", "OBJECT", "EMBED", "HEAD", "SELECT", "DATALIST"]);
-/** Landmarks that mark an aria-hidden / inert element as the page's app root behind an open modal (see isAppRoot). */
-const MAIN_CONTENT = "main, article, h1, [role=main]";
-/** Type smaller than this (px) is not legible. */
-const MIN_FONT_PX = 3;
-/** A blur whose radius reaches this share of the type size leaves no legible letter (blur(4px) on 16 px type). */
-const MAX_BLUR_PER_FONT_PX = 0.25;
-/** Letter spacing this negative (a share of the type size) stacks the glyphs on one another. */
-const MIN_LETTER_SPACING_EM = -0.4;
-
-function hasOwnText(el: Element): boolean {
-  for (let n = el.firstChild; n; n = n.nextSibling) {
-    if (n.nodeType === 3 && /\S/.test(n.nodeValue ?? "")) return true;
-  }
-  return false;
-}
-
-/** aria-hidden / inert on a page's whole app root while a modal is open hides nothing a person sees. */
-function isAppRoot(el: Element): boolean {
-  return el.querySelector(MAIN_CONTENT) !== null;
-}
-
-interface Context {
-  /** The colour the element is drawn on, when known (an image, a gradient or positioning make it unknown). */
-  background: Rgba | undefined;
-  /** Product of the element's and its ancestors' opacity (filter: opacity() and a transparent mask included). */
-  opacity: number;
-  /** position: absolute or fixed (clip applies to those only). */
-  positioned: boolean;
-  /** Sum of the blur() radii of the element's and its ancestors' filters, px. */
-  blur: number;
-  /** The colour filters of the element and its ancestors, when any. */
-  paint?: Paint;
-  /** The scrollable area of the nearest scrolling ancestor (overflow auto / scroll), in viewport coordinates. */
-  scrollArea?: Area;
-  /** The box of the nearest ancestor that clips its overflow (hidden / clip), in viewport coordinates. */
-  clip?: Area;
-  /** A positioned element lies between that clipping box (itself included) and here: absolute boxes stay inside it. */
-  clipHeld?: boolean;
-  /** Which of the properties only some style sets the trees around the element can set (styledTree). */
-  styled: Styled;
-}
-
-/**
- * Why a person cannot see an element: its whole subtree (HIDDEN_SUBTREE) or only its own text (HIDDEN_OWN_TEXT), and
- * the reason named to the agent and the write gate. Constants: the walk allocates nothing per element.
- */
-export interface Verdict {
-  readonly scope: typeof HIDDEN_SUBTREE | typeof HIDDEN_OWN_TEXT;
-  readonly reason: HiddenReason;
-}
-const subtree = (reason: HiddenReason): Verdict => Object.freeze({ scope: HIDDEN_SUBTREE, reason });
-const ownText = (reason: HiddenReason): Verdict => Object.freeze({ scope: HIDDEN_OWN_TEXT, reason });
-const V = {
-  display: subtree("display"),
-  opacity: subtree("opacity"),
-  inert: subtree("inert"),
-  ariaHidden: subtree("aria-hidden"),
-  size: subtree("size"),
-  offscreen: subtree("offscreen"),
-  clipped: subtree("clipped"),
-  closedDetails: ownText("display"),
-  visibility: ownText("visibility"),
-  tinyText: ownText("size"),
-  indented: ownText("offscreen"),
-  unseenText: ownText("unseen"),
-} as const;
-
-interface Area {
-  left: number;
-  top: number;
-  right: number;
-  bottom: number;
-}
-
-function outside(rect: DOMRect, area: Area): boolean {
-  return rect.right <= area.left || rect.bottom <= area.top || rect.left >= area.right || rect.top >= area.bottom;
-}
-
-const SCROLLS = /^(?:auto|scroll)$/;
-
-interface Extent {
-  width: number;
-  height: number;
-  scrollX: number;
-  scrollY: number;
-}
-
-/** How far the page can be scrolled: what lies beyond (left of 0, above 0, past the end) no person reaches. */
-function pageExtent(): Extent {
-  const root = document.scrollingElement ?? document.documentElement;
-  const style = getComputedStyle(document.documentElement);
-  const body = document.body ? getComputedStyle(document.body) : undefined;
-  const clipsX = (s: CSSStyleDeclaration | undefined) => s !== undefined && (s.overflowX === "hidden" || s.overflowX === "clip");
-  const clipsY = (s: CSSStyleDeclaration | undefined) => s !== undefined && (s.overflowY === "hidden" || s.overflowY === "clip");
-  return {
-    width: clipsX(style) || clipsX(body) ? innerWidth : Math.max(root.scrollWidth, innerWidth),
-    height: clipsY(style) || clipsY(body) ? innerHeight : Math.max(root.scrollHeight, innerHeight),
-    scrollX,
-    scrollY,
-  };
-}
-
-/**
- * Whether an element lies wholly beyond the page's scrollable area with no scrolling box around it to bring it into
- * view: the rule content() withholds such text by, for readers that judge one element (query).
- */
-export function beyondPage(el: Element): boolean {
-  const rect = el.getBoundingClientRect();
-  if (rect.width <= 0 && rect.height <= 0) return false;
-  const extent = pageExtent();
-  const outsidePage = rect.right + extent.scrollX <= 0 || rect.bottom + extent.scrollY <= 0 || rect.left + extent.scrollX >= extent.width || rect.top + extent.scrollY >= extent.height;
-  if (!outsidePage) return false;
-  for (let node = el.parentElement; node && node !== document.body && node !== document.documentElement; node = node.parentElement) {
-    const style = getComputedStyle(node);
-    if (SCROLLS.test(style.overflowX) || SCROLLS.test(style.overflowY)) return false;
-  }
-  return true;
-}
-
-/**
- * How much the element is drawn at, against its own layout size: transforms (scale, rotate, perspective) and zoom,
- * its own and its ancestors', show in its rendered box and not in offsetWidth / offsetHeight. 1 when unknown.
- */
-function renderedScale(el: Element, rect: DOMRect): number {
-  if (!(el instanceof HTMLElement)) return 1;
-  const h = el.offsetHeight;
-  const w = el.offsetWidth;
-  const sy = h >= 4 ? rect.height / h : undefined;
-  const sx = w >= 4 ? rect.width / w : undefined;
-  if (sx === undefined || sy === undefined) return sx ?? sy ?? 1;
-  // Drawn at half its size or more both ways: type is not shrunk out of reading (the common case).
-  if (sx >= 0.5 && sy >= 0.5) return 1;
-  // A box drawn with less area than it was laid out with was shrunk, and its type is as narrow as its narrower axis
-  // (scaleX(0.05) squeezes 16 px letters into slivers); a rotation never shrinks the area of its bounding box (a
-  // quarter turn swaps width and height): the mean then.
-  return sx * sy < 0.9 ? Math.min(sx, sy) : Math.sqrt(sx * sy);
-}
-
-/** The element's box was flattened by a transform or zoom: laid out with a size, drawn with (almost) none. */
-function collapsed(el: Element, rect: DOMRect): boolean {
-  if (!(el instanceof HTMLElement) || (rect.width >= 1 && rect.height >= 1)) return false;
-  return (rect.width < 1 && el.offsetWidth >= 2) || (rect.height < 1 && el.offsetHeight >= 2);
-}
-
-/**
- * Why the element's subtree is not rendered for a person (nothing below it can show), or why only its own text is
- * not seen while its children may be, or undefined: the one rule every reader of the page goes by (content, query,
- * snapshot, the write gate's facts). `ctx` is the element's own (its opacity, filters and mask included). Computed
- * properties are read only where they can decide (each read costs ~0.5 us; pages have 10^4-10^5 elements).
- */
-function judge(el: Element, style: CSSStyleDeclaration, rect: DOMRect, ctx: Context, extent: Extent): Verdict | undefined {
-  if (!el.checkVisibility()) {
-    // display: contents has no box of its own, its children render.
-    return style.display === "contents" ? undefined : V.display;
-  }
-  if (ctx.opacity < MIN_OPACITY) return V.opacity;
-  if (el.hasAttribute("inert") && !isAppRoot(el)) return V.inert;
-  if (el.getAttribute("aria-hidden")?.trim().toLowerCase() === "true" && !isAppRoot(el)) return V.ariaHidden;
-  if (rect.width < 2 || rect.height < 2) {
-    if (style.overflowX !== "visible" || style.overflowY !== "visible") return V.size;
-    if (collapsed(el, rect)) return V.size;
-  }
-  if (rect.width > 0 || rect.height > 0) {
-    // Out of the page's scrollable area, and out of the nearest scrolling box's (an app that scrolls its content in a
-    // box of its own keeps it there, below that box's fold, not hidden).
-    const outsidePage = rect.right + extent.scrollX <= 0 || rect.bottom + extent.scrollY <= 0 || rect.left + extent.scrollX >= extent.width || rect.top + extent.scrollY >= extent.height;
-    if (outsidePage && (ctx.scrollArea === undefined || outside(rect, ctx.scrollArea))) return V.offscreen;
-    // Wholly outside the box that clips it (overflow hidden): drawn nowhere.
-    if (ctx.clip && rect.width > 0 && rect.height > 0 && outside(rect, ctx.clip)) return V.clipped;
-  }
-  if (ctx.positioned && clippedAway(style.clip, "")) return V.clipped;
-  const path = style.clipPath;
-  if (path !== "none" && clippedAway("", path)) return V.clipped;
-  if (!hasOwnText(el)) return undefined;
-  if (el instanceof HTMLDetailsElement && !el.open) return V.closedDetails;
-  if (style.visibility !== "visible") return V.visibility;
-  const fontPx = Number.parseFloat(style.fontSize);
-  // The type as drawn: transforms and zoom shrink it (scale(0.1) makes 16 px type 1.6 px).
-  if (fontPx * (ctx.styled.shrinks ? renderedScale(el, rect) : 1) < MIN_FONT_PX) return V.tinyText;
-  if (Number.parseFloat(style.textIndent) < -500) return V.indented;
-  if (ctx.blur > 0 && ctx.blur >= fontPx * MAX_BLUR_PER_FONT_PX) return V.unseenText;
-  const spacing = ctx.styled.spaces ? style.letterSpacing : "normal";
-  if (spacing !== "normal" && Number.parseFloat(spacing) <= MIN_LETTER_SPACING_EM * fontPx) return V.tinyText;
-  const fillText = style.webkitTextFillColor;
-  const parsedFill = parseColor(fillText);
-  const fill = parsedFill && ctx.paint ? ctx.paint(parsedFill) : parsedFill;
-  if (fill && (fill[3] * ctx.opacity < 0.1 || (ctx.background && (ctx.paint ? contrast(over(fill, ctx.background), ctx.background) < MIN_CONTRAST : faintOn(fillText, fill, ctx.background))))) {
-    // Gradient text (background-clip: text), outlined or shadowed text shows without a fill of its own.
-    const painted = style.backgroundClip === "text" || style.webkitBackgroundClip === "text" || Number.parseFloat(style.webkitTextStrokeWidth) > 0 || style.textShadow !== "none";
-    if (!painted) return V.unseenText;
-  }
-  return undefined;
-}
-
-/**
- * The one colour a background image of opaque gradients only paints (its stops all within MIN_CONTRAST of each
- * other: linear-gradient(#fff, #fff)); undefined for a picture, transparency or a real blend of colours.
- */
-function gradientColour(image: string): Rgba | undefined {
-  if (/url\(|image\(|element\(|paint\(|cross-fade\(/.test(image)) return undefined;
-  const stops = image.match(/rgba?\([^)]*\)/g)?.map(parseColor);
-  if (!stops || stops.length === 0) return undefined;
-  const first = stops[0];
-  if (!first) return undefined;
-  for (const stop of stops) if (!stop || stop[3] < 0.99 || contrast(stop, first) >= MIN_CONTRAST) return undefined;
-  return [first[0], first[1], first[2], 1];
-}
-
-/** The colour the element and its children are drawn on, when known (as drawn: through the colour filters on it). */
-function backgroundFor(style: CSSStyleDeclaration, inherited: Rgba | undefined, positioned: boolean, paint?: Paint): Rgba | undefined {
-  const image = style.backgroundImage;
-  if (image !== "none") {
-    const flat = gradientColour(image);
-    return flat && paint ? paint(flat) : flat;
-  }
-  const color = style.backgroundColor;
-  // Transparent and not positioned: drawn on what its parent is drawn on (the same object, which faintOn relies on).
-  if (color === TRANSPARENT) return positioned ? undefined : inherited;
-  const parsed = parseColor(color);
-  const own = parsed && paint ? paint(parsed) : parsed;
-  if (own && own[3] >= 0.99) return [own[0], own[1], own[2], 1];
-  // A positioned box may be drawn over anything (an image, a video): what is under it is not its parent.
-  const base = positioned ? undefined : inherited;
-  if (base === undefined) return undefined;
-  return own && own[3] > 0 ? over(own, base) : base;
-}
-
-/** The frame is not shown in its parent: a zero-size viewport, or (same origin) a hidden frame element. */
-function frameHidden(): boolean {
-  if (window === window.top) return false;
-  if (innerWidth < 2 || innerHeight < 2) return true;
-  try {
-    for (let owner = window.frameElement, depth = 0; owner && depth < 16; owner = owner.ownerDocument.defaultView?.frameElement ?? null, depth++) {
-      if (!owner.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })) return true;
-      const win = owner.ownerDocument.defaultView;
-      const r = owner.getBoundingClientRect();
-      if (win && (r.right + win.scrollX <= 0 || r.bottom + win.scrollY <= 0)) return true;
-    }
-  } catch {
-    // A cross-origin parent: its frame element cannot be seen from here.
-  }
-  return false;
 }
 
 export function content(params: ContentParams = {}): { ok: true; value: ContentValue } {
@@ -339,62 +95,6 @@ function shownChildren(l: Element, c: Element): Element[] | undefined {
     slotCopies[i]!.replaceChildren(...assigned.map((n) => copyOf.get(n)).filter((n): n is ChildNode => n !== undefined));
   }
   return [...root.children];
-}
-
-/** The context the body's children are drawn in: the canvas behind the root, the root's and the body's opacity. */
-function bodyContext(liveBody: Element): { ctx: Context; style: CSSStyleDeclaration } {
-  const bodyStyle = getComputedStyle(liveBody);
-  const rootStyle = getComputedStyle(document.documentElement);
-  const canvas = backgroundFor(rootStyle, [255, 255, 255, 1], false) ?? [255, 255, 255, 1];
-  const ctx: Context = { background: undefined, opacity: 1, positioned: false, blur: 0, styled: styledTree(document) };
-  applyDrawing(rootStyle, ctx);
-  applyDrawing(bodyStyle, ctx);
-  ctx.background = backgroundFor(bodyStyle, canvas, false, ctx.paint);
-  return { ctx, style: bodyStyle };
-}
-
-const CLIPS = /^(?:hidden|clip)$/;
-
-/**
- * One element as the walk meets it in `ctx`: its verdict (judge), the context its children are drawn in, and whether
- * it is fixed or sticky (for the broker's overlay judgement).
- */
-function enter(l: Element, ctx: Context, extent: Extent): { mark: Verdict | undefined; children: Context; position: string } {
-  const style = getComputedStyle(l);
-  const position = style.position;
-  const positioned = position === "absolute" || position === "fixed";
-  const mine: Context = { background: undefined, opacity: ctx.opacity, positioned, blur: ctx.blur, styled: ctx.styled };
-  if (ctx.paint) mine.paint = ctx.paint;
-  if (ctx.styled.fades) applyDrawing(style, mine);
-  else mine.opacity *= Number.parseFloat(style.opacity) || 0;
-  mine.background = backgroundFor(style, ctx.background, positioned, mine.paint);
-  if (ctx.scrollArea) mine.scrollArea = ctx.scrollArea;
-  // A fixed box escapes every clipping ancestor; an absolute one those outside its containing block.
-  if (ctx.clip && position !== "fixed" && (position !== "absolute" || ctx.clipHeld)) {
-    mine.clip = ctx.clip;
-    mine.clipHeld = ctx.clipHeld === true || position !== "static";
-  }
-  const rect = l.getBoundingClientRect();
-  const mark = judge(l, style, rect, mine, extent);
-  if (mark === undefined || mark.scope !== HIDDEN_SUBTREE) {
-    const overflowX = style.overflowX;
-    const overflowY = style.overflowY;
-    if (SCROLLS.test(overflowY) || SCROLLS.test(overflowX)) {
-      const left = rect.left - l.scrollLeft;
-      const top = rect.top - l.scrollTop;
-      // What the box scrolls can be brought into view: no clip from outside it is judged inside.
-      const children: Context = { ...mine, scrollArea: { left, top, right: left + Math.max(l.scrollWidth, rect.width), bottom: top + Math.max(l.scrollHeight, rect.height) } };
-      delete children.clip;
-      delete children.clipHeld;
-      return { mark, children, position };
-    }
-    if (CLIPS.test(overflowX) && CLIPS.test(overflowY)) {
-      const c = mine.clip;
-      const clip = c ? { left: Math.max(c.left, rect.left), top: Math.max(c.top, rect.top), right: Math.min(c.right, rect.right), bottom: Math.min(c.bottom, rect.bottom) } : { left: rect.left, top: rect.top, right: rect.right, bottom: rect.bottom };
-      return { mark, children: { ...mine, clip, clipHeld: position !== "static" }, position };
-    }
-  }
-  return { mark, children: mine, position };
 }
 
 /**
@@ -475,56 +175,10 @@ function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number
   return visited;
 }
 
-/** The element's parent in the flat tree (a slotted element's slot, a shadow root's host). */
-function flatParent(el: Element): Element | null {
-  if (el.assignedSlot) return el.assignedSlot;
-  if (el.parentElement) return el.parentElement;
-  const root = el.parentNode;
-  return root instanceof ShadowRoot ? root.host : null;
-}
-
 const INLINE = /^(?:inline|contents|ruby|ruby-text|none)$/;
 
 /** Elements a query reads the text of, at most. */
 const SEEN_MAX_ELEMENTS = 2000;
-
-/**
- * The context `el` is drawn in (its flat-tree ancestors' opacity, filters, background, clipping and scrolling boxes
- * entered from the body down), or the verdict of the first ancestor that hides it.
- */
-function contextOf(el: Element, extent: Extent): Context | Verdict {
-  const body = document.body;
-  if (!body) return V.display;
-  const chain: Element[] = [];
-  for (let n = flatParent(el); n && n !== body && n !== document.documentElement; n = flatParent(n)) chain.push(n);
-  const { ctx: bodyCtx, style } = bodyContext(body);
-  const bodyMark = judge(body, style, body.getBoundingClientRect(), bodyCtx, extent);
-  if (bodyMark?.scope === HIDDEN_SUBTREE) return bodyMark;
-  let ctx = bodyCtx;
-  // Inside a shadow tree, its root's own sheets style it too.
-  const within = (node: Element, at: Context) => {
-    const root = node.getRootNode();
-    return root instanceof ShadowRoot ? inTree(at, root) : at;
-  };
-  for (let i = chain.length - 1; i >= 0; i--) {
-    const step = enter(chain[i]!, within(chain[i]!, ctx), extent);
-    if (step.mark?.scope === HIDDEN_SUBTREE) return step.mark;
-    ctx = step.children;
-  }
-  return within(el, ctx);
-}
-
-function inPage(el: Element): boolean {
-  const body = document.body;
-  return body !== null && (body.contains(el) || el.getRootNode() instanceof ShadowRoot) && el.isConnected;
-}
-
-/** The context `ctx` with what a shadow root's own styles can set besides. */
-function inTree(ctx: Context, root: ShadowRoot): Context {
-  const own = styledTree(root);
-  const styled = { fades: ctx.styled.fades || own.fades, shrinks: ctx.styled.shrinks || own.shrinks, spaces: ctx.styled.spaces || own.spaces };
-  return { ...ctx, styled };
-}
 
 /**
  * The part of the rule the snapshot judges each listed element by, for many elements in one call (ancestors read
