@@ -3,6 +3,8 @@
 // to broker B with a page token minted on A for her. Her session on A lists the page's tools (and hears of them),
 // her call is carried to B and answered by the page, audited once where the page is; Bob's agents get nothing of
 // them, the name failing word for word as a made-up one.
+import { randomBytes } from "node:crypto";
+import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -174,5 +176,31 @@ describe("a page token in a cluster", () => {
     expect(await tryConnect(b, token)).toMatchObject({ opened: true });
     expect(await tryConnect(a, token)).toMatchObject({ status: 401, body: expect.stringContaining("already used") });
     expect(await tryConnect(b, token)).toMatchObject({ status: 401, body: expect.stringContaining("already used") });
+  });
+
+  const mint = async () => {
+    const minted = await fetch(`${a.url}/page-tokens`, { method: "POST", headers: { Authorization: `Bearer ${aliceToken}`, "Content-Type": "application/json" }, body: JSON.stringify({ origin: site.origin }) });
+    return ((await minted.json()) as { token: string }).token;
+  };
+
+  it("lives through a page that resets its socket while Redis is asked about its token, and refuses one Redis never answers", async () => {
+    const token = await mint();
+    redis.pause();
+    try {
+      // A raw handshake, then a reset (RST) while the claim waits on the stalled Redis.
+      const socket = connect(b.port, "127.0.0.1");
+      await new Promise((resolve) => socket.once("connect", resolve));
+      socket.write(`GET /page HTTP/1.1\r\nHost: 127.0.0.1:${b.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Protocol: bearer.${token}\r\nOrigin: ${site.origin}\r\n\r\n`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      socket.resetAndDestroy();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // A handshake Redis never answers is refused after a few seconds, saying why.
+      const stalled = await tryConnect(b, await mint());
+      expect(stalled).toMatchObject({ status: 503, body: expect.stringContaining("no answer from Redis") });
+    } finally {
+      redis.resume();
+    }
+    // The broker (this very process) is still here, and takes the next page.
+    await waitFor("Redis back", async () => ((await tryConnect(b, await mint())).opened ? true : undefined), 15_000);
   });
 });

@@ -81,6 +81,8 @@ const RENDERING_TRICKS: Record<string, string> = {
   "sepia grey on its sepia tone": `<div style="background: rgb(135, 120, 94)"><p style="color: rgb(100, 100, 100); filter: sepia(1)">TEXT</p></div>`,
   "hue-rotate red onto teal": `<div style="background: rgb(0, 109, 109)"><p style="color: #f00; filter: hue-rotate(180deg)">TEXT</p></div>`,
   "hue-rotate by half a turn": `<div style="background: rgb(0, 109, 109)"><p style="color: #f00; filter: hue-rotate(0.5turn)">TEXT</p></div>`,
+  "squeezed and stretched scale(0.05, 20)": `<p style="transform: scale(0.05, 20)">TEXT</p>`,
+  "brightness(0) invert(1): white on white": `<p style="filter: brightness(0) invert(1)">TEXT</p>`,
 };
 
 /** Near misses that a person reads: they stay. */
@@ -98,6 +100,9 @@ const RENDERED_AND_READ = [
   `<div style="background: rgb(0, 109, 109)"><p style="color: #f00">SHOWN red on teal</p></div>`,
   `<p style="filter: hue-rotate(90deg)">SHOWN hue turned a quarter</p>`,
   `<p style="mask-image: linear-gradient(#000, #000); mask-size: 100% 100%">SHOWN under a full mask</p>`,
+  `<p style="mask-image: linear-gradient(#000, #000); mask-size: 10000px 100%; mask-repeat: no-repeat; mask-position: -5000px 0">SHOWN under a wide mask moved left</p>`,
+  `<p style="width: 300px; transform: rotate(90deg) scale(0.9)">SHOWN turned and scaled a little</p>`,
+  `<div style="background: #000"><p style="color: #333; filter: brightness(0) invert(1)">SHOWN made white on black</p></div>`,
   `<div style="overflow: hidden; height: 40px"><p style="position: absolute; top: 60px">SHOWN absolutely placed out of an unpositioned clipping box</p></div>`,
 ];
 

@@ -21,6 +21,9 @@ export interface TestRedis {
   stop(): Promise<void>;
   /** SIGKILL, at once: the server vanishes as in a crash (stop() still cleans up after it). */
   kill(): void;
+  /** SIGSTOP: the server holds every command unanswered (a stalled Redis) until resume(). */
+  pause(): void;
+  resume(): void;
 }
 
 export async function startRedis(): Promise<TestRedis> {
@@ -91,7 +94,7 @@ export async function startRedis(): Promise<TestRedis> {
       if (attempt < 5 && /Address already in use/.test(log)) continue;
       throw new Error(`Redis did not start (${outcome}):\n${log.split("\n").slice(-10).join("\n")}`);
     }
-    return { url: `redis://:${password}@127.0.0.1:${port}`, port, password, stop, kill };
+    return { url: `redis://:${password}@127.0.0.1:${port}`, port, password, stop, kill, pause: () => void child?.kill("SIGSTOP"), resume: () => void child?.kill("SIGCONT") };
   } catch (error) {
     await stop();
     throw error;

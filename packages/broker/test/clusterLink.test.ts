@@ -19,18 +19,19 @@ describe("locate", () => {
   });
 
   it("sends an unnamed call to the user's newest browser, wherever it is", () => {
-    expect(locate(local, remote, undefined)).toEqual({ broker: "b2" });
+    expect(locate(local, remote, undefined)).toEqual({ broker: "b2", browserId: "there-1" });
     expect(locate([info("here-2", "x", 400)], remote, undefined)).toBeUndefined();
-    expect(locate([], remote, "")).toEqual({ broker: "b2" });
+    expect(locate([], remote, "")).toEqual({ broker: "b2", browserId: "there-1" });
   });
 
   it("sends a call naming a browser by id to its broker, and keeps one naming a local browser here", () => {
-    expect(locate(local, remote, "there-2")).toEqual({ broker: "b3" });
+    expect(locate(local, remote, "there-2")).toEqual({ broker: "b3", browserId: "there-2" });
     expect(locate(local, remote, "here-1")).toBeUndefined();
   });
 
   it("follows a label only when it names one browser of the whole cluster; else here, where the registry says why", () => {
-    expect(locate(local, remote, "desktop")).toEqual({ broker: "b2" });
+    // The browser it resolved to goes with the call: the broker that forwards it knows which browser a failure is of.
+    expect(locate(local, remote, "desktop")).toEqual({ broker: "b2", browserId: "there-1" });
     // "laptop" is here and on b3: ambiguous, answered here (unknown_browser naming the ambiguity).
     expect(locate(local, remote, "laptop")).toBeUndefined();
     expect(locate(local, remote, "nowhere")).toBeUndefined();

@@ -32,6 +32,13 @@ describe("forwarded headers", () => {
     expect(forwarding.arrival(new Headers([["X-Real-IP", "1.2.3.4"], ["X-Real-IP", "5.6.7.8"]]), "10.0.0.1", "h").client).toBe("10.0.0.1");
   });
 
+  it("judge a link-local peer by its address, not the interface Node names with it", () => {
+    const forwarding = new Forwarding(["fe80::/10"]);
+    expect(forwarding.trusts("fe80::1%eth0")).toBe(true);
+    expect(forwarding.arrival(forwardedHeaders, "fe80::2%eth0", "h").client).toBe("203.0.113.9");
+    expect(new Forwarding([]).arrival(new Headers(), "fe80::2%eth0", "h").client).toBe("fe80::2");
+  });
+
   it("match CIDR ranges bit by bit, IPv4 ranges also for IPv4-mapped peers", () => {
     const forwarding = new Forwarding(["192.168.4.0/22", "2001:db8:aa::/48", "0.0.0.0/0"]);
     expect(forwarding.trusts("8.8.8.8")).toBe(true); // 0.0.0.0/0: every IPv4 address, and no IPv6 one
@@ -43,7 +50,7 @@ describe("forwarded headers", () => {
   });
 
   it("refuse config entries that are not addresses or ranges, naming the entry", () => {
-    for (const bad of ["10.0.0.256", "10.0.0.0/33", "::1/129", "10.0.0.0/8/8", "nginx", "fe80::1%eth0", "10.0.0.0/", "1::2::3"]) {
+    for (const bad of ["10.0.0.256", "10.0.0.0/33", "::1/129", "10.0.0.0/8/8", "nginx", "fe80::1%eth0", "10.0.0.0/", "1::2::3", "10.0.0.2::/8"]) {
       expect(rangeProblem(bad), bad).toContain(JSON.stringify(bad));
       expect(() => new Forwarding([bad])).toThrow(/mcp\.trusted_proxies/);
     }
@@ -61,7 +68,7 @@ describe("addresses", () => {
     expect(canonicalAddress("1:0:0:2:0:0:0:3")).toBe("1:0:0:2::3");
     expect(canonicalAddress("::")).toBe("::");
     expect(canonicalAddress("::1")).toBe("::1");
-    for (const bad of ["fe80::1%eth0", "[::1]", "01.2.3.4", "1.2.3", "", "1:2:3:4:5:6:7:8:9", "12345::"]) expect(canonicalAddress(bad), bad).toBeUndefined();
+    for (const bad of ["fe80::1%eth0", "[::1]", "01.2.3.4", "1.2.3", "", "1:2:3:4:5:6:7:8:9", "12345::", "1.2.3.4::", "1.2.3.4::5"]) expect(canonicalAddress(bad), bad).toBeUndefined();
   });
 
   it("are counted by /64 for IPv6 (one client may hold all of it), by address for IPv4", () => {

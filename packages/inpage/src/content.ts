@@ -206,8 +206,9 @@ export function drawnJudge(): (el: Element) => HiddenReason | undefined {
     let drawn: Drawn = cur ?? { opacity: 1, blur: 0 };
     for (let i = chain.length - 1; i >= 0; i--) {
       const next: Drawn = { opacity: drawn.opacity, blur: drawn.blur };
-      applyDrawing(getComputedStyle(chain[i]!), next);
-      cache.set(chain[i]!, next);
+      const n = chain[i]!;
+      applyDrawing(getComputedStyle(n), next, n instanceof HTMLElement ? () => ({ width: n.offsetWidth, height: n.offsetHeight }) : undefined);
+      cache.set(n, next);
       drawn = next;
     }
     return drawn;

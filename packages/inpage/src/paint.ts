@@ -1,8 +1,12 @@
 // How the page paints what it draws, for the visibility rule (content.ts): colours as the page computed them, the
 // contrast of text on its background, the filters, masks and clips that fade, blur or cut a box away.
 
-/** A non-repeating mask offset this far (px) leaves the box: boxes of text are not this large. */
-const MASK_AWAY_PX = 4000;
+/** An element's size as laid out (px). */
+export interface Box {
+  width: number;
+  height: number;
+}
+
 /** Below this effective opacity nothing is legible. */
 export const MIN_OPACITY = 0.05;
 /** Text whose contrast ratio against the background it is drawn on is below this is not seen (white on #f5f5f5: 1.09). */
@@ -119,6 +123,9 @@ function degreesOf(arg: string): number {
 
 /** A computed filter's effect on legibility: opacity() multiplies, blur() adds its radius, colour functions compose. */
 function applyFilter(filter: string, into: { opacity: number; blur: number; paint?: Paint }): void {
+  // One element's list applies left to right (brightness(0) invert(1) paints white); it is drawn inside its
+  // ancestors' filters, which apply after it.
+  let own: Paint | undefined;
   for (const m of filter.matchAll(/([a-z-]+)\(((?:[^()]|\([^()]*\))*)\)/g)) {
     const name = m[1]!;
     const arg = (m[2] ?? "").trim();
@@ -128,11 +135,14 @@ function applyFilter(filter: string, into: { opacity: number; blur: number; pain
     else if (name === "blur") into.blur += amount;
     else {
       const paint = colourFilter(name, amount);
-      // Inner filters paint first: the element's own filter, then each ancestor's outwards.
-      const outer = into.paint;
-      if (paint) into.paint = outer ? (c) => outer(paint(c)) : paint;
+      const before = own;
+      if (paint) own = before ? (c) => paint(before(c)) : paint;
     }
   }
+  if (!own) return;
+  const mine = own;
+  const outer = into.paint;
+  into.paint = outer ? (c) => outer(mine(c)) : mine;
 }
 
 /**
@@ -140,25 +150,36 @@ function applyFilter(filter: string, into: { opacity: number; blur: number; pain
  * opacity(), blur() and colour functions of its filter, a mask that leaves nothing (the reader's rule applies it in
  * enter(); the snapshot judges by it alone: drawnJudge).
  */
-export function applyDrawing(style: CSSStyleDeclaration, into: { opacity: number; blur: number; paint?: Paint }): void {
+export function applyDrawing(style: CSSStyleDeclaration, into: { opacity: number; blur: number; paint?: Paint }, box?: () => Box): void {
   into.opacity *= Number.parseFloat(style.opacity) || 0;
   const filter = style.filter;
   if (filter !== "none") applyFilter(filter, into);
   const mask = style.maskImage;
-  if (mask !== "none" && (maskHidesAll(mask) || maskPlacedAway(mask, style))) into.opacity = 0;
+  if (mask !== "none" && (maskHidesAll(mask) || maskPlacedAway(mask, style, box))) into.opacity = 0;
 }
 
 /**
- * A mask of gradients only, drawn at no size (mask-size: 0) or, not repeated, moved far off the box: no part of the
- * element is inside it, so nothing of it shows. (An image mask's own pixels are not read.)
+ * A mask of gradients only, drawn at no size (mask-size: 0) or, not repeated, placed wholly off the element's box
+ * (`boxOf`, its size, when known): no part of the element is inside it, so nothing of it shows. (An image mask's own
+ * pixels are not read.)
  */
-function maskPlacedAway(mask: string, style: CSSStyleDeclaration): boolean {
+function maskPlacedAway(mask: string, style: CSSStyleDeclaration, boxOf: (() => Box) | undefined): boolean {
   if (/url\(|image\(|element\(|paint\(/.test(mask) || topLevelCommas(mask) > 0) return false;
-  const size = style.maskSize.trim().split(/\s+/);
+  // One image: its layer is the first of each list.
+  const first = (value: string) => (value.split(",")[0] ?? "").trim();
+  const size = first(style.maskSize).split(/\s+/);
   if (size.some((v) => /^0(?:px|%)?$/.test(v))) return true;
-  if (style.maskRepeat.trim() !== "no-repeat") return false;
-  const position = style.maskPosition.trim().split(/\s+/);
-  return position.some((v) => v.endsWith("px") && Math.abs(Number.parseFloat(v)) >= MASK_AWAY_PX);
+  if (!boxOf || first(style.maskRepeat) !== "no-repeat") return false;
+  const box = boxOf();
+  // A gradient has no size of its own: auto, cover and contain draw it over the whole box.
+  const extent = (v: string | undefined, whole: number) => (v?.endsWith("px") ? Number.parseFloat(v) : v?.endsWith("%") ? (Number.parseFloat(v) / 100) * whole : whole);
+  const width = extent(size[0], box.width);
+  const height = extent(size[1] ?? "auto", box.height);
+  const [px, py] = first(style.maskPosition).split(/\s+/);
+  const offset = (v: string | undefined, whole: number, drawn: number) => (v?.endsWith("px") ? Number.parseFloat(v) : v?.endsWith("%") ? ((whole - drawn) * Number.parseFloat(v)) / 100 : Number.NaN);
+  const x = offset(px, box.width, width);
+  const y = offset(py ?? px, box.height, height);
+  return x >= box.width || x + width <= 0 || y >= box.height || y + height <= 0;
 }
 
 /** A mask of gradients only, every colour of them (nearly) transparent: nothing of the element shows. */

@@ -49,6 +49,8 @@ export interface Context {
   clipHeld?: boolean;
   /** Which of the properties only some style sets the trees around the element can set (styledTree). */
   styled: Styled;
+  /** The element's and its ancestors' 2D transforms, composed (read only where some style can set one). */
+  linear?: Linear;
 }
 
 /**
@@ -135,16 +137,61 @@ export function beyondPage(el: Element): boolean {
 function renderedScale(el: Element, rect: DOMRect): number {
   if (!(el instanceof HTMLElement)) return 1;
   const h = el.offsetHeight;
-  const w = el.offsetWidth;
   const sy = h >= 4 ? rect.height / h : undefined;
+  // Drawn at half its height or more: type is not shrunk out of reading (one layout read, the common case).
+  if (sy !== undefined && sy >= 0.5) return 1;
+  const w = el.offsetWidth;
   const sx = w >= 4 ? rect.width / w : undefined;
-  if (sx === undefined || sy === undefined) return sx ?? sy ?? 1;
-  // Drawn at half its size or more both ways: type is not shrunk out of reading (the common case).
-  if (sx >= 0.5 && sy >= 0.5) return 1;
-  // A box drawn with less area than it was laid out with was shrunk, and its type is as narrow as its narrower axis
-  // (scaleX(0.05) squeezes 16 px letters into slivers); a rotation never shrinks the area of its bounding box (a
-  // quarter turn swaps width and height): the mean then.
-  return sx * sy < 0.9 ? Math.min(sx, sy) : Math.sqrt(sx * sy);
+  // The area's ratio: a rotation by 90 degrees swaps width and height and shrinks nothing.
+  if (sx !== undefined && sy !== undefined) return Math.sqrt(sx * sy);
+  return sx ?? sy ?? 1;
+}
+
+/** The linear part of a 2D transform: x' = a x + c y, y' = b x + d y (CSS matrix(a, b, c, d, e, f) order). */
+type Linear = readonly [number, number, number, number];
+
+const multiply = (m: Linear, n: Linear): Linear => [m[0] * n[0] + m[2] * n[1], m[1] * n[0] + m[3] * n[1], m[0] * n[2] + m[2] * n[3], m[1] * n[2] + m[3] * n[3]];
+
+/**
+ * The element's own 2D transform, from its computed `transform`, `scale` and `rotate` (applied as rotate, then scale,
+ * then transform), or undefined when it has none. Inline boxes are not transformed.
+ */
+function ownLinear(style: CSSStyleDeclaration): Linear | undefined {
+  if (style.display === "inline") return undefined;
+  let m: Linear | undefined;
+  const transform = style.transform;
+  if (transform && transform !== "none") {
+    const values = /^matrix(3d)?\(([^)]*)\)$/.exec(transform);
+    const n = values?.[2]?.split(",").map(Number);
+    if (n && n.every(Number.isFinite)) m = values?.[1] ? [n[0]!, n[1]!, n[4]!, n[5]!] : [n[0]!, n[1]!, n[2]!, n[3]!];
+  }
+  const scale = style.scale;
+  if (scale && scale !== "none") {
+    const [x, y] = scale.split(/\s+/).map((v) => (v.endsWith("%") ? Number.parseFloat(v) / 100 : Number.parseFloat(v)));
+    if (x !== undefined && Number.isFinite(x)) {
+      const s: Linear = [x, 0, 0, y !== undefined && Number.isFinite(y) ? y : x];
+      m = m ? multiply(s, m) : s;
+    }
+  }
+  const rotate = /^(?:z\s+)?(-?[\d.]+)deg$/.exec(style.rotate ?? "");
+  if (rotate) {
+    const t = (Number(rotate[1]) * Math.PI) / 180;
+    const r: Linear = [Math.cos(t), Math.sin(t), -Math.sin(t), Math.cos(t)];
+    m = m ? multiply(r, m) : r;
+  }
+  return m;
+}
+
+/**
+ * How much a transform shrinks type along its narrower axis: the smaller singular value of its linear part. A rotation
+ * shrinks nothing; scaleX(0.05) makes 16 px letters slivers under a pixel wide, whatever the other axis does.
+ */
+function narrowest(m: Linear | undefined): number {
+  if (!m) return 1;
+  const sum = m[0] * m[0] + m[1] * m[1] + m[2] * m[2] + m[3] * m[3];
+  const det = Math.abs(m[0] * m[3] - m[1] * m[2]);
+  const largest = Math.sqrt((sum + Math.sqrt(Math.max(0, sum * sum - 4 * det * det))) / 2);
+  return largest > 0 ? det / largest : 0;
 }
 
 /** The element's box was flattened by a transform or zoom: laid out with a size, drawn with (almost) none. */
@@ -187,7 +234,7 @@ export function judge(el: Element, style: CSSStyleDeclaration, rect: DOMRect, ct
   if (style.visibility !== "visible") return V.visibility;
   const fontPx = Number.parseFloat(style.fontSize);
   // The type as drawn: transforms and zoom shrink it (scale(0.1) makes 16 px type 1.6 px).
-  if (fontPx * (ctx.styled.shrinks ? renderedScale(el, rect) : 1) < MIN_FONT_PX) return V.tinyText;
+  if (fontPx * (ctx.styled.shrinks ? Math.min(renderedScale(el, rect), narrowest(ctx.linear)) : 1) < MIN_FONT_PX) return V.tinyText;
   if (Number.parseFloat(style.textIndent) < -500) return V.indented;
   if (ctx.blur > 0 && ctx.blur >= fontPx * MAX_BLUR_PER_FONT_PX) return V.unseenText;
   const spacing = ctx.styled.spaces ? style.letterSpacing : "normal";
@@ -277,7 +324,12 @@ export function enter(l: Element, ctx: Context, extent: Extent): { mark: Verdict
   const positioned = position === "absolute" || position === "fixed";
   const mine: Context = { background: undefined, opacity: ctx.opacity, positioned, blur: ctx.blur, styled: ctx.styled };
   if (ctx.paint) mine.paint = ctx.paint;
-  if (ctx.styled.fades) applyDrawing(style, mine);
+  if (ctx.linear) mine.linear = ctx.linear;
+  if (ctx.styled.shrinks) {
+    const own = ownLinear(style);
+    if (own) mine.linear = mine.linear ? multiply(mine.linear, own) : own;
+  }
+  if (ctx.styled.fades) applyDrawing(style, mine, l instanceof HTMLElement ? () => ({ width: l.offsetWidth, height: l.offsetHeight }) : undefined);
   else mine.opacity *= Number.parseFloat(style.opacity) || 0;
   mine.background = backgroundFor(style, ctx.background, positioned, mine.paint);
   if (ctx.scrollArea) mine.scrollArea = ctx.scrollArea;

@@ -29,8 +29,9 @@ export interface LoadOptions {
   /** The compiled QuickJS wasm, when the variant cannot find its .wasm file beside its JavaScript (a bundle). */
   wasmModule?: WebAssembly.Module;
   /**
-   * What the engine prints on its own (an abort's "Aborted(...)" line), instead of the process's stderr. The same
-   * text reaches the caller as the RuntimeError the aborted call throws, so the default drops it.
+   * What the engine prints on its own (an abort's "Aborted(...)" line: the release build prints nothing else), instead
+   * of the process's stderr. The same text reaches the caller as the RuntimeError the aborted call throws, so the
+   * default drops it.
    */
   onEngineMessage?: (text: string) => void;
 }

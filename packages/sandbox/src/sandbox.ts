@@ -10,6 +10,11 @@ import type { RunRequest, RunResult } from "./types.js";
 export interface SandboxOptions {
   /** The compiled QuickJS wasm; without it the variant loads its .wasm from beside its own JavaScript. */
   wasmModule?: WebAssembly.Module;
+  /**
+   * Whether a dropped instance's replacement starts loading at once (default true). The Node pool says false: it
+   * replaces the whole worker thread after such a run.
+   */
+  prewarm?: boolean;
 }
 
 export interface Sandbox {
@@ -50,7 +55,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
         // QuickJS aborts when freeing a runtime in which a collection ran inside a promise job (an await, then
         // many allocations: upstream quickjs-emscripten issues 235 and 269), though the run itself was sound.
         instance = undefined;
-        void instanceFor(request.budgets.memoryBytes).catch(() => undefined);
+        if (options.prewarm !== false) void instanceFor(request.budgets.memoryBytes).catch(() => undefined);
       }
       return outcome;
     },

@@ -165,9 +165,10 @@ export class Cluster implements ClusterLink {
     return [...this.#remote.values()].filter((b) => ownerOf(b.info) === owner && !here.has(b.info.browserId)).sort((a, b) => b.info.connectedAt - a.info.connectedAt);
   }
 
-  forward(broker: string, call: ForwardedCall, signal: AbortSignal): Promise<CallOutcome> {
+  forward(broker: string, call: ForwardedCall, signal: AbortSignal, browserId?: string): Promise<CallOutcome> {
     const id = randomBytes(9).toString("base64url");
     const selector = call.args && typeof call.args === "object" ? Reflect.get(call.args, "browser") : undefined;
+    const browser = browserId ?? (typeof selector === "string" ? selector : undefined);
     return new Promise<CallOutcome>((resolve) => {
       const done = (outcome: CallOutcome) => {
         const pending = this.#pending.get(id);
@@ -183,7 +184,7 @@ export class Cluster implements ClusterLink {
       };
       this.#pending.set(id, {
         broker,
-        browser: typeof selector === "string" ? selector : undefined,
+        browser,
         resolve: done,
         timer: setTimeout(() => done(lost(broker, `no answer within ${FORWARD_LIMIT_MS / 60_000} minutes`)), FORWARD_LIMIT_MS),
       });
@@ -235,7 +236,7 @@ export class Cluster implements ClusterLink {
   }
 
   /**
-   * Stops taking calls from the cluster's new work (not ready any more) but answers those in flight; then
+   * Stops taking calls from the cluster's new work (not ready any more) but answers those in flight; leave() then
    * withdraws this broker's browsers and says goodbye, so callers elsewhere fail at once rather than wait.
    */
   async drain(): Promise<void> {

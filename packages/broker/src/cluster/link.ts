@@ -31,8 +31,11 @@ export interface ClusterLink {
   readonly brokerId: string;
   /** The user's browsers on other brokers, newest first (live brokers only). */
   remoteBrowsers(owner: string): RemoteBrowser[];
-  /** Runs a call on the broker holding its browser; fails at once with browser_disconnected when that broker goes. */
-  forward(broker: string, call: ForwardedCall, signal: AbortSignal): Promise<CallOutcome>;
+  /**
+   * Runs a call on the broker holding its browser (`browserId`, as locate found it); fails at once with
+   * browser_disconnected when that broker goes, or the browser shows up on another.
+   */
+  forward(broker: string, call: ForwardedCall, signal: AbortSignal, browserId?: string): Promise<CallOutcome>;
   /** The directory of MCP sessions shared by the brokers. */
   sessions: SessionDirectory;
   /** A directory of records every broker reads (`name` keeps each kind apart: the dashboard's logins). */
@@ -99,19 +102,20 @@ export type SessionDirectory = Directory<SharedSession>;
  * Where a call naming `selector` (none: the user's newest browser) goes: undefined to run here (a local browser, or
  * no browser anywhere: the local registry then says why), or the broker holding it.
  */
-export function locate(local: readonly BrowserInfo[], remote: readonly RemoteBrowser[], selector: string | undefined): { broker: string } | undefined {
+export function locate(local: readonly BrowserInfo[], remote: readonly RemoteBrowser[], selector: string | undefined): { broker: string; browserId: string } | undefined {
   if (remote.length === 0) return undefined;
+  const at = (b: RemoteBrowser) => ({ broker: b.broker, browserId: b.info.browserId });
   if (selector === undefined || selector === "") {
     const newestLocal = local[0]?.connectedAt ?? -1;
     const newestRemote = remote[0]!;
-    return newestRemote.info.connectedAt > newestLocal ? { broker: newestRemote.broker } : undefined;
+    return newestRemote.info.connectedAt > newestLocal ? at(newestRemote) : undefined;
   }
   if (local.some((b) => b.browserId === selector)) return undefined;
   const byId = remote.find((b) => b.info.browserId === selector);
-  if (byId) return { broker: byId.broker };
+  if (byId) return at(byId);
   // A label names one browser of the whole cluster, or none (ambiguous labels are refused here, by the registry).
   const labelled = remote.filter((b) => b.info.label === selector);
-  if (labelled.length === 1 && !local.some((b) => b.label === selector)) return { broker: labelled[0]!.broker };
+  if (labelled.length === 1 && !local.some((b) => b.label === selector)) return at(labelled[0]!);
   return undefined;
 }
 

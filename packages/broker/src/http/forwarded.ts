@@ -38,13 +38,13 @@ export class Forwarding {
 
   /** Whether `address` (a peer's, as Node gives it) is a trusted proxy. */
   trusts(address: string | undefined): boolean {
-    const bytes = address === undefined ? undefined : parseAddress(address);
+    const bytes = address === undefined ? undefined : parseAddress(withoutZone(address));
     return bytes !== undefined && this.#trusted.some((range) => inRange(bytes, range));
   }
 
   /** `host`: the Host header, already checked to name this broker, lower-cased. */
   arrival(headers: Headers, peerAddress: string | undefined, host: string): Arrival {
-    const peer = peerAddress === undefined ? undefined : canonicalAddress(peerAddress);
+    const peer = peerAddress === undefined ? undefined : canonicalAddress(withoutZone(peerAddress));
     if (!this.trusts(peerAddress)) {
       if (!this.#warned && (headers.has("x-forwarded-proto") || headers.has("x-real-ip"))) {
         this.#warned = true;
@@ -88,6 +88,12 @@ export function addressBlock(text: string): string | undefined {
 interface Range {
   bytes: Uint8Array;
   bits: number;
+}
+
+/** A link-local peer's address as Node gives it carries its interface (fe80::1%eth0): the address is what counts. */
+function withoutZone(address: string): string {
+  const at = address.indexOf("%");
+  return at < 0 ? address : address.slice(0, at);
 }
 
 function firstValue(value: string | null): string | undefined {
@@ -137,12 +143,13 @@ function parseAddress(text: string): Uint8Array | undefined {
   if (!/^[0-9a-fA-F:.]+$/.test(text) || text.length > 45) return undefined;
   const halves = text.split("::");
   if (halves.length > 2) return undefined;
-  const groups = (half: string): number[] | undefined => {
+  // An embedded IPv4 address may only end the address (::ffff:1.2.3.4), never precede "::".
+  const groups = (half: string, last: boolean): number[] | undefined => {
     if (half === "") return [];
     const out: number[] = [];
     const parts = half.split(":");
     for (const [i, part] of parts.entries()) {
-      if (i === parts.length - 1 && part.includes(".")) {
+      if (last && i === parts.length - 1 && part.includes(".")) {
         const tail = parseV4(part);
         if (!tail) return undefined;
         out.push((tail[0]! << 8) | tail[1]!, (tail[2]! << 8) | tail[3]!);
@@ -151,8 +158,8 @@ function parseAddress(text: string): Uint8Array | undefined {
     }
     return out;
   };
-  const head = groups(halves[0]!);
-  const tail = halves.length === 2 ? groups(halves[1]!) : [];
+  const head = groups(halves[0]!, halves.length === 1);
+  const tail = halves.length === 2 ? groups(halves[1]!, true) : [];
   if (!head || !tail) return undefined;
   const missing = 8 - head.length - tail.length;
   if (halves.length === 2 ? missing < 1 : missing !== 0) return undefined;

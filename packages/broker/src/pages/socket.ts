@@ -16,6 +16,11 @@ import { verifyPageToken } from "./tokens.js";
 
 const USED = "the page token was already used: a page token opens one connection; fetch a fresh one for each (the library's token option takes a function it calls on every connect)";
 
+/** How long a /page handshake waits for the cluster's word on its token. */
+const CLAIM_TIMEOUT_MS = 3000;
+
+const tooMany = (origin: string): Verdict => ({ ok: false, status: "429 Too Many Requests", origin, reason: `${origin} already has ${PAGE_LIMITS.connectionsPerOrigin} page connections, the most tabrelay takes from one origin for one user` });
+
 type Admitted = { ok: true; origin: string; owner: string; token: string; expiresAt: number };
 type Verdict = Admitted | { ok: false; status: string; reason: string; origin?: string };
 
@@ -60,8 +65,18 @@ export class PageSocketServer {
 
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const started = Date.now();
+    // Node's HTTP server leaves an upgraded socket without an error listener, and ws adds its own only once it takes
+    // the socket: a client that resets it meanwhile (while the cluster is asked about its token) must not crash the
+    // broker.
+    const onError = () => socket.destroy();
+    socket.on("error", onError);
     let verdict = this.#admit(req);
-    if (verdict.ok && this.#claim) verdict = await this.#claimed(verdict);
+    if (verdict.ok && this.#claim) {
+      verdict = await this.#claimed(verdict);
+      if (socket.destroyed) return; // the client left; its token stays used
+      // The origin may have gained connections while Redis answered.
+      if (verdict.ok && !this.#options.registry.admits(verdict.origin, verdict.owner)) verdict = tooMany(verdict.origin);
+    }
     if (!verdict.ok) {
       this.#options.audit.record({ time: started, tool: "page_connect", decision: "refused", durationMs: 0, ...(verdict.origin ? { origin: verdict.origin } : {}), code: "unauthorized", detail: JSON.stringify({ reason: verdict.reason }) });
       this.#options.log.warn(`page: refused a /page connection${verdict.origin ? ` from ${verdict.origin}` : ""}: ${verdict.reason}`);
@@ -69,6 +84,7 @@ export class PageSocketServer {
       return;
     }
     const { origin, owner } = verdict;
+    socket.off("error", onError);
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
       const { registry, log } = this.#options;
       const connection = new PageConnection(ws, origin, owner, {
@@ -108,7 +124,7 @@ export class PageSocketServer {
     const check = verifyPageToken(this.#options.tokenKey, token);
     if (!check.ok) return { ok: false, status: "401 Unauthorized", origin, reason: `the page token is refused: ${check.reason}` };
     if (check.origin !== origin) return { ok: false, status: "403 Forbidden", origin, reason: `the page token was minted for ${check.origin.slice(0, 200)}, not for ${origin}` };
-    if (!this.#options.registry.admits(origin, check.owner)) return { ok: false, status: "429 Too Many Requests", origin, reason: `${origin} already has ${PAGE_LIMITS.connectionsPerOrigin} page connections, the most tabrelay takes from one origin for one user` };
+    if (!this.#options.registry.admits(origin, check.owner)) return tooMany(origin);
     const now = Date.now();
     for (const [used, expiresAt] of this.#used) if (expiresAt <= now) this.#used.delete(used);
     if (this.#used.has(token)) {
@@ -121,12 +137,16 @@ export class PageSocketServer {
   /** The cluster's word on an admitted token: used on another broker already, or not. */
   async #claimed(admitted: Admitted): Promise<Verdict> {
     const { origin } = admitted;
+    let timer: NodeJS.Timeout | undefined;
     try {
       const hash = createHash("sha256").update(admitted.token).digest("base64url");
-      if (await this.#claim!(hash, Math.max(1000, admitted.expiresAt - Date.now()))) return admitted;
+      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer from Redis within ${CLAIM_TIMEOUT_MS / 1000} s`)), CLAIM_TIMEOUT_MS)));
+      if (await Promise.race([this.#claim!(hash, Math.max(1000, admitted.expiresAt - Date.now())), late])) return admitted;
       return { ok: false, status: "401 Unauthorized", origin, reason: USED };
     } catch (error) {
       return { ok: false, status: "503 Service Unavailable", origin, reason: `the cluster could not say whether this page token was used on another broker (${error instanceof Error ? error.message : String(error)}); fetch a fresh token and connect again` };
+    } finally {
+      clearTimeout(timer);
     }
   }
 }

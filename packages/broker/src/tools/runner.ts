@@ -63,7 +63,7 @@ function runWhere(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSign
         : locate(ctx.registry.list(user.user).map((b) => b.info), cluster.remoteBrowsers(user.user), selector);
     if (where) {
       const forwarded: ForwardedCall = { tool: tool.name, args, user, ...(session ? { session: { session: session.session, client: session.client } } : {}), ...(options.run ? { run: options.run } : {}) };
-      return cluster.forward(where.broker, forwarded, signal);
+      return cluster.forward(where.broker, forwarded, signal, where.browserId);
     }
   }
   return runOnce(tool, ctx, args, signal, session, options);

@@ -16,7 +16,8 @@ const waiting = new Map<number, (answer: HostAnswer) => void>();
 let currentRunId = 0;
 
 try {
-  const sandbox = createSandbox({ wasmModule: setup.wasmModule });
+  // No prewarm: after a run that dropped its instance the pool replaces this thread (node/pool.ts).
+  const sandbox = createSandbox({ wasmModule: setup.wasmModule, prewarm: false });
   await sandbox.prepare(setup.warmMemoryBytes);
   // One small run before the first real one: V8 compiles sucrase and the engine's host code on first use (measured
   // ~100 ms for the first run in a fresh thread, ~2 ms after).
