@@ -9,10 +9,10 @@ import { fileURLToPath } from "node:url";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { build } from "esbuild";
-import { WebSocket } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, connectClient, launchBrowser, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "./harness.js";
 import { startPostgres, type TestPostgres } from "./postgres.js";
+import { wsHandshake } from "./rawHttp.js";
 import { startRedis, type TestRedis } from "./redis.js";
 
 let redis: TestRedis;
@@ -158,17 +158,7 @@ describe("a page connected to another broker", () => {
 
 describe("a page token in a cluster", () => {
   /** A /page handshake to one broker with the page's Origin: opened, or the refusal's status and text. */
-  const tryConnect = (broker: TestBroker, token: string) =>
-    new Promise<{ status: number | undefined; body: string; opened: boolean }>((resolve) => {
-      const ws = new WebSocket(`${broker.url.replace("http", "ws")}/page`, [`bearer.${token}`], { headers: { Origin: site.origin } });
-      ws.on("open", () => (ws.close(), resolve({ status: 101, body: "", opened: true })));
-      ws.on("unexpected-response", (_req, res) => {
-        let body = "";
-        res.on("data", (c: Buffer) => (body += String(c)));
-        res.on("end", () => resolve({ status: res.statusCode, body, opened: false }));
-      });
-      ws.on("error", () => {});
-    });
+  const tryConnect = (broker: TestBroker, token: string) => wsHandshake(`${broker.url.replace("http", "ws")}/page`, { Origin: site.origin }, [`bearer.${token}`]);
 
   it("opens one connection in the whole cluster: replayed on the other broker (they share its signing key), it is refused", async () => {
     const minted = await fetch(`${a.url}/page-tokens`, { method: "POST", headers: { Authorization: `Bearer ${aliceToken}`, "Content-Type": "application/json" }, body: JSON.stringify({ origin: site.origin }) });

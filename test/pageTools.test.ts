@@ -10,6 +10,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { allowYaml, call, connectClient, MCP_TOKEN, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "./harness.js";
+import { wsHandshake } from "./rawHttp.js";
 import { mintPageToken, pageTokenKey } from "../packages/broker/src/pages/tokens.js";
 
 const CHROMIUM = process.env["CHROME_PATH"] ?? "/usr/lib/chromium/chromium";
@@ -275,17 +276,7 @@ describe("a broker restart", () => {
 
 describe("the /page door", () => {
   const key = () => pageTokenKey(MCP_TOKEN);
-  const tryConnect = (headers: Record<string, string>, protocols?: string[]) =>
-    new Promise<{ status: number | undefined; body: string; opened: boolean }>((resolve) => {
-      const ws = new WebSocket(`${broker.url.replace("http", "ws")}/page`, protocols, { headers });
-      ws.on("open", () => (ws.close(), resolve({ status: 101, body: "", opened: true })));
-      ws.on("unexpected-response", (_req, res) => {
-        let body = "";
-        res.on("data", (c: Buffer) => (body += String(c)));
-        res.on("end", () => resolve({ status: res.statusCode, body, opened: false }));
-      });
-      ws.on("error", () => {});
-    });
+  const tryConnect = (headers: Record<string, string>, protocols?: string[]) => wsHandshake(`${broker.url.replace("http", "ws")}/page`, headers, protocols);
 
   it("refuses a missing Origin, an origin not allowed, no token, a token of another origin, an expired or forged token; each audited", async () => {
     const good = mintPageToken(key(), site.origin).token;

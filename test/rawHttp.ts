@@ -1,6 +1,7 @@
 // One HTTP request with exactly the headers given (no fetch defaults: no Origin, no cookie jar), as an attacker's
-// page or script, or a login form posted by hand, could send; and the cookies an answer sets.
+// page or script, or a login form posted by hand, could send; the cookies an answer sets; a bare WebSocket handshake.
 import { request } from "node:http";
+import { WebSocket } from "ws";
 
 export interface RawResponse {
   status: number;
@@ -38,4 +39,18 @@ export function setCookies(res: Pick<RawResponse, "headers">): string[] {
 /** The `name=value` pair of the first cookie the answer sets whose name starts with `prefix`. */
 export function cookieOf(res: Pick<RawResponse, "headers">, prefix: string): string | undefined {
   return setCookies(res).find((c) => c.startsWith(prefix))?.split(";")[0];
+}
+
+/** A WebSocket handshake to `url` (ws://): opened (and closed at once), or the refusal's status and text. */
+export function wsHandshake(url: string, headers: Record<string, string>, protocols?: string[]): Promise<{ status: number | undefined; body: string; opened: boolean }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, protocols, { headers });
+    ws.on("open", () => (ws.close(), resolve({ status: 101, body: "", opened: true })));
+    ws.on("unexpected-response", (_req, res) => {
+      let body = "";
+      res.on("data", (c: Buffer) => (body += String(c)));
+      res.on("end", () => resolve({ status: res.statusCode, body, opened: false }));
+    });
+    ws.on("error", () => {});
+  });
 }

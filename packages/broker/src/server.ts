@@ -16,6 +16,7 @@ import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
 import type { DashboardChat } from "./dashboard/chat.js";
 import { createHttpApp, type HttpApp } from "./http/app.js";
+import { dashboardTeam } from "./dashboard/team.js";
 import { Door } from "./http/door.js";
 import { Forwarding } from "./http/forwarded.js";
 import { registerBrowser } from "./http/registerBrowser.js";
@@ -211,29 +212,12 @@ export class Broker {
         const user = await (await this.users.store()).user(principal.user);
         return user !== undefined && user.revokedAt === undefined;
       },
-      users: {
-        list: async () => {
-          const store = await this.users.store();
-          const [all, tokens] = await Promise.all([store.users(), store.tokens()]);
-          const connected = this.registry.list();
-          return {
-            users: all.map((u) => ({
-              id: u.id,
-              name: u.name,
-              role: u.role,
-              createdAt: u.createdAt,
-              revokedAt: u.revokedAt ?? null,
-              // Connected here, and to the cluster's other brokers.
-              browsers: connected.filter((b) => ownerOf(b.info) === u.id).length + (this.#cluster?.remoteBrowsers(u.id).length ?? 0),
-              tokens: tokens.filter((t) => t.userId === u.id).map((t) => ({ id: t.id, name: t.name, createdAt: t.createdAt, lastUsedAt: t.lastUsedAt ?? null, revokedAt: t.revokedAt ?? null })),
-            })),
-          };
-        },
-        revoke: async (name) => {
-          const user = await this.revokeUser(name);
-          return { name: user.name };
-        },
-      },
+      users: dashboardTeam({
+        users: this.users,
+        registry: this.registry,
+        remoteBrowsers: (user) => this.#cluster?.remoteBrowsers(user).length ?? 0,
+        revoke: async (name) => ({ name: (await this.revokeUser(name)).name }),
+      }),
     });
     this.app = createHttpApp({
       authenticate: (headers, peerAddress) => this.#door.authenticate(headers, peerAddress),
