@@ -1,6 +1,16 @@
+import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import PlainSummaryReporter from "./test/plainSummaryReporter.js";
+
+// Two projects (see README, Development):
+// - unit: packages/*/test, no browser and no service; files in parallel, one per core.
+// - e2e: test/<room>/, real Chromium, PostgreSQL, Redis, nginx and tabrelay processes. Each file owns its browsers,
+//   ports, temp dirs and servers (PostgreSQL is one server per run, a database per file: test/services.ts), so
+//   files run side by side; E2E_WORKERS of them at once (default 3: most of an end-to-end file's time is spent
+//   waiting on a browser or a timer, not on a core). The unit project runs first, then the end-to-end one.
+const cores = availableParallelism();
+const e2eWorkers = Number(process.env["E2E_WORKERS"] ?? 3);
 
 export default defineConfig({
   // Tests build brokers from the broker's source (test/harness.ts); a package that imports @tabrelay/broker
@@ -12,11 +22,30 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // End-to-end files each start Chromium; two cores cannot run several at once reliably.
-    fileParallelism: false,
     reporters: ["default", new PlainSummaryReporter()],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          pool: "threads",
+          include: ["packages/*/test/**/*.test.ts"],
+          maxWorkers: Math.max(1, cores),
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "e2e",
+          include: ["test/**/*.test.ts"],
+          globalSetup: ["test/services.ts"],
+          maxWorkers: Math.max(1, e2eWorkers),
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
 import { build } from "esbuild";
 import { expect } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -21,6 +22,7 @@ import {
   type BrokerConfig,
   type LaunchedBrowser,
 } from "../packages/broker/src/index.js";
+import { AUDIT_DB_FILE } from "../packages/broker/src/audit/auditLog.js";
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -333,4 +335,21 @@ export async function routeReactShop(site: TestSite): Promise<void> {
     res.end(script);
   });
   site.route("/react", page("React shop", `<div id="root"></div><script src="/react.js"></script>`));
+}
+
+/** One row of the audit log as stored (audit.db's columns). */
+export type AuditRow = Record<string, unknown> & { id: number; tool: string; decision: string };
+
+/**
+ * The audit log as a broker left it on disk: the rows of `<dataDir>/audit.db` (or of the database file `path` names),
+ * opened read-only, oldest first; `tool` keeps one tool's rows.
+ */
+export function auditRows(place: { dataDir: string } | { path: string }, tool?: string): AuditRow[] {
+  const db = new Database("path" in place ? place.path : join(place.dataDir, AUDIT_DB_FILE), { readonly: true, fileMustExist: true });
+  try {
+    const rows = tool === undefined ? db.prepare("SELECT * FROM audit ORDER BY id").all() : db.prepare("SELECT * FROM audit WHERE tool = ? ORDER BY id").all(tool);
+    return rows as AuditRow[];
+  } finally {
+    db.close();
+  }
 }

@@ -1,28 +1,92 @@
-// A throwaway PostgreSQL server for tests, from Debian's packages (`apt-get install postgresql`): its own data dir
-// under the temp dir, its own free port on 127.0.0.1, password auth over TCP (the URL carries a real password), no
-// durability (fsync off: the data dies with the test). Several test files may each start one at once.
+// PostgreSQL for tests, from Debian's packages (`apt-get install postgresql`). One throwaway server per run
+// (startPostgresServer, from test/services.ts, the e2e project's global setup): its own data dir under the temp dir,
+// its own free port on 127.0.0.1, password auth over TCP (the URL carries a real password), no durability (fsync
+// off: the data dies with the run). Each test file gets a database of its own on it (startPostgres); a file run
+// outside the e2e project (no global setup) starts a server of its own.
 // We run as root and PostgreSQL refuses to, so its binaries run as the `postgres` OS user (runuser).
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
+import { inject } from "vitest";
 import { freePort } from "./ports.js";
 
 const run = promisify(execFile);
 const ROOT = "/usr/lib/postgresql";
 const OS_USER = "postgres";
 const DB_USER = "tabrelay";
-const DB_NAME = "tabrelay_test";
 
 export interface TestPostgres {
-  /** postgres://tabrelay:<password>@127.0.0.1:<port>/tabrelay_test */
+  /** postgres://tabrelay:<password>@127.0.0.1:<port>/<this file's database> */
+  url: string;
+  /** A further empty database on the same server (dropped by stop()); its URL. */
+  createDatabase(): Promise<string>;
+  /** Drops this file's databases (and stops the server, if this file started it). */
+  stop(): Promise<void>;
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** The run's PostgreSQL server (test/services.ts): postgres://tabrelay:<password>@127.0.0.1:<port>, no database. */
+    postgresServer?: string;
+  }
+}
+
+/** A database of this file's own on the run's server (or on a server of its own outside the e2e project). */
+export async function startPostgres(): Promise<TestPostgres> {
+  let shared: string | undefined;
+  try {
+    shared = inject("postgresServer");
+  } catch {
+    // Not under vitest's runner with a global setup: no shared server.
+  }
+  const own = shared ? undefined : await startPostgresServer();
+  const server = shared ?? own?.url ?? "";
+  const prefix = `t_${process.pid}_${randomBytes(4).toString("hex")}`;
+  const created: string[] = [];
+  const createDatabase = async () => {
+    const name = `${prefix}_${created.length}`;
+    await onServer(server, `CREATE DATABASE ${name}`);
+    created.push(name);
+    return `${server}/${name}`;
+  };
+  try {
+    const url = await createDatabase();
+    return {
+      url,
+      createDatabase,
+      async stop() {
+        if (own) return own.stop();
+        for (const name of created.splice(0)) await onServer(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      },
+    };
+  } catch (error) {
+    await own?.stop();
+    throw error;
+  }
+}
+
+async function onServer(server: string, sql: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: `${server}/postgres` });
+  await admin.connect();
+  try {
+    await admin.query(sql);
+  } finally {
+    await admin.end();
+  }
+}
+
+export interface PostgresServer {
+  /** postgres://tabrelay:<password>@127.0.0.1:<port> (no database: append /<name>) */
   url: string;
   stop(): Promise<void>;
 }
 
-export async function startPostgres(): Promise<TestPostgres> {
+/** A server of its own: initdb, start, stop() kills it and removes its files. */
+export async function startPostgresServer(): Promise<PostgresServer> {
   const bin = binDir();
   const { uid, gid } = await osUser();
   const dir = mkdtempSync(join(tmpdir(), "tabrelay-pg-"));
@@ -54,7 +118,7 @@ export async function startPostgres(): Promise<TestPostgres> {
     // The free port can be taken by another test file between our probe and the server's bind: try again then.
     for (let attempt = 1; ; attempt++) {
       port = await freePort();
-      const options = [`-p ${port}`, "-c listen_addresses=127.0.0.1", `-k ${dir}`, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=50", "-c shared_buffers=16MB"];
+      const options = [`-p ${port}`, "-c listen_addresses=127.0.0.1", `-k ${dir}`, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=400", "-c shared_buffers=64MB"];
       try {
         await asPostgres(bin, "pg_ctl", ["-D", data, "-l", join(dir, "log"), "-o", options.join(" "), "-w", "-t", "30", "start"]);
         break;
@@ -63,15 +127,7 @@ export async function startPostgres(): Promise<TestPostgres> {
         if (attempt >= 5 || !/could not (bind|create listen socket)/.test(log)) throw new Error(`PostgreSQL did not start: ${String(error)}\n${log}`);
       }
     }
-    const url = `postgres://${DB_USER}:${password}@127.0.0.1:${port}`;
-    const admin = new pg.Client({ connectionString: `${url}/postgres` });
-    await admin.connect();
-    try {
-      await admin.query(`CREATE DATABASE ${DB_NAME}`);
-    } finally {
-      await admin.end();
-    }
-    return { url: `${url}/${DB_NAME}`, stop };
+    return { url: `postgres://${DB_USER}:${password}@127.0.0.1:${port}`, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -1,5 +1,6 @@
 // One HTTP request with exactly the headers given (no fetch defaults: no Origin, no cookie jar), as an attacker's
-// page or script, or a login form posted by hand, could send; the cookies an answer sets; a bare WebSocket handshake.
+// page or script, or a login form posted by hand, could send, each on a connection of its own (never a pooled socket
+// that the server, or an nginx reloading, may be closing); the cookies an answer sets; a bare WebSocket handshake.
 import { request } from "node:http";
 import { WebSocket } from "ws";
 
@@ -20,7 +21,7 @@ export interface RawOptions {
 export function raw(url: string, options: RawOptions = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const from = options.localAddress ? { localAddress: options.localAddress } : {};
-    const req = request(url, { method: options.method ?? "GET", headers: options.headers ?? {}, ...from }, (res) => {
+    const req = request(url, { method: options.method ?? "GET", headers: options.headers ?? {}, agent: false, ...from }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));

@@ -5,15 +5,13 @@
 // when the program throws and when the client cancels the call; the session cap; idle stop (and calls keeping a browser
 // alive); the broker's close stops the rest; no CDP endpoint in any result, audit row or log line; a source that cannot
 // start; config validation; without a source the tools are not listed.
-import Database from "better-sqlite3";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AUDIT_DB_FILE } from "../../packages/broker/src/audit/auditLog.js";
 import { Broker, loadConfig, type Logger } from "../../packages/broker/src/index.js";
 import { sessionTools } from "../../packages/broker/src/tools/sessions.js";
 import { errorScopeOf, errorsSentence } from "../../packages/broker/src/tools/tool.js";
 import { ERROR_CODES } from "../../packages/protocol/src/index.js";
-import { allowYaml, call, connectClient, launchBrowser, makeDataDir, MCP_TOKEN, page, PAIRING_TOKEN, startBroker, startSite, waitFor, type TestSite } from "../harness.js";
+import { allowYaml, auditRows, call, connectClient, launchBrowser, makeDataDir, MCP_TOKEN, page, PAIRING_TOKEN, startBroker, startSite, waitFor, type TestSite } from "../harness.js";
 
 interface Started {
   broker: Broker;
@@ -234,14 +232,9 @@ describe("with browsers.source: local", () => {
   it("no CDP endpoint in any result, audit row or log line", () => {
     for (const text of texts) expect(text).not.toMatch(CDP_URL);
     for (const line of main.logs) expect(line).not.toMatch(CDP_URL);
-    const db = new Database(`${main.dataDir}/${AUDIT_DB_FILE}`, { readonly: true });
-    try {
-      const rows = JSON.stringify(db.prepare("SELECT * FROM audit").all());
-      expect(rows).toContain("browser_start");
-      expect(rows).not.toMatch(CDP_URL);
-    } finally {
-      db.close();
-    }
+    const rows = JSON.stringify(auditRows({ dataDir: main.dataDir }));
+    expect(rows).toContain("browser_start");
+    expect(rows).not.toMatch(CDP_URL);
   });
 });
 

@@ -6,14 +6,12 @@
 // (Browserbase's GET /v1/sessions/{id}/debug, Kernel's browser_live_view_url) reaches the user in that one result and
 // nowhere else (audit rows, log lines, another result quoting it is redacted), one release on stop, none on the
 // second stop, and no connect URL, token or API key in any result.
-import Database from "better-sqlite3";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AUDIT_DB_FILE } from "../../packages/broker/src/audit/auditLog.js";
 import { Broker, findChromium, launchLocalChromium, loadConfig, type Logger } from "../../packages/broker/src/index.js";
 import type { LaunchedCdpBrowser } from "../../packages/broker/src/launch/cdpChromium.js";
-import { startFakeApi, type FakeApi, type Recorded } from "../../packages/broker/test/fakeProviderApi.js";
-import { allowYaml, call, connectClient, makeDataDir, MCP_TOKEN, page, PAIRING_TOKEN, startSite, type TestSite } from "../harness.js";
+import { startFakeApi, type FakeApi, type Recorded } from "../fakeProviderApi.js";
+import { allowYaml, auditRows, call, connectClient, makeDataDir, MCP_TOKEN, page, PAIRING_TOKEN, startSite, type TestSite } from "../harness.js";
 
 const API_KEY = "provider-api-key-3e8c1a9f5b7d2e4c";
 const TOKEN = "connect-token-9b1d3f5a7c2e4a6b8d0f";
@@ -134,12 +132,7 @@ describe.each(["browserbase", "kernel"] as const)("browsers.source: %s", (name) 
     expect(broker.registry.list().some((b) => b.info.browserId === id)).toBe(false);
 
     const everything = [...texts.filter((t) => t !== view.text), ...logs];
-    const db = new Database(`${dataDir}/${AUDIT_DB_FILE}`, { readonly: true });
-    try {
-      everything.push(JSON.stringify(db.prepare("SELECT * FROM audit").all()));
-    } finally {
-      db.close();
-    }
+    everything.push(JSON.stringify(auditRows({ dataDir })));
     for (const text of [...everything, view.text]) {
       for (const secret of [API_KEY, TOKEN, chromium.endpoint, new URL(chromium.endpoint).host]) expect(text).not.toContain(secret);
     }

@@ -8,6 +8,7 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LaunchError } from "./chromium.js";
+import { HEADLESS_DISABLED_FEATURES, mergeFeatureSwitches } from "./switches.js";
 
 export interface LaunchCdpOptions {
   chromiumPath: string;
@@ -54,10 +55,10 @@ export function cdpChromiumArgs(options: { profileDir: string; headless: boolean
   if (typeof process.getuid === "function" && process.getuid() === 0) args.push("--no-sandbox");
   // Headless, the browser starts with no tab: nobody sees one, and every tab in it is then one the agent
   // opened (list_tabs shows no stray about:blank). A visible browser opens a window for the person at it.
-  if (options.headless) args.push("--headless=new", "--no-startup-window");
+  if (options.headless) args.push("--headless=new", "--no-startup-window", `--disable-features=${HEADLESS_DISABLED_FEATURES.join(",")}`);
   args.push(...(options.extraArgs ?? []));
   if (!options.headless) args.push("about:blank");
-  return args;
+  return mergeFeatureSwitches(args);
 }
 
 export async function launchLocalChromium(options: LaunchCdpOptions): Promise<LaunchedCdpBrowser> {

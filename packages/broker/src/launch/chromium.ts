@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { platform } from "node:os";
 import { join, resolve } from "node:path";
 import { assetPaths } from "../assets.js";
+import { HEADLESS_DISABLED_FEATURES, mergeFeatureSwitches } from "./switches.js";
 
 export class LaunchError extends Error {
   override readonly name = "LaunchError";
@@ -103,11 +104,12 @@ export function chromiumArgs(options: LaunchOptions): string[] {
       "--disable-sync",
       "--disable-quic",
       "--window-size=1280,800",
+      `--disable-features=${HEADLESS_DISABLED_FEATURES.join(",")}`,
     );
   }
   args.push(...(options.extraArgs ?? []));
   args.push(options.startUrl ?? "about:blank");
-  return args;
+  return mergeFeatureSwitches(args);
 }
 
 export function launchChromium(options: LaunchOptions): LaunchedBrowser {
