@@ -2,15 +2,17 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import PlainSummaryReporter from "./test/plainSummaryReporter.js";
+import LongestFirst from "./test/sequencer.js";
 
 // Two projects (see README, Development):
 // - unit: packages/*/test, no browser and no service; files in parallel, one per core.
 // - e2e: test/<room>/, real Chromium, PostgreSQL, Redis, nginx and tabrelay processes. Each file owns its browsers,
 //   ports, temp dirs and servers (PostgreSQL is one server per run, a database per file: test/services.ts), so
-//   files run side by side; E2E_WORKERS of them at once (default 3: most of an end-to-end file's time is spent
-//   waiting on a browser or a timer, not on a core). The unit project runs first, then the end-to-end one.
+//   files run side by side: E2E_WORKERS of them at once, by default one per core (a file alone keeps ~1.2 of this
+//   machine's 2 cores busy, its browsers included: more at once only makes each slower). The longest start first
+//   (test/sequencer.ts). The unit project runs first, then the end-to-end one.
 const cores = availableParallelism();
-const e2eWorkers = Number(process.env["E2E_WORKERS"] ?? 3);
+const e2eWorkers = Number(process.env["E2E_WORKERS"] ?? cores);
 
 export default defineConfig({
   // Tests build brokers from the broker's source (test/harness.ts); a package that imports @tabrelay/broker
@@ -25,6 +27,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ["default", new PlainSummaryReporter()],
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         extends: true,

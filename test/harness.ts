@@ -353,3 +353,25 @@ export function auditRows(place: { dataDir: string } | { path: string }, tool?: 
     db.close();
   }
 }
+
+/**
+ * An app's backend route, as apps using @tabrelay/page have one: `path` (default /token) asks the broker at
+ * `brokerUrl()` for a page token for the site's origin (POST /page-tokens with the bearer `bearer(req)` names) and
+ * hands the broker's answer to its page. A broker that cannot be reached (stopped, restarting) is a 502 with the
+ * reason, which the page's library retries after, never an error thrown in the test process.
+ */
+export function routePageToken(site: TestSite, brokerUrl: () => string, bearer: (req: IncomingMessage) => string, path = "/token"): void {
+  site.route(path, (req, res) => {
+    void (async () => {
+      try {
+        const answer = await fetch(`${brokerUrl()}/page-tokens`, { method: "POST", headers: { Authorization: `Bearer ${bearer(req)}`, "Content-Type": "application/json" }, body: JSON.stringify({ origin: site.origin }) });
+        const body = await answer.text();
+        res.writeHead(answer.status, { "Content-Type": "application/json" });
+        res.end(body);
+      } catch (error) {
+        res.writeHead(502, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ error: `the broker could not be reached: ${error instanceof Error ? error.message : String(error)}` }));
+      }
+    })();
+  });
+}

@@ -10,7 +10,7 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, connectClient, launchBrowser, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "../harness.js";
+import { call, connectClient, launchBrowser, routePageToken, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "../harness.js";
 import { startPostgres, type TestPostgres } from "../postgres.js";
 import { wsHandshake } from "../rawHttp.js";
 import { startRedis, type TestRedis } from "../redis.js";
@@ -77,11 +77,7 @@ cluster:
   });
   // The page's socket goes to broker B; its token comes from broker A, minted with Alice's bearer.
   site.route("/orders", appPage(`${b.url.replace("http", "ws")}/page`));
-  site.route("/token", async (_req, res) => {
-    const answer = await fetch(`${a.url}/page-tokens`, { method: "POST", headers: { Authorization: `Bearer ${aliceToken}`, "Content-Type": "application/json" }, body: JSON.stringify({ origin: site.origin }) });
-    res.writeHead(answer.status, { "Content-Type": "application/json" });
-    res.end(await answer.text());
-  });
+  routePageToken(site, () => a.url, () => aliceToken);
   const added = await a.broker.users.add("alice");
   const other = await a.broker.users.add("bob");
   aliceToken = added.token;

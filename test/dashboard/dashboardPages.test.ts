@@ -6,7 +6,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { build } from "esbuild";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allowYaml, connectClient, MCP_TOKEN, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "../harness.js";
+import { allowYaml, connectClient, MCP_TOKEN, routePageToken, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "../harness.js";
 import { cookieOf, raw, type RawResponse } from "../rawHttp.js";
 
 const CHROMIUM = process.env["CHROME_PATH"] ?? "/usr/lib/chromium/chromium";
@@ -81,11 +81,7 @@ beforeAll(async () => {
     res.writeHead(200, { "Content-Type": "text/javascript" });
     res.end(lib);
   });
-  site.route("/token", async (_req, res) => {
-    const answer = await fetch(`${broker.url}/page-tokens`, { method: "POST", headers: { Authorization: `Bearer ${MCP_TOKEN}`, "Content-Type": "application/json" }, body: JSON.stringify({ origin: site.origin }) });
-    res.writeHead(answer.status, { "Content-Type": "application/json" });
-    res.end(await answer.text());
-  });
+  routePageToken(site, () => broker.url, () => MCP_TOKEN);
   site.route(
     "/invoices",
     appPage(`

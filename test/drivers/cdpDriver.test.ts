@@ -554,7 +554,8 @@ describe("CDP driver: browser lifetime", () => {
       const killedAt = Date.now();
       own.process.kill("SIGKILL");
       const result = await pending;
-      expect(Date.now() - killedAt).toBeLessThan(3000);
+      // At once: well inside the 25 s the call would otherwise wait, even on a busy machine.
+      expect(Date.now() - killedAt).toBeLessThan(10_000);
       expect(result.ok).toBe(false);
       if (!result.ok) expect(result.error.code).toBe("browser_disconnected");
       expect(driver.closed).toBe(true);

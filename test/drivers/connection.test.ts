@@ -109,7 +109,8 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       const result = await pending;
       expect(result.isError).toBe(true);
       expect(result.text).toMatch(/^browser_disconnected:/);
-      expect(Date.now() - killedAt).toBeLessThan(3000);
+      // At once: well inside the 30 s the call would otherwise wait for the browser's answer, even on a busy machine.
+      expect(Date.now() - killedAt).toBeLessThan(10_000);
       expect((await call(client, "list_browsers")).text).toContain("No browser is connected");
       await browser?.close();
       await connectBrowser();
@@ -133,7 +134,8 @@ describe("browser registry", () => {
     const result = await pending;
     expect(result.isError).toBe(true);
     expect(result.text).toMatch(/^browser_disconnected:/);
-    expect(Date.now() - started).toBeLessThan(2000);
+    // At once: well inside the 30 s the call would otherwise wait, even on a busy machine.
+    expect(Date.now() - started).toBeLessThan(10_000);
     await client.close();
   });
 

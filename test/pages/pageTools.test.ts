@@ -9,7 +9,7 @@ import { build } from "esbuild";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { allowYaml, call, connectClient, MCP_TOKEN, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "../harness.js";
+import { allowYaml, call, connectClient, MCP_TOKEN, routePageToken, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "../harness.js";
 import { wsHandshake } from "../rawHttp.js";
 import { mintPageToken, pageTokenKey } from "../../packages/broker/src/pages/tokens.js";
 
@@ -77,11 +77,7 @@ beforeAll(async () => {
     res.end(lib);
   });
   // The app's backend: asks the broker for a page token with the MCP bearer, hands it to its page.
-  site.route("/token", async (_req, res) => {
-    const answer = await fetch(`${broker.url}/page-tokens`, { method: "POST", headers: { Authorization: `Bearer ${MCP_TOKEN}`, "Content-Type": "application/json" }, body: JSON.stringify({ origin: site.origin }) });
-    res.writeHead(answer.status, { "Content-Type": "application/json" });
-    res.end(await answer.text());
-  });
+  routePageToken(site, () => broker.url, () => MCP_TOKEN);
   site.route(
     "/orders",
     appPage(`

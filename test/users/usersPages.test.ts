@@ -8,7 +8,7 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allowYaml, call, connectClient, launchBrowser, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "../harness.js";
+import { allowYaml, call, connectClient, launchBrowser, routePageToken, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "../harness.js";
 
 interface Member {
   name: string;
@@ -85,12 +85,7 @@ beforeAll(async () => {
   site.route("/cart", webMcpPage);
   const tokens = new Map<string, string>();
   // The app's backend: asks the broker for a page token with its signed-in user's bearer, as an app would.
-  site.route("/token", async (req, res) => {
-    const as = new URL(req.url ?? "/", site.origin).searchParams.get("as") ?? "";
-    const answer = await fetch(`${broker.url}/page-tokens`, { method: "POST", headers: { Authorization: `Bearer ${tokens.get(as) ?? ""}`, "Content-Type": "application/json" }, body: JSON.stringify({ origin: site.origin }) });
-    res.writeHead(answer.status, { "Content-Type": "application/json" });
-    res.end(await answer.text());
-  });
+  routePageToken(site, () => broker.url, (req) => tokens.get(new URL(req.url ?? "/", site.origin).searchParams.get("as") ?? "") ?? "");
   const join = async (name: string): Promise<Member> => {
     const added = await broker.broker.users.add(name);
     tokens.set(name, added.token);
