@@ -1,6 +1,6 @@
 // The README's "Error codes" table, generated from the one table in code (packages/protocol/src/errors.ts, as
 // built in dist/). `node scripts/errors-table.mjs` prints it, `--write` rewrites the README between the markers,
-// `--check` exits 1 when the README differs (test/errorCodes.test.ts runs it).
+// `--check` exits 1 when the README differs (test/tools/errorCodes.test.ts runs it).
 import { ERRORS } from "../packages/protocol/dist/index.js";
 import { runReadmeSection } from "./readmeSection.mjs";
 

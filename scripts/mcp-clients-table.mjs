@@ -1,7 +1,7 @@
 // The README's "MCP clients" section, generated from the one table in code (packages/cli/src/mcpClients.ts, as
 // built in dist/), the table `tabrelay mcp-config` prints from. `node scripts/mcp-clients-table.mjs` prints it,
 // `--write` rewrites the README between the markers, `--check` exits 1 when the README differs
-// (packages/cli/test/mcpConfig.test.ts runs it).
+// (test/cli/mcpConfig.test.ts runs it).
 import { readmeSection } from "../packages/cli/dist/mcpClients.js";
 import { runReadmeSection } from "./readmeSection.mjs";
 

@@ -1,6 +1,6 @@
 // A local server that plays a hosted browser provider's HTTP API (Browserbase's or Kernel's, as documented: see
 // src/launch/providers.ts), records the requests tabrelay sends and answers what the test says. Shared by
-// providers.test.ts (the provider client) and test/tools/sessionsProviders.test.ts (browser_start on a provider).
+// test/drivers/providers.test.ts (the provider client) and test/tools/sessionsProviders.test.ts (browser_start on a provider).
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 
 export interface Recorded {

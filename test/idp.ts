@@ -1,5 +1,5 @@
 // A real OpenID provider (oidc-provider) on 127.0.0.1 for OAuth tests: access tokens are obtained over HTTP from its
-// authorization and token endpoints, as an MCP client obtains them (packages/broker/test/oauth.test.ts, test/oauth.test.ts).
+// authorization and token endpoints, as an MCP client obtains them (packages/broker/test/http/oauth.test.ts, test/users/oauthLogin.test.ts).
 import { createHash, createSecretKey, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -1,5 +1,5 @@
 // The Cloudflare Workers entry (module syntax): the stateless app over the runtime's own WebSocket, with the in-page
-// scripts, the top-sites ranking and QuickJS's wasm carried in the bundle (build.mjs). workerd runs it locally (test/worker.test.ts).
+// scripts, the top-sites ranking and QuickJS's wasm carried in the bundle (build.mjs). workerd runs it locally (test/worker/worker.test.ts).
 import { parseRankingCsv } from "@tabrelay/broker/core";
 import { inpage, topSites, webmcp } from "tabrelay:assets";
 import quickjs from "tabrelay:quickjs-wasm";

@@ -1,7 +1,7 @@
 // The broker's durable records for a team: users, their MCP tokens and their pairing codes (more kinds join as
 // they move here: the audit log), and idempotency records. One interface, two engines: SQLite in the data dir (the
 // embedded default, store/sqlite.ts) and PostgreSQL (`store.postgres_url`, store/postgres.ts). Every method is
-// async so that either engine serves it; the same contract test (test/store.test.ts) runs against both.
+// async so that either engine serves it; the same contract test (test/store/store.test.ts) runs against both.
 // Secrets: an MCP token is stored only as its SHA-256 (it is a bearer credential, checked by hash); a pairing
 // code's secret is stored as it is, because the broker proves it knows it (an HMAC key, protocol handshake.ts).
 
