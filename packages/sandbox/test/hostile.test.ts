@@ -13,6 +13,12 @@ const BUDGETS: Budgets = {
   commands: 100,
   outputBytes: 1024 * 1024,
 };
+/**
+ * How late after its wall clock a stopped program may end on a busy machine (a CPU hog beside the suite, two cores).
+ * A bound on a run's time is drawn where it tells two behaviours apart (stopped, or never ends; at once, or at the
+ * wall), never at a guess of the machine's speed.
+ */
+const STOP_SLACK_MS = 2000;
 
 let pool: SandboxPool;
 beforeAll(async () => {
@@ -46,7 +52,7 @@ describe("CPU", () => {
   it("while(true){} stops at the wall clock", async () => {
     const { result, ms } = await run("while (true) {}");
     expectBudget(result, "wall clock");
-    expect(ms).toBeLessThan(BUDGETS.wallMs + 500);
+    expect(ms).toBeLessThan(BUDGETS.wallMs + STOP_SLACK_MS);
     expect(result.usage.wallMs).toBeGreaterThanOrEqual(BUDGETS.wallMs);
     expect(result.usage.instructions).toBeGreaterThan(0);
     await expectPoolServes();
@@ -56,14 +62,14 @@ describe("CPU", () => {
     const { result, ms } = await run("let n = 0;\nwhile (true) n++;", { instructions: 300, wallMs: 5000 });
     expectBudget(result, "instructions");
     expect(result.usage.instructions).toBe(301);
-    expect(ms).toBeLessThan(2000);
+    expect(ms).toBeLessThan(5000);
     await expectPoolServes();
   });
 
   it("a loop that catches everything inside an endless loop still stops (the interrupt is uncatchable)", async () => {
     const { result, ms } = await run("for (;;) { try { for (;;) {} } catch {} }");
     expectBudget(result, "wall clock");
-    expect(ms).toBeLessThan(BUDGETS.wallMs + 500);
+    expect(ms).toBeLessThan(BUDGETS.wallMs + STOP_SLACK_MS);
     await expectPoolServes();
   });
 
@@ -80,7 +86,7 @@ describe("CPU", () => {
     clearInterval(timer);
     expectBudget(result, "wall clock");
     expect(ms).toBeGreaterThanOrEqual(BUDGETS.wallMs + 250 - 5);
-    expect(ms).toBeLessThan(BUDGETS.wallMs + 1000);
+    expect(ms).toBeLessThan(BUDGETS.wallMs + STOP_SLACK_MS);
     // What the run did before it hung is still reported.
     expect(result.logs).toEqual([{ level: "info", text: "before" }]);
     expect(result.usage.commands).toBe(1);
@@ -88,14 +94,14 @@ describe("CPU", () => {
     // A 20 ms timer on the main thread kept firing throughout (a blocked thread would show one long gap and no ticks;
     // on a loaded 2-core machine the ticks come late, hence the loose count).
     expect(ticks.length).toBeGreaterThan(12);
-    expect(Math.max(...ticks)).toBeLessThan(400);
+    expect(Math.max(...ticks)).toBeLessThan(1000); // a blocked thread: one gap as long as the run (1.25 s)
     await expectPoolServes();
   });
 
   it("a catastrophic regular expression stops at the wall clock", async () => {
     const { result, ms } = await run("return /^(a+)+$/.test('a'.repeat(40) + '!');");
     expectBudget(result, "wall clock");
-    expect(ms).toBeLessThan(BUDGETS.wallMs + 500);
+    expect(ms).toBeLessThan(BUDGETS.wallMs + STOP_SLACK_MS);
     await expectPoolServes();
   });
 });
@@ -106,7 +112,7 @@ describe("memory and stack", () => {
     expectBudget(result, "memory");
     expect(result.error?.message).toContain("32 MiB");
     expect(result.usage.memoryBytes).toBeGreaterThanOrEqual(BUDGETS.memoryBytes);
-    expect(ms).toBeLessThan(1000);
+    expect(ms).toBeLessThan(5000); // before its wall clock
     await expectPoolServes();
   });
 
@@ -114,13 +120,13 @@ describe("memory and stack", () => {
     const { result, ms } = await run("const all = [];\nfor (;;) all.push({ n: all.length, s: 'item' + all.length });", { memoryBytes: 8 * 1024 * 1024, wallMs: 5000 });
     expectBudget(result, "memory");
     expect(result.error?.message).toContain("8 MiB");
-    expect(ms).toBeLessThan(3000);
+    expect(ms).toBeLessThan(5000); // before its wall clock
     await expectPoolServes();
   });
 
   it("1 MiB strings kept until the heap is full stop at the memory budget", async () => {
     const { result, ms } = await run("const keep = [];\nfor (let i = 0; i < 2000; i++) keep.push('y'.repeat(1 << 20) + i);\nreturn keep.length;", { memoryBytes: 8 * 1024 * 1024, wallMs: 5000 });
-    expect(ms).toBeLessThan(3000);
+    expect(ms).toBeLessThan(5000); // before its wall clock
     expectBudget(result, "memory");
     await expectPoolServes();
   });
@@ -129,7 +135,7 @@ describe("memory and stack", () => {
     const { result, ms } = await run("function down(n: number): number { return down(n + 1) + 1; }\nreturn down(0);");
     expectBudget(result, "stack");
     expect(result.error?.message).toContain("256 KiB");
-    expect(ms).toBeLessThan(1000);
+    expect(ms).toBeLessThan(BUDGETS.wallMs + STOP_SLACK_MS);
     await expectPoolServes();
   });
 
@@ -250,7 +256,7 @@ describe("promises and commands", () => {
     expect(result.status).toBe("error");
     expect(result.error?.code).toBe("program_error");
     expect(result.error?.message).toContain("can never settle");
-    expect(ms).toBeLessThan(1000);
+    expect(ms).toBeLessThan(4000); // at once: not at its 5 s wall clock
   });
 
   it("10,000 commands stop at the commands budget", async () => {
@@ -272,28 +278,28 @@ describe("promises and commands", () => {
     expectBudget(result, "output");
     expect(result.logs).toHaveLength(3);
     expect(result.usage.outputBytes).toBe(3 * (1 << 20));
-    expect(ms).toBeLessThan(2000);
+    expect(ms).toBeLessThan(BUDGETS.wallMs + STOP_SLACK_MS);
     await expectPoolServes();
   });
 
   it("a program that returns while commands are in flight ends at once; their answers are discarded and it says so", async () => {
     const browser = new TinyBrowser();
-    browser.slowMs = 2000;
-    const { result, ms } = await run("browse.slow();\nbrowse.slow();\nreturn 'early';", {}, browser);
+    browser.slowMs = 10_000;
+    const { result, ms } = await run("browse.slow();\nbrowse.slow();\nreturn 'early';", { wallMs: 20_000 }, browser);
     expect(result).toMatchObject({ status: "ok", value: "early" });
     expect(result.usage.commands).toBe(2);
     expect(result.logs).toEqual([{ level: "warn", text: expect.stringContaining("2 commands were still in flight") }]);
-    expect(ms).toBeLessThan(1000);
+    expect(ms).toBeLessThan(5000); // at once: not when the commands answer (10 s)
   });
 
   it("a command slower than the wall clock ends the run at the deadline, its answer discarded", async () => {
     const browser = new TinyBrowser();
-    browser.slowMs = 3000;
+    browser.slowMs = 10_000;
     const { result, ms } = await run("log.info('waiting');\nconst r = await browse.slow();\nreturn r;", { wallMs: 500 }, browser);
     expectBudget(result, "wall clock");
     expect(result.logs).toEqual([{ level: "info", text: "waiting" }]);
     expect(ms).toBeGreaterThanOrEqual(495);
-    expect(ms).toBeLessThan(1500);
+    expect(ms).toBeLessThan(500 + STOP_SLACK_MS); // at its wall, not when the command answers (10 s)
   });
 
   it("a TypeScript program with interfaces, generics and types runs", async () => {
@@ -354,7 +360,7 @@ try {
     const result = await pending;
     expect(result.status).toBe("error");
     expect(result.error?.code).toBe("cancelled");
-    expect(performance.now() - started).toBeLessThan(1500);
+    expect(performance.now() - started).toBeLessThan(5000); // at the abort, not at its 10 s wall clock
     await expectPoolServes();
   });
 });

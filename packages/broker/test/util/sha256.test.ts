@@ -71,8 +71,9 @@ describe("bytes (util/bytes.ts)", () => {
     const encoded = bytesToBase64(decoded ?? new Uint8Array());
     const elapsed = performance.now() - started;
     expect(encoded).toBe(text);
-    // ~0.1-0.4 s for both on this two-core machine (cold); btoa over spread argument lists took 2 s.
-    expect(elapsed).toBeLessThan(1500);
+    // ~0.1-0.4 s for both on a two-core machine (cold). The bound is for a quadratic decoder (minutes at 12 MB), not a
+    // measure of this one: how much faster it is than the 2 s of btoa over spread argument lists is bench material.
+    expect(elapsed).toBeLessThan(10_000);
   });
 
   it("writes hex, random hex and big-endian integers", () => {
