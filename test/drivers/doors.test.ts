@@ -496,7 +496,7 @@ describe("every frame after the proofs is sealed: one that is not closes the lin
     }
   }, 120_000);
 
-  it("the real broker pairs a browser that is waiting for it in under a second", async () => {
+  it("the real broker pairs a browser that is waiting for it at the browser's next probe, not after a backoff", async () => {
     const free = createServer();
     await new Promise<void>((resolve) => free.listen(0, "127.0.0.1", resolve));
     const port = (free.address() as AddressInfo).port;
@@ -506,12 +506,14 @@ describe("every frame after the proofs is sealed: one that is not closes the lin
     let broker: TestBroker | undefined;
     try {
       await new Promise((r) => setTimeout(r, 4000)); // the extension is up and probing the silent port
-      const started = performance.now();
       broker = await startBroker({ port });
+      const listening = performance.now();
       await browserConnected(broker, 10_000);
-      const ms = performance.now() - started;
+      const ms = performance.now() - listening;
       console.log(`pairing: broker listening to browser registered in ${Math.round(ms)} ms`);
-      expect(ms).toBeLessThan(1000);
+      // A broker on this machine is probed every LOOPBACK_RETRY_MS (250 ms) however long it was down; a backoff after
+      // 4 s of refusals would be seconds (2.5 to 5 s at loopback's cap). The figure itself is bench's, not this test's.
+      expect(ms).toBeLessThan(2500);
     } finally {
       await browser.kill();
       await broker?.close();
