@@ -75,7 +75,7 @@ export const ERRORS = [
   },
   { code: "tab_not_visible", meaning: "the tab is not the visible tab of its window and `activate` was false", next: "`activate_tab`" },
   { code: "invalid_image", meaning: "the browser sent something that is not an acceptable PNG", next: "retry; report if it persists" },
-  { code: "frame_too_large", meaning: "the page's answer exceeds the bridge's 32 MiB frame cap", next: "read a smaller page" },
+  { code: "frame_too_large", meaning: "the page's answer is larger than the browser link carries (32 MiB; 128 MiB over DevTools); only this call failed", next: "read a smaller page" },
   {
     code: "audit_unavailable",
     meaning: "the audit log cannot be written (disk full, read-only data dir), so the write was refused and not sent; reads still work",

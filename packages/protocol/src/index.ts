@@ -29,6 +29,12 @@ export * from "./handshake.js";
 /** Largest frame either end of the /bridge socket accepts, in bytes (a transport limit: the CDP driver has no bridge). A rendered page's HTML travels in one frame. */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
 
+/**
+ * Longest report of a page's WebMCP tools a driver takes, in characters: past it the report is ignored (the page
+ * offers what it offered before). The tools a page registers are a few kilobytes; this is generous.
+ */
+export const WEBMCP_REPORT_MAX_CHARS = 2_000_000;
+
 export * from "./errors.js";
 import type { ErrorCode } from "./errors.js";
 

@@ -7,8 +7,10 @@
 // The endpoint URL is a credential (whoever holds it drives the browser): it is never logged, and it is
 // scrubbed from every message this module produces.
 //
-// The socket is the WHATWG WebSocket API (CdpSocket), made by a factory the host passes: Node has no global
-// WebSocket before 22, so the Node broker passes one over `ws` (nodeSocket.ts); a Workers-style runtime uses its own.
+// The socket is the WHATWG WebSocket API (CdpSocket), made by a factory the host passes: the Node broker passes its
+// own (nodeSocket.ts), which skips a message past the size cap and says so (`oversize`) instead of closing: that one
+// call fails (too_large) or that one event is dropped, and the connection lives. A Workers-style runtime uses its own
+// WebSocket, whose cap closes the socket (a stateless host's connection lasts one request).
 //
 // Commands and events are typed with the protocol's own map (devtools-protocol, types only): `send` checks a
 // command's params and types its result, `on` types an event's params. Those types describe what Chromium
@@ -23,7 +25,9 @@ export type CdpFailure =
   | { kind: "detached"; message: string }
   | { kind: "timeout"; message: string }
   /** The browser answered with a protocol error (code, message), e.g. "No frame for given id found". */
-  | { kind: "protocol"; message: string; code: number };
+  | { kind: "protocol"; message: string; code: number }
+  /** The browser's answer was longer than the socket's cap: skipped, the connection lives. */
+  | { kind: "too_large"; message: string; bytes: number };
 
 export type CdpResult<T> = { ok: true; value: T } | { ok: false; error: CdpFailure };
 
@@ -50,6 +54,13 @@ export type CdpEventParams<E extends CdpEvent> = Events[E] extends [infer P] ? P
 export type CdpListener<E extends CdpEvent> = (params: CdpEventParams<E>, sessionId: string | undefined) => void;
 type RawListener = (params: Record<string, unknown>, sessionId: string | undefined) => void;
 
+/** A message the socket skipped for its size: its first and last bytes (UTF-8, maybe cut mid-character) and length. */
+export interface CdpOversize {
+  head: string;
+  tail: string;
+  bytes: number;
+}
+
 /**
  * The part of the WHATWG WebSocket API the client uses: ws's WebSocket and a runtime's global one both have it.
  * Events: `message` carries `data` (a string for a text frame), `close` its `code` and `reason`.
@@ -63,18 +74,20 @@ export interface CdpSocket {
   addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
   addEventListener(type: "close", listener: (event: { code: number; reason: string }) => void): void;
   addEventListener(type: "error", listener: (event: unknown) => void): void;
+  /** A message past maxPayload, skipped (nodeSocket.ts); a runtime's WebSocket never sends this event. */
+  addEventListener(type: "oversize", listener: (event: CdpOversize) => void): void;
 }
 
 /**
  * Opens a socket to a DevTools endpoint. `maxPayload` is the largest message to accept from the browser: past it the
- * socket should close with 1009 (ws does; a runtime's own WebSocket has its own cap and ignores it).
+ * Node socket skips the message and sends `oversize` (a runtime's own WebSocket has its own cap and ignores it).
  */
 export type CdpSocketFactory = (url: string, options: { maxPayload: number }) => CdpSocket;
 
 export interface CdpClientOptions {
   /** Default deadline of a call; a call may pass its own. */
   timeoutMs: number;
-  /** Largest message accepted from the browser; a bigger one closes the socket (ws closes with 1009). */
+  /** Largest message accepted from the browser; a bigger one is skipped (its call fails too_large). */
   maxPayload?: number;
   connectTimeoutMs?: number;
   /** How to open the socket; default: the runtime's global WebSocket, where there is one. */
@@ -92,7 +105,7 @@ interface Pending {
   settle: (result: CdpResult<Record<string, unknown>>) => void;
 }
 
-/** 128 MiB: far above the bridge's 32 MiB result cap, so an oversized answer fails one call, not the link. */
+/** 128 MiB: far above the bridge's 32 MiB result cap (a full-page screenshot fits); past it a message is skipped. */
 export const DEFAULT_MAX_PAYLOAD = 128 * 1024 * 1024;
 const BROWSER_KEY = "";
 const OPEN = 1;
@@ -110,18 +123,21 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 export class CdpClient {
   readonly #ws: CdpSocket;
   readonly #timeoutMs: number;
+  readonly #maxPayload: number;
   readonly #pending = new Map<number, Pending>();
   /** session key ("" for the browser session) -> method -> listeners */
   readonly #listeners = new Map<string, Map<string, Set<RawListener>>>();
   readonly #anyListeners = new Set<(method: string, params: Record<string, unknown>, sessionId: string | undefined) => void>();
   readonly #closeListeners = new Set<(reason: string) => void>();
+  readonly #oversizeListeners = new Set<(method: string, sessionId: string | undefined, bytes: number) => void>();
   #nextId = 1;
   #closed = false;
   #closeReason = "";
 
-  private constructor(ws: CdpSocket, timeoutMs: number) {
+  private constructor(ws: CdpSocket, timeoutMs: number, maxPayload: number) {
     this.#ws = ws;
     this.#timeoutMs = timeoutMs;
+    this.#maxPayload = maxPayload;
   }
 
   /** Opens the socket. The failure message never contains the endpoint. */
@@ -168,7 +184,7 @@ export class CdpClient {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        client = new CdpClient(ws, options.timeoutMs);
+        client = new CdpClient(ws, options.timeoutMs, options.maxPayload ?? DEFAULT_MAX_PAYLOAD);
         resolve({ ok: true, value: client });
       });
       ws.addEventListener("message", (event) => {
@@ -177,6 +193,9 @@ export class CdpClient {
       ws.addEventListener("close", ({ code, reason }) => {
         if (!client) return fail(`closed during the handshake (${code})`);
         client.#onClose(code === 1009 ? "a DevTools message exceeded the size cap" : `socket closed (${code}${reason.length ? ` ${scrub(reason)}` : ""})`);
+      });
+      ws.addEventListener("oversize", (event) => {
+        if (client) client.#onOversize(event);
       });
       // After the open, errors are followed by close; the close handler is where calls fail.
       ws.addEventListener("error", (event) => {
@@ -254,6 +273,17 @@ export class CdpClient {
     };
   }
 
+  /**
+   * Events skipped for their size (the method and session read off the message's edges): their params are lost, but a
+   * listener can still act (dismiss a dialog whose text was too long to carry).
+   */
+  onOversize(listener: (method: string, sessionId: string | undefined, bytes: number) => void): () => void {
+    this.#oversizeListeners.add(listener);
+    return () => {
+      this.#oversizeListeners.delete(listener);
+    };
+  }
+
   onClose(listener: (reason: string) => void): () => void {
     if (this.#closed) {
       queueMicrotask(() => listener(this.#closeReason));
@@ -312,6 +342,24 @@ export class CdpClient {
     if (method === "Target.detachedFromTarget" && typeof params["sessionId"] === "string") this.#dropSession(params["sessionId"]);
   }
 
+  /**
+   * A skipped message. Chrome writes a message's members in a fixed order: an answer starts {"id":N, an event
+   * {"method":"X", and a session's message ends ,"sessionId":"S"}.
+   */
+  #onOversize({ head, tail, bytes }: { head: string; tail: string; bytes: number }): void {
+    const size = `${Math.round(bytes / 1048576)} MiB`;
+    const id = /^\{"id":(\d+)[,}]/.exec(head)?.[1];
+    if (id !== undefined) {
+      const pending = this.#pending.get(Number(id));
+      pending?.settle({ ok: false, error: { kind: "too_large", bytes, message: `${pending.method}: the browser's answer is ${size}, more than the ${Math.round(this.#maxPayload / 1048576)} MiB the DevTools link takes` } });
+      return;
+    }
+    const method = /^\{"method":"([A-Za-z]+\.[A-Za-z]+)"/.exec(head)?.[1];
+    if (method === undefined) return;
+    const sessionId = /,"sessionId":"([^"\\]{1,64})"\}$/.exec(tail)?.[1];
+    for (const listener of [...this.#oversizeListeners]) safely(() => listener(method, sessionId, bytes));
+  }
+
   #dropSession(sessionId: string): void {
     this.#listeners.delete(sessionId);
     for (const pending of [...this.#pending.values()]) {
@@ -328,6 +376,7 @@ export class CdpClient {
     this.#anyListeners.clear();
     for (const listener of [...this.#closeListeners]) safely(() => listener(reason));
     this.#closeListeners.clear();
+    this.#oversizeListeners.clear();
   }
 
   #disconnected(): { ok: false; error: CdpFailure } {

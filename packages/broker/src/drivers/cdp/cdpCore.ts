@@ -74,6 +74,15 @@ export interface FrameRoute {
   sessionId: string;
 }
 
+/** A tab's WebMCP state over CDP (webmcp.ts). */
+export interface WebMcpState {
+  readonly origins: readonly string[];
+  /** Runtime is on in the tab's session (its top document is of an allowed origin). */
+  runtime: boolean;
+  /** The main world of the top document of an allowed origin, where the binding is; undefined between documents. */
+  contextId: number | undefined;
+}
+
 export interface Tab {
   readonly targetId: string;
   readonly tabId: number;
@@ -113,6 +122,8 @@ export interface Tab {
   lastVisible?: boolean | undefined;
   /** The last top-frame navigation request the request policy stopped: its error page is a landing, not a load failure. */
   blockedNavigation?: { url: string; at: number } | undefined;
+  /** WebMCP (pages.webmcp): whether Runtime is on and which context may report tools (webmcp.ts). */
+  webmcp?: WebMcpState | undefined;
 }
 
 /** Protocol errors meaning the frame's document (or the frame) is gone. */
@@ -270,6 +281,8 @@ export class CdpCore {
         return new DriverError("browser_disconnected", this.disconnected().error.message);
       case "timeout":
         return new DriverError("timeout", error.message);
+      case "too_large":
+        return new DriverError("frame_too_large", `${error.message}; this page's answer is too large to carry`);
       case "detached":
         return new DriverError(gone, gone === "stale_ref" ? "the frame navigated or went away since the snapshot; call snapshot again" : "the tab went away during the call; call list_tabs");
       case "protocol":

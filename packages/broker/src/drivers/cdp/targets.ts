@@ -1,7 +1,7 @@
 // Target bookkeeping of the CDP driver: start-up (auto-attach), which attached pages are the agent's,
 // each page's set-up before it runs (events, Fetch, dialogs, child sessions), and the tab state kept up to
 // date from commits, same-document navigations, lifecycle events and target changes.
-import { installWebMcp } from "./webmcp.js";
+import { followTopDocument, installWebMcp } from "./webmcp.js";
 import type { Protocol } from "devtools-protocol";
 import type { CdpResult } from "./cdpClient.js";
 import { type CdpCore, sleep, type Tab } from "./cdpCore.js";
@@ -17,6 +17,11 @@ export async function startUp(core: CdpCore): Promise<CdpResult<void>> {
     for (const tab of core.tabs.values()) if (tab.sessionId === sessionId) tab.sessionId = undefined;
   });
   client.on("Browser.downloadWillBegin", (params) => void onDownload(core, params));
+  // A dialog whose text is past the socket's cap (alert('x'.repeat(2e8))) arrives as a skipped message: dismissed all
+  // the same, or the page would wait for an answer nobody gives.
+  client.onOversize((method, sessionId) => {
+    if (method === "Page.javascriptDialogOpening" && sessionId !== undefined) void core.send("Page.handleJavaScriptDialog", { accept: false }, sessionId);
+  });
   const discover = await client.send("Target.setDiscoverTargets", { discover: true, filter: [{ type: "page" }] });
   if (!discover.ok) return discover;
   // Browser-level auto-attach pauses every new page until we resume it, so Fetch interception and the
@@ -208,6 +213,7 @@ export function onFrameNavigated(core: CdpCore, tab: Tab, params: Protocol.Page.
     tab.routesByFrame.clear();
     tab.readRoutes.clear();
   });
+  if (tab.webmcp) void followTopDocument(core, tab, url);
   core.emit({ type: "event", event: "tab.committed", params: { tabId: tab.tabId, url, ...(first && tab.openerTabId !== undefined ? { openerTabId: tab.openerTabId } : {}) } });
 }
 
