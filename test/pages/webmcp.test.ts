@@ -141,6 +141,25 @@ pages:
     await call(client, "close_tab", { tab });
   });
 
+  it("a WebMCP tool is under its tab's lease: another session's call is tab_leased and runs nothing; the holder's runs", async () => {
+    const tab = await openTab(client, `${site.origin}/app`);
+    await waitFor("listed", async () => ((await pageTools()).includes(`${prefix}add_numbers`) ? true : undefined));
+    const other = await connectClient(broker.url);
+    try {
+      const refused = await call(other, `${prefix}add_numbers`, { a: 1, b: 1 });
+      expect(refused.isError).toBe(true);
+      expect(refused.text).toMatch(/^tab_leased: /);
+      expect((await call(other, "read_page", { tab })).text).toMatch(/^tab_leased: /);
+      expect((await call(client, "read_page", { tab, mode: "full" })).text).not.toContain("added");
+      expect((await client.listTools()).tools.find((t) => t.name === `${prefix}add_numbers`)?.description).toContain("Errors: page_gone, tab_leased,");
+      const ran = await call(client, `${prefix}add_numbers`, { a: 2, b: 2 });
+      expect(ran.text).toMatch(/<page-content nonce="[0-9a-f]+">\n4\n/);
+    } finally {
+      await other.close();
+    }
+    await call(client, "close_tab", { tab });
+  });
+
   it("a frame never speaks for its page: a same-site ad's frame on an allowed origin can neither list a tool nor redescribe one", async () => {
     let attempts = 0;
     ads.route("/ad", (_req, res) => {

@@ -276,10 +276,11 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
 
   it("claims an idempotency key once: a second claim gets the first record, whatever it asks; keys are per user", async () => {
     await freshStore();
-    const claim = { userId: alice.id, key: "k-1", tool: "click", argsHash: "a".repeat(64), createdAt: T0, expiresAt: T0 + 15_000 };
+    const claim = { userId: alice.id, key: "k-1", tool: "click", argsHash: "a".repeat(64), session: "s-1", client: "agent", createdAt: T0, expiresAt: T0 + 15_000 };
     expect(await store.claimIdempotency(claim)).toBeUndefined();
     const first = { ...claim, state: "pending" };
-    expect(await store.claimIdempotency({ ...claim, tool: "fill", argsHash: "b".repeat(64), createdAt: T0 + 5 })).toEqual(first);
+    // The owner stays the first claim's too (issue 24 §7: a key is its session's).
+    expect(await store.claimIdempotency({ ...claim, tool: "fill", argsHash: "b".repeat(64), session: "s-2", client: "other", createdAt: T0 + 5 })).toEqual(first);
     expect(await store.idempotency(alice.id, "k-1")).toEqual(first);
     // Another user's same key is another record.
     expect(await store.claimIdempotency({ ...claim, userId: bob.id })).toBeUndefined();
@@ -288,7 +289,7 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
 
   it("settles a pending record once with its outcome; an expiry-bound settle takes only an expired one; extending moves the expiry", async () => {
     await freshStore();
-    const claim = { userId: alice.id, key: "k-2", tool: "click", argsHash: "a".repeat(64), createdAt: T0, expiresAt: T0 + 15_000 };
+    const claim = { userId: alice.id, key: "k-2", tool: "click", argsHash: "a".repeat(64), session: "s-1", client: "agent", createdAt: T0, expiresAt: T0 + 15_000 };
     await store.claimIdempotency(claim);
     // Not expired yet: a waiter cannot declare it unknown.
     expect(await store.settleIdempotency(alice.id, "k-2", "unknown", "{}", T0 + 10_000)).toBe(false);
@@ -310,7 +311,7 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
 
   it("releases a pending key so the next claim holds it; forgets records created before a time", async () => {
     await freshStore();
-    const claim = { userId: alice.id, key: "k-4", tool: "click", argsHash: "a".repeat(64), createdAt: T0, expiresAt: T0 + 15_000 };
+    const claim = { userId: alice.id, key: "k-4", tool: "click", argsHash: "a".repeat(64), session: "s-1", client: "agent", createdAt: T0, expiresAt: T0 + 15_000 };
     await store.claimIdempotency(claim);
     await store.releaseIdempotency(alice.id, "k-4");
     expect(await store.idempotency(alice.id, "k-4")).toBeUndefined();
@@ -324,7 +325,7 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
   it("claims concurrently: of ten claims of one key at once, exactly one holds it", async () => {
     await freshStore();
     const claims = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => store.claimIdempotency({ userId: alice.id, key: "k-race", tool: "click", argsHash: String(i).repeat(64), createdAt: T0 + i, expiresAt: T0 + 15_000 })),
+      Array.from({ length: 10 }, (_, i) => store.claimIdempotency({ userId: alice.id, key: "k-race", tool: "click", argsHash: String(i).repeat(64), session: `s-${i}`, client: "agent", createdAt: T0 + i, expiresAt: T0 + 15_000 })),
     );
     expect(claims.filter((c) => c === undefined)).toHaveLength(1);
     const holder = await store.idempotency(alice.id, "k-race");
@@ -380,7 +381,7 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
     await engine.dropToVersion1(place);
     const again = await open(place);
     expect(await again.users()).toEqual([alice]);
-    expect(await again.claimIdempotency({ userId: alice.id, key: "k", tool: "click", argsHash: "a", createdAt: T0, expiresAt: T0 })).toBeUndefined();
+    expect(await again.claimIdempotency({ userId: alice.id, key: "k", tool: "click", argsHash: "a", session: "s-1", client: "agent", createdAt: T0, expiresAt: T0 })).toBeUndefined();
     expect(await engine.versions(place)).toEqual([STORE_SCHEMA_VERSION]);
   });
 

@@ -1,7 +1,8 @@
 // Writes at most once (issue 16 §4), end to end: the real MCP client, real Chromium with the extension, a page
-// whose button the server counts. A retry after a dropped HTTP response, concurrent retries, and a retry landing on
-// another broker sharing the PostgreSQL store each press the button once; the same key with other arguments is
-// idempotency_conflict; a call that never reached the page spends no key. The audit log has one record per call.
+// whose button the server counts. A retry after a dropped HTTP response and concurrent retries each press the button
+// once; the same key with other arguments is idempotency_conflict; a key is its session's: another session, on this
+// broker or on another sharing the PostgreSQL store, is refused naming the client (issue 24 §7); a call that never
+// reached the page spends no key. The audit log has one record per call.
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -181,26 +182,39 @@ describe("writes with an idempotency key", () => {
     await call(client, "close_tab", { tab });
   });
 
-  it("a retry that lands on another broker sharing the store gets the first outcome without a browser", async () => {
+  it("a key is its session's: another session, here or on a broker sharing the store, gets neither the outcome nor a run", async () => {
     hits = 0;
     const tab = await openTab(client, `${site.origin}/shop`);
     const { args } = await addToCart(client, tab, "order-5");
     const first = await call(client, "click", args);
     expect(first.isError, first.text).toBe(false);
     expect(await settledHits(1)).toBe(1);
+    const owner = /^idempotency_conflict: this idempotency_key belongs to another session \(client "[^"]+", first used at \S+\); nothing was run, and that call's outcome is that session's/;
+    // Another session of the same user on this broker, with the same key and arguments (the tab is the first
+    // session's, so its own click would be tab_leased: the key is judged before the call reaches the tab).
+    const neighbour = await connectClient(brokerA.url);
     // Broker B has no browser at all: it could not have pressed anything.
     expect(brokerB.broker.registry.list()).toHaveLength(0);
     const elsewhere = await connectClient(brokerB.url);
     try {
-      const retry = await call(elsewhere, "click", args);
-      expect(retry.isError, retry.text).toBe(false);
-      expect(retry.text).toContain("A retry: this is the outcome of the first call");
-      expect(retry.text.split("\n")[0]).toBe(first.text.split("\n")[0]);
+      for (const other of [neighbour, elsewhere]) {
+        const retry = await call(other, "click", args);
+        expect(retry.isError).toBe(true);
+        expect(retry.text).toMatch(owner);
+        expect(retry.text).not.toContain(first.text.split("\n")[0]!);
+      }
       // A new key on broker B does reach for a browser, and there is none.
       expect((await call(elsewhere, "click", { ...args, idempotency_key: "order-6" })).text).toMatch(/^not_connected/);
+      // The key's own session still gets its outcome back (the positive control).
+      const again = await call(client, "click", args);
+      expect(again.text).toContain("A retry: this is the outcome of the first call");
+      const refused = [...brokerA.broker.audit.list({ limit: 1000 }), ...brokerB.broker.audit.list({ limit: 1000 })].filter((r) => r.code === "idempotency_conflict" && (r.detail ?? "").includes('"order-5"'));
+      expect(refused.map((r) => r.decision)).toEqual(["refused", "refused"]);
     } finally {
+      await neighbour.close();
       await elsewhere.close();
     }
+    await new Promise((resolve) => setTimeout(resolve, 300));
     expect(hits).toBe(1);
     await call(client, "close_tab", { tab });
   });

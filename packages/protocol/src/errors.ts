@@ -61,7 +61,7 @@ export const ERRORS = [
   },
   {
     code: "idempotency_conflict",
-    meaning: "the write's idempotency_key was used before (by this user, within 24 h) with another tool or other arguments; nothing ran",
+    meaning: "the write's idempotency_key was used before (within 24 h) with another tool or other arguments, or by another session; nothing ran",
     next: "a new key for a new action; the first call's exact arguments to get its outcome",
   },
   { code: "not_actionable", meaning: "the element cannot take that action", next: "pick another element" },

@@ -21,6 +21,8 @@ export interface PageConnection {
   readonly tools: AcceptedTool[];
   readonly prompts: AcceptedPrompt[];
   readonly closed: boolean;
+  /** The agent tab it lives in (WebMCP): a call is under that tab's lease, as any tool taking the tab. */
+  readonly tab?: { browserId: string; tabId: number };
   callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<CallToolResult>;
   getPrompt(name: string, args: Record<string, string>, signal: AbortSignal, timeoutMs: number): Promise<GetPromptResult>;
   close(code?: number, reason?: string): void;

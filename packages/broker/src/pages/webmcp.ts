@@ -36,6 +36,10 @@ export class WebMcpTab implements PageConnection {
     return this.#closed || this.browser.closed;
   }
 
+  get tab(): { browserId: string; tabId: number } {
+    return { browserId: this.browser.info.browserId, tabId: this.tabId };
+  }
+
   /** The tools as the page reports them now; what offer.ts refuses comes back as lines for the log. */
   offer(raw: unknown[]): string[] {
     const judged = judgeTools(raw.map((t) => (typeof t === "object" && t !== null && !("inputSchema" in t && (t as { inputSchema?: unknown }).inputSchema) ? { ...t, inputSchema: { type: "object" } } : t)));

@@ -69,6 +69,9 @@ const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (browser_id, tab_id)
    );
    CREATE INDEX leases_session ON leases (session);`,
+  // 5: an idempotency key belongs to the session that made it (issue 24 §7).
+  `ALTER TABLE idempotency ADD COLUMN session TEXT NOT NULL DEFAULT '';
+   ALTER TABLE idempotency ADD COLUMN client TEXT NOT NULL DEFAULT '';`,
 ];
 
 /** The advisory lock key that serialises migrations: "tabrelay" in ASCII, as a bigint. */
@@ -81,7 +84,7 @@ type Ms = string;
 type UserRow = { id: string; name: string; role: string; subject: string | null; created_at: Ms; revoked_at: Ms | null };
 type TokenRow = { id: string; user_id: string; name: string; created_at: Ms; last_used_at: Ms | null; revoked_at: Ms | null };
 type PairingRow = { id: string; user_id: string; secret: string; created_at: Ms; revoked_at: Ms | null };
-type IdempotencyRow = { user_id: string; key: string; tool: string; args_hash: string; state: string; result: string | null; created_at: Ms; expires_at: Ms };
+type IdempotencyRow = { user_id: string; key: string; tool: string; args_hash: string; session: string; client: string; state: string; result: string | null; created_at: Ms; expires_at: Ms };
 type JoinedUser = { u_name: string; u_role: string; u_subject: string | null; u_created_at: Ms };
 
 const USER_COLUMNS = "u.name AS u_name, u.role AS u_role, u.subject AS u_subject, u.created_at AS u_created_at";
@@ -228,8 +231,8 @@ export class PostgresStore implements Store {
     // started after that sees its row. A row released in between is claimed on the next turn.
     for (;;) {
       const inserted = await this.#pool.query(
-        "INSERT INTO idempotency (user_id, key, tool, args_hash, state, created_at, expires_at) VALUES ($1, $2, $3, $4, 'pending', $5, $6) ON CONFLICT DO NOTHING",
-        [claim.userId, claim.key, claim.tool, claim.argsHash, claim.createdAt, claim.expiresAt],
+        "INSERT INTO idempotency (user_id, key, tool, args_hash, session, client, state, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8) ON CONFLICT DO NOTHING",
+        [claim.userId, claim.key, claim.tool, claim.argsHash, claim.session, claim.client, claim.createdAt, claim.expiresAt],
       );
       if ((inserted.rowCount ?? 0) > 0) return undefined;
       const existing = await this.idempotency(claim.userId, claim.key);
@@ -416,6 +419,8 @@ function idempotencyOf(row: IdempotencyRow): IdempotencyRecord {
     key: row.key,
     tool: row.tool,
     argsHash: row.args_hash,
+    session: row.session,
+    client: row.client,
     state: row.state as IdempotencyRecord["state"],
     ...(row.result !== null ? { result: row.result } : {}),
     createdAt: ms(row.created_at),

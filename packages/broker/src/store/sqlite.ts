@@ -72,12 +72,15 @@ const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (browser_id, tab_id)
    );
    CREATE INDEX leases_session ON leases (session);`,
+  // 5: an idempotency key belongs to the session that made it (issue 24 §7).
+  `ALTER TABLE idempotency ADD COLUMN session TEXT NOT NULL DEFAULT '';
+   ALTER TABLE idempotency ADD COLUMN client TEXT NOT NULL DEFAULT '';`,
 ];
 
 type UserRow = { id: string; name: string; role: string; subject: string | null; created_at: number; revoked_at: number | null };
 type TokenRow = { id: string; user_id: string; name: string; created_at: number; last_used_at: number | null; revoked_at: number | null };
 type PairingRow = { id: string; user_id: string; secret: string; created_at: number; revoked_at: number | null };
-type IdempotencyRow = { user_id: string; key: string; tool: string; args_hash: string; state: string; result: string | null; created_at: number; expires_at: number };
+type IdempotencyRow = { user_id: string; key: string; tool: string; args_hash: string; session: string; client: string; state: string; result: string | null; created_at: number; expires_at: number };
 
 export class SqliteStore implements Store {
   readonly engine = "sqlite" as const;
@@ -207,8 +210,8 @@ export class SqliteStore implements Store {
   async claimIdempotency(claim: Omit<IdempotencyRecord, "state" | "result">): Promise<IdempotencyRecord | undefined> {
     return this.#db.transaction(() => {
       const inserted = this.#db
-        .prepare("INSERT INTO idempotency (user_id, key, tool, args_hash, state, created_at, expires_at) VALUES (?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING")
-        .run(claim.userId, claim.key, claim.tool, claim.argsHash, claim.createdAt, claim.expiresAt);
+        .prepare("INSERT INTO idempotency (user_id, key, tool, args_hash, session, client, state, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING")
+        .run(claim.userId, claim.key, claim.tool, claim.argsHash, claim.session, claim.client, claim.createdAt, claim.expiresAt);
       if (inserted.changes > 0) return undefined;
       const row = this.#db.prepare<[string, string], IdempotencyRow>("SELECT * FROM idempotency WHERE user_id = ? AND key = ?").get(claim.userId, claim.key);
       return row ? idempotencyOf(row) : undefined;
@@ -321,6 +324,8 @@ function idempotencyOf(row: IdempotencyRow): IdempotencyRecord {
     key: row.key,
     tool: row.tool,
     argsHash: row.args_hash,
+    session: row.session,
+    client: row.client,
     state: row.state as IdempotencyRecord["state"],
     ...(row.result !== null ? { result: row.result } : {}),
     createdAt: row.created_at,

@@ -52,6 +52,9 @@ export interface IdempotencyRecord {
   tool: string;
   /** SHA-256 (hex) of the call's arguments, the key left out (tools/idempotency.ts). */
   argsHash: string;
+  /** The MCP session that made the key and its client's name ("" for a key made before keys had owners, or without a session). */
+  session: string;
+  client: string;
   state: IdempotencyState;
   /** The first call's result, JSON, once it is done or unknown. */
   result?: string;
@@ -182,4 +185,4 @@ export class StoreConflict extends Error {
 }
 
 /** Migrations are numbered from 1; each engine keeps its own SQL for each number, and the version it reached. */
-export const STORE_SCHEMA_VERSION = 4;
+export const STORE_SCHEMA_VERSION = 5;

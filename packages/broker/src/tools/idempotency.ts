@@ -5,6 +5,8 @@
 // An outcome that is unknown (the action was sent and the answer lost) is stored as such and never re-run; so is a
 // first call whose broker stopped mid-way (its pending record stops being renewed and expires).
 // A call that never reached the browser (refused, no browser, bad arguments) releases its key: its retry runs.
+// A key belongs to the MCP session that made it (issue 24 §7): another session, even the same user's, gets neither
+// its outcome nor a run, but idempotency_conflict naming the client that holds it. A retry is its own session's.
 import type { IdempotencyRecord, Store } from "../store/store.js";
 import type { RenderedResult } from "./response.js";
 
@@ -36,6 +38,8 @@ export type KeyedAnswer =
   | { kind: "replayed"; result: RenderedResult; firstAt: number; unknown: boolean }
   /** The key was used for another tool or other arguments. */
   | { kind: "conflict"; firstTool: string; firstAt: number }
+  /** The key is another session's: its outcome is that session's; nothing ran now. */
+  | { kind: "foreign"; client: string; firstAt: number }
   /** The first call's broker stopped while it ran: whether it happened is unknown; nothing ran now. */
   | { kind: "lost"; firstAt: number }
   /** The caller gave up waiting for the first call to end. */
@@ -61,15 +65,17 @@ export class Idempotency {
     this.#renewMs = options.renewMs ?? RENEW_MS;
   }
 
-  /** Runs `call` at most once per (user, key): see the module comment. */
-  async once(user: string, key: string, tool: string, args: unknown, signal: AbortSignal, call: () => Promise<CallOutcome>): Promise<KeyedAnswer> {
+  /** Runs `call` at most once per (user, key), for the session `owner` only: see the module comment. */
+  async once(user: string, owner: { session: string; client: string }, key: string, tool: string, args: unknown, signal: AbortSignal, call: () => Promise<CallOutcome>): Promise<KeyedAnswer> {
     const store = await this.#store();
     await this.#forgetOld(store);
     const argsHash = await hashArgs(args);
     for (let wait = 20; ; wait = Math.min(wait * 2, 250)) {
       const now = this.#now();
-      const existing = await store.claimIdempotency({ userId: user, key, tool, argsHash, createdAt: now, expiresAt: now + this.#leaseMs });
+      const existing = await store.claimIdempotency({ userId: user, key, tool, argsHash, session: owner.session, client: owner.client, createdAt: now, expiresAt: now + this.#leaseMs });
       if (!existing) return { kind: "ran", outcome: await this.#run(store, user, key, call) };
+      // A key made before keys had owners ("") answers any session of its user, as it did then.
+      if (existing.session !== "" && existing.session !== owner.session) return { kind: "foreign", client: existing.client, firstAt: existing.createdAt };
       if (existing.tool !== tool || existing.argsHash !== argsHash) return { kind: "conflict", firstTool: existing.tool, firstAt: existing.createdAt };
       const ended = await this.#ended(store, existing);
       if (ended) return ended;

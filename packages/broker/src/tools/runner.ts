@@ -86,7 +86,7 @@ async function runKeyed(key: string, keys: Idempotency | undefined, tool: Tool, 
   if (!keys) return fail("invalid_params", `this server keeps no idempotency keys (it has no store), so ${tool.name} was not run; call it without idempotency_key`, "refused");
   let answer: KeyedAnswer;
   try {
-    answer = await keys.once(user.user, key, tool.name, args, signal, () => runWhere(tool, ctx, args, signal, session, options));
+    answer = await keys.once(user.user, { session: session?.session ?? "", client: session?.client ?? who.client ?? "" }, key, tool.name, args, signal, () => runWhere(tool, ctx, args, signal, session, options));
   } catch (error) {
     ctx.log.error(`idempotency store: ${error instanceof Error ? error.message : String(error)}`);
     return fail("internal", `the store that remembers idempotency keys could not be reached, so this ${tool.name} was not sent to the browser; retry with the same key once GET /health is ok`, "failed");
@@ -95,6 +95,12 @@ async function runKeyed(key: string, keys: Idempotency | undefined, tool: Tool, 
   switch (answer.kind) {
     case "ran":
       return answer.outcome.result;
+    case "foreign":
+      return fail(
+        "idempotency_conflict",
+        `this idempotency_key belongs to another session (client ${JSON.stringify(answer.client)}, first used at ${first(answer.firstAt)}); nothing was run, and that call's outcome is that session's. Use a key of your own (a new one) for this action`,
+        "refused",
+      );
     case "replayed": {
       ctx.audit.record({
         time: started,
@@ -140,6 +146,11 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
   const response = new ToolResponse(ctx.secrets);
   const leases = tabLeases(ctx.registry, ctx.config);
   const browser = picked.ok ? leasingDriver(picked.value, leases, session) : undefined;
+  const useTab = (browserId: string, tabId: number): void => {
+    response.audit({ tab: tabId });
+    const verdict = leases.use(browserId, tabId, session, Date.now());
+    if (!verdict.ok) throw new TabrelayError(verdict.code, verdict.message, verdict.rule);
+  };
   const callCtx: CallContext = {
     ...ctx,
     // The user's own policy where config `users:` gives them one (config/userPolicies.ts); the base otherwise.
@@ -148,11 +159,8 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
     user,
     browser: () => browser ?? unwrap(picked),
     leases: {
-      use(tabId) {
-        response.audit({ tab: tabId });
-        const verdict = leases.use(unwrap(picked).info.browserId, tabId, session, Date.now());
-        if (!verdict.ok) throw new TabrelayError(verdict.code, verdict.message, verdict.rule);
-      },
+      use: (tabId) => useTab(unwrap(picked).info.browserId, tabId),
+      useOn: useTab,
       keep: (tabId) => leases.keep(unwrap(picked).info.browserId, tabId),
       visible: (tabs, askedAt) => leases.visible(unwrap(picked).info.browserId, tabs, session, Date.now(), askedAt),
     },

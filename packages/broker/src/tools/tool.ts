@@ -83,6 +83,8 @@ export interface CallContext extends ToolContext {
 export interface CallLeases {
   /** May this call use the tab? tab_leased when another session holds it; a free tab becomes the session's. */
   use(tabId: number): void;
+  /** The same for a tab of a named browser, whichever the call's own is (a WebMCP tool lives in its tab). */
+  useOn(browserId: string, tabId: number): void;
   /** The tab outlives the session (open_tab's keep). */
   keep(tabId: number): void;
   /**
