@@ -5,8 +5,9 @@
 // logged in, they see their own browsers and tabs wherever those are connected (never another user's), a logout ends
 // the login on every broker, and the emergency stop pressed on one broker keeps every browser out of every broker.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
+import { request as tlsRequest } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -288,6 +289,21 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
       const upgrade = await raw(`${late.url}/bridge`, { headers: { Connection: "Upgrade", Upgrade: "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==" } }).catch((error: unknown) => ({ status: 0, body: String(error), headers: {} }));
       expect(upgrade.body).toContain("stopped from the dashboard");
       for (const b of brokers) expect((await stateOn(b, admin.cookie)).json?.stopped).toBe(true);
+      // Through the load balancer: browsers redialling are refused by every broker, and nginx does not take that for
+      // the brokers failing (a 503 benched each in turn: agents and the resume then got 502 "no live upstreams").
+      for (let i = 0; i < 4; i++) {
+        const redial = await viaNginx("/bridge", { headers: { Connection: "Upgrade", Upgrade: "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==" } });
+        expect(redial.status).toBe(403);
+        expect(redial.body).toContain("stopped from the dashboard");
+      }
+      const initialize = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "stop-probe", version: "1" } } });
+      const answers: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const answer = await viaNginx("/mcp", { method: "POST", body: initialize, headers: { Authorization: `Bearer ${MCP_TOKEN}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" } });
+        answers.push(answer.status);
+      }
+      expect(answers).toEqual([200, 200, 200, 200, 200, 200]);
+      expect((await viaNginx("/login")).status).toBe(200);
     } finally {
       await late.close();
     }
@@ -316,3 +332,16 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
     expect(machine.body).toContain("Too many wrong tokens from this machine.");
   });
 });
+
+/** A request through nginx's TLS listener on a connection of its own, trusting the test's certificate. */
+function viaNginx(path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = tlsRequest(`${nginx.url}${path}`, { method: options.method ?? "GET", headers: options.headers ?? {}, agent: false, ca: readFileSync(join(certDir, "cert.pem")) }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+    });
+    req.on("error", reject);
+    req.end(options.body);
+  });
+}

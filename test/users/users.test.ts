@@ -242,8 +242,13 @@ describe("tabrelay users: managing a running broker's users from the command lin
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("is not a user name");
 
+    const dash = await dashboardLogin(broker, token!);
+    expect((await dash.raw("/dashboard/api/state")).status).toBe(200);
+
     const revoked = await tabrelay(["users", "revoke", "dave", "--data-dir", broker.dataDir]);
     expect(revoked.code, revoked.stderr).toBe(0);
+    // Their dashboard login is shut at its next request, as their token is (not when the broker's sweep comes round).
+    expect((await dash.raw("/dashboard/api/state")).status).toBe(401);
     // The broker did not revoke them itself: it finds out from the store, and disconnects the browser.
     await stub.closed;
     expect(broker.broker.registry.list().some((b) => b.info.label === "dave stub")).toBe(false);

@@ -51,7 +51,8 @@ import { cdpPolicyOptions } from "./gate/networkPolicy.js";
 import { resolveCdpEndpoint } from "./drivers/cdp/endpoint.js";
 
 /** How often the broker looks for users revoked outside it (their browsers are then disconnected). */
-const USER_SWEEP_MS = 5000;
+/** How soon the open streams and browsers of a user revoked elsewhere are ended (a request of theirs is refused at once). */
+const USER_SWEEP_MS = 1000;
 /** Where RFC 9728 metadata is looked for: the path-suffixed URL for /mcp, and the root one some clients try first. */
 
 export interface BrokerOptions {
@@ -252,8 +253,11 @@ export class Broker {
     this.#http.headersTimeout = 66_000;
     this.#http.on("upgrade", (req, socket, head) => {
       // After an emergency stop, browsers stay out until the user resumes from the dashboard; a refused
-      // upgrade (rather than an accepted-then-closed socket) lets the extension back off.
-      if (pathOf(req) === "/bridge" && this.#dashboard.stopped) socket.end("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\nstopped from the dashboard\n");
+      // upgrade (rather than an accepted-then-closed socket) lets the extension back off. 403, not 503: the stop is
+      // the whole cluster's, so there is no other broker to try, and a load balancer counts a 503 as this broker
+      // failing (deploy/nginx.conf: proxy_next_upstream http_503, max_fails=1) and would bench every broker in turn,
+      // agents and the dashboard's resume included. 503 means one thing here: this broker is going, try another.
+      if (pathOf(req) === "/bridge" && this.#dashboard.stopped) socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\nstopped from the dashboard\n");
       // Draining: a browser dialling in goes to another broker (the load balancer retries elsewhere).
       else if (this.#draining || this.#closing) socket.end("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\ndraining\n");
       else if (pathOf(req) === "/bridge") this.#bridge.handleUpgrade(req, socket, head);
@@ -270,8 +274,9 @@ export class Broker {
 
 
   /**
-   * Revokes a user: their tokens stop working at the next request and their browsers are disconnected now (on this
-   * broker; `tabrelay users revoke` against the store is seen by the sweep within USER_SWEEP_MS).
+   * Revokes a user: their tokens and dashboard logins stop working at the next request and their browsers are
+   * disconnected now (on this broker; after `tabrelay users revoke` against the store, the sweep ends their browsers
+   * and open dashboard streams within USER_SWEEP_MS, and any request of theirs is refused at once).
    */
   async revokeUser(idOrName: string): Promise<User> {
     const user = await this.users.revoke(idOrName);

@@ -186,6 +186,12 @@ export class DashboardSessions {
       this.#forget(session);
       return undefined;
     }
+    // A user revoked in the store (`tabrelay users revoke`, another broker) is out at their next request, as their
+    // tokens are: not at the next sweep. A store that cannot say keeps the door shut.
+    if (cached && !(await this.#stillValid(session.principal).catch(() => false))) {
+      void this.end(session);
+      return undefined;
+    }
     return session;
   }
 

@@ -31,7 +31,9 @@ export async function registerBrowser(req: Request, deps: RegisterBrowserDeps): 
     return reply(refusal.status, { error: { code: refusal.status === 401 ? "unauthorized" : "forbidden", message: refusal.message } }, challengeHeader(refusal));
   }
   const refused = deps.refusal();
-  if (refused) return reply(503, { error: refused });
+  // Stopped from the dashboard is the cluster's state, not this broker failing: 403 (a load balancer benches a broker
+  // that answers 503). Shutting down is this broker's: 503, try another.
+  if (refused) return reply(refused.code === "stopped" ? 403 : 503, { error: refused });
   const raw = await readLimited(req, BODY_MAX);
   let endpoint: unknown;
   let label: unknown;

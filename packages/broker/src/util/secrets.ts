@@ -94,7 +94,7 @@ export class SecretRegistry implements SecretSink {
     let added = false;
     for (const part of [secret, ...credentialParts(secret)]) {
       for (const form of encodings(part).map(upperEscapes)) {
-        if (form.length < MIN_SECRET_LENGTH || this.#needles.has(form)) continue;
+        if (form.length < MIN_SECRET_LENGTH || this.#needles.has(form) || PRODUCT_WORDS.has(form.toLowerCase())) continue;
         this.#needles.set(form, kind);
         added = true;
       }
@@ -157,7 +157,20 @@ function encodings(secret: string): string[] {
   return [secret, once, encodeURIComponent(once), encodeURI(secret), decoded];
 }
 
-/** The parts of a URL that carry a credential on their own. */
+/**
+ * Words the product itself prints (commands, the data dir, engine names): redacting one would mangle every message
+ * that names it ("start one with `[redacted: secret] launch`"), so none is ever a searched form, whatever a user
+ * chose as a password or a database name.
+ */
+const PRODUCT_WORDS = new Set(["tabrelay", "postgres", "postgresql", "localhost", "password", "username"]);
+/** A URL's user name carries a credential only without a password, and only when it looks like a token. */
+const MIN_USERNAME_TOKEN_BITS = 64;
+
+/**
+ * The parts of a URL that carry a credential on their own. The password does; the user name is an account's name
+ * (postgres://tabrelay:PW@...), not a secret, unless it is the only credential and looks like one
+ * (wss://<api key>@host/...).
+ */
 function credentialParts(value: string): string[] {
   let url: URL;
   try {
@@ -165,7 +178,8 @@ function credentialParts(value: string): string[] {
   } catch {
     return [];
   }
-  const parts = [url.username, url.password, url.search.slice(1), ...url.searchParams.values()];
+  const tokenUser = url.password === "" && estimatedTokenBits(decodeURIComponent(url.username)) >= MIN_USERNAME_TOKEN_BITS;
+  const parts = [tokenUser ? url.username : "", url.password, url.search.slice(1), ...url.searchParams.values()];
   const segments = url.pathname.split("/").filter((s) => s.length >= MIN_SECRET_SEGMENT);
   // Everything from the first secret segment on: `/devtools/browser/<id>` without its host.
   const firstSecret = segments[0];

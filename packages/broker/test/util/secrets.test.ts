@@ -52,11 +52,26 @@ describe("SecretRegistry", () => {
     expect(secrets.redact("http://127.0.0.1:92221/")).toBe("http://127.0.0.1:92221/");
   });
 
-  it("replaces query values, passwords and user names of a registered URL", () => {
+  it("replaces query values and passwords of a registered URL; a user name only when it is the credential", () => {
     const secrets = new SecretRegistry();
     secrets.register("wss://user-0123456789:pass-0123456789@connect.example/?signingKey=sk-0123456789abcdef", "provider session");
     expect(secrets.redact("key sk-0123456789abcdef, pass pass-0123456789, user user-0123456789")).toBe(
-      "key [redacted: provider session], pass [redacted: provider session], user [redacted: provider session]",
+      "key [redacted: provider session], pass [redacted: provider session], user user-0123456789",
+    );
+    // An API key carried as the user name, with no password: that is the credential.
+    secrets.register("wss://Kq7vN2xR9pL4mT8wZ3bY@hosted.example/browser", "provider session");
+    expect(secrets.redact("sent Kq7vN2xR9pL4mT8wZ3bY")).toBe("sent [redacted: provider session]");
+  });
+
+  it("never redacts a word the product prints, whatever a URL names with it (issue 24 §9)", () => {
+    const secrets = new SecretRegistry();
+    // The README's store URL: the account and the database are both called tabrelay; only the password is secret.
+    secrets.register("postgres://tabrelay:Zs8-pw-4q9W2e@db.internal:5432/tabrelay", "secret");
+    secrets.register("postgres://tabrelay@db.internal/tabrelay", "secret");
+    // A password chosen as the product's name is not searched for either (every message would lose the word).
+    secrets.register("postgres://admin:tabrelay@db.internal/app", "secret");
+    expect(secrets.redact("no browser is connected: start one with `tabrelay launch` (pw Zs8-pw-4q9W2e)")).toBe(
+      "no browser is connected: start one with `tabrelay launch` (pw [redacted: secret])",
     );
   });
 
