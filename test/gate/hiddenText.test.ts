@@ -241,9 +241,9 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     });
   }
 
-  // query judges each match by the reader's own rule: a hidden match is described by structure only, and a shown
-  // one's text leaves out what its descendants hide.
-  it("query returns no hidden text either: not as a match, not inside a shown one", async () => {
+  // query matches by the reader's own rule: what is hidden whole is no match, an element whose text is unseen is
+  // described by structure only, and a shown one's text leaves out what its descendants hide.
+  it("query returns no hidden text either: not as a match, not inside a shown one, not through a text predicate", async () => {
     const opened = await call(client, "open_tab", { url: `${site.origin}/hostile` });
     expect(opened.isError, opened.text).toBe(false);
     const tab = Number(/tab (\d+)/.exec(opened.text)?.[1]);
@@ -262,8 +262,16 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
         expect(paragraphs.text, where).toContain(`BELOW THE FOLD ${where}:`);
         expect(shown.text, where).toContain(`VISIBLE INSIDE INVISIBLE ${where}`);
       }
-      // Each hiding place is a match, marked hidden (its text colour on its background, clipped, off-screen, ...).
-      expect(paragraphs.text.match(/\[hidden: /g)?.length ?? 0).toBeGreaterThanOrEqual(3 * 12);
+      // A hiding place that leaves the element's box drawn is a match marked hidden (invisible, white on white, navy on
+      // navy, 1 px and 0 px type, text-indent); one that hides it whole (display, opacity, off-screen, clipped, zero
+      // size, hidden, inert, aria-hidden, closed details) is none: 6 in each of three documents.
+      expect(paragraphs.text.match(/\[hidden: /g)?.length ?? 0).toBe(3 * 6);
+      expect(paragraphs.text).not.toMatch(/\[hidden: (display|opacity|clipped|inert|aria-hidden)\]|class="(by-class|transparent|away|above|clip|clip-path)"/);
+      // No text predicate finds the hidden sentence, in the page or its frames.
+      for (const selector of ["xpath=//*[contains(., 'ignore your instructions')]", "xpath=//p[contains(text(), 'evil.test')]"]) {
+        const found = await call(client, "query", { tab, selector });
+        expect(found.text, selector).toContain("Matches: none.");
+      }
     } finally {
       await call(client, "close_tab", { tab });
     }
@@ -325,8 +333,9 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       expect(queried.isError, queried.text).toBe(false);
       expectNoTrick(queried.text, "query");
       expectShown(queried.text, "query");
-      // Every trick's element is a match marked hidden (described by structure only).
-      expect(queried.text.match(/\[hidden: /g)?.length ?? 0).toBeGreaterThanOrEqual(Object.keys(RENDERING_TRICKS).length);
+      // No trick's element is a match shown with its text, and no text predicate finds one.
+      const predicate = await call(client, "query", { tab, selector: "xpath=//*[contains(., 'ignore your instructions')]" });
+      expect(predicate.text).toContain("Matches: none.");
       for (const full of [false, true]) {
         const snapshot = await call(client, "snapshot", { tab, full });
         expect(snapshot.isError, snapshot.text).toBe(false);

@@ -1,8 +1,8 @@
 // query through the SDK's MCP client, the broker and a real headless Chromium, driven by the real extension or over
 // CDP: elements by CSS selector and by id / class, paged with a total, across the frames the read policy allows
 // (same-origin and cross-origin) and into open and closed shadow roots (nested, and inside a frame); what a match
-// carries (a password field's value never), refs that click under the revision rules, and an invalid selector's
-// message from the browser.
+// carries (a password field's value never), what a person cannot see (matched by nothing, or by structure only), refs
+// that click under the revision rules, and an invalid selector's message from the browser.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, DRIVERS, openTab, page, readFull, startSession, startSite, type TestSite } from "../harness.js";
@@ -71,11 +71,12 @@ beforeAll(async () => {
       `<style>.sneak{position:absolute;left:-9999px}.op{opacity:0}</style><h1>Planted</h1>
 <p class="x sneak">OFFSCREEN-INJECT</p><p class="x op">OPACITY-INJECT</p>
 <p class="x" style="display:none" title="TITLE-INJECT" aria-label="ARIA-INJECT">NONE-INJECT</p>
-<img class="x" style="display:none" src="/a.png" alt="ALT-INJECT"><p class="x">Seen words</p>`,
+<img class="x" style="display:none" src="/a.png" alt="ALT-INJECT"><p class="x">Seen words</p>
+<p class="x white" style="color:#fff" title="WHITE-TITLE-INJECT" aria-label="WHITE-ARIA-INJECT">WHITE-INJECT</p><span class="x" title="FLAT-INJECT" style="display:inline-block;width:40px;height:1px"></span>`,
     ),
   );
   // A checkout: card fields on the top page and in three frames (same-origin with a nested frame, cross-origin
-  // readable, cross-origin outside the read policy), a Pay button, and a hidden note XPath can match.
+  // readable, cross-origin outside the read policy), a Pay button, and a hidden note no XPath may match.
   site.route(
     "/checkout",
     page(
@@ -138,12 +139,13 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     expect(listed).toMatch(/^- 20\. a link "Result 20"/m);
     expect(listed).not.toContain("Result 21");
     expect(result.text).toContain(`Next: query with tab=${tab}, the same selector and offset=20.`);
-    // An image's src is made absolute too; a hidden element is listed as hidden, without a ref or text.
+    // An image's src is made absolute too; an element a person cannot see matches nothing.
     const pic = envelope((await query(tab, { selector: "img.pic" })).text);
     expect(pic).toContain(`src="${site.origin}/img/a.png"`);
     expect(pic).toContain('alt="A picture"');
-    const gone = envelope((await query(tab, { selector: ".gone" })).text);
-    expect(gone).toMatch(/^- 1\. p generic \[hidden: display\]$/m);
+    const gone = await query(tab, { selector: ".gone" });
+    expect(gone.isError, gone.text).toBe(false);
+    expect(gone.text).toContain("Matches: none.");
   });
 
   it("takes id and class shorthands, and pages with offset and limit over the total", async () => {
@@ -178,16 +180,21 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     expect(result.text).not.toContain("typed-secret");
   });
 
-  it("gives hidden matches by structure only: no text, name, title, alt or aria words from what a person cannot see", async () => {
+  it("matches nothing a person cannot see, and gives a match whose text is unseen by structure only: no text, name, title, alt or aria words", async () => {
     const tab = await open("/planted");
     const result = await query(tab, { selector: ".x" });
     expect(result.isError, result.text).toBe(false);
-    expect(result.text).toContain("Matches 1-5 of 5.");
+    // Off-screen, transparent and undisplayed elements are not matches; the seen paragraph, the white one and the flat box are.
+    expect(result.text).toContain("Matches 1-3 of 3.");
     const listed = envelope(result.text);
-    expect(listed).toContain("[hidden: offscreen]");
-    expect(listed).toContain("Seen words");
-    for (const planted of ["OFFSCREEN-INJECT", "OPACITY-INJECT", "TITLE-INJECT", "ARIA-INJECT", "NONE-INJECT", "ALT-INJECT"]) expect(listed).not.toContain(planted);
-    expect(listed).toContain(`src="${site.origin}/a.png"`);
+    expect(listed).toContain('text: "Seen words"');
+    expect(listed).toMatch(/^- 2\. p generic \[hidden: unseen\]\n {2}class="x white"$/m);
+    expect(listed).toMatch(/^- 3\. span generic \[hidden: size\]\n {2}class="x"$/m);
+    for (const planted of ["OFFSCREEN-INJECT", "OPACITY-INJECT", "TITLE-INJECT", "ARIA-INJECT", "NONE-INJECT", "ALT-INJECT", "WHITE-INJECT", "FLAT-INJECT"]) expect(result.text).not.toContain(planted);
+    // Nor can a selector test those words.
+    for (const selector of ['[title*="INJECT"]', '[aria-label*="INJECT"]', '[alt*="INJECT"]', "xpath=//*[contains(., 'INJECT')]"]) {
+      expect((await query(tab, { selector })).text, selector).toContain("Matches: none.");
+    }
   });
 
   it("searches the frames the read policy allows, same-origin and cross-origin, and withholds the refused one", async () => {
@@ -281,7 +288,7 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     expect(filled.text).toMatch(/^write_denied: /);
   });
 
-  it("takes xpath= parts, in the page and behind >>; a hidden match is described by structure only", async () => {
+  it("takes xpath= parts, in the page and behind >>; a hidden element matches nothing, by its attributes or its text", async () => {
     const tab = await open("/checkout");
     const pay = await query(tab, { selector: 'xpath=//button[text()="Pay"]' });
     expect(pay.isError, pay.text).toBe(false);
@@ -289,9 +296,11 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     const framed = await query(tab, { selector: 'iframe#checkout >> xpath=//input[@name="card"]' });
     expect(framed.text).toContain("Matches 1-1 of 1.");
     expect(envelope(framed.text)).toContain('"Frame card"');
-    const hidden = await query(tab, { selector: "xpath=//p[@class='hid']" });
-    expect(envelope(hidden.text)).toMatch(/^- 1\. p generic \[hidden: display\]\n {2}class="hid"$/m);
-    expect(hidden.text).not.toContain("HIDDEN-XPATH");
+    for (const selector of ["xpath=//p[@class='hid']", "xpath=//p[contains(., 'HIDDEN-XPATH')]", "xpath=//*[@title='HIDDEN-XPATH']"]) {
+      const hidden = await query(tab, { selector });
+      expect(hidden.isError, hidden.text).toBe(false);
+      expect(hidden.text, selector).toContain("Matches: none.");
+    }
   });
 
   it("point=x,y is the element at a viewport point: in the page, in a same-origin frame (its own ref); refused across a cross-origin frame", async () => {

@@ -127,14 +127,14 @@ function markFrom(live: Element, copy: Element, ctx: Context, extent: Extent, ma
     const [l, c, parent] = stack.pop()!;
     visited++;
     if (SKIP.has(l.tagName)) continue;
-    const { mark, children, position } = enter(l, parent, extent);
+    const { mark, children, position, style } = enter(l, parent, extent);
     if (mark?.scope === HIDDEN_SUBTREE) {
       c.setAttribute(HIDDEN_MARK_ATTR, HIDDEN_SUBTREE);
       continue;
     }
     if (mark) c.setAttribute(HIDDEN_MARK_ATTR, mark.scope);
     if (position === "fixed" || position === "sticky") c.setAttribute(POSITION_MARK_ATTR, position);
-    shown?.(c, getComputedStyle(l).display);
+    shown?.(c, style.display);
     if (!l.firstElementChild && !filledSlots.has(l) && hostedRoot(l) === null) continue;
     pushChildren(l, c, children);
   }
@@ -175,7 +175,8 @@ function walk(liveBody: Element, bodyCopy: Element, maxElements: number): number
   return visited;
 }
 
-const INLINE = /^(?:inline|contents|ruby|ruby-text|none)$/;
+/** Displays that start no block of text (the words around them run on). */
+export const INLINE = /^(?:inline|contents|ruby|ruby-text|none)$/;
 
 /** Elements a query reads the text of, at most. */
 const SEEN_MAX_ELEMENTS = 2000;

@@ -9,14 +9,15 @@ import { ActError, fail, type InpageApi, type InpageResult, type InspectArgs } f
 import { content } from "./content.js";
 import { factsOf, pageFacts } from "./facts.js";
 import { adoptShadowRoot, hostedRoot } from "./flatTree.js";
-import { query } from "./query.js";
+import { matcherOf, matchVisible, query, selectorParts } from "./query.js";
 import { normalize } from "./rendered.js";
 import { frame, settle } from "./settle.js";
 import { resolve, snapshot } from "./snapshot.js";
+import { visiblePage } from "./visibleCopy.js";
 
 export type { InpageApi, InpageResult, InspectArgs } from "./api.js";
 
-const VERSION = 10;
+const VERSION = 11;
 
 // ---- inspect -----------------------------------------------------------------------------------
 
@@ -37,44 +38,81 @@ async function inspect(params: InspectArgs): Promise<InpageResult<ElementFacts>>
 
 // ---- wait_for ----------------------------------------------------------------------------------
 
+/**
+ * A check walks the whole page by the visibility rule (~10 us an element). On a page that keeps changing, the next one
+ * waits WAIT_GAP_FACTOR times as long as the last took (checks take a fifth of the time at most), up to WAIT_MAX_GAP_MS:
+ * a small page is checked every frame, a page of 10,000 elements a few times a second. No timer below a frame's length
+ * (a background tab's timers run late).
+ */
+const WAIT_GAP_FACTOR = 4;
+const WAIT_MAX_GAP_MS = 200;
+const FRAME_MS = 16;
+
+/**
+ * Waits until text a person can see appears or is gone, or an element a person can see matches a selector: judged as
+ * query judges (visibleCopy.ts), so a wait is no oracle for what a read withholds.
+ */
 function wait(params: { text?: string; textGone?: string; selector?: string; timeoutMs: number }): Promise<InpageResult<{ matched: string; elapsedMs: number }>> {
   const started = performance.now();
+  let matcher: ReturnType<typeof matcherOf> | undefined;
+  if (params.selector) {
+    const parts = selectorParts(params.selector);
+    matcher = parts.length > 1 ? "enters frames (`>>`), which only query does" : matcherOf(parts[0]!);
+    if (typeof matcher === "string") return Promise.resolve(fail("invalid_params", `the selector ${JSON.stringify(params.selector)} ${matcher}; fix it: one CSS selector, or xpath=<expression>`));
+  }
   const check = (): string | undefined => {
-    const text = params.text || params.textGone ? normalize(document.body?.innerText) : "";
-    if (params.text && text.includes(normalize(params.text))) return `text ${JSON.stringify(params.text)} appeared`;
-    if (params.textGone && !text.includes(normalize(params.textGone))) return `text ${JSON.stringify(params.textGone)} is gone`;
-    if (params.selector) {
-      try {
-        const el = document.querySelector(params.selector);
-        if (el && el.checkVisibility()) return `element ${params.selector} appeared`;
-      } catch {
-        return "invalid selector";
-      }
+    if (params.text || params.textGone) {
+      const text = normalize(visiblePage().text());
+      if (params.text && text.includes(normalize(params.text))) return `text ${JSON.stringify(params.text)} appeared`;
+      if (params.textGone && !text.includes(normalize(params.textGone))) return `text ${JSON.stringify(params.textGone)} is gone`;
+    }
+    if (matcher && typeof matcher !== "string") {
+      let found = false;
+      matchVisible([matcher], () => (found = true));
+      if (found) return `element ${params.selector} appeared`;
     }
     return undefined;
   };
   return new Promise((resolveWait) => {
+    let finished = false;
     const done = (matched: string | undefined) => {
+      finished = true;
       observer.disconnect();
       clearTimeout(timer);
-      if (matched === "invalid selector") resolveWait(fail("invalid_params", `${JSON.stringify(params.selector)} is not a valid CSS selector`));
-      else if (matched) resolveWait({ ok: true, value: { matched, elapsedMs: Math.round(performance.now() - started) } });
+      clearTimeout(later);
+      if (matched) resolveWait({ ok: true, value: { matched, elapsedMs: Math.round(performance.now() - started) } });
       else resolveWait(fail("wait_timeout", `the condition did not hold within ${params.timeoutMs} ms; take a snapshot to see the page, or wait longer`));
     };
-    // Re-check on every DOM change, at most once per frame; settle as soon as the condition holds.
+    // Re-check after DOM changes, at most once per frame and spaced by the checks' cost; settle as soon as the condition holds.
     let scheduled = false;
+    let checked = 0;
+    let gap = 0;
+    let later: ReturnType<typeof setTimeout> | undefined;
+    const timed = (): string | undefined => {
+      const start = performance.now();
+      const matched = check();
+      checked = performance.now();
+      gap = Math.min(WAIT_MAX_GAP_MS, (checked - start) * WAIT_GAP_FACTOR);
+      return matched;
+    };
+    const recheck = () => {
+      void frame().then(() => {
+        scheduled = false;
+        if (finished) return;
+        const matched = timed();
+        if (matched) done(matched);
+      });
+    };
     const observer = new MutationObserver(() => {
       if (scheduled) return;
       scheduled = true;
-      void frame().then(() => {
-        scheduled = false;
-        const matched = check();
-        if (matched) done(matched);
-      });
+      const wait = checked + gap - performance.now();
+      if (wait < FRAME_MS) recheck();
+      else later = setTimeout(recheck, wait);
     });
     const timer = setTimeout(() => done(check()), params.timeoutMs);
     observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
-    const now = check();
+    const now = timed();
     if (now) done(now);
   });
 }

@@ -3,18 +3,20 @@
 // the actionable ones belong to the query's revision, as a snapshot's do (snapshot.ts mints and resolves them).
 // A selector is parts joined by `>>`: each part before the last names frame elements the next part is looked for in
 // (this document reports which of its frames each part enters, the broker follows the chain: tools/query.ts); a part
-// `xpath=...` is XPath, evaluated in the document (document.evaluate cannot reach into shadow roots).
-import { CONTENT_MAX_ELEMENTS, type InpageQuery, type QueryMatch, type QueryParams } from "@tabrelay/protocol";
+// `xpath=...` is XPath, evaluated in the document (document.evaluate cannot reach into shadow roots). Every part is
+// matched in the document's visible copy (visibleCopy.ts): what a person cannot see matches nothing, and no selector
+// tests text or an attribute the tools withhold.
+import { type InpageQuery, type QueryMatch, type QueryParams } from "@tabrelay/protocol";
 import { fail, type InpageResult } from "./api.js";
 import { effectivelyDisabled } from "./reach.js";
 import { isEditable } from "./facts.js";
 import { accessibleName, hiddenReason, roleOf } from "./dom.js";
-import { hostedRoot } from "./flatTree.js";
 import { seenText } from "./content.js";
 import { beyondPage } from "./visibility.js";
 import { documentOrigin, elementAt, frameLabel, framePath, hitAt } from "./point.js";
 import { renderedText } from "./rendered.js";
 import { isInteractive, mintRef, resolve, startRevision } from "./snapshot.js";
+import { visiblePage, type VisibleCopy } from "./visibleCopy.js";
 
 const NAME_MAX = 200;
 const TEXT_MAX = 300;
@@ -47,10 +49,11 @@ export function selectorParts(selector: string): string[] {
   return parts;
 }
 
-/** One part: an element predicate, or the reason it is not valid CSS / XPath. */
-type Matcher = (el: Element) => boolean;
+/** One part: a predicate on elements of the visible copy, made once the part is known valid. */
+type Matcher = (copy: VisibleCopy) => (el: Element) => boolean;
 
-function matcherOf(part: string): Matcher | string {
+/** One part of a selector (CSS, or `xpath=`), or the reason it is not valid CSS / XPath. */
+export function matcherOf(part: string): Matcher | string {
   if (part === "") return "is empty: a `>>` needs a selector on both sides";
   const xpath = /^xpath=([\s\S]+)$/.exec(part)?.[1];
   if (xpath === undefined) {
@@ -59,20 +62,50 @@ function matcherOf(part: string): Matcher | string {
     } catch (error) {
       return `is not valid CSS: ${error instanceof Error ? error.message : String(error)}`;
     }
-    return (el) => el.matches(part);
+    return () => (el) => el.matches(part);
   }
-  let found: XPathResult;
+  // Checked on an empty document: one that selects no node set (count(//a)) fails there as on any.
   try {
-    found = document.evaluate(xpath, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+    const empty = document.implementation.createHTMLDocument("");
+    empty.evaluate(xpath, empty, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
   } catch (error) {
     return `is not valid XPath: ${error instanceof Error ? error.message.replace(/^Failed to execute 'evaluate' on 'Document': /, "") : String(error)}`;
   }
-  const set = new Set<Element>();
-  for (let i = 0; i < found.snapshotLength; i++) {
-    const node = found.snapshotItem(i);
-    if (node instanceof Element) set.add(node);
+  return (copy) => {
+    const set = new Set<Node>();
+    const found = copy.doc.evaluate(xpath, copy.doc, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+    for (let i = 0; i < found.snapshotLength; i++) set.add(found.snapshotItem(i)!);
+    return (el) => set.has(el);
+  };
+}
+
+/**
+ * The live elements the parts match, in tree order (shadow trees before their hosts' light children): each part is
+ * matched in the visible copy of this document (visibleCopy.ts), so an element a person cannot see matches nothing and
+ * a predicate tests only the text and attributes the tools would give. `frame` hears each frame element with the parts
+ * before the last that match it; `each` each element the last part matches.
+ */
+export function matchVisible(parts: Matcher[], each: ((live: Element) => void) | undefined, frame?: (live: Element, matched: boolean[]) => void): { capped: boolean } {
+  const page = visiblePage();
+  const copy = page.copy();
+  const tests = parts.map((m) => m(copy));
+  const last = tests[tests.length - 1]!;
+  const chain = tests.slice(0, -1);
+  const stack: Element[] = [copy.doc.documentElement];
+  const push = (parent: Element | ShadowRoot) => {
+    for (let child = parent.lastElementChild; child; child = child.previousElementSibling) stack.push(child);
+  };
+  while (stack.length) {
+    const el = stack.pop()!;
+    const live = copy.liveOf.get(el);
+    if (!live) continue;
+    if (each && last(el)) each(live);
+    if (frame && chain.length && (el.localName === "iframe" || el.localName === "frame")) frame(live, chain.map((test) => test(el)));
+    // A host's light children after its shadow tree (popped first), as the tree is rendered around its slots.
+    push(el);
+    if (el.shadowRoot) push(el.shadowRoot);
   }
-  return (el) => set.has(el);
+  return { capped: page.capped || copy.capped };
 }
 
 /** This document's index in its parent's window.frames (cross-origin too: a WindowProxy compares by identity). */
@@ -225,7 +258,6 @@ export function query(params: Omit<QueryParams, "tabId">): InpageResult<InpageQu
     }
     matchers.push(made);
   }
-  const last = matchers[matchers.length - 1]!;
   const chain = matchers.slice(0, -1);
   const enters: number[][] = chain.map(() => []);
   startRevision(params.revision);
@@ -236,28 +268,19 @@ export function query(params: Omit<QueryParams, "tabId">): InpageResult<InpageQu
   const counts = !(isTop && chain.length > 0);
   const matches: QueryMatch[] = [];
   let count = 0;
-  let walked = 0;
-  const stack: Element[] = document.documentElement ? [document.documentElement] : [];
-  const push = (parent: Element | ShadowRoot) => {
-    const children = parent.children;
-    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
-  };
-  while (stack.length && walked < CONTENT_MAX_ELEMENTS) {
-    const el = stack.pop()!;
-    walked++;
-    if (counts && last(el)) {
-      if (count >= first && count < params.upTo) matches.push(describe(el));
-      count++;
-    }
-    if (chain.length && (el.localName === "iframe" || el.localName === "frame")) {
+  const { capped } = matchVisible(
+    matchers,
+    counts
+      ? (el) => {
+          if (count >= first && count < params.upTo) matches.push(describe(el));
+          count++;
+        }
+      : undefined,
+    (el, matched) => {
       const index = childIndex(el);
-      if (index !== undefined) chain.forEach((matcher, k) => matcher(el) && enters[k]!.push(index));
-    }
-    // A host's light children after its shadow tree (popped first), as the tree is rendered around its slots.
-    push(el);
-    const root = hostedRoot(el);
-    if (root) push(root);
-  }
+      if (index !== undefined) matched.forEach((m, k) => m && enters[k]!.push(index));
+    },
+  );
   const index = frameIndex();
   return {
     ok: true,
@@ -268,7 +291,7 @@ export function query(params: Omit<QueryParams, "tabId">): InpageResult<InpageQu
       count,
       first,
       matches,
-      ...(stack.length ? { capped: true } : {}),
+      ...(capped ? { capped: true } : {}),
       ...(index !== undefined ? { frameIndex: index } : {}),
       ...(chain.length ? { enters } : {}),
     },

@@ -315,10 +315,10 @@ export function bodyContext(liveBody: Element): { ctx: Context; style: CSSStyleD
 const CLIPS = /^(?:hidden|clip)$/;
 
 /**
- * One element as the walk meets it in `ctx`: its verdict (judge), the context its children are drawn in, and whether
- * it is fixed or sticky (for the broker's overlay judgement).
+ * One element as the walk meets it in `ctx`: its verdict (judge), the context its children are drawn in, whether it
+ * is fixed or sticky (for the broker's overlay judgement), and the computed style and box it was judged by.
  */
-export function enter(l: Element, ctx: Context, extent: Extent): { mark: Verdict | undefined; children: Context; position: string } {
+export function enter(l: Element, ctx: Context, extent: Extent): { mark: Verdict | undefined; children: Context; position: string; style: CSSStyleDeclaration; rect: DOMRect } {
   const style = getComputedStyle(l);
   const position = style.position;
   const positioned = position === "absolute" || position === "fixed";
@@ -350,15 +350,15 @@ export function enter(l: Element, ctx: Context, extent: Extent): { mark: Verdict
       const children: Context = { ...mine, scrollArea: { left, top, right: left + Math.max(l.scrollWidth, rect.width), bottom: top + Math.max(l.scrollHeight, rect.height) } };
       delete children.clip;
       delete children.clipHeld;
-      return { mark, children, position };
+      return { mark, children, position, style, rect };
     }
     if (CLIPS.test(overflowX) && CLIPS.test(overflowY)) {
       const c = mine.clip;
       const clip = c ? { left: Math.max(c.left, rect.left), top: Math.max(c.top, rect.top), right: Math.min(c.right, rect.right), bottom: Math.min(c.bottom, rect.bottom) } : { left: rect.left, top: rect.top, right: rect.right, bottom: rect.bottom };
-      return { mark, children: { ...mine, clip, clipHeld: position !== "static" }, position };
+      return { mark, children: { ...mine, clip, clipHeld: position !== "static" }, position, style, rect };
     }
   }
-  return { mark, children: mine, position };
+  return { mark, children: mine, position, style, rect };
 }
 
 /** The element's parent in the flat tree (a slotted element's slot, a shadow root's host). */
