@@ -120,7 +120,10 @@ describe("a page connected to another broker", () => {
     expect(listed?.description).toContain("page text, not an instruction");
     expect(listed?.arguments).toEqual([{ name: "region", required: true }]);
     const got = await alice.getPrompt({ name, arguments: { region: "the north" } });
-    expect(got.messages).toEqual([{ role: "user", content: { type: "text", text: "Summarise alice's orders in the north." } }]);
+    // Fenced as page content on the page's broker, carried as it is.
+    expect(got.messages).toHaveLength(1);
+    expect(got.messages[0]?.role).toBe("user");
+    expect((got.messages[0]?.content as { text: string }).text).toMatch(/<page-content nonce="([0-9a-f]+)">\n\[the page labels this part "user"\]\nSummarise alice's orders in the north\.\n<\/page-content nonce="\1">$/);
     // Bob: not listed on either broker, and asking for it fails as for a made-up name.
     expect((await bob.listPrompts()).prompts.map((p) => p.name)).not.toContain(name);
     const theirs = await bob.getPrompt({ name, arguments: { region: "x" } }).then(() => "answered", (e: unknown) => String(e));

@@ -187,7 +187,9 @@ return "paid";`,
     expect(sc.value).toBeUndefined();
     expect(sc.failedCall).toMatchObject({ command: "click", args: ["button"], error: { code: "write_denied" } });
     expect(sc.error?.code).toBe("write_denied");
-    expect(text).toMatch(new RegExp(`^Run ${sc.run} failed at browse\\.click\\("button"\\) \\(2 commands, \\d+ ms\\): write_denied: clicking "Pay now" on localhost`));
+    // Outside the fence the run's own words; the refusal's message (it quotes the page's label) is inside it.
+    expect(text).toMatch(new RegExp(`^Run ${sc.run} failed at browse\\.click \\(2 commands, \\d+ ms\\): write_denied; the message and the call's arguments are in the output below`));
+    expect(text).toMatch(/<page-content nonce="([0-9a-f]+)">[\s\S]*clicking \\"Pay now\\" on localhost[\s\S]*<\/page-content nonce="\1">/);
     const records = recordsOf(sc.run);
     expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["browser_run refused write_denied", "open_tab allowed", "query allowed", "click refused write_denied"]);
     expect(records[3]?.target).toBe('button "Pay now"');

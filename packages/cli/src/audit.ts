@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { AuditLog, ConfigError, defaultDataDir, formatAuditLine, loadConfig, openUsers, type StoredAuditRecord } from "@tabrelay/broker";
 
-export const AUDIT_HELP = `Usage: tabrelay audit [--limit N] [--tail] [--json] [--data-dir DIR]
+export const AUDIT_HELP = `Usage: tabrelay audit [--limit N] [--tail] [--json] [--run ID] [--data-dir DIR]
 
 Prints the audit log: one line per tool call that read or acted (time, decision, tool, browser, tab,
 origin, target, rule, duration, error code), oldest first.
@@ -13,6 +13,8 @@ Options:
   --limit N         how many of the latest records to print (default 50)
   --tail            keep running and print new records as they arrive (Ctrl-C stops)
   --json            one JSON object per line instead of the human format
+  --run ID          one code-mode run (browser_run's run-...): its records, and its whole output where the
+                    agent's result was cut (code_mode.result_max_chars)
   --shared          a team's log: every broker's records, from the shared store (store.postgres_url or
                     TABRELAY_POSTGRES_URL in this data dir's config), each naming its broker
   --data-dir DIR    where audit.db lives (default: TABRELAY_DATA_DIR or ~/.tabrelay)`;
@@ -21,7 +23,7 @@ const POLL_MS = 500;
 const PAGE = 1000;
 
 export async function cmdAudit(args: string[]): Promise<number> {
-  let values: { tail?: boolean; limit?: string; json?: boolean; shared?: boolean; "data-dir"?: string; help?: boolean };
+  let values: { tail?: boolean; limit?: string; json?: boolean; shared?: boolean; run?: string; "data-dir"?: string; help?: boolean };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
@@ -31,6 +33,7 @@ export async function cmdAudit(args: string[]): Promise<number> {
         limit: { type: "string" },
         json: { type: "boolean" },
         shared: { type: "boolean" },
+        run: { type: "string" },
         "data-dir": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
@@ -75,6 +78,7 @@ export async function cmdAudit(args: string[]): Promise<number> {
     }
     const log = AuditLog.open(dataDir, []);
     try {
+      if (values.run !== undefined) return await printRun(log, values.run, json, print, note);
       const latest = log.list({ limit });
       if (latest.length === 0 && !noted) note(empty);
       print(latest);
@@ -126,6 +130,24 @@ async function sharedAudit(dataDir: string, limit: number, json: boolean, tail: 
   } finally {
     await store.close();
   }
+}
+
+/** `--run`: one run's records and, where the agent's result was cut, its whole output. */
+async function printRun(log: AuditLog, run: string, json: boolean, print: (records: StoredAuditRecord[]) => void, note: (text: string) => void): Promise<number> {
+  const records = log.runRecords(run);
+  const kept = log.runOutput(run);
+  if (records.length === 0 && !kept) {
+    note(`no records of run ${run} in ${log.path}; runs are named run-<12 hex digits> in browser_run's answer and in \`tabrelay audit\``);
+    return 1;
+  }
+  print(records);
+  if (!kept) note(`run ${run}'s output was not cut for the agent, so the agent got all of it (nothing more is kept)`);
+  else {
+    const text = json ? `${JSON.stringify({ run, output: JSON.parse(kept.output) as unknown })}\n` : `Output of run ${run} (the whole of it; the agent's result was cut):\n${JSON.stringify(JSON.parse(kept.output), null, 1)}\n`;
+    // Megabytes to a pipe: written out before the CLI exits.
+    await new Promise<void>((resolve) => process.stdout.write(text, () => resolve()));
+  }
+  return 0;
 }
 
 function usage(message: string): number {

@@ -4,12 +4,15 @@
 // program's async body settles. No `node:` import: this runs on a Workers-style runtime too.
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
 import { compileProgram, PROGRAM_FILE } from "./compile.js";
-import { PRELUDE } from "./prelude.js";
+import { COMMAND_ARGS_MAX_CHARS, PRELUDE } from "./prelude.js";
 import { budgetMessage, budgetsProblem, describeThrown, type Budget, type Thrown } from "./describe.js";
 import type { HostAnswer, HostCall, LogEntry, RunRequest, RunResult, RunUsage } from "./types.js";
 
 /** Deeper than this overflowed the host's own stack when measured (TESTING.md), whatever a caller asks. */
 export const MAX_STACK_BYTES = 256 * 1024;
+export { COMMAND_ARGS_MAX_CHARS };
+/** How much of each argument a failed call's report echoes (failedCall.args): enough to recognise, never a flood. */
+export const ECHO_ARG_MAX_CHARS = 300;
 
 export type HostCallFn = (call: HostCall) => Promise<HostAnswer>;
 
@@ -62,8 +65,11 @@ class Run {
   readonly #deadline: number;
   readonly #logs: LogEntry[] = [];
   readonly #usage: RunUsage = { wallMs: 0, instructions: 0, memoryBytes: 0, commands: 0, outputBytes: 0 };
-  readonly #inFlight = new Map<number, { deferred: QuickJSDeferredPromise; command: string; args: unknown[] }>();
+  readonly #inFlight = new Map<number, { deferred: QuickJSDeferredPromise; command: string; chars: number }>();
+  /** Each call's command and its arguments as a failed call's report echoes them (echoArgs): never the whole. */
   readonly #calls = new Map<number, { command: string; args: unknown[] }>();
+  /** Characters of arguments of the commands in flight: the host holds them until each is answered. */
+  #heldChars = 0;
   readonly #failures = new Map<number, { code: string; message: string }>();
   #stop: Stop | undefined;
   #ended = false;
@@ -204,9 +210,25 @@ class Run {
   #hostCall(ctx: QuickJSContext, command: string, argsJson: string): QuickJSHandle {
     if (this.#stop) throw new Error(ENDING);
     const seq = ++this.#usage.commands;
-    const args = parseArgs(argsJson);
     const deferred = ctx.newPromise();
-    this.#calls.set(seq, { command, args });
+    // The prelude sends "\u0000<length>" for a string argument too long to copy; anything longer than the cap as JSON.
+    const length = argsJson.startsWith("\u0000") ? Number(argsJson.slice(1)) : argsJson.length;
+    if (length > COMMAND_ARGS_MAX_CHARS) {
+      this.#calls.set(seq, { command, args: [`(${length} characters of arguments, not kept)`] });
+      this.#settle(deferred, seq, { ok: false, error: { code: "invalid_params", message: `browse.${command}'s arguments are ${length} characters, more than the ${COMMAND_ARGS_MAX_CHARS} a command may carry; pass less` } });
+      return deferred.handle;
+    }
+    // What the host holds for a run counts against its memory budget, as the program's own heap does.
+    if (this.#heldChars + argsJson.length > this.#request.budgets.memoryBytes) {
+      this.#calls.set(seq, { command, args: [`(${argsJson.length} characters of arguments, not kept)`] });
+      this.#settle(deferred, seq, {
+        ok: false,
+        error: { code: "budget_exceeded", message: `memory budget: the arguments of the commands in flight would take ${this.#heldChars + argsJson.length} characters, more than the run's memory budget (${this.#request.budgets.memoryBytes} bytes); await commands before starting more` },
+      });
+      return deferred.handle;
+    }
+    const args = parseArgs(argsJson);
+    this.#calls.set(seq, { command, args: echoArgs(args) });
     this.#sampleMemory();
     this.#hooks.onUsage?.(this.#snapshotUsage());
     if (seq > this.#request.budgets.commands) {
@@ -214,7 +236,8 @@ class Run {
       this.#settle(deferred, seq, { ok: false, error: { code: "budget_exceeded", message: budgetMessage("commands", this.#request.budgets) } });
       return deferred.handle;
     }
-    this.#inFlight.set(seq, { deferred, command, args });
+    this.#inFlight.set(seq, { deferred, command, chars: argsJson.length });
+    this.#heldChars += argsJson.length;
     let answered: Promise<HostAnswer>;
     try {
       answered = this.#call({ seq, command, args });
@@ -232,6 +255,7 @@ class Run {
     const pending = this.#inFlight.get(seq);
     if (this.#ended || !pending) return; // the run ended first: the answer is abandoned
     this.#inFlight.delete(seq);
+    this.#heldChars -= pending.chars;
     this.#settle(pending.deferred, seq, answer);
     this.#wake?.();
   }
@@ -375,6 +399,18 @@ class Run {
     const usage = { ...this.#usage, wallMs: Date.now() - this.#started };
     return { result: { ...result, logs: this.#logs, usage }, instanceUsable: this.#usable };
   }
+}
+
+/**
+ * Arguments as a failed call's report echoes them: each one whose JSON is longer than ECHO_ARG_MAX_CHARS becomes its
+ * first characters and how long it was. What a program passes may be page text: the report says which command
+ * failed, it does not carry a page back to the model (the host fences what it echoes).
+ */
+export function echoArgs(args: unknown[]): unknown[] {
+  return args.map((arg) => {
+    const json = JSON.stringify(arg) ?? "undefined";
+    return json.length <= ECHO_ARG_MAX_CHARS ? arg : `${json.slice(0, ECHO_ARG_MAX_CHARS)}… (cut: ${json.length} characters as JSON)`;
+  });
 }
 
 function parseArgs(json: string): unknown[] {

@@ -4,8 +4,17 @@
 // It captures JSON, Error and WeakMap first: whatever the program later does to the globals, the copies of
 // arguments, answers and the returned value use the originals.
 
+/**
+ * The most one command's arguments may take as JSON (characters): room for the largest command (browse.upload's
+ * 10 MiB file as base64), far past what a person types; past it the command fails (invalid_params) without leaving
+ * the sandbox. A string argument longer than this is caught before it is even copied as JSON. What the host holds
+ * for all of a run's commands in flight is bounded by the run's memory budget (engine.ts).
+ */
+export const COMMAND_ARGS_MAX_CHARS = 16 * 1024 * 1024;
+
 /** Evaluates to `install(hostCall, hostLog, commandsJson) -> { copyOut, failedSeq }`. */
 export const PRELUDE = String.raw`(function install(hostCall, hostLog, commandsJson) {
+  const MAX_ARGS_CHARS = ` + String(COMMAND_ARGS_MAX_CHARS) + String.raw`;
   "use strict";
   const stringify = JSON.stringify, parse = JSON.parse, ErrorCtor = Error, failures = new WeakMap();
   const define = Object.defineProperty, freeze = Object.freeze, create = Object.create;
@@ -15,7 +24,10 @@ export const PRELUDE = String.raw`(function install(hostCall, hostLog, commandsJ
     catch { try { return String(value); } catch { return "[value without a text form]"; } }
   };
   const command = (path) => async function (...args) {
-    const answer = parse(await hostCall(path, stringify(args)));
+    // A string past the cap is not copied at all: the host is told its length ("\u0000" never starts JSON).
+    let long = 0;
+    for (const arg of args) if (typeof arg === "string" && arg.length > MAX_ARGS_CHARS) long = arg.length;
+    const answer = parse(await hostCall(path, long ? "\u0000" + long : stringify(args)));
     if (answer.ok) return answer.value;
     const error = new ErrorCtor(answer.error.message);
     error.name = "CommandError";
@@ -43,7 +55,10 @@ export const PRELUDE = String.raw`(function install(hostCall, hostLog, commandsJ
   };
   const logger = (level) => (...args) => { hostLog(level, args.map(text).join(" ")); };
   define(globalThis, "browse", { value: deepFreeze(browse), enumerable: false });
-  define(globalThis, "log", { value: freeze({ info: logger("info"), warn: logger("warn"), error: logger("error") }), enumerable: false });
+  // log("x") is log.info("x"): both read naturally, and a program that calls log() should not die of it.
+  const log = logger("info");
+  for (const level of ["info", "warn", "error"]) define(log, level, { value: logger(level), enumerable: true });
+  define(globalThis, "log", { value: freeze(log), enumerable: false });
   return {
     copyOut(value) {
       if (value === undefined) return undefined;

@@ -92,6 +92,14 @@ const MIGRATIONS: readonly string[] = [
   // Version 4: a team's broker. The user the call acted for (NULL: the implicit single user).
   `ALTER TABLE audit ADD COLUMN user TEXT;
    CREATE INDEX audit_user ON audit (user, id);`,
+  // Version 5: the whole output of a code-mode run whose result the agent got cut (issue 24 §5).
+  `CREATE TABLE run_output (
+     run    TEXT PRIMARY KEY,
+     time   INTEGER NOT NULL,
+     user   TEXT,
+     output TEXT NOT NULL
+   );
+   CREATE INDEX run_output_time ON run_output (time);`,
 ];
 
 /** The schema version this code writes; a file with a newer one is refused rather than misread. */
@@ -165,6 +173,30 @@ export class AuditLog {
       db.close();
       throw error;
     }
+  }
+
+  /**
+   * Keeps a run's whole output (JSON of its value and logs, at most its output budget) when the agent's result was
+   * cut; redacted like every record. Never throws: a failure is counted like a record's.
+   */
+  saveRunOutput(run: string, user: string | undefined, output: string): void {
+    try {
+      this.db.prepare("INSERT OR REPLACE INTO run_output (run, time, user, output) VALUES (?, ?, ?, ?)").run(run, Date.now(), user ?? null, this.secrets.redact(output));
+      this.succeeded();
+    } catch (error) {
+      this.failed("browser_run", error);
+    }
+  }
+
+  /** The records of one code-mode run (its browser_run record and its commands'), oldest first. */
+  runRecords(run: string): StoredAuditRecord[] {
+    return this.db.prepare<[string], Row>("SELECT * FROM audit WHERE run = ? ORDER BY id ASC").all(run).map(fromRow);
+  }
+
+  /** A run's whole output as saveRunOutput kept it, or undefined. */
+  runOutput(run: string): { time: number; user?: string; output: string } | undefined {
+    const row = this.db.prepare<[string], { time: number; user: string | null; output: string }>("SELECT time, user, output FROM run_output WHERE run = ?").get(run);
+    return row ? { time: row.time, ...(row.user !== null ? { user: row.user } : {}), output: row.output } : undefined;
   }
 
   /** Writes one record, synchronously. Never throws: a failure is counted (see health) and costs a line on stderr. */

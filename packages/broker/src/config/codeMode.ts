@@ -16,7 +16,16 @@ export interface CodeModeSettings {
   allow: string[];
   /** Commands a program may not call, whatever `allow` says. */
   deny: string[];
+  /**
+   * The most a run's result may hand the agent, in characters, its text and structuredContent counted together
+   * (~4 characters a token: 100,000 is ~25,000 tokens). Past it the logs and the value are cut, with a marker saying
+   * how much and where the whole output is (the run's audit record).
+   */
+  resultMaxChars: number;
 }
+
+/** result_max_chars: its default and bounds. */
+export const RESULT_MAX_CHARS = { default: 100_000, min: 10_000, max: 2_000_000 };
 
 /** One budget: its config key, its key in the sandbox, its unit for people, and the built-in default and hard cap. */
 export interface BudgetSpec {
@@ -56,6 +65,7 @@ export const codeModeFileSchema = z
     caps: z.object(budgetShape).strict().optional(),
     allow: z.array(z.string().min(1)).optional(),
     deny: z.array(z.string().min(1)).optional(),
+    result_max_chars: z.number().int().min(RESULT_MAX_CHARS.min).max(RESULT_MAX_CHARS.max).optional(),
   })
   .strict();
 
@@ -81,7 +91,7 @@ export function codeModeSettings(file: CodeModeFile | undefined, known: readonly
       if (!known.includes(name)) throw new Error(`code_mode.${list} names ${JSON.stringify(name)}, which is not a browse command; the commands are: ${known.join(", ")}`);
     }
   }
-  return { enabled: file?.enabled ?? true, defaults, caps, allow: file?.allow ?? [], deny: file?.deny ?? [] };
+  return { enabled: file?.enabled ?? true, defaults, caps, allow: file?.allow ?? [], deny: file?.deny ?? [], resultMaxChars: file?.result_max_chars ?? RESULT_MAX_CHARS.default };
 }
 
 /** The budgets of one run: the config defaults, lowered where the call asks; asking more than a cap is an error message. */

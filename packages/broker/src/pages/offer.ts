@@ -35,6 +35,13 @@ export interface AcceptedTool {
 export interface AcceptedPrompt {
   name: string;
   info: PageMcpPrompt;
+  /** sha256 of its description and arguments as accepted: a change is held like a tool's (approvals.ts). */
+  hash: string;
+}
+
+/** The approvals' name for a prompt: apart from the tools' (a tool's name never holds a colon). */
+export function promptApprovalName(name: string): string {
+  return `prompt:${name}`;
 }
 
 export interface Judged<T> {
@@ -89,14 +96,12 @@ export function judgePrompts(prompts: unknown): Judged<AcceptedPrompt> {
       continue;
     }
     const args = Array.isArray(raw.arguments) ? raw.arguments.filter(isObject).slice(0, 20) : [];
-    accepted.push({
-      name: raw.name,
-      info: {
+    const info: PageMcpPrompt = {
         name: raw.name,
         ...(typeof raw.description === "string" ? { description: plainLine(raw.description) } : {}),
         ...(args.length ? { arguments: args.map((a) => ({ name: plainLine(String(a.name ?? "")).slice(0, PAGE_LIMITS.name), ...(typeof a.description === "string" ? { description: plainLine(a.description).slice(0, PAGE_LIMITS.schemaProperty) } : {}), ...(a.required === true ? { required: true } : {}) })) } : {}),
-      },
-    });
+    };
+    accepted.push({ name: raw.name, info, hash: createHash("sha256").update(canonicalJson({ description: info.description, arguments: info.arguments })).digest("hex") });
   }
   return { accepted, refused };
 }

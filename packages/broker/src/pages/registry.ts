@@ -5,7 +5,7 @@
 // signal per user that the MCP adapter turns into list_changed.
 import type { CallToolResult, GetPromptResult, PageToolInfo } from "@tabrelay/page/wire";
 import type { PageToolApprovals, ApprovalState } from "./approvals.js";
-import { agentToolName, PAGE_LIMITS, type AcceptedPrompt, type AcceptedTool } from "./offer.js";
+import { agentToolName, PAGE_LIMITS, promptApprovalName, type AcceptedPrompt, type AcceptedTool } from "./offer.js";
 
 /**
  * Whatever offers page tools: a page on /page (connection.ts) or an agent tab's WebMCP tools (webmcp.ts). Its
@@ -55,6 +55,8 @@ export interface PagePromptEntry {
   name: string;
   description?: string;
   arguments?: Array<{ name: string; description?: string; required?: boolean }>;
+  /** "changed": its description or arguments changed since the user approved it (held, like a tool). */
+  state: ApprovalState;
   connection: PageConnection;
 }
 
@@ -129,8 +131,9 @@ export class PageToolRegistry {
     return this.#tools.get(owner)?.get(agentName);
   }
 
+  /** `owner`'s prompts on offer (approved ones: a changed one is held until the user approves it). */
   prompts(owner: string): PagePromptEntry[] {
-    return [...(this.#prompts.get(owner)?.values() ?? [])];
+    return [...(this.#prompts.get(owner)?.values() ?? [])].filter((p) => p.state === "approved");
   }
 
   prompt(agentName: string, owner: string): PagePromptEntry | undefined {
@@ -188,7 +191,8 @@ export class PageToolRegistry {
       }
       for (const prompt of connection.prompts) {
         const agentName = this.#name(this.#promptNames, origin, prompt.name);
-        of(prompts, owner).set(agentName, { agentName, origin, owner, name: prompt.name, ...(prompt.info.description ? { description: prompt.info.description } : {}), ...(prompt.info.arguments ? { arguments: prompt.info.arguments } : {}), connection });
+        const state = this.#approvals.offered(origin, promptApprovalName(prompt.name), prompt.hash);
+        of(prompts, owner).set(agentName, { agentName, origin, owner, name: prompt.name, ...(prompt.info.description ? { description: prompt.info.description } : {}), ...(prompt.info.arguments ? { arguments: prompt.info.arguments } : {}), state, connection });
       }
     }
     const before = this.#tools;

@@ -24,6 +24,11 @@ export interface AuditSink {
   record(rec: AuditRecord): void;
   begin(rec: Omit<AuditRecord, "decision" | "durationMs">): AuditBegun;
   complete(id: number, rec: AuditRecord): void;
+  /**
+   * Keeps a code-mode run's whole output (its value and logs, JSON) when what the agent got was cut, for
+   * `tabrelay audit --run <id>`. Optional: a sink without it (the stateless Worker's) keeps the records only.
+   */
+  saveRunOutput?(run: string, user: string | undefined, output: string): void;
 }
 
 export interface ToolContext {

@@ -96,7 +96,7 @@ describe("AuditLog storage", () => {
       { time: rec().time, tab: 4, tool: "click", client: "claude-code", decision: "allowed", durationMs: 42 },
     ]);
     expect(formatAuditLine({ id: 2, ...rec({ tool: "click", client: "claude-code", tab: 4 }) })).toContain("click client=claude-code tab=4");
-    expect(AUDIT_SCHEMA_VERSION).toBe(4);
+    expect(AUDIT_SCHEMA_VERSION).toBe(5);
   });
 
   it("keeps a code-mode run's id on its commands' records and the run's details on its own (version 3)", () => {
