@@ -85,6 +85,12 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       expect((await fetch(tampered)).status).toBe(404);
     });
 
+    it("four screenshots asked at once are all taken (Chrome allows two captures a second: the driver paces them)", async () => {
+      const tab = await openTab("/colour");
+      const shots = await Promise.all([0, 1, 2, 3].map(() => call(client, "screenshot", { tab })));
+      for (const shot of shots) expect(shot.isError, shot.text).toBe(false);
+    });
+
     it("captures one element by ref, and the full page", async () => {
       const tab = await openTab("/colour");
       const snap = await call(client, "snapshot", { tab });

@@ -34,19 +34,42 @@ export async function scrollTo(tabId: number, y: number): Promise<void> {
 }
 
 /**
- * captureVisibleTab right after a DOM change can return the previous frame: wait for two animation frames
- * in the page first. Chrome allows at most two captures per second, so captures are spaced 510 ms apart.
+ * captureVisibleTab right after a DOM change can return the previous frame: wait for two animation frames in the
+ * page first. Chrome allows at most two captures a second, counted when the browser receives each call: captures
+ * run one at a time, each at least CAPTURE_GAP_MS after the previous one *ended* (by then the browser had received
+ * it), so no three ever land in one second however late a busy machine delivers them. A quota error all the same
+ * (another extension of the profile capturing too) waits out the second once.
  */
-export async function captureFresh(tabId: number, windowId: number): Promise<string> {
+export function captureFresh(tabId: number, windowId: number): Promise<string> {
+  const turn = captureChain.then(() => captureOnce(tabId, windowId));
+  captureChain = turn.then(
+    () => undefined,
+    () => undefined,
+  );
+  return turn;
+}
+
+const CAPTURE_GAP_MS = 510;
+let captureChain: Promise<void> = Promise.resolve();
+
+async function captureOnce(tabId: number, windowId: number): Promise<string> {
   await chrome.scripting.executeScript({
     target: { tabId, frameIds: [0] },
     func: () => new Promise<boolean>((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))),
   });
-  const wait = lastCaptureAt + 510 - Date.now();
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  lastCaptureAt = Date.now();
-  const dataUrl = await chrome.tabs.captureVisibleTab(windowId, { format: "png" });
-  return dataUrl.slice(dataUrl.indexOf(",") + 1);
+  for (let attempt = 0; ; attempt++) {
+    const wait = lastCaptureAt + CAPTURE_GAP_MS - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    try {
+      const dataUrl = await chrome.tabs.captureVisibleTab(windowId, { format: "png" });
+      return dataUrl.slice(dataUrl.indexOf(",") + 1);
+    } catch (error) {
+      if (attempt > 0 || !/MAX_CAPTURE_VISIBLE_TAB_CALLS_PER_SECOND/.test(error instanceof Error ? error.message : String(error))) throw error;
+      lastCaptureAt = Date.now() + 1000 - CAPTURE_GAP_MS;
+    } finally {
+      lastCaptureAt = Math.max(lastCaptureAt, Date.now());
+    }
+  }
 }
 
 async function decode(png: string): Promise<ImageBitmap> {
