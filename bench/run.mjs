@@ -50,12 +50,12 @@ import { pathToFileURL } from "node:url";
 import { BIG_LAST_BUTTON } from "./pages/make-interaction.mjs";
 import { benchCdp, coldStartTabrelay } from "./lib/cdp.mjs";
 import { runClusterBench } from "./lib/cluster.mjs";
-import { benchCodeMode, codeModeRows, sandboxRows } from "./lib/codemode.mjs";
+import { benchCodeMode, benchHostileResults, codeModeRows, hostileRows, sandboxRows } from "./lib/codemode.mjs";
 import { benchPageTools, benchWebMcp, pageToolRows, webMcpRows } from "./lib/pages.mjs";
 import { BENCH, CHROMIUM, MEMORY_GAP_MS, MEMORY_SETTLE_MS, N, NEWS, ROOT, SHOT_GAP_MS, ensureBuilt, ensureInstalled, log, median, message, pkgVersion, round, runCleanups, runCleanupsExceptSite, startSite, stats, tempDir, timed } from "./lib/common.mjs";
 import { cdpRows, cellError, fmtMiB, fmtMs, interactionRows, newsRows, printTable, screenshotRows, verdict } from "./lib/output.mjs";
 import { benchPeer, peerSpecs } from "./lib/peers.mjs";
-import { benchSandbox } from "./sandbox.mjs";
+import { benchFairness, benchSandbox, fairnessRows } from "./sandbox.mjs";
 import { STALL, benchStall, stallRows } from "./lib/stall.mjs";
 import { benchWorker, workerRows } from "./lib/worker.mjs";
 import { benchExtract, benchInProcess, benchTabrelayServe } from "./lib/tabrelay.mjs";
@@ -126,9 +126,13 @@ async function main() {
     const codeMode = await benchCodeMode(lib, site);
     log("16: sandbox start to first command ...");
     const sandbox = await benchSandbox().catch((error) => ({ error: message(error) }));
-    printTable([...codeModeRows(codeMode), ...sandboxRows(sandbox)]);
+    log("16b: another session's trivial run during two hostile runs ...");
+    const fairness = await benchFairness().catch((error) => ({ error: message(error) }));
+    log("16c: the largest result a hostile run hands the agent ...");
+    const hostile = await benchHostileResults(lib).catch((error) => ({ error: message(error) }));
+    printTable([...codeModeRows(codeMode), ...sandboxRows(sandbox), ...fairnessRows(fairness), ...hostileRows(hostile)]);
     mkdirSync(join(BENCH, "results"), { recursive: true });
-    writeFileSync(join(BENCH, "results", "codemode.json"), `${JSON.stringify({ codeMode, sandbox }, null, 2)}\n`);
+    writeFileSync(join(BENCH, "results", "codemode.json"), `${JSON.stringify({ codeMode, sandbox, fairness, hostile }, null, 2)}\n`);
     return;
   }
   if (process.argv.includes("--only=pages")) {
@@ -220,6 +224,8 @@ async function main() {
   log("15-16: code mode: the shop task as tool calls and as one program; sandbox start ...");
   results.codeMode = await benchCodeMode(lib, site);
   results.sandbox = await benchSandbox().catch((error) => ({ error: message(error) }));
+  results.fairness = await benchFairness().catch((error) => ({ error: message(error) }));
+  results.hostile = await benchHostileResults(lib).catch((error) => ({ error: message(error) }));
   log("17: page tool round trip ...");
   results.pages = await benchPageTools(lib).catch((error) => ({ error: message(error) }));
   await runCleanupsExceptSite();
@@ -338,6 +344,8 @@ async function main() {
     ...stallRows(results.stall),
     ...codeModeRows(results.codeMode),
     ...sandboxRows(results.sandbox),
+    ...fairnessRows(results.fairness),
+    ...hostileRows(results.hostile),
     ...pageToolRows(results.pages),
     ...(results.webmcp ? webMcpRows(results.webmcp) : []),
     ...workerRows(results.worker),

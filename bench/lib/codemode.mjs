@@ -215,3 +215,36 @@ export function sandboxRows(r) {
     },
   ];
 }
+
+/**
+ * Figure 16c: the largest result a hostile run can hand the agent (issue 24 §5), through a real `tabrelay serve`
+ * and the MCP client: a log flood with a large value, a failed call carrying a 6 MB argument, a program error
+ * whose text is 1 MB. Characters are text and structuredContent together, as the model receives them.
+ */
+export async function benchHostileResults(lib) {
+  const { client } = await startServe(lib, { yaml: allowYaml() });
+  const cases = {
+    "log flood + 300 KB value": `for (let i = 0; i < 8000; i++) log.info("line " + i + " " + "w".repeat(60));\nreturn { big: "v".repeat(300000) };`,
+    "failed call with a 6 MB argument": `await browse.click("#" + "z".repeat(6e6));`,
+    "program error of 1 MB": `throw new Error("e".repeat(1e6));`,
+  };
+  const sizes = {};
+  for (const [name, program] of Object.entries(cases)) {
+    const result = await client.callTool({ name: "browser_run", arguments: { program, budgets: { memory_mb: 64 } } });
+    sizes[name] = textOf(result).length + JSON.stringify(result.structuredContent ?? {}).length;
+  }
+  return { largestChars: Math.max(...Object.values(sizes)), sizes };
+}
+
+export function hostileRows(r) {
+  if (!r) return [];
+  return [
+    {
+      figure: "16c. code mode: the largest result a hostile run hands the agent (characters, text + structuredContent)",
+      tabrelay: r.error ? `failed: ${r.error.slice(0, 70)}` : `${r.largestChars} (${Object.entries(r.sizes).map(([k, v]) => `${k}: ${v}`).join("; ")})`,
+      playwright: "n/a",
+      devtools: "no such tool",
+      target: `<= 100,000 (code_mode.result_max_chars)${r.error ? "" : r.largestChars <= 100_000 ? " [met]" : " [MISSED]"}`,
+    },
+  ];
+}

@@ -10,7 +10,8 @@ import { RunState } from "./runState.js";
 
 /** What runs programs: the sandbox pool (@tabrelay/sandbox), created by the broker on first use. */
 export interface SandboxRunner {
-  run(request: RunRequest, call: (c: HostCall) => Promise<HostAnswer>, signal?: AbortSignal): Promise<RunResult>;
+  /** `owner` is whose turn it is in the pool's fair queue: the MCP session (runs of one session never starve another's). */
+  run(request: RunRequest, call: (c: HostCall) => Promise<HostAnswer>, signal?: AbortSignal, owner?: string): Promise<RunResult>;
   close(): Promise<void>;
 }
 
@@ -60,7 +61,8 @@ export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec:
     }
   };
   try {
-    const result = await sandbox.run({ program: spec.program, commands, budgets: spec.budgets }, call, signal);
+    const owner = ctx.session ? `session:${ctx.session.session}` : `user:${ctx.user.user}`;
+    const result = await sandbox.run({ program: spec.program, commands, budgets: spec.budgets }, call, signal, owner);
     return result.error ? { ...result, error: { code: tableCode(result.error.code), message: result.error.message } } : result;
   } finally {
     // Commands still waiting for a turn when the run ends (a budget, a program that returned without awaiting them)

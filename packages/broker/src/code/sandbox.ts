@@ -7,10 +7,10 @@ export function lazySandbox(create: () => Promise<SandboxRunner> = createPool): 
   let pool: Promise<SandboxRunner> | undefined;
   let closed = false;
   return {
-    async run(request: RunRequest, call: (c: HostCall) => Promise<HostAnswer>, signal?: AbortSignal): Promise<RunResult> {
+    async run(request: RunRequest, call: (c: HostCall) => Promise<HostAnswer>, signal?: AbortSignal, owner?: string): Promise<RunResult> {
       if (closed) throw new Error("the broker is shutting down");
       pool ??= create();
-      return (await pool).run(request, call, signal);
+      return (await pool).run(request, call, signal, owner);
     },
     async close() {
       closed = true;

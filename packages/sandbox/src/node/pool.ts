@@ -1,7 +1,13 @@
 // Runs programs in worker threads from a small warm pool, so the main thread (the broker) stays responsive
 // whatever a program does, and a run QuickJS cannot interrupt (`new Array(1e9)+''` never reaches the interrupt
 // handler, TESTING.md) is ended from outside: a watchdog terminates the worker at wallMs + a grace. A worker
-// whose run ended in a budget, a crash, a kill or a cancel is replaced: its wasm instance may be unusable.
+// whose run ended in a budget, a crash, a kill or a cancel is replaced at once: its wasm instance may be unusable.
+//
+// Fair between owners (the broker passes the MCP session): each owner has its own queue, served round robin; an
+// owner runs at most `size - 1` programs at once (one when the pool is two), so the other worker is there for
+// everyone else; and an owner with nothing running whose run finds every worker busy (other owners' long runs)
+// gets a worker of its own for it, up to `maxSize`, retired when it is done. Session A's two 30 s runs no longer
+// make session B's `return 1` wait 27 s.
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -29,11 +35,16 @@ export interface SandboxPoolOptions {
   warmMemoryBytes?: number;
   /** How long past a run's wallMs the watchdog waits before terminating its worker (ms). Default 250. */
   watchdogGraceMs?: number;
+  /** Workers at most, the extra ones (past `size`) started for owners with nothing running and retired after. Default 2 x size. */
+  maxSize?: number;
 }
 
 export interface SandboxPool {
-  /** Runs one program; never rejects: every outcome (budgets, a kill, a cancel, a crash) is a RunResult. */
-  run(request: RunRequest, call: HostCallFn, signal?: AbortSignal): Promise<RunResult>;
+  /**
+   * Runs one program; never rejects: every outcome (budgets, a kill, a cancel, a crash) is a RunResult. `owner`
+   * (the broker's MCP session) is whose turn it is in the fair queue; runs without one share the owner "".
+   */
+  run(request: RunRequest, call: HostCallFn, signal?: AbortSignal, owner?: string): Promise<RunResult>;
   /** Terminates every worker; runs still queued or in flight end with status "error", code "sandbox_closed". */
   close(): Promise<void>;
 }
@@ -58,6 +69,7 @@ function defaultWasmPath(workerPath: string): string {
 }
 
 interface Job {
+  owner: string;
   request: RunRequest;
   call: HostCallFn;
   signal: AbortSignal | undefined;
@@ -70,6 +82,10 @@ class PoolWorker {
   readonly worker: Worker;
   ready: Promise<boolean>;
   busy = false;
+  /** Whose run it runs now. */
+  owner: string | undefined;
+  /** Started past `size` for one owner's run: retired when that run ends. */
+  extra = false;
   #current: { runId: number; job: Job; logs: LogEntry[]; usage: RunUsage; started: number; finish(result: RunResult, replace: boolean): void } | undefined;
   #exited = false;
   onExit: (() => void) | undefined;
@@ -107,6 +123,7 @@ class PoolWorker {
 
   start(runId: number, job: Job, graceMs: number, done: (replace: boolean) => void): void {
     this.busy = true;
+    this.owner = job.owner;
     this.worker.ref();
     const { request, signal } = job;
     const started = Date.now();
@@ -133,6 +150,7 @@ class PoolWorker {
         signal?.removeEventListener("abort", onAbort);
         this.#current = undefined;
         this.busy = false;
+        this.owner = undefined;
         if (!this.#exited) this.worker.unref();
         job.resolve(result);
         done(replace);
@@ -213,12 +231,16 @@ class PoolWorker {
 
 export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool {
   const size = Math.max(1, options.size ?? 2);
+  const maxSize = Math.max(size, options.maxSize ?? size * 2);
+  /** The most one owner runs at once: the rest of the pool stays for the others. */
+  const perOwner = Math.max(1, size - 1);
   const workerPath = options.workerPath ?? defaultWorkerPath();
   const graceMs = options.watchdogGraceMs ?? 250;
   const warmMemoryBytes = options.warmMemoryBytes ?? 32 * 1024 * 1024;
   let closed = false;
   let nextRunId = 1;
-  const queue: Job[] = [];
+  /** Each owner's waiting runs, oldest first; owners in the order they are served next (round robin). */
+  const queues = new Map<string, Job[]>();
   const workers = new Set<PoolWorker>();
   let startupError: string | undefined;
 
@@ -230,13 +252,18 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
     startupError = error instanceof Error ? error.message : String(error);
   }
 
-  const spawn = (): void => {
-    if (closed || !wasmModule) return;
+  const waiting = (): Job[] => [...queues.values()].flat();
+  const running = (owner: string): number => [...workers].filter((w) => w.owner === owner).length;
+  const regular = (): number => [...workers].filter((w) => !w.extra).length;
+
+  const spawn = (extra = false): PoolWorker | undefined => {
+    if (closed || !wasmModule) return undefined;
     const worker = new PoolWorker(workerPath, { wasmModule, warmMemoryBytes });
+    worker.extra = extra;
     workers.add(worker);
     worker.onExit = () => {
       workers.delete(worker);
-      if (!closed && workers.size < size) spawn();
+      if (!closed && !worker.extra && regular() < size) spawn();
     };
     void worker.ready.then((ok) => {
       if (!ok) {
@@ -245,57 +272,111 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
         worker.onExit = undefined;
         void worker.terminate();
         // Fail what waits rather than spawning forever: the same setup would fail again.
-        for (const job of queue.splice(0)) job.resolve(startupFailure(startupError));
+        for (const job of waiting()) job.resolve(startupFailure(startupError));
+        queues.clear();
         return;
       }
       pump();
     });
+    return worker;
+  };
+
+  /** The next job to start, round robin over owners with room; removed from its queue. */
+  const next = (): Job | undefined => {
+    for (const [owner, queue] of queues) {
+      if (running(owner) >= perOwner) continue;
+      const job = queue.shift();
+      queues.delete(owner);
+      // Served: to the back of the line (with what it still has waiting).
+      if (queue.length > 0) queues.set(owner, queue);
+      if (job) return job;
+    }
+    return undefined;
+  };
+
+  const retire = (worker: PoolWorker): void => {
+    workers.delete(worker);
+    worker.onExit = undefined;
+    void worker.terminate();
+  };
+
+  const startOn = (worker: PoolWorker, job: Job): void => {
+    if (job.signal?.aborted) {
+      job.resolve(cancelledBeforeStart());
+      return pump();
+    }
+    worker.start(nextRunId++, job, graceMs, (replace) => {
+      if (worker.extra) retire(worker);
+      else if (replace) {
+        retire(worker);
+        spawn();
+      }
+      pump();
+    });
+    // Whoever still waits may be owed a worker of its own now that this one is taken.
+    pump();
   };
 
   const pump = (): void => {
     for (const worker of workers) {
-      if (queue.length === 0) return;
       if (worker.busy || worker.exited) continue;
       void worker.ready.then((ok) => {
         if (!ok || worker.busy || worker.exited) return;
-        const job = queue.shift();
-        if (!job) return;
-        if (job.signal?.aborted) {
-          job.resolve(cancelledBeforeStart());
-          pump();
-          return;
-        }
-        worker.start(nextRunId++, job, graceMs, (replace) => {
-          if (replace) {
-            workers.delete(worker);
-            worker.onExit = undefined;
-            void worker.terminate();
-            spawn();
-          }
-          pump();
-        });
+        const job = next();
+        if (job) startOn(worker, job);
+        else if (worker.extra && !worker.busy) retire(worker);
       });
+    }
+    // Every worker busy, and an owner with nothing running waits: it gets a worker of its own (up to maxSize), so
+    // another session's long run never holds it up.
+    const idle = [...workers].some((w) => !w.busy && !w.exited);
+    if (idle || workers.size >= maxSize) return;
+    for (const [owner, queue] of queues) {
+      if (running(owner) > 0 || queue.length === 0) continue;
+      const worker = spawn(true);
+      if (!worker) return;
+      // Marked busy for this owner while it loads, so the loop above does not give it to someone else.
+      worker.busy = true;
+      worker.owner = owner;
+      void worker.ready.then((ok) => {
+        worker.busy = false;
+        worker.owner = undefined;
+        if (!ok) return;
+        const own = queues.get(owner);
+        const job = own?.shift();
+        if (own && own.length === 0) queues.delete(owner);
+        if (job) startOn(worker, job);
+        else {
+          retire(worker);
+          pump();
+        }
+      });
+      return;
     }
   };
 
   for (let i = 0; i < size; i++) spawn();
 
   return {
-    run(request, call, signal) {
+    run(request, call, signal, owner = "") {
       if (closed) return Promise.resolve(closedResult());
       if (startupError && workers.size === 0) return Promise.resolve(startupFailure(startupError));
       if (signal?.aborted) return Promise.resolve(cancelledBeforeStart());
       const problem = budgetsProblem(request.budgets);
       if (problem) return Promise.resolve({ status: "error", error: { code: "invalid_request", message: problem }, logs: [], usage: zeroUsage() });
       return new Promise<RunResult>((resolve) => {
-        const job: Job = { request, call, signal, resolve };
+        const job: Job = { owner, request, call, signal, resolve };
+        const queue = queues.get(owner) ?? [];
         queue.push(job);
+        queues.set(owner, queue);
         signal?.addEventListener(
           "abort",
           () => {
-            const at = queue.indexOf(job);
-            if (at >= 0) {
-              queue.splice(at, 1);
+            const own = queues.get(owner);
+            const at = own?.indexOf(job) ?? -1;
+            if (own && at >= 0) {
+              own.splice(at, 1);
+              if (own.length === 0) queues.delete(owner);
               resolve(cancelledBeforeStart());
             }
           },
@@ -306,11 +387,14 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
     },
     async close() {
       closed = true;
-      for (const job of queue.splice(0)) job.resolve(closedResult());
-      await Promise.all([...workers].map((worker) => {
-        worker.onExit = undefined;
-        return worker.close(closedResult());
-      }));
+      for (const job of waiting()) job.resolve(closedResult());
+      queues.clear();
+      await Promise.all(
+        [...workers].map((worker) => {
+          worker.onExit = undefined;
+          return worker.close(closedResult());
+        }),
+      );
       workers.clear();
     },
   };
