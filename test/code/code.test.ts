@@ -146,9 +146,10 @@ return { title: tab.title, clicked: /clicked \\d+/.test(text), done: done.done, 
     // Clients that show only the text see the value and the logs too, fenced as page content.
     expect(text).toMatch(/<page-content nonce="[0-9a-f]+">\n\{\n "value": \{\n  "title": "Shop"[\s\S]*"logs": \[[\s\S]*"text": "clicked e\d+@1"/);
     // The run's own record first (a write, recorded before it starts, completed with the program's hash and
-    // status when it ends), then one record per command, each carrying the run id.
+    // status when it ends), then one record per command, each carrying the run id; last, the tab the program
+    // opened and did not return, closed as the run ended.
     const records = recordsOf(sc.run);
-    expect(records.map((r) => `${r.tool} ${r.decision}`)).toEqual(["browser_run allowed", "open_tab allowed", "snapshot allowed", "click allowed", "read_page allowed"]);
+    expect(records.map((r) => `${r.tool} ${r.decision}`)).toEqual(["browser_run allowed", "open_tab allowed", "snapshot allowed", "click allowed", "read_page allowed", "close_tab allowed"]);
     expect(records[3]?.target).toBe('button "Go"');
     expect(JSON.parse(records[0]?.detail ?? "{}")).toMatchObject({ status: "ok", program_sha256: expect.stringMatching(/^[0-9a-f]{64}$/), usage: { commands: 4 } });
   });
@@ -191,7 +192,8 @@ return "paid";`,
     expect(text).toMatch(new RegExp(`^Run ${sc.run} failed at browse\\.click \\(2 commands, \\d+ ms\\): write_denied; the message and the call's arguments are in the output below`));
     expect(text).toMatch(/<page-content nonce="([0-9a-f]+)">[\s\S]*clicking \\"Pay now\\" on localhost[\s\S]*<\/page-content nonce="\1">/);
     const records = recordsOf(sc.run);
-    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["browser_run refused write_denied", "open_tab allowed", "query allowed", "click refused write_denied"]);
+    // A failed run's tab is closed as it ends (it returned nothing): no free tab is left for the next session.
+    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["browser_run refused write_denied", "open_tab allowed", "query allowed", "click refused write_denied", "close_tab allowed"]);
     expect(records[3]?.target).toBe('button "Pay now"');
   });
 
@@ -311,7 +313,7 @@ return {
     expect(value["byRef"]).toBe(true);
     expect(value["bad"]).toMatch(/^invalid_params: browse\.is: `state` must be one of "visible", "enabled", "checked", "editable", got "pretty"/);
     // is() and get() read: no write grant was needed, every record is an allowed query.
-    expect(new Set(recordsOf(sc.run).filter((r) => r.tool !== "browser_run" && r.tool !== "open_tab" && r.tool !== "scroll").map((r) => `${r.tool} ${r.decision}`))).toEqual(new Set(["query allowed", "describe_ref allowed"]));
+    expect(new Set(recordsOf(sc.run).filter((r) => r.tool !== "browser_run" && r.tool !== "open_tab" && r.tool !== "scroll" && r.tool !== "close_tab").map((r) => `${r.tool} ${r.decision}`))).toEqual(new Set(["query allowed", "describe_ref allowed"]));
   });
 
   it("is() and get() take a ref: the element is read fresh in the ref's own revision (the program's refs stay valid), a frame's ref too; a ref whose element is gone is stale_ref", async () => {
@@ -348,7 +350,8 @@ return { before, after, stale, count };`,
     const { sc } = await run(client, `await browse.open(${JSON.stringify(`${site.origin}/states`)}); await browse.click("iframe#fr >> button"); return 1;`);
     expect(sc.failedCall).toMatchObject({ command: "click", args: ["iframe#fr >> button"], error: { code: "write_denied" } });
     const records = recordsOf(sc.run);
-    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["browser_run refused write_denied", "open_tab allowed", "query allowed", "click refused write_denied"]);
+    // A failed run's tab is closed as it ends (it returned nothing): no free tab is left for the next session.
+    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["browser_run refused write_denied", "open_tab allowed", "query allowed", "click refused write_denied", "close_tab allowed"]);
     expect(records[3]?.target).toBe('button "Pay inside"');
   });
 

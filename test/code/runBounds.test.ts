@@ -136,3 +136,23 @@ await browse.click(title);`);
     expect(failed.text).toMatch(new RegExp(`^Run ${failed.sc.run} failed at browse\\.click \\(\\d+ commands, \\d+ ms\\): \\w+; the message and the call's arguments are in the output below`));
   }, 60_000);
 });
+
+describe("a run's own tabs", () => {
+  const listed = async () => ((await client.callTool({ name: "list_tabs", arguments: {} })).content as Array<{ text: string }>).map((c) => c.text).join("\n");
+
+  it("are closed when it ends: all of a failed run's, and an ok run's unless it returned them", async () => {
+    const url = `${site.origin}/notice?run-tabs`;
+    const failed = await run(`await browse.open(${JSON.stringify(url + "&failed")}); await browse.tabs.new(${JSON.stringify(url + "&second")}); throw new Error("gave up");`);
+    expect(failed.sc.status).toBe("error");
+    const ok = await run(`const kept = await browse.open(${JSON.stringify(url + "&kept")}); await browse.tabs.new(${JSON.stringify(url + "&dropped")}); return { tab: kept.id };`);
+    expect(ok.sc.status).toBe("ok");
+    const tabs = await listed();
+    expect(tabs).not.toContain("&failed");
+    expect(tabs).not.toContain("&second");
+    expect(tabs).not.toContain("&dropped");
+    expect(tabs).toContain("&kept");
+    // The closes are the run's own records.
+    const closes = broker.broker.audit.list({ limit: 500 }).filter((r) => r.tool === "close_tab" && (r.run === failed.sc.run || r.run === ok.sc.run));
+    expect(closes.map((r) => r.decision)).toEqual(["allowed", "allowed", "allowed"]);
+  }, 60_000);
+});

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findChromium, launchLocalChromium } from "@tabrelay/broker";
 import { createNodeHandler } from "../../packages/worker/src/node/index.js";
 import { startFakeApi, type FakeApi } from "../fakeProviderApi.js";
-import { article, page, startSite, type TestSite } from "../harness.js";
+import { article, page, startSite, waitFor, type TestSite } from "../harness.js";
 import { auditLines, startWorkerd, type Workerd } from "../workerd.js";
 
 const TOKEN = "worker-test-token-0123456789abcdef";
@@ -134,6 +134,45 @@ function sameClientTest(name: string, start: (bindings: Record<string, string>) 
       expect(after.text).toContain("Cart: 1 item");
       const page = await call(client, "read_page", { tab, mode: "full" });
       expect(page.text).not.toContain("DELETED");
+    });
+
+    it("runs programs: a program end to end, two at once without one waiting for the other, its own tabs closed as it ends", async () => {
+      const program = `const tab = await browse.open(${JSON.stringify(`${site.origin}/shop?from-a-program`)});
+log("opened", tab.id);
+return await browse.get("title");`;
+      const ran = await client.callTool({ name: "browser_run", arguments: { program } });
+      const sc = ran.structuredContent as { status: string; value?: unknown; logs: Array<{ level: string; text: string }>; run: string };
+      expect(sc.status, JSON.stringify(ran.content).slice(0, 600)).toBe("ok");
+      expect(sc.value).toBe("Shop");
+      // log(...) is log.info(...).
+      expect(sc.logs[0]).toMatchObject({ level: "info", text: expect.stringMatching(/^opened \d+$/) });
+      // Its tab went with it (it returned none).
+      expect((await call(client, "list_tabs")).text).not.toContain("from-a-program");
+      // Two at once: the slow one waits on the browser for 3 s (in a tab opened for it, so nothing of its own is
+      // closed when it ends); the fast one, asked once the slow one is running, answers while it waits.
+      const holder = Number(/tab (\d+)/i.exec((await call(client, "open_tab", { url: `${site.origin}/shop?holder` })).text)?.[1]);
+      let slowDone = false;
+      const slow = client
+        .callTool({ name: "browser_run", arguments: { tab: holder, program: `await browse.goto(${JSON.stringify(`${site.origin}/shop?slow-started`)}); await browse.waitFor({ text: "a text this page never shows", timeoutMs: 3000 }).catch(() => 0); return "slow";` } })
+        .then((r) => ((slowDone = true), r));
+      await waitFor("the slow program running", async () => ((await call(client, "list_tabs")).text.includes("slow-started") ? true : undefined));
+      const fast = await client.callTool({ name: "browser_run", arguments: { program: `return "fast";` } });
+      expect((fast.structuredContent as { value?: unknown }).value).toBe("fast");
+      expect(slowDone).toBe(false);
+      expect((((await slow).structuredContent) as { value?: unknown }).value).toBe("slow");
+      await call(client, "close_tab", { tab: holder });
+    });
+
+    it("names its browser the same on every request: the id list_browsers gives is one a call can name", async () => {
+      const ids = (text: string) => [...text.matchAll(/id: (\S+)/g)].map((m) => m[1]);
+      const first = (await call(client, "list_browsers")).text;
+      const second = (await call(client, "list_browsers")).text;
+      expect(ids(first)).toEqual(["cdp:default"]);
+      expect(ids(second)).toEqual(ids(first));
+      expect(first).toContain("cdp:default");
+      expect(first).not.toMatch(/cdp-[0-9a-f]{8}-/);
+      const named = await call(client, "list_tabs", { browser: "cdp:default" });
+      expect(named.isError, named.text).toBe(false);
     });
 
     it("refuses a read outside the policy and a write without a grant, and audits both: log lines and the collector's batches", async () => {

@@ -12,6 +12,8 @@ export async function connectBrowser(handle: BrowserHandle, settings: WorkerSett
   const holder: { driver?: BrowserDriver } = {};
   const driver = await CdpBrowser.connect(endpoint, {
     label: handleText(handle),
+    // Stable across requests, and never the endpoint (a credential): the handle's own name.
+    browserId: handleText(handle),
     ownsBrowser: false,
     stateless: true,
     socket: platform.socket,

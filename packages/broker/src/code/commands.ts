@@ -100,7 +100,9 @@ async function tabs(state: RunState): Promise<TabValue[]> {
 }
 
 async function opened(state: RunState, url: string): Promise<TabValue> {
-  return valueOf(tabValue, await state.call(openTab, { url }), "open_tab");
+  const tab = valueOf(tabValue, await state.call(openTab, { url }), "open_tab");
+  state.opened.add(tab.id);
+  return tab;
 }
 
 function moved(name: "back" | "forward" | "reload", doc: string): Command {
@@ -194,6 +196,7 @@ export const COMMANDS: readonly Command[] = [
     doc: "Closes a tab (the current tab too: then open or select another).",
     async run(state, [id]) {
       await state.call(closeTab, { tab: id });
+      state.opened.delete(Number(id));
       if (state.current === id) state.current = undefined;
       return undefined;
     },

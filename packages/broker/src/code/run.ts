@@ -7,6 +7,7 @@ import type { BrokerConfig } from "../config/config.js";
 import type { CallContext } from "../tools/tool.js";
 import { COMMANDS, dispatch, type Command } from "./commands.js";
 import { RunState } from "./runState.js";
+import { closeTab } from "../tools/tabs.js";
 
 /** What runs programs: the sandbox pool (@tabrelay/sandbox), created by the broker on first use. */
 export interface SandboxRunner {
@@ -60,15 +61,37 @@ export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec:
       turns.give();
     }
   };
+  let result: RunResult | undefined;
   try {
     const owner = ctx.session ? `session:${ctx.session.session}` : `user:${ctx.user.user}`;
-    const result = await sandbox.run({ program: spec.program, commands, budgets: spec.budgets }, call, signal, owner);
+    result = await sandbox.run({ program: spec.program, commands, budgets: spec.budgets }, call, signal, owner);
     return result.error ? { ...result, error: { code: tableCode(result.error.code), message: result.error.message } } : result;
   } finally {
     // Commands still waiting for a turn when the run ends (a budget, a program that returned without awaiting them)
     // never reach the browser.
     turns.close();
+    // The program's own tabs go with it, unless it returned them (a failed run returned nothing): no run leaves
+    // tabs behind as free tabs the next session could take.
+    const kept = result?.status === "ok" ? returnedTabs(result.value) : new Set<number>();
+    for (const tab of state.opened) if (!kept.has(tab)) await state.after(closeTab, { tab });
   }
+}
+
+/**
+ * The tab ids a program's value hands back: a number that is the value itself, an element of an array, or the value
+ * of a property named id, tab or tabId (what browse.open and browse.tabs.list give), at any depth.
+ */
+export function returnedTabs(value: unknown): Set<number> {
+  const found = new Set<number>();
+  const walk = (v: unknown, key: string | undefined, depth: number): void => {
+    if (depth > 20) return;
+    if (typeof v === "number") {
+      if (key === undefined || key === "id" || key === "tab" || key === "tabId") found.add(v);
+    } else if (Array.isArray(v)) for (const item of v) walk(item, undefined, depth + 1);
+    else if (v && typeof v === "object") for (const [k, item] of Object.entries(v)) walk(item, k, depth + 1);
+  };
+  walk(value, undefined, 0);
+  return found;
 }
 
 /** A first-come queue of `size` turns; once closed, those waiting and those who ask get none. */

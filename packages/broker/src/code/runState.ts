@@ -48,6 +48,8 @@ export class RunState {
   readonly #minted = new Map<number, string[]>();
   /** The last snapshot of each tab the program took: paging it (offset) keeps its refs. */
   readonly lastSnapshot = new Map<number, { revision: string; generation: number }>();
+  /** The tabs the program opened and has not closed: closed when the run ends, unless it returned them (run.ts). */
+  readonly opened = new Set<number>();
   #generation = 0;
 
   constructor(options: { run: string; ctx: CallContext; signal: AbortSignal; browser?: string | undefined; tab?: number | undefined }) {
@@ -67,6 +69,15 @@ export class RunState {
   }
 
   /** Runs a tool as one command of this run; its structured value, or its failure as a CommandError. */
+  /**
+   * Runs a tool for the run after it ended (its own signal may be aborted): the same runner and audit, the run's id,
+   * a deadline of its own. Never throws: what it could not do is the answer's.
+   */
+  async after(tool: Tool, args: Record<string, unknown>): Promise<boolean> {
+    const result = await runTool(tool, this.ctx, { ...args, ...(this.browser !== undefined ? { browser: this.browser } : {}) }, AbortSignal.timeout(10_000), this.ctx.session, { run: this.run });
+    return !result.isError;
+  }
+
   async call(tool: Tool, args: Record<string, unknown>): Promise<unknown> {
     const result = await runTool(tool, this.ctx, { ...args, ...(this.browser !== undefined ? { browser: this.browser } : {}) }, this.signal, this.ctx.session, { run: this.run });
     if (result.isError) throw new CommandError(result.error?.code ?? "internal", result.error?.message ?? result.text);

@@ -3,6 +3,7 @@
 // global WebSocket), the in-page scripts and the ranking are read from the installed packages.
 import { nodeCdpScripts, nodeCdpSocket, nodeRanking } from "@tabrelay/broker";
 import { createApp } from "../app.js";
+import { inProcessSandbox } from "../sandbox.js";
 import type { Platform, WorkerEnv } from "../env.js";
 
 /** Node's process, where this module runs (the package type-checks without Node's types: its core is for any runtime). */
@@ -17,7 +18,8 @@ export interface NodeHandlerOptions {
 
 /** A fetch handler for Node's HTTP server, Vercel's Node runtime or any Request -> Response host. */
 export function createNodeHandler(options: NodeHandlerOptions = {}): (request: Request) => Promise<Response> {
-  const platform: Platform = { socket: nodeCdpSocket, scripts: nodeCdpScripts, ranking: nodeRanking(), ...(options.write ? { write: options.write } : {}) };
+  // Programs run on this process as on a Worker (the same in-process sandbox: QuickJS, every budget inside it).
+  const platform: Platform = { socket: nodeCdpSocket, scripts: nodeCdpScripts, ranking: nodeRanking(), sandbox: inProcessSandbox(), ...(options.write ? { write: options.write } : {}) };
   const app = createApp(platform);
   const env: WorkerEnv = options.env ?? pick(process.env);
   return async (request) => app.fetch(request, env);

@@ -70,7 +70,7 @@ export class CdpBrowser implements BrowserDriver {
       throw new TabrelayError("not_connected", `the DevTools endpoint did not answer Browser.getVersion: ${version.error.message}`);
     }
     const info: BrowserInfo = {
-      browserId: `cdp-${crypto.randomUUID()}`,
+      browserId: opts.browserId ?? `cdp-${crypto.randomUUID()}`,
       label: opts.label,
       userAgent: version.value.userAgent,
       extensionVersion: `cdp ${version.value.product}`,

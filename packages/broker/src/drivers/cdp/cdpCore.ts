@@ -24,6 +24,11 @@ export interface CdpScripts {
 
 export interface CdpBrowserOptions {
   label: string;
+  /**
+   * The browser's id as agents name it; default a fresh cdp-<uuid>. A stateless host passes one derived from its
+   * handle (cdp:default), so the id list_browsers gives on one request names the browser on the next.
+   */
+  browserId?: string;
   /** True for a browser tabrelay launched: all its tabs are the agent's, and close() shuts it down. */
   ownsBrowser: boolean;
   /** The user who attached the browser (BrowserInfo.owner); absent: the implicit user. */
