@@ -96,7 +96,7 @@ export const query = defineTool({
   name: "query",
   title: "Query elements",
   description:
-    "Elements matching a selector in a tab (its frames and shadow roots too): tag, role, name, visible text, attributes (id, class, name, type, absolute href/src, alt, title, aria-*, data-testid; value, never a password's), visibility, ref if actionable. Matches only what a person can see: hidden elements never match, and text and attribute tests see visible text and those attributes only. Paged with the total; a new revision.",
+    "Elements matching a selector in a tab (its frames and shadow roots too): tag, role, name, visible text, attributes (id, class, name, type, absolute href/src, alt, title, aria-*, data-testid; value, never a password's), visibility, ref if actionable. Only what a person sees matches. Paged with the total; a new revision.",
   input: {
     tab: fields.tab,
     selector: z.string().min(1).optional().describe('CSS, or xpath=<XPath> (not in shadow roots); "a >> b" finds b in the frames a matches; point=x,y: the element at a viewport point.'),
