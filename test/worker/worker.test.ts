@@ -130,6 +130,8 @@ function sameClientTest(name: string, start: (bindings: Record<string, string>) 
       const denied = await call(client, "click", { tab, ref: ref("Delete account"), revision });
       expect(denied.isError).toBe(true);
       expect(denied.text).toMatch(/^write_denied/);
+      expect(denied.text).toContain("in the TABRELAY_CONFIG binding");
+      expect(denied.text).not.toContain("config.yaml");
       const after = await call(client, "query", { tab, selector: "#cart" });
       expect(after.text).toContain("Cart: 1 item");
       const page = await call(client, "read_page", { tab, mode: "full" });
@@ -180,6 +182,9 @@ return await browse.get("title");`;
       expect(refusedRead.isError).toBe(true);
       expect(refusedRead.text).toMatch(/^policy_denied/);
       expect(refusedRead.text).not.toContain("not for agents");
+      // The refusal names where this deployment's config lives: its binding, not a file it has none of.
+      expect(refusedRead.text).toContain("under policy.read.allow in the TABRELAY_CONFIG binding");
+      expect(refusedRead.text).not.toContain("config.yaml");
       await expect.poll(() => collected.some((r) => r["tool"] === "read_url" && r["decision"] === "refused"), { timeout: 10_000 }).toBe(true);
       expect(collected.some((r) => r["tool"] === "click" && r["code"] === "write_denied")).toBe(true);
       const logged = auditLines(host.output());

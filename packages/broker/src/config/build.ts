@@ -199,6 +199,11 @@ export interface BrokerConfig {
   tabLeaseIdleMs: number;
   extensionIds: string[];
   callTimeoutMs: number;
+  /**
+   * How refusals name where the config lives, so the user knows what to edit: "config.yaml", or on a stateless host
+   * "the TABRELAY_CONFIG binding".
+   */
+  configName: string;
   readMaxChars: number;
   loadTimeoutMs: number;
   policy: CompiledReadPolicy;
@@ -285,8 +290,9 @@ export type ConfigSettings = Omit<BrokerConfig, keyof ConfigPlace>;
  * that does not compile stops start-up naming `source`. The Node loader calls it before it creates token files, so
  * a config that fails leaves none behind.
  */
-export function compileSettings(file: ConfigFile, source: string, rankingDomains: readonly string[]): ConfigSettings {
+export function compileSettings(file: ConfigFile, source: string, rankingDomains: readonly string[], configName = "config.yaml"): ConfigSettings {
   const readInput: ReadPolicyInput = {
+    configName,
     deny: (file.policy?.deny ?? []).map((d) => ({ host: d.host, path: d.path })),
     read: {
       enabled: file.policy?.read?.enabled ?? true,
@@ -301,6 +307,7 @@ export function compileSettings(file: ConfigFile, source: string, rankingDomains
     throw new ConfigError(`${source}: policy: ${error instanceof Error ? error.message : String(error)}`);
   }
   const writeInput: WritePolicyInput = {
+    configName,
     deny: (file.policy?.deny ?? []).map((d) => ({ host: d.host, path: d.path })),
     write: {
       ...(file.policy?.write?.click ? { click: file.policy.write.click } : {}),
@@ -324,7 +331,7 @@ export function compileSettings(file: ConfigFile, source: string, rankingDomains
   }
   let codeMode: CodeModeSettings;
   try {
-    codeMode = codeModeSettings(file.code_mode, COMMAND_NAMES);
+    codeMode = { ...codeModeSettings(file.code_mode, COMMAND_NAMES), configName };
   } catch (error) {
     throw new ConfigError(`${source}: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -346,6 +353,7 @@ export function compileSettings(file: ConfigFile, source: string, rankingDomains
     tabLeaseIdleMs: Math.round((file.tabs?.lease_idle_minutes ?? 30) * 60_000),
     extensionIds: file.bridge?.extension_ids ?? [BUILTIN_EXTENSION_ID],
     callTimeoutMs: file.bridge?.call_timeout_ms ?? 30_000,
+    configName,
     readMaxChars: file.read?.max_chars ?? 40_000,
     loadTimeoutMs: file.read?.load_timeout_ms ?? 20_000,
     policy,
@@ -391,7 +399,8 @@ export function compileSettings(file: ConfigFile, source: string, rankingDomains
 /** A BrokerConfig from a parsed file (parseConfigText), the place, and the top-sites ranking (domains, best first). */
 export function buildConfig(file: ConfigFile, inputs: ConfigPlace & { rankingDomains: readonly string[] }): BrokerConfig {
   const { rankingDomains, ...place } = inputs;
-  return { ...place, ...compileSettings(file, place.configPath, rankingDomains) };
+  // A config given as text (a stateless host's binding) is named by its binding in refusals; a file as config.yaml.
+  return { ...place, ...compileSettings(file, place.configPath, rankingDomains, place.dataDir === "" ? `the ${place.configPath} binding` : "config.yaml") };
 }
 
 export interface TextConfigOptions {

@@ -22,6 +22,8 @@ export interface CodeModeSettings {
    * how much and where the whole output is (the run's audit record).
    */
   resultMaxChars: number;
+  /** How refusals name where the config lives (BrokerConfig.configName). */
+  configName?: string;
 }
 
 /** result_max_chars: its default and bounds. */
@@ -102,7 +104,7 @@ export function runBudgets(settings: CodeModeSettings, asked: Partial<Record<str
     if (value === undefined) continue;
     const bytes = Math.round(value * b.scale);
     if (bytes > settings.caps[b.key]) {
-      return { ok: false, message: `budgets.${b.name} is ${value} ${b.unit}, above its cap of ${settings.caps[b.key] / b.scale} ${b.unit} (code_mode.caps.${b.name} in config.yaml): ask ${settings.caps[b.key] / b.scale} or less` };
+      return { ok: false, message: `budgets.${b.name} is ${value} ${b.unit}, above its cap of ${settings.caps[b.key] / b.scale} ${b.unit} (code_mode.caps.${b.name} in ${settings.configName ?? "config.yaml"}): ask ${settings.caps[b.key] / b.scale} or less` };
     }
     budgets[b.key] = bytes;
   }

@@ -43,7 +43,7 @@ export function compileUserPolicies(
     try {
       compiled.set(name, {
         policy: compileReadPolicy({ ...base.read, deny }, ranking),
-        writePolicy: compileWritePolicy({ deny, write: mergeGrants(base.write.write ?? {}, policy.write ?? {}, where) }),
+        writePolicy: compileWritePolicy({ deny, write: mergeGrants(base.write.write ?? {}, policy.write ?? {}, where), ...(base.write.configName ? { configName: base.write.configName } : {}) }),
       });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

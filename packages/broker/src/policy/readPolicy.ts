@@ -28,6 +28,8 @@ export type PolicyDecision =
 
 export interface ReadPolicyInput {
   deny: { host: string; path: string }[];
+  /** How refusals name where the config lives ("config.yaml"; on a stateless host "the TABRELAY_CONFIG binding"). */
+  configName?: string;
   read: { enabled: boolean; top_sites: number; allow: Record<string, string[]> };
 }
 
@@ -59,7 +61,7 @@ interface AllowRule {
   rule: string;
 }
 
-const CONFIG_FILE = "config.yaml";
+const CONFIG_FILE_DEFAULT = "config.yaml";
 
 function deny(subject: string, cause: string, rule: string, next: string): PolicyDecision {
   return {
@@ -76,6 +78,7 @@ function deny(subject: string, cause: string, rule: string, next: string): Polic
  * checker. Throws an Error naming the config key on a bad host key, bad regex or bad value.
  */
 export function compileReadPolicy(input: ReadPolicyInput, ranking: readonly string[]): CompiledReadPolicy {
+  const CONFIG_FILE = input.configName ?? CONFIG_FILE_DEFAULT;
   if (input === null || typeof input !== "object") throw new Error("policy: expected an object with deny and read");
   if (!Array.isArray(input.deny)) throw new Error("policy.deny: expected a list of { host, path } entries");
   const read = input.read;

@@ -2,7 +2,7 @@
 // check of a press_key, including the form an Enter submits.
 import type { ElementFacts } from "@tabrelay/protocol";
 import { shown } from "./text.js";
-import { CONFIG_FILE, grantsFor, isPair, refuse, ruleOf, type WriteDecision, type WriteRules } from "./writeRules.js";
+import { grantsFor, isPair, refuse, ruleOf, type WriteDecision, type WriteRules } from "./writeRules.js";
 import { describeReached, describeTarget, elementState, judgeReached, labelMismatch } from "./writeTarget.js";
 
 const CHORD_MODIFIERS: ReadonlySet<string> = new Set(["Control", "Alt", "Meta"]);
@@ -49,7 +49,7 @@ export function evaluatePress(rules: WriteRules, facts: ElementFacts, tabUrl: st
         subjectKey,
         `${gate.why}, and the key combo ${shown(key, 40)} does not match ${pair.frame.where}.keys ${pair.frame.keysSource ?? "(none)"}`,
         `${pair.frame.rule}.keys`,
-        `Ask the user to extend the grant in ${CONFIG_FILE} if this key is intended.`,
+        `Ask the user to extend the grant in ${rules.configName} if this key is intended.`,
       );
     }
     const mismatch = labelMismatch(pair.frame, facts.visibleText, facts.name, subjectKey, undefined, gate.why);

@@ -65,7 +65,6 @@ import {
   isPair,
   refuse,
   ruleOf,
-  CONFIG_FILE,
   type GrantKind,
   type WriteAction,
   type WriteDecision,
@@ -140,7 +139,7 @@ export function compileWritePolicy(input: WritePolicyInput): CompiledWritePolicy
         subject,
         "tabrelay is read-only by default and no policy.write grants are configured",
         "default: no write grants",
-        `Ask the user to add ${exampleKey(tab.ok ? tab.url : undefined)} under policy.write.${kind} in ${CONFIG_FILE} if this action is intended.`,
+        `Ask the user to add ${exampleKey(tab.ok ? tab.url : undefined)} under policy.write.${kind} in ${rules.configName} if this action is intended.`,
       );
     }
     if (factsProblem !== undefined) {
@@ -177,7 +176,7 @@ export function compileWritePolicy(input: WritePolicyInput): CompiledWritePolicy
         subject,
         "tabrelay is read-only by default and no policy.write grants are configured",
         "default: no write grants",
-        `Ask the user to add ${exampleKey(tab.ok ? tab.url : undefined)}: {} under policy.write.eval in ${CONFIG_FILE} if this is intended.`,
+        `Ask the user to add ${exampleKey(tab.ok ? tab.url : undefined)}: {} under policy.write.eval in ${rules.configName} if this is intended.`,
       );
     }
     const pair = grantsFor(rules, "eval", tabUrl, tabUrl, subject);

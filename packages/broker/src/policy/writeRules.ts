@@ -10,6 +10,8 @@ type KeysGrant = { keys: string; label: string };
 
 export interface WritePolicyInput {
   deny: { host: string; path: string }[];
+  /** How refusals name where the config lives ("config.yaml"; on a stateless host "the TABRELAY_CONFIG binding"). */
+  configName?: string;
   write: {
     click?: Record<string, LabelGrant>;
     type?: Record<string, LabelGrant>;
@@ -60,11 +62,15 @@ export interface Grant {
   keys?: ConfigPattern;
   /** policy.write.click["shop.example"] */
   where: string;
+  /** Where the config lives, as refusals name it (WritePolicyInput.configName). */
+  configName: string;
   /** write.click["shop.example"] */
   rule: string;
 }
 
 export interface WriteRules {
+  /** Where the config lives, as refusals name it. */
+  configName: string;
   denyRules: readonly DenyRule[];
   grants: Readonly<Record<GrantKind, readonly Grant[]>>;
   anyGrant: boolean;
@@ -104,6 +110,7 @@ export function refuse(subject: string, cause: string, rule: string, next: strin
  */
 export function compileWriteRules(input: WritePolicyInput): WriteRules {
   if (!isRecord(input)) throw new Error("policy: expected an object with deny and write");
+  const configName = input.configName ?? CONFIG_FILE;
   if (!Array.isArray(input.deny)) throw new Error("policy.deny: expected a list of { host, path } entries");
   // YAML turns "write:" with nothing under it into null: that is the default, no grants.
   const write: unknown = input.write ?? {};
@@ -176,6 +183,7 @@ export function compileWriteRules(input: WritePolicyInput): WriteRules {
           label,
           ...(keys !== undefined && keysSource !== undefined ? { keys, keysSource } : {}),
           where: `policy.write.${kind}[${JSON.stringify(key)}]`,
+          configName,
           rule: `write.${kind}[${JSON.stringify(key)}]`,
         }),
       );
@@ -185,7 +193,7 @@ export function compileWriteRules(input: WritePolicyInput): WriteRules {
   Object.freeze(grants);
   Object.freeze(denyRules);
   const anyGrant = GRANT_KINDS.some((kind) => grants[kind].length > 0);
-  return Object.freeze({ denyRules, grants, anyGrant });
+  return Object.freeze({ configName, denyRules, grants, anyGrant });
 }
 
 function bestGrant(rules: WriteRules, kind: GrantKind, url: CanonicalUrl): Grant | undefined {
@@ -243,7 +251,7 @@ function grantForUrl(
           subject,
           `${whose} ${url.href} is on the user's deny list (${describeHost(rule.pattern, "and its subdomains")}, paths matching /${rule.rawPath}/), which wins over any write grant`,
           rule.rule,
-          `Do not retry or look for another route to it; only the user can change policy.deny in ${CONFIG_FILE}.`,
+          `Do not retry or look for another route to it; only the user can change policy.deny in ${rules.configName}.`,
         ),
       };
     }
@@ -264,7 +272,7 @@ function grantForUrl(
       subject,
       cause,
       `default: no write.${kind} grant`,
-      `Ask the user to add ${exampleKey(url)} under policy.write.${kind} in ${CONFIG_FILE} if this action is intended.`,
+      `Ask the user to add ${exampleKey(url)} under policy.write.${kind} in ${rules.configName} if this action is intended.`,
     ),
   };
 }

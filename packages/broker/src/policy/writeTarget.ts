@@ -5,7 +5,7 @@
 import type { ElementFacts, ReachedElement } from "@tabrelay/protocol";
 import { looksLikeDecoy, normalizeLabel } from "./decoy.js";
 import { shown } from "./text.js";
-import { CONFIG_FILE, isRecord, refuse, type Grant, type WriteAction, type WriteDecision } from "./writeRules.js";
+import { isRecord, refuse, type Grant, type WriteAction, type WriteDecision } from "./writeRules.js";
 
 export const VERB: Readonly<Record<WriteAction, string>> = {
   click: "clicking",
@@ -95,7 +95,7 @@ export function describeTarget(facts: ElementFacts): string {
  */
 export function labelMismatch(grant: Grant, rawText: string, rawName: string, subject: string, owner?: string, reason?: string): WriteDecision | undefined {
   const whose = `${reason === undefined ? "" : `${reason}; `}${owner === undefined ? "its" : `${owner}: its`}`;
-  const next = `Ask the user to extend the grant in ${CONFIG_FILE} if this action is intended.`;
+  const next = `Ask the user to extend the grant in ${grant.configName} if this action is intended.`;
   const regexText = `${grant.where}.label ${grant.labelSource}`;
   const text = normalizeLabel(rawText);
   const name = normalizeLabel(rawName);

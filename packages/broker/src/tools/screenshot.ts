@@ -28,7 +28,7 @@ export const screenshot = defineTool({
     if (!settings.enabled || !ctx.screenshots) {
       throw new TabrelayError(
         "screenshots_disabled",
-        "screenshots are off: a picture of a logged-in tab can show private data. The user can enable them with `screenshots: { enabled: true }` in config.yaml; use read_page or snapshot meanwhile",
+        `screenshots are off: a picture of a logged-in tab can show private data. The user can enable them with \`screenshots: { enabled: true }\` in ${ctx.config.configName}; use read_page or snapshot meanwhile`,
       );
     }
     if (params.ref && !params.revision) throw new TabrelayError("invalid_params", "a ref needs the revision of the snapshot it came from");

@@ -59,11 +59,18 @@ describe("the runtime-neutral core", () => {
     const neutral = buildConfigFromText(text, { source: "TABRELAY_CONFIG", mcpToken: TOKENS.TABRELAY_MCP_TOKEN, ranking: loadRanking() });
     expect(neutral.readMaxChars).toBe(5000);
     // The plain parts (compiled policies hold functions: they are compared by what they decide).
-    const plain = (c: typeof node) => JSON.parse(JSON.stringify({ ...c, policy: undefined, writePolicy: undefined, pages: { ...c.pages, toolPolicy: undefined } }));
+    // Where the config lives is each one's own: refusals name the file there, the binding here.
+    expect(node.configName).toBe("config.yaml");
+    expect(neutral.configName).toBe("the TABRELAY_CONFIG binding");
+    const plain = (c: typeof node) => JSON.parse(JSON.stringify({ ...c, configName: 0, codeMode: { ...c.codeMode, configName: 0 }, policy: undefined, writePolicy: undefined, pages: { ...c.pages, toolPolicy: undefined } }));
     expect({ ...plain(neutral), host: 0, port: 0, dataDir: 0, configPath: 0, pairingToken: 0, rankingPath: 0 }).toEqual({ ...plain(node), host: 0, port: 0, dataDir: 0, configPath: 0, pairingToken: 0, rankingPath: 0 });
     for (const url of ["https://docs.example/guide/x", "https://docs.example/blog", "https://google.com/", "http://127.0.0.1/"]) {
-      expect(neutral.policy.check(url), url).toEqual(node.policy.check(url));
+      const here = neutral.policy.check(url);
+      const named = here.ok ? here : { ...here, message: here.message.replaceAll("the TABRELAY_CONFIG binding", "config.yaml") };
+      expect(named, url).toEqual(node.policy.check(url));
     }
+    const refused = neutral.policy.check("https://docs.example/blog");
+    expect(refused.ok ? "" : refused.message).toContain("in the TABRELAY_CONFIG binding");
     // No text: an empty config, as a missing config.yaml.
     expect(buildConfigFromText("", { source: "TABRELAY_CONFIG", mcpToken: TOKENS.TABRELAY_MCP_TOKEN, ranking: [] }).codeMode.enabled).toBe(node.codeMode.enabled);
   });
