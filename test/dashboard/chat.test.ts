@@ -201,7 +201,8 @@ describe("dashboard chat, Anthropic's Messages API", () => {
     sentToPage.push(body);
     expect(events.at(-1)).toEqual({ type: "stopped" });
     expect(Date.now() - started).toBeLessThan(15_000);
-    const run = await waitFor("browser_run's record", () => b.broker.audit.list({ limit: 50 }).find((r) => r.client === "tabrelay-dashboard-chat" && r.tool === "browser_run" && r.time >= started));
+    // Its record is begun when the run starts (outcome_unknown) and completed when it ends: wait for the completion.
+    const run = await waitFor("browser_run's completed record", () => b.broker.audit.list({ limit: 50 }).find((r) => r.client === "tabrelay-dashboard-chat" && r.tool === "browser_run" && r.time >= started && r.decision !== "outcome_unknown"));
     expect(run.decision).toBe("failed");
     expect(JSON.stringify(run)).toMatch(/cancelled|aborted/);
   });

@@ -27,6 +27,8 @@ export interface ProgramRun {
   budgets: RunBudgets;
   browser?: string | undefined;
   tab?: number | undefined;
+  /** The run's browser is stopped when it ends (browser_run's browser "new"): its tabs go with it, none is closed. */
+  browserEndsWithRun?: boolean;
 }
 
 /**
@@ -73,7 +75,9 @@ export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec:
     // The program's own tabs go with it, unless it returned them (a failed run returned nothing): no run leaves
     // tabs behind as free tabs the next session could take.
     const kept = result?.status === "ok" ? returnedTabs(result.value) : new Set<number>();
-    for (const tab of state.opened) if (!kept.has(tab)) await state.after(closeTab, { tab });
+    const closing = spec.browserEndsWithRun ? [] : [...state.opened].filter((tab) => !kept.has(tab)).map((tab) => state.after(closeTab, { tab }));
+    // A stopped run answers at once: its tabs close behind it. Otherwise they are gone when the answer comes.
+    if (!signal.aborted) await Promise.all(closing);
   }
 }
 

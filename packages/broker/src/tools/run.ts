@@ -66,7 +66,7 @@ export const browserRun = defineTool({
     const run = `run-${randomHex(6)}`;
     const programSha256 = sha256Hex(params.program);
     const sandbox = ctx.sandbox;
-    const go = (browser: string | undefined) => runProgram(ctx, sandbox, { program: params.program, run, budgets: budgets.budgets, browser, tab: params.tab }, signal);
+    const go = (browser: string | undefined, browserEndsWithRun = false) => runProgram(ctx, sandbox, { program: params.program, run, budgets: budgets.budgets, browser, tab: params.tab, browserEndsWithRun }, signal);
     if (params.browser === "new" && params.tab !== undefined) throw new TabrelayError("invalid_params", 'a new browser has no tabs yet: drop tab and browse.open(url) first');
     // From here the program may act: the run is recorded before it starts, and an idempotency key is spent.
     response.markDispatched();
@@ -77,7 +77,7 @@ export const browserRun = defineTool({
       const temp = await sessions.start({ temporary: true, owner: ctx.user });
       response.audit({ target: temp.id });
       try {
-        result = await go(temp.id);
+        result = await go(temp.id, true);
       } finally {
         await sessions.stop(temp.id, "stopped: its browser_run ended");
       }
