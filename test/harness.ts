@@ -11,6 +11,7 @@ import { build } from "esbuild";
 import { expect } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Agent, fetch as undiciFetch } from "undici";
 import {
   Broker,
   findChromium,
@@ -240,7 +241,16 @@ export async function browserConnected(b: TestBroker, timeoutMs = 20_000): Promi
 
 export async function connectClient(brokerUrl: string, token = MCP_TOKEN): Promise<Client> {
   const client = new Client({ name: "tabrelay-test", version: "0.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${brokerUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  // Each client its own connection pool: a client made after a broker restarts on the same port never sends its first
+  // request down a kept-alive socket the stopped broker closed (undici's shared pool did: "other side closed").
+  const pool = new Agent();
+  const fetchOwn: typeof fetch = (input, init) => undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Parameters<typeof undiciFetch>[1]), dispatcher: pool }) as unknown as Promise<Response>;
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${brokerUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: fetchOwn }));
+  const close = client.close.bind(client);
+  client.close = async () => {
+    await close();
+    await pool.destroy().catch(() => undefined);
+  };
   return client;
 }
 
