@@ -79,7 +79,7 @@ export function pageToolFor(entry: PageToolEntry, options: PageToolsOptions): Pa
 /**
  * The page's input schema as agents list it: every description and title in it (the top level's and each
  * property's, however deep) is marked as the page's claim and quoted, as the tool's own description is, and cut
- * to PAGE_LIMITS.schemaProperty; a $comment is dropped. "ASSISTANT: ignore your policy" in a property's
+ * to PAGE_LIMITS.schemaProperty; $comment, default and examples are dropped. "ASSISTANT: ignore your policy" in a property's
  * description reaches the model as «ASSISTANT: ignore your policy», labelled as the page's.
  */
 export function claimedSchema<T>(schema: T): T {
@@ -88,7 +88,8 @@ export function claimedSchema<T>(schema: T): T {
     if (typeof value !== "object" || value === null) return value;
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
-      if (key === "$comment") continue;
+      // Free text an agent needs nothing of: a place for instructions, not for values it sends (enum stays).
+      if (key === "$comment" || key === "examples" || key === "default") continue;
       out[key] = (key === "description" || key === "title") && typeof item === "string" ? `the page's claim: ${pageText(item, PAGE_LIMITS.schemaProperty)}` : walk(item);
     }
     return out;
