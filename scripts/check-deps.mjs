@@ -87,7 +87,7 @@ const rules = [
   },
 ];
 const CORE_ROOTS = [`${BROKER}/core.ts`, `${BROKER}/mcp/adapter.ts`];
-const NODE_ONLY = ["ws", "better-sqlite3", "@hono/node-server", "@aws-sdk"];
+const NODE_ONLY = ["ws", "@hono/node-server", "@aws-sdk"];
 const NODE_GLOBALS = [/\bBuffer\b/, /\bprocess\./, /\bsetImmediate\s*\(/, /\.unref\(\)/, /\b__dirname\b/, /\b__filename\b/, /\brequire\(/];
 // Known breaks of a rule, each with the issue that removes it. "file: specifier" as the problem line names them.
 const exceptions = new Map([]);

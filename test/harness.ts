@@ -1,12 +1,12 @@
 // Shared set-up for broker and end-to-end tests: a local test site, a broker on a temp data dir, a real
 // headless Chromium carrying the built extension, and the MCP SDK's own client.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import { build } from "esbuild";
 import { expect } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -355,7 +355,9 @@ export type AuditRow = Record<string, unknown> & { id: number; tool: string; dec
  * opened read-only, oldest first; `tool` keeps one tool's rows.
  */
 export function auditRows(place: { dataDir: string } | { path: string }, tool?: string): AuditRow[] {
-  const db = new Database("path" in place ? place.path : join(place.dataDir, AUDIT_DB_FILE), { readonly: true, fileMustExist: true });
+  const path = "path" in place ? place.path : join(place.dataDir, AUDIT_DB_FILE);
+  if (!existsSync(path)) throw new Error(`auditRows: no audit log at ${path}`);
+  const db = new DatabaseSync(path, { readOnly: true });
   try {
     const rows = tool === undefined ? db.prepare("SELECT * FROM audit ORDER BY id").all() : db.prepare("SELECT * FROM audit WHERE tool = ? ORDER BY id").all(tool);
     return rows as AuditRow[];

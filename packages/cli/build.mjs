@@ -93,12 +93,11 @@ await build({
   splitting: true, // keeps the broker's lazy imports (extraction, CDP driver, S3) lazy
   format: "esm",
   platform: "node",
-  target: "node20",
+  target: "node22",
   minify: true,
   sourcemap: "linked", // maps stack traces back with `node --enable-source-maps`
   legalComments: "external",
   external: [
-    "better-sqlite3", // native addon: loaded from node_modules
     "@aws-sdk/*", // optional S3 screenshot store, loaded on first use
     "bufferutil", // ws's optional native speed-ups
     "utf-8-validate",

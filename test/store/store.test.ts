@@ -5,7 +5,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startPostgres, type TestPostgres } from "../postgres.js";
@@ -38,13 +38,13 @@ function tempDir(): string {
 const sqlite: Engine = {
   name: "sqlite",
   fresh: async () => ({ dataDir: tempDir() }),
-  versions: async (place) => withSqlite(place, (db) => db.prepare<[], { version: number }>("SELECT version FROM schema_version").all().map((row) => row.version)),
+  versions: async (place) => withSqlite(place, (db) => db.prepare("SELECT version FROM schema_version").all().map((row) => Number(row.version))),
   setVersion: async (place, version) => withSqlite(place, (db) => void db.prepare("UPDATE schema_version SET version = ?").run(version)),
   dropToVersion1: async (place) => withSqlite(place, (db) => void db.exec("DROP TABLE idempotency; DROP TABLE audit; DROP TABLE leases; UPDATE schema_version SET version = 1")),
 };
 
-function withSqlite<T>(place: Place, work: (db: Database.Database) => T): T {
-  const db = new Database(join(place.dataDir, STORE_DB_FILE));
+function withSqlite<T>(place: Place, work: (db: DatabaseSync) => T): T {
+  const db = new DatabaseSync(join(place.dataDir, STORE_DB_FILE));
   try {
     return work(db);
   } finally {

@@ -1,7 +1,7 @@
 // The runtime-neutral core (@tabrelay/broker/core): what a host without Node runs the same tools with (the Workers
 // entry, packages/worker): the tool table and its runner, the gate and policy, extraction, the CDP driver, code
 // mode's command layer, config as data. Nothing reachable from here imports a node: module or a Node-only package
-// (ws, better-sqlite3, @hono/node-server, @aws-sdk); scripts/check-deps.mjs walks this file's imports and bundles it
+// (ws, @hono/node-server, @aws-sdk); scripts/check-deps.mjs walks this file's imports and bundles it
 // for a neutral platform to hold that. The host provides what the core cannot have on its own: the DevTools socket
 // and the in-page scripts (CdpBrowserOptions.socket, .scripts), the top-sites ranking (buildConfigFromText), an audit
 // sink, a sandbox (ToolContext.sandbox); the Node broker (index.ts) provides them from ws and the disk.

@@ -5,6 +5,13 @@
 // --expose-gc: the broker collects right after converting a page (packages/broker/src/util/memory.ts).
 // MALLOC_ARENA_MAX=1: one malloc arena for all threads (glibc's per-thread caches stay): the extraction worker
 // thread otherwise gets arenas of its own (bench figure 4: 93 MiB after the read workload, 90.3 with this).
+// Node 22 marks node:sqlite (the store and the audit log) experimental and says so on stderr when it loads; 24 and
+// later do not. That one line would read as a fault to a user: it is dropped, every other warning is printed as ever.
+const emitWarning = process.emitWarning;
+process.emitWarning = function (warning, ...rest) {
+  if (/^SQLite is an experimental feature/.test(typeof warning === "string" ? warning : String(warning?.message))) return;
+  return emitWarning.call(this, warning, ...rest);
+};
 try {
   await import("../bundle/main.js");
 } catch (error) {

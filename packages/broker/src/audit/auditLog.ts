@@ -4,8 +4,8 @@
 // Secrets are redacted and fields capped before anything is written; CR/LF are escaped on output.
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { SecretRegistry, type Redactor } from "../util/secrets.js";
+import { Sqlite, sqliteErrorText, type SqlValue } from "../util/sqlite.js";
 
 export type AuditDecision = "allowed" | "refused" | "failed" | "outcome_unknown";
 
@@ -127,24 +127,30 @@ type InsertParams = Omit<Row, "id">;
 
 export class AuditLog {
   readonly path: string;
-  private readonly db: Database.Database;
+  private readonly db: Sqlite;
   private readonly secrets: Redactor;
-  private readonly insert: Database.Statement<[InsertParams]>;
-  private readonly update: Database.Statement<[Row]>;
   private failures = 0;
   private failing: { error: string; since: number } | undefined;
 
-  private constructor(path: string, db: Database.Database, secrets: Redactor) {
+  private constructor(path: string, db: Sqlite, secrets: Redactor) {
     this.path = path;
     this.db = db;
     this.secrets = secrets;
-    this.insert = db.prepare<[InsertParams]>(
+  }
+
+  private insert(params: InsertParams): number {
+    return this.db.run(
       `INSERT INTO audit (time, browser, tab, origin, tool, user, client, target, decision, rule, code, duration_ms, run, detail)
        VALUES (@time, @browser, @tab, @origin, @tool, @user, @client, @target, @decision, @rule, @code, @duration_ms, @run, @detail)`,
-    );
-    this.update = db.prepare<[Row]>(
+      params,
+    ).lastInsertRowid;
+  }
+
+  private update(row: Row): void {
+    this.db.run(
       `UPDATE audit SET time = @time, browser = @browser, tab = @tab, origin = @origin, tool = @tool, user = @user, client = @client, target = @target,
          decision = @decision, rule = @rule, code = @code, duration_ms = @duration_ms, run = @run, detail = @detail WHERE id = @id`,
+      row,
     );
   }
 
@@ -162,11 +168,11 @@ export class AuditLog {
     for (const file of [path, `${path}-wal`, `${path}-shm`]) {
       if (existsSync(file)) chmodSync(file, 0o600);
     }
-    const db = new Database(path, { timeout: 5000 });
+    const db = new Sqlite(path, { busyTimeoutMs: 5000 });
     try {
-      db.pragma("journal_mode = WAL"); // SQLite gives -wal and -shm the database file's mode
-      db.pragma("synchronous = NORMAL");
-      db.pragma("cache_size = -512"); // 512 KiB: the log is appended to and read in small pages
+      db.exec("PRAGMA journal_mode = WAL"); // SQLite gives -wal and -shm the database file's mode
+      db.exec("PRAGMA synchronous = NORMAL");
+      db.exec("PRAGMA cache_size = -512"); // 512 KiB: the log is appended to and read in small pages
       migrate(db, path);
       return new AuditLog(path, db, isRedactor(secrets) ? secrets : SecretRegistry.of(secrets, "secret"));
     } catch (error) {
@@ -181,7 +187,7 @@ export class AuditLog {
    */
   saveRunOutput(run: string, user: string | undefined, output: string): void {
     try {
-      this.db.prepare("INSERT OR REPLACE INTO run_output (run, time, user, output) VALUES (?, ?, ?, ?)").run(run, Date.now(), user ?? null, this.secrets.redact(output));
+      this.db.run("INSERT OR REPLACE INTO run_output (run, time, user, output) VALUES (?, ?, ?, ?)", run, Date.now(), user ?? null, this.secrets.redact(output));
       this.succeeded();
     } catch (error) {
       this.failed("browser_run", error);
@@ -190,19 +196,19 @@ export class AuditLog {
 
   /** The records of one code-mode run (its browser_run record and its commands'), oldest first. */
   runRecords(run: string): StoredAuditRecord[] {
-    return this.db.prepare<[string], Row>("SELECT * FROM audit WHERE run = ? ORDER BY id ASC").all(run).map(fromRow);
+    return this.db.all<Row>("SELECT * FROM audit WHERE run = ? ORDER BY id ASC", run).map(fromRow);
   }
 
   /** A run's whole output as saveRunOutput kept it, or undefined. */
   runOutput(run: string): { time: number; user?: string; output: string } | undefined {
-    const row = this.db.prepare<[string], { time: number; user: string | null; output: string }>("SELECT time, user, output FROM run_output WHERE run = ?").get(run);
+    const row = this.db.get<{ time: number; user: string | null; output: string }>("SELECT time, user, output FROM run_output WHERE run = ?", run);
     return row ? { time: row.time, ...(row.user !== null ? { user: row.user } : {}), output: row.output } : undefined;
   }
 
   /** Writes one record, synchronously. Never throws: a failure is counted (see health) and costs a line on stderr. */
   record(rec: AuditRecord): void {
     try {
-      this.insert.run(this.params(rec));
+      this.insert(this.params(rec));
       this.succeeded();
     } catch (error) {
       this.failed(rec.tool, error);
@@ -216,7 +222,7 @@ export class AuditLog {
    */
   begin(rec: Omit<AuditRecord, "decision" | "durationMs">): AuditBegun {
     try {
-      const id = Number(this.insert.run({ ...this.params({ ...rec, decision: "outcome_unknown", durationMs: 0 }), duration_ms: IN_FLIGHT }).lastInsertRowid);
+      const id = this.insert({ ...this.params({ ...rec, decision: "outcome_unknown", durationMs: 0 }), duration_ms: IN_FLIGHT });
       this.succeeded();
       return { ok: true, id };
     } catch (error) {
@@ -227,7 +233,7 @@ export class AuditLog {
   /** Replaces the record `begin` wrote with the write's outcome. Never throws: a failure is counted and leaves outcome_unknown. */
   complete(id: number, rec: AuditRecord): void {
     try {
-      this.update.run({ id, ...this.params(rec) });
+      this.update({ id, ...this.params(rec) });
       this.succeeded();
     } catch (error) {
       this.failed(rec.tool, error);
@@ -268,9 +274,7 @@ export class AuditLog {
   /** Counts a failed attempt and returns its one-line cause (`<path>: SQLITE_FULL: database or disk is full`). */
   private failed(tool: unknown, error: unknown): string {
     this.failures += 1;
-    const message = error instanceof Error ? error.message : String(error);
-    const code = error instanceof Error ? Reflect.get(error, "code") : undefined;
-    const cause = escapeText(this.text(typeof code === "string" && !message.startsWith(code) ? `${code}: ${message}` : message) ?? "");
+    const cause = escapeText(this.text(sqliteErrorText(error)) ?? "");
     this.failing = { error: cause, since: this.failing?.since ?? Date.now() };
     try {
       process.stderr.write(`tabrelay: audit log ${this.path}: could not record ${escapeText(this.text(typeof tool === "string" ? tool : "?") ?? "")}: ${cause}\n`);
@@ -289,21 +293,21 @@ export class AuditLog {
     const limit = options.limit === undefined ? -1 : Math.max(0, Math.trunc(options.limit));
     // One user's records only (the implicit user's are those with none): a member's dashboard sees no one else's.
     const mine = options.user === undefined ? "1" : options.user === DEFAULT_USER_NAME ? "user IS NULL" : "user = @user";
+    const who: Record<string, SqlValue> = mine.includes("@user") ? { user: options.user ?? null } : {}; // node:sqlite refuses a named value the SQL does not use
     const rows =
       options.afterId === undefined
-        ? this.db.prepare<[{ limit: number; user: string | null }], Row>(`SELECT * FROM (SELECT * FROM audit WHERE ${mine} ORDER BY id DESC LIMIT @limit) ORDER BY id ASC`).all({ limit, user: options.user ?? null })
-        : this.db
-            .prepare<[{ after: number; inFlight: number; fresh: number; limit: number; user: string | null }], Row>(
-              `SELECT * FROM audit WHERE id > @after AND ${mine} AND id < COALESCE(
-                 (SELECT MIN(id) FROM audit WHERE id > @after AND ${mine} AND duration_ms = @inFlight AND time > @fresh), 9223372036854775807)
-               ORDER BY id ASC LIMIT @limit`,
-            )
-            .all({ after: Math.trunc(options.afterId), inFlight: IN_FLIGHT, fresh: Date.now() - IN_FLIGHT_HOLD_MS, limit, user: options.user ?? null });
+        ? this.db.all<Row>(`SELECT * FROM (SELECT * FROM audit WHERE ${mine} ORDER BY id DESC LIMIT @limit) ORDER BY id ASC`, { limit, ...who })
+        : this.db.all<Row>(
+            `SELECT * FROM audit WHERE id > @after AND ${mine} AND id < COALESCE(
+               (SELECT MIN(id) FROM audit WHERE id > @after AND ${mine} AND duration_ms = @inFlight AND time > @fresh), 9223372036854775807)
+             ORDER BY id ASC LIMIT @limit`,
+            { after: Math.trunc(options.afterId), inFlight: IN_FLIGHT, fresh: Date.now() - IN_FLIGHT_HOLD_MS, limit, ...who },
+          );
     return rows.map(fromRow);
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    this.db.close();
   }
 
   /** Redacts the secrets, then caps the length (in that order, so a cut never leaves part of a secret). */
@@ -356,10 +360,10 @@ function isRedactor(secrets: Redactor | readonly string[]): secrets is Redactor 
   return !Array.isArray(secrets);
 }
 
-function migrate(db: Database.Database, path: string): void {
+function migrate(db: Sqlite, path: string): void {
   db.transaction(() => {
     db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-    const row = db.prepare<[], { version: number }>("SELECT version FROM schema_version").get();
+    const row = db.get<{ version: number }>("SELECT version FROM schema_version");
     const current = row?.version ?? 0;
     if (current > AUDIT_SCHEMA_VERSION) {
       throw new Error(`${path} has audit schema version ${current}, newer than this tabrelay understands (${AUDIT_SCHEMA_VERSION}); upgrade tabrelay`);
@@ -368,9 +372,9 @@ function migrate(db: Database.Database, path: string): void {
       const sql = MIGRATIONS[version];
       if (sql !== undefined) db.exec(sql);
     }
-    if (row === undefined) db.prepare("INSERT INTO schema_version (version) VALUES (?)").run(AUDIT_SCHEMA_VERSION);
-    else if (current !== AUDIT_SCHEMA_VERSION) db.prepare("UPDATE schema_version SET version = ?").run(AUDIT_SCHEMA_VERSION);
-  }).immediate();
+    if (row === undefined) db.run("INSERT INTO schema_version (version) VALUES (?)", AUDIT_SCHEMA_VERSION);
+    else if (current !== AUDIT_SCHEMA_VERSION) db.run("UPDATE schema_version SET version = ?", AUDIT_SCHEMA_VERSION);
+  });
 }
 
 function fromRow(row: Row): StoredAuditRecord {

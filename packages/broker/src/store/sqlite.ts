@@ -1,8 +1,8 @@
-// The store on SQLite (better-sqlite3, WAL), in <dataDir>/store.db: the embedded default. Synchronous underneath;
+// The store on SQLite (node:sqlite, WAL), in <dataDir>/store.db: the embedded default. Synchronous underneath;
 // the interface is async so that PostgreSQL (store/postgres.ts) serves the same calls.
 import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
+import { isDuplicateKey, Sqlite, type SqlValue } from "../util/sqlite.js";
 import { auditParams, sharedAuditOf, type AuditRow } from "./auditRows.js";
 import { STORE_SCHEMA_VERSION, StoreConflict, type IdempotencyRecord, type LeaseRecord, type SharedAuditRecord, type NewUser, type Pairing, type Store, type TokenInfo, type User } from "./store.js";
 
@@ -85,9 +85,9 @@ type IdempotencyRow = { user_id: string; key: string; tool: string; args_hash: s
 export class SqliteStore implements Store {
   readonly engine = "sqlite" as const;
   readonly path: string;
-  readonly #db: Database.Database;
+  readonly #db: Sqlite;
 
-  private constructor(path: string, db: Database.Database) {
+  private constructor(path: string, db: Sqlite) {
     this.path = path;
     this.#db = db;
   }
@@ -97,17 +97,20 @@ export class SqliteStore implements Store {
     const path = join(dataDir, STORE_DB_FILE);
     if (!existsSync(path)) closeSync(openSync(path, "a", 0o600));
     chmodSync(path, 0o600);
-    const db = new Database(path);
-    db.pragma("journal_mode = WAL");
-    db.pragma("foreign_keys = ON");
-    db.pragma("busy_timeout = 5000");
-    migrate(db, path);
+    const db = new Sqlite(path, { busyTimeoutMs: 5000 });
+    try {
+      db.exec("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON");
+      migrate(db, path);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
     return new SqliteStore(path, db);
   }
 
   async addUser(user: NewUser & { id: string; createdAt: number }): Promise<User> {
     try {
-      this.#db.prepare("INSERT INTO users (id, name, role, subject, created_at) VALUES (?, ?, ?, ?, ?)").run(user.id, user.name, user.role, user.subject ?? null, user.createdAt);
+      this.#db.run("INSERT INTO users (id, name, role, subject, created_at) VALUES (?, ?, ?, ?, ?)", user.id, user.name, user.role, user.subject ?? null, user.createdAt);
     } catch (error) {
       throw conflict(error, `a user named "${user.name}"${user.subject ? ` or with subject "${user.subject}"` : ""} exists already`);
     }
@@ -115,33 +118,33 @@ export class SqliteStore implements Store {
   }
 
   async users(): Promise<User[]> {
-    return this.#db.prepare<[], UserRow>("SELECT * FROM users ORDER BY created_at, name").all().map(userOf);
+    return this.#db.all<UserRow>("SELECT * FROM users ORDER BY created_at, name").map(userOf);
   }
 
   async user(idOrName: string): Promise<User | undefined> {
-    const row = this.#db.prepare<[string, string], UserRow>("SELECT * FROM users WHERE id = ? OR name = ?").get(idOrName, idOrName);
+    const row = this.#db.get<UserRow>("SELECT * FROM users WHERE id = ? OR name = ?", idOrName, idOrName);
     return row ? userOf(row) : undefined;
   }
 
   async userBySubject(subject: string): Promise<User | undefined> {
-    const row = this.#db.prepare<[string], UserRow>("SELECT * FROM users WHERE subject = ?").get(subject);
+    const row = this.#db.get<UserRow>("SELECT * FROM users WHERE subject = ?", subject);
     return row ? userOf(row) : undefined;
   }
 
   async revokeUser(id: string, at: number): Promise<boolean> {
     return this.#db.transaction(() => {
-      const changed = this.#db.prepare("UPDATE users SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(at, id).changes > 0;
+      const changed = this.#db.run("UPDATE users SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", at, id).changes > 0;
       if (changed) {
-        this.#db.prepare("UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL").run(at, id);
-        this.#db.prepare("UPDATE pairings SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL").run(at, id);
+        this.#db.run("UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", at, id);
+        this.#db.run("UPDATE pairings SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", at, id);
       }
       return changed;
-    })();
+    });
   }
 
   async addToken(token: Omit<TokenInfo, "lastUsedAt" | "revokedAt"> & { hash: string }): Promise<TokenInfo> {
     try {
-      this.#db.prepare("INSERT INTO tokens (id, user_id, name, hash, created_at) VALUES (?, ?, ?, ?, ?)").run(token.id, token.userId, token.name, token.hash, token.createdAt);
+      this.#db.run("INSERT INTO tokens (id, user_id, name, hash, created_at) VALUES (?, ?, ?, ?, ?)", token.id, token.userId, token.name, token.hash, token.createdAt);
     } catch (error) {
       throw conflict(error, "that token exists already");
     }
@@ -149,35 +152,34 @@ export class SqliteStore implements Store {
   }
 
   async tokenByHash(hash: string): Promise<{ token: TokenInfo; user: User } | undefined> {
-    const row = this.#db
-      .prepare<[string], TokenRow & { u_name: string; u_role: string; u_subject: string | null; u_created_at: number }>(
-        `SELECT t.*, u.name AS u_name, u.role AS u_role, u.subject AS u_subject, u.created_at AS u_created_at
-           FROM tokens t JOIN users u ON u.id = t.user_id
-          WHERE t.hash = ? AND t.revoked_at IS NULL AND u.revoked_at IS NULL`,
-      )
-      .get(hash);
+    const row = this.#db.get<TokenRow & { u_name: string; u_role: string; u_subject: string | null; u_created_at: number }>(
+      `SELECT t.*, u.name AS u_name, u.role AS u_role, u.subject AS u_subject, u.created_at AS u_created_at
+         FROM tokens t JOIN users u ON u.id = t.user_id
+        WHERE t.hash = ? AND t.revoked_at IS NULL AND u.revoked_at IS NULL`,
+      hash,
+    );
     if (!row) return undefined;
     return { token: tokenOf(row), user: userOf({ id: row.user_id, name: row.u_name, role: row.u_role, subject: row.u_subject, created_at: row.u_created_at, revoked_at: null }) };
   }
 
   async touchToken(id: string, at: number): Promise<void> {
-    this.#db.prepare("UPDATE tokens SET last_used_at = ? WHERE id = ?").run(at, id);
+    this.#db.run("UPDATE tokens SET last_used_at = ? WHERE id = ?", at, id);
   }
 
   async tokens(userId?: string): Promise<TokenInfo[]> {
     const rows = userId
-      ? this.#db.prepare<[string], TokenRow>("SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at, id").all(userId)
-      : this.#db.prepare<[], TokenRow>("SELECT * FROM tokens ORDER BY created_at, id").all();
+      ? this.#db.all<TokenRow>("SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at, id", userId)
+      : this.#db.all<TokenRow>("SELECT * FROM tokens ORDER BY created_at, id");
     return rows.map(tokenOf);
   }
 
   async revokeToken(id: string, at: number): Promise<boolean> {
-    return this.#db.prepare("UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(at, id).changes > 0;
+    return this.#db.run("UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", at, id).changes > 0;
   }
 
   async addPairing(pairing: Omit<Pairing, "revokedAt">): Promise<Pairing> {
     try {
-      this.#db.prepare("INSERT INTO pairings (id, user_id, secret, created_at) VALUES (?, ?, ?, ?)").run(pairing.id, pairing.userId, pairing.secret, pairing.createdAt);
+      this.#db.run("INSERT INTO pairings (id, user_id, secret, created_at) VALUES (?, ?, ?, ?)", pairing.id, pairing.userId, pairing.secret, pairing.createdAt);
     } catch (error) {
       throw conflict(error, "that pairing exists already");
     }
@@ -185,137 +187,145 @@ export class SqliteStore implements Store {
   }
 
   async pairing(id: string): Promise<{ pairing: Pairing; user: User } | undefined> {
-    const row = this.#db
-      .prepare<[string], PairingRow & { u_name: string; u_role: string; u_subject: string | null; u_created_at: number }>(
-        `SELECT p.*, u.name AS u_name, u.role AS u_role, u.subject AS u_subject, u.created_at AS u_created_at
-           FROM pairings p JOIN users u ON u.id = p.user_id
-          WHERE p.id = ? AND p.revoked_at IS NULL AND u.revoked_at IS NULL`,
-      )
-      .get(id);
+    const row = this.#db.get<PairingRow & { u_name: string; u_role: string; u_subject: string | null; u_created_at: number }>(
+      `SELECT p.*, u.name AS u_name, u.role AS u_role, u.subject AS u_subject, u.created_at AS u_created_at
+         FROM pairings p JOIN users u ON u.id = p.user_id
+        WHERE p.id = ? AND p.revoked_at IS NULL AND u.revoked_at IS NULL`,
+      id,
+    );
     if (!row) return undefined;
     return { pairing: pairingOf(row), user: userOf({ id: row.user_id, name: row.u_name, role: row.u_role, subject: row.u_subject, created_at: row.u_created_at, revoked_at: null }) };
   }
 
   async pairings(userId?: string): Promise<Pairing[]> {
     const rows = userId
-      ? this.#db.prepare<[string], PairingRow>("SELECT * FROM pairings WHERE user_id = ? ORDER BY created_at, id").all(userId)
-      : this.#db.prepare<[], PairingRow>("SELECT * FROM pairings ORDER BY created_at, id").all();
+      ? this.#db.all<PairingRow>("SELECT * FROM pairings WHERE user_id = ? ORDER BY created_at, id", userId)
+      : this.#db.all<PairingRow>("SELECT * FROM pairings ORDER BY created_at, id");
     return rows.map(pairingOf);
   }
 
   async revokePairing(id: string, at: number): Promise<boolean> {
-    return this.#db.prepare("UPDATE pairings SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(at, id).changes > 0;
+    return this.#db.run("UPDATE pairings SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", at, id).changes > 0;
   }
 
   async claimIdempotency(claim: Omit<IdempotencyRecord, "state" | "result">): Promise<IdempotencyRecord | undefined> {
     return this.#db.transaction(() => {
-      const inserted = this.#db
-        .prepare("INSERT INTO idempotency (user_id, key, tool, args_hash, session, client, state, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING")
-        .run(claim.userId, claim.key, claim.tool, claim.argsHash, claim.session, claim.client, claim.createdAt, claim.expiresAt);
+      const inserted = this.#db.run(
+        "INSERT INTO idempotency (user_id, key, tool, args_hash, session, client, state, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING",
+        claim.userId,
+        claim.key,
+        claim.tool,
+        claim.argsHash,
+        claim.session,
+        claim.client,
+        claim.createdAt,
+        claim.expiresAt,
+      );
       if (inserted.changes > 0) return undefined;
-      const row = this.#db.prepare<[string, string], IdempotencyRow>("SELECT * FROM idempotency WHERE user_id = ? AND key = ?").get(claim.userId, claim.key);
+      const row = this.#db.get<IdempotencyRow>("SELECT * FROM idempotency WHERE user_id = ? AND key = ?", claim.userId, claim.key);
       return row ? idempotencyOf(row) : undefined;
-    }).immediate();
+    });
   }
 
   async idempotency(userId: string, key: string): Promise<IdempotencyRecord | undefined> {
-    const row = this.#db.prepare<[string, string], IdempotencyRow>("SELECT * FROM idempotency WHERE user_id = ? AND key = ?").get(userId, key);
+    const row = this.#db.get<IdempotencyRow>("SELECT * FROM idempotency WHERE user_id = ? AND key = ?", userId, key);
     return row ? idempotencyOf(row) : undefined;
   }
 
   async extendIdempotency(userId: string, key: string, expiresAt: number): Promise<void> {
-    this.#db.prepare("UPDATE idempotency SET expires_at = ? WHERE user_id = ? AND key = ? AND state = 'pending'").run(expiresAt, userId, key);
+    this.#db.run("UPDATE idempotency SET expires_at = ? WHERE user_id = ? AND key = ? AND state = 'pending'", expiresAt, userId, key);
   }
 
   async settleIdempotency(userId: string, key: string, state: "done" | "unknown", result: string, onlyExpiredBefore?: number): Promise<boolean> {
     const expiry = onlyExpiredBefore === undefined ? "" : " AND expires_at < ?";
-    const params: unknown[] = [state, result, userId, key, ...(onlyExpiredBefore === undefined ? [] : [onlyExpiredBefore])];
-    return this.#db.prepare(`UPDATE idempotency SET state = ?, result = ? WHERE user_id = ? AND key = ? AND state = 'pending'${expiry}`).run(...params).changes > 0;
+    const params: SqlValue[] = [state, result, userId, key, ...(onlyExpiredBefore === undefined ? [] : [onlyExpiredBefore])];
+    return this.#db.run(`UPDATE idempotency SET state = ?, result = ? WHERE user_id = ? AND key = ? AND state = 'pending'${expiry}`, ...params).changes > 0;
   }
 
   async releaseIdempotency(userId: string, key: string): Promise<void> {
-    this.#db.prepare("DELETE FROM idempotency WHERE user_id = ? AND key = ? AND state = 'pending'").run(userId, key);
+    this.#db.run("DELETE FROM idempotency WHERE user_id = ? AND key = ? AND state = 'pending'", userId, key);
   }
 
   async forgetIdempotency(before: number): Promise<number> {
-    return this.#db.prepare("DELETE FROM idempotency WHERE created_at < ?").run(before).changes;
+    return this.#db.run("DELETE FROM idempotency WHERE created_at < ?", before).changes;
   }
 
   async putLease(lease: LeaseRecord): Promise<void> {
-    this.#db
-      .prepare(
-        `INSERT INTO leases (browser_id, tab_id, session, client, since, last_used, opened, keep) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (browser_id, tab_id) DO UPDATE SET session = excluded.session, client = excluded.client, since = excluded.since, last_used = excluded.last_used, opened = excluded.opened, keep = excluded.keep`,
-      )
-      .run(lease.browserId, lease.tabId, lease.session, lease.client, lease.since, lease.lastUsed, lease.opened ? 1 : 0, lease.keep ? 1 : 0);
+    this.#db.run(
+      `INSERT INTO leases (browser_id, tab_id, session, client, since, last_used, opened, keep) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (browser_id, tab_id) DO UPDATE SET session = excluded.session, client = excluded.client, since = excluded.since, last_used = excluded.last_used, opened = excluded.opened, keep = excluded.keep`,
+      lease.browserId,
+      lease.tabId,
+      lease.session,
+      lease.client,
+      lease.since,
+      lease.lastUsed,
+      lease.opened ? 1 : 0,
+      lease.keep ? 1 : 0,
+    );
   }
 
   async dropLease(browserId: string, tabId: number): Promise<void> {
-    this.#db.prepare("DELETE FROM leases WHERE browser_id = ? AND tab_id = ?").run(browserId, tabId);
+    this.#db.run("DELETE FROM leases WHERE browser_id = ? AND tab_id = ?", browserId, tabId);
   }
 
   async dropSessionLeases(session: string): Promise<void> {
-    this.#db.prepare("DELETE FROM leases WHERE session = ?").run(session);
+    this.#db.run("DELETE FROM leases WHERE session = ?", session);
   }
 
   async leases(browserId: string): Promise<LeaseRecord[]> {
-    return this.#db
-      .prepare<[string], LeaseRow>("SELECT * FROM leases WHERE browser_id = ? ORDER BY tab_id")
-      .all(browserId)
-      .map(leaseOf);
+    return this.#db.all<LeaseRow>("SELECT * FROM leases WHERE browser_id = ? ORDER BY tab_id", browserId).map(leaseOf);
   }
 
   async putAudit(broker: string, records: Array<Omit<SharedAuditRecord, "id" | "broker">>): Promise<void> {
-    const put = this.#db.prepare(
-      `INSERT INTO audit (broker, local_id, time, tool, decision, duration_ms, browser, tab, origin, user_name, client, target, rule, code, run, detail)
+    const put = `INSERT INTO audit (broker, local_id, time, tool, decision, duration_ms, browser, tab, origin, user_name, client, target, rule, code, run, detail)
        VALUES (@broker, @localId, @time, @tool, @decision, @durationMs, @browser, @tab, @origin, @user, @client, @target, @rule, @code, @run, @detail)
        ON CONFLICT (broker, local_id) DO UPDATE SET time = excluded.time, tool = excluded.tool, decision = excluded.decision, duration_ms = excluded.duration_ms,
          browser = excluded.browser, tab = excluded.tab, origin = excluded.origin, user_name = excluded.user_name, client = excluded.client,
-         target = excluded.target, rule = excluded.rule, code = excluded.code, run = excluded.run, detail = excluded.detail`,
-    );
+         target = excluded.target, rule = excluded.rule, code = excluded.code, run = excluded.run, detail = excluded.detail`;
     this.#db.transaction(() => {
-      for (const r of records) put.run({ broker, ...auditParams(r) });
-    })();
+      for (const r of records) this.#db.run(put, { broker, ...auditParams(r) });
+    });
   }
 
   async auditCursor(broker: string): Promise<number> {
-    return this.#db.prepare<[string], { max: number | null }>("SELECT MAX(local_id) AS max FROM audit WHERE broker = ?").get(broker)?.max ?? 0;
+    return this.#db.get<{ max: number | null }>("SELECT MAX(local_id) AS max FROM audit WHERE broker = ?", broker)?.max ?? 0;
   }
 
   async audit(options: { afterId?: number; limit?: number; user?: string } = {}): Promise<SharedAuditRecord[]> {
     const limit = options.limit === undefined ? -1 : Math.max(0, Math.trunc(options.limit));
     const mine = options.user === undefined ? "1" : options.user === "default" ? "user_name IS NULL" : "user_name = @user";
+    const who: Record<string, SqlValue> = mine.includes("@user") ? { user: options.user ?? null } : {}; // node:sqlite refuses a named value the SQL does not use
     const rows =
       options.afterId === undefined
-        ? this.#db.prepare<[{ limit: number; user: string | null }], AuditRow>(`SELECT * FROM (SELECT * FROM audit WHERE ${mine} ORDER BY id DESC LIMIT @limit) ORDER BY id ASC`).all({ limit, user: options.user ?? null })
-        : this.#db.prepare<[{ after: number; limit: number; user: string | null }], AuditRow>(`SELECT * FROM audit WHERE id > @after AND ${mine} ORDER BY id ASC LIMIT @limit`).all({ after: Math.trunc(options.afterId), limit, user: options.user ?? null });
+        ? this.#db.all<AuditRow>(`SELECT * FROM (SELECT * FROM audit WHERE ${mine} ORDER BY id DESC LIMIT @limit) ORDER BY id ASC`, { limit, ...who })
+        : this.#db.all<AuditRow>(`SELECT * FROM audit WHERE id > @after AND ${mine} ORDER BY id ASC LIMIT @limit`, { after: Math.trunc(options.afterId), limit, ...who });
     return rows.map(sharedAuditOf);
   }
 
   async close(): Promise<void> {
-    if (this.#db.open) this.#db.close();
+    this.#db.close();
   }
 }
 
-function migrate(db: Database.Database, path: string): void {
+function migrate(db: Sqlite, path: string): void {
   db.transaction(() => {
     db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-    const row = db.prepare<[], { version: number }>("SELECT version FROM schema_version").get();
+    const row = db.get<{ version: number }>("SELECT version FROM schema_version");
     const current = row?.version ?? 0;
     if (current > STORE_SCHEMA_VERSION) throw new Error(`${path} has store schema version ${current}, newer than this tabrelay understands (${STORE_SCHEMA_VERSION}); upgrade tabrelay`);
     for (let version = current; version < STORE_SCHEMA_VERSION; version++) {
       const sql = MIGRATIONS[version];
       if (sql !== undefined) db.exec(sql);
     }
-    if (row === undefined) db.prepare("INSERT INTO schema_version (version) VALUES (?)").run(STORE_SCHEMA_VERSION);
-    else if (current !== STORE_SCHEMA_VERSION) db.prepare("UPDATE schema_version SET version = ?").run(STORE_SCHEMA_VERSION);
-  }).immediate();
+    if (row === undefined) db.run("INSERT INTO schema_version (version) VALUES (?)", STORE_SCHEMA_VERSION);
+    else if (current !== STORE_SCHEMA_VERSION) db.run("UPDATE schema_version SET version = ?", STORE_SCHEMA_VERSION);
+  });
 }
 
 function conflict(error: unknown, message: string): Error {
-  const code = error && typeof error === "object" ? Reflect.get(error, "code") : undefined;
   // Only a duplicate is a conflict: a missing user (SQLITE_CONSTRAINT_FOREIGNKEY) is a caller's bug, thrown as it is.
-  return code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY" ? new StoreConflict(message) : (error as Error);
+  return isDuplicateKey(error) ? new StoreConflict(message) : (error as Error);
 }
 
 function idempotencyOf(row: IdempotencyRow): IdempotencyRecord {

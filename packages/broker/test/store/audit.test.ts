@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AUDIT_FIELD_MAX, AUDIT_SCHEMA_VERSION, AuditLog, formatAuditLine, type AuditRecord, type StoredAuditRecord } from "../../src/audit/auditLog.js";
 import { SecretRegistry } from "../../src/util/secrets.js";
@@ -68,9 +68,9 @@ describe("AuditLog storage", () => {
     const path = join(dir, "audit.db");
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(statSync(`${path}-wal`).mode & 0o777).toBe(0o600);
-    const raw = new Database(path, { readonly: true });
+    const raw = new DatabaseSync(path, { readOnly: true });
     try {
-      expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
+      expect(raw.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
       expect(raw.prepare("SELECT version FROM schema_version").all()).toEqual([{ version: AUDIT_SCHEMA_VERSION }]);
     } finally {
       raw.close();
@@ -79,7 +79,7 @@ describe("AuditLog storage", () => {
 
   it("brings a version 1 database (before the client column) up to date; its old records read as before, new ones name their client", () => {
     const dir = tempDir();
-    const raw = new Database(join(dir, "audit.db"));
+    const raw = new DatabaseSync(join(dir, "audit.db"));
     raw.exec(`CREATE TABLE audit (
        id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, browser TEXT, tab INTEGER, origin TEXT, tool TEXT NOT NULL,
        target TEXT, decision TEXT NOT NULL CHECK (decision IN ('allowed', 'refused', 'failed', 'outcome_unknown')),
@@ -114,7 +114,7 @@ describe("AuditLog storage", () => {
   it("refuses a database written by a newer schema", () => {
     const dir = tempDir();
     open(dir).close();
-    const raw = new Database(join(dir, "audit.db"));
+    const raw = new DatabaseSync(join(dir, "audit.db"));
     raw.prepare("UPDATE schema_version SET version = ?").run(AUDIT_SCHEMA_VERSION + 1);
     raw.close();
     expect(() => AuditLog.open(dir, [])).toThrow(/newer/);
@@ -292,7 +292,7 @@ describe("AuditLog failures", () => {
     const dir = tempDir();
     const log = open(dir);
     log.record(rec({ tool: "before" }));
-    const raw = new Database(join(dir, "audit.db"));
+    const raw = new DatabaseSync(join(dir, "audit.db"));
     raw.exec("DROP TABLE audit");
     raw.close();
     const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
@@ -362,7 +362,7 @@ describe("AuditLog: a write is recorded before it runs", () => {
   it("begin() that cannot write says why and where, counts the failure and turns health to failing; a later write recovers", () => {
     const dir = tempDir();
     const log = open(dir);
-    const raw = new Database(join(dir, "audit.db"));
+    const raw = new DatabaseSync(join(dir, "audit.db"));
     raw.exec("DROP TABLE audit");
     const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     const before = Date.now();
@@ -389,7 +389,7 @@ describe("AuditLog: a write is recorded before it runs", () => {
     const log = open(dir);
     const begun = log.begin({ time: Date.now(), tool: "click" });
     if (!begun.ok) throw new Error(begun.error);
-    const raw = new Database(join(dir, "audit.db"));
+    const raw = new DatabaseSync(join(dir, "audit.db"));
     raw.exec("CREATE TRIGGER no_updates BEFORE UPDATE ON audit BEGIN SELECT RAISE(FAIL, 'disk I/O error'); END");
     vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     expect(() => log.complete(begun.id, rec({ tool: "click", decision: "allowed" }))).not.toThrow();
