@@ -2,7 +2,6 @@
 // while the worker's script first runs: each module below adds its own at top level as it loads, so the order
 // of these imports is the order in which listeners of one event run (navigation rules first).
 import "./navigationRules.js";
-import "./seed.js";
 import "./frames.js";
 import "./httpStatus.js";
 import "./downloads.js";

@@ -1,8 +1,8 @@
-declare function importScripts(...urls: string[]): void;
-declare global {
-  // Written by `tabrelay launch` into its private copy of the extension; absent in a user's own install.
-  var TABRELAY_CONFIG: unknown;
-}
+// The launcher's seed: `tabrelay start` / `tabrelay launch` write config.json (the broker URL and the pairing code)
+// into their private copy of the extension, so the browser they start pairs itself; a user's own install has none.
+// Read with fetch on every worker start, never with importScripts: Chrome keeps a service worker's imported scripts
+// with its registration across browser restarts, so a launcher that started again on another port or with another
+// code would see its browser dial the old one for good.
 
 export interface SeedConfig {
   url: string;
@@ -11,15 +11,17 @@ export interface SeedConfig {
   unsafePlainWs?: boolean;
 }
 
-// importScripts only works while the service worker's script is first evaluated, so this runs at load.
-try {
-  importScripts("config.js");
-} catch {
-  // No launcher config: the user pairs from the popup.
-}
+export const SEED_FILE = "config.json";
 
-export function loadSeedConfig(): SeedConfig | undefined {
-  const raw = globalThis.TABRELAY_CONFIG;
+export async function loadSeedConfig(): Promise<SeedConfig | undefined> {
+  let raw: unknown;
+  try {
+    const response = await fetch(chrome.runtime.getURL(SEED_FILE), { cache: "no-store" });
+    if (!response.ok) return undefined;
+    raw = await response.json();
+  } catch {
+    return undefined; // no launcher config (the user pairs from the popup), or not JSON
+  }
   if (!raw || typeof raw !== "object") return undefined;
   const url: unknown = Reflect.get(raw, "url");
   const token: unknown = Reflect.get(raw, "token");

@@ -11,13 +11,13 @@ export interface Settings {
 
 export async function loadSettings(): Promise<Settings> {
   const stored = await chrome.storage.local.get(["brokerUrl", "pairingToken", "browserId", "label"]);
-  const seed = loadSeedConfig();
+  const seed = await loadSeedConfig();
   let browserId = typeof stored["browserId"] === "string" ? stored["browserId"] : "";
   if (!browserId) {
     browserId = crypto.randomUUID();
     await chrome.storage.local.set({ browserId });
   }
-  // A launcher-written config.js wins: `tabrelay launch` pairs the profile it starts.
+  // A launcher-written config.json wins: `tabrelay launch` pairs the profile it starts.
   if (seed && (seed.url !== stored["brokerUrl"] || seed.token !== stored["pairingToken"])) {
     await chrome.storage.local.set({ brokerUrl: seed.url, pairingToken: seed.token, ...(seed.label ? { label: seed.label } : {}) });
     return { brokerUrl: seed.url, pairingToken: seed.token, browserId, label: seed.label ?? defaultLabel(stored["label"]), ...(seed.unsafePlainWs ? { unsafePlainWs: true } : {}) };

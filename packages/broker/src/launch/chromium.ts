@@ -46,7 +46,7 @@ export function builtExtensionDir(env: NodeJS.ProcessEnv = process.env): string 
 }
 
 /**
- * Copies the extension into the profile and writes config.js so the worker pairs itself on start. The copy
+ * Copies the extension into the profile and writes config.json so the worker pairs itself on start (extension/src/seed.ts). The copy
  * lives inside the (private, 0700) profile, never in the source tree.
  */
 export function prepareExtension(
@@ -61,7 +61,7 @@ export function prepareExtension(
   rmSync(target, { recursive: true, force: true });
   cpSync(builtExtensionDir(env), target, { recursive: true });
   const seed = { url: bridgeUrl, token: pairingToken, label, ...(options.unsafePlainWs ? { unsafePlainWs: true } : {}) };
-  writeFileSync(join(target, "config.js"), `self.TABRELAY_CONFIG = ${JSON.stringify(seed)};\n`, { mode: 0o600 });
+  writeFileSync(join(target, "config.json"), `${JSON.stringify(seed)}\n`, { mode: 0o600 });
   return target;
 }
 
