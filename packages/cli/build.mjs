@@ -5,7 +5,7 @@
 // use) holds far less source and fewer module records than ~400 files under node_modules (bench/: ~10 MiB less
 // RSS after a read workload). `npm run build` compiles the TypeScript first (tsc -b); this reads that output.
 import { build } from "esbuild";
-import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -80,7 +80,7 @@ const deferPlugin = {
 };
 const out = join(root, "bundle");
 rmSync(out, { recursive: true, force: true });
-await build({
+const result = await build({
   // The extraction worker thread's script (the broker finds it through assets.ts); it shares the extraction chunk.
   // The code-mode sandbox's worker thread (its pool finds sandboxWorker.js beside the bundle's chunks).
   entryPoints: {
@@ -96,7 +96,8 @@ await build({
   target: "node22",
   minify: true,
   sourcemap: "linked", // maps stack traces back with `node --enable-source-maps`
-  legalComments: "external",
+  legalComments: "none", // every bundled package's licence goes whole into THIRD_PARTY_LICENSES.txt (below)
+  metafile: true,
   external: [
     "@aws-sdk/*", // optional S3 screenshot store, loaded on first use
     "bufferutil", // ws's optional native speed-ups
@@ -128,3 +129,47 @@ for (const name of readdirSync(out)) {
   });
   if (ascii !== source) writeFileSync(file, ascii);
 }
+
+// Everything the bundle reads at run time, in the package's own assets/ (the broker's assets.ts looks there when it
+// runs from this bundle): the extension's build (loaded by `tabrelay start`, shown by `tabrelay extension`; it holds
+// the in-page scripts the CDP driver injects too), the dashboard's browser scripts and stylesheet, the top-sites
+// ranking with its licence. `npm run pack` ships bin/, bundle/ and assets/ as the `tabrelay` package.
+const packages = join(root, "..");
+const assets = join(root, "assets");
+rmSync(assets, { recursive: true, force: true });
+mkdirSync(join(assets, "dashboard"), { recursive: true });
+if (!existsSync(join(packages, "extension/dist/manifest.json"))) throw new Error("build.mjs: the extension is not built (packages/extension/build.mjs runs first)");
+cpSync(join(packages, "extension/dist"), join(assets, "extension"), { recursive: true, filter: (path) => !/[\\/]\.[^\\/]*$/.test(path) }); // not the build stamp
+for (const name of readdirSync(join(packages, "broker/src/dashboard/client"))) {
+  if (/\.(js|css)$/.test(name)) copyFileSync(join(packages, "broker/src/dashboard/client", name), join(assets, "dashboard", name));
+}
+for (const name of ["top-sites.csv", "top-sites.LICENSE"]) copyFileSync(join(packages, "broker/data", name), join(assets, name));
+
+// The licences of every package whose code is in the bundle (esbuild's list of inputs), and QuickJS's wasm: a
+// bundle carries their code, so it carries their notices.
+const requireHere = createRequire(import.meta.url);
+const bundled = new Map();
+const packageDirOf = (file) => {
+  const at = file.lastIndexOf("node_modules/");
+  if (at < 0) return undefined;
+  const rest = file.slice(at + "node_modules/".length).split("/");
+  return file.slice(0, at) + "node_modules/" + rest.slice(0, rest[0].startsWith("@") ? 2 : 1).join("/");
+};
+const inputs = Object.keys(result.metafile.inputs).map((file) => file.replaceAll("\\", "/"));
+inputs.push(requireHere.resolve("@jitl/quickjs-wasmfile-release-sync/wasm").replaceAll("\\", "/"));
+for (const file of inputs) {
+  const dir = packageDirOf(file);
+  if (dir === undefined || bundled.has(dir)) continue;
+  const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+  const licenceFile = readdirSync(dir).find((name) => /^(licen[cs]e|copying)(\.(md|txt))?$/i.test(name));
+  bundled.set(dir, { name: manifest.name, version: manifest.version, license: manifest.license ?? "see its text", text: licenceFile ? readFileSync(join(dir, licenceFile), "utf8").trim() : undefined });
+}
+const notices = [...new Map([...bundled.values()].map((p) => [`${p.name}@${p.version}`, p])).values()].sort((a, b) => a.name.localeCompare(b.name));
+writeFileSync(
+  join(out, "THIRD_PARTY_LICENSES.txt"),
+  [
+    `tabrelay's bundle (bundle/*.js, bundle/emscripten-module.wasm) holds code from the ${notices.length} packages below, each under its own licence.`,
+    "",
+    ...notices.map((p) => `${"=".repeat(78)}\n${p.name}@${p.version} (${p.license})\n${"=".repeat(78)}\n${p.text ?? `No licence file in the package; its package.json says: ${p.license}`}\n`),
+  ].join("\n"),
+);

@@ -157,6 +157,53 @@ describe("start", () => {
   }, 60_000);
 });
 
+describe("extension", () => {
+  it("names the bundled extension's folder, version and id, copies it where asked, and writes nothing else", () => {
+    const home = mkdtempSync(join(tmpdir(), "tabrelay-home-"));
+    const shown = run(["extension"], { HOME: home });
+    expect(shown.code).toBe(0);
+    const folder = /\n {2}(\/\S+)\n/.exec(shown.stdout)?.[1] ?? "";
+    const version = JSON.parse(readFileSync(join(folder, "manifest.json"), "utf8")).version;
+    expect(shown.stdout).toContain(`tabrelay's Chrome extension ${version}`);
+    expect(shown.stdout).toContain("id bkcjhkpmfjmfjkljdlooigoilajjfhpb");
+    expect(shown.stdout).toContain('"Load unpacked"');
+    const out = join(home, "tabrelay-extension");
+    const copied = run(["extension", "--out", out], { HOME: home });
+    expect(copied.code).toBe(0);
+    expect(readFileSync(join(out, "manifest.json"), "utf8")).toBe(readFileSync(join(folder, "manifest.json"), "utf8"));
+    expect(run(["extension", "--out", out], { HOME: home }).code).toBe(0); // an earlier copy is replaced
+    writeFileSync(join(home, "notes.txt"), "mine");
+    const refused = run(["extension", "--out", home], { HOME: home });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("is not empty and holds no earlier copy of the extension");
+    expect(existsSync(join(home, ".tabrelay"))).toBe(false); // no token, no data dir
+  });
+});
+
+describe("start again", () => {
+  // Chrome keeps a service worker's imported scripts with its registration across restarts: a seed read that way
+  // (importScripts) made the second start's browser dial the first one's port for good.
+  it("a second start on the same data dir, on another port, pairs its browser again", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-restart-"));
+    writeFileSync(join(dataDir, "config.yaml"), `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n`);
+    for (let round = 0; round < 2; round++) {
+      const child = spawn(process.execPath, [CLI, "start", "--headless", "--port", "0", "--data-dir", dataDir], { stdio: ["ignore", "pipe", "pipe"] });
+      let stderr = "";
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      try {
+        const url = await waitFor("the MCP URL on stderr", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1], 20_000);
+        const token = await waitFor("the token on stderr", () => /"Authorization": "Bearer ([^"]+)"/.exec(stderr)?.[1]);
+        const client = await connectClient(url, token);
+        await waitFor(`the browser of start ${round + 1}`, async () => ((await call(client, "list_browsers")).text.includes("connected:") ? true : undefined), 20_000);
+        await client.close();
+      } finally {
+        child.kill("SIGTERM");
+        await new Promise((r) => child.once("exit", r));
+      }
+    }
+  }, 90_000);
+});
+
 describe("start --cdp", () => {
   it("serves reads over CDP, and on stop shuts its browser down and removes the temporary profile", async () => {
     const { readdirSync } = await import("node:fs");

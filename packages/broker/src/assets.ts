@@ -1,27 +1,52 @@
-// Files the broker reads at run time, found from this module's own location. The broker's build
-// (packages/broker/dist/assets.js), its sources under test (packages/broker/src/assets.ts) and the CLI's
-// bundle (packages/cli/bundle/*.js) all sit two directories below packages/, so one rule serves all three.
-import { join } from "node:path";
+// Files the broker reads at run time, found from this module's own location, never from the working directory.
+// - In the CLI's bundle (the `tabrelay` package, installed or in this checkout's packages/cli): every file is in the
+//   package's own assets/ folder beside bundle/ (packages/cli/build.mjs copies them there), so an installed package
+//   needs nothing outside itself.
+// - Under test and from the broker's build (packages/broker/src or dist): the files where they are made in the
+//   checkout; both sit two directories below packages/.
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const packagesDir = fileURLToPath(new URL("../../", import.meta.url));
-/** Running from the CLI's bundle (packages/cli/bundle), not from the broker's build or sources. */
-const inBundle = /[\\/]cli[\\/]bundle[\\/][^\\/]*$/.test(fileURLToPath(import.meta.url));
+const here = fileURLToPath(import.meta.url);
+/** Running from the CLI's bundle (a chunk in <package>/bundle), not from the broker's build or sources. */
+const inBundle = /[\\/]bundle[\\/][^\\/]*\.js$/.test(here);
 
-export const assetPaths = {
+function paths() {
+  if (inBundle) {
+    const pkg = join(dirname(here), "..");
+    const assets = join(pkg, "assets");
+    return {
+      topSitesCsv: join(assets, "top-sites.csv"),
+      extensionDir: join(assets, "extension"),
+      dashboardClient: join(assets, "dashboard"),
+      inpageScript: join(assets, "extension", "inpage.js"),
+      webmcpScript: join(assets, "extension", "webmcp.js"),
+      extractWorker: join(pkg, "bundle", "extractWorker.js"),
+    };
+  }
+  const packagesDir = join(dirname(here), "..", "..");
+  return {
+    topSitesCsv: join(packagesDir, "broker", "data", "top-sites.csv"),
+    extensionDir: join(packagesDir, "extension", "dist"),
+    dashboardClient: join(packagesDir, "broker", "src", "dashboard", "client"),
+    inpageScript: join(packagesDir, "extension", "dist", "inpage.js"),
+    webmcpScript: join(packagesDir, "extension", "dist", "webmcp.js"),
+    // A worker thread needs JavaScript: under test, where the broker runs from its TypeScript sources, the build's.
+    extractWorker: join(packagesDir, "broker", "dist", "extract", "worker.js"),
+  };
+}
+
+export const assetPaths: {
   /** The shipped ranking of popular domains (see README: source and licence). */
-  topSitesCsv: join(packagesDir, "broker", "data", "top-sites.csv"),
-  /** The built MV3 extension. */
-  extensionDir: join(packagesDir, "extension", "dist"),
-  /** The dashboard's browser scripts (ES modules) and stylesheet, served from their sources (dashboard/page.ts). */
-  dashboardClient: join(packagesDir, "broker", "src", "dashboard", "client"),
+  readonly topSitesCsv: string;
+  /** The built MV3 extension (what `tabrelay start` loads, and `tabrelay extension` shows). */
+  readonly extensionDir: string;
+  /** The dashboard's browser scripts (ES modules) and stylesheet (dashboard/page.ts serves them). */
+  readonly dashboardClient: string;
   /** The in-page snapshot/act script, built with the extension; the CDP driver injects the same file. */
-  inpageScript: join(packagesDir, "extension", "dist", "inpage.js"),
+  readonly inpageScript: string;
   /** The WebMCP shim (document.modelContext) for agent tabs' main world, built with the extension; the CDP driver injects the same file. */
-  webmcpScript: join(packagesDir, "extension", "dist", "webmcp.js"),
-  /**
-   * The extraction worker thread's script: the bundle's own when running from it, else the broker's build (also
-   * under test, where the broker runs from its TypeScript sources but a worker needs JavaScript).
-   */
-  extractWorker: inBundle ? join(packagesDir, "cli", "bundle", "extractWorker.js") : join(packagesDir, "broker", "dist", "extract", "worker.js"),
-} as const;
+  readonly webmcpScript: string;
+  /** The extraction worker thread's script. */
+  readonly extractWorker: string;
+} = paths();

@@ -185,6 +185,7 @@ export class Broker {
       registry: this.registry,
       pairingKey: (id) => this.users.pairingKey(id),
       extensionIds: this.config.extensionIds,
+      configPath: this.config.configPath,
       callTimeoutMs: this.config.callTimeoutMs,
       brokerVersion: VERSION,
       navigationRules: (owner) => configFor(this.config, owner.name).policy.navigationRules(),

@@ -21,7 +21,6 @@ const NODE_END_OF_LIFE: Record<number, string> = {
   24: "2028-04-30",
   25: "2026-06-01",
   26: "2029-04-30",
-  26: "2029-04-30",
 };
 
 function majorOf(version: string): number {

@@ -2,6 +2,7 @@
 import { ConfigError, LaunchError, VERSION } from "@tabrelay/broker";
 import { AUDIT_HELP, cmdAudit } from "./audit.js";
 import { DOCTOR_HELP, cmdDoctor } from "./commands/doctor.js";
+import { EXTENSION_HELP, cmdExtension } from "./commands/extension.js";
 import { LAUNCH_HELP, cmdLaunch } from "./commands/launch.js";
 import { MCP_CONFIG_HELP, cmdMcpConfig } from "./commands/mcpConfig.js";
 import { PAGES_HELP, PAGE_TOKEN_HELP, cmdPages, cmdPageToken } from "./commands/pages.js";
@@ -29,6 +30,7 @@ Commands:
   launch [--cdp]          start Chromium with the extension, paired with the broker; --cdp hands it
                           to the running broker over the DevTools protocol instead
   pair                    how to pair a Chrome you run yourself
+  extension [--out DIR]   where the bundled Chrome extension is and how to load it (or a copy in DIR)
   policy update-sites --url URL
                           replace the top-sites ranking from a Tranco-style CSV
   audit [--tail] [--limit N] [--json]
@@ -57,6 +59,7 @@ const HELP: Record<string, string> = {
   launch: LAUNCH_HELP,
   start: START_HELP,
   pair: PAIR_HELP,
+  extension: EXTENSION_HELP,
   audit: AUDIT_HELP,
   policy: POLICY_HELP,
   "mcp-config": MCP_CONFIG_HELP,
@@ -90,6 +93,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return cmdStart(rest);
     case "pair":
       return cmdPair(rest);
+    case "extension":
+      return cmdExtension(rest);
     case "policy":
       return cmdPolicy(rest);
     case "audit":

@@ -5,6 +5,7 @@
 import type { WebSocket } from "ws";
 import type { CallToolResult, GetPromptResult, JsonRpcId } from "@tabrelay/page/wire";
 import { PAGE_MCP_VERSIONS } from "@tabrelay/page/wire";
+import { VERSION } from "../version.js";
 import { TabrelayError } from "../util/errors.js";
 import { judgePrompts, judgeTools, PAGE_LIMITS, type AcceptedPrompt, type AcceptedTool } from "./offer.js";
 import { nextPageConnectionId, type PageConnection as PageToolSource } from "./registry.js";
@@ -69,7 +70,7 @@ export class PageConnection implements PageToolSource {
   /** Initializes and takes the first lists; closes the socket when the page does not speak MCP in time. */
   async start(): Promise<void> {
     try {
-      const init = (await this.#request("initialize", { protocolVersion: PAGE_MCP_VERSIONS[0], capabilities: {}, clientInfo: { name: "tabrelay", version: "0.1.0" } }, HANDSHAKE_MS)) as {
+      const init = (await this.#request("initialize", { protocolVersion: PAGE_MCP_VERSIONS[0], capabilities: {}, clientInfo: { name: "tabrelay", version: VERSION } }, HANDSHAKE_MS)) as {
         protocolVersion?: unknown;
         capabilities?: { prompts?: unknown };
         serverInfo?: { name?: unknown };

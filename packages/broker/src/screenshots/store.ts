@@ -298,10 +298,13 @@ export class S3ScreenshotStore implements ScreenshotStore {
   }
 
   async #create(): Promise<S3Runtime> {
-    const [{ S3Client, PutObjectCommand, GetObjectCommand }, { getSignedUrl }] = await Promise.all([
-      import("@aws-sdk/client-s3"),
-      import("@aws-sdk/s3-request-presigner"),
-    ]);
+    const [{ S3Client, PutObjectCommand, GetObjectCommand }, { getSignedUrl }] = await Promise.all([import("@aws-sdk/client-s3"), import("@aws-sdk/s3-request-presigner")]).catch((error: unknown) => {
+      // The tabrelay package leaves the AWS SDK out (an optional peer): only this store needs it.
+      if (error && typeof error === "object" && Reflect.get(error, "code") === "ERR_MODULE_NOT_FOUND") {
+        throw new Error("the S3 screenshot store (screenshots.store: s3) needs the AWS SDK beside tabrelay: npm install @aws-sdk/client-s3@3 @aws-sdk/s3-request-presigner@3 where tabrelay is installed");
+      }
+      throw error;
+    });
     const { bucket, region, endpoint, forcePathStyle, credentials } = this.#opts;
     const client = new S3Client({
       region,

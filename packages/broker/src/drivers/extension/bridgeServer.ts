@@ -34,6 +34,8 @@ export interface BridgeServerOptions {
    */
   pairingKey(pairingId: string | undefined): Promise<{ key: string; owner: Principal } | undefined>;
   extensionIds: string[];
+  /** Where `bridge.extension_ids` is set (the config file's path), for the refusal of another extension id. */
+  configPath?: string;
   callTimeoutMs: number;
   brokerVersion: string;
   /** The read policy for the network layer, sent in the welcome frame: the browser enforces it before serving calls. */
@@ -65,7 +67,13 @@ export class BridgeServer {
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     const origin = request.headers.origin;
     if (!origin || !this.#origins.has(origin)) {
-      this.#options.log.warn(`bridge: refused a connection from origin ${JSON.stringify(origin ?? null)}`);
+      const id = /^chrome-extension:\/\/([a-p]{32})$/.exec(origin ?? "")?.[1];
+      this.#options.log.warn(
+        id === undefined
+          ? `bridge: refused a connection from origin ${JSON.stringify(origin ?? null)}`
+          : // A tabrelay extension loaded from another folder than the bundled one (the store zip unpacked) has an id of its own.
+            `bridge: refused the extension ${id}: its id is not in bridge.extension_ids. If it is a tabrelay extension you installed, add it in ${this.#options.configPath ?? "config.yaml"}: bridge: { extension_ids: [${[...this.#origins].map((o) => o.slice("chrome-extension://".length)).join(", ")}, ${id}] }`,
+      );
       socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nbridge: origin not allowed\n");
       return;
     }
