@@ -59,6 +59,7 @@ import { benchFairness, benchSandbox, fairnessRows } from "./sandbox.mjs";
 import { STALL, benchStall, stallRows } from "./lib/stall.mjs";
 import { benchWorker, workerRows } from "./lib/worker.mjs";
 import { benchExtract, benchInProcess, benchTabrelayServe } from "./lib/tabrelay.mjs";
+import { installPackage } from "./lib/installed.mjs";
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -116,8 +117,15 @@ async function main() {
     // Figure 5 alone (tabrelay's side: `tabrelay start --headless` to the first read_url): `node bench/run.mjs --only=coldstart`.
     log(`5: tabrelay start --headless to first read_url (N=${N.coldStart}) ...`);
     const runs = [];
-    for (let i = 0; i < N.coldStart; i++) runs.push((await coldStartTabrelay(lib, site)).ms);
+    const installedBin = installPackage();
+    const installed = [];
+    // Alternating, so that the machine's drift falls on both alike.
+    for (let i = 0; i < N.coldStart; i++) {
+      runs.push((await coldStartTabrelay(lib, site)).ms);
+      installed.push((await coldStartTabrelay(lib, site, installedBin)).ms);
+    }
     process.stdout.write(`5. spawn to first successful read (median): ${round(median(runs), 0)} ms (${runs.map((ms) => round(ms, 0)).join(", ")})\n`);
+    process.stdout.write(`5b. the same from the installed package (median): ${round(median(installed), 0)} ms (${installed.map((ms) => round(ms, 0)).join(", ")})\n`);
     return;
   }
   if (process.argv.includes("--only=codemode")) {
@@ -198,6 +206,15 @@ async function main() {
     results.tabrelay.coldStart = { ...stats(cold), endpointPrinted: stats(endpoint) };
   } catch (error) {
     errors.coldStart = message(error);
+  }
+  log(`tabrelay: the same from the installed package (npm run pack, npm install into a temp folder) (N=${N.coldStart}) ...`);
+  try {
+    const bin = installPackage();
+    const cold = [];
+    for (let i = 0; i < N.coldStart; i++) cold.push((await coldStartTabrelay(lib, site, bin)).ms);
+    results.tabrelay.coldStartInstalled = stats(cold);
+  } catch (error) {
+    errors.coldStartInstalled = message(error);
   }
   await runCleanupsExceptSite();
 
@@ -330,6 +347,13 @@ async function main() {
       playwright: peerCell(pw, (p) => p.coldStart && fmtMs(p.coldStart, 0)),
       devtools: peerCell(cd, (p) => p.coldStart && fmtMs(p.coldStart, 0)),
       target: `< 2000 ms${verdict(t.coldStart ? t.coldStart.median < 2000 : undefined)}`,
+    },
+    {
+      figure: "5b. the same, from the installed package (median)",
+      tabrelay: t.coldStartInstalled ? `${fmtMs(t.coldStartInstalled, 0)} npx tabrelay start --headless` : `failed: ${errors.coldStartInstalled}`,
+      playwright: "",
+      devtools: "",
+      target: "",
     },
     {
       figure: "   tools/list size (characters of JSON)",

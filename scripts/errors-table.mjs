@@ -1,6 +1,6 @@
-// The README's "Error codes" table, generated from the one table in code (packages/protocol/src/errors.ts, as
-// built in dist/). `node scripts/errors-table.mjs` prints it, `--write` rewrites the README between the markers,
-// `--check` exits 1 when the README differs (test/tools/errorCodes.test.ts runs it).
+// docs/reference/errors.md: the table of error codes, generated from the one table in code (packages/protocol/src/errors.ts, as
+// built in dist/). `node scripts/errors-table.mjs` prints it, `--write` rewrites the document between the markers,
+// `--check` exits 1 when it differs (test/tools/errorCodes.test.ts runs it).
 import { ERRORS } from "../packages/protocol/dist/index.js";
 import { runReadmeSection } from "./readmeSection.mjs";
 
@@ -9,6 +9,7 @@ const table = ["| code | meaning | next step |", "|---|---|---|", ...ERRORS.map(
 
 runReadmeSection(
   {
+    file: "docs/reference/errors.md",
     name: "error table",
     script: "scripts/errors-table.mjs",
     source: "packages/protocol/src/errors.ts",

@@ -1,12 +1,13 @@
-// The README's "MCP clients" section, generated from the one table in code (packages/cli/src/mcpClients.ts, as
+// docs/clients.md's "MCP clients" section, generated from the one table in code (packages/cli/src/mcpClients.ts, as
 // built in dist/), the table `tabrelay mcp-config` prints from. `node scripts/mcp-clients-table.mjs` prints it,
-// `--write` rewrites the README between the markers, `--check` exits 1 when the README differs
+// `--write` rewrites the document between the markers, `--check` exits 1 when it differs
 // (test/cli/mcpConfig.test.ts runs it).
 import { readmeSection } from "../packages/cli/dist/mcpClients.js";
 import { runReadmeSection } from "./readmeSection.mjs";
 
 runReadmeSection(
   {
+    file: "docs/clients.md",
     name: "MCP clients",
     script: "scripts/mcp-clients-table.mjs",
     source: "packages/cli/src/mcpClients.ts",

@@ -217,12 +217,12 @@ export async function benchCdp(lib, specs, site) {
 // ---------------------------------------------------------------------------------------------------------------
 // 5: `tabrelay start --headless` to the first successful read_url.
 
-export async function coldStartTabrelay(lib, site) {
+export async function coldStartTabrelay(lib, site, bin = undefined) {
   const dataDir = tempDir("start");
   writeFileSync(join(dataDir, "config.yaml"), allowYaml());
   const t0 = performance.now();
   // No tokens in the environment: they are generated, and the MCP one is read from the printed block, as a user would.
-  const proc = spawnTabrelay(["start", "--headless"], { CHROME_PATH: CHROMIUM, TABRELAY_MCP_TOKEN: undefined, TABRELAY_PAIRING_TOKEN: undefined }, dataDir);
+  const proc = spawnTabrelay(["start", "--headless"], { CHROME_PATH: CHROMIUM, TABRELAY_MCP_TOKEN: undefined, TABRELAY_PAIRING_TOKEN: undefined }, dataDir, [], bin);
   cleanups.push(proc.stop);
   let client;
   try {

@@ -84,9 +84,9 @@ export async function connectHttp(lib, baseUrl, token) {
 // ---------------------------------------------------------------------------------------------------------------
 // 2 + 4 (+ 1 in its own process): `tabrelay serve` as a child process, Chromium with the extension, the workload.
 
-export function spawnTabrelay(args, env, dataDir, chromiumExtra = []) {
+export function spawnTabrelay(args, env, dataDir, chromiumExtra = [], bin = CLI) {
   // Run the bin as a user's `npx tabrelay` does: through its shebang, with the flags it sets there.
-  const child = spawn(CLI, [...args, "--port", "0", "--data-dir", dataDir, ...(chromiumExtra.length ? ["--", ...chromiumExtra] : [])], {
+  const child = spawn(bin, [...args, "--port", "0", "--data-dir", dataDir, ...(chromiumExtra.length ? ["--", ...chromiumExtra] : [])], {
     cwd: ROOT,
     env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)),
     stdio: ["ignore", "pipe", "pipe"],

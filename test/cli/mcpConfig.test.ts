@@ -1,7 +1,7 @@
-// `tabrelay mcp-config`: the block each client needs, with the token the data dir holds, and the README's
+// `tabrelay mcp-config`: the block each client needs, with the token the data dir holds, and docs/clients.md's
 // per-client section generated from the same table.
 import { execFileSync, spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -12,7 +12,7 @@ import { CLI, ROOT, cleanEnv, tabrelay, tempDir } from "./run.js";
 
 const CLIENTS = ["claude-code", "cursor", "vscode", "claude-desktop", "codex", "windsurf"];
 
-describe("the README's MCP clients section", () => {
+describe("docs/clients.md's MCP clients section", () => {
   it("is the table in code", () => {
     // Exits 1, naming the fix, when they differ.
     expect(execFileSync(process.execPath, [join(ROOT, "scripts/mcp-clients-table.mjs"), "--check"], { encoding: "utf8" })).toContain("matches");
@@ -76,14 +76,17 @@ describe("tabrelay mcp-config", () => {
     expect(codex.stdout).toContain(`command = "${process.execPath}"`);
   });
 
-  it("creates the token the way serve does when the data dir has none, and prints that one", async () => {
+  it("creates nothing: a data dir with no token yet says to start tabrelay once, and stays as it was", async () => {
     const fresh = tempDir("mcpconfig-fresh");
     const first = await tabrelay(["mcp-config", "--client", "cursor", "--data-dir", fresh]);
-    const token = JSON.parse(first.stdout).mcpServers.tabrelay.headers.Authorization;
-    expect(token).toMatch(/^Bearer [\w-]{32,}$/);
+    expect(first.code).toBe(3);
+    expect(first.stderr).toContain(`no mcp-token in ${fresh} yet: start tabrelay once`);
+    expect(readdirSync(fresh)).toEqual([]);
+    // Once a start made it, mcp-config prints that token.
+    writeFileSync(join(fresh, "mcp-token"), `${MCP_TOKEN}\n`, { mode: 0o600 });
     const again = await tabrelay(["mcp-config", "--client", "cursor", "--data-dir", fresh]);
-    expect(JSON.parse(again.stdout).mcpServers.tabrelay.headers.Authorization).toBe(token);
-    expect(JSON.parse(first.stdout).mcpServers.tabrelay.url).toBe("http://127.0.0.1:9333/mcp");
+    expect(JSON.parse(again.stdout).mcpServers.tabrelay).toEqual({ url: "http://127.0.0.1:9333/mcp", headers: { Authorization: `Bearer ${MCP_TOKEN}` } });
+    expect(readdirSync(fresh)).toEqual(["mcp-token"]);
   });
 
   it("refuses an unknown client with exit 2, naming the known ones", () => {

@@ -100,7 +100,7 @@ describe("answers as the protocol documents them", () => {
 
   it("has one schema for every bridge method", () => {
     expect(Object.keys(bridgeAnswers).sort()).toEqual(
-      ["browser.ping", "tabs.list", "tabs.open", "tabs.close", "tabs.activate", "tabs.navigate", "tabs.history", "tabs.get", "page.content", "page.snapshot", "page.inspect", "page.act", "page.wait", "page.rect", "page.capture", "page.query", "tabs.viewport", "page.eval", "page.webmcpCall", "page.webmcpWatch"].sort(),
+      ["browser.ping", "browser.rules", "tabs.list", "tabs.open", "tabs.close", "tabs.activate", "tabs.navigate", "tabs.history", "tabs.get", "page.content", "page.snapshot", "page.inspect", "page.act", "page.wait", "page.rect", "page.capture", "page.query", "tabs.viewport", "page.eval", "page.webmcpCall", "page.webmcpWatch"].sort(),
     );
   });
 });

@@ -2,7 +2,7 @@
 // automation. navigator.webdriver is false on both drivers (the CDP driver launches Chromium without the
 // AutomationControlled blink feature), and a console-serialisation probe (an Error whose `stack` getter runs only
 // when an attached DevTools client serialises console arguments) stays silent on both.
-// The tells that remain on the CDP path are stated in the README ("What a page can tell").
+// The tells that remain on the CDP path are stated in docs/servers.md ("What a page can tell").
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findChromium, launchLocalChromium } from "../../packages/broker/src/index.js";

@@ -1,4 +1,4 @@
-// One table of error codes in code (packages/protocol/src/errors.ts): the README's table is generated from it, and
+// One table of error codes in code (packages/protocol/src/errors.ts): docs/reference/errors.md's table is generated from it, and
 // each tool's "Errors: ..." sentence from the codes the tool declares. These checks keep the three in step.
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -11,7 +11,7 @@ import { ERROR_CODES } from "../../packages/protocol/src/index.js";
 const root = new URL("../..", import.meta.url).pathname;
 
 describe("error codes", () => {
-  it("the README's table is the table in code", () => {
+  it("docs/reference/errors.md's table is the table in code", () => {
     // Exits 1, naming the fix, when they differ.
     expect(execFileSync("node", [join(root, "scripts/errors-table.mjs"), "--check"], { encoding: "utf8" })).toContain("matches");
   });

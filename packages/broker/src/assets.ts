@@ -37,7 +37,7 @@ function paths() {
 }
 
 export const assetPaths: {
-  /** The shipped ranking of popular domains (see README: source and licence). */
+  /** The shipped ranking of popular domains (see docs/configuration.md: source and licence). */
   readonly topSitesCsv: string;
   /** The built MV3 extension (what `tabrelay start` loads, and `tabrelay extension` shows). */
   readonly extensionDir: string;

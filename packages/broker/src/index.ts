@@ -15,6 +15,9 @@ export { StdinLines, STDIO_LINE_LIMIT, type StdinLine, type JsonRpcMessage } fro
 export { tools, toolsFor } from "./tools/index.js";
 export { findChromium, builtExtensionDir, prepareExtension, launchChromium, chromiumArgs, LaunchError, type LaunchedBrowser } from "./launch/chromium.js";
 export { parseRankingCsv } from "./policy/topSites.js";
+export { allowRead, grantWrite, type GrantKind, type Edited } from "./config/edit.js";
+export { editConfigFile } from "./config/editFile.js";
+export type { ConfigStatus, ReloadOutcome } from "./config/reload.js";
 // What a Node host of the runtime-neutral core (core.ts) passes it: the DevTools socket over ws, the in-page scripts
 // and the shipped ranking read from disk.
 export { nodeCdpSocket } from "./drivers/cdp/nodeSocket.js";

@@ -39,6 +39,7 @@ import type { ToolContext } from "./tools/tool.js";
 import { Idempotency } from "./tools/idempotency.js";
 import { AuditShipper } from "./audit/shipper.js";
 import { configFor } from "./config/userPolicies.js";
+import { ConfigReloader, type ConfigStatus, type ReloadOutcome } from "./config/reload.js";
 import { TabrelayError } from "./util/errors.js";
 import { SecretRegistry } from "./util/secrets.js";
 import { redactingLogger, type Logger } from "./util/log.js";
@@ -60,6 +61,8 @@ export interface BrokerOptions {
   log?: Logger;
   /** Tests shorten the unauthenticated-socket timeout. */
   helloTimeoutMs?: number;
+  /** Re-read config.yaml when it changes (config/reload.ts); default true. */
+  watchConfig?: boolean;
 }
 
 /** The broker: /mcp for agents, /bridge for browsers, /health for humans and scripts. */
@@ -109,9 +112,13 @@ export class Broker {
   #brokerId: string | undefined;
   #cluster: import("./cluster/cluster.js").Cluster | undefined;
   #sweep: ReturnType<typeof setInterval> | undefined;
+  /** config.yaml, watched while the broker listens. */
+  #reloader: ConfigReloader | undefined;
+  readonly #watchConfig: boolean;
 
   constructor(options: BrokerOptions) {
     this.config = options.config;
+    this.#watchConfig = (options.watchConfig ?? true) && this.config.dataDir !== "";
     // Reads convert on worker threads, which the runtime-neutral core cannot choose itself.
     useNodeExtractRunner();
     this.secrets.register(this.config.mcpToken, "mcp token");
@@ -184,9 +191,9 @@ export class Broker {
     this.#bridge = new BridgeServer({
       registry: this.registry,
       pairingKey: (id) => this.users.pairingKey(id),
-      extensionIds: this.config.extensionIds,
+      extensionIds: () => this.config.extensionIds,
       configPath: this.config.configPath,
-      callTimeoutMs: this.config.callTimeoutMs,
+      callTimeoutMs: () => this.config.callTimeoutMs,
       brokerVersion: VERSION,
       navigationRules: (owner) => configFor(this.config, owner.name).policy.navigationRules(),
       log: this.#log,
@@ -220,6 +227,7 @@ export class Broker {
         remoteBrowsers: (user) => this.#cluster?.remoteBrowsers(user).length ?? 0,
         revoke: async (name) => ({ name: (await this.revokeUser(name)).name }),
       }),
+      configStatus: () => this.#reloader?.status(),
     });
     this.app = createHttpApp({
       authenticate: (headers, peerAddress) => this.#door.authenticate(headers, peerAddress),
@@ -307,6 +315,43 @@ export class Broker {
     }
   }
 
+  /** config.yaml as the broker last read it: in force, or a refused change's line and reason; undefined if unwatched. */
+  configStatus(): ConfigStatus | undefined {
+    return this.#reloader?.status();
+  }
+
+  /** Reads config.yaml again now (what a change to the file does); the outcome. */
+  reloadConfig(): ReloadOutcome | undefined {
+    return this.#reloader?.reload();
+  }
+
+  /**
+   * After config.yaml changed: the change said in the log and the audit log ("the file changed": who changed it
+   * cannot be known), and a new read policy sent to every extension browser (its network rules hold its agent tabs;
+   * a CDP browser asks the policy at each request).
+   */
+  #configReloaded(outcome: ReloadOutcome): void {
+    const path = this.config.configPath;
+    if (!outcome.ok) {
+      this.#log.warn(`config: the change to ${path} was not applied; the running config stays: ${outcome.error}`);
+      this.audit.record({ time: Date.now(), tool: "config", client: "the file changed", target: path, decision: "refused", code: "config_invalid", durationMs: 0, detail: JSON.stringify({ error: outcome.error }) });
+      return;
+    }
+    const applied = outcome.changed.length > 0 ? `applied ${outcome.changed.join(", ")}` : "nothing that applies before a restart";
+    const waiting = outcome.restart.length > 0 ? `; ${outcome.restart.join(", ")} apply when tabrelay starts again` : "";
+    this.#log.info(`config: ${path} changed: ${applied}${waiting}`);
+    this.audit.record({ time: Date.now(), tool: "config", client: "the file changed", target: path, decision: "allowed", durationMs: 0, detail: JSON.stringify({ applied: outcome.changed, restart: outcome.restart }) });
+    if (!outcome.changed.includes("policy") && !outcome.changed.includes("users")) return;
+    for (const browser of this.registry.list()) {
+      if (browser.info.kind !== "extension") continue;
+      const rules = configFor(this.config, browser.info.ownerName).policy.navigationRules();
+      void browser.call("browser.rules", { navigationRules: rules }).then((result) => {
+        if (!result.ok) this.#log.warn(`config: browser ${browser.info.browserId} did not take the new read policy (${result.error.code}: ${result.error.message}); it is closed so that it reconnects with it`);
+        if (!result.ok) browser.close("the read policy changed and the browser did not take it");
+      });
+    }
+  }
+
   /** Open MCP sessions over HTTP. */
   get mcpSessions(): number {
     return this.#sessions.size;
@@ -338,6 +383,10 @@ export class Broker {
     const names = isLoopback(this.config.host) ? [host, "localhost", "127.0.0.1", "[::1]"] : [host];
     this.#door.allowHosts([...names.map((n) => `${n}:${port}`), ...this.config.allowedHosts]);
     this.#baseUrl = `http://${host}:${port}`;
+    if (this.#watchConfig) {
+      this.#reloader = new ConfigReloader({ config: this.config, onReload: (outcome) => this.#configReloaded(outcome) });
+      this.#reloader.start();
+    }
     this.#sweep = setInterval(() => void this.#sweepRevoked().catch((error: unknown) => this.#log.warn(`users: could not check for revoked users: ${error instanceof Error ? error.message : String(error)}`)), USER_SWEEP_MS);
     this.#sweep.unref();
     return { port, url: this.#baseUrl };
@@ -378,6 +427,8 @@ export class Broker {
     ]);
     const socketUrl = await resolveCdpEndpoint(endpoint);
     this.secrets.register(socketUrl, "cdp endpoint");
+    const config = this.config;
+    const ownerName = options.owner?.name;
     const driver = await CdpBrowser.connect(socketUrl, {
       socket: nodeCdpSocket,
       scripts: nodeCdpScripts,
@@ -386,7 +437,8 @@ export class Broker {
       ...(options.owner !== undefined && options.owner.user !== DEFAULT_USER_ID ? { owner: options.owner.user, ownerName: options.owner.name } : {}),
       callTimeoutMs: this.config.callTimeoutMs,
       // Held to its user's read policy at the network layer, as an extension browser is by its welcome's rules.
-      ...cdpPolicyOptions(configFor(this.config, options.owner?.name)),
+      // Read at each request, so a config.yaml change applied live (config/reload.ts) holds it at once.
+      ...cdpPolicyOptions({ get policy() { return configFor(config, ownerName).policy; } }),
       ...(this.config.pages.webmcp && this.pages ? { webmcpOrigins: this.config.pages.allowedOrigins } : {}),
       onEvent: (frame) => {
         if (holder.driver) this.registry.emit("event", holder.driver, frame);
@@ -426,6 +478,7 @@ export class Broker {
   async close(): Promise<void> {
     this.#closing = true;
     clearInterval(this.#sweep);
+    this.#reloader?.close();
     // Out of the cluster first: its browsers withdrawn and a goodbye said, so other brokers fail calls at once.
     await this.#cluster?.leave();
     // The browsers the model started end first: their processes and provider sessions, not only their sockets.

@@ -31,8 +31,9 @@ Commands:
                           to the running broker over the DevTools protocol instead
   pair                    how to pair a Chrome you run yourself
   extension [--out DIR]   where the bundled Chrome extension is and how to load it (or a copy in DIR)
-  policy update-sites --url URL
-                          replace the top-sites ranking from a Tranco-style CSV
+  policy allow-read HOST[/PATH] | grant click|type|upload|keys HOST --label RE | update-sites --url URL
+                          change what agents may read and do (config.yaml, applied live), or the
+                          top-sites ranking
   audit [--tail] [--limit N] [--json]
                           print the audit log: every tool call, allowed or refused
   service install|uninstall|status [--port P] [--data-dir DIR] [--name NAME]

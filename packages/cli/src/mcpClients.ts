@@ -1,6 +1,6 @@
 // The one table of MCP clients: where each keeps its MCP servers and the exact block (or command) that adds
 // tabrelay there. `tabrelay mcp-config` prints from it with the real token; scripts/mcp-clients-table.mjs writes
-// the README's "MCP clients" section from it (a test checks they agree). No imports: the script loads the built
+// docs/clients.md's "MCP clients" section from it (a test checks they agree). No imports: the script loads the built
 // module on its own.
 
 /** Where tabrelay is and how to reach it, as one client sees it. */
@@ -109,7 +109,7 @@ export function clientBlock(client: McpClient, target: McpTarget, stdio: boolean
   return { text: client.http(target), stdio: false };
 }
 
-/** What the README shows: placeholders for the token and the checkout, every client in table order. */
+/** What docs/clients.md shows: placeholders for the token and the checkout, every client in table order. */
 export const README_TARGET: McpTarget = {
   url: "http://127.0.0.1:9333/mcp",
   token: "<token>",
@@ -117,7 +117,7 @@ export const README_TARGET: McpTarget = {
   args: ["/path/to/tabrelay/packages/cli/bin/tabrelay.js", "stdio"],
 };
 
-/** The README's "MCP clients" section body (between its markers). */
+/** docs/clients.md's "MCP clients" section body (between its markers). */
 export function readmeSection(): string {
   const lines = [
     "`npx tabrelay mcp-config --client NAME` prints the block for one client with your real token (from the data",

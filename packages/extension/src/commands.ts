@@ -6,7 +6,7 @@ import { noteAgentRequest } from "./downloads.js";
 import { readDocument } from "./frames.js";
 import { callInpage, injectInpage, runInFrame, scriptingError, type InpageResult } from "./inpageScript.js";
 import { watchNavigation } from "./navigation.js";
-import { scopeNewTabs } from "./navigationRules.js";
+import { scopeNewTabs, setNavigationRules } from "./navigationRules.js";
 import { evaluate, setViewport } from "./pageControl.js";
 import { callWebMcp, watchWebMcp } from "./webmcp.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
@@ -18,6 +18,12 @@ type Handlers = { [M in BridgeMethod]: (params: BridgeMethods[M]["params"]) => P
 
 export const handlers: Handlers = {
   "browser.ping": async () => ({ now: Date.now() }),
+
+  // config.yaml changed while connected: the same rules a welcome brings, installed before the answer.
+  "browser.rules": async ({ navigationRules }) => {
+    await setNavigationRules(navigationRules);
+    return { installed: Array.isArray(navigationRules) ? navigationRules.length : 0 };
+  },
 
   "tabs.list": async () => {
     const tabs = await chrome.tabs.query({});

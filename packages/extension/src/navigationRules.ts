@@ -163,7 +163,7 @@ async function install(): Promise<void> {
   const known = [...agent, ...userTabs];
   if (agent.length > 0) {
     scopes.push({ tabIds: agent, resourceTypes: NAVIGATIONS });
-    // IPv6 literals cannot be named as initiators: their pages' popups are scoped only once claimed (README).
+    // IPv6 literals cannot be named as initiators: their pages' popups are scoped only once claimed (docs/safety.md).
     const domains = initiators.filter((host) => !host.includes(":"));
     if (domains.length > 0) scopes.push({ excludedTabIds: known, initiatorDomains: domains, resourceTypes: TOP_FRAME });
   }

@@ -1,6 +1,6 @@
 /**
  * Every error code tabrelay can return, with what it means and what the agent (or the user) does next. This
- * table is the one source: the ErrorCode type is derived from it, the README's "Error codes" table is generated
+ * table is the one source: the ErrorCode type is derived from it, docs/reference/errors.md's table is generated
  * from it (`node scripts/errors-table.mjs --write`), and each tool's "Errors: ..." sentence is built from the
  * codes the tool declares, using `hint` where there is one. A test checks that all three agree.
  *
@@ -10,9 +10,9 @@
  */
 export interface ErrorInfo {
   readonly code: string;
-  /** What happened, for the README. */
+  /** What happened, for the docs. */
   readonly meaning: string;
-  /** The next step, for the README. */
+  /** The next step, for the docs. */
   readonly next: string;
   /**
    * The next step in a few words, shown after the code in tool descriptions (codes sharing a hint are listed

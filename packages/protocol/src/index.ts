@@ -392,6 +392,11 @@ export interface WaitParams {
 /** Commands the broker may send. Map of method -> params / result. */
 export interface BridgeMethods {
   "browser.ping": { params: Record<string, never>; result: { now: number } };
+  /**
+   * The read policy's network rules again (as the welcome's navigationRules), after config.yaml changed while the
+   * browser was connected: it replaces its rules before it answers.
+   */
+  "browser.rules": { params: { navigationRules: import("./frames.js").NavigationRule[] }; result: { installed: number } };
   "tabs.list": { params: Record<string, never>; result: { tabs: TabInfo[] } };
   "tabs.open": {
     params: { url: string; active?: boolean; waitUntil?: WaitUntil; timeoutMs?: number };

@@ -2,7 +2,7 @@
 // same messages), and a BrokerConfig built from it plus where the broker runs and its tokens. No file system: the
 // Node loader (config.ts) reads the files, the data dir and the ranking and passes them here; a stateless host (the
 // Workers entry) passes its bindings' text and the ranking bundled at build time (buildConfigFromText).
-import { parse as parseYaml } from "yaml";
+import { isMap, isNode, isPair, isScalar, LineCounter, parseDocument, parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { compileReadPolicy, type CompiledReadPolicy, type ReadPolicyInput } from "../policy/readPolicy.js";
 import { patternProblem } from "../policy/text.js";
@@ -181,6 +181,9 @@ const fileSchema = z
 
 export type ConfigFile = z.infer<typeof fileSchema>;
 
+/** The file's schema, for the template's test (every key the file may hold is in the template a first start writes). */
+export const configFileSchema: z.ZodType<ConfigFile> = fileSchema;
+
 export interface BrokerConfig {
   host: string;
   port: number;
@@ -259,14 +262,38 @@ export function parseConfigText(text: string, source: string): ConfigFile {
   if (raw === null || raw === undefined) return {};
   const parsed = fileSchema.safeParse(raw);
   if (!parsed.success) {
+    const lineOf = yamlLines(text);
     const lines = parsed.error.issues.map((issue) => {
       const key = issue.path.map(String).join(".") || "(top level)";
       const keys = issue.code === "unrecognized_keys" ? ` ${issue.keys.join(", ")}` : "";
-      return `  ${key}${keys}: ${issue.message}`;
+      const line = lineOf(issue.path, issue.code === "unrecognized_keys" ? issue.keys[0] : undefined);
+      return `  ${line === undefined ? "" : `line ${line}: `}${key}${keys}: ${issue.message}`;
     });
-    throw new ConfigError(`${source}: invalid configuration:\n${lines.join("\n")}\nFix the file (see README, "Configuration") and start again.`);
+    throw new ConfigError(`${source}: invalid configuration:\n${lines.join("\n")}\nFix the file (see docs/configuration.md): a running tabrelay applies it once it is valid; a stopped one starts with it.`);
   }
   return parsed.data;
+}
+
+/**
+ * The line (1-based) of the node at `path` in YAML `text` (of the key `key` in the map there, for an unknown key),
+ * or of its nearest parent that is in the text (a missing key's map).
+ */
+function yamlLines(text: string): (path: readonly PropertyKey[], key?: string) => number | undefined {
+  const counter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: counter });
+  const lineAt = (offset: number | undefined) => (offset === undefined ? undefined : counter.linePos(offset).line);
+  return (path, key) => {
+    for (let depth = path.length; depth >= 0; depth--) {
+      const node: unknown = doc.getIn(path.slice(0, depth).map((p) => (typeof p === "symbol" ? String(p) : p)), true);
+      if (!isNode(node)) continue;
+      if (depth === path.length && key !== undefined && isMap(node)) {
+        const pair = node.items.find((item) => isPair(item) && isScalar(item.key) && String(item.key.value) === key);
+        if (pair && isScalar(pair.key)) return lineAt(pair.key.range?.[0]);
+      }
+      return lineAt(node.range?.[0]);
+    }
+    return undefined;
+  };
 }
 
 /** Where the broker runs and what it was given besides the file: every BrokerConfig field the file does not set. */

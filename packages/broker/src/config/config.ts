@@ -12,6 +12,7 @@ import { loadRanking, shippedRankingPath } from "./ranking.js";
 import { TOKEN_ADVICE, weakTokenReason } from "../util/secrets.js";
 import { compileSettings, ConfigError, parseConfigText, type BrokerConfig, type ConfigFile } from "./build.js";
 import { readOwnFile, secureDataDir, writeSecretFile, type FileCheck } from "./fileSafety.js";
+import { CONFIG_TEMPLATE } from "./template.js";
 
 export {
   BUILTIN_EXTENSION_ID,
@@ -37,6 +38,11 @@ export interface ConfigOptions {
   env?: NodeJS.ProcessEnv;
   /** Where a problem tabrelay fixed on its own is reported (default: a `tabrelay: warning:` line on stderr). */
   warn?: (message: string) => void;
+  /**
+   * false: read what is there and create nothing (no data dir, no token file, no config template); a missing token
+   * is a ConfigError saying to start tabrelay once. For commands that only look (`mcp-config`, `doctor`).
+   */
+  create?: boolean;
 }
 
 function stderrWarning(message: string): void {
@@ -65,7 +71,7 @@ export function readConfigFile(path: string, options: { named?: boolean; warn?: 
   return text === undefined ? {} : parseConfigText(text, path);
 }
 
-function loadOrCreateToken(dataDir: string, file: string, envName: string, env: NodeJS.ProcessEnv, warn: (message: string) => void): string {
+function loadOrCreateToken(dataDir: string, file: string, envName: string, env: NodeJS.ProcessEnv, warn: (message: string) => void, create: boolean): string {
   const fromEnv = env[envName];
   if (fromEnv) {
     const weak = weakTokenReason(fromEnv);
@@ -79,6 +85,7 @@ function loadOrCreateToken(dataDir: string, file: string, envName: string, env: 
     if (weak !== undefined) throw new ConfigError(`the token file ${path} holds a token too weak to use: ${weak}; delete it (rm ${path}) and tabrelay creates a new one, or write a strong one into it (openssl rand -hex 32 > ${path})`);
     return stored;
   }
+  if (!create) throw new ConfigError(`no ${file} in ${dataDir} yet: start tabrelay once (tabrelay start, or tabrelay serve) and it creates one, or set ${envName}`);
   const token = randomBytes(24).toString("base64url"); // 192 bits
   writeSecretFile(path, `${token}\n`);
   return token;
@@ -106,12 +113,16 @@ export function rankingFile(dataDir: string): string {
 export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
   const env = options.env ?? process.env;
   const warn = options.warn ?? stderrWarning;
+  const create = options.create ?? true;
   const dataDir = options.dataDir ? resolve(options.dataDir) : defaultDataDir(env);
-  ensureDataDir(dataDir, warn);
+  if (create) ensureDataDir(dataDir, warn);
+  else if (!existsSync(dataDir)) throw new ConfigError(`no data dir at ${dataDir} yet: start tabrelay once (tabrelay start, or tabrelay serve) and it creates one`);
   const configPath = resolve(options.configPath ?? join(dataDir, "config.yaml"));
   if (options.configPath && !existsSync(configPath)) {
     throw new ConfigError(`${configPath}: no such file; pass an existing --config or omit it to use ${join(dataDir, "config.yaml")}`);
   }
+  // A first start writes the file a person edits: every setting commented out at its default (template.ts).
+  if (create && !options.configPath && !existsSync(configPath)) writeSecretFile(configPath, CONFIG_TEMPLATE);
   const file = readConfigFile(configPath, { named: options.configPath !== undefined, warn });
   const host = options.host ?? file.host ?? "127.0.0.1";
   const port = options.port ?? file.port ?? 9333;
@@ -125,15 +136,16 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     // As the policy's own problems: the ranking is what top_sites reads.
     throw new ConfigError(`${configPath}: policy: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const settings = compileSettings(file, configPath, rankingDomains);
+  const settings = compileSettings(file, configPath, rankingDomains, configPath);
   try {
     // Checked at start-up, not at the first token (and here, not in build.ts: jose stays out of the Workers bundle).
     if (settings.oauth) new OAuthResource(settings.oauth);
   } catch (error) {
     throw new ConfigError(`${configPath}: auth.oauth: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const mcpToken = loadOrCreateToken(dataDir, "mcp-token", "TABRELAY_MCP_TOKEN", env, warn);
-  const pairingToken = loadOrCreateToken(dataDir, "pairing-token", "TABRELAY_PAIRING_TOKEN", env, warn);
+  const mcpToken = loadOrCreateToken(dataDir, "mcp-token", "TABRELAY_MCP_TOKEN", env, warn, create);
+  // A look-only command (create: false) needs no pairing code: none is made, and none found is none.
+  const pairingToken = create || env["TABRELAY_PAIRING_TOKEN"] || existsSync(join(dataDir, "pairing-token")) ? loadOrCreateToken(dataDir, "pairing-token", "TABRELAY_PAIRING_TOKEN", env, warn, create) : "";
   // The database URL carries a password: from the environment it never needs to sit in config.yaml.
   const postgresUrl = env["TABRELAY_POSTGRES_URL"]?.trim();
   if (postgresUrl) {

@@ -80,7 +80,7 @@ function mergeGrants(base: WriteSection, mine: WriteSection, where: string): Wri
   return merged as WriteSection;
 }
 
-const derived = new WeakMap<object, Map<string, object>>();
+const derived = new WeakMap<object, Map<string, { own: UserPolicy; mine: object }>>();
 
 /**
  * The config a user's calls and browsers see: the base config with that user's read and write policy in place of
@@ -92,7 +92,12 @@ export function configFor<C extends { policy: CompiledReadPolicy; writePolicy: C
   if (!own || (config.policy === own.policy && config.writePolicy === own.writePolicy)) return config;
   let byUser = derived.get(config);
   if (!byUser) derived.set(config, (byUser = new Map()));
-  let mine = byUser.get(userName as string) as C | undefined;
-  if (!mine) byUser.set(userName as string, (mine = { ...config, policy: own.policy, writePolicy: own.writePolicy }));
+  const cached = byUser.get(userName as string);
+  if (cached?.own === own) return cached.mine as C;
+  // The user's policy over the config itself (its prototype): every other field is read from the config as it is
+  // now, so a config.yaml change applied in place (config/reload.ts) reaches users' views too; a change to the
+  // user's own policy makes new `own` objects, and so a new view.
+  const mine = Object.create(config, { policy: { value: own.policy, enumerable: true }, writePolicy: { value: own.writePolicy, enumerable: true } }) as C;
+  byUser.set(userName as string, { own, mine });
   return mine;
 }

@@ -7,6 +7,7 @@ import type { TabInfo, WireError } from "@tabrelay/protocol";
 import type { AuditLog } from "../audit/auditLog.js";
 import type { ClusterLink } from "../cluster/link.js";
 import type { BrokerConfig } from "../config/config.js";
+import type { ConfigStatus } from "../config/reload.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import { tabLeases } from "../gate/leases.js";
 import { builtExtensionDir } from "../launch/chromium.js";
@@ -74,6 +75,8 @@ export interface DashboardApiOptions {
   /** Tools web pages offer (absent unless config names pages.allowed_origins), and who may call them. */
   pages?: { registry: PageToolRegistry; policy: () => PageToolPolicy };
   users: DashboardUsers;
+  /** config.yaml as the broker last read it (config/reload.ts); undefined where nothing watches a file. */
+  configStatus: () => ConfigStatus | undefined;
 }
 
 /** The team's users as an admin's dashboard manages them (the broker implements it over users/users.ts). */
@@ -184,6 +187,8 @@ export class DashboardApi {
       ...(link ? { broker: link.brokerId, unreachable } : {}),
       audit: audit.health(),
       pages: owner === undefined ? this.#pagesView() : null,
+      // The broker's own file: its admin's to see (a member's view has no policy to edit).
+      config: owner === undefined ? (this.#options.configStatus() ?? null) : null,
     };
   }
 

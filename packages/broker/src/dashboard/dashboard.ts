@@ -9,6 +9,7 @@ import type { Forwarding } from "../http/forwarded.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import type { PageToolRegistry } from "../pages/registry.js";
 import { isLoopback, type BrokerConfig } from "../config/config.js";
+import type { ConfigStatus } from "../config/reload.js";
 import type { Logger } from "../util/log.js";
 import { safeEqual, type SecretRegistry } from "../util/secrets.js";
 import { VERSION } from "../version.js";
@@ -46,6 +47,8 @@ export interface DashboardOptions {
   stillValid: (principal: Principal) => Promise<boolean>;
   /** The team's users, for an admin: listed and revoked from the dashboard. */
   users: DashboardUsers;
+  /** config.yaml as the broker last read it; undefined where nothing watches a file. */
+  configStatus: () => ConfigStatus | undefined;
 }
 
 export class Dashboard {
@@ -83,6 +86,7 @@ export class Dashboard {
       stop: () => this.#stop(),
       resume: () => this.#resume(),
       users: options.users,
+      configStatus: options.configStatus,
       ...(options.pages ? { pages: { registry: options.pages.registry, policy: () => options.config.pages.toolPolicy } } : {}),
     });
     this.#chat = new ChatRoutes({ config: options.config, log: options.log, secrets: options.secrets });

@@ -62,6 +62,11 @@ export function dashboardPage(options: { csrf: string; version: string }): strin
 </header>
 <main id="main">
 
+<section id="config-alert" class="audit-alert" aria-labelledby="config-alert-heading" hidden>
+<h2 id="config-alert-heading">config.yaml</h2>
+<p id="config-alert-text" role="status"></p>
+</section>
+
 <section id="audit-alert" class="audit-alert" aria-labelledby="audit-alert-heading" hidden>
 <h2 id="audit-alert-heading">Writes refused: the audit log cannot be written</h2>
 <p id="audit-alert-text" role="alert"></p>

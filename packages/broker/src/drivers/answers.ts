@@ -197,6 +197,7 @@ type AnswerSchemas = { [M in BridgeMethod]: z.ZodType<ResultOf<M>> };
 /** One schema per bridge method's result; `satisfies` keeps each exact (see `exactly`) and the table complete. */
 export const bridgeAnswers = {
   "browser.ping": exactly<ResultOf<"browser.ping">>()(z.object({ now: z.number() })),
+  "browser.rules": exactly<ResultOf<"browser.rules">>()(z.object({ installed: z.number() })),
   "tabs.list": exactly<ResultOf<"tabs.list">>()(z.object({ tabs: z.array(tabInfo) })),
   "tabs.open": oneTab,
   "tabs.close": exactly<ResultOf<"tabs.close">>()(z.object({ closed: z.literal(true) })),

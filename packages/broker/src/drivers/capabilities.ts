@@ -1,5 +1,5 @@
 // What each kind of driver can and cannot do, where the two really differ. Tools read these flags instead of
-// finding out from a driver's error, and list_browsers and the README state them; everything else behaves the same
+// finding out from a driver's error, and list_browsers and docs/servers.md state them; everything else behaves the same
 // on both drivers.
 
 export interface DriverCapabilities {

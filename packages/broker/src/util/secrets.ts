@@ -6,7 +6,7 @@ export function safeEqual(a: string, b: string): boolean {
   return constantTimeEqual(sha256(utf8Bytes(a)), sha256(utf8Bytes(b)));
 }
 
-/** The rule for tokens tabrelay does not generate itself (environment, hand-written files); README "Safety model". */
+/** The rule for tokens tabrelay does not generate itself (environment, hand-written files); docs/safety.md. */
 export const MIN_TOKEN_BITS = 128;
 export const TOKEN_ADVICE = "generate one with: openssl rand -hex 32 (or unset the variable and tabrelay generates and stores one)";
 

@@ -60,13 +60,13 @@ describe("the runtime-neutral core", () => {
     expect(neutral.readMaxChars).toBe(5000);
     // The plain parts (compiled policies hold functions: they are compared by what they decide).
     // Where the config lives is each one's own: refusals name the file there, the binding here.
-    expect(node.configName).toBe("config.yaml");
+    expect(node.configName).toBe(join(dataDir, "config.yaml")); // the file's path: where a person goes to change it
     expect(neutral.configName).toBe("the TABRELAY_CONFIG binding");
     const plain = (c: typeof node) => JSON.parse(JSON.stringify({ ...c, configName: 0, codeMode: { ...c.codeMode, configName: 0 }, policy: undefined, writePolicy: undefined, pages: { ...c.pages, toolPolicy: undefined } }));
     expect({ ...plain(neutral), host: 0, port: 0, dataDir: 0, configPath: 0, pairingToken: 0, rankingPath: 0 }).toEqual({ ...plain(node), host: 0, port: 0, dataDir: 0, configPath: 0, pairingToken: 0, rankingPath: 0 });
     for (const url of ["https://docs.example/guide/x", "https://docs.example/blog", "https://google.com/", "http://127.0.0.1/"]) {
       const here = neutral.policy.check(url);
-      const named = here.ok ? here : { ...here, message: here.message.replaceAll("the TABRELAY_CONFIG binding", "config.yaml") };
+      const named = here.ok ? here : { ...here, message: here.message.replaceAll("the TABRELAY_CONFIG binding", join(dataDir, "config.yaml")) };
       expect(named, url).toEqual(node.policy.check(url));
     }
     const refused = neutral.policy.check("https://docs.example/blog");

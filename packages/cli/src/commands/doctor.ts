@@ -147,6 +147,7 @@ function configLine(options: Options, dirClean: boolean, cleanTokens: Set<string
       dataDir: scratch ?? options.dataDir,
       env: tokenEnv,
       warn: (message) => warnings.push(message),
+      create: false, // doctor looks; it writes nothing (the scratch dir aside)
     });
     const where = existsSync(config.configPath) ? `${configPath && scratch ? ownConfig : config.configPath} is valid` : `no config file (${config.configPath}); the defaults apply`;
     const check: Check = warnings.length

@@ -38,7 +38,7 @@ export async function cmdMcpConfig(args: string[]): Promise<number> {
   }
   const client = findClient(values.client);
   if (!client) throw new UsageError(`--client must be one of ${MCP_CLIENTS.map((c) => c.id).join(", ")}, not ${JSON.stringify(values.client)}`);
-  const target = mcpTarget(configFrom(values), values);
+  const target = mcpTarget(configFrom(values, { create: false }), values); // the token as it is: none is made here
   const block = clientBlock(client, target, values.stdio ?? false);
   process.stderr.write(
     `${client.name}: ${client.where.replace(/`/g, "")}.\n` +

@@ -48,8 +48,10 @@ function portOf(value: string | undefined): number | undefined {
   return port;
 }
 
-export function configFrom(values: { host?: string; port?: string; config?: string; "data-dir"?: string }): BrokerConfig {
+/** The broker's config from the common options; `create: false` for commands that only look (nothing is written). */
+export function configFrom(values: { host?: string; port?: string; config?: string; "data-dir"?: string }, options: { create?: boolean } = {}): BrokerConfig {
   const config = loadConfig({
+    ...(options.create === false ? { create: false } : {}),
     ...(values.host ? { host: values.host } : {}),
     ...(values.port !== undefined ? { port: portOf(values.port) } : {}),
     ...(values.config ? { configPath: values.config } : {}),

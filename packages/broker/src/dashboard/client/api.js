@@ -12,7 +12,8 @@ import { byId, setText } from "./dom.js";
  * @typedef {{ origin: string, server: string, since: number, tools: number }} PageView
  * @typedef {{ origin: string, name: string, agentName: string, title: string, description: string, hash: string, approvedHash: string | null, state: "approved" | "changed", granted: boolean }} PageToolView
  * @typedef {{ pages: PageView[], tools: PageToolView[] }} PagesView
- * @typedef {{ stopped: boolean, stoppedAt: number | null, browsers: Browser[], broker?: string, unreachable?: string[], audit?: AuditHealth, pages?: PagesView | null }} State
+ * @typedef {{ path: string, ok: boolean, error?: string, since?: number, restart: string[] }} ConfigStatus
+ * @typedef {{ stopped: boolean, stoppedAt: number | null, browsers: Browser[], broker?: string, unreachable?: string[], audit?: AuditHealth, pages?: PagesView | null, config?: ConfigStatus | null }} State
  * @typedef {{ ok: true, png: string, width: number, height: number, url: string, capturedAt: number } | { ok: false, error: WireError }} Preview
  * @typedef {{ id: number, time: number, decision: string, tool: string, client?: string, browser?: string, tab?: number, origin?: string, target?: string, rule?: string, code?: string, durationMs: number }} AuditRecord
  * @typedef {{ stoppedAt: number, disconnected: { label: string }[], cluster?: { ok: true, brokers: number } | { ok: false, error: string } }} StopResult

@@ -66,6 +66,7 @@ function renderState(current) {
   );
 
   renderAuditHealth(current.audit);
+  renderConfigStatus(current.config ?? undefined);
   renderPages(current.pages);
 
   const browsers = current.browsers;
@@ -102,6 +103,21 @@ function renderState(current) {
   for (const node of document.querySelectorAll("[data-since]")) {
     setText(node, clock(Number(node.getAttribute("data-since"))) + " (" + ago(Number(node.getAttribute("data-since"))) + ")");
   }
+}
+
+/** config.yaml as the broker last read it: a change it refused (the line and the reason), or one waiting for a restart. @param {import("./api.js").ConfigStatus | undefined} config */
+function renderConfigStatus(config) {
+  const refused = !!config && !config.ok;
+  const waiting = !!config && config.restart.length > 0;
+  byId("config-alert").hidden = !refused && !waiting;
+  setText(
+    byId("config-alert-text"),
+    refused
+      ? "The last change to " + config.path + " was not applied, and the config before it is still in force: " + config.error
+      : waiting
+        ? "Changes to " + config.restart.join(", ") + " in " + config.path + " apply when tabrelay is started again."
+        : "",
+  );
 }
 
 /** @param {AuditHealth | undefined} audit */

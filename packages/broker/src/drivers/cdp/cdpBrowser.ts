@@ -126,6 +126,8 @@ export class CdpBrowser implements BrowserDriver {
 
   readonly #handlers: Handlers = {
     "browser.ping": async () => ({ now: Date.now() }),
+    // Over CDP the read policy is asked at each request (requestPolicy reads the broker's config as it is now).
+    "browser.rules": async ({ navigationRules }) => ({ installed: navigationRules.length }),
 
     "tabs.list": async () => {
       const tabs = [...this.#core.byTabId.values()].sort((a, b) => a.tabId - b.tabId);

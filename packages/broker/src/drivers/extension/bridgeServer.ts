@@ -33,10 +33,12 @@ export interface BridgeServerOptions {
    * (users/users.ts pairingKey): the broker's own code without an id; undefined for an unknown or revoked one.
    */
   pairingKey(pairingId: string | undefined): Promise<{ key: string; owner: Principal } | undefined>;
-  extensionIds: string[];
+  /** The extension ids allowed to dial (read at each connection: config.yaml's bridge.extension_ids, live). */
+  extensionIds: () => readonly string[];
   /** Where `bridge.extension_ids` is set (the config file's path), for the refusal of another extension id. */
   configPath?: string;
-  callTimeoutMs: number;
+  /** How long one command may take, read as each browser connects. */
+  callTimeoutMs: () => number;
   brokerVersion: string;
   /** The read policy for the network layer, sent in the welcome frame: the browser enforces it before serving calls. */
   /** The rules a browser of this user gets in its welcome: its user's read policy (config/userPolicies.ts). */
@@ -56,23 +58,22 @@ export interface BridgeServerOptions {
 export class BridgeServer {
   readonly #wss: WebSocketServer;
   readonly #options: BridgeServerOptions;
-  readonly #origins: Set<string>;
 
   constructor(options: BridgeServerOptions) {
     this.#options = options;
-    this.#origins = new Set(options.extensionIds.map((id) => `chrome-extension://${id}`));
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false });
   }
 
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     const origin = request.headers.origin;
-    if (!origin || !this.#origins.has(origin)) {
+    const allowed = this.#options.extensionIds();
+    if (!origin || !allowed.some((allowedId) => origin === `chrome-extension://${allowedId}`)) {
       const id = /^chrome-extension:\/\/([a-p]{32})$/.exec(origin ?? "")?.[1];
       this.#options.log.warn(
         id === undefined
           ? `bridge: refused a connection from origin ${JSON.stringify(origin ?? null)}`
           : // A tabrelay extension loaded from another folder than the bundled one (the store zip unpacked) has an id of its own.
-            `bridge: refused the extension ${id}: its id is not in bridge.extension_ids. If it is a tabrelay extension you installed, add it in ${this.#options.configPath ?? "config.yaml"}: bridge: { extension_ids: [${[...this.#origins].map((o) => o.slice("chrome-extension://".length)).join(", ")}, ${id}] }`,
+            `bridge: refused the extension ${id}: its id is not in bridge.extension_ids. If it is a tabrelay extension you installed, add it in ${this.#options.configPath ?? "config.yaml"}: bridge: { extension_ids: [${[...allowed, id].join(", ")}] }`,
       );
       socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nbridge: origin not allowed\n");
       return;
@@ -138,7 +139,7 @@ export class BridgeServer {
           ...(pending.owner.user !== DEFAULT_USER_ID ? { owner: pending.owner.user, ownerName: pending.owner.name } : {}),
         },
         { send: (text) => sealed.send(text), close: (code, reason) => ws.close(code, reason) },
-        this.#options.callTimeoutMs,
+        this.#options.callTimeoutMs(),
       );
       if (!registry.admits(connection.info)) {
         log.warn(`bridge: refused browser ${connection.info.browserId}: another user's browser is connected with that id`);

@@ -1,0 +1,63 @@
+// Edits of config.yaml that `tabrelay policy allow-read` and `tabrelay policy grant` make: on the YAML document, so
+// every comment and the rest of the file stay as the person wrote them; the result is validated like the file
+// itself before anyone writes it (the caller does: parseConfigText + compileSettings).
+import { isMap, isSeq, parseDocument, type Document } from "yaml";
+
+export type GrantKind = "click" | "type" | "upload" | "keys";
+
+export interface Edited {
+  text: string;
+  /** What changed, for a person: `added "docs.example": ["^/guide/"] under policy.read.allow`. */
+  said: string;
+}
+
+/**
+ * Adds a host (with a path, as a regex anchored at its start) under policy.read.allow. A path already readable
+ * there changes nothing. `target` is `HOST[:PORT][/PATH]`.
+ */
+export function allowRead(text: string, target: string): Edited {
+  const slash = target.indexOf("/");
+  const host = (slash < 0 ? target : target.slice(0, slash)).trim().toLowerCase();
+  if (!/^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-f:]+\](:\d{1,5})?$/.test(host)) {
+    throw new Error(`${JSON.stringify(host)} is not a host name (HOST, HOST:PORT or *.HOST, then an optional /PATH)`);
+  }
+  const path = slash < 0 ? "" : target.slice(slash);
+  const pattern = path === "" || path === "/" ? ".*" : `^${escapeRegex(path)}`;
+  const doc = parseDocument(text);
+  const at = ["policy", "read", "allow", host];
+  const existing = doc.getIn(at, true);
+  const paths = isSeq(existing) ? existing.items.map((item) => String((item as { value?: unknown }).value ?? item)) : [];
+  if (paths.includes(pattern) || paths.includes(".*")) {
+    return { text, said: `${JSON.stringify(host)} is readable at ${path || "every path"} already (policy.read.allow)` };
+  }
+  setIn(doc, at, [...paths, pattern]);
+  return { text: doc.toString(), said: `added ${JSON.stringify(host)}: ${JSON.stringify([...paths, pattern])} under policy.read.allow` };
+}
+
+/** Sets policy.write.KIND[HOST] to { label } ({ keys, label } for keys); an earlier grant for that host is replaced and named. */
+export function grantWrite(text: string, kind: GrantKind, host: string, label: string, keys?: string): Edited {
+  const name = host.trim().toLowerCase();
+  if (!/^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(name)) throw new Error(`${JSON.stringify(host)} is not a host name (HOST, HOST:PORT or *.HOST)`);
+  if (kind === "keys" && keys === undefined) throw new Error('a keys grant needs --keys REGEX, the key combos allowed (e.g. "^Enter$")');
+  const doc = parseDocument(text);
+  const at = ["policy", "write", kind, name];
+  const before: unknown = doc.getIn(at);
+  const grant = kind === "keys" ? { keys, label } : { label };
+  setIn(doc, at, grant);
+  const was = before === undefined ? "" : ` (it replaced ${JSON.stringify(toJs(before))})`;
+  return { text: doc.toString(), said: `set policy.write.${kind}[${JSON.stringify(name)}] to ${JSON.stringify(grant)}${was}` };
+}
+
+function setIn(doc: Document, path: string[], value: unknown): void {
+  // A file of comments only (the template) has no map yet: make one, the comments stay above it.
+  if (!isMap(doc.contents)) doc.contents = doc.createNode({}) as typeof doc.contents;
+  doc.setIn(path, doc.createNode(value));
+}
+
+function toJs(value: unknown): unknown {
+  return value && typeof value === "object" && "toJSON" in value && typeof value.toJSON === "function" ? value.toJSON() : value;
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
