@@ -39,7 +39,8 @@ import type { ToolContext } from "./tools/tool.js";
 import { Idempotency } from "./tools/idempotency.js";
 import { AuditShipper } from "./audit/shipper.js";
 import { configFor } from "./config/userPolicies.js";
-import { ConfigReloader, type ConfigStatus, type ReloadOutcome } from "./config/reload.js";
+import { ConfigReloader, type ConfigStatus } from "./config/reload.js";
+import { announceReload } from "./liveConfig.js";
 import { TabrelayError } from "./util/errors.js";
 import { SecretRegistry } from "./util/secrets.js";
 import { redactingLogger, type Logger } from "./util/log.js";
@@ -320,38 +321,6 @@ export class Broker {
     return this.#reloader?.status();
   }
 
-  /** Reads config.yaml again now (what a change to the file does); the outcome. */
-  reloadConfig(): ReloadOutcome | undefined {
-    return this.#reloader?.reload();
-  }
-
-  /**
-   * After config.yaml changed: the change said in the log and the audit log ("the file changed": who changed it
-   * cannot be known), and a new read policy sent to every extension browser (its network rules hold its agent tabs;
-   * a CDP browser asks the policy at each request).
-   */
-  #configReloaded(outcome: ReloadOutcome): void {
-    const path = this.config.configPath;
-    if (!outcome.ok) {
-      this.#log.warn(`config: the change to ${path} was not applied; the running config stays: ${outcome.error}`);
-      this.audit.record({ time: Date.now(), tool: "config", client: "the file changed", target: path, decision: "refused", code: "config_invalid", durationMs: 0, detail: JSON.stringify({ error: outcome.error }) });
-      return;
-    }
-    const applied = outcome.changed.length > 0 ? `applied ${outcome.changed.join(", ")}` : "nothing that applies before a restart";
-    const waiting = outcome.restart.length > 0 ? `; ${outcome.restart.join(", ")} apply when tabrelay starts again` : "";
-    this.#log.info(`config: ${path} changed: ${applied}${waiting}`);
-    this.audit.record({ time: Date.now(), tool: "config", client: "the file changed", target: path, decision: "allowed", durationMs: 0, detail: JSON.stringify({ applied: outcome.changed, restart: outcome.restart }) });
-    if (!outcome.changed.includes("policy") && !outcome.changed.includes("users")) return;
-    for (const browser of this.registry.list()) {
-      if (browser.info.kind !== "extension") continue;
-      const rules = configFor(this.config, browser.info.ownerName).policy.navigationRules();
-      void browser.call("browser.rules", { navigationRules: rules }).then((result) => {
-        if (!result.ok) this.#log.warn(`config: browser ${browser.info.browserId} did not take the new read policy (${result.error.code}: ${result.error.message}); it is closed so that it reconnects with it`);
-        if (!result.ok) browser.close("the read policy changed and the browser did not take it");
-      });
-    }
-  }
-
   /** Open MCP sessions over HTTP. */
   get mcpSessions(): number {
     return this.#sessions.size;
@@ -384,7 +353,7 @@ export class Broker {
     this.#door.allowHosts([...names.map((n) => `${n}:${port}`), ...this.config.allowedHosts]);
     this.#baseUrl = `http://${host}:${port}`;
     if (this.#watchConfig) {
-      this.#reloader = new ConfigReloader({ config: this.config, onReload: (outcome) => this.#configReloaded(outcome) });
+      this.#reloader = new ConfigReloader({ config: this.config, onReload: (outcome) => announceReload(outcome, { config: this.config, registry: this.registry, audit: this.audit, log: this.#log }) });
       this.#reloader.start();
     }
     this.#sweep = setInterval(() => void this.#sweepRevoked().catch((error: unknown) => this.#log.warn(`users: could not check for revoked users: ${error instanceof Error ? error.message : String(error)}`)), USER_SWEEP_MS);
