@@ -10,6 +10,7 @@ import { PAIR_HELP, cmdPair } from "./commands/pair.js";
 import { POLICY_HELP, cmdPolicy } from "./commands/policy.js";
 import { SERVE_HELP, cmdServe } from "./commands/serve.js";
 import { SERVICE_HELP, cmdService } from "./commands/service.js";
+import { SETUP_HELP, cmdSetup } from "./commands/setup.js";
 import { EXIT, EnvironmentError, UsageError, printHelp } from "./commands/shared.js";
 import { START_HELP, cmdStart } from "./commands/start.js";
 import { STDIO_HELP, cmdStdio } from "./commands/stdio.js";
@@ -47,6 +48,9 @@ Commands:
                           the page tools seen, and approving one whose description or schema changed
   users add|list|token|pair|revoke NAME
                           a team's broker: users with their own tokens, pairing codes and browsers
+  setup [--client NAME]... [--stdio] [--service]
+                          add tabrelay to your MCP clients with your token (their other servers
+                          kept, a backup beside each file); optionally install the service
   mcp-config [--client NAME] [--stdio]
                           the MCP config block for your client (claude-code, cursor, vscode,
                           claude-desktop, codex, windsurf), with your token
@@ -64,6 +68,7 @@ const HELP: Record<string, string> = {
   audit: AUDIT_HELP,
   policy: POLICY_HELP,
   "mcp-config": MCP_CONFIG_HELP,
+  setup: SETUP_HELP,
   service: SERVICE_HELP,
   doctor: DOCTOR_HELP,
   "page-token": PAGE_TOKEN_HELP,
@@ -106,6 +111,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return cmdDoctor(rest);
     case "mcp-config":
       return cmdMcpConfig(rest);
+    case "setup":
+      return cmdSetup(rest);
     case "page-token":
       return cmdPageToken(rest);
     case "pages":
