@@ -187,6 +187,12 @@ describe("the extension obeys only its own broker", () => {
     expect(status).not.toContain("did not prove");
   }, 60_000);
 
+  it("the popup says where the pairing code is: the dashboard of the broker it is set to", async () => {
+    const where = await popupEval(profileDir, "document.getElementById('where').textContent + ' ' + document.getElementById('dashboard').href");
+    expect(where).toContain("Where is the pairing code? On your tabrelay dashboard");
+    expect(where).toContain(`http://127.0.0.1:${broker?.port}/`);
+  }, 30_000);
+
   it("the popup refuses to pair with a plain ws:// broker on another machine, and keeps the working pairing", async () => {
     const reply = await popupEval(profileDir, `chrome.runtime.sendMessage({ type: "pair", url: "ws://10.9.8.7:9333/bridge", token: "x".repeat(32) }).then((s) => s.lastError)`);
     expect(reply).toMatch(/refusing ws:\/\/10\.9\.8\.7:9333: a broker on another machine is reached only over wss:\/\//);

@@ -3,14 +3,14 @@
 // would make it; a change that does not validate keeps the running config and says why with the line; a change only a
 // restart applies says so. Each change is audited.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../packages/broker/src/index.js";
 import { parseConfigText } from "../../packages/broker/src/config/build.js";
 import { CONFIG_TEMPLATE } from "../../packages/broker/src/config/template.js";
-import { auditRows, call, DRIVERS, page, startSession, startSite, waitFor, type TestSession, type TestSite } from "../harness.js";
+import { auditRows, call, DRIVERS, page, startBroker, startSession, startSite, waitFor, type TestSession, type TestSite } from "../harness.js";
 import { CLI } from "../cli/run.js";
 
 let site: TestSite;
@@ -117,4 +117,25 @@ describe.each(DRIVERS)("a change to config.yaml over %s", (driver) => {
     expect(session.broker.config.mcpSessions.max).not.toBe(7);
     expect(JSON.parse(String(auditRows(session.broker).filter((r) => r["tool"] === "config").at(-1)?.["detail"]))).toEqual({ applied: [], restart: ["mcp"] });
   }, 60_000);
+});
+
+describe("config.yaml replaced by a symlink while the broker runs", () => {
+  it("is refused as a start refuses it (the data dir's own file is never followed through a link), and the policy stays", async () => {
+    const b = await startBroker({ yaml: "policy:\n  read:\n    allow: {}\n" });
+    try {
+      const elsewhere = join(mkdtempSync(join(tmpdir(), "tabrelay-elsewhere-")), "wide-open.yaml");
+      writeFileSync(elsewhere, "policy:\n  read:\n    enabled: false\n", { mode: 0o600 });
+      const path = join(b.dataDir, "config.yaml");
+      rmSync(path);
+      symlinkSync(elsewhere, path);
+      const status = await waitFor("the refusal", () => {
+        const s = b.broker.configStatus();
+        return s && !s.ok ? s : undefined;
+      }, 5_000);
+      expect(status.error).toContain("is a symbolic link");
+      expect(b.config.policy.check("https://not-a-top-site.example/").ok).toBe(false);
+    } finally {
+      await b.close();
+    }
+  });
 });

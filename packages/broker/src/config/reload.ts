@@ -6,7 +6,7 @@
 // change there is applied, said, and audited as waiting for a restart. A change that does not validate keeps the
 // running config; its reason (with the line) is logged, audited, and shown by `status()` (the dashboard, doctor).
 import { watch, type FSWatcher } from "node:fs";
-import { basename, dirname } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { compileSettings, ConfigError, type BrokerConfig, type ConfigFile } from "./build.js";
 import { readConfigFile } from "./config.js";
 import { loadRanking } from "./ranking.js";
@@ -40,6 +40,8 @@ export interface ConfigReloaderOptions {
 export class ConfigReloader {
   readonly #options: ConfigReloaderOptions;
   readonly #path: string;
+  /** A file named with --config is followed through symlinks, as a start follows it; the data dir's own never is. */
+  readonly #named: boolean;
   /** The file the broker started with, and the last valid one read. */
   readonly #started: ConfigFile;
   #last: ConfigFile;
@@ -51,6 +53,7 @@ export class ConfigReloader {
   constructor(options: ConfigReloaderOptions) {
     this.#options = options;
     this.#path = options.config.configPath;
+    this.#named = resolve(this.#path) !== resolve(join(options.config.dataDir, "config.yaml"));
     // The file as the broker started with it (read again: BrokerConfig keeps the compiled settings, not the text).
     this.#started = this.#read();
     this.#last = this.#started;
@@ -103,7 +106,7 @@ export class ConfigReloader {
 
   #read(): ConfigFile {
     try {
-      return readConfigFile(this.#path, { named: true, warn: () => undefined });
+      return readConfigFile(this.#path, { named: this.#named, warn: () => undefined });
     } catch {
       return {};
     }
@@ -114,7 +117,7 @@ export class ConfigReloader {
     let file: ConfigFile;
     let next: ReturnType<typeof compileSettings>;
     try {
-      file = readConfigFile(this.#path, { named: true, warn: () => undefined });
+      file = readConfigFile(this.#path, { named: this.#named, warn: () => undefined });
       next = compileSettings(file, this.#path, loadRanking(config.rankingPath), config.configName);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
