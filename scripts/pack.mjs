@@ -37,6 +37,18 @@ for (const name of readdirSync(join(cli, "bundle"))) {
   if (!name.endsWith(".map") && !name.startsWith(".")) copyFileSync(join(cli, "bundle", name), join(stage, "bundle", name));
 }
 for (const name of ["LICENSE", "CHANGELOG.md", "README.md"]) copyFileSync(join(root, name), join(stage, name));
+// The Workers entry for operators (docs/servers.md): the prebuilt bundle, QuickJS's wasm beside it, and a
+// wrangler.toml whose main is that bundle; copy the folder and run `npx wrangler deploy` in it.
+mkdirSync(join(stage, "worker"));
+for (const name of ["worker.js", "quickjs.wasm"]) copyFileSync(join(root, "packages/worker/dist", name), join(stage, "worker", name));
+const wrangler = readFileSync(join(root, "packages/worker/wrangler.toml"), "utf8");
+if (!wrangler.includes('main = "dist/worker.js"')) fail("packages/worker/wrangler.toml no longer says main = \"dist/worker.js\": update pack.mjs");
+writeFileSync(
+  join(stage, "worker", "wrangler.toml"),
+  wrangler
+    .replace(/^# Cloudflare Workers deployment[\s\S]*?\n(?=name =)/, "# Cloudflare Workers deployment of tabrelay's stateless entry, as the tabrelay package ships it: copy this folder\n# (cp -r node_modules/tabrelay/worker my-tabrelay-worker), set the secrets below, then `npx wrangler deploy` in it.\n")
+    .replace('main = "dist/worker.js"', 'main = "worker.js"'),
+);
 const cliManifest = JSON.parse(readFileSync(join(cli, "package.json"), "utf8"));
 writeFileSync(
   join(stage, "package.json"),
@@ -49,7 +61,7 @@ writeFileSync(
       license: "Apache-2.0",
       type: "module",
       bin: { tabrelay: "bin/tabrelay.js" },
-      files: ["bin", "bundle", "assets", "CHANGELOG.md"],
+      files: ["bin", "bundle", "assets", "worker", "CHANGELOG.md"],
       engines: rootManifest.engines,
       // The S3 screenshot store (screenshots.store: s3) loads these on first use; no one else needs them.
       peerDependencies: { "@aws-sdk/client-s3": "^3.0.0", "@aws-sdk/s3-request-presigner": "^3.0.0" },
