@@ -41,10 +41,10 @@ const rules = [
   { dir: BROKER, deny: ["@tabrelay/extension", "@tabrelay/inpage", "tabrelay", "packages/extension", "packages/inpage", "packages/cli"], why: "the broker imports only protocol (and built artifacts)" },
   {
     dir: "packages/cli/src",
-    allow: ["@tabrelay/broker", "@tabrelay/chat", "node:*"],
-    deny: ["@tabrelay/broker/", "@tabrelay/chat/"], // package entries only, no deep paths into dist or src
+    allow: ["@tabrelay/broker", "@tabrelay/chat", "@tabrelay/agent-tools", "node:*"],
+    deny: ["@tabrelay/broker/", "@tabrelay/chat/", "@tabrelay/agent-tools/"], // package entries only, no deep paths into dist or src
     contained: true,
-    why: "the CLI reaches the broker (and the dashboard's chat) only through their package entries, never their source files",
+    why: "the CLI reaches the broker, the dashboard's chat and agent-tools (the package's tabrelay/agent-tools entry) only through their package entries, never their source files",
   },
   {
     dir: "packages/chat/src",

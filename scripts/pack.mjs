@@ -31,6 +31,7 @@ const stage = join(release, "stage", "tabrelay");
 mkdirSync(stage, { recursive: true });
 cpSync(join(cli, "bin"), join(stage, "bin"), { recursive: true });
 cpSync(join(cli, "assets"), join(stage, "assets"), { recursive: true });
+cpSync(join(cli, "types"), join(stage, "types"), { recursive: true });
 mkdirSync(join(stage, "bundle"));
 for (const name of readdirSync(join(cli, "bundle"))) {
   // Source maps (4x the code) stay behind: the package is what runs; a stack trace maps back with this build's maps.
@@ -50,6 +51,7 @@ writeFileSync(
     .replace('main = "dist/worker.js"', 'main = "worker.js"'),
 );
 const cliManifest = JSON.parse(readFileSync(join(cli, "package.json"), "utf8"));
+const agentToolsManifest = JSON.parse(readFileSync(join(root, "packages/agent-tools/package.json"), "utf8"));
 writeFileSync(
   join(stage, "package.json"),
   `${JSON.stringify(
@@ -61,11 +63,14 @@ writeFileSync(
       license: "Apache-2.0",
       type: "module",
       bin: { tabrelay: "bin/tabrelay.js" },
-      files: ["bin", "bundle", "assets", "worker", "CHANGELOG.md"],
+      // tabrelay/agent-tools: the tools as Vercel AI SDK tool objects, in this process or over HTTP (docs/clients.md).
+      exports: { "./agent-tools": { types: "./types/agent-tools.d.ts", default: "./bundle/agentTools.js" }, "./package.json": "./package.json" },
+      files: ["bin", "bundle", "assets", "types", "worker", "CHANGELOG.md"],
       engines: rootManifest.engines,
-      // The S3 screenshot store (screenshots.store: s3) loads these on first use; no one else needs them.
-      peerDependencies: { "@aws-sdk/client-s3": "^3.0.0", "@aws-sdk/s3-request-presigner": "^3.0.0" },
-      peerDependenciesMeta: { "@aws-sdk/client-s3": { optional: true }, "@aws-sdk/s3-request-presigner": { optional: true } },
+      // The S3 screenshot store (screenshots.store: s3) loads these on first use; tabrelay/agent-tools makes its tool
+      // objects with the user's own `ai` (6 or 7). No one else needs them.
+      peerDependencies: { ai: agentToolsManifest.peerDependencies.ai, "@aws-sdk/client-s3": "^3.0.0", "@aws-sdk/s3-request-presigner": "^3.0.0" },
+      peerDependenciesMeta: { ai: { optional: true }, "@aws-sdk/client-s3": { optional: true }, "@aws-sdk/s3-request-presigner": { optional: true } },
     },
     null,
     2,

@@ -109,6 +109,26 @@ const result = await build({
   plugins: [deferPlugin],
 });
 for (const { file } of deferrals) if (!applied.has(file)) throw new Error(`build.mjs: no file matched ${file}; update the deferral`);
+// The package's `tabrelay/agent-tools` entry (src/agentTools.ts): its own build, because its `ai` is the user's (a
+// peer: their tool objects must be made by the `ai` their agent runs), while the CLI's chat carries its own. Into the
+// same folder: its chunks find the extraction and sandbox workers, and assets/, where the CLI's do.
+const library = await build({
+  entryPoints: { agentTools: join(root, "dist/agentTools.js") },
+  outdir: out,
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node22",
+  minify: true,
+  legalComments: "none",
+  metafile: true,
+  external: ["ai", "@aws-sdk/*", "bufferutil", "utf-8-validate"],
+  banner: { js: 'import { createRequire as __tabrelayRequire } from "node:module"; const require = __tabrelayRequire(import.meta.url);' },
+  logLevel: "warning",
+  plugins: [deferPlugin],
+});
+for (const input of Object.keys(library.metafile.inputs)) result.metafile.inputs[input] ??= library.metafile.inputs[input];
 // QuickJS's wasm, which the sandbox pool loads from beside sandboxWorker.js (esbuild bundles JavaScript only).
 copyFileSync(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm"), join(out, "emscripten-module.wasm"));
 

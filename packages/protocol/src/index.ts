@@ -49,6 +49,7 @@ export interface WireError {
 export interface TabInfo {
   tabId: number;
   windowId: number;
+  /** The committed document's URL; "" while nothing has committed (a new tab whose server has not answered yet). */
   url: string;
   title: string;
   active: boolean;

@@ -32,6 +32,14 @@ export async function checkLanding(
   options: { requestedUrl?: string; closeOnDeny?: boolean },
 ): Promise<TabInfo> {
   const caught = ctx.denials.peek(browser.info.browserId, tab.tabId);
+  if (tab.url === "" && caught === undefined && options.requestedUrl !== undefined) {
+    // Nothing committed: the server never answered within the load timeout. Not a landing to judge.
+    if (options.closeOnDeny) await browser.call("tabs.close", { tabId: tab.tabId });
+    throw new TabrelayError(
+      "timeout",
+      `${pageText(options.requestedUrl, PAGE_TEXT_MAX.url)} did not start to load within ${ctx.config.loadTimeoutMs} ms: its server did not answer (read.load_timeout_ms in ${ctx.config.configName}). Nothing was read${options.closeOnDeny ? "; the tab was closed" : ""}. Check that the site is up, then try again.`,
+    );
+  }
   const decision = gateTab(ctx.config.policy, tab.url, caught);
   // A landing the policy allows, with a stop recorded since (the page tried to leave after the load the call waited
   // for): the stop stays for the next call on the tab to report, as it would had it come a moment later.

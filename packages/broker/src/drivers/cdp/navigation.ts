@@ -74,7 +74,12 @@ export async function navigate(core: CdpCore, tab: Tab & { sessionId: string }, 
   const sent = Date.now();
   const result = await core.send("Page.navigate", { url }, tab.sessionId, Math.max(1, timeoutMs));
   if (!result.ok) {
-    if (result.error.kind === "timeout") return tabInfo(core, tab);
+    if (result.error.kind === "timeout") {
+      // The server never answered: no document of this navigation committed. The target's URL is the pending one;
+      // say "" as the extension does (TabInfo.url), so the broker reports a timeout rather than judging a landing.
+      const info = await tabInfo(core, tab);
+      return tab.generation === start ? { ...info, url: "" } : info;
+    }
     if (result.error.kind === "protocol" && !GONE_CONTEXT.test(result.error.message)) throw new DriverError("navigation_failed", `could not navigate to ${url}: ${result.error.message}`);
     throw core.failure(result.error);
   }
