@@ -32,14 +32,6 @@ export async function checkLanding(
   options: { requestedUrl?: string; closeOnDeny?: boolean },
 ): Promise<TabInfo> {
   const caught = ctx.denials.peek(browser.info.browserId, tab.tabId);
-  if (tab.url === "" && caught === undefined && options.requestedUrl !== undefined) {
-    // Nothing committed: the server never answered within the load timeout. Not a landing to judge.
-    if (options.closeOnDeny) await browser.call("tabs.close", { tabId: tab.tabId });
-    throw new TabrelayError(
-      "timeout",
-      `${pageText(options.requestedUrl, PAGE_TEXT_MAX.url)} did not start to load within ${ctx.config.loadTimeoutMs} ms: its server did not answer (read.load_timeout_ms in ${ctx.config.configName}). Nothing was read${options.closeOnDeny ? "; the tab was closed" : ""}. Check that the site is up, then try again.`,
-    );
-  }
   const decision = gateTab(ctx.config.policy, tab.url, caught);
   // A landing the policy allows, with a stop recorded since (the page tried to leave after the load the call waited
   // for): the stop stays for the next call on the tab to report, as it would had it come a moment later.
@@ -53,6 +45,20 @@ export async function checkLanding(
     ? `the page tried to go to ${landed}${via}, which the read policy does not allow; tabrelay stopped the request before it left the browser`
     : `the tab landed on ${landed}${via}, which the read policy does not allow`;
   throw new TabrelayError("policy_denied", `${what}; the tab was ${options.closeOnDeny ? "closed" : "reset to about:blank"}. ${decision.message}`, decision.rule);
+}
+
+/**
+ * After a navigation the call waited for: nothing committed (TabInfo.url is "") means the server never answered within
+ * read.load_timeout_ms, which is a timeout to report, not a landing to judge (checkLanding). `close`: the tab was
+ * opened for this call alone and goes.
+ */
+export async function checkCommitted(ctx: ToolContext, browser: BrowserDriver, tab: TabInfo, requestedUrl: string, close: boolean): Promise<void> {
+  if (tab.url !== "" || ctx.denials.peek(browser.info.browserId, tab.tabId) !== undefined) return;
+  if (close) await browser.call("tabs.close", { tabId: tab.tabId });
+  throw new TabrelayError(
+    "timeout",
+    `${pageText(requestedUrl, PAGE_TEXT_MAX.url)} did not start to load within ${ctx.config.loadTimeoutMs} ms: its server did not answer (read.load_timeout_ms in ${ctx.config.configName}). ${close ? "Nothing was read; the tab was closed." : `Tab ${tab.tabId} is still waiting for it.`} Check that the site is up, then try again.`,
+  );
 }
 
 /** Failures a tab gives when its document went away under the call: a caught off-policy navigation explains them. */

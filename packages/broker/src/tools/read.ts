@@ -9,7 +9,7 @@ import { withThousands } from "../util/format.js";
 import { collectAfterHeavyWork } from "../util/memory.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { BLANK, gateFrames } from "../gate/decisions.js";
-import { checkBeforeNavigation, checkLanding } from "../gate/enforce.js";
+import { checkBeforeNavigation, checkCommitted, checkLanding } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, type ToolContext } from "./tool.js";
 
@@ -166,6 +166,10 @@ export const readUrl = defineTool({
     let closed = false;
     try {
       response.audit({ tab: opened.tabId, url: opened.url });
+      await checkCommitted(ctx, conn, opened, params.url, true).catch((error: unknown) => {
+        closed = true;
+        throw error;
+      });
       const tab = await checkLanding(ctx, conn, opened, { requestedUrl: params.url, closeOnDeny: true }).catch((error: unknown) => {
         closed = true;
         throw error;

@@ -2,7 +2,7 @@ import type { TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import { unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { checkBeforeNavigation, checkLanding } from "../gate/enforce.js";
+import { checkBeforeNavigation, checkCommitted, checkLanding } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields } from "./tool.js";
 
@@ -70,6 +70,7 @@ export const openTab = defineTool({
     const conn = ctx.browser();
     const { tab } = unwrap(await conn.call("tabs.open", { url: target, active: active ?? false, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
     if (keep) ctx.leases.keep(tab.tabId);
+    await checkCommitted(ctx, conn, tab, url, false);
     reportTab(response, "Opened", await checkLanding(ctx, conn, tab, { requestedUrl: url }));
   },
 });
@@ -87,6 +88,7 @@ export const navigate = defineTool({
     const conn = ctx.browser();
     ctx.denials.forget(conn.info.browserId, tabId);
     const { tab } = unwrap(await conn.call("tabs.navigate", { tabId, url: target, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
+    await checkCommitted(ctx, conn, tab, url, false);
     reportTab(response, "Navigated", await checkLanding(ctx, conn, tab, { requestedUrl: url }));
   },
 });
