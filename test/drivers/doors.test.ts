@@ -188,9 +188,15 @@ describe("the extension obeys only its own broker", () => {
   }, 60_000);
 
   it("the popup says where the pairing code is: the dashboard of the broker it is set to", async () => {
-    const where = await popupEval(profileDir, "document.getElementById('where').textContent + ' ' + document.getElementById('dashboard').href");
-    expect(where).toContain("Where is the pairing code? On your tabrelay dashboard");
-    expect(where).toContain(`http://127.0.0.1:${broker?.port}/`);
+    // Read once the popup has shown the extension's status (it fills the URL, and the link, from it).
+    const where = await popupEval(
+      profileDir,
+      "JSON.stringify({ state: document.getElementById('state').textContent, text: document.getElementById('where').textContent, href: document.getElementById('dashboard').href })",
+      (value) => (JSON.parse(value || "{}") as { state?: string }).state?.startsWith("State:") === true,
+    );
+    const { text, href } = JSON.parse(where) as { text: string; href: string };
+    expect(text).toContain("Where is the pairing code? On your tabrelay dashboard");
+    expect(href).toBe(`http://127.0.0.1:${broker?.port}/`);
   }, 30_000);
 
   it("the popup refuses to pair with a plain ws:// broker on another machine, and keeps the working pairing", async () => {
