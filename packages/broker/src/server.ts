@@ -41,6 +41,7 @@ import { AuditShipper } from "./audit/shipper.js";
 import { configFor } from "./config/userPolicies.js";
 import { ConfigReloader, type ConfigStatus } from "./config/reload.js";
 import { announceReload } from "./liveConfig.js";
+import { healthOf } from "./http/health.js";
 import { TabrelayError } from "./util/errors.js";
 import { SecretRegistry } from "./util/secrets.js";
 import { redactingLogger, type Logger } from "./util/log.js";
@@ -233,7 +234,7 @@ export class Broker {
     this.app = createHttpApp({
       authenticate: (headers, peerAddress) => this.#door.authenticate(headers, peerAddress),
       resourceMetadata: this.#door.resourceMetadata(),
-      health: () => this.#health(),
+      health: () => healthOf(this.registry, this.audit, this.secrets),
       ready: () => this.#ready(),
       mcpToken: this.config.mcpToken,
       registerBrowser: (req) =>
@@ -497,22 +498,7 @@ export class Broker {
     if (cluster && !cluster.ok && cluster.reason !== "draining") reasons.push(`cluster: ${cluster.reason ?? "not ready"}`);
     return { ok: reasons.length === 0, reasons };
   }
-
-  #health(): unknown {
-    // /health is unauthenticated: it names the implicit user's browsers (as a single-user broker always did) and
-    // only counts a team's users' browsers, whose ids are for their own agents to see.
-    const others = this.registry.list().length - this.registry.list(DEFAULT_USER_ID).length;
-    const browsers = this.registry.list(DEFAULT_USER_ID).map((b) => ({ id: b.info.browserId, label: b.info.label, kind: b.info.kind, extensionVersion: b.info.extensionVersion, connectedAt: new Date(b.info.connectedAt).toISOString() }));
-    const health = this.audit.health();
-    const audit = health.ok
-      ? { ok: true, failures: health.failures }
-      : { ok: false, failures: health.failures, error: health.error, since: new Date(health.since ?? Date.now()).toISOString(), writes: "refused until the audit log can be written again" };
-    return this.secrets.redactValue({ status: health.ok ? "ok" : "degraded", name: "tabrelay", version: VERSION, browsers, ...(others > 0 ? { usersBrowsers: others } : {}), audit });
-  }
 }
-
-
-
 
 function pathOf(req: IncomingMessage): string {
   const url = req.url ?? "/";
