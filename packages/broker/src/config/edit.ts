@@ -2,6 +2,7 @@
 // every comment and the rest of the file stay as the person wrote them; the result is validated like the file
 // itself before anyone writes it (the caller does: parseConfigText + compileSettings).
 import { isMap, isSeq, parseDocument, type Document } from "yaml";
+import { canonicalizeUrl } from "../policy/canonicalUrl.js";
 
 export type GrantKind = "click" | "type" | "upload" | "keys";
 
@@ -21,7 +22,10 @@ export function allowRead(text: string, target: string): Edited {
   if (!/^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-f:]+\](:\d{1,5})?$/.test(host)) {
     throw new Error(`${JSON.stringify(host)} is not a host name (HOST, HOST:PORT or *.HOST, then an optional /PATH)`);
   }
-  const path = slash < 0 ? "" : target.slice(slash);
+  refuseSuffixWildcard(host);
+  // The path as the policy sees it: a URL's own (dot segments resolved, spaces and the like percent-encoded), so the
+  // pattern matches what a browser requests, never a spelling no URL has.
+  const path = slash < 0 ? "" : canonicalPath(target.slice(slash));
   const pattern = path === "" || path === "/" ? ".*" : `^${escapeRegex(path)}`;
   const doc = parseDocument(text);
   const at = ["policy", "read", "allow", host];
@@ -39,6 +43,7 @@ export function grantWrite(text: string, kind: GrantKind, host: string, label: s
   const name = host.trim().toLowerCase();
   if (!/^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(name)) throw new Error(`${JSON.stringify(host)} is not a host name (HOST, HOST:PORT or *.HOST)`);
   if (kind === "keys" && keys === undefined) throw new Error('a keys grant needs --keys REGEX, the key combos allowed (e.g. "^Enter$")');
+  refuseSuffixWildcard(name);
   const doc = parseDocument(text);
   const at = ["policy", "write", kind, name];
   const before: unknown = doc.getIn(at);
@@ -56,6 +61,23 @@ function setIn(doc: Document, path: string[], value: unknown): void {
 
 function toJs(value: unknown): unknown {
   return value && typeof value === "object" && "toJSON" in value && typeof value.toJSON === "function" ? value.toJSON() : value;
+}
+
+/**
+ * A wildcard over a bare top-level domain (`*.com`, `*.uk`) is every site under it: a one-word command must not
+ * open that. (A person who means it can still write it in the file.)
+ */
+function refuseSuffixWildcard(host: string): void {
+  if (/^\*\.[a-z0-9-]+(:\d+)?$/.test(host)) {
+    throw new Error(`${JSON.stringify(host)} is every site under .${host.slice(2).replace(/:\d+$/, "")}; name the site (${JSON.stringify(`*.example${host.slice(1)}`)} for it and its subdomains)`);
+  }
+}
+
+/** The path as the read policy canonicalizes a URL's (policy/canonicalUrl.ts): the one reading of it. */
+function canonicalPath(path: string): string {
+  const url = canonicalizeUrl(`http://host.invalid${path.startsWith("/") ? "" : "/"}${path}`);
+  if (!url.ok) throw new Error(`${JSON.stringify(path)} is not a URL path: ${url.reason}`);
+  return url.url.pathAndQuery;
 }
 
 function escapeRegex(text: string): string {

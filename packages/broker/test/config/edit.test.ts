@@ -76,6 +76,14 @@ describe("tabrelay policy's edits", () => {
     expect(parseConfigText(text, "t")).toEqual({ policy: { read: { allow: { "127.0.0.1:3000": [".*"] } } } });
   });
 
+  it("writes a path as a URL has it, and refuses a wildcard over a whole top-level domain", () => {
+    expect(allowRead(mine, "x2.example/../admin").said).toContain('["^/admin"]');
+    expect(allowRead(mine, "x2.example/a b").said).toContain('["^/a%20b"]');
+    expect(() => allowRead(mine, "*.com")).toThrow(/"\*\.com" is every site under \.com; name the site/);
+    expect(() => grantWrite(mine, "click", "*.uk", "^Buy$")).toThrow(/is every site under \.uk/);
+    expect(parseConfigText(allowRead(mine, "*.example.com").text, "t").policy?.read?.allow?.["*.example.com"]).toEqual([".*"]);
+  });
+
   it("refuses what is not a host", () => {
     expect(() => allowRead(mine, "https://x.example/")).toThrow(/is not a host name/);
     expect(() => allowRead(mine, "a b")).toThrow(/is not a host name/);
