@@ -131,6 +131,29 @@ describe("serve", () => {
   });
 });
 
+/**
+ * `tabrelay start --headless` on `dataDir` (port 0), as a user runs it; `client(what)` connects with the URL and token
+ * it printed and waits for its browser to be connected.
+ */
+function startCli(dataDir: string) {
+  const child = spawn(process.execPath, [CLI, "start", "--headless", "--port", "0", "--data-dir", dataDir], { stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  return {
+    async client(what: string) {
+      const url = await waitFor("the MCP URL on stderr", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1], 20_000);
+      const token = await waitFor("the token on stderr", () => /"Authorization": "Bearer ([^"]+)"/.exec(stderr)?.[1]);
+      const client = await connectClient(url, token);
+      await waitFor(what, async () => ((await call(client, "list_browsers")).text.includes("connected:") ? true : undefined), 20_000);
+      return client;
+    },
+    async stop() {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+    },
+  };
+}
+
 // `tabrelay start` with the extension; browser lifecycle under start --cdp is in lifecycle.test.ts.
 describe("start", () => {
   it("starts broker + headless Chromium and serves a read from the printed config", async () => {
@@ -138,20 +161,14 @@ describe("start", () => {
     site.route("/article", article("Rivers of the North", 60, "This is the closing paragraph of the article."));
     const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-start-"));
     writeFileSync(join(dataDir, "config.yaml"), `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n`);
-    const child = spawn(process.execPath, [CLI, "start", "--headless", "--port", "0", "--data-dir", dataDir], { stdio: ["ignore", "pipe", "pipe"] });
-    let stderr = "";
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const started = startCli(dataDir);
     try {
-      const url = await waitFor("the MCP URL on stderr", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1], 20_000);
-      const token = await waitFor("the token on stderr", () => /"Authorization": "Bearer ([^"]+)"/.exec(stderr)?.[1]);
-      const startClient = await connectClient(url, token);
-      await waitFor("a browser", async () => ((await call(startClient, "list_browsers")).text.includes("connected:") ? true : undefined), 20_000);
+      const startClient = await started.client("a browser");
       const read = await call(startClient, "read_url", { url: `${site.origin}/article` });
       expect(read.text).toContain("This is the closing paragraph of the article.");
       await startClient.close();
     } finally {
-      child.kill("SIGTERM");
-      await new Promise((r) => child.once("exit", r));
+      await started.stop();
       await site.close();
     }
   }, 60_000);
@@ -187,18 +204,11 @@ describe("start again", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-restart-"));
     writeFileSync(join(dataDir, "config.yaml"), `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n`);
     for (let round = 0; round < 2; round++) {
-      const child = spawn(process.execPath, [CLI, "start", "--headless", "--port", "0", "--data-dir", dataDir], { stdio: ["ignore", "pipe", "pipe"] });
-      let stderr = "";
-      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      const started = startCli(dataDir);
       try {
-        const url = await waitFor("the MCP URL on stderr", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1], 20_000);
-        const token = await waitFor("the token on stderr", () => /"Authorization": "Bearer ([^"]+)"/.exec(stderr)?.[1]);
-        const client = await connectClient(url, token);
-        await waitFor(`the browser of start ${round + 1}`, async () => ((await call(client, "list_browsers")).text.includes("connected:") ? true : undefined), 20_000);
-        await client.close();
+        await (await started.client(`the browser of start ${round + 1}`)).close();
       } finally {
-        child.kill("SIGTERM");
-        await new Promise((r) => child.once("exit", r));
+        await started.stop();
       }
     }
   }, 90_000);
