@@ -10,13 +10,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../packages/broker/src/index.js";
 import { parseConfigText } from "../../packages/broker/src/config/build.js";
 import { CONFIG_TEMPLATE } from "../../packages/broker/src/config/template.js";
-import { auditRows, call, DRIVERS, page, startBroker, startSession, startSite, waitFor, type TestSession, type TestSite } from "../harness.js";
+import { auditRows, call, DRIVERS, openTab, page, snapshotOf, startBroker, startSession, startSite, waitFor, type TestSession, type TestSite } from "../harness.js";
 import { CLI } from "../cli/run.js";
 
 let site: TestSite;
 beforeAll(async () => {
   site = await startSite();
   site.route("/notes", page("Notes", "<p>The notes of the day.</p>"));
+  site.route("/go", page("Ready", `<button onclick="document.title = 'Gone'">Go</button>`));
 });
 afterAll(async () => {
   await site.close();
@@ -84,6 +85,22 @@ describe.each(DRIVERS)("a change to config.yaml over %s", (driver) => {
     expect(record).toMatchObject({ decision: "allowed", client: "the file changed", target: join(session.broker.dataDir, "config.yaml") });
     expect(JSON.parse(String(record?.["detail"]))).toEqual({ applied: ["policy"], restart: [] });
     expect(readFileSync(join(session.broker.dataDir, "config.yaml"), "utf8")).toContain(`127.0.0.1:${site.port}`);
+  }, 60_000);
+
+  it("a click refused without a grant is allowed once `tabrelay policy grant click` names its label, on the same tab", async () => {
+    const tab = await openTab(session.client, `${site.origin}/go`);
+    const before = await snapshotOf(session.client, tab);
+    const refused = await call(session.client, "click", { tab, ref: before.ref("Go", "button"), revision: before.revision });
+    expect(refused.text).toMatch(/^write_denied: /);
+    const edit = policy("grant", "click", `127.0.0.1:${site.port}`, "--label", "^Go$");
+    expect(edit.stdout).toContain(`set policy.write.click["127.0.0.1:${site.port}"] to {"label":"^Go$"}`);
+    const clicked = await waitFor("the grant to apply", async () => {
+      const snap = await snapshotOf(session.client, tab);
+      const result = await call(session.client, "click", { tab, ref: snap.ref("Go", "button"), revision: snap.revision });
+      return result.isError ? undefined : result;
+    }, 5_000);
+    expect(clicked.isError).toBe(false);
+    expect((await call(session.client, "list_tabs")).text).toContain("Gone");
   }, 60_000);
 
   it("keeps the running config when a change does not validate, and says why with the line; the next valid one applies", async () => {
