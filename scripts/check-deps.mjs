@@ -201,6 +201,65 @@ try {
 }
 for (const what of needed) problems.push(`${CORE_ROOTS[0]}: its neutral bundle needs the Node built-in ${what}`);
 
+// No circle of modules inside a package (type imports included: a circle of types is a circle of meaning). The one
+// known circle, through the broker's code mode, tools, gate, config and launch, is issue 26's to break: it may only
+// shrink, never take in another file, and no other circle may form.
+const KNOWN_CIRCLES = [{ through: "packages/broker/src/code/commands.ts", files: 22, issue: 26 }];
+for (const dir of readdirSync(join(root, "packages"))) {
+  const src = join(root, "packages", dir, "src");
+  if (!existsSync(src)) continue;
+  const graph = new Map();
+  for (const file of files(src)) {
+    const rel = relative(root, file);
+    graph.set(rel, imports(readFileSync(file, "utf8")).filter(({ spec }) => spec.startsWith(".")).map(({ spec }) => target(file, spec)).filter((to) => to !== rel));
+  }
+  for (const circle of stronglyConnected(graph).filter((c) => c.length > 1)) {
+    const known = KNOWN_CIRCLES.find((k) => circle.includes(k.through));
+    if (known && circle.length <= known.files) {
+      if (circle.length < known.files) problems.push(`the known circle through ${known.through} has ${circle.length} files now, not ${known.files}: lower its count in scripts/check-deps.mjs (issue ${known.issue})`);
+      continue;
+    }
+    problems.push(`a circle of ${circle.length} modules (each reaches the others through its imports; break it by moving what they share below them): ${circle.sort().join(", ")}`);
+  }
+}
+
+/** Tarjan's strongly connected components of a graph of files: each a set of files that all reach each other. */
+function stronglyConnected(graph) {
+  const index = new Map();
+  const low = new Map();
+  const stack = [];
+  const onStack = new Set();
+  const out = [];
+  let next = 0;
+  const visit = (node) => {
+    index.set(node, next);
+    low.set(node, next++);
+    stack.push(node);
+    onStack.add(node);
+    for (const to of graph.get(node) ?? []) {
+      if (!graph.has(to)) continue;
+      if (!index.has(to)) {
+        visit(to);
+        low.set(node, Math.min(low.get(node), low.get(to)));
+      } else if (onStack.has(to)) {
+        low.set(node, Math.min(low.get(node), index.get(to)));
+      }
+    }
+    if (low.get(node) === index.get(node)) {
+      const component = [];
+      let member;
+      do {
+        member = stack.pop();
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== node);
+      out.push(component);
+    }
+  };
+  for (const node of graph.keys()) if (!index.has(node)) visit(node);
+  return out;
+}
+
 for (const key of exceptions.keys()) {
   if (!used.has(key)) problems.push(`${key}: listed as a known exception but no longer imported: remove it from scripts/check-deps.mjs`);
 }

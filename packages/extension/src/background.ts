@@ -6,7 +6,7 @@ import "./frames.js";
 import "./httpStatus.js";
 import "./downloads.js";
 import "./events.js";
-import "./webmcp.js";
+import "./webmcpEvents.js";
 import "./popupMessages.js";
 import { connect } from "./connection.js";
 

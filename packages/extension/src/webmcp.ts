@@ -3,27 +3,12 @@
 // page's own scripts, and a relay (webmcpRelay.js) in an isolated world: registered content scripts, the only way an
 // extension runs a main-world script before a page's first inline script. They run in every tab of those origins
 // (origins the user opted in for page tools), and only agent tabs' tools are forwarded to the broker, as page.webmcp.
-// A call runs the tool's execute in the main world (page.webmcpCall).
+// A call runs the tool's execute in the main world (page.webmcpCall). The relay's reports reach the broker through
+// webmcpEvents.ts.
 import type { BridgeMethods } from "@tabrelay/protocol";
 import { CommandError } from "./commandError.js";
-import { emit } from "./connection.js";
-import { isVisibleToAgent } from "./state.js";
 
 const SCRIPTS = ["tabrelay-webmcp-main", "tabrelay-webmcp-relay"];
-
-chrome.runtime.onMessage.addListener((message: unknown, sender) => {
-  const tabId = sender.tab?.id;
-  if (typeof message !== "object" || message === null || Reflect.get(message, "type") !== "tabrelay-webmcp" || tabId === undefined || sender.frameId !== 0) return;
-  if (!isVisibleToAgent(tabId)) return;
-  let parsed: { type?: unknown; tools?: unknown };
-  try {
-    parsed = JSON.parse(String(Reflect.get(message, "text"))) as typeof parsed;
-  } catch {
-    return;
-  }
-  if (parsed?.type !== "tools" || !Array.isArray(parsed.tools)) return;
-  emit({ type: "event", event: "page.webmcp", params: { tabId, url: sender.url ?? "", tools: parsed.tools.slice(0, 1000) } });
-});
 
 export async function watchWebMcp({ enabled, origins }: BridgeMethods["page.webmcpWatch"]["params"]): Promise<BridgeMethods["page.webmcpWatch"]["result"]> {
   const registered = await chrome.scripting.getRegisteredContentScripts({ ids: SCRIPTS });

@@ -1,5 +1,5 @@
 // The frames of the /bridge socket, broker <-> browser (see index.ts for the handshake they carry out).
-import type { BridgeMethod, PageContent, ParamsOf, TabInfo, WireError } from "./index.js";
+import type { BridgeMethod, NavigationRule, PageContent, ParamsOf, TabInfo, WireError } from "./bridge.js";
 
 /**
  * Browser -> broker, first frame. Nothing in it depends on the pairing secret: the listener has proved nothing
@@ -51,22 +51,6 @@ export interface WelcomeFrame {
   navigationRules: NavigationRule[];
 }
 
-/**
- * One rule of the read policy as the network layer enforces it on navigation requests (top frame and frames,
- * redirects included) from agent tabs. The browser adds the agent's tab ids and the navigation resource types;
- * it never adds, drops or reorders rules. The highest priority that matches decides; at equal priority allow
- * wins. Conditions follow chrome.declarativeNetRequest: all given conditions must match.
- */
-export interface NavigationRule {
-  priority: number;
-  action: "allow" | "block";
-  /** RE2 syntax, matched against the whole request URL (which never holds a fragment). */
-  regexFilter?: string;
-  /** declarativeNetRequest URL filter syntax ("|https://" anchors at the start). */
-  urlFilter?: string;
-  /** The request's host is one of these or a subdomain of one (lower case, punycode). */
-  requestDomains?: string[];
-}
 
 /** Broker -> browser before closing a socket it refuses, so the popup can say why. */
 export interface RejectFrame {

@@ -9,20 +9,9 @@
 //   page.rect).
 // - page.content: pageContent.ts, with the document's HTTP status from documentStatus.ts (tabs.close forgets it).
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
+import type { Composer, RawCall } from "./composer.js";
 import type { CallOptions } from "./driver.js";
-import type { DocumentStatus } from "./documentStatus.js";
 import { readPage } from "./pageContent.js";
-import type { PendingCalls } from "./pendingCalls.js";
-
-/** A driver's own call of a method, as the browser answers it (no composition). */
-export type RawCall = <M extends BridgeMethod>(method: M, params: ParamsOf<M>, options?: CallOptions) => Promise<Result<ResultOf<M>>>;
-
-/** What a composed method may use of its driver besides its raw calls. */
-export interface Composer {
-  readonly calls: PendingCalls;
-  /** Fed with the driver's events (observe) before the broker sees them. */
-  readonly status: DocumentStatus;
-}
 
 type Composed = { [M in BridgeMethod]?: (params: ParamsOf<M>, options: CallOptions, raw: RawCall, driver: Composer) => Promise<Result<ResultOf<M>>> };
 

@@ -12,7 +12,7 @@
 //   be told);
 // - its HTTP status, from the driver's events (documentStatus.ts).
 import { FRAME_HTML_BUDGET, type FrameContent, MAX_CONTENT_FRAMES, type PageContent, type ParamsOf, type Result } from "@tabrelay/protocol";
-import type { Composer, RawCall } from "./composed.js";
+import type { Composer, RawCall } from "./composer.js";
 import type { CallOptions } from "./driver.js";
 
 /** How long a document that keeps going away (or is not parsed yet) is read again; then it is taken as it stands. */

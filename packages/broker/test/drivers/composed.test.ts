@@ -2,7 +2,8 @@
 // scripted driver: each case answers the primitive calls the way a browser would.
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import { describe, expect, it, vi } from "vitest";
-import { type RawCall, serve } from "../../src/drivers/composed.js";
+import { serve } from "../../src/drivers/composed.js";
+import type { RawCall } from "../../src/drivers/composer.js";
 import { DocumentStatus } from "../../src/drivers/documentStatus.js";
 import type { BrowserInfo } from "../../src/drivers/driver.js";
 import { PendingCalls } from "../../src/drivers/pendingCalls.js";
