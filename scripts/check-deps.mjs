@@ -201,10 +201,8 @@ try {
 }
 for (const what of needed) problems.push(`${CORE_ROOTS[0]}: its neutral bundle needs the Node built-in ${what}`);
 
-// No circle of modules inside a package (type imports included: a circle of types is a circle of meaning). The one
-// known circle, through the broker's code mode, tools, gate, config and launch, is issue 26's to break: it may only
-// shrink, never take in another file, and no other circle may form.
-const KNOWN_CIRCLES = [{ through: "packages/broker/src/code/commands.ts", files: 22, issue: 26 }];
+// No circle of modules inside a package (type imports included: a circle of types is a circle of meaning): what
+// two modules share lives below both.
 for (const dir of readdirSync(join(root, "packages"))) {
   const src = join(root, "packages", dir, "src");
   if (!existsSync(src)) continue;
@@ -214,11 +212,6 @@ for (const dir of readdirSync(join(root, "packages"))) {
     graph.set(rel, imports(readFileSync(file, "utf8")).filter(({ spec }) => spec.startsWith(".")).map(({ spec }) => target(file, spec)).filter((to) => to !== rel));
   }
   for (const circle of stronglyConnected(graph).filter((c) => c.length > 1)) {
-    const known = KNOWN_CIRCLES.find((k) => circle.includes(k.through));
-    if (known && circle.length <= known.files) {
-      if (circle.length < known.files) problems.push(`the known circle through ${known.through} has ${circle.length} files now, not ${known.files}: lower its count in scripts/check-deps.mjs (issue ${known.issue})`);
-      continue;
-    }
     problems.push(`a circle of ${circle.length} modules (each reaches the others through its imports; break it by moving what they share below them): ${circle.sort().join(", ")}`);
   }
 }

@@ -9,9 +9,9 @@
 // The tool table, its runner and what a call's context is made of.
 export { tools, toolsFor, programTools } from "./tools/index.js";
 export { runTool, type RunOptions } from "./tools/runner.js";
-export type { AuditSink, CallContext, PageToolSource, Tool, ToolContext, ToolKind } from "./tools/tool.js";
+export type { AuditSink, CallContext, PageToolSource, SandboxRunner, Tool, ToolContext, ToolKind } from "./tools/tool.js";
 export type { RenderedResult } from "./tools/response.js";
-export { SnapshotCache } from "./tools/snapshot.js";
+export { SnapshotCache } from "./tools/snapshotCache.js";
 export { DocCache } from "./tools/docCache.js";
 export { Denials } from "./gate/tabRecord.js";
 export { enforceOnCommit, endSessionLeases } from "./gate/enforce.js";
@@ -58,9 +58,9 @@ export { parseRankingCsv } from "./policy/topSites.js";
 export { inProcessRunner, setExtractRunner, type ExtractRunner, type RunOutcome } from "./extract/runner.js";
 
 // Code mode's command layer: the browse API's documents, and a program's run over a host's sandbox.
-export { apiDocs } from "./tools/run.js";
+export { apiDocs } from "./code/browserRun.js";
 export { apiDeclarations, apiGuide } from "./code/apiDoc.js";
-export { allowedCommands, runProgram, type ProgramRun, type SandboxRunner } from "./code/run.js";
+export { allowedCommands, runProgram, type ProgramRun } from "./code/run.js";
 
 // Errors, secrets, logs.
 export { TabrelayError } from "./util/errors.js";

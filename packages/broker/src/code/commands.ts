@@ -2,6 +2,8 @@
 // and of the dispatch (dispatch below). Each command calls the existing tools through RunState.call (runTool), so
 // the gate, leases, strict arguments and audit apply to a program's commands exactly as to MCP calls.
 import { z } from "zod";
+import type { CommandName } from "./commandNames.js";
+import type { Command } from "./command.js";
 import { click, fill, hover, pressKey, scroll, selectOption, setChecked, waitFor } from "../tools/act.js";
 import { describeRef, query } from "../tools/query.js";
 import { readPage } from "../tools/read.js";
@@ -16,19 +18,7 @@ import { CommandError, fail, PROGRAM_REF, type RunState } from "./runState.js";
 import { atPoint, coordinate, hitName, optionalTarget, resolveTarget, selectOne, target } from "./targets.js";
 import { actValue, queryValue, readValue, screenshotValue, snapshotValue, tabValue, valueOf, waitValue, type MatchValue, type TabValue } from "./values.js";
 
-export interface Command {
-  /** Dotted, as the program calls it: "tabs.list" is browse.tabs.list(). */
-  name: string;
-  params: readonly Param[];
-  /** The TypeScript type the promise resolves to. */
-  returns: string;
-  /** Type parameters of its declaration ("W extends string"), when its return type depends on an argument. */
-  typeParams?: string;
-  /** One line, for the declarations. */
-  doc: string;
-  /** Reads or acts on pages only through tools; a write is gated by the tool it calls. */
-  run(state: RunState, args: unknown[]): Promise<unknown>;
-}
+export type { Command } from "./command.js";
 
 const str = (name: string, type = "string"): Param => ({ name, type, schema: z.string().min(1) });
 const url: Param = { name: "url", type: "string", schema: z.string().min(1) };
@@ -82,7 +72,7 @@ async function isOf(state: RunState, which: (typeof IS_STATES)[number], given: u
   return states.includes(which);
 }
 
-function action(name: string, tool: Tool, doc: string, extra: readonly Param[] = [], toArgs: (values: unknown[]) => Record<string, unknown> = () => ({})): Command {
+function action(name: CommandName, tool: Tool, doc: string, extra: readonly Param[] = [], toArgs: (values: unknown[]) => Record<string, unknown> = () => ({})): Command {
   return {
     name,
     params: [target, ...extra],
@@ -344,9 +334,8 @@ export const COMMANDS: readonly Command[] = [
   ...PAGE_TOOL_COMMANDS,
 ];
 
-export const COMMAND_NAMES: readonly string[] = COMMANDS.map((c) => c.name);
 
-const byName = new Map(COMMANDS.map((c) => [c.name, c]));
+const byName = new Map<string, Command>(COMMANDS.map((c) => [c.name, c]));
 
 /** Runs one command of a program; never throws: a failure is its code and message. */
 export async function dispatch(state: RunState, name: string, args: readonly unknown[]): Promise<{ ok: true; value: unknown } | { ok: false; error: { code: string; message: string } }> {

@@ -3,7 +3,7 @@
 // exactly as to every other command; a point is resolved to the element there (targets.ts atPoint) and judged as a ref.
 import { z } from "zod";
 import { drag, evaluate, highlight, setViewport, upload, VIEWPORT_MAX, VIEWPORT_MIN } from "../tools/programTools.js";
-import type { Command } from "./commands.js";
+import type { Command } from "./command.js";
 import { atPoint, coordinate, resolveTarget, target } from "./targets.js";
 import { actValue, valueOf } from "./values.js";
 

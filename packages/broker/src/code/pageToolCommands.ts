@@ -5,7 +5,7 @@
 // is listed nowhere, and calling its name fails as a made-up name does (both recorded by the runner).
 import { z } from "zod";
 import { runTool } from "../tools/runner.js";
-import type { Command } from "./commands.js";
+import type { Command } from "./command.js";
 import { CommandError, fail } from "./runState.js";
 
 const name = { name: "name", type: "string", schema: z.string().min(1).max(200) };

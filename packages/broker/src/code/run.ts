@@ -1,20 +1,14 @@
 // One browser_run: the program goes to the sandbox with the commands config allows and the run's budgets; each
 // command it calls comes back here (dispatch) and runs as a tool call. The sandbox adds budgets, never a policy.
 import { ERROR_CODES } from "@tabrelay/protocol";
-import type { HostAnswer, HostCall, RunRequest, RunResult } from "@tabrelay/sandbox";
+import type { HostAnswer, HostCall, RunResult } from "@tabrelay/sandbox";
 import { commandAllowed, type RunBudgets } from "../config/codeMode.js";
 import type { BrokerConfig } from "../config/config.js";
-import type { CallContext } from "../tools/tool.js";
+import type { CallContext, SandboxRunner } from "../tools/tool.js";
 import { COMMANDS, dispatch, type Command } from "./commands.js";
 import { RunState } from "./runState.js";
 import { closeTab } from "../tools/tabs.js";
 
-/** What runs programs: the sandbox pool (@tabrelay/sandbox), created by the broker on first use. */
-export interface SandboxRunner {
-  /** `owner` is whose turn it is in the pool's fair queue: the MCP session (runs of one session never starve another's). */
-  run(request: RunRequest, call: (c: HostCall) => Promise<HostAnswer>, signal?: AbortSignal, owner?: string): Promise<RunResult>;
-  close(): Promise<void>;
-}
 
 /** The commands a program may call under this config (code_mode.allow / deny). */
 export function allowedCommands(config: BrokerConfig): Command[] {
@@ -44,7 +38,7 @@ export const RUN_TABS = 20;
 const OPENS_TAB = new Set(["open", "tabs.new"]);
 
 export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec: ProgramRun, signal: AbortSignal): Promise<RunResult> {
-  const commands = allowedCommands(ctx.config).map((c) => c.name);
+  const commands: string[] = allowedCommands(ctx.config).map((c) => c.name);
   // The whole run talks to one browser: the one named, else the newest when it starts (not whichever is newest later).
   const state = new RunState({ run: spec.run, ctx, signal, browser: spec.browser ?? browserAtStart(ctx), tab: spec.tab });
   const turns = new Turns(RUN_IN_FLIGHT);

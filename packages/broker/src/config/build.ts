@@ -8,7 +8,7 @@ import { compileReadPolicy, type CompiledReadPolicy, type ReadPolicyInput } from
 import { patternProblem } from "../policy/text.js";
 import { compileWritePolicy, type CompiledWritePolicy, type WritePolicyInput } from "../policy/writePolicy.js";
 import { compileUserPolicies, userPoliciesSchema, type UserPolicy } from "./userPolicies.js";
-import { COMMAND_NAMES } from "../code/commands.js";
+import { COMMAND_NAMES } from "../code/commandNames.js";
 import { codeModeFileSchema, codeModeSettings, type CodeModeSettings } from "./codeMode.js";
 import { browserSourceSettings, browsersFileSchema, type BrowserSourceSettings } from "./browsers.js";
 import { chatFileSchema, chatSettings, type ChatSettings } from "./chat.js";

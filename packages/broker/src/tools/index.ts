@@ -3,7 +3,7 @@ import { listBrowsers } from "./browsers.js";
 import { query } from "./query.js";
 import { readPage, readUrl } from "./read.js";
 import { activateTab, closeTab, history, listTabs, navigate, openTab } from "./tabs.js";
-import { browserApi, browserRun } from "./run.js";
+import { browserApi, browserRun } from "../code/browserRun.js";
 import { screenshot } from "./screenshot.js";
 import { snapshot } from "./snapshot.js";
 import type { Tool } from "./tool.js";

@@ -8,6 +8,7 @@ import { gateFrame, type FrameVerdict } from "../gate/decisions.js";
 import { checkLanding } from "../gate/enforce.js";
 import type { CompiledReadPolicy } from "../policy/readPolicy.js";
 import { defineTool, fields } from "./tool.js";
+import type { CachedSnapshot, Line } from "./snapshotCache.js";
 
 // Drawn on first use: a Workers isolate may not generate random values while its module loads.
 let instance: string | undefined;
@@ -20,26 +21,10 @@ export function nextRevision(): string {
   return `r${counter}-${instance}`;
 }
 
-interface CachedSnapshot {
-  revision: string;
-  url: string;
-  title: string;
-  lines: Line[];
-  /** A frame's walk stopped at the in-page node limit. */
-  capped: boolean;
-}
 
 /** The in-page walk's node limit, as told to the agent. */
 const CAPPED_AT = withThousands(SNAPSHOT_MAX_NODES);
 
-interface Line {
-  text: string;
-  /** Lower-cased searchable text: role, name, value. */
-  haystack: string;
-  /** The element the line shows, and where its `[ref=...]` starts in `text` (code mode renames refs there). */
-  node?: SnapshotNode;
-  refAt?: number;
-}
 
 /** One line of a snapshot as a program sees it (code mode): its text, and the element's facts when it shows one. */
 export interface SnapshotLineValue {
@@ -48,24 +33,6 @@ export interface SnapshotLineValue {
   node?: { ref?: string; role: string; name: string; value?: string; level?: number; states?: string[]; hidden?: boolean; offscreen?: boolean };
 }
 
-/** The last snapshot of each tab, so paging and find keep the refs of one revision valid. */
-export class SnapshotCache {
-  readonly #byTab = new Map<string, CachedSnapshot>();
-
-  get(browserId: string, tabId: number): CachedSnapshot | undefined {
-    return this.#byTab.get(`${browserId}:${tabId}`);
-  }
-
-  set(browserId: string, tabId: number, snapshot: CachedSnapshot): void {
-    this.#byTab.set(`${browserId}:${tabId}`, snapshot);
-    if (this.#byTab.size > 64) this.#byTab.delete(this.#byTab.keys().next().value ?? "");
-  }
-
-  /** The tab's page started another revision (a query): its last snapshot's refs are stale. */
-  forget(browserId: string, tabId: number): void {
-    this.#byTab.delete(`${browserId}:${tabId}`);
-  }
-}
 
 /** Names and values inside the envelope: one line, nothing invisible, capped, so they cannot forge snapshot lines. */
 function quote(text: string): string {

@@ -1,4 +1,5 @@
 import { type ErrorCode, type TabInfo } from "@tabrelay/protocol";
+import type { HostAnswer, HostCall, RunRequest, RunResult } from "@tabrelay/sandbox";
 import { z } from "zod";
 import type { AuditBegun, AuditRecord } from "../audit/auditLog.js";
 import type { BrowserDriver } from "../drivers/driver.js";
@@ -12,8 +13,7 @@ import type { Caller } from "../gate/decisions.js";
 import type { Denials } from "../gate/tabRecord.js";
 import type { ToolResponse } from "./response.js";
 import type { ScreenshotStore } from "../screenshots/store.js";
-import type { SnapshotCache } from "./snapshot.js";
-import type { SandboxRunner } from "../code/run.js";
+import type { SnapshotCache } from "./snapshotCache.js";
 import type { BrowserSessions } from "../launch/sessions.js";
 import type { Principal } from "../users/principal.js";
 import { IDEMPOTENCY_FIELD, IDEMPOTENCY_KEY_PATTERN, type Idempotency } from "./idempotency.js";
@@ -29,6 +29,13 @@ export interface AuditSink {
    * `tabrelay audit --run <id>`. Optional: a sink without it (the stateless Worker's) keeps the records only.
    */
   saveRunOutput?(run: string, user: string | undefined, output: string): void;
+}
+
+/** What runs programs (code mode): the sandbox pool (@tabrelay/sandbox), created by the broker on first use. */
+export interface SandboxRunner {
+  /** `owner` is whose turn it is in the pool's fair queue: the MCP session (runs of one session never starve another's). */
+  run(request: RunRequest, call: (c: HostCall) => Promise<HostAnswer>, signal?: AbortSignal, owner?: string): Promise<RunResult>;
+  close(): Promise<void>;
 }
 
 export interface ToolContext {

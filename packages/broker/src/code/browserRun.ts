@@ -1,15 +1,17 @@
+// Code mode's two tools, browser_run (a program in the sandbox, each of its commands a tool call) and browser_api
+// (the browse API's declarations and guide): with code mode, which they are the face of; the tool table lists them.
 import { z } from "zod";
 import { BUDGETS, runBudgets } from "../config/codeMode.js";
 import type { BrokerConfig } from "../config/config.js";
-import { apiCompact, apiDeclarations, apiGuide } from "../code/apiDoc.js";
-import { allowedCommands, runProgram } from "../code/run.js";
-import { COMMANDS } from "../code/commands.js";
 import { randomHex } from "../util/bytes.js";
 import { TabrelayError } from "../util/errors.js";
 import { sha256Hex } from "../util/sha256.js";
-import { boundRunOutput } from "./runResult.js";
-import { sessionsOf } from "./sessions.js";
-import { defineTool, fields } from "./tool.js";
+import { boundRunOutput } from "../tools/runResult.js";
+import { sessionsOf } from "../tools/sessions.js";
+import { defineTool, fields } from "../tools/tool.js";
+import { apiCompact, apiDeclarations, apiGuide } from "./apiDoc.js";
+import { COMMANDS } from "./commands.js";
+import { allowedCommands, runProgram } from "./run.js";
 
 /** The .d.ts and the guide of the browse API under this broker's config (browser_api, GET /api.d.ts and /api.md). */
 export function apiDocs(config: BrokerConfig): { declarations: string; guide: string } {
