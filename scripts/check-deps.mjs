@@ -85,6 +85,12 @@ const rules = [
     typeFolders: [`${BROKER}/config`],
     why: "policy is pure decisions: it imports nothing but config types and util",
   },
+  {
+    dir: BROKER,
+    except: [`${BROKER}/policy`, `${BROKER}/gate`, `${BROKER}/config`, `${BROKER}/index.ts`, `${BROKER}/core.ts`],
+    deny: [`${BROKER}/policy`],
+    why: "the policy is reached through the gate (gate/decisions.ts), compiled by config; only the package's entries re-export from it",
+  },
 ];
 const CORE_ROOTS = [`${BROKER}/core.ts`, `${BROKER}/mcp/adapter.ts`];
 const NODE_ONLY = ["ws", "@hono/node-server", "@aws-sdk"];
@@ -213,6 +219,55 @@ for (const dir of readdirSync(join(root, "packages"))) {
   }
   for (const circle of stronglyConnected(graph).filter((c) => c.length > 1)) {
     problems.push(`a circle of ${circle.length} modules (each reaches the others through its imports; break it by moving what they share below them): ${circle.sort().join(", ")}`);
+  }
+}
+
+// The broker's floors, the ground first (docs/development.md, "The broker's floors"). Each folder of packages/broker/src (or
+// file at its top, by its name) stands on one floor and imports only from the floors below it: never a folder on a
+// floor above (an arrow back up), never another folder of its own floor (siblings stay apart). Type imports count: a
+// type is a dependency of meaning. Written as Playwright keeps a DEPS.list per folder, read from every import.
+const FLOORS = [
+  { floor: ["util", "version", "assets", "auth"], why: "leaves: helpers with no opinion of the product" },
+  { floor: ["policy"], why: "the user's policy, compiled: pure decisions over URLs and element facts" },
+  { floor: ["store"], why: "where state lasts (SQLite, PostgreSQL)" },
+  { floor: ["config"], why: "config.yaml read, checked and compiled into policies and settings" },
+  { floor: ["users"], why: "who calls: principals and their tokens" },
+  { floor: ["audit", "screenshots"], why: "what every call leaves behind: its record, its images" },
+  { floor: ["drivers"], why: "browsers, driven: mechanics only, decisions handed in" },
+  { floor: ["http"], why: "the HTTP doors' helpers: bodies, forwarded addresses, /health" },
+  { floor: ["gate"], why: "every decision the policy takes about a call, and what it does to tabs" },
+  { floor: ["extract", "liveConfig", "launch"], why: "HTML to Markdown; the config as it changes; browsers started" },
+  { floor: ["tools"], why: "the tools, the runner every call passes, and the interfaces of the services they use" },
+  { floor: ["cluster", "code"], why: "services over the tools: other brokers of a cluster, code mode" },
+  { floor: ["catalog", "mcp"], why: "every tool offered, in order; MCP served over the tools" },
+  { floor: ["pages"], why: "the tools web pages offer (page tools, WebMCP), served as MCP tools" },
+  { floor: ["dashboard"], why: "the user's view of it all" },
+  { floor: ["app", "core"], why: "the HTTP app; the runtime-neutral core" },
+  { floor: ["server"], why: "the Node broker, assembled" },
+  { floor: ["index"], why: "the package's entry" },
+];
+const floorOf = new Map(FLOORS.flatMap(({ floor }, i) => floor.map((name) => [name, i])));
+/** A broker file's folder (or, at the top, its name without .ts): the unit that stands on a floor. */
+const unitOf = (rel) => relative(BROKER, rel).split("/")[0].replace(/\.ts$/, "");
+for (const file of files(join(root, BROKER))) {
+  const rel = relative(root, file);
+  const from = unitOf(rel);
+  const at = floorOf.get(from);
+  if (at === undefined) {
+    problems.push(`${rel}: ${from} stands on no floor of the broker: add it to FLOORS in scripts/check-deps.mjs`);
+    continue;
+  }
+  for (const { spec } of imports(readFileSync(file, "utf8"))) {
+    if (!spec.startsWith(".")) continue;
+    const to = unitOf(target(file, spec));
+    if (to === from) continue;
+    const there = floorOf.get(to);
+    if (there === undefined || there < at) continue;
+    problems.push(
+      there > at
+        ? `${rel}: imports ${spec}, an arrow back up (${from}, floor ${at + 1}: ${FLOORS[at].why}; ${to} stands above it, floor ${there + 1}): move what both need down, or hand it in from above`
+        : `${rel}: imports ${spec}, a sibling on its own floor (${FLOORS[at].floor.join(", ")}: ${FLOORS[at].why}): move what both need below them`,
+    );
   }
 }
 

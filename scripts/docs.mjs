@@ -32,7 +32,7 @@ function cliReference() {
 }
 
 async function toolsReference() {
-  const { tools } = await import(at("packages/broker/dist/tools/index.js").href);
+  const { tools } = await import(at("packages/broker/dist/catalog.js").href);
   const { advertisedInputSchema } = await import(at("packages/broker/dist/mcp/adapter.js").href);
   const listed = tools.filter((tool) => !tool.programOnly);
   return [

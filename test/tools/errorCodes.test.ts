@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { tools } from "../../packages/broker/src/tools/index.js";
+import { tools } from "../../packages/broker/src/catalog.js";
 import { errorScopeOf, errorsSentence, EVERY_TOOL_ERRORS } from "../../packages/broker/src/tools/tool.js";
 import { ERROR_CODES } from "../../packages/protocol/src/index.js";
 

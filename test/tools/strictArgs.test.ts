@@ -6,7 +6,7 @@ import type { TabInfo } from "../../packages/protocol/src/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, connectClient, startBroker, type TestBroker } from "../harness.js";
 import { StubExtension } from "../stubExtension.js";
-import { tools as TABLE } from "../../packages/broker/src/tools/index.js";
+import { tools as TABLE } from "../../packages/broker/src/catalog.js";
 
 let broker: TestBroker;
 let stub: StubExtension;

@@ -7,9 +7,9 @@
 // sink, a sandbox (ToolContext.sandbox); the Node broker (index.ts) provides them from ws and the disk.
 
 // The tool table, its runner and what a call's context is made of.
-export { tools, toolsFor, programTools } from "./tools/index.js";
+export { tools, toolsFor, programTools } from "./catalog.js";
 export { runTool, type RunOptions } from "./tools/runner.js";
-export type { AuditSink, CallContext, PageToolSource, SandboxRunner, Tool, ToolContext, ToolKind } from "./tools/tool.js";
+export type { CallContext, PageToolSource, SandboxRunner, Tool, ToolContext, ToolKind } from "./tools/tool.js";
 export type { RenderedResult } from "./tools/response.js";
 export { SnapshotCache } from "./tools/snapshotCache.js";
 export { DocCache } from "./tools/docCache.js";
@@ -18,7 +18,7 @@ export { enforceOnCommit, endSessionLeases } from "./gate/enforce.js";
 export { cdpPolicyOptions } from "./gate/networkPolicy.js";
 export type { Caller } from "./gate/decisions.js";
 // Audit records as the runner writes them (types only: the SQLite log is Node's; a host brings its own AuditSink).
-export type { AuditBegun, AuditDecision, AuditRecord } from "./audit/auditLog.js";
+export type { AuditBegun, AuditDecision, AuditRecord, AuditSink } from "./audit/auditLog.js";
 
 // Browsers: the registry the runner picks from, and the CDP driver over the host's WebSocket.
 export { BrowserRegistry, type RegistryEvents } from "./drivers/registry.js";

@@ -12,7 +12,7 @@ export { connectHttpClient } from "./mcp/adapter.js";
 export { checkBroker, BrokerNotProven, BrokerUnreachable } from "./mcp/brokerProof.js";
 export { Relay, type RelayOptions } from "./mcp/relay.js";
 export { StdinLines, STDIO_LINE_LIMIT, type StdinLine, type JsonRpcMessage } from "./mcp/stdioLines.js";
-export { tools, toolsFor } from "./tools/index.js";
+export { tools, toolsFor } from "./catalog.js";
 export { findChromium, builtExtensionDir, prepareExtension, launchChromium, chromiumArgs, LaunchError, type LaunchedBrowser } from "./launch/chromium.js";
 export { parseRankingCsv } from "./policy/topSites.js";
 export { allowRead, grantWrite, type GrantKind, type Edited } from "./config/edit.js";

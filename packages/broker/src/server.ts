@@ -15,7 +15,7 @@ import { getRequestListener } from "@hono/node-server";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
 import type { DashboardChat } from "./dashboard/chat.js";
-import { createHttpApp, type HttpApp } from "./http/app.js";
+import { createHttpApp, type HttpApp } from "./app.js";
 import { dashboardTeam } from "./dashboard/team.js";
 import { Door } from "./http/door.js";
 import { Forwarding } from "./http/forwarded.js";
@@ -26,7 +26,7 @@ import { DEFAULT_USER_ID, ownerOf, type Principal } from "./users/principal.js";
 import type { User } from "./store/store.js";
 import { LocalScreenshotStore, S3ScreenshotStore, type ScreenshotStore } from "./screenshots/store.js";
 import { DocCache } from "./tools/docCache.js";
-import { toolsFor } from "./tools/index.js";
+import { toolsFor } from "./catalog.js";
 import { apiDocs } from "./code/browserRun.js";
 import { lazySandbox } from "./code/sandbox.js";
 import { useNodeExtractRunner } from "./extract/nodeRunner.js";
@@ -469,7 +469,7 @@ export class Broker {
 
   /** Loaded only for a cluster member: a single broker never pays for Redis. */
   async #joinCluster(redisUrl: string): Promise<void> {
-    const [{ Cluster }, { runForwarded }, { programTools }] = await Promise.all([import("./cluster/cluster.js"), import("./tools/runner.js"), import("./tools/index.js")]);
+    const [{ Cluster }, { runForwarded }, { programTools }] = await Promise.all([import("./cluster/cluster.js"), import("./tools/runner.js"), import("./catalog.js")]);
     const fingerprint = createHash("sha256").update(`${this.config.mcpToken}\n${this.config.pairingToken}`).digest("hex").slice(0, 16);
     const cluster = await Cluster.join({ redisUrl, registry: this.registry, log: this.#log, fingerprint, brokerId: this.brokerId });
     const byName = new Map([...toolsFor(this.config), ...programTools].map((tool) => [tool.name, tool]));

@@ -52,6 +52,19 @@ export interface AuditHealth {
 
 export type AuditBegun = { ok: true; id: number } | { ok: false; error: string };
 
+
+/** Where every tool call leaves its record (the SQLite audit log in the broker). A write is begun before it is sent. */
+export interface AuditSink {
+  record(rec: AuditRecord): void;
+  begin(rec: Omit<AuditRecord, "decision" | "durationMs">): AuditBegun;
+  complete(id: number, rec: AuditRecord): void;
+  /**
+   * Keeps a code-mode run's whole output (its value and logs, JSON) when what the agent got was cut, for
+   * `tabrelay audit --run <id>`. Optional: a sink without it (the stateless Worker's) keeps the records only.
+   */
+  saveRunOutput?(run: string, user: string | undefined, output: string): void;
+}
+
 export const AUDIT_DB_FILE = "audit.db";
 /** The longest a text field is stored (in UTF-16 code units, the marker included). */
 export const AUDIT_FIELD_MAX = 500;

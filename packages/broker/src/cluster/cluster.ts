@@ -19,7 +19,7 @@ import type { BrowserRegistry } from "../drivers/registry.js";
 import type { CallOutcome } from "../tools/idempotency.js";
 import type { Logger } from "../util/log.js";
 import { ownerOf } from "../users/principal.js";
-import type { ClusterLink, Directory, EmergencyStop, ForwardedCall, RemoteBrowser, SessionDirectory, SharedSession, SharedTable } from "./link.js";
+import type { ClusterLink, Directory, EmergencyStop, ForwardedCall, RemoteBrowser, SessionDirectory, SharedSession, SharedTable } from "../tools/clusterLink.js";
 import { SharedState } from "./shared.js";
 import { failure, K, lost, redact, serverOf, type Message } from "./wire.js";
 

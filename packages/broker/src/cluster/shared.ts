@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "../util/log.js";
-import type { Directory, EmergencyStop, SharedTable } from "./link.js";
+import type { Directory, EmergencyStop, SharedTable } from "../tools/clusterLink.js";
 import { K, type Message, type Publish } from "./wire.js";
 
 interface Table {

@@ -2,7 +2,7 @@
 import type { ErrorCode } from "@tabrelay/protocol";
 import type { BrowserInfo } from "../drivers/driver.js";
 import type { CallOutcome } from "../tools/idempotency.js";
-import type { ForwardedCall } from "./link.js";
+import type { ForwardedCall } from "../tools/clusterLink.js";
 
 export const K = {
   broker: (id: string) => `tabrelay:broker:${id}`,

@@ -1,7 +1,7 @@
 // One browse command as code mode declares it (its name, parameters, declared result, doc line) and runs it: the
 // shape commands.ts's table and the tables it takes in (pageCommands.ts, pageToolCommands.ts) are made of.
 import type { Param } from "./args.js";
-import type { CommandName } from "./commandNames.js";
+import type { CommandName } from "../config/commandNames.js";
 import type { RunState } from "./runState.js";
 
 export interface Command {

@@ -2,7 +2,7 @@
 // and of the dispatch (dispatch below). Each command calls the existing tools through RunState.call (runTool), so
 // the gate, leases, strict arguments and audit apply to a program's commands exactly as to MCP calls.
 import { z } from "zod";
-import type { CommandName } from "./commandNames.js";
+import type { CommandName } from "../config/commandNames.js";
 import type { Command } from "./command.js";
 import { click, fill, hover, pressKey, scroll, selectOption, setChecked, waitFor } from "../tools/act.js";
 import { describeRef, query } from "../tools/query.js";

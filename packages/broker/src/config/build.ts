@@ -8,12 +8,12 @@ import { compileReadPolicy, type CompiledReadPolicy, type ReadPolicyInput } from
 import { patternProblem } from "../policy/text.js";
 import { compileWritePolicy, type CompiledWritePolicy, type WritePolicyInput } from "../policy/writePolicy.js";
 import { compileUserPolicies, userPoliciesSchema, type UserPolicy } from "./userPolicies.js";
-import { COMMAND_NAMES } from "../code/commandNames.js";
+import { COMMAND_NAMES } from "./commandNames.js";
 import { codeModeFileSchema, codeModeSettings, type CodeModeSettings } from "./codeMode.js";
 import { browserSourceSettings, browsersFileSchema, type BrowserSourceSettings } from "./browsers.js";
 import { chatFileSchema, chatSettings, type ChatSettings } from "./chat.js";
 import { pageToolGrantsSchema, pagesFileSchema, pagesSettings, type PagesSettings } from "./pages.js";
-import { rangeProblem } from "../http/forwarded.js";
+import { rangeProblem } from "../util/addresses.js";
 
 /** The extension's ID, fixed by the `key` in its manifest; the bridge accepts only these origins. */
 export const BUILTIN_EXTENSION_ID = "bkcjhkpmfjmfjkljdlooigoilajjfhpb";

@@ -5,14 +5,14 @@
 import { existsSync } from "node:fs";
 import type { TabInfo, WireError } from "@tabrelay/protocol";
 import type { AuditLog } from "../audit/auditLog.js";
-import type { ClusterLink } from "../cluster/link.js";
+import type { ClusterLink } from "../tools/clusterLink.js";
 import type { BrokerConfig } from "../config/config.js";
 import type { ConfigStatus } from "../config/reload.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import { tabLeases } from "../gate/leases.js";
 import { builtExtensionDir } from "../launch/chromium.js";
 import type { PageToolRegistry } from "../pages/registry.js";
-import type { PageToolPolicy } from "../policy/pageToolPolicy.js";
+import { gatePageTool, type PageToolPolicy } from "../gate/decisions.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
 import type { SecretRegistry } from "../util/secrets.js";
@@ -236,7 +236,7 @@ export class DashboardApi {
           hash: t.hash.slice(0, HASH_SHOWN),
           approvedHash: approved ? approved.slice(0, HASH_SHOWN) : null,
           state: t.state,
-          granted: policy.check(t.origin, t.name).ok,
+          granted: gatePageTool(policy, t.origin, t.name).ok,
         };
       }),
     };

@@ -4,7 +4,7 @@
 // This module holds the routes and their door checks, and the emergency stop; the login and sessions are in
 // sessions.ts, the API the page calls in api.ts (its audit stream in auditStream.ts), the HTML in page.ts.
 import type { AuditLog } from "../audit/auditLog.js";
-import type { ClusterLink } from "../cluster/link.js";
+import type { ClusterLink } from "../tools/clusterLink.js";
 import type { Forwarding } from "../http/forwarded.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import type { PageToolRegistry } from "../pages/registry.js";

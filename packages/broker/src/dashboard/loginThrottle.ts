@@ -6,7 +6,7 @@
 //   cap on every guess from everywhere, and spreading guesses over many addresses does not help.
 // Named users, when they come, pass their name as `user`; a wrong name then still counts against its source.
 import { isIP } from "node:net";
-import { addressBlock } from "../http/forwarded.js";
+import { addressBlock } from "../util/addresses.js";
 
 export interface LoginLimits {
   /** The window in which failures count. */

@@ -1,10 +1,10 @@
 // The dashboard's door: the login form (the access token, a signed CSRF nonce, the login throttle) and the sessions
 // it opens (a cookie naming a session the broker keeps in memory, its CSRF token, the audit streams it holds open).
-// In a cluster (cluster/link.ts) a login is also kept in the cluster's directory, so that whichever broker the load
+// In a cluster (tools/clusterLink.ts) a login is also kept in the cluster's directory, so that whichever broker the load
 // balancer picks for the next request knows it, and a logout on one broker ends it on all.
 import { createHash, createHmac, randomBytes } from "node:crypto";
-import type { ClusterLink, Directory } from "../cluster/link.js";
-import { canonicalAddress } from "../http/forwarded.js";
+import type { ClusterLink, Directory } from "../tools/clusterLink.js";
+import { canonicalAddress } from "../util/addresses.js";
 import type { Logger } from "../util/log.js";
 import { safeEqual } from "../util/secrets.js";
 import type { Principal } from "../users/principal.js";

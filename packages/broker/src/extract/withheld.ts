@@ -1,6 +1,6 @@
 // What a conversion withheld because the page does not show it to a person: counted, and tested for text that
 // addresses AI agents (the write gate's decoy test), which the agent is told about but never shown.
-import { addressesAgents } from "./hiddenText.js";
+import { addressesAgents } from "../gate/decoy.js";
 
 export interface Withheld {
   /** Hidden elements (or elements whose own text is hidden) that held text. */

@@ -7,13 +7,18 @@
 // - gateFrame:      one rule for every frame, whoever reads it (read, snapshot, query, actions).
 // - gateWrite:      an action on an element: its frame first, then the write policy on the tab and the facts.
 // - gateEval:       an expression run in a tab's top document (code mode's eval): the write policy's eval grant.
+// - judgeFrames:    gateFrame over a snapshot's frames, each judged through the frames holding it.
+// - gatePageTool:   a page tool (WebMCP, @tabrelay/page): the user's policy.write.page_tools grant for its origin.
 // - gateStopped:    a navigation request the network rules stopped: tabrelay's refusal, or someone else's.
 // - gateLease:      whether an MCP session may use a tab another session may hold (gate/leases.ts keeps the leases).
-import type { ActionKind, ElementFacts } from "@tabrelay/protocol";
+import type { ActionKind, ElementFacts, FrameSnapshot } from "@tabrelay/protocol";
 import { canonicalizeUrl } from "../policy/canonicalUrl.js";
 import type { CompiledReadPolicy } from "../policy/readPolicy.js";
 import type { CompiledWritePolicy } from "../policy/writePolicy.js";
+import type { PageToolPolicy, PageToolVerdict } from "../policy/pageToolPolicy.js";
 import type { Principal } from "../users/principal.js";
+
+export type { CompiledReadPolicy, PageToolPolicy };
 
 /** What the gate says. A refusal carries the error code the call fails with, the rule and the reason. */
 export type Verdict = { ok: true; rule?: string } | Refusal;
@@ -90,6 +95,27 @@ export function gateFrames(policy: CompiledReadPolicy, topUrl: string, frames: r
 }
 
 /**
+ * Each frame's verdict by the gate's one frame rule (gateFrame), judged through its holders: an
+ * about:srcdoc frame is judged by the frame (or page) holding it. Drivers list frames in any order.
+ */
+export function judgeFrames(policy: CompiledReadPolicy, frames: readonly Omit<FrameSnapshot, "nodes">[]): Map<number, FrameVerdict> {
+  const byId = new Map(frames.map((f) => [f.frameId, f]));
+  const verdicts = new Map<number, FrameVerdict>();
+  const judge = (frame: Omit<FrameSnapshot, "nodes">, depth: number): FrameVerdict => {
+    const known = verdicts.get(frame.frameId);
+    if (known) return known;
+    const top = frame.frameId === 0;
+    const parent = byId.get(frame.parentFrameId);
+    const holder = parent && depth < 32 ? judge(parent, depth + 1).url || undefined : undefined;
+    const verdict: FrameVerdict = top ? { ok: true, url: frame.url } : gateFrame(policy, frame, holder);
+    verdicts.set(frame.frameId, verdict);
+    return verdict;
+  };
+  for (const frame of frames) judge(frame, 0);
+  return verdicts;
+}
+
+/**
  * An action on an element. The element's frame must be readable (the frame's own URL: facts do not say what holds
  * an about: frame, so such a frame is refused rather than guessed), then the write policy decides on the tab's
  * URL and what the page reported about the element.
@@ -103,6 +129,11 @@ export function gateWrite(read: CompiledReadPolicy, write: CompiledWritePolicy, 
 /** An expression run in the top document of a tab at `tabUrl`: it needs the write.eval grant for the tab's host. */
 export function gateEval(write: CompiledWritePolicy, tabUrl: string): Verdict {
   return write.checkEval(tabUrl);
+}
+
+/** A page tool `name` offered by `origin`: only with a grant (a page tool runs with the user's session: a write). */
+export function gatePageTool(policy: PageToolPolicy, origin: string, name: string): PageToolVerdict {
+  return policy.check(origin, name);
 }
 
 /** A navigation request the network rules stopped: tabrelay's refusal when the read policy refuses the URL. */

@@ -4,18 +4,31 @@
 // audited. The decisions themselves are decisions.ts; nothing here decides on its own.
 import type { TabInfo } from "@tabrelay/protocol";
 import type { BrowserDriver } from "../drivers/driver.js";
-import type { ToolContext } from "../tools/tool.js";
+import type { AuditSink } from "../audit/auditLog.js";
+import type { BrokerConfig } from "../config/config.js";
+import type { BrowserRegistry } from "../drivers/registry.js";
+import type { Logger } from "../util/log.js";
+import type { Denials } from "./tabRecord.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { BLANK, gateNavigation, gateStopped, gateTab } from "./decisions.js";
 import { tabLeases } from "./leases.js";
 import { configFor } from "../config/userPolicies.js";
 
+/** What the gate works with: the browsers, the (call's) config, its record of caught navigations, the audit log. */
+export interface GateContext {
+  registry: BrowserRegistry;
+  config: BrokerConfig;
+  denials: Denials;
+  audit: AuditSink;
+  log: Logger;
+}
+
 /**
  * Refuses a URL before the browser is told to go anywhere, and returns the canonical form to load, so the
  * URL that was checked is exactly the URL the browser goes to.
  */
-export function checkBeforeNavigation(ctx: ToolContext, url: string): string {
+export function checkBeforeNavigation(ctx: GateContext, url: string): string {
   const verdict = gateNavigation(ctx.config.policy, url);
   if (!verdict.ok) throw new TabrelayError(verdict.code, verdict.message, verdict.rule);
   return verdict.url;
@@ -26,7 +39,7 @@ export function checkBeforeNavigation(ctx: ToolContext, url: string): string {
  * off-policy landing is reset to about:blank (or closed, for a tab opened just for this call) and refused.
  */
 export async function checkLanding(
-  ctx: ToolContext,
+  ctx: GateContext,
   browser: BrowserDriver,
   tab: TabInfo,
   options: { requestedUrl?: string; closeOnDeny?: boolean },
@@ -52,7 +65,7 @@ export async function checkLanding(
  * read.load_timeout_ms, which is a timeout to report, not a landing to judge (checkLanding). `close`: the tab was
  * opened for this call alone and goes.
  */
-export async function checkCommitted(ctx: ToolContext, browser: BrowserDriver, tab: TabInfo, requestedUrl: string, close: boolean): Promise<void> {
+export async function checkCommitted(ctx: GateContext, browser: BrowserDriver, tab: TabInfo, requestedUrl: string, close: boolean): Promise<void> {
   if (tab.url !== "" || ctx.denials.peek(browser.info.browserId, tab.tabId) !== undefined) return;
   if (close) await browser.call("tabs.close", { tabId: tab.tabId });
   throw new TabrelayError(
@@ -68,7 +81,7 @@ const WENT_AWAY = new Set(["restricted_page", "navigation_failed", "no_such_tab"
  * The policy_denied a failed call on `tabId` really was, when the tab's page was caught going off-policy (its
  * navigation stopped, or its landing reset) while the call ran; undefined otherwise.
  */
-export function explainByDenial(ctx: ToolContext, browser: BrowserDriver, tabId: number | undefined, error: TabrelayError): TabrelayError | undefined {
+export function explainByDenial(ctx: GateContext, browser: BrowserDriver, tabId: number | undefined, error: TabrelayError): TabrelayError | undefined {
   if (tabId === undefined || !WENT_AWAY.has(error.code)) return undefined;
   const caught = ctx.denials.take(browser.info.browserId, tabId);
   if (!caught) return undefined;
@@ -87,7 +100,7 @@ const AUDIT_BLOCKED_WINDOW_MS = 10_000;
  * Wires the browser's navigation events to the policy: every committed top-level URL of an agent tab is checked,
  * and every navigation request the network rules stopped is recorded (for the tool that caused it) and audited.
  */
-export function enforceOnCommit(ctx: ToolContext): void {
+export function enforceOnCommit(ctx: GateContext): void {
   // The leases follow the same events from the start (a popup of a leased tab is leased too).
   tabLeases(ctx.registry, ctx.config);
   const audited = new Map<string, { since: number; count: number }>();
@@ -143,7 +156,7 @@ export function enforceOnCommit(ctx: ToolContext): void {
  * An MCP session ended: its leases end, and the tabs it opened that it still held (not idle, not kept) are closed.
  * Never throws; a browser that is gone has nothing to close.
  */
-export function endSessionLeases(ctx: ToolContext, session: string): void {
+export function endSessionLeases(ctx: GateContext, session: string): void {
   for (const { browserId, tabId } of tabLeases(ctx.registry, ctx.config).endSession(session, Date.now())) {
     const browser = ctx.registry.list().find((b) => b.info.browserId === browserId);
     ctx.denials.forget(browserId, tabId);

@@ -5,7 +5,7 @@
 import type { OAuthResource } from "../auth/oauth.js";
 import type { Users } from "../users/users.js";
 import type { Logger } from "../util/log.js";
-import type { Admission, Refusal, ResourceMetadata } from "./app.js";
+import type { Admission, Refusal, ResourceMetadata } from "./admission.js";
 import type { Forwarding } from "./forwarded.js";
 
 /** Where RFC 9728 metadata is looked for: the path-suffixed URL for /mcp, and the root one some clients try first. */

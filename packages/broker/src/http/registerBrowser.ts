@@ -5,7 +5,7 @@ import type { BrowserDriver } from "../drivers/driver.js";
 import type { Principal } from "../users/principal.js";
 import { TabrelayError } from "../util/errors.js";
 import type { SecretRegistry } from "../util/secrets.js";
-import { challengeHeader } from "./app.js";
+import { challengeHeader } from "./admission.js";
 import { readLimited } from "./body.js";
 import type { Door } from "./door.js";
 

@@ -1,6 +1,6 @@
 // Streamable HTTP MCP sessions for the Node broker: one MCP server per session (mcp/adapter.ts createMcpServer), each
 // bound to the user who opened it, capped in all and per client, expired when idle; in a cluster, shared through the
-// cluster's session directory (cluster/link.ts), so that a session opened on one broker goes on on any other.
+// cluster's session directory (tools/clusterLink.ts), so that a session opened on one broker goes on on any other.
 import { endSessionLeases } from "../gate/enforce.js";
 import { readLimited } from "../http/body.js";
 import type { Tool, ToolContext } from "../tools/tool.js";
@@ -23,7 +23,7 @@ interface HttpSession {
   client: string;
   clientKey: string;
   lastUsed: number;
-  /** When the cluster's copy was last kept alive (cluster/link.ts SessionDirectory.touch). */
+  /** When the cluster's copy was last kept alive (tools/clusterLink.ts SessionDirectory.touch). */
   touched: number;
   /** Calls (tools/call, prompts/get) still running. */
   calls: number;
@@ -72,7 +72,7 @@ export class HttpSessions {
     const existing = found && found.user.user === user.user ? found : undefined;
     if (existing) return this.#use(existing, req);
     if (sessionId) {
-      // A cluster's session opened on another broker: taken up here, as its user's (cluster/link.ts).
+      // A cluster's session opened on another broker: taken up here, as its user's (tools/clusterLink.ts).
       const adopted = await this.#adopt(sessionId, user);
       if (adopted) return this.#use(adopted, req);
       return jsonRpcError(404, "Session not found: it expired or the broker restarted; initialize a new session");

@@ -1,10 +1,10 @@
 // Page tools across a cluster (issue 16 §3): a page's /page socket reaches one broker through the load balancer, its
 // user's MCP sessions any broker. Each broker writes the tools its pages offer, per user, into a shared table; each
 // lists its own and the others' to a user's sessions, and a call for a tool offered on another broker is carried
-// there (cluster/link.ts forward) and runs, gated and audited, where the page is. Prompts likewise: listed from a
-// second table, and a prompt of a page on another broker is asked of that broker (cluster/link.ts ask).
+// there (tools/clusterLink.ts forward) and runs, gated and audited, where the page is. Prompts likewise: listed from a
+// second table, and a prompt of a page on another broker is asked of that broker (tools/clusterLink.ts ask).
 import { z } from "zod";
-import type { SharedTable } from "../cluster/link.js";
+import type { SharedTable } from "../tools/clusterLink.js";
 import type { PageToolInfo } from "@tabrelay/page/wire";
 import type { PagePromptEntry } from "./registry.js";
 import { TabrelayError } from "../util/errors.js";

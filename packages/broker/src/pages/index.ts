@@ -1,8 +1,9 @@
 // Page tools, put together for the broker: the registry of what pages offer, the /page door, page tokens, and the
 // dynamic part of the MCP tool list (tools and prompts that come and go with pages).
 import type { DynamicTools } from "../mcp/adapter.js";
-import type { PageToolPolicy } from "../policy/pageToolPolicy.js";
-import type { AuditSink, PageToolSource } from "../tools/tool.js";
+import type { PageToolPolicy } from "../gate/decisions.js";
+import type { AuditSink } from "../audit/auditLog.js";
+import type { PageToolSource } from "../tools/tool.js";
 import { TabrelayError } from "../util/errors.js";
 import type { Logger } from "../util/log.js";
 import { defuseMarkers, pageText } from "../util/pageText.js";
@@ -16,10 +17,9 @@ import { PageToolRegistry } from "./registry.js";
 import { PageSocketServer } from "./socket.js";
 import { mintPageToken, pageTokenKey, PAGE_TOKEN_DEFAULT_TTL_S } from "./tokens.js";
 import { listedPageTools, pageToolByName, pageToolNamed, type PageTool, type PageToolsOptions } from "./tools.js";
-import type { ClusterLink, SharedTable } from "../cluster/link.js";
+import type { ClusterLink, SharedTable } from "../tools/clusterLink.js";
 import { PAGE_PROMPTS_TABLE, PAGE_PROMPT_TOPIC, PAGE_TOOLS_TABLE, promptAnswer, promptRowsOf, remotePageTools, remotePrompts, rowsOf, type PromptMessages } from "./clustered.js";
 
-export { exactOrigin } from "../policy/pageToolPolicy.js";
 export type { PageToolRegistry } from "./registry.js";
 
 export interface PagesOptions {

@@ -7,7 +7,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { PAGE_TOKEN_PROTOCOL_PREFIX } from "@tabrelay/page/wire";
-import type { AuditSink } from "../tools/tool.js";
+import type { AuditSink } from "../audit/auditLog.js";
 import type { Logger } from "../util/log.js";
 import { PageConnection } from "./connection.js";
 import { PAGE_LIMITS } from "./offer.js";

@@ -8,7 +8,7 @@ import type { ErrorCode } from "@tabrelay/protocol";
 import type { PageToolInfo } from "@tabrelay/page/wire";
 import { TabrelayError } from "../util/errors.js";
 import { pageText } from "../util/pageText.js";
-import type { PageToolPolicy } from "../policy/pageToolPolicy.js";
+import { gatePageTool, type PageToolPolicy } from "../gate/decisions.js";
 import type { Tool } from "../tools/tool.js";
 import { PAGE_LIMITS } from "./offer.js";
 import type { PageToolEntry, PageToolRegistry } from "./registry.js";
@@ -58,7 +58,7 @@ export function pageToolFor(entry: PageToolEntry, options: PageToolsOptions): Pa
       }
       // A tool of an agent tab (WebMCP) is under that tab's lease: another session's tab runs nothing of ours.
       if (now.connection.tab) ctx.leases.useOn(now.connection.tab.browserId, now.connection.tab.tabId);
-      const verdict = options.policy().check(now.origin, now.name);
+      const verdict = gatePageTool(options.policy(), now.origin, now.name);
       if (!verdict.ok) throw new TabrelayError("write_denied", verdict.message, verdict.rule);
       response.audit({ rule: verdict.rule });
       const args = raw === undefined ? {} : raw;

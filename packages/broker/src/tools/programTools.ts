@@ -1,7 +1,7 @@
 // Tools available to code-mode programs only (ToolSpec.programOnly): drag, highlight, upload, set_viewport and eval
 // (and describe_ref, beside query in query.ts).
 // They run through the same runner as every tool (strict arguments, tab leases, the gate, the audit record, a write's
-// begun before it is sent) and are never listed over MCP (tools/index.ts keeps them out of `tools`), so the tools/list
+// begun before it is sent) and are never listed over MCP (catalog.ts keeps them out of `tools`), so the tools/list
 // the model reads stays as it is; browse.* commands call them (code/pageCommands.ts).
 import { EVAL_MAX_CHARS, UPLOAD_MAX_BYTES, type DragSpec, type UploadFile } from "@tabrelay/protocol";
 import { z } from "zod";

@@ -4,7 +4,8 @@ import { TabrelayError, unwrap } from "../util/errors.js";
 import { withThousands } from "../util/format.js";
 import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { checkLanding } from "../gate/enforce.js";
-import { judgeFrames, nextRevision } from "./snapshot.js";
+import { judgeFrames } from "../gate/decisions.js";
+import { nextRevision } from "./snapshot.js";
 import { defineTool, fields } from "./tool.js";
 
 const LIMIT_DEFAULT = 20;

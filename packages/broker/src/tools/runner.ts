@@ -7,7 +7,7 @@ import { ToolResponse, type AuditFacts, type RenderedResult } from "./response.j
 import type { CallContext, Tool, ToolContext } from "./tool.js";
 import { DEFAULT_PRINCIPAL, DEFAULT_USER_ID, type Principal } from "../users/principal.js";
 import { configFor } from "../config/userPolicies.js";
-import { ambiguousLabel, locate, type ForwardedCall } from "../cluster/link.js";
+import { ambiguousLabel, locate, type ForwardedCall } from "./clusterLink.js";
 import { ambiguousBrowser, unknownBrowser } from "../drivers/registry.js";
 import { IDEMPOTENCY_FIELD, keyOf, type CallOutcome, type Idempotency, type KeyedAnswer } from "./idempotency.js";
 import type { ErrorCode } from "@tabrelay/protocol";

@@ -1,7 +1,7 @@
 // The tools for browsers the model starts itself (launch/sessions.ts), listed only where config names a source
 // (`browsers.source`). A result names a browser by its registry id and label: never a CDP endpoint nor a provider's
 // connect URL. The provider's live-view URL is the one credential a result carries, revealed on purpose for the user.
-import type { ClusterLink } from "../cluster/link.js";
+import type { ClusterLink } from "./clusterLink.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import type { BrowserSessions, StartedBrowser } from "../launch/sessions.js";
 import { runTool } from "./runner.js";

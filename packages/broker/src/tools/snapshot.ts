@@ -4,9 +4,8 @@ import { randomHex } from "../util/bytes.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { withThousands } from "../util/format.js";
 import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { gateFrame, type FrameVerdict } from "../gate/decisions.js";
+import { judgeFrames, type FrameVerdict } from "../gate/decisions.js";
 import { checkLanding } from "../gate/enforce.js";
-import type { CompiledReadPolicy } from "../policy/readPolicy.js";
 import { defineTool, fields } from "./tool.js";
 import type { CachedSnapshot, Line } from "./snapshotCache.js";
 
@@ -77,27 +76,6 @@ export function decodeNodes(encoded: string): SnapshotNode[] {
 
 interface DecodedFrame extends Omit<FrameSnapshot, "nodes"> {
   nodes: SnapshotNode[];
-}
-
-/**
- * Each frame's verdict by the gate's one frame rule (gate/decisions.ts gateFrame), judged through its holders: an
- * about:srcdoc frame is judged by the frame (or page) holding it. Drivers list frames in any order.
- */
-export function judgeFrames(policy: CompiledReadPolicy, frames: readonly Omit<FrameSnapshot, "nodes">[]): Map<number, FrameVerdict> {
-  const byId = new Map(frames.map((f) => [f.frameId, f]));
-  const verdicts = new Map<number, FrameVerdict>();
-  const judge = (frame: Omit<FrameSnapshot, "nodes">, depth: number): FrameVerdict => {
-    const known = verdicts.get(frame.frameId);
-    if (known) return known;
-    const top = frame.frameId === 0;
-    const parent = byId.get(frame.parentFrameId);
-    const holder = parent && depth < 32 ? judge(parent, depth + 1).url || undefined : undefined;
-    const verdict: FrameVerdict = top ? { ok: true, url: frame.url } : gateFrame(policy, frame, holder);
-    verdicts.set(frame.frameId, verdict);
-    return verdict;
-  };
-  for (const frame of frames) judge(frame, 0);
-  return verdicts;
 }
 
 function renderFrames(frames: DecodedFrame[], verdictOf: (frame: DecodedFrame) => FrameVerdict | undefined): { lines: Line[]; withheld: string[] } {

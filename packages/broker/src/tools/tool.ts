@@ -1,7 +1,7 @@
 import { type ErrorCode, type TabInfo } from "@tabrelay/protocol";
 import type { HostAnswer, HostCall, RunRequest, RunResult } from "@tabrelay/sandbox";
 import { z } from "zod";
-import type { AuditBegun, AuditRecord } from "../audit/auditLog.js";
+import type { AuditSink } from "../audit/auditLog.js";
 import type { BrowserDriver } from "../drivers/driver.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import type { BrokerConfig } from "../config/config.js";
@@ -17,19 +17,7 @@ import type { SnapshotCache } from "./snapshotCache.js";
 import type { BrowserSessions } from "../launch/sessions.js";
 import type { Principal } from "../users/principal.js";
 import { IDEMPOTENCY_FIELD, IDEMPOTENCY_KEY_PATTERN, type Idempotency } from "./idempotency.js";
-import type { ClusterLink } from "../cluster/link.js";
-
-/** Where every tool call leaves its record (the SQLite audit log in the broker). A write is begun before it is sent. */
-export interface AuditSink {
-  record(rec: AuditRecord): void;
-  begin(rec: Omit<AuditRecord, "decision" | "durationMs">): AuditBegun;
-  complete(id: number, rec: AuditRecord): void;
-  /**
-   * Keeps a code-mode run's whole output (its value and logs, JSON) when what the agent got was cut, for
-   * `tabrelay audit --run <id>`. Optional: a sink without it (the stateless Worker's) keeps the records only.
-   */
-  saveRunOutput?(run: string, user: string | undefined, output: string): void;
-}
+import type { ClusterLink } from "./clusterLink.js";
 
 /** What runs programs (code mode): the sandbox pool (@tabrelay/sandbox), created by the broker on first use. */
 export interface SandboxRunner {
@@ -58,7 +46,7 @@ export interface ToolContext {
   pageTools?: PageToolSource;
   /** Remembers write calls' idempotency keys (tools/idempotency.ts); without it a call with a key is refused. */
   idempotency?: Idempotency;
-  /** The other brokers of a cluster (cluster/link.ts): calls for their browsers are forwarded to them. */
+  /** The other brokers of a cluster (tools/clusterLink.ts): calls for their browsers are forwarded to them. */
   cluster?: ClusterLink;
 }
 
@@ -121,7 +109,7 @@ export interface ToolSpec<S extends z.ZodRawShape> {
   errors: readonly ErrorCode[];
   /**
    * Available to code-mode programs only (a browse.* command calls it through the same runner: gate, leases, strict
-   * arguments, audit), never listed in MCP tools/list nor served by tools/call (tools/index.ts programTools).
+   * arguments, audit), never listed in MCP tools/list nor served by tools/call (catalog.ts programTools).
    */
   programOnly?: true;
   handler(ctx: CallContext, params: z.infer<z.ZodObject<S>>, response: ToolResponse, signal: AbortSignal): Promise<void>;

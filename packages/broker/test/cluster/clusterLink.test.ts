@@ -1,7 +1,7 @@
-// Where a call goes in a cluster (cluster/link.ts locate): here, or the broker holding the browser it names (none
+// Where a call goes in a cluster (tools/clusterLink.ts locate): here, or the broker holding the browser it names (none
 // named: the user's newest, wherever it is).
 import { describe, expect, it } from "vitest";
-import { ambiguousLabel, locate } from "../../src/cluster/link.js";
+import { ambiguousLabel, locate } from "../../src/tools/clusterLink.js";
 import type { BrowserInfo } from "../../src/drivers/driver.js";
 
 const info = (browserId: string, label: string, connectedAt: number): BrowserInfo => ({ browserId, label, userAgent: "", extensionVersion: "", connectedAt, kind: "extension" });

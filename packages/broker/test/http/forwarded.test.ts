@@ -2,7 +2,8 @@
 // address is counted in one form however it is written. Found by an attacker's probe: the rule used to be "the Host is
 // a name of mcp.allowed_hosts", which any client reaching a broker's port can send, with its own X-Real-IP.
 import { describe, expect, it } from "vitest";
-import { addressBlock, canonicalAddress, Forwarding, rangeProblem } from "../../src/http/forwarded.js";
+import { Forwarding } from "../../src/http/forwarded.js";
+import { addressBlock, canonicalAddress, rangeProblem } from "../../src/util/addresses.js";
 
 const forwardedHeaders = new Headers({ "X-Forwarded-Proto": "https", "X-Forwarded-Host": "tabrelay.example:8443", "X-Real-IP": "203.0.113.9" });
 

@@ -2,7 +2,7 @@
 // cluster/cluster.ts, loaded by the Node broker only when config names cluster.redis_url.
 import type { BrowserInfo } from "../drivers/driver.js";
 import type { Principal } from "../users/principal.js";
-import type { CallOutcome } from "../tools/idempotency.js";
+import type { CallOutcome } from "./idempotency.js";
 
 /** A browser connected to another broker of the cluster, as presence has it. */
 export interface RemoteBrowser {

@@ -6,32 +6,12 @@
 // WebSockets (/bridge) are not served here: they stay on the node server's 'upgrade' event.
 import type { HttpBindings } from "@hono/node-server";
 import { Hono, type Context } from "hono";
-import type { Dashboard } from "../dashboard/dashboard.js";
-import { answerProof } from "../mcp/brokerProof.js";
-import type { Logger } from "../util/log.js";
-import type { Principal } from "../users/principal.js";
-import { noSuchScreenshot, shotOwner } from "../screenshots/link.js";
-
-/** A door check's refusal: 403 (Host, Origin, a token's user or scope) or 401 (bearer token). */
-export interface Refusal {
-  status: 401 | 403;
-  message: string;
-  /**
-   * The WWW-Authenticate value (OAuth: where the protected-resource metadata is, and the token's error). A 401 without
-   * one challenges `Bearer realm="tabrelay"`; a 403 carries one only for insufficient_scope (RFC 6750 section 3.1).
-   */
-  challenge?: string;
-}
-
-/** Who passed the door checks, or why not. */
-export type Admission = { ok: true; principal: Principal } | { ok: false; refusal: Refusal };
-
-/** RFC 9728 protected-resource metadata: served at `paths` to whoever passes `admit`. */
-export interface ResourceMetadata {
-  paths: string[];
-  admit(headers: Headers): Refusal | undefined;
-  document(): unknown;
-}
+import type { Dashboard } from "./dashboard/dashboard.js";
+import { challengeHeader, type Admission, type Refusal, type ResourceMetadata } from "./http/admission.js";
+import { answerProof } from "./mcp/brokerProof.js";
+import type { Logger } from "./util/log.js";
+import type { Principal } from "./users/principal.js";
+import { noSuchScreenshot, shotOwner } from "./screenshots/link.js";
 
 /** What the routes need from the broker. */
 export interface HttpSurface {
@@ -66,6 +46,8 @@ export interface HttpSurface {
 type Env = { Bindings: Partial<HttpBindings> };
 
 /** The broker's routes; `app.request(url, init)` calls them without a socket. */
+export type { Admission, Refusal, ResourceMetadata };
+
 export type HttpApp = Hono<Env>;
 
 const TEXT = { "Content-Type": "text/plain; charset=utf-8" } as const;
@@ -142,12 +124,6 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
 /** A door check's refusal as plain text, with its challenge. */
 function refused(refusal: Refusal): Response {
   return new Response(`${refusal.message}\n`, { status: refusal.status, headers: { ...TEXT, ...challengeHeader(refusal) } });
-}
-
-/** The WWW-Authenticate header a refusal carries, if any (also for the JSON refusals of POST /browsers). */
-export function challengeHeader(refusal: Refusal): Record<string, string> {
-  if (refusal.challenge !== undefined) return { "WWW-Authenticate": refusal.challenge };
-  return refusal.status === 401 ? { "WWW-Authenticate": 'Bearer realm="tabrelay"' } : {};
 }
 
 function json(status: number, value: unknown): Response {

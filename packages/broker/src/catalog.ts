@@ -1,16 +1,17 @@
-import { click, fill, hover, pressKey, scroll, selectOption, setChecked, waitFor } from "./act.js";
-import { listBrowsers } from "./browsers.js";
-import { query } from "./query.js";
-import { readPage, readUrl } from "./read.js";
-import { activateTab, closeTab, history, listTabs, navigate, openTab } from "./tabs.js";
-import { browserApi, browserRun } from "../code/browserRun.js";
-import { screenshot } from "./screenshot.js";
-import { snapshot } from "./snapshot.js";
-import type { Tool } from "./tool.js";
-import type { BrokerConfig } from "../config/config.js";
-import { sessionTools } from "./sessions.js";
+// Every tool the broker offers, the browser's (tools/) and code mode's (code/), in the order tools/list shows them.
+import { click, fill, hover, pressKey, scroll, selectOption, setChecked, waitFor } from "./tools/act.js";
+import { listBrowsers } from "./tools/browsers.js";
+import { query } from "./tools/query.js";
+import { readPage, readUrl } from "./tools/read.js";
+import { activateTab, closeTab, history, listTabs, navigate, openTab } from "./tools/tabs.js";
+import { browserApi, browserRun } from "./code/browserRun.js";
+import { screenshot } from "./tools/screenshot.js";
+import { snapshot } from "./tools/snapshot.js";
+import type { Tool } from "./tools/tool.js";
+import type { BrokerConfig } from "./config/config.js";
+import { sessionTools } from "./tools/sessions.js";
 
-export { programTools } from "./programTools.js";
+export { programTools } from "./tools/programTools.js";
 
 /** Every tool the broker offers, in the order tools/list shows them. */
 export const tools: readonly Tool[] = [
