@@ -42,7 +42,7 @@
 //  19. memory per idle connected browser on one broker (1,000 simulated browsers); 20. three brokers sharing Redis
 //      behind nginx under list_tabs load (bench/lib/cluster.mjs). Not in the full run: `--only=cluster` runs both,
 //      `--only=idle-memory` 19 alone; no peer has either.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -52,7 +52,7 @@ import { benchCdp, coldStartTabrelay } from "./lib/cdp.mjs";
 import { runClusterBench } from "./lib/cluster.mjs";
 import { benchCodeMode, benchHostileResults, codeModeRows, hostileRows, sandboxRows } from "./lib/codemode.mjs";
 import { benchPageTools, benchWebMcp, pageToolRows, webMcpRows } from "./lib/pages.mjs";
-import { BENCH, CHROMIUM, MEMORY_GAP_MS, MEMORY_SETTLE_MS, N, NEWS, ROOT, SHOT_GAP_MS, ensureBuilt, ensureInstalled, log, median, message, pkgVersion, round, runCleanups, runCleanupsExceptSite, startSite, stats, tempDir, timed } from "./lib/common.mjs";
+import { BENCH, CHROMIUM, MEMORY_GAP_MS, MEMORY_SETTLE_MS, N, NEWS, ROOT, SHOT_GAP_MS, ensureBuilt, ensureInstalled, log, median, message, pkgVersion, round, runCleanups, runCleanupsExceptSite, startSite, stats, tempDir } from "./lib/common.mjs";
 import { cdpRows, cellError, fmtMiB, fmtMs, interactionRows, newsRows, printTable, screenshotRows, verdict } from "./lib/output.mjs";
 import { benchPeer, peerSpecs } from "./lib/peers.mjs";
 import { benchFairness, benchSandbox, fairnessRows } from "./sandbox.mjs";

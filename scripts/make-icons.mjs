@@ -43,7 +43,12 @@ function png(size) {
       for (let sy = 0; sy < SAMPLES; sy++) {
         for (let sx = 0; sx < SAMPLES; sx++) {
           const c = colourAt((px + (sx + 0.5) / SAMPLES) / size, (py + (sy + 0.5) / SAMPLES) / size);
-          if (c) (r += c[0]), (g += c[1]), (b += c[2]), (a += 1);
+          if (c) {
+            r += c[0];
+            g += c[1];
+            b += c[2];
+            a += 1;
+          }
         }
       }
       const at = 1 + px * 4;

@@ -244,7 +244,7 @@ export async function connectClient(brokerUrl: string, token = MCP_TOKEN): Promi
   // Each client its own connection pool: a client made after a broker restarts on the same port never sends its first
   // request down a kept-alive socket the stopped broker closed (undici's shared pool did: "other side closed").
   const pool = new Agent();
-  const fetchOwn: typeof fetch = (input, init) => undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Parameters<typeof undiciFetch>[1]), dispatcher: pool }) as unknown as Promise<Response>;
+  const fetchOwn: typeof fetch = (input, init) => undiciFetch(input, { ...(init), dispatcher: pool });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${brokerUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: fetchOwn }));
   const close = client.close.bind(client);
   client.close = async () => {

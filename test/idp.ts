@@ -84,7 +84,8 @@ export async function startIdp(keys: JWK[]): Promise<Idp> {
   let handler: Handler = (_req, res) => res.writeHead(503).end();
   const { server, origin } = await listen((req, res) => handler(req, res));
   const install = (k: JWK[]) => {
-    handler = new Provider(origin, providerConfig(k)).callback();
+    const callback = new Provider(origin, providerConfig(k)).callback();
+    handler = (req, res) => void callback(req, res);
   };
   install(keys);
   return { issuer: origin, rotate: install, close: () => stop(server) };

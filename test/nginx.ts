@@ -95,7 +95,7 @@ export async function startNginx(upstreams: number[], options: { tls?: { cert: s
   const errorLog = join(dir, "error.log");
   const args = ["-p", `${dir}/`, "-c", configFile, "-e", errorLog, "-g", "daemon off;"];
   let child: ChildProcess | undefined;
-  let port = 0;
+  let port: number;
 
   const killGroup = (signal: NodeJS.Signals) => {
     try {

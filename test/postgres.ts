@@ -96,7 +96,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   const passwordFile = join(dir, "password");
   writeFileSync(passwordFile, password, { mode: 0o600 });
   chownSync(passwordFile, uid, gid);
-  let port = 0;
+  let port: number;
   const stop = async () => {
     process.off("exit", stopNow);
     await asPostgres(bin, "pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => {});
@@ -124,7 +124,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
         break;
       } catch (error) {
         const log = existsSync(join(dir, "log")) ? readFileSync(join(dir, "log"), "utf8") : "";
-        if (attempt >= 5 || !/could not (bind|create listen socket)/.test(log)) throw new Error(`PostgreSQL did not start: ${String(error)}\n${log}`);
+        if (attempt >= 5 || !/could not (bind|create listen socket)/.test(log)) throw new Error(`PostgreSQL did not start: ${String(error)}\n${log}`, { cause: error });
       }
     }
     return { url: `postgres://${DB_USER}:${password}@127.0.0.1:${port}`, stop };

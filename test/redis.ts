@@ -32,7 +32,7 @@ export async function startRedis(): Promise<TestRedis> {
   const password = randomBytes(18).toString("base64url");
   const logFile = join(dir, "redis.log");
   let child: ChildProcess | undefined;
-  let port = 0;
+  let port: number;
 
   const kill = () => {
     try {

@@ -94,7 +94,7 @@ export class StubExtension {
     const handler = this.handlers[call.method] as StubHandler<BridgeMethod> | undefined;
     try {
       if (!handler) throw new StubError({ code: "unknown_method", message: `stub has no ${call.method}` });
-      const result = await handler(call.params as never);
+      const result = await handler(call.params);
       if (result === "never") return;
       this.send({ type: "result", id: call.id, ok: true, result });
     } catch (error) {

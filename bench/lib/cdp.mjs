@@ -135,7 +135,7 @@ export async function cdpPassTabrelay(lib, site) {
     const memory = await sampleTreeMemory(proc.child.pid);
     return { ...rounds, memory, pid: proc.child.pid, tab: firstTab };
   } catch (error) {
-    throw new Error(`${message(error)}\n${proc.stderr().slice(-1500)}`);
+    throw new Error(`${message(error)}\n${proc.stderr().slice(-1500)}`, { cause: error });
   } finally {
     await client?.close().catch(() => {});
     await proc.stop();
@@ -154,7 +154,7 @@ export async function cdpPassPeer(lib, spec, site) {
     const memory = await sampleTreeMemory(peer.pid);
     return { ...rounds, memory, pid: peer.pid };
   } catch (error) {
-    throw new Error(`${message(error)}\n${peer.stderrTail()}`);
+    throw new Error(`${message(error)}\n${peer.stderrTail()}`, { cause: error });
   } finally {
     peer.remember();
     await peer.stop();

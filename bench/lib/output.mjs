@@ -1,6 +1,6 @@
 // The printed table: cell formats, and the rows of figures 2b and 6-13.
 import { BIG_LAST_BUTTON, BIG_ROWS } from "../pages/make-interaction.mjs";
-import { N, NEWS, SHOT_GAP_MS, median, round } from "./common.mjs";
+import { N, NEWS, SHOT_GAP_MS, round } from "./common.mjs";
 
 // Output.
 

@@ -81,7 +81,10 @@ await server.connect();
     const result = await client.callTool({ name: "list_browsers", arguments: {} });
     if (result.isError) throw new Error(`bench/lib/pages.mjs: list_browsers failed: ${JSON.stringify(result)}`);
   };
-  for (let i = 0; i < WARMUP; i++) await callPage(i), await callBuiltIn();
+  for (let i = 0; i < WARMUP; i++) {
+    await callPage(i);
+    await callBuiltIn();
+  }
   const pageTimes = [];
   const builtInTimes = [];
   // Alternating, so the machine's load falls on both alike.
@@ -112,7 +115,10 @@ document.modelContext.registerTool({ name: "add", description: "Adds two numbers
 </script>`;
 
 async function alternate(callTool, callBuiltIn) {
-  for (let i = 0; i < WARMUP; i++) await callTool(i), await callBuiltIn();
+  for (let i = 0; i < WARMUP; i++) {
+    await callTool(i);
+    await callBuiltIn();
+  }
   const toolTimes = [];
   const builtInTimes = [];
   for (let i = 0; i < RUNS; i++) {

@@ -113,9 +113,9 @@ export async function startPeer(lib, spec, cwd) {
   });
   const stderrTail = tail(transport.stderr);
   const client = new Client({ name: "tabrelay-bench", version: "0.0.0" });
-  let pid;
+  // Known once connected; the cleanup may run before that (a connect that failed).
+  let pid = null;
   let tree = [];
-  let rssConnected;
   const stop = async () => {
     if (pid) tree = [...new Set([...tree, ...descendants(pid)])];
     await withTimeout(client.close(), 10_000, `${spec.label} close`).catch(() => {});
@@ -129,11 +129,11 @@ export async function startPeer(lib, spec, cwd) {
   try {
     await withTimeout(client.connect(transport), 30_000, `${spec.label} connect`);
   } catch (error) {
-    throw new Error(`${message(error)}\n${stderrTail()}`);
+    throw new Error(`${message(error)}\n${stderrTail()}`, { cause: error });
   }
   pid = transport.pid;
   if (pid) startedPids.add(pid);
-  rssConnected = pid ? procStatus(pid).rssMiB : undefined;
+  const rssConnected = pid ? procStatus(pid).rssMiB : undefined;
   return {
     client,
     pid,
@@ -168,7 +168,7 @@ export async function benchPeer(lib, spec, site) {
     } catch (error) {
       const why = `${message(error)}\n${peer.stderrTail()}`;
       await peer.stop();
-      throw new Error(why);
+      throw new Error(why, { cause: error });
     }
     peer.remember();
     if (i < N.coldStart - 1) await peer.stop();

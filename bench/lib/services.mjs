@@ -6,7 +6,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { ROOT, cleanups, descendants, log, round, sleep, startedPids, tail, tempDir } from "./common.mjs";
+import { ROOT, cleanups, descendants, round, sleep, startedPids, tail, tempDir } from "./common.mjs";
 
 const REDIS_SERVER = "/usr/bin/redis-server";
 const NGINX = "/usr/sbin/nginx";

@@ -2,7 +2,7 @@
 import { writeFileSync } from "node:fs";
 import { get as httpGet } from "node:http";
 import { join } from "node:path";
-import { CHROMIUM, MCP_TOKEN, N, PAIRING_TOKEN, allowYaml, callText, cleanups, message, quantile, round, runCleanupsExceptSite, sleep, stats, tempDir, textOf, timed, track, withTimeout } from "./common.mjs";
+import { CHROMIUM, MCP_TOKEN, PAIRING_TOKEN, allowYaml, callText, cleanups, message, quantile, round, runCleanupsExceptSite, sleep, stats, tempDir, textOf, timed, track, withTimeout } from "./common.mjs";
 import { verdict } from "./output.mjs";
 import { connectHttp, spawnTabrelay } from "./tabrelay.mjs";
 
@@ -90,7 +90,7 @@ export async function stallPass(lib, site, driver) {
     await Promise.all(pending);
     return { idle: tail99(idle), listTabs: tail99(listTabs), health: tail99(healthMs), reads };
   } catch (error) {
-    throw new Error(`${message(error)}\n${proc.stderr().slice(-1500)}`);
+    throw new Error(`${message(error)}\n${proc.stderr().slice(-1500)}`, { cause: error });
   } finally {
     for (const c of clients) await c.close().catch(() => {});
     await runCleanupsExceptSite();

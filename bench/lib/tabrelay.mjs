@@ -4,7 +4,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { CHROMIUM, CLI, MARKER, MCP_TOKEN, N, NEWS, PAIRING_TOKEN, ROOT, allowYaml, callText, cleanups, descendants, killPids, log, message, procStatus, readStats, round, rssBreakdown, sleep, startedPids, stats, tabrelayRead, tabrelayReadAll, tempDir, textOf, timed, track, withTimeout } from "./common.mjs";
+import { CHROMIUM, CLI, MARKER, MCP_TOKEN, N, NEWS, PAIRING_TOKEN, ROOT, allowYaml, callText, cleanups, descendants, killPids, message, procStatus, readStats, round, rssBreakdown, sleep, startedPids, stats, tabrelayRead, tabrelayReadAll, tempDir, textOf, timed, track, withTimeout } from "./common.mjs";
 import { tabrelayInteraction, tabrelayScreenshot } from "./interaction.mjs";
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -281,7 +281,7 @@ describe("stdio", () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [CLI, "stdio", "--port", String(port), "--data-dir", dir],
-      env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } as Record<string, string>,
+      env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN },
       stderr: "pipe",
     });
     const client = new Client({ name: "stdio-test", version: "0" });

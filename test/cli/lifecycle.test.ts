@@ -60,7 +60,7 @@ async function startCli(args: string[]): Promise<RunningCli> {
     return { child, client: await connectClient(url), exited, stderr: () => stderr };
   } catch (error) {
     child.kill("SIGKILL");
-    throw new Error(`${error instanceof Error ? error.message : String(error)}\n${stderr.slice(-1500)}`);
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\n${stderr.slice(-1500)}`, { cause: error });
   }
 }
 

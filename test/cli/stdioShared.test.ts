@@ -146,14 +146,14 @@ describe("tabrelay stdio: several agents share one broker that outlives any one 
       await waitFor("tabrelay serve to listen", () => stderr.includes("is listening on") || undefined, 20_000);
       return child;
     };
-    let server = await serve();
+    const server = await serve();
     const first = await agent(port, dataDir, "first-agent");
     const second = await agent(port, dataDir, "second-agent");
     for (const a of [first, second]) expect((await call(a.client, "list_browsers")).isError).toBe(false);
     server.kill("SIGTERM");
     await exited(server.pid);
     await new Promise((r) => setTimeout(r, 1_000));
-    server = await serve();
+    await serve();
     for (const a of [first, second]) expect((await call(a.client, "list_browsers")).text).toContain("No browser is connected");
     expect(sharedPid(dataDir)).toBeUndefined();
   }, 60_000);

@@ -19,7 +19,7 @@ const CLI = fileURLToPath(new URL("../../packages/cli/dist/main.js", import.meta
 let redis: TestRedis;
 let pg: TestPostgres;
 let site: TestSite;
-let brokers: TestBroker[] = [];
+const brokers: TestBroker[] = [];
 let nginx: TestNginx;
 let alice: { token: string; browser: TestBrowser; browserId: string; client: Client };
 let bob: { token: string; browser: TestBrowser; browserId: string; client: Client };

@@ -25,7 +25,7 @@ const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--dis
 let redis: TestRedis;
 let pg: TestPostgres;
 let site: TestSite;
-let brokers: TestBroker[] = [];
+const brokers: TestBroker[] = [];
 let nginx: TestNginx;
 let certDir: string;
 let viewer: Browser;

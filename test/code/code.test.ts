@@ -144,7 +144,7 @@ return { title: tab.title, clicked: /clicked \\d+/.test(text), done: done.done, 
     expect(sc.usage.commands).toBe(4);
     expect(text).toContain(`Run ${sc.run} ok (4 commands`);
     // Clients that show only the text see the value and the logs too, fenced as page content.
-    expect(text).toMatch(/<page-content nonce="[0-9a-f]+">\n\{\n "value": \{\n  "title": "Shop"[\s\S]*"logs": \[[\s\S]*"text": "clicked e\d+@1"/);
+    expect(text).toMatch(/<page-content nonce="[0-9a-f]+">\n\{\n "value": \{\n {2}"title": "Shop"[\s\S]*"logs": \[[\s\S]*"text": "clicked e\d+@1"/);
     // The run's own record first (a write, recorded before it starts, completed with the program's hash and
     // status when it ends), then one record per command, each carrying the run id; last, the tab the program
     // opened and did not return, closed as the run ended.

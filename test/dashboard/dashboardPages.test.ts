@@ -7,7 +7,7 @@ import { build } from "esbuild";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allowYaml, connectClient, MCP_TOKEN, routePageToken, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "../harness.js";
-import { cookieOf, raw, type RawResponse } from "../rawHttp.js";
+import { cookieOf, raw } from "../rawHttp.js";
 
 const CHROMIUM = process.env["CHROME_PATH"] ?? "/usr/lib/chromium/chromium";
 const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-default-browser-check"];

@@ -72,7 +72,7 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       const transport = new StdioClientTransport({
         command: process.execPath,
         args: [CLI, "stdio", "--port", String(broker.port), "--data-dir", broker.dataDir],
-        env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } as Record<string, string>,
+        env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN },
         stderr: "pipe",
       });
       const stdioClient = new Client({ name: "stdio-test", version: "0" });

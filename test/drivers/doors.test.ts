@@ -617,7 +617,7 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
       const transport = new StdioClientTransport({
         command: process.execPath,
         args: [CLI, "stdio", "--host", "localhost", "--port", String(real.port), "--data-dir", dataDir()],
-        env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } as Record<string, string>,
+        env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN },
         stderr: "pipe",
       });
       const client = new Client({ name: "doors", version: "0" });
@@ -639,7 +639,7 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
       const transport = new StdioClientTransport({
         command: process.execPath,
         args: [CLI, "stdio", "--port", String(real.port), "--data-dir", dataDir()],
-        env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } as Record<string, string>,
+        env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN },
         stderr: "pipe",
       });
       const client = new Client({ name: "doors", version: "0" });

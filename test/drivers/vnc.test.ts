@@ -133,7 +133,7 @@ function desEncryptBlock(key: Uint8Array, block: Uint8Array): Buffer {
   let right = bits.slice(32);
   for (const subkey of subkeys) {
     const mixed = permute(right, E).map((bit, i) => bit ^ (subkey[i] ?? 0));
-    const substituted = (S as number[][]).flatMap((box, i) => {
+    const substituted = (S).flatMap((box, i) => {
       const six = mixed.slice(i * 6, i * 6 + 6);
       const [b1 = 0, b2 = 0, b3 = 0, b4 = 0, b5 = 0, b6 = 0] = six;
       const value = box[(b1 * 2 + b6) * 16 + (b2 * 8 + b3 * 4 + b4 * 2 + b5)] ?? 0;

@@ -135,6 +135,7 @@ describe.each(["cdp", "extension"] as const)("the audit log on a full disk, %s d
       const stderr = error instanceof Error ? String(Reflect.get(error, "stderr") ?? "") : "";
       throw new Error(
         `this test needs a real full disk: could not mount a 2 MiB tmpfs at ${mountDir} (${stderr.trim() || String(error)}); run it as root on a machine that allows mount -t tmpfs`,
+        { cause: error },
       );
     }
     writeFileSync(join(mountDir, "config.yaml"), YAML, { mode: 0o600 });

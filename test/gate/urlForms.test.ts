@@ -3,7 +3,7 @@
 // both drivers, against a local site with a deny rule and an allow prefix.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, DRIVERS, startSession, startSite, type TestBroker, type TestSite } from "../harness.js";
+import { call, DRIVERS, startSession, startSite, type TestSite } from "../harness.js";
 
 let site: TestSite;
 /** Every request path the site received for the denied page, raw as the browser sent it. */
@@ -41,12 +41,11 @@ afterAll(async () => {
 });
 
 describe.each(DRIVERS)("with the %s driver", (driver) => {
-  let broker: TestBroker;
   let client: Client;
   let closeSession: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
-    ({ broker, client, close: closeSession } = await startSession(driver, { yaml: POLICY_YAML }));
+    ({ client, close: closeSession } = await startSession(driver, { yaml: POLICY_YAML }));
   }, 60_000);
 
   afterAll(() => closeSession());

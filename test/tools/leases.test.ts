@@ -37,7 +37,7 @@ async function stdioAgent(b: TestBroker, name: string): Promise<Agent> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, "stdio", "--port", String(b.port), "--data-dir", b.dataDir],
-    env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } as Record<string, string>,
+    env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN },
     stderr: "pipe",
   });
   const client = new Client({ name, version: "1.0.0" });

@@ -226,7 +226,7 @@ describe("tabrelay users: managing a running broker's users from the command lin
 
     const stub = new StubExtension({ port: broker.port, browserId: "dave-browser-0001", token: code!, label: "dave stub" });
     await stub.welcomed;
-    const client = await connectClient(broker.url, token!);
+    const client = await connectClient(broker.url, token);
     expect((await call(client, "list_browsers")).text).toContain("dave stub");
 
     const listed = await tabrelay(["users", "list", "--data-dir", broker.dataDir]);

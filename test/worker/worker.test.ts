@@ -215,7 +215,7 @@ return await browse.get("title");`;
           else controller.close();
         },
       });
-      const big = await fetch(`${host.url}/mcp`, { method: "POST", headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" }, body, duplex: "half" } as RequestInit);
+      const big = await fetch(`${host.url}/mcp`, { method: "POST", headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" }, body, duplex: "half" });
       expect(big.status).toBe(413);
     });
   });

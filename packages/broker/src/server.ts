@@ -9,6 +9,7 @@ import { BrowserRegistry } from "./drivers/registry.js";
 import { isLoopback, type BrokerConfig } from "./config/config.js";
 import { HttpSessions } from "./mcp/httpSessions.js";
 import { Answering } from "./http/answering.js";
+import type { Cluster } from "./cluster/cluster.js";
 import { openStore } from "./users/open.js";
 import { brokerIdentity } from "./cluster/identity.js";
 import { getRequestListener } from "@hono/node-server";
@@ -112,7 +113,7 @@ export class Broker {
     return (this.#brokerId ??= this.config.cluster.brokerId ?? brokerIdentity(this.config.dataDir));
   }
   #brokerId: string | undefined;
-  #cluster: import("./cluster/cluster.js").Cluster | undefined;
+  #cluster: Cluster | undefined;
   #sweep: ReturnType<typeof setInterval> | undefined;
   /** config.yaml, watched while the broker listens. */
   #reloader: ConfigReloader | undefined;

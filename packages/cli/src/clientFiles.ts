@@ -56,7 +56,7 @@ export function mergeJson(text: string, key: string, entry: Record<string, unkno
     try {
       data = JSON.parse(text);
     } catch (error) {
-      throw new Error(`it is not plain JSON (${error instanceof Error ? error.message : String(error)}); comments or trailing commas are not kept by a program`);
+      throw new Error(`it is not plain JSON (${error instanceof Error ? error.message : String(error)}); comments or trailing commas are not kept by a program`, { cause: error });
     }
   }
   if (!data || typeof data !== "object" || Array.isArray(data)) throw new Error("it does not hold a JSON object");

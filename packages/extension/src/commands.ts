@@ -191,7 +191,8 @@ export const handlers: Handlers = {
       const navigated = nav.committedIn(tabId, frameId).then(async () => {
         // Give a fast answer that was already on its way the chance to win.
         await new Promise((r) => setTimeout(r, 50));
-        return { effects: { done: "the page navigated away as a result of the action", navigated: true } as ActEffects };
+        const effects: ActEffects = { done: "the page navigated away as a result of the action", navigated: true };
+        return { effects };
       });
       const outcome: { facts?: ElementFacts; effects: ActEffects } = await Promise.race([acted, navigated]);
       await new Promise((r) => setTimeout(r, 0)); // a creation event already queued is delivered first

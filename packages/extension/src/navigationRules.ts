@@ -39,7 +39,7 @@ let lastError = "";
 let installedIds: number[] | undefined;
 
 const loaded = (async () => {
-  const stored = await chrome.storage.session.get(STORAGE_KEY).catch(() => ({}) as Record<string, unknown>);
+  const stored = await chrome.storage.session.get(STORAGE_KEY).catch(() => ({}));
   const value: unknown = (stored as Record<string, unknown>)[STORAGE_KEY];
   if (rules === undefined && Array.isArray(value)) rules = value as NavigationRule[];
 })();
@@ -108,7 +108,7 @@ export async function syncNavigationRules(): Promise<void> {
   if (running) {
     again = true;
     // Whoever asks waits for the rebuild that includes their change.
-    while (running) await running;
+    while (running !== undefined) await running;
     return;
   }
   running = (async () => {

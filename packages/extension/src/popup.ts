@@ -44,7 +44,7 @@ function render(status: Status): void {
 }
 
 async function ask(message: unknown): Promise<Status> {
-  return (await chrome.runtime.sendMessage(message)) as Status;
+  return await chrome.runtime.sendMessage<unknown, Status>(message);
 }
 
 async function activeTabId(): Promise<number | undefined> {

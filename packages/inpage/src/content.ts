@@ -240,7 +240,7 @@ export function seenText(el: Element, maxChars: number): { hidden: HiddenReason 
   if (SKIP.has(el.tagName)) return { hidden: undefined, text: undefined };
   const own = enter(el, ctx, extent).mark;
   if (own?.scope === HIDDEN_SUBTREE) return { hidden: own.reason, text: "" };
-  const copy = document.implementation.createHTMLDocument("").importNode(el, true) as Element;
+  const copy = document.implementation.createHTMLDocument("").importNode<Element>(el, true);
   const blocks = new Set<Element>();
   markFrom(el, copy, ctx, extent, SEEN_MAX_ELEMENTS, (c, display) => {
     if (!INLINE.test(display)) blocks.add(c);

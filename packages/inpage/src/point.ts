@@ -89,7 +89,7 @@ export function hitAt(x: number, y: number): Hit {
     // By name: the top document's elements belong to its realm, not to this document's (instanceof would fail).
     if (el.localName !== "iframe" && el.localName !== "frame") return { path, x: px, y: py };
     const frame = el as HTMLIFrameElement;
-    let inner: Document | null = null;
+    let inner: Document | null;
     try {
       inner = frame.contentDocument;
     } catch {
@@ -110,7 +110,7 @@ export function hitAt(x: number, y: number): Hit {
 /** A frame element as an error names it: its tag, id and where it points. */
 export function frameLabel(el: Element): string {
   const src = el.getAttribute("src");
-  let where = "";
+  let where: string;
   try {
     where = src ? new URL(src, el.baseURI).href : "";
   } catch {

@@ -65,7 +65,8 @@ export function startChecks(): void {
 export function styledTree(root: Document | ShadowRoot): Styled {
   let styled = styledTrees.get(root);
   if (styled) return styled;
-  styled = (animated ??= document.getAnimations().length > 0) ? { ...ALL_STYLED } : treeStyles(root);
+  animated ??= document.getAnimations().length > 0;
+  styled = animated ? { ...ALL_STYLED } : treeStyles(root);
   styledTrees.set(root, styled);
   return styled;
 }

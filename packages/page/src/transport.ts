@@ -94,7 +94,7 @@ export function retryDelay(attempt: number, backoff: Backoff = {}, random: () =>
  * transport.send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" }));
  */
 export function createTransport(options: TransportOptions): Transport {
-  const createSocket: CreateSocket = options.createSocket ?? (({ endpoint }) => new WebSocket(endpoint) as unknown as SocketLike);
+  const createSocket: CreateSocket = options.createSocket ?? (({ endpoint }) => new WebSocket(endpoint));
   let socket: SocketLike | undefined;
   let started = false;
   let stopped = false;

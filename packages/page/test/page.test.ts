@@ -84,7 +84,7 @@ async function listen(): Promise<{ endpoint: string; peers: Peer[]; nextPeer(): 
   };
 }
 
-const nodeSocket = (endpoint: string, protocols?: string[]): SocketLike => new WebSocket(endpoint, protocols) as unknown as SocketLike;
+const nodeSocket = (endpoint: string, protocols?: string[]): SocketLike => new WebSocket(endpoint, protocols);
 
 async function connected(options: { tokens?: string[] } = {}): Promise<{ server: PageServer; peer: Peer; broker: Awaited<ReturnType<typeof listen>>; attempts: number[] }> {
   const broker = await listen();

@@ -1,5 +1,5 @@
 // The frames of the /bridge socket, broker <-> browser (see index.ts for the handshake they carry out).
-import type { BridgeMethod, NavigationRule, PageContent, ParamsOf, TabInfo, WireError } from "./bridge.js";
+import type { BridgeMethod, NavigationRule, ParamsOf, TabInfo, WireError } from "./bridge.js";
 
 /**
  * Browser -> broker, first frame. Nothing in it depends on the pairing secret: the listener has proved nothing

@@ -1,5 +1,5 @@
 // The in-page API both drivers call inside a document (packages/inpage implements it), and what it answers.
-import type { ActEffects, ActionKind, ContentCapped, ElementFacts, FrameSnapshot, InpageQuery, QueryParams, Result } from "./bridge.js";
+import type { ActEffects, ActionKind, ContentCapped, ElementFacts, InpageQuery, QueryParams, Result } from "./bridge.js";
 
 /**
  * The in-page script (packages/inpage) installs its API on this global of the document's isolated world; both

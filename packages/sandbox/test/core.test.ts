@@ -29,7 +29,7 @@ describe("the core sandbox, in-process", () => {
     process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
       printed.push(String(chunk));
       return (write as (...args: unknown[]) => boolean)(chunk, ...rest);
-    }) as typeof process.stderr.write;
+    });
     const error = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void printed.push(args.join(" ")));
     try {
       const browser = new TinyBrowser();

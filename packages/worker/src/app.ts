@@ -21,7 +21,6 @@ import {
   serveStateless,
   SnapshotCache,
   TabrelayError,
-  toolsFor,
   type BrowserDriver,
   type ToolContext,
 } from "@tabrelay/broker/core";
@@ -40,7 +39,7 @@ type App = Hono<{ Bindings: WorkerEnv }>;
 export function createApp(platform: Platform): App {
   const app: App = new Hono<{ Bindings: WorkerEnv }>();
 
-  app.get("/health", (c) => json({ ok: true, service: "tabrelay-worker" }, 200));
+  app.get("/health", () => json({ ok: true, service: "tabrelay-worker" }, 200));
 
   // Start-up validation: the first request of an instance reads the bindings; a bad one answers every request with
   // the binding it names (and the instance logs it once).
@@ -169,7 +168,7 @@ export function createApp(platform: Platform): App {
     console.error(`tabrelay-worker: ${c.req.method} ${c.req.path} failed: ${redactIn(c, platform, error instanceof Error ? (error.stack ?? error.message) : String(error))}`);
     return json({ error: "internal", message: "tabrelay hit an unexpected error; the log has it" }, 500);
   });
-  app.notFound((c) => json({ error: "not_found", message: "no such route: POST /mcp, GET /api.d.ts, GET /api.md, POST|GET|DELETE /browser, POST /screen, GET /health" }, 404));
+  app.notFound(() => json({ error: "not_found", message: "no such route: POST /mcp, GET /api.d.ts, GET /api.md, POST|GET|DELETE /browser, POST /screen, GET /health" }, 404));
   return app;
 }
 

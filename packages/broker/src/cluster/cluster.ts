@@ -105,6 +105,7 @@ export class Cluster implements ClusterLink {
     } catch (error) {
       cmd.disconnect();
       sub.disconnect();
+      // eslint-disable-next-line preserve-caught-error -- the cause would carry the URL with its password; the message is redacted
       throw new Error(`cannot reach Redis at ${server} (cluster.redis_url): ${redact(error instanceof Error ? error.message : String(error), options.redisUrl)}; start it, or check the URL and its password`);
     }
     const cluster = new Cluster(options, cmd, sub);

@@ -1,6 +1,6 @@
 // A command's positional arguments, checked against its parameters (strict zod schemas): a call that does not fit
 // fails with invalid_params naming the command, the argument, what it must be and what was given.
-import { z } from "zod";
+import { type z } from "zod";
 import { fail } from "./runState.js";
 
 export interface Param {

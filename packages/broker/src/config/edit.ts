@@ -55,7 +55,7 @@ export function grantWrite(text: string, kind: GrantKind, host: string, label: s
 
 function setIn(doc: Document, path: string[], value: unknown): void {
   // A file of comments only (the template) has no map yet: make one, the comments stay above it.
-  if (!isMap(doc.contents)) doc.contents = doc.createNode({}) as typeof doc.contents;
+  if (!isMap(doc.contents)) doc.contents = doc.createNode({});
   doc.setIn(path, doc.createNode(value));
 }
 

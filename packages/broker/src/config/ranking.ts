@@ -16,13 +16,13 @@ export function loadRanking(path: string = shippedRankingPath()): string[] {
     text = readFileSync(path, "utf8");
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
-    throw new Error(`cannot read the top-sites ranking at ${path}: ${why}`);
+    throw new Error(`cannot read the top-sites ranking at ${path}: ${why}`, { cause: error });
   }
   try {
     return parseRankingCsv(text);
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
-    throw new Error(`${path}: ${why}`);
+    throw new Error(`${path}: ${why}`, { cause: error });
   }
 }
 

@@ -47,7 +47,7 @@ export function compileUserPolicies(
       });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      throw new Error(message.startsWith(where) ? message : `${where}: ${message}`);
+      throw new Error(message.startsWith(where) ? message : `${where}: ${message}`, { cause: error });
     }
   }
   return compiled;
@@ -77,7 +77,7 @@ function mergeGrants(base: WriteSection, mine: WriteSection, where: string): Wri
       into[host] = { ...existing, label: `(?:${existing["label"] ?? ""})|(?:${grant["label"] ?? ""})` };
     }
   }
-  return merged as WriteSection;
+  return merged;
 }
 
 const derived = new WeakMap<object, Map<string, { own: UserPolicy; mine: object }>>();

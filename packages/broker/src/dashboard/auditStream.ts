@@ -2,7 +2,7 @@
 // they are written, each batch redacted. A stream belongs to a session and ends with it. A cluster on PostgreSQL
 // streams the shared copy of every broker's records (audit/shipper.ts) instead of this broker's own log: its ids are
 // the store's, so a stream that reconnects through the load balancer to another broker resumes where it was.
-import type { AuditLog, StoredAuditRecord } from "../audit/auditLog.js";
+import type { AuditLog } from "../audit/auditLog.js";
 import type { Logger } from "../util/log.js";
 import type { SecretRegistry } from "../util/secrets.js";
 import { SECURITY_HEADERS } from "./http.js";
@@ -52,7 +52,7 @@ export function auditStream(deps: AuditStreamDeps, req: Request, query: URLSearc
       controller?.close();
     },
   };
-  const source: AuditSource = deps.sharedAudit ?? (async (options) => deps.audit.list(options) as StoredAuditRecord[]);
+  const source: AuditSource = deps.sharedAudit ?? (async (options) => deps.audit.list(options));
   let pumping = false;
   const pump = async (): Promise<void> => {
     if (closed || pumping) return;

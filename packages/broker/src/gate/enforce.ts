@@ -9,7 +9,7 @@ import type { BrokerConfig } from "../config/config.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import type { Logger } from "../util/log.js";
 import type { Denials } from "./tabRecord.js";
-import { TabrelayError, unwrap } from "../util/errors.js";
+import { TabrelayError } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { BLANK, gateNavigation, gateStopped, gateTab } from "./decisions.js";
 import { tabLeases } from "./leases.js";

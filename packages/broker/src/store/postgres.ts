@@ -112,6 +112,7 @@ export class PostgresStore implements Store {
       client = await pool.connect();
     } catch (error) {
       await pool.end().catch(() => {});
+      // eslint-disable-next-line preserve-caught-error -- the cause would carry the URL with its password; connectFailure redacts it
       throw new Error(connectFailure(server, error, url));
     }
     try {

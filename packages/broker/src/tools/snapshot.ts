@@ -7,7 +7,7 @@ import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js"
 import { judgeFrames, type FrameVerdict } from "../gate/decisions.js";
 import { checkLanding } from "../gate/enforce.js";
 import { defineTool, fields } from "./tool.js";
-import type { CachedSnapshot, Line } from "./snapshotCache.js";
+import type { Line } from "./snapshotCache.js";
 
 // Drawn on first use: a Workers isolate may not generate random values while its module loads.
 let instance: string | undefined;

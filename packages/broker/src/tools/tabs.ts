@@ -36,7 +36,7 @@ export const listTabs = defineTool({
   input: { browser: fields.browser },
   kind: "read",
   errors: BROWSER_ERRORS,
-  async handler(ctx, { browser }, response) {
+  async handler(ctx, _params, response) {
     const conn = ctx.browser();
     const askedAt = Date.now();
     const { tabs, free, hidden } = ctx.leases.visible(unwrap(await conn.call("tabs.list", {})).tabs, askedAt);
@@ -64,7 +64,7 @@ export const openTab = defineTool({
   },
   kind: "read",
   errors: ["policy_denied", "navigation_failed", ...BROWSER_ERRORS],
-  async handler(ctx, { url, active, keep, browser }, response) {
+  async handler(ctx, { url, active, keep }, response) {
     response.audit({ url });
     const target = checkBeforeNavigation(ctx, url);
     const conn = ctx.browser();
@@ -82,7 +82,7 @@ export const navigate = defineTool({
   input: { tab: fields.tab, url: fields.url, browser: fields.browser },
   kind: "read",
   errors: ["policy_denied", "navigation_failed", ...TAB_ERRORS],
-  async handler(ctx, { tab: tabId, url, browser }, response) {
+  async handler(ctx, { tab: tabId, url }, response) {
     response.audit({ url });
     const target = checkBeforeNavigation(ctx, url);
     const conn = ctx.browser();
@@ -100,7 +100,7 @@ export const history = defineTool({
   input: { tab: fields.tab, action: z.enum(["back", "forward", "reload"]).describe("What to do."), browser: fields.browser },
   kind: "read",
   errors: ["navigation_failed", "policy_denied", ...TAB_ERRORS],
-  async handler(ctx, { tab: tabId, action, browser }, response) {
+  async handler(ctx, { tab: tabId, action }, response) {
     const conn = ctx.browser();
     ctx.denials.forget(conn.info.browserId, tabId);
     const { tab } = unwrap(await conn.call("tabs.history", { tabId, action, timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
@@ -115,7 +115,7 @@ export const closeTab = defineTool({
   input: { tab: fields.tab, browser: fields.browser },
   kind: "read",
   errors: TAB_ERRORS,
-  async handler(ctx, { tab, browser }, response) {
+  async handler(ctx, { tab }, response) {
     const conn = ctx.browser();
     unwrap(await conn.call("tabs.close", { tabId: tab }));
     ctx.denials.forget(conn.info.browserId, tab);
@@ -132,7 +132,7 @@ export const activateTab = defineTool({
   input: { tab: fields.tab, browser: fields.browser },
   kind: "read",
   errors: TAB_ERRORS,
-  async handler(ctx, { tab: tabId, browser }, response) {
+  async handler(ctx, { tab: tabId }, response) {
     const conn = ctx.browser();
     const { tab } = unwrap(await conn.call("tabs.activate", { tabId }));
     reportTab(response, "Activated", tab);

@@ -1,7 +1,7 @@
 // config.yaml as a person keeps it: the template a first start writes holds every key the file may have, at its
 // default; `tabrelay policy` edits keep every comment and line they do not touch.
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import { type z } from "zod";
 import { allowRead, grantWrite } from "../../src/config/edit.js";
 import { compileSettings, configFileSchema, parseConfigText } from "../../src/config/build.js";
 import { CONFIG_TEMPLATE } from "../../src/config/template.js";

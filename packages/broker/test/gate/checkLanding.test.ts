@@ -29,7 +29,7 @@ function browser(): BrowserDriver & { sent: string[] } {
   } as unknown as BrowserDriver & { sent: string[] };
 }
 
-const tab = (url: string): TabInfo => ({ tabId: 7, windowId: 1, url, title: "", active: false, status: "complete", shared: false }) as TabInfo;
+const tab = (url: string): TabInfo => ({ tabId: 7, windowId: 1, url, title: "", active: false, status: "complete", shared: false });
 
 function context(): ToolContext & { denials: Denials } {
   return { denials: new Denials(), config: { policy } } as unknown as ToolContext & { denials: Denials };

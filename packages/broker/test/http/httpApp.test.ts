@@ -44,7 +44,7 @@ function watchedBody(): { body: ReadableStream<Uint8Array>; read: () => boolean 
 }
 
 function post(path: string, headers: Record<string, string>, body: ReadableStream<Uint8Array> | string): Promise<Response> {
-  return Promise.resolve(broker.app.request(`${base}${path}`, { method: "POST", headers, body, duplex: "half" } as RequestInit));
+  return Promise.resolve(broker.app.request(`${base}${path}`, { method: "POST", headers, body, duplex: "half" }));
 }
 
 describe("broker HTTP app", () => {

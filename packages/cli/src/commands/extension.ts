@@ -44,7 +44,7 @@ export async function cmdExtension(args: string[]): Promise<number> {
 /** Copies the extension into `out`: a new or empty folder, or an earlier copy (its manifest says tabrelay). */
 function copyTo(from: string, out: string): string {
   if (existsSync(out) && readdirSync(out).length > 0) {
-    let earlier = false;
+    let earlier: boolean;
     try {
       const manifest: unknown = JSON.parse(readFileSync(join(out, "manifest.json"), "utf8"));
       earlier = !!manifest && typeof manifest === "object" && Reflect.get(manifest, "name") === "tabrelay";

@@ -206,6 +206,9 @@ class PoolWorker {
               const message = `the host's answer to ${command} could not be sent to the sandbox: ${error instanceof Error ? error.message : String(error)}`;
               this.#post({ type: "answer", runId, seq, answer: { ok: false, error: { code: "host_error", message } } });
             }
+          })
+          .catch(() => {
+            // Not even the failure could be posted: the worker is gone, and its exit ends the run.
           });
         return;
       }
