@@ -8,7 +8,17 @@ import tseslint from "typescript-eslint";
 
 export default defineConfig(
   {
-    ignores: ["**/node_modules/", "**/dist/", "**/dist-tsc/", "packages/cli/bundle/", "packages/cli/assets/", "release/", "bench/results/", "**/*.d.ts", "**/fixtures/"],
+    ignores: [
+      "**/node_modules/",
+      "**/dist/",
+      "**/dist-tsc/",
+      "packages/cli/bundle/",
+      "packages/cli/assets/",
+      "release/",
+      "bench/results/",
+      "**/*.d.ts",
+      "**/fixtures/",
+    ],
   },
   {
     files: ["**/*.ts", "**/*.mjs", "**/*.js"],
@@ -16,7 +26,10 @@ export default defineConfig(
     languageOptions: { ecmaVersion: 2024, sourceType: "module", globals: globals.node },
     rules: {
       // `_name` marks what is taken to be left out (a destructured field, a callback's first parameter).
-      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none", destructuredArrayIgnorePattern: "^_" }],
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none", destructuredArrayIgnorePattern: "^_" },
+      ],
       // Control characters are matched on purpose: page text is cleaned of them (util/pageText.ts, policy/decoy.ts).
       "no-control-regex": "off",
     },

@@ -52,7 +52,28 @@ import { benchCdp, coldStartTabrelay } from "./lib/cdp.mjs";
 import { runClusterBench } from "./lib/cluster.mjs";
 import { benchCodeMode, benchHostileResults, codeModeRows, hostileRows, sandboxRows } from "./lib/codemode.mjs";
 import { benchPageTools, benchWebMcp, pageToolRows, webMcpRows } from "./lib/pages.mjs";
-import { BENCH, CHROMIUM, MEMORY_GAP_MS, MEMORY_SETTLE_MS, N, NEWS, ROOT, SHOT_GAP_MS, ensureBuilt, ensureInstalled, log, median, message, pkgVersion, round, runCleanups, runCleanupsExceptSite, startSite, stats, tempDir } from "./lib/common.mjs";
+import {
+  BENCH,
+  CHROMIUM,
+  MEMORY_GAP_MS,
+  MEMORY_SETTLE_MS,
+  N,
+  NEWS,
+  ROOT,
+  SHOT_GAP_MS,
+  ensureBuilt,
+  ensureInstalled,
+  log,
+  median,
+  message,
+  pkgVersion,
+  round,
+  runCleanups,
+  runCleanupsExceptSite,
+  startSite,
+  stats,
+  tempDir,
+} from "./lib/common.mjs";
 import { cdpRows, cellError, fmtMiB, fmtMs, interactionRows, newsRows, printTable, screenshotRows, verdict } from "./lib/output.mjs";
 import { benchPeer, peerSpecs } from "./lib/peers.mjs";
 import { benchFairness, benchSandbox, fairnessRows } from "./sandbox.mjs";
@@ -106,7 +127,9 @@ async function main() {
     process.stdout.write(
       (extract
         ? `3. extract() readable, median over ${Object.keys(extract.perPage).length} pages: ${fmtMs(extract.pooled)}; worst page ${round(extract.worstPageMedian, 1)} ms\n` +
-          Object.entries(extract.perPage).map(([path, x]) => `   ${path}: ${round(x.median, 1)} ms\n`).join("")
+          Object.entries(extract.perPage)
+            .map(([path, x]) => `   ${path}: ${round(x.median, 1)} ms\n`)
+            .join("")
         : "") +
         `2. read_url article (median): ${fmtMs(serve.read.time)}\n` +
         `4. server RSS after the workload: ${rss.rssMiB} MiB (peak ${rss.peakRssMiB}); series ${JSON.stringify(rss.series)}; resident ${JSON.stringify(rss.breakdown)}\n`,
@@ -125,7 +148,9 @@ async function main() {
       installed.push((await coldStartTabrelay(lib, site, installedBin)).ms);
     }
     process.stdout.write(`5. spawn to first successful read (median): ${round(median(runs), 0)} ms (${runs.map((ms) => round(ms, 0)).join(", ")})\n`);
-    process.stdout.write(`5b. the same from the installed package (median): ${round(median(installed), 0)} ms (${installed.map((ms) => round(ms, 0)).join(", ")})\n`);
+    process.stdout.write(
+      `5b. the same from the installed package (median): ${round(median(installed), 0)} ms (${installed.map((ms) => round(ms, 0)).join(", ")})\n`,
+    );
     return;
   }
   if (process.argv.includes("--only=codemode")) {
@@ -326,7 +351,13 @@ async function main() {
       devtools: "-",
       target: `<= 60 ms${verdict(t.extract.worstPageMedian <= 60)}`,
     },
-    ...Object.entries(t.extract.perPage).map(([path, s]) => ({ figure: `   ${path} (${Math.round(s.htmlChars / 1000)}k chars HTML)`, tabrelay: `${round(s.median, 1)} ms`, playwright: "", devtools: "", target: "" })),
+    ...Object.entries(t.extract.perPage).map(([path, s]) => ({
+      figure: `   ${path} (${Math.round(s.htmlChars / 1000)}k chars HTML)`,
+      tabrelay: `${round(s.median, 1)} ms`,
+      playwright: "",
+      devtools: "",
+      target: "",
+    })),
     {
       figure: `4. server RSS after the workload (${N.reads + 2}+ reads)`,
       tabrelay: t.serve ? `${fmtMiB(t.serve.rss)} (peak ${t.serve.rss.peakRssMiB}; ${t.serve.rss.series.idle6s} MiB 6.5 s later)` : "n/a",
@@ -384,8 +415,17 @@ async function main() {
     "@playwright/mcp": specs.playwright.version,
     "chrome-devtools-mcp": specs.devtools.version,
     n: N,
-    article: { url: "/article", words: "~4,900 in the body", htmlChars: site.files.has("/article") ? readFileSync(site.files.get("/article")).length : undefined },
-    newsArticle: { url: NEWS.path, words: "~4,900 in the article (headline, standfirst, body, captions)", htmlChars: site.files.has(NEWS.path) ? readFileSync(site.files.get(NEWS.path)).length : undefined, marker: NEWS.marker },
+    article: {
+      url: "/article",
+      words: "~4,900 in the body",
+      htmlChars: site.files.has("/article") ? readFileSync(site.files.get("/article")).length : undefined,
+    },
+    newsArticle: {
+      url: NEWS.path,
+      words: "~4,900 in the article (headline, standfirst, body, captions)",
+      htmlChars: site.files.has(NEWS.path) ? readFileSync(site.files.get(NEWS.path)).length : undefined,
+      marker: NEWS.marker,
+    },
     notes: [
       "tabrelay read_url returns at most read.max_chars (40,000 by default) per call; the article figure counts every call needed to reach its end (following the offset the truncation marker names).",
       "playwright-mcp 0.0.83 browser_navigate saves the page snapshot to a file and returns a link; the page text is counted from browser_snapshot (both results counted).",
@@ -405,7 +445,9 @@ async function main() {
   };
   meta.durationS = round((performance.now() - started) / 1000, 1);
 
-  process.stdout.write(`\ntabrelay benchmark, ${meta.date}: ${chromiumVersion}, Node ${process.version}, @playwright/mcp ${meta["@playwright/mcp"]}, chrome-devtools-mcp ${meta["chrome-devtools-mcp"]}\n\n`);
+  process.stdout.write(
+    `\ntabrelay benchmark, ${meta.date}: ${chromiumVersion}, Node ${process.version}, @playwright/mcp ${meta["@playwright/mcp"]}, chrome-devtools-mcp ${meta["chrome-devtools-mcp"]}\n\n`,
+  );
   printTable(rows);
   process.stdout.write(`\nNotes:\n${meta.notes.map((n) => `- ${n}`).join("\n")}\n`);
   const failures = [
@@ -427,7 +469,6 @@ async function main() {
   mkdirSync(join(BENCH, "results"), { recursive: true });
   writeFileSync(join(BENCH, "results", "latest.json"), `${JSON.stringify({ meta, table: rows, results, errors }, null, 2)}\n`);
 }
-
 
 let exitCode = 0;
 try {

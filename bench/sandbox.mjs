@@ -31,7 +31,9 @@ export async function benchSandbox({ runs = RUNS, warmup = WARMUP } = {}) {
       let firstCommandAt = 0;
       const call = async (c) => {
         if (firstCommandAt === 0) firstCommandAt = performance.now();
-        return c.command === "tabs.list" ? { ok: true, value: [{ id: 1, url: "https://example.test/" }] } : { ok: false, error: { code: "unknown_command", message: c.command } };
+        return c.command === "tabs.list"
+          ? { ok: true, value: [{ id: 1, url: "https://example.test/" }] }
+          : { ok: false, error: { code: "unknown_command", message: c.command } };
       };
       started = performance.now();
       const result = await pool.run({ program, commands: ["tabs.list", "open", "read"], budgets }, call);
@@ -44,8 +46,6 @@ export async function benchSandbox({ runs = RUNS, warmup = WARMUP } = {}) {
   }
 }
 
-
-
 /**
  * Figure 16b: another session's trivial run while two hostile runs go (issue 24 §4). Session A starts two runs
  * QuickJS cannot interrupt (`(new Array(1e9) + "").length`, ended by the watchdog at a 5 s wall clock); meanwhile
@@ -56,8 +56,18 @@ export async function benchFairness({ runs = 30 } = {}) {
   const pool = createSandboxPool({ size: 2, warmMemoryBytes: budgets.memoryBytes });
   const call = async () => ({ ok: true, value: [] });
   try {
-    await Promise.all([pool.run({ program: "return 0;", commands: ["tabs.list"], budgets }, call, undefined, "warm-1"), pool.run({ program: "return 0;", commands: ["tabs.list"], budgets }, call, undefined, "warm-2")]);
-    const hostile = [0, 1].map(() => pool.run({ program: `return (new Array(1e9) + "").length;`, commands: ["tabs.list"], budgets: { ...budgets, wallMs: 5000 } }, call, undefined, "session-a"));
+    await Promise.all([
+      pool.run({ program: "return 0;", commands: ["tabs.list"], budgets }, call, undefined, "warm-1"),
+      pool.run({ program: "return 0;", commands: ["tabs.list"], budgets }, call, undefined, "warm-2"),
+    ]);
+    const hostile = [0, 1].map(() =>
+      pool.run(
+        { program: `return (new Array(1e9) + "").length;`, commands: ["tabs.list"], budgets: { ...budgets, wallMs: 5000 } },
+        call,
+        undefined,
+        "session-a",
+      ),
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
     const times = [];
     let hostileDone = false;
@@ -93,5 +103,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const { startToFirstCommandMs, runs } = await benchSandbox();
   process.stdout.write(`code mode: sandbox start to first command (median of ${runs}): ${startToFirstCommandMs.toFixed(2)} ms (target <= 20 ms)\n`);
   const fair = await benchFairness();
-  process.stdout.write(`code mode: another session's trivial run during two hostile runs: p99 ${fair.p99Ms.toFixed(0)} ms, max ${fair.maxMs.toFixed(0)} ms (N=${fair.runs}; target p99 <= 500 ms)\n`);
+  process.stdout.write(
+    `code mode: another session's trivial run during two hostile runs: p99 ${fair.p99Ms.toFixed(0)} ms, max ${fair.maxMs.toFixed(0)} ms (N=${fair.runs}; target p99 <= 500 ms)\n`,
+  );
 }

@@ -62,7 +62,8 @@ function round(engine, dir) {
   const insert = db.prepare(`INSERT INTO audit (time, browser, tab, origin, tool, user, client, target, decision, rule, code, duration_ms, run, detail)
     VALUES (@time, @browser, @tab, @origin, @tool, @user, @client, @target, @decision, @rule, @code, @duration_ms, @run, @detail)`);
   const update = db.prepare("UPDATE audit SET decision = @decision, code = @code, duration_ms = @duration_ms, detail = @detail WHERE id = @id");
-  for (let i = 0; i < 100; i++) db.prepare("INSERT INTO tokens (id, user_id, name, hash, created_at) VALUES (?, ?, ?, ?, ?)").run(`t${i}`, "u", `token ${i}`, `hash-${i}`, i);
+  for (let i = 0; i < 100; i++)
+    db.prepare("INSERT INTO tokens (id, user_id, name, hash, created_at) VALUES (?, ?, ?, ?, ?)").run(`t${i}`, "u", `token ${i}`, `hash-${i}`, i);
   const byHash = db.prepare("SELECT * FROM tokens WHERE hash = ? AND revoked_at IS NULL");
   const touch = db.prepare("UPDATE tokens SET last_used_at = ? WHERE id = ?");
   const recent = db.prepare("SELECT * FROM (SELECT * FROM audit ORDER BY id DESC LIMIT 200) ORDER BY id ASC");
@@ -71,7 +72,22 @@ function round(engine, dir) {
   for (let i = 0; i < CALLS; i++) {
     const token = byHash.get(`hash-${i % 100}`);
     touch.run(i, token.id);
-    const record = { time: i, browser: "ext:1", tab: 7, origin: "https://example.test", tool: "read_url", user: "u", client: "bench", target: "https://example.test/a?b=c", decision: "begun", rule: null, code: null, duration_ms: 0, run: null, detail: null };
+    const record = {
+      time: i,
+      browser: "ext:1",
+      tab: 7,
+      origin: "https://example.test",
+      tool: "read_url",
+      user: "u",
+      client: "bench",
+      target: "https://example.test/a?b=c",
+      decision: "begun",
+      rule: null,
+      code: null,
+      duration_ms: 0,
+      run: null,
+      detail: null,
+    };
     const id = insert.run(record).lastInsertRowid;
     update.run({ id, decision: "allow", code: null, duration_ms: 12, detail: '{"chars":4211}' });
   }
@@ -94,7 +110,9 @@ try {
     const engine = make();
     const rounds = Array.from({ length: ROUNDS }, () => round(engine, dir));
     const pick = (key) => median(rounds.map((r) => r[key]));
-    console.log(`${name.padEnd(16)} ${engine.loadMs.toFixed(1).padStart(5)} ms ${pick("openMs").toFixed(2).padStart(7)} ms ${pick("perCallUs").toFixed(1).padStart(7)} us ${pick("recentMs").toFixed(3).padStart(9)} ms`);
+    console.log(
+      `${name.padEnd(16)} ${engine.loadMs.toFixed(1).padStart(5)} ms ${pick("openMs").toFixed(2).padStart(7)} ms ${pick("perCallUs").toFixed(1).padStart(7)} us ${pick("recentMs").toFixed(3).padStart(9)} ms`,
+    );
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -37,8 +37,16 @@ const rules = [
     contained: true,
     why: "the sandbox's core runs on a Workers-style runtime too: QuickJS and sucrase only, no node: module (its Node runner is src/node/)",
   },
-  { dir: "packages/sandbox/src/node", allow: ["node:*", "quickjs-emscripten-core", "@jitl/quickjs-wasmfile-release-sync"], why: "the sandbox's Node runner: worker threads over the core" },
-  { dir: BROKER, deny: ["@tabrelay/extension", "@tabrelay/inpage", "tabrelay", "packages/extension", "packages/inpage", "packages/cli"], why: "the broker imports only protocol (and built artifacts)" },
+  {
+    dir: "packages/sandbox/src/node",
+    allow: ["node:*", "quickjs-emscripten-core", "@jitl/quickjs-wasmfile-release-sync"],
+    why: "the sandbox's Node runner: worker threads over the core",
+  },
+  {
+    dir: BROKER,
+    deny: ["@tabrelay/extension", "@tabrelay/inpage", "tabrelay", "packages/extension", "packages/inpage", "packages/cli"],
+    why: "the broker imports only protocol (and built artifacts)",
+  },
   {
     dir: "packages/cli/src",
     allow: ["@tabrelay/broker", "@tabrelay/chat", "@tabrelay/agent-tools", "node:*"],
@@ -150,7 +158,8 @@ for (const rule of rules) {
       if (to && rule.onlyFolders && !rule.onlyFolders.some((d) => inside(to, d)) && !(typeOnly && rule.typeFolders?.some((d) => inside(to, d)))) {
         report(rel, spec, rule.typeFolders?.some((d) => inside(to, d)) ? `${rule.why}; only \`import type\` from ${to}` : rule.why);
       }
-      if (rule.deny?.some((d) => (d.endsWith("/") ? spec.startsWith(d) : spec === d || spec.startsWith(`${d}/`)) || (to !== undefined && inside(to, d)))) report(rel, spec, rule.why);
+      if (rule.deny?.some((d) => (d.endsWith("/") ? spec.startsWith(d) : spec === d || spec.startsWith(`${d}/`)) || (to !== undefined && inside(to, d))))
+        report(rel, spec, rule.why);
       if (spec.startsWith(SDK) && !SDK_IMPORTERS.has(rel)) report(rel, spec, `only ${[...SDK_IMPORTERS].join(" and ")} may import the MCP SDK`);
     }
   }
@@ -168,7 +177,9 @@ for (const [rel, chain] of chains) {
       const to = target(file, spec);
       if (!chains.has(to)) chains.set(to, [...chain, to]);
     } else if (isBuiltin(spec) || external(spec, NODE_ONLY)) {
-      problems.push(`${chain.join(" > ")}: imports ${spec} (the core runs on Workers-style runtimes too: no node: module, no Node-only package; inject it from the Node broker, see core.ts)`);
+      problems.push(
+        `${chain.join(" > ")}: imports ${spec} (the core runs on Workers-style runtimes too: no node: module, no Node-only package; inject it from the Node broker, see core.ts)`,
+      );
     }
   }
   const code = source.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
@@ -203,7 +214,9 @@ try {
   });
 } catch (error) {
   const first = error.errors?.[0];
-  problems.push(`${CORE_ROOTS[0]}: does not bundle for a neutral platform (run npm run build first: it resolves packages' dist): ${first ? `${first.text} at ${first.location?.file ?? "?"}` : error.message}`);
+  problems.push(
+    `${CORE_ROOTS[0]}: does not bundle for a neutral platform (run npm run build first: it resolves packages' dist): ${first ? `${first.text} at ${first.location?.file ?? "?"}` : error.message}`,
+  );
 }
 for (const what of needed) problems.push(`${CORE_ROOTS[0]}: its neutral bundle needs the Node built-in ${what}`);
 
@@ -215,10 +228,18 @@ for (const dir of readdirSync(join(root, "packages"))) {
   const graph = new Map();
   for (const file of files(src)) {
     const rel = relative(root, file);
-    graph.set(rel, imports(readFileSync(file, "utf8")).filter(({ spec }) => spec.startsWith(".")).map(({ spec }) => target(file, spec)).filter((to) => to !== rel));
+    graph.set(
+      rel,
+      imports(readFileSync(file, "utf8"))
+        .filter(({ spec }) => spec.startsWith("."))
+        .map(({ spec }) => target(file, spec))
+        .filter((to) => to !== rel),
+    );
   }
   for (const circle of stronglyConnected(graph).filter((c) => c.length > 1)) {
-    problems.push(`a circle of ${circle.length} modules (each reaches the others through its imports; break it by moving what they share below them): ${circle.sort().join(", ")}`);
+    problems.push(
+      `a circle of ${circle.length} modules (each reaches the others through its imports; break it by moving what they share below them): ${circle.sort().join(", ")}`,
+    );
   }
 }
 
@@ -315,4 +336,6 @@ if (problems.length) {
   console.error(`Import boundaries broken:\n  ${problems.join("\n  ")}`);
   process.exit(1);
 }
-console.log(`import boundaries: ok${used.size ? ` (${used.size} known exceptions: ${[...used].join(", ")})` : ""}; runtime-neutral core: ${chains.size} files, no Node built-in or global`);
+console.log(
+  `import boundaries: ok${used.size ? ` (${used.size} known exceptions: ${[...used].join(", ")})` : ""}; runtime-neutral core: ${chains.size} files, no Node built-in or global`,
+);

@@ -91,7 +91,9 @@ try {
     process.stdout.write(`conformance ${scenario}: ${result.ok ? "ok" : "FAILED"} (${summary})\n`);
     if (!result.ok) {
       failed++;
-      process.stdout.write(result.output.split("Test Results:")[0] + (/=== Failed Checks ===[\s\S]*?(?=\n\S[^\n]*:\n|$)/.exec(result.output)?.[0] ?? "") + "\n");
+      process.stdout.write(
+        result.output.split("Test Results:")[0] + (/=== Failed Checks ===[\s\S]*?(?=\n\S[^\n]*:\n|$)/.exec(result.output)?.[0] ?? "") + "\n",
+      );
     }
   }
   proxy.close();

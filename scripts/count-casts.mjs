@@ -25,7 +25,8 @@ for (const pkg of readdirSync(join(root, "packages"))) {
   for (const file of src) {
     const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
     const visit = (node) => {
-      if ((ts.isAsExpression(node) || ts.isTypeAssertionExpression(node)) && !(ts.isTypeReferenceNode(node.type) && node.type.getText(source) === "const")) casts++;
+      if ((ts.isAsExpression(node) || ts.isTypeAssertionExpression(node)) && !(ts.isTypeReferenceNode(node.type) && node.type.getText(source) === "const"))
+        casts++;
       if (ts.isVoidExpression(node)) voids++;
       ts.forEachChild(node, visit);
     };

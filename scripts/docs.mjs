@@ -46,7 +46,13 @@ async function toolsReference() {
       const schema = advertisedInputSchema(tool);
       const props = Object.entries(schema.properties ?? {});
       const required = new Set(schema.required ?? []);
-      const args = props.length === 0 ? "No arguments.\n" : ["| argument | type | |\n|---|---|---|\n", ...props.map(([name, p]) => `| \`${name}\`${required.has(name) ? "" : "?"} | ${typeOf(p)} | ${cell(p.description ?? "")} |\n`)].join("");
+      const args =
+        props.length === 0
+          ? "No arguments.\n"
+          : [
+              "| argument | type | |\n|---|---|---|\n",
+              ...props.map(([name, p]) => `| \`${name}\`${required.has(name) ? "" : "?"} | ${typeOf(p)} | ${cell(p.description ?? "")} |\n`),
+            ].join("");
       return `\n## ${tool.name}\n\n${tool.description}\n\n${args}`;
     }),
   ].join("");

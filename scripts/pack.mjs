@@ -19,7 +19,10 @@ const release = join(root, "release");
 const rootManifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 
 const { version, mismatches } = versionMismatches();
-if (mismatches.length > 0) fail(`versions differ from the root package.json's ${version}: ${mismatches.map((m) => `${m.file} (${m.value})`).join(", ")}; run node scripts/version.mjs set ${version}`);
+if (mismatches.length > 0)
+  fail(
+    `versions differ from the root package.json's ${version}: ${mismatches.map((m) => `${m.file} (${m.value})`).join(", ")}; run node scripts/version.mjs set ${version}`,
+  );
 run(process.execPath, [join(root, "scripts/build.mjs")], "npm run build");
 
 rmSync(release, { recursive: true, force: true });
@@ -43,11 +46,14 @@ for (const name of ["LICENSE", "CHANGELOG.md", "README.md"]) copyFileSync(join(r
 mkdirSync(join(stage, "worker"));
 for (const name of ["worker.js", "quickjs.wasm"]) copyFileSync(join(root, "packages/worker/dist", name), join(stage, "worker", name));
 const wrangler = readFileSync(join(root, "packages/worker/wrangler.toml"), "utf8");
-if (!wrangler.includes('main = "dist/worker.js"')) fail("packages/worker/wrangler.toml no longer says main = \"dist/worker.js\": update pack.mjs");
+if (!wrangler.includes('main = "dist/worker.js"')) fail('packages/worker/wrangler.toml no longer says main = "dist/worker.js": update pack.mjs');
 writeFileSync(
   join(stage, "worker", "wrangler.toml"),
   wrangler
-    .replace(/^# Cloudflare Workers deployment[\s\S]*?\n(?=name =)/, "# Cloudflare Workers deployment of tabrelay's stateless entry, as the tabrelay package ships it: copy this folder\n# (cp -r node_modules/tabrelay/worker my-tabrelay-worker), set the secrets below, then `npx wrangler deploy` in it.\n")
+    .replace(
+      /^# Cloudflare Workers deployment[\s\S]*?\n(?=name =)/,
+      "# Cloudflare Workers deployment of tabrelay's stateless entry, as the tabrelay package ships it: copy this folder\n# (cp -r node_modules/tabrelay/worker my-tabrelay-worker), set the secrets below, then `npx wrangler deploy` in it.\n",
+    )
     .replace('main = "dist/worker.js"', 'main = "worker.js"'),
 );
 const cliManifest = JSON.parse(readFileSync(join(cli, "package.json"), "utf8"));
@@ -100,7 +106,9 @@ zipFolder(extensionDir, extensionZip, (name, bytes) => {
 
 rmSync(join(release, "stage"), { recursive: true, force: true });
 for (const file of [tarball, pageTarball, extensionZip]) console.log(`pack: ${file.slice(root.length)} (${(statSync(file).size / 1024).toFixed(0)} KiB)`);
-console.log(`pack: publish with npm publish release/tabrelay-${version}.tgz (and release/tabrelay-page-${version}.tgz); upload the zip in the Chrome Web Store's developer dashboard`);
+console.log(
+  `pack: publish with npm publish release/tabrelay-${version}.tgz (and release/tabrelay-page-${version}.tgz); upload the zip in the Chrome Web Store's developer dashboard`,
+);
 
 /** `npm pack` of `dir` into release/, checked to have made `expected`; its path. */
 function npmPack(dir, expected) {

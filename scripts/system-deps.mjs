@@ -6,7 +6,10 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 
 const PACKAGES = [
-  { name: "chromium", present: () => existsSync("/usr/lib/chromium/chromium") || Boolean(process.env["CHROME_PATH"] && existsSync(process.env["CHROME_PATH"])) },
+  {
+    name: "chromium",
+    present: () => existsSync("/usr/lib/chromium/chromium") || Boolean(process.env["CHROME_PATH"] && existsSync(process.env["CHROME_PATH"])),
+  },
   { name: "xvfb", present: () => existsSync("/usr/bin/Xvfb") },
   { name: "x11vnc", present: () => existsSync("/usr/bin/x11vnc") },
   { name: "novnc", present: () => existsSync("/usr/share/novnc/vnc.html") },
@@ -30,12 +33,17 @@ if (missing.length === 0) process.exit(0);
 const command = `apt-get install -y ${missing.join(" ")}`;
 const root = typeof process.getuid === "function" && process.getuid() === 0;
 if (!root || !existsSync("/usr/bin/apt-get")) {
-  console.error(`The tests need these Debian packages, which are not installed: ${missing.join(", ")}.\nInstall them (as root: ${command}) and run npm test again.`);
+  console.error(
+    `The tests need these Debian packages, which are not installed: ${missing.join(", ")}.\nInstall them (as root: ${command}) and run npm test again.`,
+  );
   process.exit(1);
 }
 console.error(`Installing what the tests need: ${command}`);
 const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-for (const args of [["update", "-qq"], ["install", "-y", "-qq", ...missing]]) {
+for (const args of [
+  ["update", "-qq"],
+  ["install", "-y", "-qq", ...missing],
+]) {
   const run = spawnSync("apt-get", args, { stdio: ["ignore", "ignore", "inherit"], env });
   if (run.status !== 0) {
     console.error(`apt-get ${args.join(" ")} failed (exit ${run.status ?? run.signal}); run "${command}" yourself, then npm test again.`);

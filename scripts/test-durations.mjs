@@ -14,9 +14,7 @@ if (!report) {
 const root = fileURLToPath(new URL("..", import.meta.url));
 const { testResults } = JSON.parse(readFileSync(report, "utf8"));
 const durations = Object.fromEntries(
-  testResults
-    .map((file) => [relative(root, file.name), Math.ceil((file.endTime - file.startTime) / 1000)])
-    .sort(([a], [b]) => (a < b ? -1 : 1)),
+  testResults.map((file) => [relative(root, file.name), Math.ceil((file.endTime - file.startTime) / 1000)]).sort(([a], [b]) => (a < b ? -1 : 1)),
 );
 writeFileSync(new URL("../test/durations.json", import.meta.url), `${JSON.stringify(durations, null, 2)}\n`);
 process.stdout.write(`test/durations.json: ${Object.keys(durations).length} files\n`);

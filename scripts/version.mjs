@@ -23,22 +23,42 @@ function places() {
     const data = JSON.parse(readFileSync(path, "utf8"));
     found.push({ file, value: read(data), write: (v) => (write(data, v), writeFileSync(path, `${JSON.stringify(data, null, 2)}\n`)) });
   };
-  json("package.json", (d) => d.version, (d, v) => (d.version = v));
+  json(
+    "package.json",
+    (d) => d.version,
+    (d, v) => (d.version = v),
+  );
   for (const dir of readdirSync(join(root, "packages")).sort()) {
-    json(`packages/${dir}/package.json`, (d) => d.version, (d, v) => (d.version = v));
+    json(
+      `packages/${dir}/package.json`,
+      (d) => d.version,
+      (d, v) => (d.version = v),
+    );
     const data = JSON.parse(readFileSync(join(root, "packages", dir, "package.json"), "utf8"));
     for (const field of ["dependencies", "devDependencies", "peerDependencies"]) {
       for (const name of Object.keys(data[field] ?? {}).filter((n) => n.startsWith("@tabrelay/"))) {
-        json(`packages/${dir}/package.json`, (d) => d[field][name], (d, v) => (d[field][name] = v));
+        json(
+          `packages/${dir}/package.json`,
+          (d) => d[field][name],
+          (d, v) => (d[field][name] = v),
+        );
         found.at(-1).file += ` ${field}.${name}`;
       }
     }
   }
-  json("packages/extension/static/manifest.json", (d) => d.version, (d, v) => (d.version = v));
+  json(
+    "packages/extension/static/manifest.json",
+    (d) => d.version,
+    (d, v) => (d.version = v),
+  );
   for (const file of CONSTANTS) {
     const path = join(root, file);
     const text = readFileSync(path, "utf8");
-    found.push({ file, value: CONSTANT.exec(text)?.[1], write: (v) => writeFileSync(path, readFileSync(path, "utf8").replace(CONSTANT, `export const VERSION = "${v}";`)) });
+    found.push({
+      file,
+      value: CONSTANT.exec(text)?.[1],
+      write: (v) => writeFileSync(path, readFileSync(path, "utf8").replace(CONSTANT, `export const VERSION = "${v}";`)),
+    });
   }
   return found;
 }

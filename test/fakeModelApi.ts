@@ -76,13 +76,27 @@ export function fakeAnthropic(script: Script): Promise<FakeModelApi> {
   let turn = 0;
   return serve((req, res) => {
     if (req.method !== "POST" || req.path !== "/v1/messages") {
-      res.writeHead(404, { "Content-Type": "application/json" }).end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: "no such route" } }));
+      res
+        .writeHead(404, { "Content-Type": "application/json" })
+        .end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: "no such route" } }));
       return;
     }
     const reply = script(req);
     const send = sse(res);
     const id = `msg_${++turn}`;
-    send("message_start", { type: "message_start", message: { id, type: "message", role: "assistant", model: String(req.body["model"]), content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 25, output_tokens: 1 } } });
+    send("message_start", {
+      type: "message_start",
+      message: {
+        id,
+        type: "message",
+        role: "assistant",
+        model: String(req.body["model"]),
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 25, output_tokens: 1 },
+      },
+    });
     send("ping", { type: "ping" });
     if (reply.kind === "hang") return; // the client's abort closes it
     let index = 0;
@@ -94,13 +108,21 @@ export function fakeAnthropic(script: Script): Promise<FakeModelApi> {
       index++;
     }
     if (reply.kind === "program") {
-      send("content_block_start", { type: "content_block_start", index, content_block: { type: "tool_use", id: `toolu_${turn}`, name: "browser_run", input: {} } });
+      send("content_block_start", {
+        type: "content_block_start",
+        index,
+        content_block: { type: "tool_use", id: `toolu_${turn}`, name: "browser_run", input: {} },
+      });
       for (const part of pieces(JSON.stringify({ program: reply.program }))) {
         send("content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: part } });
       }
       send("content_block_stop", { type: "content_block_stop", index });
     }
-    send("message_delta", { type: "message_delta", delta: { stop_reason: reply.kind === "program" ? "tool_use" : "end_turn", stop_sequence: null }, usage: { output_tokens: 30 } });
+    send("message_delta", {
+      type: "message_delta",
+      delta: { stop_reason: reply.kind === "program" ? "tool_use" : "end_turn", stop_sequence: null },
+      usage: { output_tokens: 30 },
+    });
     send("message_stop", { type: "message_stop" });
     res.end();
   });
@@ -116,7 +138,13 @@ export function fakeOpenAi(script: Script): Promise<FakeModelApi> {
     const reply = script(req);
     const send = sse(res);
     const id = `chatcmpl-${++turn}`;
-    const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id, object: "chat.completion.chunk", created: 1_700_000_000, model: String(req.body["model"]), choices: [{ index: 0, delta, finish_reason: finish }] });
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+      id,
+      object: "chat.completion.chunk",
+      created: 1_700_000_000,
+      model: String(req.body["model"]),
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    });
     send(undefined, chunk({ role: "assistant", content: "" }));
     if (reply.kind === "hang") return;
     const text = reply.kind === "text" ? reply.text : reply.text;
@@ -161,5 +189,11 @@ export function turnOf(request: SeenRequest): { task: string; results: string } 
     if (userText(m) !== undefined) at = i;
   });
   const task = at >= 0 ? (userText(messages[at]) ?? "") : "";
-  return { task, results: messages.slice(at + 1).flatMap(toolResultText).join("\n") };
+  return {
+    task,
+    results: messages
+      .slice(at + 1)
+      .flatMap(toolResultText)
+      .join("\n"),
+  };
 }

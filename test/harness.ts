@@ -176,7 +176,11 @@ export async function attachBrowser(b: TestBroker, driver: Driver, options: { al
     const launched = await launchBrowser(b.port);
     browser = { close: () => launched.close(), kill: () => launched.browser.process.kill("SIGKILL"), downloadsDir: launched.downloadsDir };
   } else {
-    const local = await launchLocalChromium({ chromiumPath: findChromium(), headless: true, ...(options.allowPopups ? { extraArgs: ["--disable-popup-blocking"] } : {}) });
+    const local = await launchLocalChromium({
+      chromiumPath: findChromium(),
+      headless: true,
+      ...(options.allowPopups ? { extraArgs: ["--disable-popup-blocking"] } : {}),
+    });
     browser = { close: () => local.close(), kill: () => local.process.kill("SIGKILL") };
     try {
       await b.broker.attachCdp(local.endpoint, { label: "test cdp", ownsBrowser: true });
@@ -202,7 +206,11 @@ export interface TestSession {
   close(): Promise<void>;
 }
 
-export async function startSession(driver: Driver, options: Parameters<typeof startBroker>[0] = {}, browserOptions: Parameters<typeof attachBrowser>[2] = {}): Promise<TestSession> {
+export async function startSession(
+  driver: Driver,
+  options: Parameters<typeof startBroker>[0] = {},
+  browserOptions: Parameters<typeof attachBrowser>[2] = {},
+): Promise<TestSession> {
   const broker = await startBroker(options);
   let browser: { close(): Promise<void> } | undefined;
   try {
@@ -244,8 +252,10 @@ export async function connectClient(brokerUrl: string, token = MCP_TOKEN): Promi
   // Each client its own connection pool: a client made after a broker restarts on the same port never sends its first
   // request down a kept-alive socket the stopped broker closed (undici's shared pool did: "other side closed").
   const pool = new Agent();
-  const fetchOwn: typeof fetch = (input, init) => undiciFetch(input, { ...(init), dispatcher: pool });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${brokerUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: fetchOwn }));
+  const fetchOwn: typeof fetch = (input, init) => undiciFetch(input, { ...init, dispatcher: pool });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${brokerUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: fetchOwn }),
+  );
   const close = client.close.bind(client);
   client.close = async () => {
     await close();
@@ -267,7 +277,10 @@ export async function call(client: Client, name: string, args: Record<string, un
 }
 
 export function article(title: string, paragraphs: number, closing: string): string {
-  const body = Array.from({ length: paragraphs }, (_, i) => `<p>Paragraph ${i + 1} of the story tells about rivers, cities and the people who keep the lights on at night, in some detail.</p>`).join("\n");
+  const body = Array.from(
+    { length: paragraphs },
+    (_, i) => `<p>Paragraph ${i + 1} of the story tells about rivers, cities and the people who keep the lights on at night, in some detail.</p>`,
+  ).join("\n");
   return `<!doctype html><html><head><title>${title}</title></head><body>
 <nav><a href="/">Home</a> <a href="/news">News</a> <a href="/sports">Sports</a></nav>
 <article><h1>${title}</h1>${body}<p>${closing}</p><p><a href="/related">Related story</a> <img src="/img/photo.png" alt="A photo"></p></article>
@@ -359,7 +372,8 @@ export function auditRows(place: { dataDir: string } | { path: string }, tool?: 
   if (!existsSync(path)) throw new Error(`auditRows: no audit log at ${path}`);
   const db = new DatabaseSync(path, { readOnly: true });
   try {
-    const rows = tool === undefined ? db.prepare("SELECT * FROM audit ORDER BY id").all() : db.prepare("SELECT * FROM audit WHERE tool = ? ORDER BY id").all(tool);
+    const rows =
+      tool === undefined ? db.prepare("SELECT * FROM audit ORDER BY id").all() : db.prepare("SELECT * FROM audit WHERE tool = ? ORDER BY id").all(tool);
     return rows as AuditRow[];
   } finally {
     db.close();
@@ -376,7 +390,11 @@ export function routePageToken(site: TestSite, brokerUrl: () => string, bearer: 
   site.route(path, (req, res) => {
     void (async () => {
       try {
-        const answer = await fetch(`${brokerUrl()}/page-tokens`, { method: "POST", headers: { Authorization: `Bearer ${bearer(req)}`, "Content-Type": "application/json" }, body: JSON.stringify({ origin: site.origin }) });
+        const answer = await fetch(`${brokerUrl()}/page-tokens`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${bearer(req)}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ origin: site.origin }),
+        });
         const body = await answer.text();
         res.writeHead(answer.status, { "Content-Type": "application/json" });
         res.end(body);

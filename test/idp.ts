@@ -27,12 +27,32 @@ export async function signingKey(kid: string): Promise<JWK> {
 
 function providerConfig(keys: JWK[]): Configuration {
   const signingKid = keys[0]?.kid;
-  const service = (client_id: string) => ({ client_id, client_secret: `${client_id}-secret`, grant_types: ["client_credentials"], redirect_uris: [], response_types: [] });
+  const service = (client_id: string) => ({
+    client_id,
+    client_secret: `${client_id}-secret`,
+    grant_types: ["client_credentials"],
+    redirect_uris: [],
+    response_types: [],
+  });
   return {
     clients: [
-      { client_id: "mcp-client", token_endpoint_auth_method: "none", application_type: "native", redirect_uris: [REDIRECT], grant_types: ["authorization_code"], response_types: ["code"] },
+      {
+        client_id: "mcp-client",
+        token_endpoint_auth_method: "none",
+        application_type: "native",
+        redirect_uris: [REDIRECT],
+        grant_types: ["authorization_code"],
+        response_types: ["code"],
+      },
       // The same as mcp-client, but its access tokens live one second: a test waits them out to hold an expired one.
-      { client_id: "short-lived", token_endpoint_auth_method: "none", application_type: "native", redirect_uris: [REDIRECT], grant_types: ["authorization_code"], response_types: ["code"] },
+      {
+        client_id: "short-lived",
+        token_endpoint_auth_method: "none",
+        application_type: "native",
+        redirect_uris: [REDIRECT],
+        grant_types: ["authorization_code"],
+        response_types: ["code"],
+      },
       service("service"),
       service("no-subject"),
       service("hs-signer"),
@@ -41,7 +61,15 @@ function providerConfig(keys: JWK[]): Configuration {
     cookies: { keys: ["oauth-test-cookie-key"] },
     // The dev login page accepts any name; the account is that name (the token's sub).
     findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
-    ttl: { Interaction: 600, Session: 600, Grant: 600, AccessToken: (_ctx, _token, client) => (client.clientId === "short-lived" ? 1 : 300), IdToken: 300, ClientCredentials: 300, AuthorizationCode: 60 },
+    ttl: {
+      Interaction: 600,
+      Session: 600,
+      Grant: 600,
+      AccessToken: (_ctx, _token, client) => (client.clientId === "short-lived" ? 1 : 300),
+      IdToken: 300,
+      ClientCredentials: 300,
+      AuthorizationCode: 60,
+    },
     features: {
       clientCredentials: { enabled: true },
       devInteractions: { enabled: true },
@@ -54,7 +82,9 @@ function providerConfig(keys: JWK[]): Configuration {
           audience: indicator,
           accessTokenFormat: "jwt",
           accessTokenTTL: 300,
-          jwt: { sign: client.clientId === "hs-signer" ? { alg: "HS256", key: createSecretKey(Buffer.from(GUESSABLE_SECRET)) } : { alg: "RS256", kid: signingKid } },
+          jwt: {
+            sign: client.clientId === "hs-signer" ? { alg: "HS256", key: createSecretKey(Buffer.from(GUESSABLE_SECRET)) } : { alg: "RS256", kid: signingKid },
+          },
         }),
       },
     },
@@ -164,8 +194,11 @@ export async function userToken(idp: Idp, login: string, scope = "browse", optio
     const page = await res.text();
     const prompt = /name="prompt" value="(\w+)"/.exec(page)?.[1];
     if (prompt === undefined) throw new Error(`unexpected page (${res.status}): ${page.slice(0, 300)}`);
-    init = { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ prompt, login, password: "any" }).toString() };
+    init = {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ prompt, login, password: "any" }).toString(),
+    };
   }
   throw new Error("the authorization flow did not reach the redirect URI");
 }
-

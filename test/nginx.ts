@@ -51,7 +51,13 @@ export function testConfig(template: string, upstreams: number[], paths: TestPat
       case "user": // As root the workers run as nobody; as anyone else nginx keeps the user it has.
         break;
       case "tls": // Plain HTTP on loopback, unless the test gives a certificate.
-        if (paths.tls) out.push(line.replace(/ssl_certificate_key\s+\S+;/, `ssl_certificate_key ${paths.tls.key};`).replace(/ssl_certificate\s+\S+;/, `ssl_certificate ${paths.tls.cert};`).replace(/#@.*$/, ""));
+        if (paths.tls)
+          out.push(
+            line
+              .replace(/ssl_certificate_key\s+\S+;/, `ssl_certificate_key ${paths.tls.key};`)
+              .replace(/ssl_certificate\s+\S+;/, `ssl_certificate ${paths.tls.cert};`)
+              .replace(/#@.*$/, ""),
+          );
         break;
       case "pid":
         out.push(`${indent}pid ${join(paths.dir, "nginx.pid")};`);
@@ -139,7 +145,10 @@ export async function startNginx(upstreams: number[], options: { tls?: { cert: s
         started.once("exit", (code, signal) => resolve(`exited (${signal ?? `code ${String(code)}`})`));
         started.once("error", (error) => resolve(error.message));
       });
-      const outcome = await Promise.race([exited, ready(join(dir, "nginx.pid"), started.pid ?? -1, port, 10_000).then((ok) => (ok ? "listening" : "no listener after 10 s"))]);
+      const outcome = await Promise.race([
+        exited,
+        ready(join(dir, "nginx.pid"), started.pid ?? -1, port, 10_000).then((ok) => (ok ? "listening" : "no listener after 10 s")),
+      ]);
       if (outcome === "listening") break;
       killGroup("SIGKILL");
       const why = `${stderr}\n${log()}`.trim();
@@ -185,14 +194,16 @@ async function ready(pidFile: string, pid: number, port: number, timeoutMs: numb
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const written = existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() === String(pid);
-    const ok = written && await new Promise<boolean>((resolve) => {
-      const socket = connect({ host: "127.0.0.1", port });
-      socket.once("connect", () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once("error", () => resolve(false));
-    });
+    const ok =
+      written &&
+      (await new Promise<boolean>((resolve) => {
+        const socket = connect({ host: "127.0.0.1", port });
+        socket.once("connect", () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.once("error", () => resolve(false));
+      }));
     if (ok) return true;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }

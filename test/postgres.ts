@@ -114,17 +114,40 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   };
   process.on("exit", stopNow);
   try {
-    await asPostgres(bin, "initdb", ["-D", data, "-U", DB_USER, `--pwfile=${passwordFile}`, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"]);
+    await asPostgres(bin, "initdb", [
+      "-D",
+      data,
+      "-U",
+      DB_USER,
+      `--pwfile=${passwordFile}`,
+      "--auth-local=trust",
+      "--auth-host=scram-sha-256",
+      "-E",
+      "UTF8",
+      "--locale=C",
+      "--no-sync",
+      "--no-instructions",
+    ]);
     // The free port can be taken by another test file between our probe and the server's bind: try again then.
     for (let attempt = 1; ; attempt++) {
       port = await freePort();
-      const options = [`-p ${port}`, "-c listen_addresses=127.0.0.1", `-k ${dir}`, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=400", "-c shared_buffers=64MB"];
+      const options = [
+        `-p ${port}`,
+        "-c listen_addresses=127.0.0.1",
+        `-k ${dir}`,
+        "-c fsync=off",
+        "-c synchronous_commit=off",
+        "-c full_page_writes=off",
+        "-c max_connections=400",
+        "-c shared_buffers=64MB",
+      ];
       try {
         await asPostgres(bin, "pg_ctl", ["-D", data, "-l", join(dir, "log"), "-o", options.join(" "), "-w", "-t", "30", "start"]);
         break;
       } catch (error) {
         const log = existsSync(join(dir, "log")) ? readFileSync(join(dir, "log"), "utf8") : "";
-        if (attempt >= 5 || !/could not (bind|create listen socket)/.test(log)) throw new Error(`PostgreSQL did not start: ${String(error)}\n${log}`, { cause: error });
+        if (attempt >= 5 || !/could not (bind|create listen socket)/.test(log))
+          throw new Error(`PostgreSQL did not start: ${String(error)}\n${log}`, { cause: error });
       }
     }
     return { url: `postgres://${DB_USER}:${password}@127.0.0.1:${port}`, stop };

@@ -39,11 +39,17 @@ export function setCookies(res: Pick<RawResponse, "headers">): string[] {
 
 /** The `name=value` pair of the first cookie the answer sets whose name starts with `prefix`. */
 export function cookieOf(res: Pick<RawResponse, "headers">, prefix: string): string | undefined {
-  return setCookies(res).find((c) => c.startsWith(prefix))?.split(";")[0];
+  return setCookies(res)
+    .find((c) => c.startsWith(prefix))
+    ?.split(";")[0];
 }
 
 /** A WebSocket handshake to `url` (ws://): opened (and closed at once), or the refusal's status and text. */
-export function wsHandshake(url: string, headers: Record<string, string>, protocols?: string[]): Promise<{ status: number | undefined; body: string; opened: boolean }> {
+export function wsHandshake(
+  url: string,
+  headers: Record<string, string>,
+  protocols?: string[],
+): Promise<{ status: number | undefined; body: string; opened: boolean }> {
   return new Promise((resolve) => {
     const ws = new WebSocket(url, protocols, { headers });
     ws.on("open", () => (ws.close(), resolve({ status: 101, body: "", opened: true })));

@@ -94,7 +94,15 @@ export async function startRedis(): Promise<TestRedis> {
       if (attempt < 5 && /Address already in use/.test(log)) continue;
       throw new Error(`Redis did not start (${outcome}):\n${log.split("\n").slice(-10).join("\n")}`);
     }
-    return { url: `redis://:${password}@127.0.0.1:${port}`, port, password, stop, kill, pause: () => void child?.kill("SIGSTOP"), resume: () => void child?.kill("SIGCONT") };
+    return {
+      url: `redis://:${password}@127.0.0.1:${port}`,
+      port,
+      password,
+      stop,
+      kill,
+      pause: () => void child?.kill("SIGSTOP"),
+      resume: () => void child?.kill("SIGCONT"),
+    };
   } catch (error) {
     await stop();
     throw error;
@@ -134,7 +142,8 @@ export function redisReplies(port: number, commands: string[][], timeoutMs = 200
       }
     });
     socket.once("close", () => {
-      if (replies.length < commands.length) reject(new Error(`Redis on port ${port} closed the connection after ${replies.length} of ${commands.length} replies`));
+      if (replies.length < commands.length)
+        reject(new Error(`Redis on port ${port} closed the connection after ${replies.length} of ${commands.length} replies`));
     });
   });
 }

@@ -1,7 +1,24 @@
 // A browser stand-in that speaks the real bridge protocol over a real WebSocket, for fast broker tests.
 // It never replaces the real extension in the end-to-end suite.
 import { BUILTIN_EXTENSION_ID } from "../packages/broker/src/index.js";
-import { FrameOpener, FrameSealer, PROTOCOL_VERSION, bridgeProof, canonicalEndpoint, frameKeys, newNonce, pairingIdOf, proofsEqual, type BridgeCall, type BridgeMethod, type BrokerToBrowser, type ParamsOf, type ResultOf, type TabInfo, type WireError } from "../packages/protocol/src/index.js";
+import {
+  FrameOpener,
+  FrameSealer,
+  PROTOCOL_VERSION,
+  bridgeProof,
+  canonicalEndpoint,
+  frameKeys,
+  newNonce,
+  pairingIdOf,
+  proofsEqual,
+  type BridgeCall,
+  type BridgeMethod,
+  type BrokerToBrowser,
+  type ParamsOf,
+  type ResultOf,
+  type TabInfo,
+  type WireError,
+} from "../packages/protocol/src/index.js";
 import WebSocket from "ws";
 import { afterEach, beforeEach } from "vitest";
 import { allowYaml, PAIRING_TOKEN, startBroker, type TestBroker } from "./harness.js";
@@ -57,7 +74,9 @@ export class StubExtension {
     this.ws.on("open", () => {
       if (options.sendHello === false) return;
       const pairing = pairingIdOf(token);
-      this.ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId, nonce, endpoint, extensionVersion: "0.0.0", ...(pairing ? { pairing } : {}) }));
+      this.ws.send(
+        JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId, nonce, endpoint, extensionVersion: "0.0.0", ...(pairing ? { pairing } : {}) }),
+      );
     });
     const endpoint = canonicalEndpoint(url) ?? url;
     // Frames are handled one at a time, in order, as the extension does: the proofs and the MACs are async.

@@ -2,7 +2,26 @@
 import { readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { CHROMIUM, MEMORY_GAP_MS, MEMORY_SETTLE_MS, N, allowYaml, callText, cleanups, descendants, log, median, message, round, runCleanupsExceptSite, sleep, stats, tempDir, textOf, withTimeout } from "./common.mjs";
+import {
+  CHROMIUM,
+  MEMORY_GAP_MS,
+  MEMORY_SETTLE_MS,
+  N,
+  allowYaml,
+  callText,
+  cleanups,
+  descendants,
+  log,
+  median,
+  message,
+  round,
+  runCleanupsExceptSite,
+  sleep,
+  stats,
+  tempDir,
+  textOf,
+  withTimeout,
+} from "./common.mjs";
 import { startPeer } from "./peers.mjs";
 import { connectHttp, spawnTabrelay } from "./tabrelay.mjs";
 
@@ -27,7 +46,10 @@ export function processOf(pid) {
   let exe = "?";
   let cmdline = "";
   try {
-    exe = readlinkSync(`/proc/${pid}/exe`).replace(/ \(deleted\)$/, "").split("/").at(-1);
+    exe = readlinkSync(`/proc/${pid}/exe`)
+      .replace(/ \(deleted\)$/, "")
+      .split("/")
+      .at(-1);
   } catch {
     // not ours to read, or gone
   }
@@ -222,7 +244,13 @@ export async function coldStartTabrelay(lib, site, bin = undefined) {
   writeFileSync(join(dataDir, "config.yaml"), allowYaml());
   const t0 = performance.now();
   // No tokens in the environment: they are generated, and the MCP one is read from the printed block, as a user would.
-  const proc = spawnTabrelay(["start", "--headless"], { CHROME_PATH: CHROMIUM, TABRELAY_MCP_TOKEN: undefined, TABRELAY_PAIRING_TOKEN: undefined }, dataDir, [], bin);
+  const proc = spawnTabrelay(
+    ["start", "--headless"],
+    { CHROME_PATH: CHROMIUM, TABRELAY_MCP_TOKEN: undefined, TABRELAY_PAIRING_TOKEN: undefined },
+    dataDir,
+    [],
+    bin,
+  );
   cleanups.push(proc.stop);
   let client;
   try {

@@ -124,7 +124,8 @@ async function startBrowsers(targets, processes) {
   const parts = procs.map((_, i) => targets.filter((__, j) => j % processes === i));
   const results = await Promise.all(procs.map((p, i) => p.request("connect", { targets: parts[i], token: PAIRING_TOKEN, concurrency: 16 })));
   const connected = results.reduce((n, r) => n + r.connected, 0);
-  if (connected < targets.length) throw new Error(`only ${connected} of ${targets.length} simulated browsers connected: ${results.flatMap((r) => r.firstFailures).join("; ")}`);
+  if (connected < targets.length)
+    throw new Error(`only ${connected} of ${targets.length} simulated browsers connected: ${results.flatMap((r) => r.firstFailures).join("; ")}`);
   return { procs, connectS: round((performance.now() - t0) / 1000, 1) };
 }
 
@@ -173,7 +174,13 @@ export async function benchIdleMemory(opts) {
 }
 
 function mib(m) {
-  return { rss: round(m.rss / MiB, 1), rssAnon: round(m.rssAnon / MiB, 1), heapUsed: round(m.heapUsed / MiB, 1), heapTotal: round(m.heapTotal / MiB, 1), external: round(m.external / MiB, 1) };
+  return {
+    rss: round(m.rss / MiB, 1),
+    rssAnon: round(m.rssAnon / MiB, 1),
+    heapUsed: round(m.heapUsed / MiB, 1),
+    heapTotal: round(m.heapTotal / MiB, 1),
+    external: round(m.external / MiB, 1),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -184,7 +191,8 @@ async function loadPass(opts, topology) {
   const count = topology === "three" ? opts.brokers : 1;
   const redis = topology === "three" ? await startRedis() : undefined;
   const brokers = [];
-  for (let i = 0; i < count; i++) brokers.push(await startBroker({ yaml: brokerYaml(redis ? { redisUrl: redis.url, brokerId: `bench-${i}` } : {}), cluster: Boolean(redis) }));
+  for (let i = 0; i < count; i++)
+    brokers.push(await startBroker({ yaml: brokerYaml(redis ? { redisUrl: redis.url, brokerId: `bench-${i}` } : {}), cluster: Boolean(redis) }));
   const ids = simIds(opts.browsers);
   const holder = ids.map((_, i) => i % count);
   log(`20 (${topology === "three" ? `${count} brokers` : "one broker"}): ${opts.browsers} simulated browsers connecting ...`);
@@ -220,10 +228,18 @@ async function loadPass(opts, topology) {
     const load0 = loadavg()[0];
     const nginxBefore = nginx.upstreamErrors();
     await Promise.all(brokers.map((b) => b.request("lag")));
-    const tallies = await Promise.all(agentProcs.map((p, i) => p.request("run", { ...body, ...(body.rate ? { rate: (body.rate * perProc[i]) / opts.sessions } : {}) })));
+    const tallies = await Promise.all(
+      agentProcs.map((p, i) => p.request("run", { ...body, ...(body.rate ? { rate: (body.rate * perProc[i]) / opts.sessions } : {}) })),
+    );
     const cpuCoresUsed = cpu();
     const brokerLoopDelayMs = await Promise.all(brokers.map((b) => b.request("lag")));
-    return { ...summarise(tallies, holder, upstreamIndex, what === "rate" ? body.rate : undefined), cpuCoresUsed, brokerLoopDelayMs, nginxUpstreamErrors: countsSince(nginx.upstreamErrors(), nginxBefore), loadavg1: [round(load0, 2), round(loadavg()[0], 2)] };
+    return {
+      ...summarise(tallies, holder, upstreamIndex, what === "rate" ? body.rate : undefined),
+      cpuCoresUsed,
+      brokerLoopDelayMs,
+      nginxUpstreamErrors: countsSince(nginx.upstreamErrors(), nginxBefore),
+      loadavg1: [round(load0, 2), round(loadavg()[0], 2)],
+    };
   };
   try {
     // A short warm-up (JIT, connection pools), not counted.
@@ -240,7 +256,11 @@ async function loadPass(opts, topology) {
       sessionsOpenS: round(Math.max(...opened.map((o) => o.ms)) / 1000, 1),
       rate,
       saturation,
-      browsersAfter: { open: simStats.reduce((n, s) => n + s.open, 0), unexpectedCloses: simStats.reduce((n, s) => n + s.unexpectedCloses, 0), methods: mergeCounts(simStats.map((s) => s.methods)) },
+      browsersAfter: {
+        open: simStats.reduce((n, s) => n + s.open, 0),
+        unexpectedCloses: simStats.reduce((n, s) => n + s.unexpectedCloses, 0),
+        methods: mergeCounts(simStats.map((s) => s.methods)),
+      },
     };
   } finally {
     for (const p of agentProcs) await p.stop();
@@ -252,7 +272,11 @@ async function loadPass(opts, topology) {
 }
 
 function countsSince(now, before) {
-  return Object.fromEntries(Object.entries(now).map(([k, n]) => [k, n - (before[k] ?? 0)]).filter(([, n]) => n > 0));
+  return Object.fromEntries(
+    Object.entries(now)
+      .map(([k, n]) => [k, n - (before[k] ?? 0)])
+      .filter(([, n]) => n > 0),
+  );
 }
 
 function mergeCounts(list) {
@@ -325,7 +349,16 @@ const NO_PEER = "- (no peer equivalent)";
 
 export function idleMemoryRows(mem) {
   if (!mem) return [];
-  if (mem.error) return [{ figure: "19. memory per idle connected browser, one broker", tabrelay: `failed: ${mem.error.split("\n")[0].slice(0, 80)}`, playwright: NO_PEER, devtools: NO_PEER, target: "<= 50 KiB" }];
+  if (mem.error)
+    return [
+      {
+        figure: "19. memory per idle connected browser, one broker",
+        tabrelay: `failed: ${mem.error.split("\n")[0].slice(0, 80)}`,
+        playwright: NO_PEER,
+        devtools: NO_PEER,
+        target: "<= 50 KiB",
+      },
+    ];
   return [
     {
       figure: `19. memory per idle connected browser, one broker (N=${mem.n} simulated)`,
@@ -334,7 +367,13 @@ export function idleMemoryRows(mem) {
       devtools: NO_PEER,
       target: `<= 50 KiB${verdict(mem.perBrowserKiB.rss <= 50)}`,
     },
-    { figure: "    broker RSS / V8 heap used, no browser -> all connected (after GC)", tabrelay: `${mem.before.rss} -> ${mem.after.rss} MiB / ${mem.before.heapUsed} -> ${mem.after.heapUsed} MiB`, playwright: "", devtools: "", target: "" },
+    {
+      figure: "    broker RSS / V8 heap used, no browser -> all connected (after GC)",
+      tabrelay: `${mem.before.rss} -> ${mem.after.rss} MiB / ${mem.before.heapUsed} -> ${mem.after.heapUsed} MiB`,
+      playwright: "",
+      devtools: "",
+      target: "",
+    },
     { figure: "    time to connect them all (handshakes, 16 at a time per process)", tabrelay: `${mem.connectS} s`, playwright: "", devtools: "", target: "" },
   ];
 }
@@ -355,24 +394,60 @@ export function clusterRows(load) {
       devtools: NO_PEER,
       target: `p99 < 50 ms${three?.rate?.latency?.n ? verdict(three.rate.latency.p99 < 50) : ""}`,
     },
-    { figure: "    calls/s asked / answered", tabrelay: cell(three, (p) => `${p.rate.rateAsked} / ${p.rate.achievedPerS}${p.rate.notSent ? ` (${p.rate.notSent} not sent: client at its in-flight cap)` : ""}`), playwright: "", devtools: "", target: "2,000/s for 60 s (issue 16)" },
+    {
+      figure: "    calls/s asked / answered",
+      tabrelay: cell(
+        three,
+        (p) => `${p.rate.rateAsked} / ${p.rate.achievedPerS}${p.rate.notSent ? ` (${p.rate.notSent} not sent: client at its in-flight cap)` : ""}`,
+      ),
+      playwright: "",
+      devtools: "",
+      target: "2,000/s for 60 s (issue 16)",
+    },
     {
       figure: "    calls lost (no answer) / crossed (another browser's answer) / refused",
-      tabrelay: cell(three, (p) => `${p.rate.lost} / ${p.rate.crossed} / ${Object.values(p.rate.errors).reduce((a, b) => a + b, 0)}${Object.keys(p.rate.errors).length ? ` ${JSON.stringify(p.rate.errors)}` : ""} of ${p.rate.sent}`),
+      tabrelay: cell(
+        three,
+        (p) =>
+          `${p.rate.lost} / ${p.rate.crossed} / ${Object.values(p.rate.errors).reduce((a, b) => a + b, 0)}${Object.keys(p.rate.errors).length ? ` ${JSON.stringify(p.rate.errors)}` : ""} of ${p.rate.sent}`,
+      ),
       playwright: "",
       devtools: "",
       target: `0 / 0${three?.rate ? verdict(three.rate.lost === 0 && three.rate.crossed === 0) : ""}`,
     },
     { figure: "    local (landed on the browser's broker)", tabrelay: cell(three, (p) => lat(p.rate.local)), playwright: "", devtools: "", target: "" },
-    { figure: "    forwarded (landed on another broker, through Redis)", tabrelay: cell(three, (p) => `${lat(p.rate.forwarded)}${p.rate.local.n && p.rate.forwarded.n ? `; +${round(p.rate.forwarded.p50 - p.rate.local.p50, 2)} ms at p50` : ""}`), playwright: "", devtools: "", target: "" },
     {
-      figure: "    during the rate phase: brokers' event loop delay p99 / max; nginx's upstream errors",
-      tabrelay: cell(three, (p) => `${p.rate.brokerLoopDelayMs.map((l) => `${l.p99}/${l.max}`).join(", ")} ms; ${Object.keys(p.rate.nginxUpstreamErrors).length ? JSON.stringify(p.rate.nginxUpstreamErrors) : "none"}`),
+      figure: "    forwarded (landed on another broker, through Redis)",
+      tabrelay: cell(
+        three,
+        (p) => `${lat(p.rate.forwarded)}${p.rate.local.n && p.rate.forwarded.n ? `; +${round(p.rate.forwarded.p50 - p.rate.local.p50, 2)} ms at p50` : ""}`,
+      ),
       playwright: "",
       devtools: "",
       target: "",
     },
-    { figure: "    CPU cores used during the rate phase (of 2; otherWork: processes not the bench's)", tabrelay: cell(three, (p) => Object.entries(p.rate.cpuCoresUsed).map(([k, v]) => `${k} ${v}`).join(", ")), playwright: "", devtools: "", target: "" },
+    {
+      figure: "    during the rate phase: brokers' event loop delay p99 / max; nginx's upstream errors",
+      tabrelay: cell(
+        three,
+        (p) =>
+          `${p.rate.brokerLoopDelayMs.map((l) => `${l.p99}/${l.max}`).join(", ")} ms; ${Object.keys(p.rate.nginxUpstreamErrors).length ? JSON.stringify(p.rate.nginxUpstreamErrors) : "none"}`,
+      ),
+      playwright: "",
+      devtools: "",
+      target: "",
+    },
+    {
+      figure: "    CPU cores used during the rate phase (of 2; otherWork: processes not the bench's)",
+      tabrelay: cell(three, (p) =>
+        Object.entries(p.rate.cpuCoresUsed)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(", "),
+      ),
+      playwright: "",
+      devtools: "",
+      target: "",
+    },
     {
       figure: `    the same load on one broker (no cluster) holding all ${o.browsers}`,
       tabrelay: cell(one, (p) => `${lat(p.rate.latency)}; ${p.rate.achievedPerS}/s answered; lost ${p.rate.lost}, crossed ${p.rate.crossed}`),
@@ -405,7 +480,12 @@ export async function runClusterBench(argv) {
   const started = performance.now();
   const opts = clusterOptions(argv);
   const onlyMemory = argv.includes("--only=idle-memory");
-  const meta = { date: new Date().toISOString(), node: process.version, cpus: (await import("node:os")).cpus().length, loadavgAtStart: loadavg().map((x) => round(x, 2)) };
+  const meta = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: (await import("node:os")).cpus().length,
+    loadavgAtStart: loadavg().map((x) => round(x, 2)),
+  };
   let memory;
   try {
     memory = await benchIdleMemory(opts);
@@ -419,17 +499,27 @@ export async function runClusterBench(argv) {
     await runCleanups();
   }
   meta.durationS = round((performance.now() - started) / 1000, 1);
-  process.stdout.write(`\ntabrelay benchmark, ${meta.date}: issue 16 figures, Node ${process.version}, ${meta.cpus} CPUs, load average at start ${meta.loadavgAtStart.join(" ")}\n\n`);
+  process.stdout.write(
+    `\ntabrelay benchmark, ${meta.date}: issue 16 figures, Node ${process.version}, ${meta.cpus} CPUs, load average at start ${meta.loadavgAtStart.join(" ")}\n\n`,
+  );
   printTable([...idleMemoryRows(memory), ...clusterRows(load)]);
   const notes = [
     "No peer equivalent: playwright-mcp and chrome-devtools-mcp are each one process for one person (one browser, stdio), with no remote browsers and no several-server mode.",
     "Everything runs on this one machine: brokers, Redis, nginx, the simulated browsers and the MCP clients share its CPUs, so the rate and throughput figures are this machine's, not a cluster's.",
     "Simulated browsers: child processes speaking the real bridge protocol (hello, challenge, auth, HMAC-sealed frames) with @tabrelay/protocol's handshake code; each answers tabs.list with one tab titled with its own browser id. No pings (the extension sends one every 20 s).",
     "19: the broker (packages/broker/dist in a child process with the tabrelay bin's node flags and MALLOC_ARENA_MAX=1), measured after GC until the heap stops shrinking, before any browser and 3 s after the last one connected; KiB per browser = the difference / N.",
-    ...(load ? ["20: browsers dial their broker directly (the handshake's relay check refuses plain ws through a loopback nginx); MCP calls go through nginx round robin. nginx runs deploy/nginx.conf with its marked lines rewritten as test/nginx.ts does, access_log off, and one line added, `add_header X-Bench-Upstream $upstream_addr`, to tell local from forwarded calls. Latency: the client's callTool, from send to answer. Rate phase: open loop (calls sent on schedule whatever the answers), after a 2 s warm-up; lost = no answer within 30 s or a transport error; crossed = an answer listing another browser's tab than the one named. One broker: no Redis, every browser on it, the same nginx config with one upstream."] : []),
+    ...(load
+      ? [
+          "20: browsers dial their broker directly (the handshake's relay check refuses plain ws through a loopback nginx); MCP calls go through nginx round robin. nginx runs deploy/nginx.conf with its marked lines rewritten as test/nginx.ts does, access_log off, and one line added, `add_header X-Bench-Upstream $upstream_addr`, to tell local from forwarded calls. Latency: the client's callTool, from send to answer. Rate phase: open loop (calls sent on schedule whatever the answers), after a 2 s warm-up; lost = no answer within 30 s or a transport error; crossed = an answer listing another browser's tab than the one named. One broker: no Redis, every browser on it, the same nginx config with one upstream.",
+        ]
+      : []),
   ];
   process.stdout.write(`\nNotes:\n${notes.map((n) => `- ${n}`).join("\n")}\n`);
-  const failures = [memory?.error && `19: ${memory.error}`, load?.three?.error && `20 (three brokers): ${load.three.error}`, load?.one?.error && `20 (one broker): ${load.one.error}`].filter(Boolean);
+  const failures = [
+    memory?.error && `19: ${memory.error}`,
+    load?.three?.error && `20 (three brokers): ${load.three.error}`,
+    load?.one?.error && `20 (one broker): ${load.one.error}`,
+  ].filter(Boolean);
   if (failures.length) process.stdout.write(`\nDid not work:\n${failures.map((f) => `- ${f.split("\n").slice(0, 8).join("\n  ")}`).join("\n")}\n`);
   const file = onlyMemory ? "idle-memory.json" : "cluster.json";
   process.stdout.write(`\n(${meta.durationS} s; JSON in bench/results/${file})\n`);

@@ -61,7 +61,17 @@ async function brokerRole() {
     const m = process.memoryUsage();
     const status = readFileSync("/proc/self/status", "utf8");
     const kb = (key) => Number(status.match(new RegExp(`^${key}:\\s+(\\d+) kB`, "m"))?.[1]);
-    return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, rssAnon: kb("RssAnon") * 1024, rssFile: kb("RssFile") * 1024, browsers: broker.registry.list().length, gcExposed: typeof globalThis.gc === "function" };
+    return {
+      rss: m.rss,
+      heapUsed: m.heapUsed,
+      heapTotal: m.heapTotal,
+      external: m.external,
+      arrayBuffers: m.arrayBuffers,
+      rssAnon: kb("RssAnon") * 1024,
+      rssFile: kb("RssFile") * 1024,
+      browsers: broker.registry.list().length,
+      gcExposed: typeof globalThis.gc === "function",
+    };
   };
   // How late the broker's event loop ran (a stall delays every call, and a beat late by 1.5 s makes the other
   // brokers take this one for dead); read and reset per phase.
@@ -131,11 +141,17 @@ async function browsersRole() {
           const frame = JSON.parse(text);
           if (frame.type === "challenge") {
             const transcript = { browserNonce: nonce, brokerNonce: frame.nonce, browserId, endpoint };
-            if (frame.endpoint !== endpoint || !proofsEqual(frame.proof, await bridgeProof(token, "broker", transcript))) return fail(new Error(`${browserId}: the broker did not prove itself`));
+            if (frame.endpoint !== endpoint || !proofsEqual(frame.proof, await bridgeProof(token, "broker", transcript)))
+              return fail(new Error(`${browserId}: the broker did not prove itself`));
             const keys = await frameKeys(token, transcript);
             sealer = await FrameSealer.create(keys["browser>broker"]);
             opener = await FrameOpener.create(keys["broker>browser"]);
-            send({ type: "auth", proof: await bridgeProof(token, "browser", transcript), label: `sim ${browserId}`, userAgent: "tabrelay-bench simulated browser" });
+            send({
+              type: "auth",
+              proof: await bridgeProof(token, "browser", transcript),
+              label: `sim ${browserId}`,
+              userAgent: "tabrelay-bench simulated browser",
+            });
           } else if (frame.type === "welcome") {
             welcomed = true;
             clearTimeout(timer);
@@ -208,7 +224,9 @@ async function agentsRole() {
     const t0 = performance.now();
     for (let i = 0; i < sessions; i++) {
       const client = new Client({ name: `tabrelay-bench-agent-${i}`, version: "0.0.0" });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: fetchWithLanding }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: fetchWithLanding }),
+      );
       clients.push(client);
     }
     return { sessions: clients.length, ms: performance.now() - t0 };

@@ -11,7 +11,30 @@ import { peerSpecs, startPeer } from "./peers.mjs";
 import { startServe } from "./tabrelay.mjs";
 
 /** The shop page: the three cheapest products and the cart line once they are added. */
-export const SHOP = { path: "/shop", names: ["Kettle", "Teapot", "Mug", "Saucer", "Ladle", "Whisk", "Colander", "Grater", "Peeler", "Skillet", "Saucepan", "Tongs", "Spatula", "Trivet", "Strainer", "Sieve", "Mortar", "Rolling pin"], cart: "Cart: 3 items, total $18.43" };
+export const SHOP = {
+  path: "/shop",
+  names: [
+    "Kettle",
+    "Teapot",
+    "Mug",
+    "Saucer",
+    "Ladle",
+    "Whisk",
+    "Colander",
+    "Grater",
+    "Peeler",
+    "Skillet",
+    "Saucepan",
+    "Tongs",
+    "Spatula",
+    "Trivet",
+    "Strainer",
+    "Sieve",
+    "Mortar",
+    "Rolling pin",
+  ],
+  cart: "Cart: 3 items, total $18.43",
+};
 
 /** The task as a tabrelay program (TypeScript: the types are stripped). */
 export function shopProgram(url) {
@@ -98,7 +121,11 @@ async function tabrelayWays(lib, site) {
     const result = await client.callTool({ name: "browser_run", arguments: { program: shopProgram(url) } });
     const text = textOf(result);
     if (result.isError) throw new Error(`browser_run failed: ${text.slice(0, 400)}`);
-    return { cart: JSON.stringify(result.structuredContent?.value ?? text), chars: text.length + JSON.stringify(result.structuredContent ?? {}).length, calls: 1 };
+    return {
+      cart: JSON.stringify(result.structuredContent?.value ?? text),
+      chars: text.length + JSON.stringify(result.structuredContent ?? {}).length,
+      calls: 1,
+    };
   });
   const tools = await rounds(async () => {
     const c = counter(client);
@@ -109,7 +136,8 @@ async function tabrelayWays(lib, site) {
     const revision = /revision[:= ]+"?([\w-]+)/i.exec(buttons)?.[1];
     const refs = [...buttons.matchAll(/\[ref=([\w-]+)\]/g)].map((m) => m[1]);
     const prices = [...listed.matchAll(/\$(\d+\.\d\d)/g)].map((m) => Number(m[1]));
-    if (prices.length !== SHOP.names.length || refs.length !== SHOP.names.length || !revision) throw new Error(`query gave ${prices.length} prices, ${refs.length} refs, revision ${revision}`);
+    if (prices.length !== SHOP.names.length || refs.length !== SHOP.names.length || !revision)
+      throw new Error(`query gave ${prices.length} prices, ${refs.length} refs, revision ${revision}`);
     const order = prices.map((price, i) => ({ price, ref: refs[i] })).sort((a, b) => a.price - b.price);
     for (const { ref } of order.slice(0, 3)) await c.call("click", { tab, ref, revision });
     const cart = await c.call("query", { tab, selector: "#cart" });
@@ -179,7 +207,12 @@ export async function benchCodeMode(lib, site) {
 /** The table rows of figure 15. */
 export function codeModeRows(r) {
   if (!r) return [];
-  const cell = (way) => (!way ? "n/a" : way.error ? `failed: ${way.error.replace(/\s+/g, " ").slice(0, 70)}` : `${way.ms} ms, ${way.chars} chars, ${way.calls} call${way.calls === 1 ? "" : "s"}`);
+  const cell = (way) =>
+    !way
+      ? "n/a"
+      : way.error
+        ? `failed: ${way.error.replace(/\s+/g, " ").slice(0, 70)}`
+        : `${way.ms} ms, ${way.chars} chars, ${way.calls} call${way.calls === 1 ? "" : "s"}`;
   const t = r.tabrelay ?? {};
   const timeRatio = t.program?.ms && t.tools?.ms ? t.program.ms / t.tools.ms : undefined;
   const charRatio = t.program?.chars && t.tools?.chars ? t.program.chars / t.tools.chars : undefined;
@@ -241,7 +274,11 @@ export function hostileRows(r) {
   return [
     {
       figure: "16c. code mode: the largest result a hostile run hands the agent (characters, text + structuredContent)",
-      tabrelay: r.error ? `failed: ${r.error.slice(0, 70)}` : `${r.largestChars} (${Object.entries(r.sizes).map(([k, v]) => `${k}: ${v}`).join("; ")})`,
+      tabrelay: r.error
+        ? `failed: ${r.error.slice(0, 70)}`
+        : `${r.largestChars} (${Object.entries(r.sizes)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join("; ")})`,
       playwright: "n/a",
       devtools: "no such tool",
       target: `<= 100,000 (code_mode.result_max_chars)${r.error ? "" : r.largestChars <= 100_000 ? " [met]" : " [MISSED]"}`,

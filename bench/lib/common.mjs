@@ -24,7 +24,16 @@ export const MARKER = "CLOSING-PARAGRAPH-MARKER";
 export const NEWS = { path: "/fixtures/news-article.html", marker: "the river, for once, was only a river", check: "how Riverton rebuilt its water system" };
 
 /** Flags every Chromium gets here (/work/shared/TESTING.md). */
-export const CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run", "--no-default-browser-check"];
+export const CHROMIUM_FLAGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-quic",
+  "--no-first-run",
+  "--no-default-browser-check",
+];
 
 export const N = {
   roundTripWarmup: 20,
@@ -185,7 +194,9 @@ export const log = (line) => process.stderr.write(`bench: ${line}\n`);
 
 export function withTimeout(promise, ms, what) {
   let timer;
-  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)))]).finally(
+    () => clearTimeout(timer),
+  );
 }
 
 export function median(values) {
@@ -202,7 +213,13 @@ export function quantile(values, q) {
 }
 
 export function stats(values) {
-  return { n: values.length, median: round(median(values)), p90: round(quantile(values, 0.9)), min: round(Math.min(...values)), max: round(Math.max(...values)) };
+  return {
+    n: values.length,
+    median: round(median(values)),
+    p90: round(quantile(values, 0.9)),
+    min: round(Math.min(...values)),
+    max: round(Math.max(...values)),
+  };
 }
 
 export function round(x, digits = 2) {
@@ -382,7 +399,6 @@ export async function tabrelayReadAll(client, url) {
   }
   return texts;
 }
-
 
 /** Runs every cleanup registered so far except the first (the local site, registered first). */
 export async function runCleanupsExceptSite() {

@@ -228,7 +228,8 @@ export async function peerScreenshot(client, spec, site) {
     () => spec.screenshot(client),
     (r) => {
       const s = resultSizes(r);
-      if (!s.imageChars && !/\.(png|jpe?g|webp)\b/.test(textOf(r))) throw new Error(`${spec.screenshotTool} returned neither an image nor a file: ${textOf(r).slice(0, 300)}`);
+      if (!s.imageChars && !/\.(png|jpe?g|webp)\b/.test(textOf(r)))
+        throw new Error(`${spec.screenshotTool} returned neither an image nor a file: ${textOf(r).slice(0, 300)}`);
     },
   );
   return out;

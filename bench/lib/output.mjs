@@ -18,7 +18,10 @@ export function verdict(ok) {
 
 export function cellError(peer) {
   if (!peer) return "n/a";
-  const flat = (peer.error ?? "unknown error").replace(/#+ ?Error\s*/g, "").replace(/\s+/g, " ").trim();
+  const flat = (peer.error ?? "unknown error")
+    .replace(/#+ ?Error\s*/g, "")
+    .replace(/\s+/g, " ")
+    .trim();
   return `failed: ${flat.length > 70 ? `${flat.slice(0, 69)}…` : flat} (see below)`;
 }
 
@@ -31,7 +34,6 @@ export function printTable(rows) {
   const out = [line(headers), sep, ...rows.map((r) => line([r.figure, r.tabrelay, r.playwright, r.devtools, r.target]))];
   process.stdout.write(`${out.join("\n")}\n`);
 }
-
 
 /** 2b: the news page fixture, counted like figure 2. */
 export function newsRows(t, pw, cd, errors, peerCell) {
@@ -218,7 +220,8 @@ export function cdpRows(cdp) {
   const vsPw = (ratio) => (ratio !== undefined ? `: ${round(ratio, 2)}x${verdict(ratio <= 1)}` : "");
   const rounds = N.cdpWarmup + N.cdpRounds;
   const mem = (x) => `${x.memory.pssMiB} MiB (N=${x.memory.n})`;
-  const split = (x) => `${x.memory.serverPssMiB} + ${x.memory.browserPssMiB} MiB (${x.memory.browserProcesses} browser procs${x.memory.otherProcesses.length ? `; + ${x.memory.otherPssMiB} MiB other: ${x.memory.otherProcesses.join(", ")}` : ""})`;
+  const split = (x) =>
+    `${x.memory.serverPssMiB} + ${x.memory.browserPssMiB} MiB (${x.memory.browserProcesses} browser procs${x.memory.otherProcesses.length ? `; + ${x.memory.otherPssMiB} MiB other: ${x.memory.otherProcesses.join(", ")}` : ""})`;
   return [
     {
       figure: "12. over CDP: navigate + snapshot, article (median; fresh processes)",

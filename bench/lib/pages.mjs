@@ -15,7 +15,14 @@ const WARMUP = 30;
 
 async function bundle(minify) {
   const { build } = await import("esbuild");
-  const result = await build({ entryPoints: [join(ROOT, "packages/page/src/index.ts")], bundle: true, minify, format: "esm", write: false, platform: "browser" });
+  const result = await build({
+    entryPoints: [join(ROOT, "packages/page/src/index.ts")],
+    bundle: true,
+    minify,
+    format: "esm",
+    write: false,
+    platform: "browser",
+  });
   return result.outputFiles[0].text;
 }
 
@@ -32,7 +39,11 @@ export async function benchPageTools(lib) {
       res.end(library);
     } else if (path === "/token") {
       // The app's backend: a token for its own origin from the broker, with the MCP bearer.
-      const answer = await fetch(`${brokerUrl}/page-tokens`, { method: "POST", headers: { Authorization: `Bearer ${MCP_TOKEN}`, "Content-Type": "application/json" }, body: JSON.stringify({ origin: `http://127.0.0.1:${site.address().port}` }) });
+      const answer = await fetch(`${brokerUrl}/page-tokens`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${MCP_TOKEN}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ origin: `http://127.0.0.1:${site.address().port}` }),
+      });
       res.writeHead(answer.status, { "Content-Type": "application/json" });
       res.end(await answer.text());
     } else if (path === "/app") {
@@ -53,7 +64,10 @@ await server.connect();
   const origin = `http://127.0.0.1:${site.address().port}`;
 
   const dataDir = tempDir("pages");
-  writeFileSync(join(dataDir, "config.yaml"), `pages:\n  allowed_origins: ["${origin}"]\npolicy:\n  write:\n    page_tools:\n      "${origin}": { tools: "^add$" }\n`);
+  writeFileSync(
+    join(dataDir, "config.yaml"),
+    `pages:\n  allowed_origins: ["${origin}"]\npolicy:\n  write:\n    page_tools:\n      "${origin}": { tools: "^add$" }\n`,
+  );
   const server = spawnTabrelay(["serve"], { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN }, dataDir);
   cleanups.push(server.stop);
   const { mcpUrl } = await withTimeout(server.urlPromise, 15_000, "tabrelay serve start-up");
@@ -75,7 +89,8 @@ await server.connect();
   }
   const callPage = async (i) => {
     const result = await client.callTool({ name, arguments: { a: i, b: 1 } });
-    if (result.isError || !result.content[0].text.includes(String(i + 1))) throw new Error(`bench/lib/pages.mjs: the page tool answered ${JSON.stringify(result)}`);
+    if (result.isError || !result.content[0].text.includes(String(i + 1)))
+      throw new Error(`bench/lib/pages.mjs: the page tool answered ${JSON.stringify(result)}`);
   };
   const callBuiltIn = async () => {
     const result = await client.callTool({ name: "list_browsers", arguments: {} });
@@ -99,9 +114,27 @@ export function pageToolRows(r) {
   if (r.error) return [{ figure: "17. page tool round trip (median)", tabrelay: `error: ${r.error}`, playwright: "", devtools: "", target: "<= 3 ms" }];
   const ms = (v) => `${v.toFixed(2)} ms`;
   return [
-    { figure: `17. page tool round trip, agent -> broker -> page -> back (median of ${r.runs})`, tabrelay: ms(r.pageCallMedianMs), playwright: "n/a", devtools: "n/a (no page library; WebMCP: 17b)", target: "<= 3 ms" },
-    { figure: "    same client, a built-in call that reaches no browser (list_browsers)", tabrelay: ms(r.builtInMedianMs), playwright: "", devtools: "", target: "" },
-    { figure: "    @tabrelay/page: minified bundle, gzipped", tabrelay: `${(r.gzipBytes / 1024).toFixed(2)} KB (${(r.minifiedBytes / 1024).toFixed(1)} KB minified)`, playwright: "", devtools: "", target: "< 8 KB" },
+    {
+      figure: `17. page tool round trip, agent -> broker -> page -> back (median of ${r.runs})`,
+      tabrelay: ms(r.pageCallMedianMs),
+      playwright: "n/a",
+      devtools: "n/a (no page library; WebMCP: 17b)",
+      target: "<= 3 ms",
+    },
+    {
+      figure: "    same client, a built-in call that reaches no browser (list_browsers)",
+      tabrelay: ms(r.builtInMedianMs),
+      playwright: "",
+      devtools: "",
+      target: "",
+    },
+    {
+      figure: "    @tabrelay/page: minified bundle, gzipped",
+      tabrelay: `${(r.gzipBytes / 1024).toFixed(2)} KB (${(r.minifiedBytes / 1024).toFixed(1)} KB minified)`,
+      playwright: "",
+      devtools: "",
+      target: "< 8 KB",
+    },
   ];
 }
 
@@ -141,7 +174,10 @@ export async function benchWebMcp(lib) {
 
   try {
     const dataDir = tempDir("webmcp");
-    writeFileSync(join(dataDir, "config.yaml"), `pages:\n  allowed_origins: ["${origin}"]\n  webmcp: true\npolicy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n  write:\n    page_tools:\n      "${origin}": { tools: "^add$" }\n`);
+    writeFileSync(
+      join(dataDir, "config.yaml"),
+      `pages:\n  allowed_origins: ["${origin}"]\n  webmcp: true\npolicy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n  write:\n    page_tools:\n      "${origin}": { tools: "^add$" }\n`,
+    );
     const server = spawnTabrelay(["start", "--cdp", "--headless"], { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN }, dataDir);
     cleanups.push(server.stop);
     const { mcpUrl } = await withTimeout(server.urlPromise, 30_000, "tabrelay start --cdp start-up");
@@ -157,7 +193,8 @@ export async function benchWebMcp(lib) {
     out.tabrelay = await alternate(
       async (i) => {
         const result = await client.callTool({ name, arguments: { a: i, b: 1 } });
-        if (result.isError || !result.content[0].text.includes(String(i + 1))) throw new Error(`tabrelay's WebMCP call answered ${JSON.stringify(result).slice(0, 300)}`);
+        if (result.isError || !result.content[0].text.includes(String(i + 1)))
+          throw new Error(`tabrelay's WebMCP call answered ${JSON.stringify(result).slice(0, 300)}`);
       },
       async () => {
         const result = await client.callTool({ name: "list_browsers", arguments: {} });
@@ -186,7 +223,10 @@ export async function benchWebMcp(lib) {
       }
       out.devtools = await alternate(
         async (i) => {
-          const result = await client.callTool({ name: "execute_webmcp_tool", arguments: { pageId: spec.pageId, toolName: "add", input: JSON.stringify({ a: i, b: 1 }) } });
+          const result = await client.callTool({
+            name: "execute_webmcp_tool",
+            arguments: { pageId: spec.pageId, toolName: "add", input: JSON.stringify({ a: i, b: 1 }) },
+          });
           if (result.isError || !text(result).includes(String(i + 1))) throw new Error(`execute_webmcp_tool answered ${text(result).slice(0, 300)}`);
         },
         async () => {
@@ -208,7 +248,19 @@ export function webMcpRows(r) {
   const cell = (way) => (!way ? "n/a" : way.error ? `failed: ${way.error.replace(/\s+/g, " ").slice(0, 80)}` : `${way.toolMedianMs.toFixed(2)} ms`);
   const builtIn = (way, label) => (!way || way.error ? "" : `${way.builtInMedianMs.toFixed(2)} ms (${label})`);
   return [
-    { figure: `17b. WebMCP tool round trip, agent -> server -> page's execute -> back (median of ${RUNS})`, tabrelay: `${cell(r.tabrelay)} (start --cdp, its own shim)`, playwright: "no such tool", devtools: `${cell(r.devtools)} (execute_webmcp_tool, Chrome's WebMCP flag)`, target: "" },
-    { figure: "     same client, a built-in call that reaches no browser", tabrelay: builtIn(r.tabrelay, "list_browsers"), playwright: "", devtools: builtIn(r.devtools, "list_pages"), target: "" },
+    {
+      figure: `17b. WebMCP tool round trip, agent -> server -> page's execute -> back (median of ${RUNS})`,
+      tabrelay: `${cell(r.tabrelay)} (start --cdp, its own shim)`,
+      playwright: "no such tool",
+      devtools: `${cell(r.devtools)} (execute_webmcp_tool, Chrome's WebMCP flag)`,
+      target: "",
+    },
+    {
+      figure: "     same client, a built-in call that reaches no browser",
+      tabrelay: builtIn(r.tabrelay, "list_browsers"),
+      playwright: "",
+      devtools: builtIn(r.devtools, "list_pages"),
+      target: "",
+    },
   ];
 }

@@ -3,7 +3,30 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { CLICK_BUTTON } from "../pages/make-interaction.mjs";
-import { BENCH, CHROMIUM, CHROMIUM_FLAGS, MARKER, N, NEWS, callResult, callText, cleanups, descendants, killPids, message, pkgVersion, procStatus, readStats, startedPids, stats, tail, tempDir, timed, waitExit, withTimeout } from "./common.mjs";
+import {
+  BENCH,
+  CHROMIUM,
+  CHROMIUM_FLAGS,
+  MARKER,
+  N,
+  NEWS,
+  callResult,
+  callText,
+  cleanups,
+  descendants,
+  killPids,
+  message,
+  pkgVersion,
+  procStatus,
+  readStats,
+  startedPids,
+  stats,
+  tail,
+  tempDir,
+  timed,
+  waitExit,
+  withTimeout,
+} from "./common.mjs";
 import { peerInteraction, peerScreenshot, refOf, uidOf } from "./interaction.mjs";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -25,7 +48,18 @@ export function peerSpecs(outDir) {
     playwright: {
       label: "playwright-mcp",
       version: pkgVersion(join(BENCH, "node_modules/@playwright/mcp/package.json")),
-      command: [join(BENCH, "node_modules/@playwright/mcp/cli.js"), "--config", pwConfig, "--headless", "--isolated", "--no-sandbox", "--executable-path", CHROMIUM, "--output-dir", join(outDir, "playwright-output")],
+      command: [
+        join(BENCH, "node_modules/@playwright/mcp/cli.js"),
+        "--config",
+        pwConfig,
+        "--headless",
+        "--isolated",
+        "--no-sandbox",
+        "--executable-path",
+        CHROMIUM,
+        "--output-dir",
+        join(outDir, "playwright-output"),
+      ],
       env: {},
       roundTrip: { name: "browser_tabs", args: { action: "list" } },
       async read(client, url) {

@@ -51,7 +51,22 @@ export async function startRedis() {
   const password = randomBytes(18).toString("base64url");
   const port = await freePort();
   const configFile = join(dir, "redis.conf");
-  writeFileSync(configFile, [`port ${port}`, "bind 127.0.0.1", "protected-mode yes", `requirepass ${password}`, 'save ""', "appendonly no", `dir ${dir}`, `logfile ${join(dir, "redis.log")}`, "daemonize no", ""].join("\n"), { mode: 0o600 });
+  writeFileSync(
+    configFile,
+    [
+      `port ${port}`,
+      "bind 127.0.0.1",
+      "protected-mode yes",
+      `requirepass ${password}`,
+      'save ""',
+      "appendonly no",
+      `dir ${dir}`,
+      `logfile ${join(dir, "redis.log")}`,
+      "daemonize no",
+      "",
+    ].join("\n"),
+    { mode: 0o600 },
+  );
   const child = spawn(REDIS_SERVER, [configFile], { cwd: dir, stdio: ["ignore", "ignore", "ignore"] });
   startedPids.add(child.pid);
   const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -65,7 +80,10 @@ export async function startRedis() {
   cleanups.push(stop);
   const deadline = Date.now() + 10_000;
   while (!(await knock(port, `AUTH ${password}\r\nPING\r\n`, "+PONG"))) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`Redis did not start on port ${port}: ${existsSync(join(dir, "redis.log")) ? readFileSync(join(dir, "redis.log"), "utf8").slice(-1000) : ""}`);
+    if (Date.now() > deadline || child.exitCode !== null)
+      throw new Error(
+        `Redis did not start on port ${port}: ${existsSync(join(dir, "redis.log")) ? readFileSync(join(dir, "redis.log"), "utf8").slice(-1000) : ""}`,
+      );
     await sleep(25);
   }
   return { url: `redis://:${password}@127.0.0.1:${port}`, port, pid: child.pid, stop };
@@ -127,7 +145,11 @@ export async function startNginx(upstreams) {
   const port = await freePort();
   const configFile = join(dir, "nginx.conf");
   writeFileSync(configFile, nginxConfig(readFileSync(DEPLOY_CONFIG, "utf8"), upstreams, dir, port));
-  const child = spawn(NGINX, ["-p", `${dir}/`, "-c", configFile, "-e", join(dir, "error.log"), "-g", "daemon off;"], { cwd: dir, detached: true, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(NGINX, ["-p", `${dir}/`, "-c", configFile, "-e", join(dir, "error.log"), "-g", "daemon off;"], {
+    cwd: dir,
+    detached: true,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   const stderr = tail(child.stderr);
   startedPids.add(child.pid);
   const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -148,7 +170,10 @@ export async function startNginx(upstreams) {
   const pidFile = join(dir, "nginx.pid");
   const deadline = Date.now() + 10_000;
   while (!(existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() === String(child.pid) && (await knock(port)))) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`nginx did not start: ${stderr()}\n${existsSync(join(dir, "error.log")) ? readFileSync(join(dir, "error.log"), "utf8").slice(-1000) : ""}`);
+    if (Date.now() > deadline || child.exitCode !== null)
+      throw new Error(
+        `nginx did not start: ${stderr()}\n${existsSync(join(dir, "error.log")) ? readFileSync(join(dir, "error.log"), "utf8").slice(-1000) : ""}`,
+      );
     await sleep(25);
   }
   /** What nginx logged about its upstreams (counts by kind), e.g. connections to a broker that timed out. */
@@ -162,7 +187,11 @@ export async function startNginx(upstreams) {
       reset: /reset by peer\) while/g,
       prematurelyClosed: /upstream prematurely closed/g,
     };
-    return Object.fromEntries(Object.entries(kinds).map(([k, re]) => [k, (text.match(re) ?? []).length]).filter(([, n]) => n > 0));
+    return Object.fromEntries(
+      Object.entries(kinds)
+        .map(([k, re]) => [k, (text.match(re) ?? []).length])
+        .filter(([, n]) => n > 0),
+    );
   };
   return { url: `http://127.0.0.1:${port}`, port, pid: child.pid, stop, upstreamErrors };
 }

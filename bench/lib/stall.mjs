@@ -2,7 +2,25 @@
 import { writeFileSync } from "node:fs";
 import { get as httpGet } from "node:http";
 import { join } from "node:path";
-import { CHROMIUM, MCP_TOKEN, PAIRING_TOKEN, allowYaml, callText, cleanups, message, quantile, round, runCleanupsExceptSite, sleep, stats, tempDir, textOf, timed, track, withTimeout } from "./common.mjs";
+import {
+  CHROMIUM,
+  MCP_TOKEN,
+  PAIRING_TOKEN,
+  allowYaml,
+  callText,
+  cleanups,
+  message,
+  quantile,
+  round,
+  runCleanupsExceptSite,
+  sleep,
+  stats,
+  tempDir,
+  textOf,
+  timed,
+  track,
+  withTimeout,
+} from "./common.mjs";
 import { verdict } from "./output.mjs";
 import { connectHttp, spawnTabrelay } from "./tabrelay.mjs";
 
@@ -20,7 +38,12 @@ export async function stallPass(lib, site, driver) {
   const proc =
     driver === "extension"
       ? spawnTabrelay(["serve"], { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN }, dataDir)
-      : spawnTabrelay(["start", "--cdp", "--headless", "--profile", join(dataDir, "profile")], { CHROME_PATH: CHROMIUM, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN }, dataDir, ["--no-sandbox"]);
+      : spawnTabrelay(
+          ["start", "--cdp", "--headless", "--profile", join(dataDir, "profile")],
+          { CHROME_PATH: CHROMIUM, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN },
+          dataDir,
+          ["--no-sandbox"],
+        );
   cleanups.push(proc.stop);
   const clients = [];
   try {
@@ -61,7 +84,13 @@ export async function stallPass(lib, site, driver) {
     const readsDone = (async () => {
       try {
         for (let i = 0; i < STALL.reads; i++) {
-          const { ms, value } = await timed(() => withTimeout(reader.callTool({ name: "read_url", arguments: { url: `${site.origin}${STALL.path}`, mode: "full" } }), STALL.readTimeoutMs, "read_url of the hostile page"));
+          const { ms, value } = await timed(() =>
+            withTimeout(
+              reader.callTool({ name: "read_url", arguments: { url: `${site.origin}${STALL.path}`, mode: "full" } }),
+              STALL.readTimeoutMs,
+              "read_url of the hostile page",
+            ),
+          );
           const text = textOf(value);
           reads.push({ ms, isError: value.isError === true, chars: text.length, note: stallNote(text) });
         }
@@ -78,7 +107,8 @@ export async function stallPass(lib, site, driver) {
     const pending = [];
     try {
       for (let i = 0; reading; i++) {
-        const probe = i % 2 === 0 ? timed(() => callText(prober, "list_tabs")).then((r) => listTabs.push(r.ms)) : timed(health).then((r) => healthMs.push(r.ms));
+        const probe =
+          i % 2 === 0 ? timed(() => callText(prober, "list_tabs")).then((r) => listTabs.push(r.ms)) : timed(health).then((r) => healthMs.push(r.ms));
         pending.push(probe);
         await sleep(STALL.probeEveryMs);
       }
@@ -120,7 +150,8 @@ export async function benchStall(lib, site) {
 }
 
 export function stallRows(stall) {
-  const cell = (driver, fn) => (stall?.[driver]?.error ? `failed: ${stall[driver].error.split("\n")[0].slice(0, 60)}` : stall?.[driver] ? fn(stall[driver]) : "n/a");
+  const cell = (driver, fn) =>
+    stall?.[driver]?.error ? `failed: ${stall[driver].error.split("\n")[0].slice(0, 60)}` : stall?.[driver] ? fn(stall[driver]) : "n/a";
   const p99 = (s) => `p99 ${round(s.p99, 1)} ms, max ${round(s.max, 1)} (N=${s.n})`;
   const rows = [];
   for (const driver of ["extension", "cdp"]) {

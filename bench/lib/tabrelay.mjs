@@ -4,7 +4,36 @@ import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { CHROMIUM, CLI, MARKER, MCP_TOKEN, N, NEWS, PAIRING_TOKEN, ROOT, allowYaml, callText, cleanups, descendants, killPids, message, procStatus, readStats, round, rssBreakdown, sleep, startedPids, stats, tabrelayRead, tabrelayReadAll, tempDir, textOf, timed, track, withTimeout } from "./common.mjs";
+import {
+  CHROMIUM,
+  CLI,
+  MARKER,
+  MCP_TOKEN,
+  N,
+  NEWS,
+  PAIRING_TOKEN,
+  ROOT,
+  allowYaml,
+  callText,
+  cleanups,
+  descendants,
+  killPids,
+  message,
+  procStatus,
+  readStats,
+  round,
+  rssBreakdown,
+  sleep,
+  startedPids,
+  stats,
+  tabrelayRead,
+  tabrelayReadAll,
+  tempDir,
+  textOf,
+  timed,
+  track,
+  withTimeout,
+} from "./common.mjs";
 import { tabrelayInteraction, tabrelayScreenshot } from "./interaction.mjs";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -57,7 +86,12 @@ export async function benchExtract(lib, site) {
     pooled.push(...samples);
     perPage[page.path] = { ...stats(samples), htmlChars: page.html.length, markdownChars: chars };
   }
-  return { pooled: stats(pooled), perPage, worstPageMedian: round(Math.max(...Object.values(perPage).map((p) => p.median))), articleTextChars: await articleTextChars(pages) };
+  return {
+    pooled: stats(pooled),
+    perPage,
+    worstPageMedian: round(Math.max(...Object.values(perPage).map((p) => p.median))),
+    articleTextChars: await articleTextChars(pages),
+  };
 }
 
 /**
@@ -111,7 +145,9 @@ export function spawnTabrelay(args, env, dataDir, chromiumExtra = [], bin = CLI)
       }
     };
     child.stderr.on("data", onData);
-    void exited.then(({ code, signal }) => reject(new Error(`tabrelay ${args[0]} exited (${code ?? signal}) before printing its MCP endpoint:\n${stderr.slice(-2000)}`)));
+    void exited.then(({ code, signal }) =>
+      reject(new Error(`tabrelay ${args[0]} exited (${code ?? signal}) before printing its MCP endpoint:\n${stderr.slice(-2000)}`)),
+    );
   });
   urlPromise.catch(() => {}); // observed by callers; no unhandled rejection if it loses a race
   const stop = async () => {
@@ -160,7 +196,10 @@ export async function startServe(lib, { yaml, onListening = () => {} }) {
 export async function benchTabrelayServe(lib, site) {
   let rssSeries;
   // 10: the screenshot figure needs screenshots on.
-  const { server, client, toolsListChars } = await startServe(lib, { yaml: allowYaml({ screenshots: true }), onListening: (s) => (rssSeries = { listening: procStatus(s.child.pid).rssMiB }) });
+  const { server, client, toolsListChars } = await startServe(lib, {
+    yaml: allowYaml({ screenshots: true }),
+    onListening: (s) => (rssSeries = { listening: procStatus(s.child.pid).rssMiB }),
+  });
   const articleUrl = `${site.origin}/article`;
   rssSeries.browserConnected = procStatus(server.child.pid).rssMiB;
 

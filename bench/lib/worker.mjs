@@ -56,7 +56,10 @@ export async function benchWorker(lib, site) {
     const url = `${site.origin}/article`;
     const tab = Number(/tab (\d+)/i.exec(await callText(client, "open_tab", { url }))?.[1]);
     if (!Number.isInteger(tab)) throw new Error("the Worker's open_tab gave no tab");
-    const rounds = await navigateSnapshotRounds({ navigate: () => callText(client, "navigate", { tab, url }), snapshot: () => callText(client, "snapshot", { tab }) });
+    const rounds = await navigateSnapshotRounds({
+      navigate: () => callText(client, "navigate", { tab, url }),
+      snapshot: () => callText(client, "snapshot", { tab }),
+    });
     out.worker = { total: stats(rounds.total), nav: stats(rounds.nav), snap: stats(rounds.snap), chars: rounds.snapshotChars };
     await client.close();
     await worker.stop();
@@ -83,10 +86,27 @@ export async function benchWorker(lib, site) {
 
 export function workerRows(r) {
   if (!r) return [];
-  const ms = (s) => (s?.error ? `failed: ${s.error.replace(/\s+/g, " ").slice(0, 70)}` : s ? `${round(s.total.median, 1)} ms (navigate ${round(s.nav.median, 1)} + snapshot ${round(s.snap.median, 1)}; N=${s.total.n})` : "n/a");
+  const ms = (s) =>
+    s?.error
+      ? `failed: ${s.error.replace(/\s+/g, " ").slice(0, 70)}`
+      : s
+        ? `${round(s.total.median, 1)} ms (navigate ${round(s.nav.median, 1)} + snapshot ${round(s.snap.median, 1)}; N=${s.total.n})`
+        : "n/a";
   return [
-    { figure: "18. the stateless path (workerd): cold start, spawn to the first read_url result (median)", tabrelay: r.error ? `failed: ${r.error.slice(0, 80)}` : `${r.coldStart.ms} ms (${r.coldStart.runs.join(", ")})`, playwright: "", devtools: "", target: "" },
-    { figure: "    navigate + snapshot of /article: the Worker (a connection per request)", tabrelay: r.error ? "" : ms(r.worker), playwright: ms(r.playwright), devtools: "", target: "" },
+    {
+      figure: "18. the stateless path (workerd): cold start, spawn to the first read_url result (median)",
+      tabrelay: r.error ? `failed: ${r.error.slice(0, 80)}` : `${r.coldStart.ms} ms (${r.coldStart.runs.join(", ")})`,
+      playwright: "",
+      devtools: "",
+      target: "",
+    },
+    {
+      figure: "    navigate + snapshot of /article: the Worker (a connection per request)",
+      tabrelay: r.error ? "" : ms(r.worker),
+      playwright: ms(r.playwright),
+      devtools: "",
+      target: "",
+    },
     { figure: "    the same through the Node broker over CDP (tabrelay start --cdp)", tabrelay: ms(r.node), playwright: "", devtools: "", target: "" },
   ];
 }

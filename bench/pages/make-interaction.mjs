@@ -11,7 +11,8 @@ export const CLICK_BUTTON = "Add one";
 
 const rows = Array.from(
   { length: BIG_ROWS },
-  (_, i) => `<tr><td>Row ${i + 1}</td><td><a href="/r/${i + 1}">Open row ${i + 1}</a></td><td><button type="button">Edit ${i + 1}</button></td><td><input aria-label="Qty ${i + 1}"></td></tr>`,
+  (_, i) =>
+    `<tr><td>Row ${i + 1}</td><td><a href="/r/${i + 1}">Open row ${i + 1}</a></td><td><button type="button">Edit ${i + 1}</button></td><td><input aria-label="Qty ${i + 1}"></td></tr>`,
 ).join("\n");
 
 const big = `<!doctype html>

@@ -158,7 +158,8 @@ const packages = join(root, "..");
 const assets = join(root, "assets");
 rmSync(assets, { recursive: true, force: true });
 mkdirSync(join(assets, "dashboard"), { recursive: true });
-if (!existsSync(join(packages, "extension/dist/manifest.json"))) throw new Error("build.mjs: the extension is not built (packages/extension/build.mjs runs first)");
+if (!existsSync(join(packages, "extension/dist/manifest.json")))
+  throw new Error("build.mjs: the extension is not built (packages/extension/build.mjs runs first)");
 cpSync(join(packages, "extension/dist"), join(assets, "extension"), { recursive: true, filter: (path) => !/[\\/]\.[^\\/]*$/.test(path) }); // not the build stamp
 for (const name of readdirSync(join(packages, "broker/src/dashboard/client"))) {
   if (/\.(js|css)$/.test(name)) copyFileSync(join(packages, "broker/src/dashboard/client", name), join(assets, "dashboard", name));
@@ -182,7 +183,12 @@ for (const file of inputs) {
   if (dir === undefined || bundled.has(dir)) continue;
   const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
   const licenceFile = readdirSync(dir).find((name) => /^(licen[cs]e|copying)(\.(md|txt))?$/i.test(name));
-  bundled.set(dir, { name: manifest.name, version: manifest.version, license: manifest.license ?? "see its text", text: licenceFile ? readFileSync(join(dir, licenceFile), "utf8").trim() : undefined });
+  bundled.set(dir, {
+    name: manifest.name,
+    version: manifest.version,
+    license: manifest.license ?? "see its text",
+    text: licenceFile ? readFileSync(join(dir, licenceFile), "utf8").trim() : undefined,
+  });
 }
 const notices = [...new Map([...bundled.values()].map((p) => [`${p.name}@${p.version}`, p])).values()].sort((a, b) => a.name.localeCompare(b.name));
 writeFileSync(
@@ -190,6 +196,9 @@ writeFileSync(
   [
     `tabrelay's bundle (bundle/*.js, bundle/emscripten-module.wasm) holds code from the ${notices.length} packages below, each under its own licence.`,
     "",
-    ...notices.map((p) => `${"=".repeat(78)}\n${p.name}@${p.version} (${p.license})\n${"=".repeat(78)}\n${p.text ?? `No licence file in the package; its package.json says: ${p.license}`}\n`),
+    ...notices.map(
+      (p) =>
+        `${"=".repeat(78)}\n${p.name}@${p.version} (${p.license})\n${"=".repeat(78)}\n${p.text ?? `No licence file in the package; its package.json says: ${p.license}`}\n`,
+    ),
   ].join("\n"),
 );

@@ -84,7 +84,13 @@ const tabrelay :Workerd.Worker = (
       await stop();
       throw new Error(`workerd exited (${child.exitCode}) before it served:\n${output.slice(-2000)}`);
     }
-    if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${url}/health`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) {
       await stop();
       throw new Error(`workerd did not serve ${url}/health within ${timeoutMs / 1000} s:\n${output.slice(-2000)}`);
@@ -97,7 +103,9 @@ const tabrelay :Workerd.Worker = (
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const at = process.argv.indexOf("--port");
   const port = at > 0 ? Number(process.argv[at + 1]) : 8787;
-  const bindings = Object.fromEntries(Object.entries(process.env).filter(([name, value]) => value !== undefined && /^(TABRELAY_|BROWSERBASE_|KERNEL_|AWS_)/.test(name)));
+  const bindings = Object.fromEntries(
+    Object.entries(process.env).filter(([name, value]) => value !== undefined && /^(TABRELAY_|BROWSERBASE_|KERNEL_|AWS_)/.test(name)),
+  );
   const worker = await startWorkerd({ bindings, port });
   process.stderr.write(`tabrelay Worker (workerd) serving ${worker.url}/mcp; Ctrl-C stops it\n`);
   let shown = 0;

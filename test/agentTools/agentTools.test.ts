@@ -5,8 +5,26 @@
 // records with the agent's client name, refusals and bad arguments reach the model as error text with their code.
 import { generateText, stepCountIs } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { endTabrelaySession, tabrelayInstructions, tabrelayTools, tabrelayToolsOverHttp, type TabrelayToolResult } from "../../packages/agent-tools/src/index.js";
-import { attachBrowser, connectClient, DRIVERS, MCP_TOKEN, page, startBroker, startSite, waitFor, type AttachedBrowser, type TestBroker, type TestSite } from "../harness.js";
+import {
+  endTabrelaySession,
+  tabrelayInstructions,
+  tabrelayTools,
+  tabrelayToolsOverHttp,
+  type TabrelayToolResult,
+} from "../../packages/agent-tools/src/index.js";
+import {
+  attachBrowser,
+  connectClient,
+  DRIVERS,
+  MCP_TOKEN,
+  page,
+  startBroker,
+  startSite,
+  waitFor,
+  type AttachedBrowser,
+  type TestBroker,
+  type TestSite,
+} from "../harness.js";
 import { refOf, scriptedModel, tabOf } from "./scriptedModel.js";
 
 let site: TestSite;
@@ -84,7 +102,10 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       () => ({ call: "read_page", args: { tab, mode: "full" } }),
       ({ last }) => {
         expect(last?.text).toContain("Status: done");
-        return { call: "browser_run", args: { tab, program: `const text = await browse.read({ mode: "full" });\nreturn { done: text.includes("Status: done") };` } };
+        return {
+          call: "browser_run",
+          args: { tab, program: `const text = await browse.read({ mode: "full" });\nreturn { done: text.includes("Status: done") };` },
+        };
       },
       ({ last }) => ({ text: `finished: ${last?.text.includes('"done":true') ? "the task is done" : "unsure"}` }),
     ]);
@@ -113,7 +134,13 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     const records = broker.broker.audit.list().slice(before);
     expect(records.every((r) => r.client === "agent-tools")).toBe(true);
     const own = records.filter((r) => !r.run || r.tool === "browser_run");
-    expect(own.map((r) => `${r.tool} ${r.decision}`)).toEqual(["open_tab allowed", "snapshot allowed", "click allowed", "read_page allowed", "browser_run allowed"]);
+    expect(own.map((r) => `${r.tool} ${r.decision}`)).toEqual([
+      "open_tab allowed",
+      "snapshot allowed",
+      "click allowed",
+      "read_page allowed",
+      "browser_run allowed",
+    ]);
     expect(own[2]?.target).toBe('button "Mark done"');
     // The program's one command is its own record, carrying the run's id.
     expect(records.filter((r) => r.run === run?.["run"] && r.tool !== "browser_run").map((r) => r.tool)).toEqual(["read_page"]);
@@ -138,7 +165,12 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
         return { text: "I may not delete them." };
       },
     ]);
-    const result = await generateText({ model, tools: tabrelayTools({ broker: broker.broker, only: ["open_tab", "snapshot", "click"] }), stopWhen: stepCountIs(6), prompt: "Delete all tasks." });
+    const result = await generateText({
+      model,
+      tools: tabrelayTools({ broker: broker.broker, only: ["open_tab", "snapshot", "click"] }),
+      stopWhen: stepCountIs(6),
+      prompt: "Delete all tasks.",
+    });
 
     expect(result.text).toBe("I may not delete them.");
     const outputs = result.steps.flatMap((s) => s.toolResults.map((r) => r.output as TabrelayToolResult));
@@ -178,7 +210,12 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       ({ last }) => ((tab = tabOf(last?.text)), { call: "screenshot", args: { tab, inline: true } }),
       () => ({ text: "seen" }),
     ]);
-    await generateText({ model, tools: tabrelayTools({ broker: broker.broker, only: ["open_tab", "screenshot"] }), stopWhen: stepCountIs(4), prompt: "Look at it." });
+    await generateText({
+      model,
+      tools: tabrelayTools({ broker: broker.broker, only: ["open_tab", "screenshot"] }),
+      stopWhen: stepCountIs(4),
+      prompt: "Look at it.",
+    });
     const seen = model.doGenerateCalls[2]?.prompt.at(-1);
     const part = seen?.role === "tool" ? seen.content[0] : undefined;
     const output = part?.type === "tool-result" ? part.output : undefined;
@@ -207,7 +244,15 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       () => ({ text: "unreachable" }),
     ]);
     let abortedAt = 0;
-    await expect(generateText({ model, tools: tabrelayTools({ broker: broker.broker, client: "agent-abort" }), abortSignal: controller.signal, stopWhen: stepCountIs(4), prompt: "Wait." })).rejects.toThrow(/abort/i);
+    await expect(
+      generateText({
+        model,
+        tools: tabrelayTools({ broker: broker.broker, client: "agent-abort" }),
+        abortSignal: controller.signal,
+        stopWhen: stepCountIs(4),
+        prompt: "Wait.",
+      }),
+    ).rejects.toThrow(/abort/i);
     // At the abort, not when the wait's 3 s run out (2.7 s after it).
     expect(abortedAt).toBeGreaterThan(0);
     expect(Date.now() - abortedAt).toBeLessThan(1500);
@@ -231,7 +276,13 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
         () => ({ call: "browser_run", args: { tab, program: `return { done: (await browse.read({ mode: "full" })).includes("Status: done") };` } }),
         ({ last }) => ({ text: last?.text.includes('"done":true') ? "done over HTTP" : `unsure: ${last?.text}` }),
       ]);
-      const result = await generateText({ model, system: tabrelay.instructions, tools: tabrelay.tools, stopWhen: stepCountIs(8), prompt: "Mark the task done." });
+      const result = await generateText({
+        model,
+        system: tabrelay.instructions,
+        tools: tabrelay.tools,
+        stopWhen: stepCountIs(8),
+        prompt: "Mark the task done.",
+      });
       expect(result.text).toBe("done over HTTP");
       await waitFor("the page's request for /did/done", () => hits.includes("done") || undefined);
       const outputs = result.steps.flatMap((s) => s.toolResults.map((r) => r.output as TabrelayToolResult));
@@ -255,8 +306,12 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
   });
 
   it("over HTTP: a wrong token or a closed port is an error naming the cause and what to do", async () => {
-    await expect(tabrelayToolsOverHttp({ url: broker.url, token: "wrong-token-0123456789abcdef" })).rejects.toThrow(/not a tabrelay broker holding this token.*TABRELAY_MCP_TOKEN/);
-    await expect(tabrelayToolsOverHttp({ url: "http://127.0.0.1:9/", token: MCP_TOKEN })).rejects.toThrow(/no broker answers at http:\/\/127\.0\.0\.1:9.*tabrelay serve/);
+    await expect(tabrelayToolsOverHttp({ url: broker.url, token: "wrong-token-0123456789abcdef" })).rejects.toThrow(
+      /not a tabrelay broker holding this token.*TABRELAY_MCP_TOKEN/,
+    );
+    await expect(tabrelayToolsOverHttp({ url: "http://127.0.0.1:9/", token: MCP_TOKEN })).rejects.toThrow(
+      /no broker answers at http:\/\/127\.0\.0\.1:9.*tabrelay serve/,
+    );
   });
 });
 
@@ -279,7 +334,6 @@ describe("tool selection", () => {
       await withSource.close();
     }
   });
-
 
   it("only/except take tool names; a name no tool has is an error listing the tools", async () => {
     const broker = await startBroker({ yaml: YAML });

@@ -30,7 +30,9 @@ beforeAll(async () => {
       res.end();
     });
   }
-  broker = await startBroker({ yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n  write:\n    click:\n      "127.0.0.1": { label: "^Mark done$" }\n` });
+  broker = await startBroker({
+    yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n  write:\n    click:\n      "127.0.0.1": { label: "^Mark done$" }\n`,
+  });
   browser = await attachBrowser(broker, "cdp");
 }, 60_000);
 
@@ -44,7 +46,11 @@ afterAll(async () => {
 function results(options: CallOptions): { type: string; text: string }[] {
   return options.prompt.flatMap((m) =>
     m.role === "tool"
-      ? m.content.flatMap((p) => (p.type === "tool-result" ? [{ type: p.output.type, text: "value" in p.output && typeof p.output.value === "string" ? p.output.value : JSON.stringify(p.output) }] : []))
+      ? m.content.flatMap((p) =>
+          p.type === "tool-result"
+            ? [{ type: p.output.type, text: "value" in p.output && typeof p.output.value === "string" ? p.output.value : JSON.stringify(p.output) }]
+            : [],
+        )
       : [],
   );
 }
@@ -111,6 +117,12 @@ it("the package's source type-checks against ai 7's declarations (tsconfig.ai7.j
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
   const project = fileURLToPath(new URL("../../packages/agent-tools/tsconfig.ai7.json", import.meta.url));
   const checked = spawnSync(process.execPath, [tsc, "-p", project, "--listFiles"], { encoding: "utf8" });
-  expect(checked.status, checked.stdout.split("\n").filter((l) => l.includes("error")).join("\n")).toBe(0);
+  expect(
+    checked.status,
+    checked.stdout
+      .split("\n")
+      .filter((l) => l.includes("error"))
+      .join("\n"),
+  ).toBe(0);
   expect(checked.stdout).toContain("node_modules/ai7/dist/index.d.ts");
 }, 60_000);

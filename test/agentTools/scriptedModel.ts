@@ -33,7 +33,9 @@ export function scriptedModel(script: ((turn: Turn) => Answer)[]): MockLanguageM
       const results = seenResults(options);
       const answer = play({ results, last: results.at(-1), options });
       const content: LanguageModelV3Content[] =
-        "call" in answer ? [{ type: "tool-call", toolCallId: `call-${step}`, toolName: answer.call, input: JSON.stringify(answer.args) }] : [{ type: "text", text: answer.text }];
+        "call" in answer
+          ? [{ type: "tool-call", toolCallId: `call-${step}`, toolName: answer.call, input: JSON.stringify(answer.args) }]
+          : [{ type: "text", text: answer.text }];
       step++;
       return {
         content,

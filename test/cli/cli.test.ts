@@ -59,7 +59,9 @@ describe("help and version", () => {
   });
 
   it("launch --cdp refuses a broker on another machine before starting a browser, saying why", () => {
-    const remote = run(["launch", "--cdp", "--headless", "--broker", "http://broker.example:9333"], { TABRELAY_DATA_DIR: mkdtempSync(join(tmpdir(), "tabrelay-cli-")) });
+    const remote = run(["launch", "--cdp", "--headless", "--broker", "http://broker.example:9333"], {
+      TABRELAY_DATA_DIR: mkdtempSync(join(tmpdir(), "tabrelay-cli-")),
+    });
     expect(remote.code).toBe(2);
     expect(remote.stderr).toContain("a broker on broker.example cannot reach");
     expect(remote.stderr).not.toContain("starting"); // no browser was started
@@ -96,7 +98,10 @@ describe("configuration is validated at start-up", () => {
 describe("tokens", () => {
   it("are generated once, >= 128 bits, stored 0600, and printed with the MCP config block", async () => {
     const dir = dataDir();
-    const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data-dir", dir], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TABRELAY_MCP_TOKEN: "", TABRELAY_PAIRING_TOKEN: "" } });
+    const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data-dir", dir], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, TABRELAY_MCP_TOKEN: "", TABRELAY_PAIRING_TOKEN: "" },
+    });
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     try {
@@ -223,7 +228,10 @@ describe("start --cdp", () => {
     const site = await startSite();
     site.route("/hello", "<html><head><title>Hello</title></head><body><p>Hello over CDP.</p></body></html>");
     const dir = dataDir(`policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n`);
-    const child = spawn(process.execPath, [CLI, "start", "--cdp", "--headless", "--port", "0", "--data-dir", dir], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TMPDIR: tmp } });
+    const child = spawn(process.execPath, [CLI, "start", "--cdp", "--headless", "--port", "0", "--data-dir", dir], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TMPDIR: tmp },
+    });
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
@@ -311,7 +319,10 @@ describe("stdio", () => {
 describe("audit", () => {
   it("prints one line per tool call with its decision, and JSON on request", async () => {
     const dir = dataDir();
-    const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data-dir", dir], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN } });
+    const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data-dir", dir], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN },
+    });
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     try {
@@ -331,7 +342,10 @@ describe("audit", () => {
     expect(lines[0]).toMatch(/refused .*read_url/);
     expect(lines[1]).toMatch(/allowed .*list_browsers/);
     const json = run(["audit", "--json", "--data-dir", dir]);
-    const records = json.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const records = json.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(records[0].decision).toBe("refused");
     expect(records[0].code).toBe("policy_denied");
     expect(text.stdout).not.toContain(MCP_TOKEN);
@@ -365,7 +379,10 @@ describe("policy update-sites", () => {
 
     // The broker now reads with the new ranking: a read of a listed host passes the policy (and fails only
     // because no browser is connected); google.com is no longer on the list.
-    const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data-dir", dir], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN } });
+    const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data-dir", dir], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN },
+    });
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     try {

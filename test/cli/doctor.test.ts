@@ -32,7 +32,9 @@ describe("tabrelay doctor, failing branches", () => {
     try {
       const result = await tabrelay(["doctor", "--data-dir", dataDirWithTokens(), "--port", String(port)]);
       expect(result.code).toBe(1);
-      expect(line(result.stdout, "port")).toMatch(/^fail +port: 127\.0\.0\.1:\d+ is taken by something that is not tabrelay: GET \/health answered HTTP 404 \(server: not-tabrelay\/1\.0\)/);
+      expect(line(result.stdout, "port")).toMatch(
+        /^fail +port: 127\.0\.0\.1:\d+ is taken by something that is not tabrelay: GET \/health answered HTTP 404 \(server: not-tabrelay\/1\.0\)/,
+      );
       expect(line(result.stdout, "port")).toContain("--port");
     } finally {
       other.close();
@@ -74,7 +76,9 @@ describe("tabrelay doctor, failing branches", () => {
     writeFileSync(chrome, "#!/bin/sh\necho 'Google Chrome 138.0.7204.49 '\n", { mode: 0o755 });
     const result = await tabrelay(["doctor", "--data-dir", dataDirWithTokens(), "--port", String(await closedPort())], { CHROME_PATH: chrome });
     expect(line(result.stdout, "browser")).toBe(`ok    browser: ${chrome} (from CHROME_PATH)`);
-    expect(line(result.stdout, "browser version")).toContain("Google Chrome 138.0.7204.49: branded Chrome 137+ ignores --load-extension unless --disable-features=DisableLoadExtensionCommandLineSwitch");
+    expect(line(result.stdout, "browser version")).toContain(
+      "Google Chrome 138.0.7204.49: branded Chrome 137+ ignores --load-extension unless --disable-features=DisableLoadExtensionCommandLineSwitch",
+    );
   });
 });
 
@@ -145,7 +149,9 @@ describe("doctor's judgements", () => {
 
   it("browser versions: too old fails, unbranded Chromium is ok as is", () => {
     expect(browserVersionCheck("/x", "Chromium 110.0.5481.100", 116).status).toBe("fail");
-    expect(browserVersionCheck("/x", "Chromium 131.0.6778.85 built on Debian", 116).message).toBe("Chromium 131.0.6778.85 built on Debian (loads the extension from the command line)");
+    expect(browserVersionCheck("/x", "Chromium 131.0.6778.85 built on Debian", 116).message).toBe(
+      "Chromium 131.0.6778.85 built on Debian (loads the extension from the command line)",
+    );
     expect(browserVersionCheck("/x", "Google Chrome for Testing 140.0.7339.80", 116).message).not.toContain("DisableLoadExtensionCommandLineSwitch");
   });
 

@@ -30,7 +30,10 @@ function modeOf(path: string): number {
 
 /** Runs `tabrelay serve` until it prints its MCP URL, then hands it over; `stop` ends it. */
 async function serve(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [CLI, "serve", "--port", "0", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...NO_ENV_TOKENS, ...env } });
+  const child = spawn(process.execPath, [CLI, "serve", "--port", "0", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...NO_ENV_TOKENS, ...env },
+  });
   let stderr = "";
   child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
@@ -54,7 +57,12 @@ async function mcpStatus(url: string, token: string): Promise<number> {
   const response = await fetch(`${url}/mcp`, {
     method: "POST",
     headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "probe", version: "0" } } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "probe", version: "0" } },
+    }),
   });
   await response.body?.cancel();
   return response.status;
@@ -147,7 +155,9 @@ describe("tokens from the environment", () => {
 
   it("a weak TABRELAY_PAIRING_TOKEN is refused too, and a strong one is used", () => {
     const dir = tempDir();
-    expect(run(["pair", "--data-dir", dir], { TABRELAY_PAIRING_TOKEN: "0123456789abcdef0123456789abcdef" }).stderr).toContain("TABRELAY_PAIRING_TOKEN is too weak to use");
+    expect(run(["pair", "--data-dir", dir], { TABRELAY_PAIRING_TOKEN: "0123456789abcdef0123456789abcdef" }).stderr).toContain(
+      "TABRELAY_PAIRING_TOKEN is too weak to use",
+    );
     const strong = randomBytes(32).toString("hex");
     expect(run(["pair", "--data-dir", dir], { TABRELAY_PAIRING_TOKEN: strong }).stdout).toContain(`Pairing code: ${strong}`);
   });

@@ -46,7 +46,10 @@ interface RunningCli {
 async function startCli(args: string[]): Promise<RunningCli> {
   const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-lifecycle-"));
   writeFileSync(join(dataDir, "config.yaml"), `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n`);
-  const child = spawn(process.execPath, [CLI, ...args, "--port", "0", "--data-dir", dataDir], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN } });
+  const child = spawn(process.execPath, [CLI, ...args, "--port", "0", "--data-dir", dataDir], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN },
+  });
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
@@ -126,7 +129,12 @@ async function chromiumOf(cliPid: number, { renderer = true } = {}): Promise<Chr
       const args = argsOf(pid);
       return args.some((a) => a.startsWith("--remote-debugging-port")) && !args.some((a) => a.startsWith("--type="));
     });
-    const profileDir = browserPid === undefined ? undefined : argsOf(browserPid).find((a) => a.startsWith("--user-data-dir="))?.slice("--user-data-dir=".length);
+    const profileDir =
+      browserPid === undefined
+        ? undefined
+        : argsOf(browserPid)
+            .find((a) => a.startsWith("--user-data-dir="))
+            ?.slice("--user-data-dir=".length);
     // A renderer exists once a page was loaded; the helpers it needs are up by then.
     if (browserPid === undefined || !profileDir || (renderer && !pids.some((pid) => argsOf(pid).includes("--type=renderer")))) return undefined;
     return { browserPid, pids, profileDir };
@@ -323,7 +331,9 @@ describe("tabrelay launch --cdp", () => {
       const child = spawn(process.execPath, [CLI, ...args, "--data-dir", dataDir], { stdio: ["ignore", "ignore", "pipe"], env });
       let stderr = "";
       child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        child.once("exit", (code, signal) => resolve({ code, signal })),
+      );
       return { child, exited, stderr: () => stderr };
     };
     const serve = async (port: number) => {
@@ -340,7 +350,11 @@ describe("tabrelay launch --cdp", () => {
       await waitFor("the launcher to wait for the broker", () => (/no broker answers at/.test(launcher.stderr()) ? true : undefined), 30_000);
       first = await serve(port);
       const client = await connectClient(first.url);
-      await waitFor("the launched browser to be handed over", async () => ((await call(client, "list_browsers")).text.includes("launched Chromium (CDP)") ? true : undefined), 20_000);
+      await waitFor(
+        "the launched browser to be handed over",
+        async () => ((await call(client, "list_browsers")).text.includes("launched Chromium (CDP)") ? true : undefined),
+        20_000,
+      );
       const read = await call(client, "read_url", { url: `${site.origin}/hello` });
       expect(read.isError).toBe(false);
       expect(read.text).toContain("Hello over CDP.");
@@ -352,13 +366,21 @@ describe("tabrelay launch --cdp", () => {
       expect(running(tree.browserPid)).toBe(true); // the broker never kills a browser it did not start
       second = await serve(port);
       const again = await connectClient(second.url);
-      await waitFor("the browser to be handed over again", async () => ((await call(again, "list_browsers")).text.includes("launched Chromium (CDP)") ? true : undefined), 20_000);
+      await waitFor(
+        "the browser to be handed over again",
+        async () => ((await call(again, "list_browsers")).text.includes("launched Chromium (CDP)") ? true : undefined),
+        20_000,
+      );
       expect((await call(again, "read_url", { url: `${site.origin}/hello` })).text).toContain("Hello over CDP.");
       // Ctrl-C on the launcher: its browser and temporary profile go, and the broker forgets the browser.
       launcher.child.kill("SIGTERM");
       expect((await launcher.exited).code).toBe(0);
       await expectShutDown(tree);
-      await waitFor("the broker to forget the browser", async () => ((await call(again, "list_browsers")).text.includes("launched Chromium") ? undefined : true), 10_000);
+      await waitFor(
+        "the broker to forget the browser",
+        async () => ((await call(again, "list_browsers")).text.includes("launched Chromium") ? undefined : true),
+        10_000,
+      );
       await again.close();
     } finally {
       launcher.child.kill("SIGKILL");
@@ -373,7 +395,8 @@ describe("tabrelay launch --cdp", () => {
     const port = Number(/MCP endpoint:\s+http:\/\/[^:]+:(\d+)\/mcp/.exec(server.stderr())?.[1]);
     const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-handover-"));
     const profileDir = join(dataDir, "profile");
-    const browsersOnProfile = () => readdirSync("/proc").filter((pid) => /^\d+$/.test(pid) && running(Number(pid)) && argsOf(Number(pid)).includes(`--user-data-dir=${profileDir}`));
+    const browsersOnProfile = () =>
+      readdirSync("/proc").filter((pid) => /^\d+$/.test(pid) && running(Number(pid)) && argsOf(Number(pid)).includes(`--user-data-dir=${profileDir}`));
     try {
       const launcher = spawn(process.execPath, [CLI, "launch", "--cdp", "--headless", "--profile", profileDir, "--port", String(port), "--data-dir", dataDir], {
         stdio: ["ignore", "ignore", "pipe"],
@@ -387,7 +410,9 @@ describe("tabrelay launch --cdp", () => {
       ]).finally(() => launcher.kill("SIGKILL"));
       expect(exit).toBe(3); // configuration
       // The broker cannot prove it knows the launcher's token, so the launcher sends it nothing.
-      expect(stderr).toMatch(/did not prove it knows this MCP token \(a broker with another --data-dir or TABRELAY_MCP_TOKEN, a tabrelay older than this client, or another program on that port\); the token was not sent/);
+      expect(stderr).toMatch(
+        /did not prove it knows this MCP token \(a broker with another --data-dir or TABRELAY_MCP_TOKEN, a tabrelay older than this client, or another program on that port\); the token was not sent/,
+      );
       expect(stderr).toContain("over CDP with profile"); // it did start a browser
       const left = await waitFor("the browser it started to exit", () => (browsersOnProfile().length ? undefined : []), 5000).catch(() => browsersOnProfile());
       expect(left).toEqual([]);

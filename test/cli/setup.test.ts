@@ -26,7 +26,8 @@ function userHome(): { home: string; files: Record<string, string>; env: Record<
   const files: Record<string, string> = {
     [join(home, ".cursor/mcp.json")]: `${JSON.stringify({ mcpServers: { github: { command: "gh-mcp" } } }, null, 2)}\n`,
     [join(home, ".codeium/windsurf/mcp_config.json")]: `{"mcpServers":{"fs":{"command":"fs-mcp","args":["/"]}},"theme":"dark"}`,
-    [join(home, ".config/Code/User/mcp.json")]: `${JSON.stringify({ servers: { other: { type: "http", url: "https://other.example/mcp" } }, inputs: [] }, null, 2)}\n`,
+    [join(home, ".config/Code/User/mcp.json")]:
+      `${JSON.stringify({ servers: { other: { type: "http", url: "https://other.example/mcp" } }, inputs: [] }, null, 2)}\n`,
     [join(home, ".config/Claude/claude_desktop_config.json")]: `${JSON.stringify({ mcpServers: {}, globalShortcut: "Ctrl+Space" }, null, 2)}\n`,
     [join(home, ".codex/config.toml")]: `# my codex\nmodel = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n\n[profiles.fast]\nmodel = "o4-mini"\n`,
   };
@@ -56,14 +57,24 @@ describe("tabrelay setup", () => {
     const json = (path: string) => JSON.parse(readFileSync(join(home, path), "utf8"));
 
     expect(json(".cursor/mcp.json")).toEqual({ mcpServers: { github: { command: "gh-mcp" }, tabrelay: { url, headers: bearer } } });
-    expect(json(".codeium/windsurf/mcp_config.json")).toEqual({ mcpServers: { fs: { command: "fs-mcp", args: ["/"] }, tabrelay: { serverUrl: url, headers: bearer } }, theme: "dark" });
-    expect(json(".config/Code/User/mcp.json")).toEqual({ servers: { other: { type: "http", url: "https://other.example/mcp" }, tabrelay: { type: "http", url, headers: bearer } }, inputs: [] });
+    expect(json(".codeium/windsurf/mcp_config.json")).toEqual({
+      mcpServers: { fs: { command: "fs-mcp", args: ["/"] }, tabrelay: { serverUrl: url, headers: bearer } },
+      theme: "dark",
+    });
+    expect(json(".config/Code/User/mcp.json")).toEqual({
+      servers: { other: { type: "http", url: "https://other.example/mcp" }, tabrelay: { type: "http", url, headers: bearer } },
+      inputs: [],
+    });
     const desktop = json(".config/Claude/claude_desktop_config.json");
     expect(desktop.globalShortcut).toBe("Ctrl+Space");
     expect(desktop.mcpServers.tabrelay.args).toContain("stdio"); // Claude Desktop starts tabrelay stdio itself
     const codex = readFileSync(join(home, ".codex/config.toml"), "utf8");
-    expect(codex).toBe(`# my codex\nmodel = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n\n[profiles.fast]\nmodel = "o4-mini"\n\n[mcp_servers.tabrelay]\nurl = "${url}"\nhttp_headers = { Authorization = "Bearer ${token}" }\n`);
-    expect(readFileSync(join(home, "claude-calls"), "utf8")).toContain(`mcp add --scope user --transport http tabrelay ${url} --header Authorization: Bearer ${token}`);
+    expect(codex).toBe(
+      `# my codex\nmodel = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n\n[profiles.fast]\nmodel = "o4-mini"\n\n[mcp_servers.tabrelay]\nurl = "${url}"\nhttp_headers = { Authorization = "Bearer ${token}" }\n`,
+    );
+    expect(readFileSync(join(home, "claude-calls"), "utf8")).toContain(
+      `mcp add --scope user --transport http tabrelay ${url} --header Authorization: Bearer ${token}`,
+    );
 
     // Each file before is beside it, and each file now holds a token: its owner's alone.
     for (const [path, before] of Object.entries(files)) {
@@ -78,7 +89,11 @@ describe("tabrelay setup", () => {
     const again = await tabrelay(["setup", ...ALL.flatMap((c) => ["--client", c])], env);
     expect(again.code).toBe(0);
     expect(Object.keys(files).map((path) => readFileSync(path, "utf8"))).toEqual(snapshot);
-    for (const path of Object.keys(files)) expect(readdirSync(dirname(path)).filter((n) => n.includes(".backup-")), path).toHaveLength(1);
+    for (const path of Object.keys(files))
+      expect(
+        readdirSync(dirname(path)).filter((n) => n.includes(".backup-")),
+        path,
+      ).toHaveLength(1);
     expect(again.stdout).toContain("has tabrelay already (unchanged)");
     expect(readFileSync(join(home, "claude-servers"), "utf8")).toBe("tabrelay\n"); // replaced, not added twice
   }, 60_000);

@@ -27,7 +27,12 @@ afterEach(async () => {
 });
 
 async function agent(port: number, dataDir: string, name: string): Promise<Agent> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, "stdio", "--port", String(port), "--data-dir", dataDir], env: cleanEnv(ENV), stderr: "pipe" });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, "stdio", "--port", String(port), "--data-dir", dataDir],
+    env: cleanEnv(ENV),
+    stderr: "pipe",
+  });
   let stderr = "";
   transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   const client = new Client({ name, version: "0" });
@@ -139,7 +144,10 @@ describe("tabrelay stdio: several agents share one broker that outlives any one 
     const port = await closedPort();
     const dataDir = tempDir("stdio-serve");
     const serve = async (): Promise<ChildProcess> => {
-      const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--data-dir", dataDir], { stdio: ["ignore", "ignore", "pipe"], env: cleanEnv(ENV) });
+      const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--data-dir", dataDir], {
+        stdio: ["ignore", "ignore", "pipe"],
+        env: cleanEnv(ENV),
+      });
       cleanups.push(() => void child.kill("SIGKILL"));
       let stderr = "";
       child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -176,18 +184,32 @@ describe("tabrelay stdio: several agents share one broker that outlives any one 
     const port = await closedPort();
     const dataDir = tempDir("stdio-raw");
     stopSharedBrokers(dataDir);
-    const child = spawn(process.execPath, [CLI, "stdio", "--port", String(port), "--data-dir", dataDir], { stdio: ["pipe", "pipe", "pipe"], env: cleanEnv(ENV) });
+    const child = spawn(process.execPath, [CLI, "stdio", "--port", String(port), "--data-dir", dataDir], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: cleanEnv(ENV),
+    });
     cleanups.push(() => void child.kill("SIGKILL"));
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const answers = () => stdout.split("\n").filter(Boolean).map((l): unknown => JSON.parse(l));
+    const answers = () =>
+      stdout
+        .split("\n")
+        .filter(Boolean)
+        .map((l): unknown => JSON.parse(l));
     const send = (m: unknown) => child.stdin.write(`${JSON.stringify(m)}\n`);
-    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } });
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+    });
     await waitFor("initialize's answer", () => answers().length === 1 || undefined, 20_000);
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    child.stdin.write(`{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"name":"read_url","arguments":{"url":"${"y".repeat(11 * 1024 * 1024)}"}}}\n`);
+    child.stdin.write(
+      `{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"name":"read_url","arguments":{"url":"${"y".repeat(11 * 1024 * 1024)}"}}}\n`,
+    );
     child.stdin.write("not json\n");
     send({ jsonrpc: "2.0", id: 3, method: "tools/list" });
     await waitFor("three more answers", () => answers().length === 4 || undefined, 20_000);

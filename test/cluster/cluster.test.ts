@@ -9,7 +9,22 @@ import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, connectClient, launchBrowser, MCP_TOKEN, PAIRING_TOKEN, openTab, page, snapshotOf, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "../harness.js";
+import {
+  call,
+  connectClient,
+  launchBrowser,
+  MCP_TOKEN,
+  PAIRING_TOKEN,
+  openTab,
+  page,
+  snapshotOf,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestBrowser,
+  type TestSite,
+} from "../harness.js";
 import { startNginx, type TestNginx } from "../nginx.js";
 import { startPostgres, type TestPostgres } from "../postgres.js";
 import { startRedis, type TestRedis } from "../redis.js";
@@ -46,7 +61,10 @@ const audited = (user: string) => brokers.flatMap((b, i) => b.broker.audit.list(
 
 beforeAll(async () => {
   [redis, pg, site] = await Promise.all([startRedis(), startPostgres(), startSite("127.0.0.1")]);
-  site.route("/shop", page("Shop", `<p id="n">Cart: empty</p><button onclick="document.getElementById('n').textContent = 'Cart: 1 item'">Add to cart</button>`));
+  site.route(
+    "/shop",
+    page("Shop", `<p id="n">Cart: empty</p><button onclick="document.getElementById('n').textContent = 'Cart: 1 item'">Add to cart</button>`),
+  );
   site.route("/slow", page("Slow", "<p>Nothing will appear here.</p>"));
   for (let i = 0; i < 3; i++) brokers.push(await startBroker({ yaml: yaml() }));
   const a = await brokers[0]!.broker.users.add("alice");
@@ -55,7 +73,8 @@ beforeAll(async () => {
   // a load balancer it dials wss://, whose TLS proves the name).
   const aliceBrowser = await launchBrowser(brokers[0]!.port, a.pairingCode, "alice chromium");
   const bobBrowser = await launchBrowser(brokers[1]!.port, b.pairingCode, "bob chromium");
-  const aliceId = (await waitFor("alice's browser", () => brokers[0]!.broker.registry.list().find((x) => x.info.label === "alice chromium"), 30_000)).info.browserId;
+  const aliceId = (await waitFor("alice's browser", () => brokers[0]!.broker.registry.list().find((x) => x.info.label === "alice chromium"), 30_000)).info
+    .browserId;
   const bobId = (await waitFor("bob's browser", () => brokers[1]!.broker.registry.list().find((x) => x.info.label === "bob chromium"), 30_000)).info.browserId;
   nginx = await startNginx(brokers.map((x) => x.port));
   // Every other broker knows each browser before the agents start.
@@ -132,7 +151,9 @@ describe("three brokers behind nginx", () => {
       await alice.client.close();
       alice.client = await connectClient(nginx.url, alice.token);
       let last = "";
-      await waitFor("the tab closed with its session", async () => (/^(no_such_tab|not_agent_tab)/.test((last = (await call(second, "read_page", { tab })).text)) ? true : undefined)).catch((e: unknown) => {
+      await waitFor("the tab closed with its session", async () =>
+        /^(no_such_tab|not_agent_tab)/.test((last = (await call(second, "read_page", { tab })).text)) ? true : undefined,
+      ).catch((e: unknown) => {
         throw new Error(`${String(e)}; last: ${last.slice(0, 300)}`);
       });
     } finally {
@@ -143,20 +164,38 @@ describe("three brokers behind nginx", () => {
   it("copies every broker's audit records into the shared store, where `tabrelay audit --shared` reads them as one log", async () => {
     // Alice's calls were recorded on broker 0 (her browser's), Bob's on broker 1; each broker copies its own.
     const store = await brokers[2]!.broker.users.store();
-    await waitFor("the copies", async () => {
-      const copied = await store.audit({});
-      return copied.some((r) => r.user === "alice" && r.tool === "click") && copied.some((r) => r.user === "bob" && r.tool === "list_browsers") ? true : undefined;
-    }, 10_000);
+    await waitFor(
+      "the copies",
+      async () => {
+        const copied = await store.audit({});
+        return copied.some((r) => r.user === "alice" && r.tool === "click") && copied.some((r) => r.user === "bob" && r.tool === "list_browsers")
+          ? true
+          : undefined;
+      },
+      10_000,
+    );
     // The local log and its copy agree, record for record, once the copy caught up (it runs every 500 ms).
     const local = brokers[0]!.broker.audit.list({ user: "alice", limit: 1000 });
-    const copied = await waitFor("the copy to catch up", async () => {
-      const all = await store.audit({ user: "alice" });
-      return local.every((r) => all.some((c) => c.broker === brokers[0]!.broker.brokerId && c.localId === r.id)) ? all : undefined;
-    }, 10_000);
-    for (const r of local) expect(copied.find((c) => c.broker === brokers[0]!.broker.brokerId && c.localId === r.id)).toMatchObject({ tool: r.tool, decision: r.decision, time: r.time });
+    const copied = await waitFor(
+      "the copy to catch up",
+      async () => {
+        const all = await store.audit({ user: "alice" });
+        return local.every((r) => all.some((c) => c.broker === brokers[0]!.broker.brokerId && c.localId === r.id)) ? all : undefined;
+      },
+      10_000,
+    );
+    for (const r of local)
+      expect(copied.find((c) => c.broker === brokers[0]!.broker.brokerId && c.localId === r.id)).toMatchObject({
+        tool: r.tool,
+        decision: r.decision,
+        time: r.time,
+      });
     expect(new Set(copied.filter((r) => r.tool === "click").map((r) => r.broker))).toEqual(new Set([brokers[0]!.broker.brokerId]));
     // The CLI, from any broker's data dir.
-    const out = spawnSync(process.execPath, [CLI, "audit", "--shared", "--limit", "1000", "--data-dir", brokers[2]!.dataDir], { encoding: "utf8", env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } });
+    const out = spawnSync(process.execPath, [CLI, "audit", "--shared", "--limit", "1000", "--data-dir", brokers[2]!.dataDir], {
+      encoding: "utf8",
+      env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN },
+    });
     expect(out.status, out.stderr).toBe(0);
     expect(out.stdout).toMatch(new RegExp(`click .*user=alice.* broker=${brokers[0]!.broker.brokerId}`));
     expect(out.stdout).toMatch(new RegExp(`list_browsers .*user=bob.* broker=${brokers[1]!.broker.brokerId}`));

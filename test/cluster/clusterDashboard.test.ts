@@ -13,14 +13,35 @@ import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, connectClient, launchBrowser, MCP_TOKEN, openTab, page as sitePage, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "../harness.js";
+import {
+  call,
+  connectClient,
+  launchBrowser,
+  MCP_TOKEN,
+  openTab,
+  page as sitePage,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestBrowser,
+  type TestSite,
+} from "../harness.js";
 import { cookieOf, raw, type RawResponse } from "../rawHttp.js";
 import { startNginx, type TestNginx } from "../nginx.js";
 import { startPostgres, type TestPostgres } from "../postgres.js";
 import { startRedis, type TestRedis } from "../redis.js";
 
 const CHROMIUM = process.env["CHROME_PATH"] ?? "/usr/lib/chromium/chromium";
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-default-browser-check"];
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-default-browser-check",
+];
 
 let redis: TestRedis;
 let pg: TestPostgres;
@@ -89,7 +110,12 @@ async function formLogin(b: TestBroker, token: string, headers: Record<string, s
 }
 
 /** Reads an SSE stream until `done` holds for the records seen so far (or `ms` pass); the records it carried. */
-function auditEvents(url: string, cookieHeader: string, done: (records: Array<Record<string, unknown>>) => boolean, ms: number): Promise<Array<Record<string, unknown>>> {
+function auditEvents(
+  url: string,
+  cookieHeader: string,
+  done: (records: Array<Record<string, unknown>>) => boolean,
+  ms: number,
+): Promise<Array<Record<string, unknown>>> {
   return new Promise((resolve, reject) => {
     const records: Array<Record<string, unknown>> = [];
     const req = request(url, { headers: { Cookie: cookieHeader, Accept: "text/event-stream" } }, (res) => {
@@ -120,7 +146,19 @@ function auditEvents(url: string, cookieHeader: string, done: (records: Array<Re
 /** The same session cookie, under the name broker `b` reads (its port is in the name). */
 const cookieFor = (session: string, b: TestBroker) => session.replace(/^tabrelay_session_\d+/, `tabrelay_session_${b.port}`);
 
-async function stateOn(b: TestBroker, session: string): Promise<RawResponse & { json?: { browsers: Array<{ id: string; label: string; broker?: string; tabs: Array<{ url: string; title: string }> }>; stopped: boolean; broker?: string; unreachable?: string[] } }> {
+async function stateOn(
+  b: TestBroker,
+  session: string,
+): Promise<
+  RawResponse & {
+    json?: {
+      browsers: Array<{ id: string; label: string; broker?: string; tabs: Array<{ url: string; title: string }> }>;
+      stopped: boolean;
+      broker?: string;
+      unreachable?: string[];
+    };
+  }
+> {
   const res = await raw(`${b.url}/dashboard/api/state`, { headers: { Cookie: cookieFor(session, b) } });
   return { ...res, ...(res.status === 200 ? { json: JSON.parse(res.body) } : {}) };
 }
@@ -139,16 +177,39 @@ beforeAll(async () => {
   const b = await brokers[0]!.broker.users.add("bob");
   const aliceBrowser = await launchBrowser(brokers[0]!.port, a.pairingCode, "alice chromium");
   const bobBrowser = await launchBrowser(brokers[1]!.port, b.pairingCode, "bob chromium");
-  const aliceId = (await waitFor("alice's browser", () => brokers[0]!.broker.registry.list().find((x) => x.info.label === "alice chromium"), 30_000)).info.browserId;
+  const aliceId = (await waitFor("alice's browser", () => brokers[0]!.broker.registry.list().find((x) => x.info.label === "alice chromium"), 30_000)).info
+    .browserId;
   const bobId = (await waitFor("bob's browser", () => brokers[1]!.broker.registry.list().find((x) => x.info.label === "bob chromium"), 30_000)).info.browserId;
   certDir = mkdtempSync(join(tmpdir(), "tabrelay-cert-"));
-  execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(certDir, "key.pem"), "-out", join(certDir, "cert.pem"), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      join(certDir, "key.pem"),
+      "-out",
+      join(certDir, "cert.pem"),
+      "-days",
+      "1",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+    ],
+    { stdio: "ignore" },
+  );
   nginx = await startNginx(
     brokers.map((x) => x.port),
     { tls: { cert: join(certDir, "cert.pem"), key: join(certDir, "key.pem") } },
   );
   await waitFor("presence and members on every broker", () =>
-    brokers.every((x) => x.broker.context.cluster?.peers().length === 2) && brokers[2]!.broker.context.cluster?.remoteBrowsers(a.user.id).length === 1 ? true : undefined,
+    brokers.every((x) => x.broker.context.cluster?.peers().length === 2) && brokers[2]!.broker.context.cluster?.remoteBrowsers(a.user.id).length === 1
+      ? true
+      : undefined,
   );
   alice = { token: a.token, browser: aliceBrowser, browserId: aliceId, client: await connectClient(brokers[2]!.url, a.token) };
   bob = { token: b.token, browser: bobBrowser, browserId: bobId };
@@ -209,7 +270,9 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
       );
       expect(all.json?.broker).toBe(b.broker.brokerId);
       // The team's users, as an admin manages them: each user's browsers counted across the cluster.
-      const users = JSON.parse((await raw(`${b.url}/dashboard/api/users`, { headers: { Cookie: cookieFor(admin.cookie, b) } })).body) as { users: Array<{ name: string; browsers: number }> };
+      const users = JSON.parse((await raw(`${b.url}/dashboard/api/users`, { headers: { Cookie: cookieFor(admin.cookie, b) } })).body) as {
+        users: Array<{ name: string; browsers: number }>;
+      };
       expect(users.users.filter((u) => u.name === "alice" || u.name === "bob").map((u) => [u.name, u.browsers])).toEqual([
         ["alice", 1],
         ["bob", 1],
@@ -225,12 +288,20 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
       const shot = await raw(`${b.url}/dashboard/api/preview?browser=${alice.browserId}&tab=${tab}`, { headers: { Cookie: cookieFor(member.cookie, b) } });
       const picture = JSON.parse(shot.body) as { ok: boolean; png?: string; url?: string; error?: { code: string } };
       expect(picture.error).toBeUndefined();
-      expect(Buffer.from(picture.png ?? "", "base64").subarray(1, 4).toString()).toBe("PNG");
+      expect(
+        Buffer.from(picture.png ?? "", "base64")
+          .subarray(1, 4)
+          .toString(),
+      ).toBe("PNG");
       expect(picture.url).toBe(`${site.origin}/shop`);
     }
     for (const b of brokers) {
-      const theirs = JSON.parse((await raw(`${b.url}/dashboard/api/preview?browser=${bob.browserId}&tab=1`, { headers: { Cookie: cookieFor(member.cookie, b) } })).body) as unknown;
-      const madeUp = JSON.parse((await raw(`${b.url}/dashboard/api/preview?browser=no-such-browser&tab=1`, { headers: { Cookie: cookieFor(member.cookie, b) } })).body) as unknown;
+      const theirs = JSON.parse(
+        (await raw(`${b.url}/dashboard/api/preview?browser=${bob.browserId}&tab=1`, { headers: { Cookie: cookieFor(member.cookie, b) } })).body,
+      ) as unknown;
+      const madeUp = JSON.parse(
+        (await raw(`${b.url}/dashboard/api/preview?browser=no-such-browser&tab=1`, { headers: { Cookie: cookieFor(member.cookie, b) } })).body,
+      ) as unknown;
       expect(theirs).toEqual({ ok: false, error: { code: "unknown_browser", message: "that browser is not connected" } });
       expect(theirs).toEqual(madeUp);
     }
@@ -270,13 +341,21 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
     // Broker 2 never served this login before: it must not take it on for a revoked user.
     expect((await stateOn(brokers[2]!, member.cookie)).status).toBe(401);
     // Broker 1, which opened it, ends it at its next sweep of revoked users.
-    await waitFor("the login ended on the broker that opened it", async () => ((await stateOn(brokers[1]!, member.cookie)).status === 401 ? true : undefined), 15_000);
+    await waitFor(
+      "the login ended on the broker that opened it",
+      async () => ((await stateOn(brokers[1]!, member.cookie)).status === 401 ? true : undefined),
+      15_000,
+    );
   });
 
   it("an emergency stop pressed on a broker holding no browser disconnects the browsers of every broker and keeps them out of all of them, a broker started meanwhile included, until resumed", async () => {
     const admin = await loginAcross(brokers[2]!, brokers[2]!, MCP_TOKEN);
     const post = (b: TestBroker, path: string) =>
-      raw(`${b.url}${path}`, { method: "POST", headers: { Origin: b.url, "X-CSRF-Token": admin.csrf, Cookie: cookieFor(admin.cookie, b), "Content-Type": "application/x-www-form-urlencoded" }, body: "" });
+      raw(`${b.url}${path}`, {
+        method: "POST",
+        headers: { Origin: b.url, "X-CSRF-Token": admin.csrf, Cookie: cookieFor(admin.cookie, b), "Content-Type": "application/x-www-form-urlencoded" },
+        body: "",
+      });
     const stopped = await post(brokers[2]!, "/dashboard/api/stop");
     expect(stopped.status).toBe(200);
     expect(JSON.parse(stopped.body)).toMatchObject({ stopped: true, cluster: { ok: true, brokers: 2 } });
@@ -286,20 +365,33 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
       // The extensions redial within a second or two; for three seconds no broker takes them, nor the new one.
       await new Promise((resolve) => setTimeout(resolve, 3_000));
       expect(brokers.map((b) => b.broker.registry.list().length)).toEqual([0, 0, 0]);
-      const upgrade = await raw(`${late.url}/bridge`, { headers: { Connection: "Upgrade", Upgrade: "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==" } }).catch((error: unknown) => ({ status: 0, body: String(error), headers: {} }));
+      const upgrade = await raw(`${late.url}/bridge`, {
+        headers: { Connection: "Upgrade", Upgrade: "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==" },
+      }).catch((error: unknown) => ({ status: 0, body: String(error), headers: {} }));
       expect(upgrade.body).toContain("stopped from the dashboard");
       for (const b of brokers) expect((await stateOn(b, admin.cookie)).json?.stopped).toBe(true);
       // Through the load balancer: browsers redialling are refused by every broker, and nginx does not take that for
       // the brokers failing (a 503 benched each in turn: agents and the resume then got 502 "no live upstreams").
       for (let i = 0; i < 4; i++) {
-        const redial = await viaNginx("/bridge", { headers: { Connection: "Upgrade", Upgrade: "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==" } });
+        const redial = await viaNginx("/bridge", {
+          headers: { Connection: "Upgrade", Upgrade: "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==" },
+        });
         expect(redial.status).toBe(403);
         expect(redial.body).toContain("stopped from the dashboard");
       }
-      const initialize = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "stop-probe", version: "1" } } });
+      const initialize = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "stop-probe", version: "1" } },
+      });
       const answers: number[] = [];
       for (let i = 0; i < 6; i++) {
-        const answer = await viaNginx("/mcp", { method: "POST", body: initialize, headers: { Authorization: `Bearer ${MCP_TOKEN}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" } });
+        const answer = await viaNginx("/mcp", {
+          method: "POST",
+          body: initialize,
+          headers: { Authorization: `Bearer ${MCP_TOKEN}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+        });
         answers.push(answer.status);
       }
       expect(answers).toEqual([200, 200, 200, 200, 200, 200]);
@@ -309,7 +401,11 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
     }
     const resumed = await post(brokers[0]!, "/dashboard/api/resume");
     expect(JSON.parse(resumed.body)).toMatchObject({ stopped: false, wasStopped: true, cluster: { ok: true } });
-    await waitFor("both browsers back", () => (brokers[0]!.broker.registry.list().length === 1 && brokers[1]!.broker.registry.list().length === 1 ? true : undefined), 30_000);
+    await waitFor(
+      "both browsers back",
+      () => (brokers[0]!.broker.registry.list().length === 1 && brokers[1]!.broker.registry.list().length === 1 ? true : undefined),
+      30_000,
+    );
     for (const b of brokers) expect((await stateOn(b, admin.cookie)).json?.stopped).toBe(false);
   });
 
@@ -325,7 +421,18 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
     expect(other.status).toBe(303);
     // From a client that is not the load balancer (mcp.trusted_proxies names 127.0.0.1 only), X-Real-IP is not
     // believed, even with the public name as Host: every guess is counted by its own address, this machine.
-    for (let i = 0; i < 5; i++) expect((await formLogin(brokers[i % 3]!, "wrong-token-wrong-token-wrong", { Host: "127.0.0.1", "X-Real-IP": `198.51.100.${i}` }, "http://127.0.0.1", "127.0.0.2")).status).toBe(401);
+    for (let i = 0; i < 5; i++)
+      expect(
+        (
+          await formLogin(
+            brokers[i % 3]!,
+            "wrong-token-wrong-token-wrong",
+            { Host: "127.0.0.1", "X-Real-IP": `198.51.100.${i}` },
+            "http://127.0.0.1",
+            "127.0.0.2",
+          )
+        ).status,
+      ).toBe(401);
     await new Promise((resolve) => setTimeout(resolve, 300));
     const machine = await formLogin(brokers[0]!, alice.token, { Host: "127.0.0.1", "X-Real-IP": "198.51.100.99" }, "http://127.0.0.1", "127.0.0.2");
     expect(machine.status).toBe(429);
@@ -336,11 +443,15 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
 /** A request through nginx's TLS listener on a connection of its own, trusting the test's certificate. */
 function viaNginx(path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = tlsRequest(`${nginx.url}${path}`, { method: options.method ?? "GET", headers: options.headers ?? {}, agent: false, ca: readFileSync(join(certDir, "cert.pem")) }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-    });
+    const req = tlsRequest(
+      `${nginx.url}${path}`,
+      { method: options.method ?? "GET", headers: options.headers ?? {}, agent: false, ca: readFileSync(join(certDir, "cert.pem")) },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+      },
+    );
     req.on("error", reject);
     req.end(options.body);
   });

@@ -77,7 +77,27 @@ beforeAll(async () => {
   local = await startBroker({ yaml: yaml() });
   served = [await serve(), await serve()];
   certDir = mkdtempSync(join(tmpdir(), "tabrelay-cert-"));
-  execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(certDir, "key.pem"), "-out", join(certDir, "cert.pem"), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      join(certDir, "key.pem"),
+      "-out",
+      join(certDir, "cert.pem"),
+      "-days",
+      "1",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+    ],
+    { stdio: "ignore" },
+  );
   nginx = await startNginx(
     served.map((s) => s.port),
     { tls: { cert: join(certDir, "cert.pem"), key: join(certDir, "key.pem") } },
@@ -87,7 +107,11 @@ beforeAll(async () => {
   // The throwaway certificate is not one Chromium trusts: this flag stands in for a real one.
   browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--ignore-certificate-errors"] });
   client = await connectClient(local.url);
-  await waitFor("the browser in the cluster's presence", () => ((local.broker.context.cluster?.remoteBrowsers("default").length ?? 0) > 0 ? true : undefined), 30_000);
+  await waitFor(
+    "the browser in the cluster's presence",
+    () => ((local.broker.context.cluster?.remoteBrowsers("default").length ?? 0) > 0 ? true : undefined),
+    30_000,
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -108,7 +132,10 @@ afterAll(async () => {
 async function holderPort(): Promise<number | undefined> {
   for (const s of served) {
     if (s.child.exitCode !== null || s.child.signalCode !== null) continue;
-    const health = (await fetch(`http://127.0.0.1:${s.port}/health`).then((r) => r.json(), () => undefined)) as { browsers?: unknown[] } | undefined;
+    const health = (await fetch(`http://127.0.0.1:${s.port}/health`).then(
+      (r) => r.json(),
+      () => undefined,
+    )) as { browsers?: unknown[] } | undefined;
     if (health?.browsers && health.browsers.length > 0) return s.port;
   }
   return undefined;
@@ -131,10 +158,14 @@ describe("a broker killed under a browser", () => {
     // At once, not at the call's own 25 s: the dead broker's liveness lapses in 1.5 s, or the browser shows up elsewhere
     // first. (The 2 s targets are figures of the cluster bench; a shared CI machine only gets a wide bound here.)
     expect(failedAfter).toBeLessThan(10_000);
-    const back = await waitFor("the browser on the other broker", async () => {
-      const port = await holderPort();
-      return port !== undefined && port !== before ? port : undefined;
-    }, 10_000);
+    const back = await waitFor(
+      "the browser on the other broker",
+      async () => {
+        const port = await holderPort();
+        return port !== undefined && port !== before ? port : undefined;
+      },
+      10_000,
+    );
     const reconnectedAfter = Date.now() - killedAt;
     expect(back).not.toBe(before);
     expect(reconnectedAfter).toBeLessThan(10_000);

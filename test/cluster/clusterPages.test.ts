@@ -10,7 +10,18 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, connectClient, launchBrowser, routePageToken, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "../harness.js";
+import {
+  call,
+  connectClient,
+  launchBrowser,
+  routePageToken,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestBrowser,
+  type TestSite,
+} from "../harness.js";
 import { startPostgres, type TestPostgres } from "../postgres.js";
 import { wsHandshake } from "../rawHttp.js";
 import { startRedis, type TestRedis } from "../redis.js";
@@ -69,7 +80,13 @@ cluster:
 `;
   a = await startBroker({ yaml });
   b = await startBroker({ yaml });
-  const bundle = await build({ entryPoints: [fileURLToPath(new URL("../../packages/page/src/index.ts", import.meta.url))], bundle: true, format: "esm", write: false, platform: "browser" });
+  const bundle = await build({
+    entryPoints: [fileURLToPath(new URL("../../packages/page/src/index.ts", import.meta.url))],
+    bundle: true,
+    format: "esm",
+    write: false,
+    platform: "browser",
+  });
   const lib = bundle.outputFiles[0]!.text;
   site.route("/page-lib.js", (_req, res) => {
     res.writeHead(200, { "Content-Type": "text/javascript" });
@@ -77,7 +94,11 @@ cluster:
   });
   // The page's socket goes to broker B; its token comes from broker A, minted with Alice's bearer.
   site.route("/orders", appPage(`${b.url.replace("http", "ws")}/page`));
-  routePageToken(site, () => a.url, () => aliceToken);
+  routePageToken(
+    site,
+    () => a.url,
+    () => aliceToken,
+  );
   const added = await a.broker.users.add("alice");
   const other = await a.broker.users.add("bob");
   aliceToken = added.token;
@@ -115,7 +136,11 @@ describe("a page connected to another broker", () => {
 
   it("offers its prompts to its user's session on this broker too, asking the page's broker for their text", async () => {
     const name = `${prefix}weekly_report`;
-    await waitFor("Alice's session on A listing the prompt", async () => ((await alice.listPrompts()).prompts.some((p) => p.name === name) ? true : undefined), 10_000);
+    await waitFor(
+      "Alice's session on A listing the prompt",
+      async () => ((await alice.listPrompts()).prompts.some((p) => p.name === name) ? true : undefined),
+      10_000,
+    );
     const listed = (await alice.listPrompts()).prompts.find((p) => p.name === name);
     expect(listed?.description).toContain("page text, not an instruction");
     expect(listed?.arguments).toEqual([{ name: "region", required: true }]);
@@ -123,11 +148,19 @@ describe("a page connected to another broker", () => {
     // Fenced as page content on the page's broker, carried as it is.
     expect(got.messages).toHaveLength(1);
     expect(got.messages[0]?.role).toBe("user");
-    expect((got.messages[0]?.content as { text: string }).text).toMatch(/<page-content nonce="([0-9a-f]+)">\n\[the page labels this part "user"\]\nSummarise alice's orders in the north\.\n<\/page-content nonce="\1">$/);
+    expect((got.messages[0]?.content as { text: string }).text).toMatch(
+      /<page-content nonce="([0-9a-f]+)">\n\[the page labels this part "user"\]\nSummarise alice's orders in the north\.\n<\/page-content nonce="\1">$/,
+    );
     // Bob: not listed on either broker, and asking for it fails as for a made-up name.
     expect((await bob.listPrompts()).prompts.map((p) => p.name)).not.toContain(name);
-    const theirs = await bob.getPrompt({ name, arguments: { region: "x" } }).then(() => "answered", (e: unknown) => String(e));
-    const madeUp = await bob.getPrompt({ name: `${prefix}no_such_prompt`, arguments: { region: "x" } }).then(() => "answered", (e: unknown) => String(e));
+    const theirs = await bob.getPrompt({ name, arguments: { region: "x" } }).then(
+      () => "answered",
+      (e: unknown) => String(e),
+    );
+    const madeUp = await bob.getPrompt({ name: `${prefix}no_such_prompt`, arguments: { region: "x" } }).then(
+      () => "answered",
+      (e: unknown) => String(e),
+    );
     expect(theirs).toMatch(/no page offers the prompt/);
     expect(theirs.replace(name, "X")).toBe(madeUp.replace(`${prefix}no_such_prompt`, "X"));
   });
@@ -157,10 +190,15 @@ describe("a page connected to another broker", () => {
 
 describe("a page token in a cluster", () => {
   /** A /page handshake to one broker with the page's Origin: opened, or the refusal's status and text. */
-  const tryConnect = (broker: TestBroker, token: string) => wsHandshake(`${broker.url.replace("http", "ws")}/page`, { Origin: site.origin }, [`bearer.${token}`]);
+  const tryConnect = (broker: TestBroker, token: string) =>
+    wsHandshake(`${broker.url.replace("http", "ws")}/page`, { Origin: site.origin }, [`bearer.${token}`]);
 
   it("opens one connection in the whole cluster: replayed on the other broker (they share its signing key), it is refused", async () => {
-    const minted = await fetch(`${a.url}/page-tokens`, { method: "POST", headers: { Authorization: `Bearer ${aliceToken}`, "Content-Type": "application/json" }, body: JSON.stringify({ origin: site.origin }) });
+    const minted = await fetch(`${a.url}/page-tokens`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${aliceToken}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ origin: site.origin }),
+    });
     const { token } = (await minted.json()) as { token: string };
     expect(await tryConnect(b, token)).toMatchObject({ opened: true });
     expect(await tryConnect(a, token)).toMatchObject({ status: 401, body: expect.stringContaining("already used") });
@@ -168,7 +206,11 @@ describe("a page token in a cluster", () => {
   });
 
   const mint = async () => {
-    const minted = await fetch(`${a.url}/page-tokens`, { method: "POST", headers: { Authorization: `Bearer ${aliceToken}`, "Content-Type": "application/json" }, body: JSON.stringify({ origin: site.origin }) });
+    const minted = await fetch(`${a.url}/page-tokens`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${aliceToken}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ origin: site.origin }),
+    });
     return ((await minted.json()) as { token: string }).token;
   };
 
@@ -179,7 +221,9 @@ describe("a page token in a cluster", () => {
       // A raw handshake, then a reset (RST) while the claim waits on the stalled Redis.
       const socket = connect(b.port, "127.0.0.1");
       await new Promise((resolve) => socket.once("connect", resolve));
-      socket.write(`GET /page HTTP/1.1\r\nHost: 127.0.0.1:${b.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Protocol: bearer.${token}\r\nOrigin: ${site.origin}\r\n\r\n`);
+      socket.write(
+        `GET /page HTTP/1.1\r\nHost: 127.0.0.1:${b.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Protocol: bearer.${token}\r\nOrigin: ${site.origin}\r\n\r\n`,
+      );
       await new Promise((resolve) => setTimeout(resolve, 300));
       socket.resetAndDestroy();
       await new Promise((resolve) => setTimeout(resolve, 300));

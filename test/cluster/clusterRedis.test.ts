@@ -32,7 +32,11 @@ beforeAll(async () => {
     port: a.port,
     browserId: "stub-on-a",
     label: "stub on a",
-    handlers: { "tabs.list": async () => ({ tabs: [{ tabId: 7, windowId: 1, url: "https://example.com/", title: "held by broker a", status: "complete", active: true, shared: false }] }) },
+    handlers: {
+      "tabs.list": async () => ({
+        tabs: [{ tabId: 7, windowId: 1, url: "https://example.com/", title: "held by broker a", status: "complete", active: true, shared: false }],
+      }),
+    },
   });
   await stub.welcomed;
   await waitFor("the stub in B's view of presence", () => (remoteOnB().length === 1 ? true : undefined));
@@ -90,10 +94,29 @@ describe("a cluster's Redis back, empty", () => {
     await again.welcomed;
     await waitFor("presence", () => (remoteOnB().length === 1 ? true : undefined));
     // Redis loses everything and drops every connection, as a restart without persistence does.
-    expect(await redisReplies(redis.port, [["AUTH", redis.password], ["FLUSHALL"], ["HEXISTS", "tabrelay:browsers", "stub-on-a"]])).toEqual(["+OK", "+OK", "0"]);
-    await redisReplies(redis.port, [["AUTH", redis.password], ["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]]);
+    expect(await redisReplies(redis.port, [["AUTH", redis.password], ["FLUSHALL"], ["HEXISTS", "tabrelay:browsers", "stub-on-a"]])).toEqual([
+      "+OK",
+      "+OK",
+      "0",
+    ]);
+    await redisReplies(redis.port, [
+      ["AUTH", redis.password],
+      ["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"],
+    ]);
     // Only a re-announcement can put it back.
-    await waitFor("A's browser announced again", async () => ((await redisReplies(redis.port, [["AUTH", redis.password], ["HEXISTS", "tabrelay:browsers", "stub-on-a"]]))[1] === "1" ? true : undefined), 10_000);
+    await waitFor(
+      "A's browser announced again",
+      async () =>
+        (
+          await redisReplies(redis.port, [
+            ["AUTH", redis.password],
+            ["HEXISTS", "tabrelay:browsers", "stub-on-a"],
+          ])
+        )[1] === "1"
+          ? true
+          : undefined,
+      10_000,
+    );
     await waitFor("and seen by B", () => (remoteOnB().length === 1 ? true : undefined), 10_000);
     await waitFor("B ready again", async () => ((await ready(b)).status === 200 ? true : undefined), 10_000);
     const client = await connectClient(b.url);
@@ -112,12 +135,18 @@ describe("a broker with other secrets", () => {
   it("is named by every other broker's /ready until it goes: pages' tokens and the implicit user's pairing need the same ones", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-odd-"));
     writeFileSync(join(dataDir, "config.yaml"), yaml());
-    const config = loadConfig({ dataDir, port: 0, env: { TABRELAY_MCP_TOKEN: "another-mcp-token-0123456789abcdef", TABRELAY_PAIRING_TOKEN: "another-pairing-token-0123456789ab" } });
+    const config = loadConfig({
+      dataDir,
+      port: 0,
+      env: { TABRELAY_MCP_TOKEN: "another-mcp-token-0123456789abcdef", TABRELAY_PAIRING_TOKEN: "another-pairing-token-0123456789ab" },
+    });
     const odd = new Broker({ config, log: silentLogger });
     await odd.listen();
     try {
       await waitFor("B naming the odd broker", async () => ((await ready(b)).status === 503 ? true : undefined), 10_000);
-      expect((await ready(b)).body.reasons?.[0]).toMatch(/^cluster: broker \S+ has another MCP token or pairing code: give every broker the same TABRELAY_MCP_TOKEN and TABRELAY_PAIRING_TOKEN/);
+      expect((await ready(b)).body.reasons?.[0]).toMatch(
+        /^cluster: broker \S+ has another MCP token or pairing code: give every broker the same TABRELAY_MCP_TOKEN and TABRELAY_PAIRING_TOKEN/,
+      );
     } finally {
       await odd.close();
       rmSync(dataDir, { recursive: true, force: true });

@@ -74,10 +74,14 @@ describe("deploy/Dockerfile", () => {
     const healthcheck = here(execForm("HEALTHCHECK"));
     const healthy = () => spawnSync(process.execPath, healthcheck.slice(1), { timeout: 5000 }).status === 0;
     expect(healthcheck[0]).toBe("node");
-    await waitFor("the health check to pass", () => {
-      if (child?.exitCode !== null && child?.exitCode !== undefined) throw new Error(`the entrypoint exited: ${stderr}`);
-      return healthy() ? true : undefined;
-    }, 20_000);
+    await waitFor(
+      "the health check to pass",
+      () => {
+        if (child?.exitCode !== null && child?.exitCode !== undefined) throw new Error(`the entrypoint exited: ${stderr}`);
+        return healthy() ? true : undefined;
+      },
+      20_000,
+    );
     // Listening on every interface, as a container must: reachable on this machine's other address too, if it has one.
     const other = Object.values(networkInterfaces())
       .flat()

@@ -37,7 +37,13 @@ describe("test/redis.ts", () => {
   it("keeps nothing on disk, each on its own port, and is gone after kill()", async () => {
     const other = await startRedis();
     expect(other.port).not.toBe(redis.port);
-    expect(await redisReplies(other.port, [["AUTH", other.password], ["CONFIG", "GET", "save"], ["CONFIG", "GET", "appendonly"]])).toEqual(["+OK", ["save", ""], ["appendonly", "no"]]);
+    expect(
+      await redisReplies(other.port, [
+        ["AUTH", other.password],
+        ["CONFIG", "GET", "save"],
+        ["CONFIG", "GET", "appendonly"],
+      ]),
+    ).toEqual(["+OK", ["save", ""], ["appendonly", "no"]]);
     other.kill();
     await expect(redisReplies(other.port, [["PING"]], 1000)).rejects.toThrow();
     await other.stop();
@@ -62,7 +68,13 @@ async function startUpstream(name: string): Promise<Upstream> {
   upstream.server.on("request", (req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const header = (key: string) => (typeof req.headers[key] === "string" ? req.headers[key] : undefined);
-    upstream.seen.push({ path, host: header("host"), forwardedFor: header("x-forwarded-for"), forwardedProto: header("x-forwarded-proto"), forwardedHost: header("x-forwarded-host") });
+    upstream.seen.push({
+      path,
+      host: header("host"),
+      forwardedFor: header("x-forwarded-for"),
+      forwardedProto: header("x-forwarded-proto"),
+      forwardedHost: header("x-forwarded-host"),
+    });
     if (path === "/mcp") {
       res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" });
       res.write(`event: message\ndata: first from ${name}\n\n`);
@@ -130,7 +142,13 @@ describe("nginx with deploy/nginx.conf (test/nginx.ts)", () => {
   it("passes the public Host (without the port: mcp.allowed_hosts lists the bare name) and X-Forwarded-* (the host with the port the browser used)", async () => {
     await text(`${nginx.url}/dashboard`);
     const seen = [...a.seen, ...b.seen].find((request) => request.path === "/dashboard");
-    expect(seen).toEqual({ path: "/dashboard", host: "127.0.0.1", forwardedFor: "127.0.0.1", forwardedProto: "http", forwardedHost: `127.0.0.1:${nginx.port}` });
+    expect(seen).toEqual({
+      path: "/dashboard",
+      host: "127.0.0.1",
+      forwardedFor: "127.0.0.1",
+      forwardedProto: "http",
+      forwardedHost: `127.0.0.1:${nginx.port}`,
+    });
   });
 
   it("upgrades /bridge and /page to WebSockets on either broker", async () => {
@@ -148,7 +166,10 @@ describe("nginx with deploy/nginx.conf (test/nginx.ts)", () => {
     expect(response.headers.get("content-type")).toBe("text/event-stream");
     const reader = response.body?.getReader();
     if (!reader) throw new Error("no body");
-    const first = await Promise.race([reader.read(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error("the first event did not arrive within 10 s: nginx buffers /mcp")), 10_000))]);
+    const first = await Promise.race([
+      reader.read(),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error("the first event did not arrive within 10 s: nginx buffers /mcp")), 10_000)),
+    ]);
     const firstText = new TextDecoder().decode(first.value);
     expect(firstText).toMatch(/^event: message\ndata: first from [ab]\n\n$/);
     const from = firstText.endsWith("a\n\n") ? a : b;

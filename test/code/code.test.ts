@@ -35,10 +35,19 @@ async function run(client: Client, program: string, extra: Record<string, unknow
 beforeAll(async () => {
   site = await startSite("127.0.0.1");
   other = await startSite("localhost");
-  site.route("/shop", page("Shop", `<h1>Shop</h1><button onclick="document.getElementById('out').textContent='clicked '+Date.now()">Go</button><p id="out">idle</p>`));
+  site.route(
+    "/shop",
+    page("Shop", `<h1>Shop</h1><button onclick="document.getElementById('out').textContent='clicked '+Date.now()">Go</button><p id="out">idle</p>`),
+  );
   site.route("/nav-a", page("Nav A", `<button onclick="location.href='/nav-b'">Next</button>`));
   site.route("/nav-b", page("Nav B", `<button>Next</button><p>second page</p>`));
-  site.route("/three", page("Three", `<button class="item">One</button><button class="item">Two</button><button class="item">Three</button><button id="only" onclick="this.textContent='Only'">Only</button>`));
+  site.route(
+    "/three",
+    page(
+      "Three",
+      `<button class="item">One</button><button class="item">Two</button><button class="item">Three</button><button id="only" onclick="this.textContent='Only'">Only</button>`,
+    ),
+  );
   site.route(
     "/form",
     page(
@@ -71,7 +80,8 @@ beforeAll(async () => {
     ),
   );
   site.route("/frame-field", page("Field", `<input name="card" aria-label="Card"><button>Pay inside</button>`));
-  const at = (left: number, top: number, w: number, h: number) => `position:absolute;left:${left}px;top:${top}px;width:${w}px;height:${h}px;margin:0;border:0;padding:0`;
+  const at = (left: number, top: number, w: number, h: number) =>
+    `position:absolute;left:${left}px;top:${top}px;width:${w}px;height:${h}px;margin:0;border:0;padding:0`;
   site.route(
     "/mouse",
     page(
@@ -100,7 +110,11 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
   let closeSession: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
-    ({ client, broker, close: closeSession } = await startSession(driver, {
+    ({
+      client,
+      broker,
+      close: closeSession,
+    } = await startSession(driver, {
       yaml: `policy:
   read:
     allow:
@@ -149,9 +163,20 @@ return { title: tab.title, clicked: /clicked \\d+/.test(text), done: done.done, 
     // status when it ends), then one record per command, each carrying the run id; last, the tab the program
     // opened and did not return, closed as the run ended.
     const records = recordsOf(sc.run);
-    expect(records.map((r) => `${r.tool} ${r.decision}`)).toEqual(["browser_run allowed", "open_tab allowed", "snapshot allowed", "click allowed", "read_page allowed", "close_tab allowed"]);
+    expect(records.map((r) => `${r.tool} ${r.decision}`)).toEqual([
+      "browser_run allowed",
+      "open_tab allowed",
+      "snapshot allowed",
+      "click allowed",
+      "read_page allowed",
+      "close_tab allowed",
+    ]);
     expect(records[3]?.target).toBe('button "Go"');
-    expect(JSON.parse(records[0]?.detail ?? "{}")).toMatchObject({ status: "ok", program_sha256: expect.stringMatching(/^[0-9a-f]{64}$/), usage: { commands: 4 } });
+    expect(JSON.parse(records[0]?.detail ?? "{}")).toMatchObject({
+      status: "ok",
+      program_sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      usage: { commands: 4 },
+    });
   });
 
   it("a ref from before a navigation fails with stale_ref; the program catches it, snapshots again and goes on", async () => {
@@ -189,11 +214,21 @@ return "paid";`,
     expect(sc.failedCall).toMatchObject({ command: "click", args: ["button"], error: { code: "write_denied" } });
     expect(sc.error?.code).toBe("write_denied");
     // Outside the fence the run's own words; the refusal's message (it quotes the page's label) is inside it.
-    expect(text).toMatch(new RegExp(`^Run ${sc.run} failed at browse\\.click \\(2 commands, \\d+ ms\\): write_denied; the message and the call's arguments are in the output below`));
+    expect(text).toMatch(
+      new RegExp(
+        `^Run ${sc.run} failed at browse\\.click \\(2 commands, \\d+ ms\\): write_denied; the message and the call's arguments are in the output below`,
+      ),
+    );
     expect(text).toMatch(/<page-content nonce="([0-9a-f]+)">[\s\S]*clicking \\"Pay now\\" on localhost[\s\S]*<\/page-content nonce="\1">/);
     const records = recordsOf(sc.run);
     // A failed run's tab is closed as it ends (it returned nothing): no free tab is left for the next session.
-    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["browser_run refused write_denied", "open_tab allowed", "query allowed", "click refused write_denied", "close_tab allowed"]);
+    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual([
+      "browser_run refused write_denied",
+      "open_tab allowed",
+      "query allowed",
+      "click refused write_denied",
+      "close_tab allowed",
+    ]);
     expect(records[3]?.target).toBe('button "Pay now"');
   });
 
@@ -313,7 +348,13 @@ return {
     expect(value["byRef"]).toBe(true);
     expect(value["bad"]).toMatch(/^invalid_params: browse\.is: `state` must be one of "visible", "enabled", "checked", "editable", got "pretty"/);
     // is() and get() read: no write grant was needed, every record is an allowed query.
-    expect(new Set(recordsOf(sc.run).filter((r) => r.tool !== "browser_run" && r.tool !== "open_tab" && r.tool !== "scroll" && r.tool !== "close_tab").map((r) => `${r.tool} ${r.decision}`))).toEqual(new Set(["query allowed", "describe_ref allowed"]));
+    expect(
+      new Set(
+        recordsOf(sc.run)
+          .filter((r) => r.tool !== "browser_run" && r.tool !== "open_tab" && r.tool !== "scroll" && r.tool !== "close_tab")
+          .map((r) => `${r.tool} ${r.decision}`),
+      ),
+    ).toEqual(new Set(["query allowed", "describe_ref allowed"]));
   });
 
   it("is() and get() take a ref: the element is read fresh in the ref's own revision (the program's refs stay valid), a frame's ref too; a ref whose element is gone is stale_ref", async () => {
@@ -351,7 +392,13 @@ return { before, after, stale, count };`,
     expect(sc.failedCall).toMatchObject({ command: "click", args: ["iframe#fr >> button"], error: { code: "write_denied" } });
     const records = recordsOf(sc.run);
     // A failed run's tab is closed as it ends (it returned nothing): no free tab is left for the next session.
-    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual(["browser_run refused write_denied", "open_tab allowed", "query allowed", "click refused write_denied", "close_tab allowed"]);
+    expect(records.map((r) => `${r.tool} ${r.decision} ${r.code ?? ""}`.trim())).toEqual([
+      "browser_run refused write_denied",
+      "open_tab allowed",
+      "query allowed",
+      "click refused write_denied",
+      "close_tab allowed",
+    ]);
     expect(records[3]?.target).toBe('button "Pay inside"');
   });
 
@@ -435,7 +482,9 @@ return { ok: opened.length - refused.length, refused: [...new Set(refused)] };`,
     expect(sc.status, text).toBe("ok");
     expect(sc.value).toEqual({ ok: 20, refused: ["budget_exceeded"] });
     // Thirty opens started at once went to the browser four at a time (the audit's start and duration of each).
-    const spans = recordsOf(sc.run).filter((r) => r.tool === "open_tab").map((r) => [r.time, r.time + r.durationMs - 1] as const);
+    const spans = recordsOf(sc.run)
+      .filter((r) => r.tool === "open_tab")
+      .map((r) => [r.time, r.time + r.durationMs - 1] as const);
     expect(spans).toHaveLength(20);
     const most = Math.max(...spans.map(([start]) => spans.filter(([s, e]) => s <= start && start <= e).length));
     expect(most).toBeLessThanOrEqual(4);
@@ -502,14 +551,20 @@ describe("without a browser", () => {
   });
 
   it("config that cannot hold stops start-up naming the key: an unknown command, a default above its cap, an unknown budget", async () => {
-    await expect(startBroker({ yaml: "code_mode:\n  deny: [teleport]\n" })).rejects.toThrow(/code_mode\.deny names "teleport", which is not a browse command; the commands are: open, goto/);
-    await expect(startBroker({ yaml: "code_mode:\n  budgets: { commands: 50 }\n  caps: { commands: 10 }\n" })).rejects.toThrow(/code_mode\.budgets\.commands is 50 calls, above its cap code_mode\.caps\.commands \(10 calls\)/);
+    await expect(startBroker({ yaml: "code_mode:\n  deny: [teleport]\n" })).rejects.toThrow(
+      /code_mode\.deny names "teleport", which is not a browse command; the commands are: open, goto/,
+    );
+    await expect(startBroker({ yaml: "code_mode:\n  budgets: { commands: 50 }\n  caps: { commands: 10 }\n" })).rejects.toThrow(
+      /code_mode\.budgets\.commands is 50 calls, above its cap code_mode\.caps\.commands \(10 calls\)/,
+    );
     await expect(startBroker({ yaml: "code_mode:\n  budgets: { cpu: 5 }\n" })).rejects.toThrow(/code_mode\.budgets.*cpu/);
   });
 
   it("the broker keeps answering while a program spins, and the spinning program is stopped at its wall clock", async () => {
     let stopped = false;
-    const spinning = run(narrowClient, "for (;;) { try { for (;;) {} } catch {} }", { budgets: { wall_ms: 3000, instructions: 10_000_000 } }).finally(() => (stopped = true));
+    const spinning = run(narrowClient, "for (;;) { try { for (;;) {} } catch {} }", { budgets: { wall_ms: 3000, instructions: 10_000_000 } }).finally(
+      () => (stopped = true),
+    );
     await new Promise((r) => setTimeout(r, 300));
     const listed = await narrowClient.callTool({ name: "list_browsers", arguments: {} });
     expect(listed.isError).not.toBe(true);

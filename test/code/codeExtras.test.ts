@@ -16,7 +16,13 @@ const seenByPage: (string | undefined)[] = [];
 interface RunOutcome {
   text: string;
   isError: boolean;
-  sc: { run: string; status: string; value?: unknown; failedCall?: { command: string; error: { code: string; message: string } }; error?: { code: string; message: string } };
+  sc: {
+    run: string;
+    status: string;
+    value?: unknown;
+    failedCall?: { command: string; error: { code: string; message: string } };
+    error?: { code: string; message: string };
+  };
 }
 
 async function run(client: Client, program: string): Promise<RunOutcome> {
@@ -26,7 +32,8 @@ async function run(client: Client, program: string): Promise<RunOutcome> {
   return { text, isError: result.isError === true, sc: result.structuredContent as RunOutcome["sc"] };
 }
 
-const at = (left: number, top: number, w: number, h: number) => `position:absolute;left:${left}px;top:${top}px;width:${w}px;height:${h}px;margin:0;border:0;padding:0;box-sizing:border-box`;
+const at = (left: number, top: number, w: number, h: number) =>
+  `position:absolute;left:${left}px;top:${top}px;width:${w}px;height:${h}px;margin:0;border:0;padding:0;box-sizing:border-box`;
 
 beforeAll(async () => {
   site = await startSite("127.0.0.1");
@@ -46,7 +53,7 @@ document.addEventListener("pointerup", () => { if (down) document.getElementById
 </script>`,
     ),
   );
-    // A list item has no accessible name of its own (ARIA): aria-label gives it one, so the click grant's label can match both.
+  // A list item has no accessible name of its own (ARIA): aria-label gives it one, so the click grant's label can match both.
   const item = (name: string, top: number) => `<li draggable="true" aria-label="${name}" style="${at(0, top, 200, 30)}">${name}</li>`;
   site.route(
     "/sortable",
@@ -83,7 +90,10 @@ new MutationObserver((ms) => { for (const m of ms) { for (const n of m.addedNode
   );
   site.route(
     "/size",
-    page("Size", `<p id="size"></p><script>const s = () => (document.getElementById("size").textContent = innerWidth + "x" + innerHeight); s(); addEventListener("resize", s);</script>`),
+    page(
+      "Size",
+      `<p id="size"></p><script>const s = () => (document.getElementById("size").textContent = innerWidth + "x" + innerHeight); s(); addEventListener("resize", s);</script>`,
+    ),
   );
   site.route(
     "/upload",
@@ -104,15 +114,21 @@ for (const input of document.querySelectorAll("input")) input.addEventListener("
     res.end(page("Strict", "<p>strict</p>"));
   });
   site.route("/seen", (_req, res) => {
-    const record = current?.broker.audit.list().filter((r) => r.tool === "eval").at(-1);
+    const record = current?.broker.audit
+      .list()
+      .filter((r) => r.tool === "eval")
+      .at(-1);
     seenByPage.push(record ? `${record.decision} ${record.target ?? ""}` : undefined);
     res.writeHead(204);
     res.end();
   });
   site.route(
     "/range",
-    page("Range", `<label for="bass">Bass</label><input type="range" id="bass" min="0" max="10" value="0" style="${at(20, 40, 200, 20)}"><p id="out" style="${at(20, 80, 200, 20)}">none</p>
-<script>document.getElementById("bass").addEventListener("change", (e) => (document.getElementById("out").textContent = "bass " + e.target.value));</script>`),
+    page(
+      "Range",
+      `<label for="bass">Bass</label><input type="range" id="bass" min="0" max="10" value="0" style="${at(20, 40, 200, 20)}"><p id="out" style="${at(20, 80, 200, 20)}">none</p>
+<script>document.getElementById("bass").addEventListener("change", (e) => (document.getElementById("out").textContent = "bass " + e.target.value));</script>`,
+    ),
   );
   site.route("/state", page("State", `<p>app</p><script>window.appState = { count: 3, items: ["a", "b"] };</script>`));
   other.route("/state", page("Other state", `<p>other</p><script>window.appState = { count: 9 };</script>`));
@@ -129,7 +145,11 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
   let closeSession: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
-    ({ client, broker, close: closeSession } = await startSession(driver, {
+    ({
+      client,
+      broker,
+      close: closeSession,
+    } = await startSession(driver, {
       yaml: `policy:
   read:
     allow:
@@ -269,7 +289,13 @@ try { await browse.upload("#cv", [{ name: "big.txt", content: "x".repeat(10 * 10
 return { plain, binary, denied, big, after: await browse.get("text", "#out") };`,
     );
     expect(sc.status, text).toBe("ok");
-    const value = sc.value as { plain: string; binary: string; denied: { code: string; message: string }; big: { code: string; message: string }; after: string };
+    const value = sc.value as {
+      plain: string;
+      binary: string;
+      denied: { code: string; message: string };
+      big: { code: string; message: string };
+      after: string;
+    };
     expect(value.plain).toBe("cv cv.txt text/plain 22 Ada Lovelace, engineer");
     expect(value.binary).toBe("cv b.txt application/octet-stream 11 hello world");
     expect(value.denied.code).toBe("write_denied");
@@ -298,7 +324,13 @@ try { await browse.eval("window.appState"); } catch (e) { denied = { code: e.cod
 return { state, later, fn, threw, denied };`,
     );
     expect(sc.status, text).toBe("ok");
-    const value = sc.value as { state: unknown; later: string; fn: string; threw: { code: string; message: string }; denied: { code: string; message: string } };
+    const value = sc.value as {
+      state: unknown;
+      later: string;
+      fn: string;
+      threw: { code: string; message: string };
+      denied: { code: string; message: string };
+    };
     expect(value.state).toEqual({ count: 3, items: ["a", "b"] });
     expect(value.later).toBe("State!");
     expect(value.fn).toBe("value_not_copyable");
@@ -307,7 +339,13 @@ return { state, later, fn, threw, denied };`,
     expect(value.denied.code).toBe("write_denied");
     expect(value.denied.message).toMatch(/policy\.write\.eval/);
     const evals = recordsOf(sc.run).filter((r) => r.tool === "eval");
-    expect(evals.map((r) => `${r.decision} ${r.code ?? ""}`.trim())).toEqual(["allowed", "allowed", "failed value_not_copyable", "failed not_actionable", "refused write_denied"]);
+    expect(evals.map((r) => `${r.decision} ${r.code ?? ""}`.trim())).toEqual([
+      "allowed",
+      "allowed",
+      "failed value_not_copyable",
+      "failed not_actionable",
+      "refused write_denied",
+    ]);
     expect(evals[0]).toMatchObject({ rule: 'write.eval["127.0.0.1"]', detail: expect.stringContaining("window.appState") });
   });
 
@@ -319,7 +357,11 @@ try { return { value: await browse.eval("document.title") }; } catch (e) { retur
     );
     expect(sc.status, text).toBe("ok");
     if (driver === "cdp") expect(sc.value).toEqual({ value: "Strict" });
-    else expect(sc.value).toMatchObject({ code: "not_actionable", message: expect.stringMatching(/EvalError[\s\S]*Content-Security-Policy forbids eval, and through the extension/) });
+    else
+      expect(sc.value).toMatchObject({
+        code: "not_actionable",
+        message: expect.stringMatching(/EvalError[\s\S]*Content-Security-Policy forbids eval, and through the extension/),
+      });
   });
 
   it("eval's audit record is written before the expression runs (the page sees it, outcome_unknown) and completed after", async () => {

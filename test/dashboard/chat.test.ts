@@ -15,14 +15,19 @@ const TITLE = "Chat Test Page";
 /** Logs in as the form does; the session cookie and the page's CSRF token. */
 async function login(b: TestBroker): Promise<{ cookie: string; csrf: string }> {
   const form = await raw(`${b.url}/login`);
-  const loginCookie = setCookies(form).find((c) => c.startsWith("tabrelay_login_"))?.split(";")[0] ?? "";
+  const loginCookie =
+    setCookies(form)
+      .find((c) => c.startsWith("tabrelay_login_"))
+      ?.split(";")[0] ?? "";
   const formCsrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1] ?? "";
   const posted = await raw(`${b.url}/login`, {
     method: "POST",
     headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: b.url, Cookie: loginCookie },
     body: new URLSearchParams({ csrf: formCsrf, token: MCP_TOKEN }).toString(),
   });
-  const cookie = setCookies(posted).find((c) => c.startsWith("tabrelay_session_"))?.split(";")[0];
+  const cookie = setCookies(posted)
+    .find((c) => c.startsWith("tabrelay_session_"))
+    ?.split(";")[0];
   if (!cookie) throw new Error(`login failed: ${posted.status}`);
   const page = await raw(`${b.url}/`, { headers: { Cookie: cookie } });
   const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(page.body)?.[1];
@@ -43,7 +48,13 @@ function chatPost(b: TestBroker, s: Session, path: string, form: Record<string, 
 
 async function runTask(b: TestBroker, s: Session, task: string): Promise<{ events: Event[]; body: string; status: number }> {
   const res = await chatPost(b, s, "/dashboard/api/chat", { task });
-  const events = res.status === 200 ? res.body.trim().split("\n").map((line) => JSON.parse(line) as Event) : [];
+  const events =
+    res.status === 200
+      ? res.body
+          .trim()
+          .split("\n")
+          .map((line) => JSON.parse(line) as Event)
+      : [];
   return { events, body: res.body, status: res.status };
 }
 
@@ -71,10 +82,20 @@ function script(request: SeenRequest): Reply {
     if (results.includes("write_denied")) return { kind: "text", text: "Your write policy does not let me click Pay." };
     return { kind: "text", text: results.includes("policy_denied") ? "That page was refused by your read policy." : `The page's title is ${title}.` };
   }
-  if (task.includes("pay")) return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/pay`)});\nawait browse.click("#pay");\nreturn "paid";` };
-  if (task.includes("refused")) return { kind: "program", program: `await browse.open("http://localhost:${site.port}/chat");\nreturn await browse.get("title");` };
-  if (task.includes("wait")) return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/chat`)});\nawait browse.waitFor({ text: "never there", timeoutMs: 30000 });\nreturn 1;` };
-  return { kind: "program", text: "I will open it.", program: `await browse.open(${JSON.stringify(`${site.origin}/chat`)});\nreturn await browse.get("title");` };
+  if (task.includes("pay"))
+    return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/pay`)});\nawait browse.click("#pay");\nreturn "paid";` };
+  if (task.includes("refused"))
+    return { kind: "program", program: `await browse.open("http://localhost:${site.port}/chat");\nreturn await browse.get("title");` };
+  if (task.includes("wait"))
+    return {
+      kind: "program",
+      program: `await browse.open(${JSON.stringify(`${site.origin}/chat`)});\nawait browse.waitFor({ text: "never there", timeoutMs: 30000 });\nreturn 1;`,
+    };
+  return {
+    kind: "program",
+    text: "I will open it.",
+    program: `await browse.open(${JSON.stringify(`${site.origin}/chat`)});\nreturn await browse.get("title");`,
+  };
 }
 
 beforeAll(async () => {
@@ -116,7 +137,11 @@ describe("dashboard chat, Anthropic's Messages API", () => {
     const result = of(events, "tool_result")[0];
     expect(result).toMatchObject({ tool: "browser_run", ok: true });
     expect(String(result?.["summary"])).toContain(TITLE);
-    expect(of(events, "text").map((e) => e["delta"]).join("")).toContain("The page's title is");
+    expect(
+      of(events, "text")
+        .map((e) => e["delta"])
+        .join(""),
+    ).toContain("The page's title is");
     expect(events.at(-1)).toEqual({ type: "answer", text: `The page's title is ${TITLE}.`, steps: 2 });
 
     const seen = anthropic.requests.slice(before);
@@ -194,7 +219,9 @@ describe("dashboard chat, Anthropic's Messages API", () => {
     const asked = anthropic.requests.length;
     await waitFor("the model's program", () => (anthropic.requests.length > asked ? true : undefined));
     // The program opens the page, then waits 30 s for text that never comes.
-    await waitFor("the page the program opened", () => (b.broker.audit.list({ limit: 20 }).some((r) => r.client === "tabrelay-dashboard-chat" && r.tool === "open_tab" && r.time >= started) ? true : undefined));
+    await waitFor("the page the program opened", () =>
+      b.broker.audit.list({ limit: 20 }).some((r) => r.client === "tabrelay-dashboard-chat" && r.tool === "open_tab" && r.time >= started) ? true : undefined,
+    );
     await new Promise((r) => setTimeout(r, 300));
     await chatPost(b, session, "/dashboard/api/chat/stop");
     const { events, body } = await running;
@@ -202,7 +229,11 @@ describe("dashboard chat, Anthropic's Messages API", () => {
     expect(events.at(-1)).toEqual({ type: "stopped" });
     expect(Date.now() - started).toBeLessThan(15_000);
     // Its record is begun when the run starts (outcome_unknown) and completed when it ends: wait for the completion.
-    const run = await waitFor("browser_run's completed record", () => b.broker.audit.list({ limit: 50 }).find((r) => r.client === "tabrelay-dashboard-chat" && r.tool === "browser_run" && r.time >= started && r.decision !== "outcome_unknown"));
+    const run = await waitFor("browser_run's completed record", () =>
+      b.broker.audit
+        .list({ limit: 50 })
+        .find((r) => r.client === "tabrelay-dashboard-chat" && r.tool === "browser_run" && r.time >= started && r.decision !== "outcome_unknown"),
+    );
     expect(run.decision).toBe("failed");
     expect(JSON.stringify(run)).toMatch(/cancelled|aborted/);
   });
@@ -241,11 +272,19 @@ describe("dashboard chat, Anthropic's Messages API", () => {
   it("takes tasks only with the session, its CSRF token and the dashboard's Origin", async () => {
     const task = new URLSearchParams({ task: "Open the chat page" }).toString();
     const base = { "Content-Type": "application/x-www-form-urlencoded" };
-    const noSession = await raw(`${b.url}/dashboard/api/chat`, { method: "POST", headers: { ...base, Origin: b.url, "X-CSRF-Token": session.csrf }, body: task });
+    const noSession = await raw(`${b.url}/dashboard/api/chat`, {
+      method: "POST",
+      headers: { ...base, Origin: b.url, "X-CSRF-Token": session.csrf },
+      body: task,
+    });
     expect(noSession.status).toBe(401);
     const noCsrf = await raw(`${b.url}/dashboard/api/chat`, { method: "POST", headers: { ...base, Origin: b.url, Cookie: session.cookie }, body: task });
     expect(noCsrf.status).toBe(403);
-    const otherOrigin = await raw(`${b.url}/dashboard/api/chat`, { method: "POST", headers: { ...base, Origin: "http://evil.test", Cookie: session.cookie, "X-CSRF-Token": session.csrf }, body: task });
+    const otherOrigin = await raw(`${b.url}/dashboard/api/chat`, {
+      method: "POST",
+      headers: { ...base, Origin: "http://evil.test", Cookie: session.cookie, "X-CSRF-Token": session.csrf },
+      body: task,
+    });
     expect(otherOrigin.status).toBe(403);
     const crossSite = await chatPost(b, session, "/dashboard/api/chat", { task: "x" }, { "Sec-Fetch-Site": "cross-site" });
     expect(crossSite.status).toBe(403);
@@ -255,7 +294,10 @@ describe("dashboard chat, Anthropic's Messages API", () => {
 
   it("never sends the key to the page, and redacts it where a page quotes it", async () => {
     site.route("/quote", `<!doctype html><html><head><title>key ${ANTHROPIC_KEY}</title></head><body><p>${ANTHROPIC_KEY}</p></body></html>`);
-    const quoting = (request: SeenRequest): Reply | undefined => (turnOf(request).task.includes("quote") && !turnOf(request).results ? { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/quote`)});\nreturn await browse.get("title");` } : undefined);
+    const quoting = (request: SeenRequest): Reply | undefined =>
+      turnOf(request).task.includes("quote") && !turnOf(request).results
+        ? { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/quote`)});\nreturn await browse.get("title");` }
+        : undefined;
     const original = anthropic.requests.length;
     // The script reads the task; this one sends a program to the quoting page.
     const { body } = await runTaskWith(quoting, "quote the page");

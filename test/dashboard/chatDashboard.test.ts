@@ -52,10 +52,20 @@ function script(request: SeenRequest): Reply {
   const { task, results } = turnOf(request);
   // The model quoting the page as it read it, controls and markup included.
   if (results && task.includes("hostile")) return { kind: "text", text: "The title reads: Invoice \u202Eexe.pdf <b>bold</b>" };
-  if (results) return { kind: "text", text: results.includes("policy_denied") ? "Your read policy refused that page." : `The title is ${results.includes(TITLE) ? TITLE : "unknown"}.` };
-  if (task.includes("hostile")) return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/hostile`)});\nreturn await browse.get("title");` };
-  if (task.includes("refused")) return { kind: "program", program: `await browse.open("http://localhost:${site.port}/panel");\nreturn await browse.get("title");` };
-  if (task.includes("wait")) return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/panel`)});\nawait browse.waitFor({ text: "never there", timeoutMs: 30000 });\nreturn 1;` };
+  if (results)
+    return {
+      kind: "text",
+      text: results.includes("policy_denied") ? "Your read policy refused that page." : `The title is ${results.includes(TITLE) ? TITLE : "unknown"}.`,
+    };
+  if (task.includes("hostile"))
+    return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/hostile`)});\nreturn await browse.get("title");` };
+  if (task.includes("refused"))
+    return { kind: "program", program: `await browse.open("http://localhost:${site.port}/panel");\nreturn await browse.get("title");` };
+  if (task.includes("wait"))
+    return {
+      kind: "program",
+      program: `await browse.open(${JSON.stringify(`${site.origin}/panel`)});\nawait browse.waitFor({ text: "never there", timeoutMs: 30000 });\nreturn 1;`,
+    };
   return { kind: "program", program: `await browse.open(${JSON.stringify(`${site.origin}/panel`)});\nreturn await browse.get("title");` };
 }
 
@@ -141,7 +151,7 @@ describe("the dashboard's chat panel", () => {
     await send("Read the hostile page's title");
     await page.waitForSelector(".chat-answer >> nth=2", { timeout: 30_000 });
     const result = (await page.locator(".chat-result").last().textContent()) ?? "";
-    expect(result).toContain('Invoice exe.pdf <img src=x onerror=');
+    expect(result).toContain("Invoice exe.pdf <img src=x onerror=");
     expect(result).not.toContain("\u202E");
     const answer = (await page.locator(".chat-answer").last().textContent()) ?? "";
     expect(answer).toContain("The title reads: Invoice exe.pdf <b>bold</b>");
@@ -201,7 +211,14 @@ describe("a half-done OpenAI-compatible setup", () => {
     const secret = "sk-compat-e2e-1a2b3c4d5e6f7a8b9c0d";
     const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data-dir", dataDir], {
       stdio: ["ignore", "pipe", "pipe"],
-      env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "", TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN, TABRELAY_CHAT_BASE_URL: "http://127.0.0.1:9/v1", TABRELAY_CHAT_API_KEY: secret },
+      env: {
+        PATH: process.env["PATH"] ?? "",
+        HOME: process.env["HOME"] ?? "",
+        TABRELAY_MCP_TOKEN: MCP_TOKEN,
+        TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN,
+        TABRELAY_CHAT_BASE_URL: "http://127.0.0.1:9/v1",
+        TABRELAY_CHAT_API_KEY: secret,
+      },
     });
     let output = "";
     child.stderr.on("data", (d: Buffer) => (output += d.toString()));

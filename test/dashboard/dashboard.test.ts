@@ -187,7 +187,9 @@ describe("what the dashboard shows", () => {
     await page.locator("#preview-target", { hasText: "Rivers of the North" }).waitFor({ timeout: 5_000 });
     // Chrome pictures only the tab in front; without page.capture in the extension, its error text shows instead.
     await page.locator("#preview[data-state='not-visible'], #preview[data-state='error']").waitFor({ timeout: 5_000 });
-    await expect(page.locator("#preview-status").textContent()).resolves.toMatch(/^(Not visible: this tab is not the tab in front|No picture: unknown_method: )/);
+    await expect(page.locator("#preview-status").textContent()).resolves.toMatch(
+      /^(Not visible: this tab is not the tab in front|No picture: unknown_method: )/,
+    );
     expect(await page.locator("#preview-img").isHidden()).toBe(true);
     await page.getByRole("radio", { name: /^Follow the agent/ }).check();
   });
@@ -225,11 +227,15 @@ describe("what the dashboard shows", () => {
     const shown = RLO_TITLE.replace("\u202E", "");
     // What the broker serves the page: the title without the control.
     const { cookie } = await rawSession(broker);
-    const state = await waitFor("the /rlo tab in the dashboard's state", async () => {
-      const res = await raw(`${broker.url}/dashboard/api/state`, { headers: { Cookie: cookie } });
-      // The tab's address is known before its title: wait for the title too (its words, with or without the override).
-      return res.body.includes("/rlo") && res.body.includes("exe.pdf") ? res.body : undefined;
-    }, 10_000);
+    const state = await waitFor(
+      "the /rlo tab in the dashboard's state",
+      async () => {
+        const res = await raw(`${broker.url}/dashboard/api/state`, { headers: { Cookie: cookie } });
+        // The tab's address is known before its title: wait for the title too (its words, with or without the override).
+        return res.body.includes("/rlo") && res.body.includes("exe.pdf") ? res.body : undefined;
+      },
+      10_000,
+    );
     expect(state).not.toMatch(/\u202E|\\u202e/i);
     expect(state).toContain(JSON.stringify(shown));
     // What the person sees: inside <bdi>, no override anywhere in the browsers list or the live view's line.
@@ -281,7 +287,12 @@ describe("state-changing requests", () => {
     const res = await raw(`${broker.url}/mcp`, {
       method: "POST",
       headers: { Cookie: cookie, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+      }),
     });
     expect(res.status).toBe(401);
   });
@@ -363,7 +374,11 @@ describe("login attempts", () => {
     const loginCookie = cookieOf(form, "tabrelay_login_") ?? "";
     const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1] ?? "";
     const post = (headers: Record<string, string>, fields: Record<string, string>) =>
-      raw(`${broker.url}/login`, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(fields).toString() });
+      raw(`${broker.url}/login`, {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
+        body: new URLSearchParams(fields).toString(),
+      });
     expect((await post({ Origin: "https://evil.example", Cookie: loginCookie }, { csrf, token: MCP_TOKEN })).status).toBe(403);
     expect((await post({ Origin: broker.url }, { csrf, token: MCP_TOKEN })).status).toBe(403);
     // A cookie planted by another page on this host cannot go with a field it cannot sign.

@@ -10,7 +10,15 @@ import { allowYaml, connectClient, MCP_TOKEN, routePageToken, startBroker, start
 import { cookieOf, raw } from "../rawHttp.js";
 
 const CHROMIUM = process.env["CHROME_PATH"] ?? "/usr/lib/chromium/chromium";
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-default-browser-check"];
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-default-browser-check",
+];
 /** Markup that would run if parsed as HTML, and U+202E (right-to-left override), which makes "exe.pdf" read "fdp.exe". */
 const HOSTILE_DESCRIPTION = `<img src=x onerror="window.__pwned=1">Lists <b>invoices</b> \u202Eexe.pdf`;
 const HOSTILE_SHOWN = `<img src=x onerror="window.__pwned=1">Lists <b>invoices</b> exe.pdf`;
@@ -75,13 +83,23 @@ const row = (name: string) => board.locator(`#page-tool-rows tr[data-name="${nam
 beforeAll(async () => {
   site = await startSite();
   prefix = `127_0_0_1_${site.port}__`;
-  const bundle = await build({ entryPoints: [fileURLToPath(new URL("../../packages/page/src/index.ts", import.meta.url))], bundle: true, format: "esm", write: false, platform: "browser" });
+  const bundle = await build({
+    entryPoints: [fileURLToPath(new URL("../../packages/page/src/index.ts", import.meta.url))],
+    bundle: true,
+    format: "esm",
+    write: false,
+    platform: "browser",
+  });
   const lib = bundle.outputFiles[0]!.text;
   site.route("/page-lib.js", (_req, res) => {
     res.writeHead(200, { "Content-Type": "text/javascript" });
     res.end(lib);
   });
-  routePageToken(site, () => broker.url, () => MCP_TOKEN);
+  routePageToken(
+    site,
+    () => broker.url,
+    () => MCP_TOKEN,
+  );
   site.route(
     "/invoices",
     appPage(`

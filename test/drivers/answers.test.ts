@@ -5,7 +5,15 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { BridgeMethod, ElementFacts, ParamsOf, ResultOf } from "@tabrelay/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bridgeAnswers, inpageAct, inpageDocument, inpageSnapshot, parseBridgeAnswer, parseWireError, parseWith } from "../../packages/broker/src/drivers/answers.js";
+import {
+  bridgeAnswers,
+  inpageAct,
+  inpageDocument,
+  inpageSnapshot,
+  parseBridgeAnswer,
+  parseWireError,
+  parseWith,
+} from "../../packages/broker/src/drivers/answers.js";
 import { CdpBrowser } from "../../packages/broker/src/drivers/cdp/cdpBrowser.js";
 import { nodeCdpScripts } from "../../packages/broker/src/drivers/cdp/nodeScripts.js";
 import { nodeCdpSocket } from "../../packages/broker/src/drivers/cdp/nodeSocket.js";
@@ -89,7 +97,10 @@ describe("answers as the protocol documents them", () => {
   it("an error answer keeps a known code, makes an unknown one internal, and refuses a malformed one", () => {
     expect(parseWireError("tabs.get", { code: "stale_ref", message: "gone" })).toEqual({ code: "stale_ref", message: "gone" });
     expect(parseWireError("tabs.get", { code: "brand_new_code", message: "new" })).toEqual({ code: "internal", message: "new" });
-    expect(parseWireError("tabs.get", "boom")).toEqual({ code: "internal", message: "the browser's error answer to tabs.get is malformed: the answer must be an object" });
+    expect(parseWireError("tabs.get", "boom")).toEqual({
+      code: "internal",
+      message: "the browser's error answer to tabs.get is malformed: the answer must be an object",
+    });
   });
 
   it("the in-page answers the CDP driver reads refuse what the extension's would", () => {
@@ -100,7 +111,29 @@ describe("answers as the protocol documents them", () => {
 
   it("has one schema for every bridge method", () => {
     expect(Object.keys(bridgeAnswers).sort()).toEqual(
-      ["browser.ping", "browser.rules", "tabs.list", "tabs.open", "tabs.close", "tabs.activate", "tabs.navigate", "tabs.history", "tabs.get", "page.content", "page.snapshot", "page.inspect", "page.act", "page.wait", "page.rect", "page.capture", "page.query", "tabs.viewport", "page.eval", "page.webmcpCall", "page.webmcpWatch"].sort(),
+      [
+        "browser.ping",
+        "browser.rules",
+        "tabs.list",
+        "tabs.open",
+        "tabs.close",
+        "tabs.activate",
+        "tabs.navigate",
+        "tabs.history",
+        "tabs.get",
+        "page.content",
+        "page.snapshot",
+        "page.inspect",
+        "page.act",
+        "page.wait",
+        "page.rect",
+        "page.capture",
+        "page.query",
+        "tabs.viewport",
+        "page.eval",
+        "page.webmcpCall",
+        "page.webmcpWatch",
+      ].sort(),
     );
   });
 });
@@ -129,7 +162,14 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   launched = await launchLocalChromium({ chromiumPath: findChromium(), headless: true });
-  browser = await CdpBrowser.connect(launched.endpoint, { ...NODE_CDP, label: "answers test", ownsBrowser: true, onEvent: () => undefined, requestPolicy: () => true, callTimeoutMs: 30_000 });
+  browser = await CdpBrowser.connect(launched.endpoint, {
+    ...NODE_CDP,
+    label: "answers test",
+    ownsBrowser: true,
+    onEvent: () => undefined,
+    requestPolicy: () => true,
+    callTimeoutMs: 30_000,
+  });
 });
 
 afterAll(async () => {

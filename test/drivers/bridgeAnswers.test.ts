@@ -47,7 +47,10 @@ describe("malformed extension answers", () => {
   });
 
   it("unknown extra fields from a newer extension are stripped, not refused", async () => {
-    stub = new StubExtension({ port: broker.port, handlers: { "tabs.list": () => malformed<"tabs.list">({ tabs: [{ ...tab, pinned: true }], cursor: "next" }) } });
+    stub = new StubExtension({
+      port: broker.port,
+      handlers: { "tabs.list": () => malformed<"tabs.list">({ tabs: [{ ...tab, pinned: true }], cursor: "next" }) },
+    });
     await stub.welcomed;
     const client = await connectClient(broker.url);
     const result = await call(client, "list_tabs");

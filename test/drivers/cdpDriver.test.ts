@@ -122,7 +122,13 @@ async function ok<M extends BridgeMethod>(browser: CdpBrowser, method: M, params
  * action with those facts for the page to check again.
  */
 async function act(browser: CdpBrowser, params: ActParams): Promise<ResultOf<"page.act">> {
-  const facts = await ok(browser, "page.inspect", { tabId: params.tabId, ref: params.ref, revision: params.revision, action: params.action, ...(params.value !== undefined ? { value: params.value } : {}) });
+  const facts = await ok(browser, "page.inspect", {
+    tabId: params.tabId,
+    ref: params.ref,
+    revision: params.revision,
+    action: params.action,
+    ...(params.value !== undefined ? { value: params.value } : {}),
+  });
   return ok(browser, "page.act", { ...params, expect: judgedFingerprint(facts) });
 }
 
@@ -207,7 +213,10 @@ beforeAll(async () => {
       <button id="press" style="margin:10px" onclick="this.textContent = 'Pressed inside'">Press me</button>
     </body></html>`,
   );
-  site.route("/later", `<html><head><title>Later</title></head><body><p>Waiting.</p><script>setTimeout(() => { const p = document.createElement("p"); p.textContent = "The answer is ready"; document.body.append(p); }, 400)</script></body></html>`);
+  site.route(
+    "/later",
+    `<html><head><title>Later</title></head><body><p>Waiting.</p><script>setTimeout(() => { const p = document.createElement("p"); p.textContent = "The answer is ready"; document.body.append(p); }, 400)</script></body></html>`,
+  );
   site.route(
     "/colors",
     `<html><head><title>Colors</title></head><body style="margin:0">
@@ -236,10 +245,11 @@ beforeAll(async () => {
   site.route("/inner-images", `<html><body><img src="${deniedOrigin}/pixel.png?from=oopif"><img src="${site.b}/oopif-pixel.png"></body></html>`);
   const pixel = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==", "base64");
   for (const s of [site, denied]) {
-    for (const path of ["/pixel.png", "/oopif-pixel.png"]) s.route(path, (_req, res) => {
-      res.writeHead(200, { "Content-Type": "image/png", "Access-Control-Allow-Origin": "*" });
-      res.end(pixel);
-    });
+    for (const path of ["/pixel.png", "/oopif-pixel.png"])
+      s.route(path, (_req, res) => {
+        res.writeHead(200, { "Content-Type": "image/png", "Access-Control-Allow-Origin": "*" });
+        res.end(pixel);
+      });
     s.route("/data", (_req, res) => {
       res.writeHead(200, { "Content-Type": "text/plain", "Access-Control-Allow-Origin": "*" });
       res.end("data");
@@ -347,7 +357,9 @@ describe("CDP driver: tabs", () => {
     if (created.event !== "tab.created") throw new Error("unreachable");
     expect(created.params.openerTabId).toBe(tab.tabId);
     const popup = created.params.tab.tabId;
-    await until("the popup to commit page2", () => events.slice(mark).find((e) => e.event === "tab.committed" && e.params.tabId === popup && e.params.url === `${site.a}/page2`));
+    await until("the popup to commit page2", () =>
+      events.slice(mark).find((e) => e.event === "tab.committed" && e.params.tabId === popup && e.params.url === `${site.a}/page2`),
+    );
     expect((await ok(browser, "tabs.list", {})).tabs.map((t) => t.tabId)).toContain(popup);
     // The popup opened in front of its opener; the opener is still captured, twice in a row.
     for (let i = 0; i < 2; i++) expect(pngInfo((await ok(browser, "page.capture", { tabId: tab.tabId, activate: false })).png).width).toBeGreaterThan(500);
@@ -419,7 +431,9 @@ describe("CDP driver: pages", () => {
     const targets = await raw.value.send("Target.getTargets");
     raw.value.close();
     const infos = targets.ok && Array.isArray(targets.value["targetInfos"]) ? targets.value["targetInfos"] : [];
-    expect(infos.some((t: unknown) => typeof t === "object" && t !== null && "type" in t && t.type === "iframe" && "url" in t && t.url === `${site.b}/inner`)).toBe(true);
+    expect(
+      infos.some((t: unknown) => typeof t === "object" && t !== null && "type" in t && t.type === "iframe" && "url" in t && t.url === `${site.b}/inner`),
+    ).toBe(true);
 
     const revision = nextRevision();
     const { frames } = await ok(browser, "page.snapshot", { tabId: tab.tabId, revision, interactiveOnly: false, viewportOnly: false });
@@ -516,7 +530,8 @@ describe("CDP driver: pages", () => {
     expect(whole.height).toBeGreaterThan(viewport.height);
 
     // Several captures in a row (Chrome stalls repeated captures of a tab it does not show).
-    for (let i = 0; i < 3; i++) expect(pngInfo((await ok(browser, "page.capture", { tabId: tab.tabId, activate: false })).png).firstPixel.slice(0, 3)).toEqual([255, 0, 0]);
+    for (let i = 0; i < 3; i++)
+      expect(pngInfo((await ok(browser, "page.capture", { tabId: tab.tabId, activate: false })).png).firstPixel.slice(0, 3)).toEqual([255, 0, 0]);
     await ok(browser, "tabs.close", { tabId: tab.tabId });
   });
 
@@ -588,7 +603,13 @@ describe("CDP driver: browser lifetime", () => {
       await user.value.send("Target.createTarget", { url: "about:blank" });
       user.value.close();
       const seen: BridgeEvent[] = [];
-      const driver = await CdpBrowser.connect(own.endpoint, { ...NODE_CDP, label: "attached", ownsBrowser: false, onEvent: (e) => seen.push(e), callTimeoutMs: 30_000 });
+      const driver = await CdpBrowser.connect(own.endpoint, {
+        ...NODE_CDP,
+        label: "attached",
+        ownsBrowser: false,
+        onEvent: (e) => seen.push(e),
+        callTimeoutMs: 30_000,
+      });
       // The user's tab is not the agent's.
       expect((await ok(driver, "tabs.list", {})).tabs).toEqual([]);
       const { tab } = await ok(driver, "tabs.open", { url: `${site.a}/opener` });
@@ -613,7 +634,10 @@ describe("CDP driver: browser lifetime", () => {
       if (!again.ok) throw new Error(again.error.message);
       const targets = await again.value.send("Target.getTargets");
       again.value.close();
-      const pages = targets.ok && Array.isArray(targets.value["targetInfos"]) ? targets.value["targetInfos"].filter((t: unknown) => typeof t === "object" && t !== null && "type" in t && t.type === "page") : [];
+      const pages =
+        targets.ok && Array.isArray(targets.value["targetInfos"])
+          ? targets.value["targetInfos"].filter((t: unknown) => typeof t === "object" && t !== null && "type" in t && t.type === "page")
+          : [];
       expect(pages.length).toBeGreaterThanOrEqual(3);
     } finally {
       await own.close();

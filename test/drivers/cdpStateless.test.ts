@@ -58,7 +58,16 @@ afterAll(async () => {
 
 /** One request's connection, as the Workers entry makes it (with a request policy: responses are seen through it). */
 function connect(label: string, extra: Partial<CdpBrowserOptions> = {}): Promise<CdpBrowser> {
-  const options: CdpBrowserOptions = { socket: nodeCdpSocket, scripts: nodeCdpScripts, label, ownsBrowser: false, stateless: true, requestPolicy: () => true, onEvent: () => undefined, callTimeoutMs: 30_000 };
+  const options: CdpBrowserOptions = {
+    socket: nodeCdpSocket,
+    scripts: nodeCdpScripts,
+    label,
+    ownsBrowser: false,
+    stateless: true,
+    requestPolicy: () => true,
+    onEvent: () => undefined,
+    callTimeoutMs: 30_000,
+  };
   return CdpBrowser.connect(launched.endpoint, { ...options, ...extra });
 }
 

@@ -99,7 +99,14 @@ async function startFakeBroker(): Promise<FakeBroker> {
             const keys = await frameKeys(PAIRING_TOKEN, transcript);
             sealer = await FrameSealer.create(keys["broker>browser"]);
             opener = await FrameOpener.create(keys["browser>broker"]);
-            ws.send(JSON.stringify({ type: "challenge", nonce: transcript.brokerNonce, endpoint: transcript.endpoint, proof: await bridgeProof(PAIRING_TOKEN, "broker", transcript) }));
+            ws.send(
+              JSON.stringify({
+                type: "challenge",
+                nonce: transcript.brokerNonce,
+                endpoint: transcript.endpoint,
+                proof: await bridgeProof(PAIRING_TOKEN, "broker", transcript),
+              }),
+            );
             step = "auth";
           } else if (step === "auth" && frame.type === "auth") {
             step = "serving";

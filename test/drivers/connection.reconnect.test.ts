@@ -16,7 +16,19 @@ import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findChromium, launchChromium, prepareExtension, type LaunchedBrowser } from "../../packages/broker/src/index.js";
 import { LOOPBACK_RETRY_MS, reconnectDelay } from "../../packages/extension/src/reconnect.js";
-import { allowYaml, call, closedPort, connectClient, makeDataDir, MCP_TOKEN, PAIRING_TOKEN, removeProfile, startBroker, waitFor, type TestBroker } from "../harness.js";
+import {
+  allowYaml,
+  call,
+  closedPort,
+  connectClient,
+  makeDataDir,
+  MCP_TOKEN,
+  PAIRING_TOKEN,
+  removeProfile,
+  startBroker,
+  waitFor,
+  type TestBroker,
+} from "../harness.js";
 
 const CLI = fileURLToPath(new URL("../../packages/cli/bin/tabrelay.js", import.meta.url));
 /** "Within a second" as a user notices it, with a little slack for a loaded CI machine. */
@@ -53,7 +65,7 @@ describe("reconnectDelay (the extension's schedule)", () => {
 
   it("spreads a thousand remote browsers over the whole window instead of one instant", () => {
     let seed = 1;
-    const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
     const delays = Array.from({ length: 1000 }, () => reconnectDelay(10, false, random));
     const perSecond = new Map<number, number>();
     for (const d of delays) perSecond.set(Math.floor(d / 1000), (perSecond.get(Math.floor(d / 1000)) ?? 0) + 1);
@@ -81,7 +93,13 @@ class DevTools {
   private constructor(ws: WebSocket) {
     this.#ws = ws;
     ws.on("message", (data: Buffer) => {
-      const message = JSON.parse(data.toString()) as { id?: number; method?: string; params?: { targetInfo?: { targetId: string; type: string; url: string }; targetId?: string }; result?: Record<string, unknown>; error?: { message: string } };
+      const message = JSON.parse(data.toString()) as {
+        id?: number;
+        method?: string;
+        params?: { targetInfo?: { targetId: string; type: string; url: string }; targetId?: string };
+        result?: Record<string, unknown>;
+        error?: { message: string };
+      };
       if (message.id !== undefined) {
         const pending = this.#pending.get(message.id);
         this.#pending.delete(message.id);
@@ -131,7 +149,11 @@ class DevTools {
     const targetId = await waitFor("the service worker", () => this.worker());
     const { sessionId } = (await this.send("Target.attachToTarget", { targetId, flatten: true })) as { sessionId: string };
     try {
-      const { result } = (await this.send("Runtime.evaluate", { expression: `chrome.alarms.get(${JSON.stringify(ALARM)}).then((a) => a.scheduledTime - Date.now())`, awaitPromise: true, returnByValue: true }, sessionId)) as { result: { value: number } };
+      const { result } = (await this.send(
+        "Runtime.evaluate",
+        { expression: `chrome.alarms.get(${JSON.stringify(ALARM)}).then((a) => a.scheduledTime - Date.now())`, awaitPromise: true, returnByValue: true },
+        sessionId,
+      )) as { result: { value: number } };
       return performance.now() + result.value;
     } finally {
       await this.send("Target.detachFromTarget", { sessionId });
@@ -209,7 +231,11 @@ describe("the extension comes back within a second of a loopback broker listenin
     await waitFor("the service worker to stop", async () => ((await devtools.worker()) === undefined ? true : undefined), 5000);
     const killedAt = performance.now();
     expect(killedAt).toBeLessThan(alarmAt - 300);
-    const woken = await waitFor("the alarm to wake a new service worker", async () => devtools.workerEvents.find((e) => e.event === "created" && e.at > killedAt), 40_000);
+    const woken = await waitFor(
+      "the alarm to wake a new service worker",
+      async () => devtools.workerEvents.find((e) => e.event === "created" && e.at > killedAt),
+      40_000,
+    );
     expect(woken.targetId).not.toBe(worker);
     expect(woken.at).toBeGreaterThan(alarmAt - 500); // the alarm woke it, not something earlier
     expect(devtools.workerEvents.filter((e) => e.event === "created" && e.at > killedAt && e.at < alarmAt - 500)).toEqual([]);

@@ -14,8 +14,31 @@ import { fileURLToPath } from "node:url";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILTIN_EXTENSION_ID, findChromium, launchChromium, prepareExtension, type LaunchedBrowser } from "../../packages/broker/src/index.js";
-import { FrameOpener, FrameSealer, PROTOCOL_VERSION, bridgeProof, canonicalEndpoint, dialUrl, frameKeys, newNonce, provenEndpoint, socketEndpoint } from "../../packages/protocol/src/index.js";
-import { MCP_TOKEN, PAIRING_TOKEN, browserConnected, call, connectClient, removeProfile, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "../harness.js";
+import {
+  FrameOpener,
+  FrameSealer,
+  PROTOCOL_VERSION,
+  bridgeProof,
+  canonicalEndpoint,
+  dialUrl,
+  frameKeys,
+  newNonce,
+  provenEndpoint,
+  socketEndpoint,
+} from "../../packages/protocol/src/index.js";
+import {
+  MCP_TOKEN,
+  PAIRING_TOKEN,
+  browserConnected,
+  call,
+  connectClient,
+  removeProfile,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestSite,
+} from "../harness.js";
 import { stubBrokerPerTest } from "../stubExtension.js";
 
 const CLI = fileURLToPath(new URL("../../packages/cli/bin/tabrelay.js", import.meta.url));
@@ -200,7 +223,10 @@ describe("the extension obeys only its own broker", () => {
   }, 30_000);
 
   it("the popup refuses to pair with a plain ws:// broker on another machine, and keeps the working pairing", async () => {
-    const reply = await popupEval(profileDir, `chrome.runtime.sendMessage({ type: "pair", url: "ws://10.9.8.7:9333/bridge", token: "x".repeat(32) }).then((s) => s.lastError)`);
+    const reply = await popupEval(
+      profileDir,
+      `chrome.runtime.sendMessage({ type: "pair", url: "ws://10.9.8.7:9333/bridge", token: "x".repeat(32) }).then((s) => s.lastError)`,
+    );
     expect(reply).toMatch(/refusing ws:\/\/10\.9\.8\.7:9333: a broker on another machine is reached only over wss:\/\//);
     await new Promise((r) => setTimeout(r, 500));
     expect(broker?.broker.registry.list()).toHaveLength(1);
@@ -229,7 +255,17 @@ interface Relay {
 
 async function startRelay(host: string, port: number, brokerPort: number, secretUrl = ""): Promise<Relay> {
   const wss = new WebSocketServer({ noServer: true });
-  const relay: Relay = { port: 0, sockets: 0, fromBrowser: [], fromBroker: [], requests: [], injected: [], rewrite: (t) => t, rewriteProof: (b) => b, close: async () => undefined };
+  const relay: Relay = {
+    port: 0,
+    sockets: 0,
+    fromBrowser: [],
+    fromBroker: [],
+    requests: [],
+    injected: [],
+    rewrite: (t) => t,
+    rewriteProof: (b) => b,
+    close: async () => undefined,
+  };
   const server: Server = createServer((req, res) => {
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString()));
@@ -241,14 +277,23 @@ async function startRelay(host: string, port: number, brokerPort: number, secret
         return;
       }
       // As p14b: the proof request goes to the real broker with the Host it expects, and its answer comes back.
-      const up = request({ host: "127.0.0.1", port: brokerPort, method: "POST", path: "/auth/proof", headers: { "Content-Type": "application/json", Host: `127.0.0.1:${brokerPort}` } }, (answer) => {
-        let out = "";
-        answer.on("data", (chunk: Buffer) => (out += chunk.toString()));
-        answer.on("end", () => {
-          res.writeHead(answer.statusCode ?? 500, { "Content-Type": "application/json" });
-          res.end(out);
-        });
-      });
+      const up = request(
+        {
+          host: "127.0.0.1",
+          port: brokerPort,
+          method: "POST",
+          path: "/auth/proof",
+          headers: { "Content-Type": "application/json", Host: `127.0.0.1:${brokerPort}` },
+        },
+        (answer) => {
+          let out = "";
+          answer.on("data", (chunk: Buffer) => (out += chunk.toString()));
+          answer.on("end", () => {
+            res.writeHead(answer.statusCode ?? 500, { "Content-Type": "application/json" });
+            res.end(out);
+          });
+        },
+      );
       up.end(relay.rewriteProof(body));
     });
   });
@@ -363,11 +408,13 @@ describe("a program relaying the bridge to the real broker gets no service (the 
         `the listener at ws://127.0.0.1:${relay.port}/bridge did not prove it is your tabrelay broker: it passed on the proof of a broker at ${brokerEndpoint}`,
       );
       // The relay claims the broker's own address in the browser's hello: the broker proves for that, the browser still refuses.
-      relay.rewrite = (text, towards) => (towards === "broker" && typeOf(text) === "hello" ? JSON.stringify({ ...JSON.parse(text), endpoint: brokerEndpoint }) : text);
+      relay.rewrite = (text, towards) =>
+        towards === "broker" && typeOf(text) === "hello" ? JSON.stringify({ ...JSON.parse(text), endpoint: brokerEndpoint }) : text;
       let before = hellos();
       await waitFor("the browser to dial the relay again", () => hellos() > before || undefined, 30_000);
       // The relay names its own address in the challenge: the endpoint then matches, the proof (over the broker's) does not.
-      relay.rewrite = (text, towards) => (towards === "browser" && typeOf(text) === "challenge" ? JSON.stringify({ ...JSON.parse(text), endpoint: `http://127.0.0.1:${relay.port}` }) : text);
+      relay.rewrite = (text, towards) =>
+        towards === "browser" && typeOf(text) === "challenge" ? JSON.stringify({ ...JSON.parse(text), endpoint: `http://127.0.0.1:${relay.port}` }) : text;
       before = hellos();
       await waitFor("the browser to dial the relay a third time", () => hellos() > before || undefined, 30_000);
       await waitFor("the third challenge", () => relay.fromBroker.filter((t) => typeOf(t) === "challenge").length >= 3 || undefined);
@@ -391,7 +438,13 @@ describe("a program relaying the bridge to the real broker gets no service (the 
  * correctly, so a test that sees no answer there knows the rest means something.
  */
 type InjectMode = "control" | "plain" | "bad-mac" | "replay" | "skip" | "silent";
-async function startInjector(stolenUrl: string): Promise<{ port: number; mode: InjectMode; log: Array<{ mode: InjectMode; answers: string[]; closed: boolean; authMs: number }>; drop(): void; close(): Promise<void> }> {
+async function startInjector(stolenUrl: string): Promise<{
+  port: number;
+  mode: InjectMode;
+  log: Array<{ mode: InjectMode; answers: string[]; closed: boolean; authMs: number }>;
+  drop(): void;
+  close(): Promise<void>;
+}> {
   const wss = new WebSocketServer({ noServer: true });
   const server = createServer((_req, res) => res.end("{}"));
   const state = {
@@ -411,7 +464,8 @@ async function startInjector(stolenUrl: string): Promise<{ port: number; mode: I
       let helloAt = 0;
       let queue = Promise.resolve();
       // As the broker sends them: text (the browser's own sealed frames are binary).
-      const seal = (frame: unknown) => new Promise<string>((resolve) => void sealer?.seal(JSON.stringify(frame), (bytes) => resolve(new TextDecoder().decode(bytes))));
+      const seal = (frame: unknown) =>
+        new Promise<string>((resolve) => void sealer?.seal(JSON.stringify(frame), (bytes) => resolve(new TextDecoder().decode(bytes))));
       ws.on("message", (data) => {
         const text = data.toString();
         queue = queue.then(async () => {
@@ -424,7 +478,9 @@ async function startInjector(stolenUrl: string): Promise<{ port: number; mode: I
             const keys = await frameKeys(PAIRING_TOKEN, transcript);
             opener = await FrameOpener.create(keys["browser>broker"]);
             sealer = await FrameSealer.create(keys["broker>browser"]);
-            ws.send(JSON.stringify({ type: "challenge", nonce: transcript.brokerNonce, endpoint, proof: await bridgeProof(PAIRING_TOKEN, "broker", transcript) }));
+            ws.send(
+              JSON.stringify({ type: "challenge", nonce: transcript.brokerNonce, endpoint, proof: await bridgeProof(PAIRING_TOKEN, "broker", transcript) }),
+            );
             return;
           }
           const opened = await opener.open(text);
@@ -475,7 +531,13 @@ describe("every frame after the proofs is sealed: one that is not closes the lin
     });
     const injector = await startInjector(`${witness.origin}/stolen`);
     const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
-    const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir: prepareExtension(profileDir, `ws://127.0.0.1:${injector.port}/bridge`, PAIRING_TOKEN, "t"), headless: true, extraArgs: ["--remote-debugging-port=0"] });
+    const browser = launchChromium({
+      chromiumPath: findChromium(),
+      profileDir,
+      extensionDir: prepareExtension(profileDir, `ws://127.0.0.1:${injector.port}/bridge`, PAIRING_TOKEN, "t"),
+      headless: true,
+      extraArgs: ["--remote-debugging-port=0"],
+    });
     try {
       for (const mode of ["control", "plain", "bad-mac", "replay", "skip"] as const) {
         injector.mode = mode;
@@ -489,7 +551,10 @@ describe("every frame after the proofs is sealed: one that is not closes the lin
         } else {
           await waitFor(`the browser to close the ${mode} link`, () => entry.closed || undefined);
           // The injected call (id 2) is never answered; a replayed one at most once (its first, good copy).
-          expect(entry.answers.filter((a) => a.includes('"id":2')), mode).toEqual([]);
+          expect(
+            entry.answers.filter((a) => a.includes('"id":2')),
+            mode,
+          ).toEqual([]);
           expect(entry.answers.length, mode).toBeLessThanOrEqual(mode === "replay" ? 1 : 0);
         }
       }
@@ -514,7 +579,12 @@ describe("every frame after the proofs is sealed: one that is not closes the lin
     const port = (free.address() as AddressInfo).port;
     await new Promise<void>((resolve) => free.close(() => resolve()));
     const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
-    const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir: prepareExtension(profileDir, `ws://localhost:${port}/bridge`, PAIRING_TOKEN, "waiting"), headless: true });
+    const browser = launchChromium({
+      chromiumPath: findChromium(),
+      profileDir,
+      extensionDir: prepareExtension(profileDir, `ws://localhost:${port}/bridge`, PAIRING_TOKEN, "waiting"),
+      headless: true,
+    });
     let broker: TestBroker | undefined;
     try {
       await new Promise((r) => setTimeout(r, 4000)); // the extension is up and probing the silent port
@@ -540,7 +610,10 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
   }
 
   function runCli(args: string[], until: (stderr: string) => boolean, timeoutMs = 30_000): Promise<{ code: number | null; stderr: string }> {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN },
+    });
     let stderr = "";
     return new Promise((resolve) => {
       const timer = setTimeout(() => child.kill("SIGTERM"), timeoutMs);
@@ -549,7 +622,9 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
         if (until(stderr)) child.kill("SIGTERM");
       });
       // An agent's first MCP message, as a spawning agent would send it.
-      child.stdin.end(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } } })}\n`);
+      child.stdin.end(
+        `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } } })}\n`,
+      );
       child.once("exit", (code) => {
         clearTimeout(timer);
         resolve({ code, stderr });
@@ -557,7 +632,8 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
     });
   }
 
-  const sawToken = (impostor: Pick<Impostor, "requests">) => impostor.requests.some((r) => JSON.stringify(r.headers).includes(MCP_TOKEN) || r.body.includes(MCP_TOKEN));
+  const sawToken = (impostor: Pick<Impostor, "requests">) =>
+    impostor.requests.some((r) => JSON.stringify(r.headers).includes(MCP_TOKEN) || r.body.includes(MCP_TOKEN));
 
   it("stdio refuses to forward to a listener that looks like tabrelay but cannot prove the token", async () => {
     const impostor = await startImpostor();
@@ -583,7 +659,11 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
         relay.requests.length = 0;
         const result = await runCli(["stdio", "--port", String(relay.port), "--data-dir", dataDir()], () => false);
         expect(result.code).not.toBe(0);
-        expect(result.stderr).toMatch(new RegExp(`the listener at http://127\\.0\\.0\\.1:${relay.port} answered with a proof made for another address \\(http://127\\.0\\.0\\.1:${real.port}\\).*the MCP token was not sent`));
+        expect(result.stderr).toMatch(
+          new RegExp(
+            `the listener at http://127\\.0\\.0\\.1:${relay.port} answered with a proof made for another address \\(http://127\\.0\\.0\\.1:${real.port}\\).*the MCP token was not sent`,
+          ),
+        );
         expect(relay.requests.map((r) => r.url)).toEqual(["/auth/proof"]);
         expect(sawToken(relay)).toBe(false);
       }
@@ -597,7 +677,9 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
     const real = await startBroker();
     const relay = await startRelay("127.0.0.1", 0, real.port);
     try {
-      const result = await runCli(["launch", "--cdp", "--headless", "--broker", `http://127.0.0.1:${relay.port}`, "--data-dir", dataDir()], (stderr) => /proof made for another address/.test(stderr));
+      const result = await runCli(["launch", "--cdp", "--headless", "--broker", `http://127.0.0.1:${relay.port}`, "--data-dir", dataDir()], (stderr) =>
+        /proof made for another address/.test(stderr),
+      );
       expect(result.stderr).toMatch(/answered with a proof made for another address.*the MCP token was not sent/);
       expect(relay.requests.map((r) => r.url)).toEqual(["/auth/proof"]);
       expect(sawToken(relay)).toBe(false);
@@ -654,7 +736,9 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
   it("launch --cdp hands neither the token nor the DevTools endpoint to an impostor", async () => {
     const impostor = await startImpostor();
     try {
-      const result = await runCli(["launch", "--cdp", "--headless", "--broker", `http://127.0.0.1:${impostor.port}`, "--data-dir", dataDir()], (stderr) => /did not prove/.test(stderr));
+      const result = await runCli(["launch", "--cdp", "--headless", "--broker", `http://127.0.0.1:${impostor.port}`, "--data-dir", dataDir()], (stderr) =>
+        /did not prove/.test(stderr),
+      );
       expect(result.stderr).toMatch(/did not prove it knows this MCP token.*the token was not sent/);
       expect(impostor.requests.some((r) => r.url === "/browsers")).toBe(false);
       expect(sawToken(impostor)).toBe(false);
@@ -667,10 +751,20 @@ describe("tabrelay's own clients send the MCP token only to a broker that proves
 
 describe("--broker has one meaning in every mode, and a broker off this machine is reached over TLS only", () => {
   /** Runs `tabrelay launch --headless ...args` until `until` holds for its stderr, `stop` settles, or the timeout. */
-  function launch(args: string[], until: (stderr: string) => boolean, timeoutMs = 30_000, stop?: Promise<unknown>): Promise<{ code: number | null; stderr: string }> {
+  function launch(
+    args: string[],
+    until: (stderr: string) => boolean,
+    timeoutMs = 30_000,
+    stop?: Promise<unknown>,
+  ): Promise<{ code: number | null; stderr: string }> {
     const child = spawn(process.execPath, [CLI, "launch", "--headless", ...args], {
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN, TABRELAY_DATA_DIR: mkdtempSync(join(tmpdir(), "tabrelay-doors-")) },
+      env: {
+        ...process.env,
+        TABRELAY_MCP_TOKEN: MCP_TOKEN,
+        TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN,
+        TABRELAY_DATA_DIR: mkdtempSync(join(tmpdir(), "tabrelay-doors-")),
+      },
     });
     let stderr = "";
     void stop?.then(() => child.kill("SIGTERM"));
@@ -720,7 +814,10 @@ describe("--broker has one meaning in every mode, and a broker off this machine 
 
   it("refuses, before starting a browser, a --broker that is not an address, and plain ws:// off this machine", async () => {
     for (const [form, message] of [
-      ["127.0.0.1:9333", /--broker must be the broker's address \(http:\/\/HOST:PORT, https:\/\/HOST:PORT, ws:\/\/HOST:PORT\/bridge or wss:\/\/HOST:PORT\/bridge\)/],
+      [
+        "127.0.0.1:9333",
+        /--broker must be the broker's address \(http:\/\/HOST:PORT, https:\/\/HOST:PORT, ws:\/\/HOST:PORT\/bridge or wss:\/\/HOST:PORT\/bridge\)/,
+      ],
       ["http://127.0.0.1:9333/mcp", /--broker must be the broker's address/],
       ["ws://10.9.8.7:9333/bridge", /refusing a plain ws:\/\/ link to 10\.9\.8\.7:9333.*wss:\/\/10\.9\.8\.7:9333\/bridge.*--unsafe-plain-ws/],
       ["http://broker.example:9333", /refusing a plain ws:\/\/ link to broker\.example:9333/],
@@ -733,7 +830,10 @@ describe("--broker has one meaning in every mode, and a broker off this machine 
   }, 60_000);
 
   it("starts a browser for wss:// off this machine, and for ws:// with --unsafe-plain-ws", async () => {
-    for (const args of [["--broker", "wss://broker.example/bridge"], ["--broker", "ws://10.9.8.7:9333/bridge", "--unsafe-plain-ws"]]) {
+    for (const args of [
+      ["--broker", "wss://broker.example/bridge"],
+      ["--broker", "ws://10.9.8.7:9333/bridge", "--unsafe-plain-ws"],
+    ]) {
       const result = await launch(args, (stderr) => stderr.includes("starting"), 20_000);
       expect(result.stderr, args.join(" ")).toContain("starting");
     }
@@ -747,12 +847,23 @@ describe("the broker's doors", () => {
 
   function rawPost(headers: Record<string, string>): Promise<number> {
     return new Promise((resolve, reject) => {
-      const req = request(`${bridge.broker.url}/mcp`, { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", ...headers } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = request(
+        `${bridge.broker.url}/mcp`,
+        { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", ...headers } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on("error", reject);
-      req.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } }));
+      req.end(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+        }),
+      );
     });
   }
 
@@ -789,7 +900,20 @@ describe("the broker's doors", () => {
       const client = await connectClient(bridge.broker.url);
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name)).toEqual(
-        expect.arrayContaining(["read_url", "read_page", "list_browsers", "list_tabs", "open_tab", "navigate", "history", "close_tab", "activate_tab", "snapshot", "click", "fill"]),
+        expect.arrayContaining([
+          "read_url",
+          "read_page",
+          "list_browsers",
+          "list_tabs",
+          "open_tab",
+          "navigate",
+          "history",
+          "close_tab",
+          "activate_tab",
+          "snapshot",
+          "click",
+          "fill",
+        ]),
       );
       // browser_run writes through the commands its program calls (each gated as the tool it is).
       const writes = new Set(["click", "fill", "select_option", "set_checked", "press_key", "browser_run"]);
@@ -802,7 +926,10 @@ describe("the broker's doors", () => {
 
   describe("/browsers door (tabrelay launch --cdp hands a browser over)", () => {
     const post = (body: string, headers: Record<string, string> = { Authorization: `Bearer ${MCP_TOKEN}` }) =>
-      fetch(`${bridge.broker.url}/browsers`, { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: { code: string; message: string } } }));
+      fetch(`${bridge.broker.url}/browsers`, { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body }).then(async (r) => ({
+        status: r.status,
+        body: (await r.json()) as { error?: { code: string; message: string } },
+      }));
 
     it("is guarded like /mcp: token, Host and Origin", async () => {
       const body = JSON.stringify({ endpoint: "ws://127.0.0.1:1/devtools/browser/x" });
@@ -810,10 +937,14 @@ describe("the broker's doors", () => {
       expect((await post(body, { Authorization: `Bearer ${MCP_TOKEN}`, Origin: "https://evil.example" })).status).toBe(403);
       // fetch() will not send a foreign Host header: a raw request does, as a DNS-rebinding page's would.
       const rebound = await new Promise<number>((resolve, reject) => {
-        const req = request(`${bridge.broker.url}/browsers`, { method: "POST", headers: { Host: `evil.example:${bridge.broker.port}`, Authorization: `Bearer ${MCP_TOKEN}`, "Content-Type": "application/json" } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = request(
+          `${bridge.broker.url}/browsers`,
+          { method: "POST", headers: { Host: `evil.example:${bridge.broker.port}`, Authorization: `Bearer ${MCP_TOKEN}`, "Content-Type": "application/json" } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on("error", reject);
         req.end(body);
       });
@@ -879,7 +1010,9 @@ describe("the broker's doors", () => {
       const ws = new WebSocket(`ws://127.0.0.1:${bridge.broker.port}/bridge`, { origin: `chrome-extension://${BUILTIN_EXTENSION_ID}` });
       const frames: Array<{ type: string; nonce?: string; proof?: string; error?: { code: string } }> = [];
       const closed = new Promise<number>((resolve) => ws.on("close", (code) => resolve(code)));
-      ws.on("open", () => ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId: "replayer-0001", nonce: newNonce(), extensionVersion: "x" })));
+      ws.on("open", () =>
+        ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId: "replayer-0001", nonce: newNonce(), extensionVersion: "x" })),
+      );
       ws.on("message", (data) => {
         const frame = JSON.parse(data.toString()) as (typeof frames)[number];
         frames.push(frame);
@@ -895,7 +1028,17 @@ describe("the broker's doors", () => {
       const frames: Array<{ type: string; error?: { code: string; message: string } }> = [];
       const closed = new Promise<number>((resolve) => ws.on("close", (code) => resolve(code)));
       ws.on("open", () =>
-        ws.send(JSON.stringify({ type: "hello", protocol: 2, token: PAIRING_TOKEN, browserId: "old-extension-1", label: "old", extensionVersion: "0.0.9", userAgent: "x" })),
+        ws.send(
+          JSON.stringify({
+            type: "hello",
+            protocol: 2,
+            token: PAIRING_TOKEN,
+            browserId: "old-extension-1",
+            label: "old",
+            extensionVersion: "0.0.9",
+            userAgent: "x",
+          }),
+        ),
       );
       ws.on("message", (data) => frames.push(JSON.parse(data.toString()) as (typeof frames)[number]));
       expect(await closed).toBe(4401);
@@ -913,7 +1056,9 @@ describe("the broker's doors", () => {
       ws.on("message", (data) => frames.push(JSON.parse(data.toString()) as (typeof frames)[number]));
       expect(await closed).toBe(4401);
       expect(frames.map((f) => f.type)).toEqual(["reject"]);
-      expect(frames[0]?.error?.message).toMatch(/too old for the broker \(bridge protocol 3, the broker needs 4, which binds the pairing to the broker's address and authenticates every frame.*update the tabrelay extension/);
+      expect(frames[0]?.error?.message).toMatch(
+        /too old for the broker \(bridge protocol 3, the broker needs 4, which binds the pairing to the broker's address and authenticates every frame.*update the tabrelay extension/,
+      );
       expect(bridge.broker.broker.registry.list()).toHaveLength(0);
     });
 
@@ -931,7 +1076,12 @@ describe("the broker's doors", () => {
         const listed = call(client, "list_tabs");
         await waitFor("the call to reach the stub", () => s.calls.length > 0 || undefined);
         const id = s.calls[0]?.id;
-        const injected = JSON.stringify({ type: "result", id, ok: true, result: { tabs: [{ tabId: 66, windowId: 1, url: "https://injected.example/", title: "injected", active: false, status: "complete", shared: false }] } });
+        const injected = JSON.stringify({
+          type: "result",
+          id,
+          ok: true,
+          result: { tabs: [{ tabId: 66, windowId: 1, url: "https://injected.example/", title: "injected", active: false, status: "complete", shared: false }] },
+        });
         if (forge === "plain") s.ws.send(injected);
         if (forge === "bad-mac") s.ws.send(`${"A".repeat(43)}.1.${injected}`);
         if (forge === "replay") s.ws.send(sent.at(-1) ?? ""); // the stub's sealed auth, sent again

@@ -62,7 +62,15 @@ const CASES: Record<HostedProvider, ProviderCase> = {
     authorized: (req) => req.headers.authorization === `Bearer ${API_KEY}` && req.headers["x-bb-api-key"] === undefined,
     created: (connectUrl) => ({
       status: 200,
-      body: { session_id: "kernel-browser-0001", cdp_ws_url: connectUrl, created_at: new Date().toISOString(), headless: true, stealth: false, timeout_seconds: 120, webdriver_ws_url: `wss://example.invalid/webdriver?jwt=${TOKEN}` },
+      body: {
+        session_id: "kernel-browser-0001",
+        cdp_ws_url: connectUrl,
+        created_at: new Date().toISOString(),
+        headless: true,
+        stealth: false,
+        timeout_seconds: 120,
+        webdriver_ws_url: `wss://example.invalid/webdriver?jwt=${TOKEN}`,
+      },
     }),
     releaseMethod: "DELETE",
     releasePath: "/browsers/kernel-browser-0001",
@@ -206,7 +214,9 @@ describe.each(["browserbase", "kernel"] as const)("%s", (name) => {
     expect(secrets.has(connectUrl())).toBe(true);
     expect(secrets.has(TOKEN)).toBe(true);
     // The URL may have been attached (registered as a cdp endpoint) by an earlier test: the first kind given stays.
-    expect(secrets.redact(`key ${API_KEY} url ${encodeURIComponent(connectUrl())}`)).toMatch(/^key \[redacted: provider key\] url \[redacted: (provider session|cdp endpoint)\]$/);
+    expect(secrets.redact(`key ${API_KEY} url ${encodeURIComponent(connectUrl())}`)).toMatch(
+      /^key \[redacted: provider key\] url \[redacted: (provider session|cdp endpoint)\]$/,
+    );
     // A page that quotes them, read over MCP from the session's own browser: the result carries neither.
     site.route("/quoting", `<title>key ${API_KEY}</title><p>the session is ${connectUrl()} and its token ${TOKEN}</p>`);
     const driver = await broker.broker.attachCdp(session.endpoint, { label: session.label, ownsBrowser: false });
@@ -300,7 +310,9 @@ describe.each(["browserbase", "kernel"] as const)("%s", (name) => {
     await handle.stop();
     await handle.stop();
     expect(releases(c)).toHaveLength(1);
-    await vi.waitFor(() => expect(broker.broker.registry.list().some((b) => b.info.label.includes(name === "browserbase" ? "Browserbase" : "Kernel"))).toBe(false));
+    await vi.waitFor(() =>
+      expect(broker.broker.registry.list().some((b) => b.info.label.includes(name === "browserbase" ? "Browserbase" : "Kernel"))).toBe(false),
+    );
   });
 
   it("stop() never throws when the release fails: it warns on stderr, redacted, and does not retry", async () => {

@@ -94,12 +94,27 @@ function nonLoopbackIPv4(): string | undefined {
 
 // ---- DES, for VNC authentication (Node's OpenSSL 3 has no DES without the legacy provider) ---------
 
-const IP = [58, 50, 42, 34, 26, 18, 10, 2, 60, 52, 44, 36, 28, 20, 12, 4, 62, 54, 46, 38, 30, 22, 14, 6, 64, 56, 48, 40, 32, 24, 16, 8, 57, 49, 41, 33, 25, 17, 9, 1, 59, 51, 43, 35, 27, 19, 11, 3, 61, 53, 45, 37, 29, 21, 13, 5, 63, 55, 47, 39, 31, 23, 15, 7];
-const FP = [40, 8, 48, 16, 56, 24, 64, 32, 39, 7, 47, 15, 55, 23, 63, 31, 38, 6, 46, 14, 54, 22, 62, 30, 37, 5, 45, 13, 53, 21, 61, 29, 36, 4, 44, 12, 52, 20, 60, 28, 35, 3, 43, 11, 51, 19, 59, 27, 34, 2, 42, 10, 50, 18, 58, 26, 33, 1, 41, 9, 49, 17, 57, 25];
-const E = [32, 1, 2, 3, 4, 5, 4, 5, 6, 7, 8, 9, 8, 9, 10, 11, 12, 13, 12, 13, 14, 15, 16, 17, 16, 17, 18, 19, 20, 21, 20, 21, 22, 23, 24, 25, 24, 25, 26, 27, 28, 29, 28, 29, 30, 31, 32, 1];
+const IP = [
+  58, 50, 42, 34, 26, 18, 10, 2, 60, 52, 44, 36, 28, 20, 12, 4, 62, 54, 46, 38, 30, 22, 14, 6, 64, 56, 48, 40, 32, 24, 16, 8, 57, 49, 41, 33, 25, 17, 9, 1, 59,
+  51, 43, 35, 27, 19, 11, 3, 61, 53, 45, 37, 29, 21, 13, 5, 63, 55, 47, 39, 31, 23, 15, 7,
+];
+const FP = [
+  40, 8, 48, 16, 56, 24, 64, 32, 39, 7, 47, 15, 55, 23, 63, 31, 38, 6, 46, 14, 54, 22, 62, 30, 37, 5, 45, 13, 53, 21, 61, 29, 36, 4, 44, 12, 52, 20, 60, 28, 35,
+  3, 43, 11, 51, 19, 59, 27, 34, 2, 42, 10, 50, 18, 58, 26, 33, 1, 41, 9, 49, 17, 57, 25,
+];
+const E = [
+  32, 1, 2, 3, 4, 5, 4, 5, 6, 7, 8, 9, 8, 9, 10, 11, 12, 13, 12, 13, 14, 15, 16, 17, 16, 17, 18, 19, 20, 21, 20, 21, 22, 23, 24, 25, 24, 25, 26, 27, 28, 29, 28,
+  29, 30, 31, 32, 1,
+];
 const P = [16, 7, 20, 21, 29, 12, 28, 17, 1, 15, 23, 26, 5, 18, 31, 10, 2, 8, 24, 14, 32, 27, 3, 9, 19, 13, 30, 6, 22, 11, 4, 25];
-const PC1 = [57, 49, 41, 33, 25, 17, 9, 1, 58, 50, 42, 34, 26, 18, 10, 2, 59, 51, 43, 35, 27, 19, 11, 3, 60, 52, 44, 36, 63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22, 14, 6, 61, 53, 45, 37, 29, 21, 13, 5, 28, 20, 12, 4];
-const PC2 = [14, 17, 11, 24, 1, 5, 3, 28, 15, 6, 21, 10, 23, 19, 12, 4, 26, 8, 16, 7, 27, 20, 13, 2, 41, 52, 31, 37, 47, 55, 30, 40, 51, 45, 33, 48, 44, 49, 39, 56, 34, 53, 46, 42, 50, 36, 29, 32];
+const PC1 = [
+  57, 49, 41, 33, 25, 17, 9, 1, 58, 50, 42, 34, 26, 18, 10, 2, 59, 51, 43, 35, 27, 19, 11, 3, 60, 52, 44, 36, 63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30,
+  22, 14, 6, 61, 53, 45, 37, 29, 21, 13, 5, 28, 20, 12, 4,
+];
+const PC2 = [
+  14, 17, 11, 24, 1, 5, 3, 28, 15, 6, 21, 10, 23, 19, 12, 4, 26, 8, 16, 7, 27, 20, 13, 2, 41, 52, 31, 37, 47, 55, 30, 40, 51, 45, 33, 48, 44, 49, 39, 56, 34,
+  53, 46, 42, 50, 36, 29, 32,
+];
 const SHIFTS = [1, 1, 2, 2, 2, 2, 2, 2, 1, 2, 2, 2, 2, 2, 2, 1];
 const S = [
   "14 4 13 1 2 15 11 8 3 10 6 12 5 9 0 7 0 15 7 4 14 2 13 1 10 6 12 11 9 5 3 8 4 1 14 8 13 6 2 11 15 12 9 7 3 10 5 0 15 12 8 2 4 9 1 7 5 11 3 14 10 0 6 13",
@@ -133,7 +148,7 @@ function desEncryptBlock(key: Uint8Array, block: Uint8Array): Buffer {
   let right = bits.slice(32);
   for (const subkey of subkeys) {
     const mixed = permute(right, E).map((bit, i) => bit ^ (subkey[i] ?? 0));
-    const substituted = (S).flatMap((box, i) => {
+    const substituted = S.flatMap((box, i) => {
       const six = mixed.slice(i * 6, i * 6 + 6);
       const [b1 = 0, b2 = 0, b3 = 0, b4 = 0, b5 = 0, b6 = 0] = six;
       const value = box[(b1 * 2 + b6) * 16 + (b2 * 8 + b3 * 4 + b4 * 2 + b5)] ?? 0;
@@ -149,11 +164,13 @@ function desEncryptBlock(key: Uint8Array, block: Uint8Array): Buffer {
 /** VNC authentication's answer: the challenge DES-encrypted with the password's first 8 bytes, each bit-reversed. */
 function vncResponse(password: string, challenge: Buffer): Buffer {
   const key = new Uint8Array(8);
-  Buffer.from(password, "latin1").subarray(0, 8).forEach((byte, i) => {
-    let reversed = 0;
-    for (let bit = 0; bit < 8; bit++) reversed |= ((byte >> bit) & 1) << (7 - bit);
-    key[i] = reversed;
-  });
+  Buffer.from(password, "latin1")
+    .subarray(0, 8)
+    .forEach((byte, i) => {
+      let reversed = 0;
+      for (let bit = 0; bit < 8; bit++) reversed |= ((byte >> bit) & 1) << (7 - bit);
+      key[i] = reversed;
+    });
   return Buffer.concat([desEncryptBlock(key, challenge.subarray(0, 8)), desEncryptBlock(key, challenge.subarray(8, 16))]);
 }
 
@@ -376,7 +393,13 @@ describe("options refused before anything starts", () => {
     const error = await startVncDisplay({ searchPath: "/nonexistent", webRoot: "/nonexistent" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);
     const message = (error as Error).message;
-    for (const part of ["Xvfb (Debian package xvfb)", "x11vnc (Debian package x11vnc)", "websockify (Debian package websockify)", "(Debian package novnc)", "apt-get install xvfb x11vnc novnc websockify"]) {
+    for (const part of [
+      "Xvfb (Debian package xvfb)",
+      "x11vnc (Debian package x11vnc)",
+      "websockify (Debian package websockify)",
+      "(Debian package novnc)",
+      "apt-get install xvfb x11vnc novnc websockify",
+    ]) {
       expect(message).toContain(part);
     }
   });
@@ -394,7 +417,10 @@ describe("a headful Chromium with the extension, seen through noVNC", () => {
   beforeAll(async () => {
     display = await startVncDisplay({});
     site = await startSite("127.0.0.1");
-    site.route("/pink", `<!doctype html><html><head><title>Pink</title><style>html,body{margin:0;height:100%;background:rgb(${PINK.r},${PINK.g},${PINK.b})}</style></head><body><p id="ua">?</p><script>document.getElementById("ua").textContent = "User agent: " + navigator.userAgent;</script></body></html>`);
+    site.route(
+      "/pink",
+      `<!doctype html><html><head><title>Pink</title><style>html,body{margin:0;height:100%;background:rgb(${PINK.r},${PINK.g},${PINK.b})}</style></head><body><p id="ua">?</p><script>document.getElementById("ua").textContent = "User agent: " + navigator.userAgent;</script></body></html>`,
+    );
     site.route("/article", article("Rivers of the North", 20, "This is the closing paragraph of the article."));
     broker = await startBroker();
     profileDir = mkdtempSync(join(tmpdir(), "tabrelay-vnc-profile-"));
@@ -406,7 +432,14 @@ describe("a headful Chromium with the extension, seen through noVNC", () => {
       headless: false,
       env: display.env,
       startUrl: `${site.origin}/pink`,
-      extraArgs: ["--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic", ...vncWindowArgs(display)],
+      extraArgs: [
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        ...vncWindowArgs(display),
+      ],
     };
     args = chromiumArgs(options);
     browser = launchChromium(options);
@@ -491,7 +524,10 @@ describe("a headful Chromium with the extension, seen through noVNC", () => {
         60_000,
       ).catch(async (error: unknown) => {
         // Say what the screen showed instead, and what the browser had open, so a failure can be read from the log.
-        const tabs = await call(client, "list_tabs", {}).then((r) => r.text, (e: unknown) => String(e));
+        const tabs = await call(client, "list_tabs", {}).then(
+          (r) => r.text,
+          (e: unknown) => String(e),
+        );
         throw new Error(`${String(error)}; the last frame: ${last ? screenSummary(last) : "none"}; the browser's tabs: ${tabs}`);
       });
       expect(share).toBeGreaterThan(0.5);
@@ -655,7 +691,15 @@ describe("launchWithVnc (the CLI glue)", () => {
   });
 
   it("warns in the banner when the page is exposed beyond loopback", () => {
-    const text = vncBanner({ display: ":5", url: "http://203.0.113.9:6080/vnc.html#password=x", password: "x", env: {}, width: 1, height: 1, stop: async () => undefined });
+    const text = vncBanner({
+      display: ":5",
+      url: "http://203.0.113.9:6080/vnc.html#password=x",
+      password: "x",
+      env: {},
+      width: 1,
+      height: 1,
+      stop: async () => undefined,
+    });
     expect(text).toContain("unsafeExposeOnNetwork");
     expect(text).toContain("datacenter IP");
   });

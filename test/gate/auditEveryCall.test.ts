@@ -28,7 +28,11 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
   let closeSession: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
-    ({ broker, client, close: closeSession } = await startSession(driver, {
+    ({
+      broker,
+      client,
+      close: closeSession,
+    } = await startSession(driver, {
       yaml: `policy:
   read:
     allow:

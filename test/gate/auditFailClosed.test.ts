@@ -56,7 +56,12 @@ function newestClick(dbPath: string): { id: number; decision: string; duration_m
 }
 
 function clickRows(dbPath: string): { id: number; decision: string; target: string | null; code: string | null }[] {
-  return auditRows({ path: dbPath }, "click").map((row) => ({ id: row.id, decision: row.decision, target: (row["target"] as string | null) ?? null, code: (row["code"] as string | null) ?? null }));
+  return auditRows({ path: dbPath }, "click").map((row) => ({
+    id: row.id,
+    decision: row.decision,
+    target: (row["target"] as string | null) ?? null,
+    code: (row["code"] as string | null) ?? null,
+  }));
 }
 
 /** Writes `path` until the filesystem has no byte left (ENOSPC), in ever smaller pieces. */
@@ -189,21 +194,22 @@ describe.each(["cdp", "extension"] as const)("the audit log on a full disk, %s d
   });
 
   // The dashboard is the broker's own page: viewing it once (over CDP's run) is enough.
-  if (driver === "cdp") it("shows the dashboard viewer a banner saying writes are refused", async () => {
-    const viewer = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--no-first-run"] });
-    try {
-      const page = await viewer.newPage();
-      await page.goto(`${broker.url}/login`);
-      await page.getByLabel("Access token").fill(MCP_TOKEN);
-      await Promise.all([page.waitForURL(`${broker.url}/`), page.getByRole("button", { name: "Log in" }).click()]);
-      const banner = page.locator("#audit-alert");
-      await banner.waitFor({ state: "visible", timeout: 10_000 });
-      await expect(page.getByRole("heading", { name: "Writes refused: the audit log cannot be written" }).isVisible()).resolves.toBe(true);
-      await expect(page.locator("#audit-alert-text").textContent()).resolves.toMatch(/SQLITE_FULL.*refused and not sent to the browser/);
-    } finally {
-      await viewer.close();
-    }
-  }, 60_000);
+  if (driver === "cdp")
+    it("shows the dashboard viewer a banner saying writes are refused", async () => {
+      const viewer = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--no-first-run"] });
+      try {
+        const page = await viewer.newPage();
+        await page.goto(`${broker.url}/login`);
+        await page.getByLabel("Access token").fill(MCP_TOKEN);
+        await Promise.all([page.waitForURL(`${broker.url}/`), page.getByRole("button", { name: "Log in" }).click()]);
+        const banner = page.locator("#audit-alert");
+        await banner.waitFor({ state: "visible", timeout: 10_000 });
+        await expect(page.getByRole("heading", { name: "Writes refused: the audit log cannot be written" }).isVisible()).resolves.toBe(true);
+        await expect(page.locator("#audit-alert-text").textContent()).resolves.toMatch(/SQLITE_FULL.*refused and not sent to the browser/);
+      } finally {
+        await viewer.close();
+      }
+    }, 60_000);
 
   it("once the disk has room again, the next click runs, recorded before it reached the page and completed after", async () => {
     unlinkSync(filler);

@@ -10,7 +10,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../packages/broker/src/index.js";
 import { parseConfigText } from "../../packages/broker/src/config/build.js";
 import { CONFIG_TEMPLATE } from "../../packages/broker/src/config/template.js";
-import { auditRows, call, DRIVERS, openTab, page, snapshotOf, startBroker, startSession, startSite, waitFor, type TestSession, type TestSite } from "../harness.js";
+import {
+  auditRows,
+  call,
+  DRIVERS,
+  openTab,
+  page,
+  snapshotOf,
+  startBroker,
+  startSession,
+  startSite,
+  waitFor,
+  type TestSession,
+  type TestSite,
+} from "../harness.js";
 import { CLI } from "../cli/run.js";
 
 let site: TestSite;
@@ -40,7 +53,10 @@ describe("a first start", () => {
 
   it("is not made by commands that only look (mcp-config)", () => {
     const home = mkdtempSync(join(tmpdir(), "tabrelay-look-"));
-    const run = spawnSync(process.execPath, [CLI, "mcp-config", "--client", "cursor"], { encoding: "utf8", env: { ...process.env, HOME: home, TABRELAY_DATA_DIR: "", TABRELAY_MCP_TOKEN: "" } });
+    const run = spawnSync(process.execPath, [CLI, "mcp-config", "--client", "cursor"], {
+      encoding: "utf8",
+      env: { ...process.env, HOME: home, TABRELAY_DATA_DIR: "", TABRELAY_MCP_TOKEN: "" },
+    });
     expect(run.status).toBe(3);
     expect(run.stderr).toMatch(/no data dir at .* yet: start tabrelay once/);
     expect(spawnSync("ls", ["-A", home], { encoding: "utf8" }).stdout).toBe("");
@@ -57,7 +73,11 @@ describe.each(DRIVERS)("a change to config.yaml over %s", (driver) => {
     await session?.close();
   });
 
-  const policy = (...args: string[]) => spawnSync(process.execPath, [CLI, "policy", ...args, "--data-dir", session.broker.dataDir], { encoding: "utf8", env: { ...process.env, TABRELAY_MCP_TOKEN: "", TABRELAY_PAIRING_TOKEN: "" } });
+  const policy = (...args: string[]) =>
+    spawnSync(process.execPath, [CLI, "policy", ...args, "--data-dir", session.broker.dataDir], {
+      encoding: "utf8",
+      env: { ...process.env, TABRELAY_MCP_TOKEN: "", TABRELAY_PAIRING_TOKEN: "" },
+    });
   const browsers = async () => (await call(session.client, "list_browsers")).text;
 
   it("is refused before, naming the file's path and the key; applies within a second of `tabrelay policy allow-read`, with no restart", async () => {
@@ -71,17 +91,23 @@ describe.each(DRIVERS)("a change to config.yaml over %s", (driver) => {
     expect(edit.stderr).toBe("");
     expect(edit.stdout).toContain(`added "127.0.0.1:${site.port}": [".*"] under policy.read.allow`);
     const started = Date.now();
-    const after = await waitFor("the change to apply", async () => {
-      const read = await call(session.client, "read_url", { url });
-      return read.isError ? undefined : read;
-    }, 5_000);
+    const after = await waitFor(
+      "the change to apply",
+      async () => {
+        const read = await call(session.client, "read_url", { url });
+        return read.isError ? undefined : read;
+      },
+      5_000,
+    );
     const tookMs = Date.now() - started;
     expect(after.text).toContain("The notes of the day.");
     expect(tookMs).toBeLessThan(5_000); // the generous bound of a wait: the figure that matters is logged below
     console.log(`config reload (${driver}): read allowed ${tookMs} ms after tabrelay policy returned`);
     // The same session and the same browser: nothing was dropped.
     expect(await browsers()).toBe(connected);
-    const record = auditRows(session.broker).filter((r) => r["tool"] === "config").at(-1);
+    const record = auditRows(session.broker)
+      .filter((r) => r["tool"] === "config")
+      .at(-1);
     expect(record).toMatchObject({ decision: "allowed", client: "the file changed", target: join(session.broker.dataDir, "config.yaml") });
     expect(JSON.parse(String(record?.["detail"]))).toEqual({ applied: ["policy"], restart: [] });
     expect(readFileSync(join(session.broker.dataDir, "config.yaml"), "utf8")).toContain(`127.0.0.1:${site.port}`);
@@ -94,11 +120,15 @@ describe.each(DRIVERS)("a change to config.yaml over %s", (driver) => {
     expect(refused.text).toMatch(/^write_denied: /);
     const edit = policy("grant", "click", `127.0.0.1:${site.port}`, "--label", "^Go$");
     expect(edit.stdout).toContain(`set policy.write.click["127.0.0.1:${site.port}"] to {"label":"^Go$"}`);
-    const clicked = await waitFor("the grant to apply", async () => {
-      const snap = await snapshotOf(session.client, tab);
-      const result = await call(session.client, "click", { tab, ref: snap.ref("Go", "button"), revision: snap.revision });
-      return result.isError ? undefined : result;
-    }, 5_000);
+    const clicked = await waitFor(
+      "the grant to apply",
+      async () => {
+        const snap = await snapshotOf(session.client, tab);
+        const result = await call(session.client, "click", { tab, ref: snap.ref("Go", "button"), revision: snap.revision });
+        return result.isError ? undefined : result;
+      },
+      5_000,
+    );
     expect(clicked.isError).toBe(false);
     expect((await call(session.client, "list_tabs")).text).toContain("Gone");
   }, 60_000);
@@ -107,16 +137,22 @@ describe.each(DRIVERS)("a change to config.yaml over %s", (driver) => {
     const path = join(session.broker.dataDir, "config.yaml");
     const good = readFileSync(path, "utf8");
     writeFileSync(path, `${good}read:\n  max_chars: "lots"\n`);
-    const status = await waitFor("the refusal", () => {
-      const s = session.broker.broker.configStatus();
-      return s && !s.ok ? s : undefined;
-    }, 5_000);
+    const status = await waitFor(
+      "the refusal",
+      () => {
+        const s = session.broker.broker.configStatus();
+        return s && !s.ok ? s : undefined;
+      },
+      5_000,
+    );
     expect(status.error).toMatch(/line \d+: read\.max_chars: Invalid input: expected number/);
     const lineNumber = Number(/line (\d+)/.exec(status.error ?? "")?.[1]);
     expect(readFileSync(path, "utf8").split("\n")[lineNumber - 1]).toContain("max_chars");
     // The policy in force is the last good one: the page stays readable.
     expect((await call(session.client, "read_url", { url: `${site.origin}/notes` })).text).toContain("The notes of the day.");
-    const refused = auditRows(session.broker).filter((r) => r["tool"] === "config").at(-1);
+    const refused = auditRows(session.broker)
+      .filter((r) => r["tool"] === "config")
+      .at(-1);
     expect(refused).toMatchObject({ decision: "refused", code: "config_invalid" });
     writeFileSync(path, `${good}read:\n  max_chars: 5000\n`);
     await waitFor("the valid change", () => (session.broker.broker.configStatus()?.ok ? true : undefined), 5_000);
@@ -126,13 +162,25 @@ describe.each(DRIVERS)("a change to config.yaml over %s", (driver) => {
   it("says which changes wait for a restart, and applies them at none", async () => {
     const path = join(session.broker.dataDir, "config.yaml");
     writeFileSync(path, `${readFileSync(path, "utf8")}mcp:\n  max_sessions: 7\n`);
-    const status = await waitFor("the pending change", () => {
-      const s = session.broker.broker.configStatus();
-      return s && s.restart.length > 0 ? s : undefined;
-    }, 5_000);
+    const status = await waitFor(
+      "the pending change",
+      () => {
+        const s = session.broker.broker.configStatus();
+        return s && s.restart.length > 0 ? s : undefined;
+      },
+      5_000,
+    );
     expect(status).toMatchObject({ ok: true, restart: ["mcp"] });
     expect(session.broker.config.mcpSessions.max).not.toBe(7);
-    expect(JSON.parse(String(auditRows(session.broker).filter((r) => r["tool"] === "config").at(-1)?.["detail"]))).toEqual({ applied: [], restart: ["mcp"] });
+    expect(
+      JSON.parse(
+        String(
+          auditRows(session.broker)
+            .filter((r) => r["tool"] === "config")
+            .at(-1)?.["detail"],
+        ),
+      ),
+    ).toEqual({ applied: [], restart: ["mcp"] });
   }, 60_000);
 });
 
@@ -145,10 +193,14 @@ describe("config.yaml replaced by a symlink while the broker runs", () => {
       const path = join(b.dataDir, "config.yaml");
       rmSync(path);
       symlinkSync(elsewhere, path);
-      const status = await waitFor("the refusal", () => {
-        const s = b.broker.configStatus();
-        return s && !s.ok ? s : undefined;
-      }, 5_000);
+      const status = await waitFor(
+        "the refusal",
+        () => {
+          const s = b.broker.configStatus();
+          return s && !s.ok ? s : undefined;
+        },
+        5_000,
+      );
       expect(status.error).toContain("is a symbolic link");
       expect(b.config.policy.check("https://not-a-top-site.example/").ok).toBe(false);
     } finally {

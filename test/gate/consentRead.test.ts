@@ -11,7 +11,11 @@ import { call, DRIVERS, openTab, startSession, startSite, type TestSite } from "
 
 const FIXTURES = new URL("../../packages/broker/test/fixtures/consent/", import.meta.url);
 const LEAD = "LEAD: The harbour wall that held back the sea for two centuries finally gave way on Tuesday night.";
-const STORY = Array.from({ length: 8 }, (_, i) => `<p>Paragraph ${i + 1}: the council's engineers had warned in three separate surveys that the mortar was failing, and each time the repairs were put off to the next budget, while the town argued about who should pay.</p>`).join("\n");
+const STORY = Array.from(
+  { length: 8 },
+  (_, i) =>
+    `<p>Paragraph ${i + 1}: the council's engineers had warned in three separate surveys that the mortar was failing, and each time the repairs were put off to the next budget, while the town argued about who should pay.</p>`,
+).join("\n");
 const HEADLINE = `<h1>The night the harbour wall fell</h1><p class="byline">By Mara Lind</p><p>${LEAD}</p>`;
 const ARTICLE = `<main><article>${HEADLINE}${STORY}</article></main>`;
 
@@ -25,13 +29,22 @@ function page(head: string, body: string): string {
 
 /** path -> page, and the banner's own words as the result would show them. */
 const SHAPES: Record<string, { html: string; words: string }> = {
-  "/css-fixed": { html: page(`<style>.b7x { position: fixed; bottom: 0; left: 0; right: 0; background: #eee }</style>`, `${banner('class="b7x"')}${ARTICLE}`), words: "BANNER: We use cookies" },
+  "/css-fixed": {
+    html: page(`<style>.b7x { position: fixed; bottom: 0; left: 0; right: 0; background: #eee }</style>`, `${banner('class="b7x"')}${ARTICLE}`),
+    words: "BANNER: We use cookies",
+  },
   "/css-sticky-in-article": {
-    html: page(`<style>.b7x { position: sticky; top: 0; background: #eee }</style>`, `<main><article>${banner('class="b7x"')}${HEADLINE}${STORY}</article></main>`),
+    html: page(
+      `<style>.b7x { position: sticky; top: 0; background: #eee }</style>`,
+      `<main><article>${banner('class="b7x"')}${HEADLINE}${STORY}</article></main>`,
+    ),
     words: "BANNER: We use cookies",
   },
   "/css-fixed-in-article": {
-    html: page(`<style>.q2 > div { position: fixed; bottom: 0; background: #eee }</style>`, `<main><article class="q2">${HEADLINE}${banner('class="z"')}${STORY}</article></main>`),
+    html: page(
+      `<style>.q2 > div { position: fixed; bottom: 0; background: #eee }</style>`,
+      `<main><article class="q2">${HEADLINE}${banner('class="z"')}${STORY}</article></main>`,
+    ),
     words: "BANNER: We use cookies",
   },
   "/dialog": { html: page("", `${banner('class="m1" role="dialog" aria-label="Privacy choices"')}${ARTICLE}`), words: "BANNER: We use cookies" },
@@ -39,7 +52,10 @@ const SHAPES: Record<string, { html: string; words: string }> = {
 };
 for (const name of readdirSync(FIXTURES).filter((f) => f.endsWith(".html"))) {
   const saved = readFileSync(new URL(name, FIXTURES), "utf8");
-  const texts = saved.replace(/<[^>]+>/g, "\n").split("\n").map((t) => t.trim());
+  const texts = saved
+    .replace(/<[^>]+>/g, "\n")
+    .split("\n")
+    .map((t) => t.trim());
   const longest = texts.reduce((a, b) => (b.length > a.length ? b : a), "");
   SHAPES[`/saved/${name.replace(/\.html$/, "")}`] = { html: page("", `${saved}\n${ARTICLE}`), words: longest.slice(0, 40) };
 }
@@ -59,7 +75,12 @@ afterAll(async () => {
 /** The first block of the fenced page text that is not a heading. */
 function firstParagraph(text: string): string {
   const body = text.slice(text.indexOf("<page-content"));
-  return body.split("\n").slice(1).find((line) => line.trim() !== "" && !line.startsWith("#")) ?? "";
+  return (
+    body
+      .split("\n")
+      .slice(1)
+      .find((line) => line.trim() !== "" && !line.startsWith("#")) ?? ""
+  );
 }
 
 describe.each(DRIVERS)("with the %s driver", (driver) => {

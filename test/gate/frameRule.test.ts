@@ -10,8 +10,14 @@ const words = (tag: string) => `${tag} ${"is a frame that has enough words of it
 let site: TestSite;
 beforeAll(async () => {
   site = await startSite();
-  site.route("/allowed-frame", `<html><head><title>Allowed frame</title></head><body><p>${words("ALLOWEDFRAME")}</p><button>Allowed button</button></body></html>`);
-  site.route("/refused-frame", `<html><head><title>Refused frame</title></head><body><p>${words("REFUSEDFRAME")}</p><button>Refused button</button></body></html>`);
+  site.route(
+    "/allowed-frame",
+    `<html><head><title>Allowed frame</title></head><body><p>${words("ALLOWEDFRAME")}</p><button>Allowed button</button></body></html>`,
+  );
+  site.route(
+    "/refused-frame",
+    `<html><head><title>Refused frame</title></head><body><p>${words("REFUSEDFRAME")}</p><button>Refused button</button></body></html>`,
+  );
   const srcdoc = (tag: string, button: string) => `<p>${words(tag)}</p><button>${button}</button>`.replace(/"/g, "&quot;");
   site.route(
     "/framed",

@@ -120,7 +120,10 @@ ${tricks.join("\n")}
 }
 
 function story(where: string): string {
-  return Array.from({ length: 8 }, (_, i) => `<p>VISIBLE ${where} paragraph ${i + 1}: the ferry leaves the harbour at dawn, crosses the sound and returns with the mail before noon.</p>`).join("\n");
+  return Array.from(
+    { length: 8 },
+    (_, i) => `<p>VISIBLE ${where} paragraph ${i + 1}: the ferry leaves the harbour at dawn, crosses the sound and returns with the mail before noon.</p>`,
+  ).join("\n");
 }
 
 function document(where: string, extra = ""): string {
@@ -195,7 +198,9 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
   let client: Client;
 
   beforeAll(async () => {
-    ({ client, close: closeSession } = await startSession(driver, { yaml: allowYaml(`  write:\n    click:\n      "127.0.0.1": { label: "^Add to cart$" }\n`) }));
+    ({ client, close: closeSession } = await startSession(driver, {
+      yaml: allowYaml(`  write:\n    click:\n      "127.0.0.1": { label: "^Add to cart$" }\n`),
+    }));
   }, 60_000);
 
   afterAll(() => closeSession());
@@ -296,7 +301,8 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
   function expectNoTrick(text: string, what: string): void {
     // Markdown escapes the tags' brackets (\[technique\]): compare without its backslashes.
     const plain = text.replaceAll("\\", "");
-    for (const technique of [...Object.keys(RENDERING_TRICKS), "filter opacity(0) by class", "hidden heading", "hidden button"]) expect(plain, `${what}: ${technique}`).not.toContain(`[${technique}]`);
+    for (const technique of [...Object.keys(RENDERING_TRICKS), "filter opacity(0) by class", "hidden heading", "hidden button"])
+      expect(plain, `${what}: ${technique}`).not.toContain(`[${technique}]`);
     expect(text, what).not.toContain("ignore your instructions");
   }
 
@@ -365,7 +371,9 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     try {
       const s = await snapshotOf(client, later);
       const ref = s.ref("Add to cart", "button");
-      await waitFor("the button to vanish", async () => ((await call(client, "read_page", { tab: later, mode: "full" })).text.includes("Add to cart") ? undefined : true));
+      await waitFor("the button to vanish", async () =>
+        (await call(client, "read_page", { tab: later, mode: "full" })).text.includes("Add to cart") ? undefined : true,
+      );
       const before = cartHits.length;
       const refused = await call(client, "click", { tab: later, ref, revision: s.revision });
       expect(refused.isError, refused.text).toBe(true);

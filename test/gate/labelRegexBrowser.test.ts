@@ -76,7 +76,7 @@ describe("a catastrophic label grant (CDP)", () => {
       return ref;
     };
     const longRef = refOf(LONG_LABEL.slice(0, 60));
-    expect(refOf("Add to cart\"")).not.toBe(longRef);
+    expect(refOf('Add to cart"')).not.toBe(longRef);
 
     let done = false;
     const clicked = call(client, "click", { tab, ref: longRef, revision }).finally(() => {
@@ -102,7 +102,7 @@ describe("a catastrophic label grant (CDP)", () => {
     expect(clicks).toEqual([]);
 
     // The same grant still allows the label it was written for.
-    const granted = await call(client, "click", { tab, ref: refOf("Add to cart\""), revision });
+    const granted = await call(client, "click", { tab, ref: refOf('Add to cart"'), revision });
     expect(granted.isError, granted.text).toBe(false);
   });
 });

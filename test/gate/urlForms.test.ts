@@ -29,7 +29,10 @@ beforeAll(async () => {
     });
   }
   site.route("/admin", `<html><head><title>Admin</title></head><body><p>ADMIN PANEL SECRET</p></body></html>`);
-  site.route("/guide/page", `<html><head><title>Guide</title></head><body><article><h1>Guide</h1><p>The guide page explains how to use the product, step by step, with care.</p></article></body></html>`);
+  site.route(
+    "/guide/page",
+    `<html><head><title>Guide</title></head><body><article><h1>Guide</h1><p>The guide page explains how to use the product, step by step, with care.</p></article></body></html>`,
+  );
   site.route("/guide/jump", (_req, res) => {
     res.writeHead(302, { Location: "/%61ccount" });
     res.end();

@@ -8,7 +8,23 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { attachBrowser, call, connectClient, DRIVERS, openTab, page, readFull, routeReactShop, snapshotOf, startBroker, startSession, startSite, waitFor, type TestBroker, type TestSite } from "../harness.js";
+import {
+  attachBrowser,
+  call,
+  connectClient,
+  DRIVERS,
+  openTab,
+  page,
+  readFull,
+  routeReactShop,
+  snapshotOf,
+  startBroker,
+  startSession,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestSite,
+} from "../harness.js";
 
 let site: TestSite;
 let broker: TestBroker;
@@ -57,11 +73,17 @@ beforeAll(async () => {
   // ---- point 3: Enter, chords, fill, select ----
   site.route(
     "/enter-delete",
-    page("Quantity", `<form method="post" action="/delete-account"><label for="qty">Quantity</label><input id="qty" name="qty" value="1"><button>Delete account</button></form>`),
+    page(
+      "Quantity",
+      `<form method="post" action="/delete-account"><label for="qty">Quantity</label><input id="qty" name="qty" value="1"><button>Delete account</button></form>`,
+    ),
   );
   site.route(
     "/enter-hidden-button",
-    page("Quantity", `<form method="post" action="/delete-account"><label for="qty">Quantity</label><input id="qty" name="qty" value="1"><button style="display:none">Add to cart</button></form>`),
+    page(
+      "Quantity",
+      `<form method="post" action="/delete-account"><label for="qty">Quantity</label><input id="qty" name="qty" value="1"><button style="display:none">Add to cart</button></form>`,
+    ),
   );
   // The field belongs, through form=, to a form whose only submit button sits elsewhere and deletes the account.
   site.route(
@@ -98,7 +120,10 @@ beforeAll(async () => {
     ),
   );
   site.route("/enter-nameless", page("Nameless", `<form method="post" action="/delete-account"><label for="q">Search</label><input id="q" name="q"></form>`));
-  site.route("/enter-named", page("Named", `<form method="post" action="/search" aria-label="Search"><label for="q">Search</label><input id="q" name="q"></form>`));
+  site.route(
+    "/enter-named",
+    page("Named", `<form method="post" action="/search" aria-label="Search"><label for="q">Search</label><input id="q" name="q"></form>`),
+  );
   site.route(
     "/chat",
     page(
@@ -165,7 +190,10 @@ document.getElementById("ed").addEventListener("beforeinput", (e) => { if (e.inp
   );
   site.route(
     "/label-visible-other",
-    page("Shop", `<form method="post" action="/delete-account"><label for="del"><span role="button" tabindex="0">Add to cart</span></label> <button id="del">Delete account</button></form>`),
+    page(
+      "Shop",
+      `<form method="post" action="/delete-account"><label for="del"><span role="button" tabindex="0">Add to cart</span></label> <button id="del">Delete account</button></form>`,
+    ),
   );
   // The label's control sits inside a link: the click reaches the control, and Chromium then follows the link.
   site.route(
@@ -255,7 +283,11 @@ describe.each(DRIVERS)("the write gate with the %s driver", (driver) => {
 
   beforeAll(async () => {
     hits.length = 0; // the other driver's suite used the same pages
-    ({ broker, client, close: closeSession } = await startSession(driver, {
+    ({
+      broker,
+      client,
+      close: closeSession,
+    } = await startSession(driver, {
       yaml: `policy:
   read:
     allow:
@@ -528,7 +560,11 @@ describe.each(DRIVERS)("pages built to trip an agent up, with the %s driver", (d
   let closeSession: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
-    ({ broker, client, close: closeSession } = await startSession(driver, {
+    ({
+      broker,
+      client,
+      close: closeSession,
+    } = await startSession(driver, {
       yaml: `policy:
   read:
     allow:
@@ -629,7 +665,11 @@ describe.each(DRIVERS)("pages built to trip an agent up, with the %s driver", (d
         const text = (await call(c, "read_page", { tab, mode: "full" })).text;
         expect(text).toContain("Preview: (empty)");
         expect(text).not.toContain("Added:");
-        expect(fresh.broker.audit.list({ limit: 1000 }).filter((r) => ["click", "fill", "select_option", "set_checked", "press_key"].includes(r.tool) && r.decision === "allowed")).toHaveLength(0);
+        expect(
+          fresh.broker.audit
+            .list({ limit: 1000 })
+            .filter((r) => ["click", "fill", "select_option", "set_checked", "press_key"].includes(r.tool) && r.decision === "allowed"),
+        ).toHaveLength(0);
         await c.close();
       } finally {
         await freshBrowser.close();

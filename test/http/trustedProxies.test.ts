@@ -70,11 +70,22 @@ describe("the dashboard's login behind a load balancer", () => {
 
 /** An initialize request to /mcp from `from`, with the bearer. */
 function initialize(from: string, headers: Record<string, string>): Promise<RawResponse> {
-  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "proxy-test", version: "1" } } });
+  const body = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "proxy-test", version: "1" } },
+  });
   return raw(`${broker.url}/mcp`, {
     method: "POST",
     localAddress: from,
-    headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", Authorization: `Bearer ${MCP_TOKEN}`, Host: PUBLIC, ...headers },
+    headers: {
+      "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream",
+      Authorization: `Bearer ${MCP_TOKEN}`,
+      Host: PUBLIC,
+      ...headers,
+    },
     body,
   });
 }

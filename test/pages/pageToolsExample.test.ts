@@ -23,7 +23,10 @@ beforeAll(async () => {
   broker = await startBroker({
     yaml: `pages:\n  allowed_origins: ["${origin}"]\npolicy:\n  write:\n    page_tools:\n      "${origin}": { tools: "^(render_chart|search_orders)$" }\n`,
   });
-  app = spawn(process.execPath, [SERVE], { env: { ...process.env, PORT: String(port), TABRELAY_URL: broker.url, TABRELAY_MCP_TOKEN: MCP_TOKEN }, stdio: ["ignore", "pipe", "inherit"] });
+  app = spawn(process.execPath, [SERVE], {
+    env: { ...process.env, PORT: String(port), TABRELAY_URL: broker.url, TABRELAY_MCP_TOKEN: MCP_TOKEN },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   await new Promise<void>((resolve) => app.stdout?.on("data", (d: Buffer) => String(d).includes("page-tools example on") && resolve()));
   viewer = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
   client = await connectClient(broker.url);
@@ -50,7 +53,13 @@ it("the orders page's search_orders answers from its own API; the chart page dra
   expect(found.isError, found.text).toBe(false);
   expect(found.text).toContain("Trail running shoes");
   expect(await orders.locator("#results li").allTextContents()).toEqual(["A-1001 Trail running shoes: 129 EUR (shipped)"]);
-  const drawn = await call(client, `${prefix}render_chart`, { title: "Orders by status", rows: [{ label: "shipped", value: 1 }, { label: "delivered", value: 2 }] });
+  const drawn = await call(client, `${prefix}render_chart`, {
+    title: "Orders by status",
+    rows: [
+      { label: "shipped", value: 1 },
+      { label: "delivered", value: 2 },
+    ],
+  });
   expect(drawn.text).toContain("rendered 2 bars");
   expect(await chart.locator("#title").textContent()).toBe("Orders by status");
   expect(await chart.locator("#chart rect").count()).toBe(2);

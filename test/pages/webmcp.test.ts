@@ -56,8 +56,11 @@ addEventListener("message", (event) => { document.getElementById("frame-saw").te
   // An allowed page: its console output (Runtime is on there over CDP) and its tool's answer are past the caps.
   site.route(
     "/loud",
-    html("Loud", `document.modelContext.registerTool({ name: "huge_answer", description: "Answers a lot.", execute: () => "x".repeat(34e6) });
-console.log("y".repeat(${FLOOD})); document.getElementById("status").textContent = "logged";`),
+    html(
+      "Loud",
+      `document.modelContext.registerTool({ name: "huge_answer", description: "Answers a lot.", execute: () => "x".repeat(34e6) });
+console.log("y".repeat(${FLOOD})); document.getElementById("status").textContent = "logged";`,
+    ),
   );
   // A dialog whose text is past the socket's cap (the CDP driver dismisses dialogs; the extension leaves them).
   site.route("/shout", html("Shout", `setTimeout(() => { alert("z".repeat(${FLOOD})); document.getElementById("status").textContent = "answered"; }, 100);`));
@@ -182,7 +185,9 @@ setInterval(tryAll, 50);
     const tab = await openTab(client, `${site.origin}/shop`);
     await waitFor("the shop's tool listed", async () => ((await pageTools()).includes(`${prefix}transfer`) ? true : undefined));
     // The frame ran and kept trying while the page's tools were listed (a background tab's frame: once a second).
-    await waitFor("the ad's attempts", async () => (/attempts: ([3-9]|\d{2,})\b/.test((await call(client, "read_page", { tab, mode: "full" })).text) ? true : undefined));
+    await waitFor("the ad's attempts", async () =>
+      /attempts: ([3-9]|\d{2,})\b/.test((await call(client, "read_page", { tab, mode: "full" })).text) ? true : undefined,
+    );
     expect(attempts).toBe(1);
     const page = (await call(client, "read_page", { tab, mode: "full" })).text;
     // Neither the binding nor the shim is in the frame.
@@ -206,9 +211,13 @@ setInterval(tryAll, 50);
       const browsers = (await call(client, "list_browsers")).text;
       // A page that may not offer tools (Runtime stays off there over CDP) and one that may (Runtime is on).
       const flood = await openTab(client, `${other.origin}/flood`);
-      await waitFor("the flood logged", async () => ((await call(client, "read_page", { tab: flood, mode: "full" })).text.includes("flooded") ? true : undefined));
+      await waitFor("the flood logged", async () =>
+        (await call(client, "read_page", { tab: flood, mode: "full" })).text.includes("flooded") ? true : undefined,
+      );
       const loud = await openTab(client, `${site.origin}/loud`);
-      await waitFor("the loud page logged", async () => ((await call(client, "read_page", { tab: loud, mode: "full" })).text.includes("logged") ? true : undefined));
+      await waitFor("the loud page logged", async () =>
+        (await call(client, "read_page", { tab: loud, mode: "full" })).text.includes("logged") ? true : undefined,
+      );
       await waitFor("its tool listed", async () => ((await pageTools()).includes(`${prefix}huge_answer`) ? true : undefined));
       const huge = await call(client, `${prefix}huge_answer`);
       expect(huge.isError).toBe(true);
@@ -225,13 +234,18 @@ setInterval(tryAll, 50);
     }
   }, 120_000);
 
-  if (driver === "cdp") it("a dialog whose text is past the socket's cap is dismissed like any other, and the browser stays", async () => {
-    const browsers = (await call(client, "list_browsers")).text;
-    const tab = await openTab(client, `${site.origin}/shout`);
-    await waitFor("the page past its dialog", async () => ((await call(client, "read_page", { tab, mode: "full" })).text.includes("answered") ? true : undefined), 30_000);
-    expect((await call(client, "list_browsers")).text).toBe(browsers);
-    await call(client, "close_tab", { tab });
-  }, 60_000);
+  if (driver === "cdp")
+    it("a dialog whose text is past the socket's cap is dismissed like any other, and the browser stays", async () => {
+      const browsers = (await call(client, "list_browsers")).text;
+      const tab = await openTab(client, `${site.origin}/shout`);
+      await waitFor(
+        "the page past its dialog",
+        async () => ((await call(client, "read_page", { tab, mode: "full" })).text.includes("answered") ? true : undefined),
+        30_000,
+      );
+      expect((await call(client, "list_browsers")).text).toBe(browsers);
+      await call(client, "close_tab", { tab });
+    }, 60_000);
 
   it("a page on an origin not on pages.allowed_origins offers nothing", async () => {
     const tab = await openTab(client, `${other.origin}/app`);

@@ -38,9 +38,16 @@ function tempDir(): string {
 const sqlite: Engine = {
   name: "sqlite",
   fresh: async () => ({ dataDir: tempDir() }),
-  versions: async (place) => withSqlite(place, (db) => db.prepare("SELECT version FROM schema_version").all().map((row) => Number(row.version))),
+  versions: async (place) =>
+    withSqlite(place, (db) =>
+      db
+        .prepare("SELECT version FROM schema_version")
+        .all()
+        .map((row) => Number(row.version)),
+    ),
   setVersion: async (place, version) => withSqlite(place, (db) => void db.prepare("UPDATE schema_version SET version = ?").run(version)),
-  dropToVersion1: async (place) => withSqlite(place, (db) => void db.exec("DROP TABLE idempotency; DROP TABLE audit; DROP TABLE leases; UPDATE schema_version SET version = 1")),
+  dropToVersion1: async (place) =>
+    withSqlite(place, (db) => void db.exec("DROP TABLE idempotency; DROP TABLE audit; DROP TABLE leases; UPDATE schema_version SET version = 1")),
 };
 
 function withSqlite<T>(place: Place, work: (db: DatabaseSync) => T): T {
@@ -67,9 +74,16 @@ const postgres: Engine = {
     if (!server) throw new Error("the PostgreSQL server is not started");
     return { dataDir: tempDir(), postgresUrl: await server.createDatabase() };
   },
-  versions: async (place) => withPg(pgUrl(place), async (client) => (await client.query<{ version: number }>("SELECT version FROM tabrelay_schema_version")).rows.map((row) => row.version)),
-  setVersion: async (place, version) => void (await withPg(pgUrl(place), (client) => client.query("UPDATE tabrelay_schema_version SET version = $1", [version]))),
-  dropToVersion1: async (place) => void (await withPg(pgUrl(place), (client) => client.query("DROP TABLE idempotency; DROP TABLE audit; DROP TABLE leases; UPDATE tabrelay_schema_version SET version = 1"))),
+  versions: async (place) =>
+    withPg(pgUrl(place), async (client) =>
+      (await client.query<{ version: number }>("SELECT version FROM tabrelay_schema_version")).rows.map((row) => row.version),
+    ),
+  setVersion: async (place, version) =>
+    void (await withPg(pgUrl(place), (client) => client.query("UPDATE tabrelay_schema_version SET version = $1", [version]))),
+  dropToVersion1: async (place) =>
+    void (await withPg(pgUrl(place), (client) =>
+      client.query("DROP TABLE idempotency; DROP TABLE audit; DROP TABLE leases; UPDATE tabrelay_schema_version SET version = 1"),
+    )),
 };
 
 function pgUrl(place: Place): string {
@@ -276,11 +290,22 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
 
   it("claims an idempotency key once: a second claim gets the first record, whatever it asks; keys are per user", async () => {
     await freshStore();
-    const claim = { userId: alice.id, key: "k-1", tool: "click", argsHash: "a".repeat(64), session: "s-1", client: "agent", createdAt: T0, expiresAt: T0 + 15_000 };
+    const claim = {
+      userId: alice.id,
+      key: "k-1",
+      tool: "click",
+      argsHash: "a".repeat(64),
+      session: "s-1",
+      client: "agent",
+      createdAt: T0,
+      expiresAt: T0 + 15_000,
+    };
     expect(await store.claimIdempotency(claim)).toBeUndefined();
     const first = { ...claim, state: "pending" };
     // The owner stays the first claim's too (issue 24 §7: a key is its session's).
-    expect(await store.claimIdempotency({ ...claim, tool: "fill", argsHash: "b".repeat(64), session: "s-2", client: "other", createdAt: T0 + 5 })).toEqual(first);
+    expect(await store.claimIdempotency({ ...claim, tool: "fill", argsHash: "b".repeat(64), session: "s-2", client: "other", createdAt: T0 + 5 })).toEqual(
+      first,
+    );
     expect(await store.idempotency(alice.id, "k-1")).toEqual(first);
     // Another user's same key is another record.
     expect(await store.claimIdempotency({ ...claim, userId: bob.id })).toBeUndefined();
@@ -289,7 +314,16 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
 
   it("settles a pending record once with its outcome; an expiry-bound settle takes only an expired one; extending moves the expiry", async () => {
     await freshStore();
-    const claim = { userId: alice.id, key: "k-2", tool: "click", argsHash: "a".repeat(64), session: "s-1", client: "agent", createdAt: T0, expiresAt: T0 + 15_000 };
+    const claim = {
+      userId: alice.id,
+      key: "k-2",
+      tool: "click",
+      argsHash: "a".repeat(64),
+      session: "s-1",
+      client: "agent",
+      createdAt: T0,
+      expiresAt: T0 + 15_000,
+    };
     await store.claimIdempotency(claim);
     // Not expired yet: a waiter cannot declare it unknown.
     expect(await store.settleIdempotency(alice.id, "k-2", "unknown", "{}", T0 + 10_000)).toBe(false);
@@ -311,7 +345,16 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
 
   it("releases a pending key so the next claim holds it; forgets records created before a time", async () => {
     await freshStore();
-    const claim = { userId: alice.id, key: "k-4", tool: "click", argsHash: "a".repeat(64), session: "s-1", client: "agent", createdAt: T0, expiresAt: T0 + 15_000 };
+    const claim = {
+      userId: alice.id,
+      key: "k-4",
+      tool: "click",
+      argsHash: "a".repeat(64),
+      session: "s-1",
+      client: "agent",
+      createdAt: T0,
+      expiresAt: T0 + 15_000,
+    };
     await store.claimIdempotency(claim);
     await store.releaseIdempotency(alice.id, "k-4");
     expect(await store.idempotency(alice.id, "k-4")).toBeUndefined();
@@ -325,7 +368,18 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
   it("claims concurrently: of ten claims of one key at once, exactly one holds it", async () => {
     await freshStore();
     const claims = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => store.claimIdempotency({ userId: alice.id, key: "k-race", tool: "click", argsHash: String(i).repeat(64), session: `s-${i}`, client: "agent", createdAt: T0 + i, expiresAt: T0 + 15_000 })),
+      Array.from({ length: 10 }, (_, i) =>
+        store.claimIdempotency({
+          userId: alice.id,
+          key: "k-race",
+          tool: "click",
+          argsHash: String(i).repeat(64),
+          session: `s-${i}`,
+          client: "agent",
+          createdAt: T0 + i,
+          expiresAt: T0 + 15_000,
+        }),
+      ),
     );
     expect(claims.filter((c) => c === undefined)).toHaveLength(1);
     const holder = await store.idempotency(alice.id, "k-race");
@@ -335,7 +389,14 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
   it("keeps brokers' audit records as one log: upserted by broker and local id, read in the store's order, by user", async () => {
     await freshStore();
     expect(await store.auditCursor("b-1")).toBe(0);
-    const rec = (localId: number, extra: Record<string, unknown> = {}) => ({ localId, time: T0 + localId, tool: "click", decision: "allowed", durationMs: 12, ...extra });
+    const rec = (localId: number, extra: Record<string, unknown> = {}) => ({
+      localId,
+      time: T0 + localId,
+      tool: "click",
+      decision: "allowed",
+      durationMs: 12,
+      ...extra,
+    });
     await store.putAudit("b-1", [rec(1, { user: "alice", tab: 3, target: 'button "Go"' }), rec(2, { decision: "outcome_unknown", durationMs: 0 })]);
     await store.putAudit("b-2", [rec(1, { user: "alice" }), rec(2, { tool: "read_url", user: "bob", detail: '{"a":1}' })]);
     // A record copied again (its write completed meanwhile) replaces the first copy, keeping its place.
@@ -349,7 +410,18 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
       ["b-2", 1, "allowed"],
       ["b-2", 2, "allowed"],
     ]);
-    expect(all[0]).toEqual({ id: all[0]!.id, broker: "b-1", localId: 1, time: T0 + 1, tool: "click", decision: "allowed", durationMs: 12, user: "alice", tab: 3, target: 'button "Go"' });
+    expect(all[0]).toEqual({
+      id: all[0]!.id,
+      broker: "b-1",
+      localId: 1,
+      time: T0 + 1,
+      tool: "click",
+      decision: "allowed",
+      durationMs: 12,
+      user: "alice",
+      tab: 3,
+      target: 'button "Go"',
+    });
     expect(all[1]?.durationMs).toBe(40);
     expect((await store.audit({ user: "alice" })).map((r) => `${r.broker}/${r.localId}`)).toEqual(["b-1/1", "b-2/1"]);
     expect((await store.audit({ user: "default" })).map((r) => `${r.broker}/${r.localId}`)).toEqual(["b-1/2"]);
@@ -359,7 +431,17 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
 
   it("keeps tab leases by browser and tab: a tab's newer lease replaces the older, a session's end drops all of its", async () => {
     await freshStore();
-    const lease = (tabId: number, session: string, extra: Record<string, unknown> = {}) => ({ browserId: "br-1", tabId, session, client: "claude", since: T0, lastUsed: T0 + tabId, opened: true, keep: false, ...extra });
+    const lease = (tabId: number, session: string, extra: Record<string, unknown> = {}) => ({
+      browserId: "br-1",
+      tabId,
+      session,
+      client: "claude",
+      since: T0,
+      lastUsed: T0 + tabId,
+      opened: true,
+      keep: false,
+      ...extra,
+    });
     await store.putLease(lease(7, "s-a"));
     await store.putLease(lease(8, "s-a", { keep: true }));
     await store.putLease(lease(9, "s-b", { opened: false }));
@@ -381,7 +463,9 @@ describe.each([sqlite, postgres])("the $name store", (engine) => {
     await engine.dropToVersion1(place);
     const again = await open(place);
     expect(await again.users()).toEqual([alice]);
-    expect(await again.claimIdempotency({ userId: alice.id, key: "k", tool: "click", argsHash: "a", session: "s-1", client: "agent", createdAt: T0, expiresAt: T0 })).toBeUndefined();
+    expect(
+      await again.claimIdempotency({ userId: alice.id, key: "k", tool: "click", argsHash: "a", session: "s-1", client: "agent", createdAt: T0, expiresAt: T0 }),
+    ).toBeUndefined();
     expect(await engine.versions(place)).toEqual([STORE_SCHEMA_VERSION]);
   });
 

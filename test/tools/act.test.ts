@@ -5,7 +5,20 @@
 // write policy refuses is in writeGate.test.ts; snapshots and their refs in snapshot.test.ts.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, connectClient, DRIVERS, openTab, page, readFull, routeReactShop, snapshotOf, startSession, startSite, waitFor, type TestSite } from "../harness.js";
+import {
+  call,
+  connectClient,
+  DRIVERS,
+  openTab,
+  page,
+  readFull,
+  routeReactShop,
+  snapshotOf,
+  startSession,
+  startSite,
+  waitFor,
+  type TestSite,
+} from "../harness.js";
 import { stubBrokerPerTest, stubTab } from "../stubExtension.js";
 
 let site: TestSite;
@@ -22,7 +35,13 @@ beforeAll(async () => {
   site = await startSite("127.0.0.1");
   other = await startSite("localhost");
   await routeReactShop(site);
-  other.route("/pay", page("Pay", `<label for="card">Card number</label><input id="card"><button onclick="document.body.insertAdjacentHTML('beforeend','<h2>Paid with '+document.getElementById('card').value+'</h2>')">Pay now</button>`));
+  other.route(
+    "/pay",
+    page(
+      "Pay",
+      `<label for="card">Card number</label><input id="card"><button onclick="document.body.insertAdjacentHTML('beforeend','<h2>Paid with '+document.getElementById('card').value+'</h2>')">Pay now</button>`,
+    ),
+  );
   site.route("/checkout", page("Checkout", `<h1>Checkout</h1><iframe title="payment" src="${other.origin}/pay" width="400" height="200"></iframe>`));
   site.route(
     "/shadow",
@@ -46,7 +65,10 @@ root.innerHTML = '<pay-field></pay-field><button>Pay now</button>'; const field 
 root.querySelector("button").addEventListener("click", () => { document.getElementById("status").textContent = "Paid with " + field.value; }); } });</script>`,
     ),
   );
-  site.route("/shadow-checkout", page("Shadow checkout", `<h1>Checkout</h1><iframe title="payment" src="${other.origin}/shadow-pay" width="400" height="200"></iframe>`));
+  site.route(
+    "/shadow-checkout",
+    page("Shadow checkout", `<h1>Checkout</h1><iframe title="payment" src="${other.origin}/shadow-pay" width="400" height="200"></iframe>`),
+  );
   site.route(
     "/resort",
     page(
@@ -71,7 +93,10 @@ document.getElementById("sort").onclick=()=>{const names=buttons.map(b=>b.textCo
   site.route("/b", "<html><head><title>Page B</title></head><body><p>Beta.</p></body></html>");
   site.route(
     "/panel",
-    page("Panel", `<div id="panel" style="height:100px;overflow:auto"><button style="display:block;height:60px">First</button><div style="height:600px"></div></div><div style="height:3000px"></div>`),
+    page(
+      "Panel",
+      `<div id="panel" style="height:100px;overflow:auto"><button style="display:block;height:60px">First</button><div style="height:600px"></div></div><div style="height:3000px"></div>`,
+    ),
   );
   site.route(
     "/effects",
@@ -133,9 +158,13 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       expect(filled.text).toContain('value is now "Ada"');
       expect(await read(tab)).toContain("Preview: Ada");
       s = await snap(tab);
-      expect((await call(client, "select_option", { tab, ref: s.ref("Size", "combobox"), revision: s.revision, option: "Large" })).text).toContain('selected "Large"');
+      expect((await call(client, "select_option", { tab, ref: s.ref("Size", "combobox"), revision: s.revision, option: "Large" })).text).toContain(
+        'selected "Large"',
+      );
       s = await snap(tab);
-      expect((await call(client, "set_checked", { tab, ref: s.ref("Gift wrap", "checkbox"), revision: s.revision, checked: true })).text).toContain("now checked");
+      expect((await call(client, "set_checked", { tab, ref: s.ref("Gift wrap", "checkbox"), revision: s.revision, checked: true })).text).toContain(
+        "now checked",
+      );
       s = await snap(tab);
       const clicked = await call(client, "click", { tab, ref: s.ref("Add to cart", "button"), revision: s.revision });
       expect(clicked.isError, clicked.text).toBe(false);
@@ -176,7 +205,9 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       let s = await snap(tab);
       await call(client, "fill", { tab, ref: s.ref("Search", "textbox"), revision: s.revision, text: "tabs" });
       s = await snap(tab);
-      expect((await call(client, "press_key", { tab, ref: s.ref("Search", "textbox"), revision: s.revision, key: "Enter" })).text).toContain("submitted the form");
+      expect((await call(client, "press_key", { tab, ref: s.ref("Search", "textbox"), revision: s.revision, key: "Enter" })).text).toContain(
+        "submitted the form",
+      );
       expect(await read(tab)).toContain("searched tabs");
       s = await snap(tab);
       await call(client, "hover", { tab, ref: s.ref("Menu", "button"), revision: s.revision });
@@ -316,7 +347,7 @@ describe("actions through the bridge", () => {
     const s = bridge.stub({
       handlers: {
         "tabs.get": () => ({ tab: stubTab(12, "http://127.0.0.1:1/shop") }),
-        "page.inspect": () => ({ ...facts, coveredBy: '<div#overlay>' }),
+        "page.inspect": () => ({ ...facts, coveredBy: "<div#overlay>" }),
         "page.act": () => ({ facts, effects: { done: "clicked" } }),
       },
     });

@@ -46,7 +46,14 @@ describe("error codes", () => {
     // browser_api are defined, with code mode; a program's commands answer with their own codes inside its result).
     // Codes that come back from the browser are dynamic and not covered here.
     const dirs = ["packages/broker/src/tools", "packages/broker/src/gate"].map((d) => join(root, d));
-    const sources = [...dirs.flatMap((dir) => readdirSync(dir).filter((f) => f.endsWith(".ts")).map((f) => readFileSync(join(dir, f), "utf8"))), readFileSync(join(root, "packages/broker/src/code/browserRun.ts"), "utf8")];
+    const sources = [
+      ...dirs.flatMap((dir) =>
+        readdirSync(dir)
+          .filter((f) => f.endsWith(".ts"))
+          .map((f) => readFileSync(join(dir, f), "utf8")),
+      ),
+      readFileSync(join(root, "packages/broker/src/code/browserRun.ts"), "utf8"),
+    ];
     const functions = new Map<string, string>();
     for (const source of sources) {
       for (const m of source.matchAll(/^(?:export )?(?:async )?function (\w+)\([\s\S]*?\n\}\n/gm)) if (m[1]) functions.set(m[1], m[0]);

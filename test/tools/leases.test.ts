@@ -8,7 +8,22 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { TabInfo } from "@tabrelay/protocol";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { allowYaml, attachBrowser, call, DRIVERS, MCP_TOKEN, openTab, PAIRING_TOKEN, page, startBroker, startSite, waitFor, type AttachedBrowser, type TestBroker, type TestSite } from "../harness.js";
+import {
+  allowYaml,
+  attachBrowser,
+  call,
+  DRIVERS,
+  MCP_TOKEN,
+  openTab,
+  PAIRING_TOKEN,
+  page,
+  startBroker,
+  startSite,
+  waitFor,
+  type AttachedBrowser,
+  type TestBroker,
+  type TestSite,
+} from "../harness.js";
 import { StubError, StubExtension, stubTab } from "../stubExtension.js";
 
 const CLI = fileURLToPath(new URL("../../packages/cli/bin/tabrelay.js", import.meta.url));
@@ -293,7 +308,11 @@ describe("leases, against a stub browser", () => {
 /** A dashboard session's cookie, logged in the way the form does. */
 async function dashboardCookie(b: TestBroker): Promise<Record<string, string>> {
   const form = await fetch(`${b.url}/login`);
-  const loginCookie = form.headers.getSetCookie().find((c) => c.startsWith("tabrelay_login_"))?.split(";")[0] ?? "";
+  const loginCookie =
+    form.headers
+      .getSetCookie()
+      .find((c) => c.startsWith("tabrelay_login_"))
+      ?.split(";")[0] ?? "";
   const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? "";
   const login = await fetch(`${b.url}/login`, {
     method: "POST",
@@ -301,7 +320,10 @@ async function dashboardCookie(b: TestBroker): Promise<Record<string, string>> {
     headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: b.url, Cookie: loginCookie },
     body: new URLSearchParams({ csrf, token: MCP_TOKEN }).toString(),
   });
-  const cookie = login.headers.getSetCookie().find((c) => c.startsWith("tabrelay_session_"))?.split(";")[0];
+  const cookie = login.headers
+    .getSetCookie()
+    .find((c) => c.startsWith("tabrelay_session_"))
+    ?.split(";")[0];
   if (!cookie) throw new Error(`dashboard login failed: ${login.status}`);
   return { Cookie: cookie, Host: new URL(b.url).host };
 }

@@ -38,7 +38,11 @@ document.getElementById("closedhost").attachShadow({ mode: "closed" }).innerHTML
 
 beforeAll(async () => {
   site = await startSite("127.0.0.1");
-  const results = Array.from({ length: 25 }, (_, i) => `<li class="result item"><a class="result-link" href="/r/${i + 1}" data-testid="r${i + 1}" title="Result ${i + 1} title" aria-describedby="x">Result ${i + 1}</a></li>`).join("");
+  const results = Array.from(
+    { length: 25 },
+    (_, i) =>
+      `<li class="result item"><a class="result-link" href="/r/${i + 1}" data-testid="r${i + 1}" title="Result ${i + 1} title" aria-describedby="x">Result ${i + 1}</a></li>`,
+  ).join("");
   site.route(
     "/list",
     page(
@@ -91,7 +95,8 @@ beforeAll(async () => {
   site.route("/nested", page("Nested", `<button>Nested pay</button>`));
   site.route("/widget-pay", page("Widget pay", `<input name="card" aria-label="Cross card">`));
   site.route("/secret-pay", page("Secret pay", `<input name="card" aria-label="SECRETCARD">`));
-  const at = (left: number, top: number, w: number, h: number) => `position:absolute;left:${left}px;top:${top}px;width:${w}px;height:${h}px;margin:0;border:0;padding:0`;
+  const at = (left: number, top: number, w: number, h: number) =>
+    `position:absolute;left:${left}px;top:${top}px;width:${w}px;height:${h}px;margin:0;border:0;padding:0`;
   site.route(
     "/points",
     page(
@@ -190,7 +195,8 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     expect(listed).toContain('text: "Seen words"');
     expect(listed).toMatch(/^- 2\. p generic \[hidden: unseen\]\n {2}class="x white"$/m);
     expect(listed).toMatch(/^- 3\. span generic \[hidden: size\]\n {2}class="x"$/m);
-    for (const planted of ["OFFSCREEN-INJECT", "OPACITY-INJECT", "TITLE-INJECT", "ARIA-INJECT", "NONE-INJECT", "ALT-INJECT", "WHITE-INJECT", "FLAT-INJECT"]) expect(result.text).not.toContain(planted);
+    for (const planted of ["OFFSCREEN-INJECT", "OPACITY-INJECT", "TITLE-INJECT", "ARIA-INJECT", "NONE-INJECT", "ALT-INJECT", "WHITE-INJECT", "FLAT-INJECT"])
+      expect(result.text).not.toContain(planted);
     // Nor can a selector test those words.
     for (const selector of ['[title*="INJECT"]', '[aria-label*="INJECT"]', '[alt*="INJECT"]', "xpath=//*[contains(., 'INJECT')]"]) {
       expect((await query(tab, { selector })).text, selector).toContain("Matches: none.");
@@ -310,7 +316,9 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     // The span under the point is inside the button: the button is what a click there reaches.
     expect(envelope(top.text)).toMatch(/^- 1\. button button "Go" \[ref=e\d+\] \[visible\]$/m);
     const framed = await query(tab, { selector: "point=70,140" });
-    expect(envelope(framed.text)).toMatch(/- frame «Point frame» at «http:\/\/127\.0\.0\.1:\d+\/pointframe»:\n- 1\. button button "Inside" \[ref=f\d+e\d+\] \[visible\]/);
+    expect(envelope(framed.text)).toMatch(
+      /- frame «Point frame» at «http:\/\/127\.0\.0\.1:\d+\/pointframe»:\n- 1\. button button "Inside" \[ref=f\d+e\d+\] \[visible\]/,
+    );
     // The frame's element is gated as any: no click grant for its label.
     expect((await call(client, "click", { tab, ...refOf(framed.text, '"Inside"') })).text).toMatch(/^write_denied: /);
     const cross = await query(tab, { selector: "point=400,140" });

@@ -19,7 +19,7 @@ function pngSize(bytes: Buffer): { width: number; height: number } {
 /** RGB of the top-left pixel (8-bit RGB/RGBA): every PNG filter stores the first pixel of a file as is. */
 function firstPixel(bytes: Buffer): number[] {
   const idat: Buffer[] = [];
-  for (let offset = 8; offset < bytes.length; ) {
+  for (let offset = 8; offset < bytes.length;) {
     const length = bytes.readUInt32BE(offset);
     if (bytes.toString("latin1", offset + 4, offset + 8) === "IDAT") idat.push(bytes.subarray(offset + 8, offset + 8 + length));
     offset += 12 + length;
@@ -39,7 +39,10 @@ beforeAll(async () => {
     `<html><head><title>Colour</title><style>body{margin:0;background:#fff}#box{width:200px;height:100px;background:rgb(255,0,0);margin:40px}</style></head><body><div id="box"><button>Red box</button></div><div style="height:3000px">tall</div><p>bottom</p></body></html>`,
   );
   site.route("/box-frame", `<html><body style="margin:0"><button style="width:150px;height:60px">Framed box</button></body></html>`);
-  site.route("/framed-box", `<html><head><title>Framed box</title></head><body style="margin:0"><p>Above the frame.</p><iframe src="/box-frame" width="400" height="200"></iframe></body></html>`);
+  site.route(
+    "/framed-box",
+    `<html><head><title>Framed box</title></head><body style="margin:0"><p>Above the frame.</p><iframe src="/box-frame" width="400" height="200"></iframe></body></html>`,
+  );
   site.route("/red", `<html><head><title>Red</title></head><body style="margin:0;background:rgb(255,0,0)"><p>red page</p></body></html>`);
 });
 
@@ -133,7 +136,9 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
 
   describe("what the driver can capture is what list_browsers says", () => {
     it("an element inside a frame: captured, or refused before the browser is asked, as the capability says", async () => {
-      expect((await call(client, "list_browsers")).text).toContain(`element screenshots in frames: ${capabilitiesOf(driver).frameElementScreenshot ? "yes" : "no"}`);
+      expect((await call(client, "list_browsers")).text).toContain(
+        `element screenshots in frames: ${capabilitiesOf(driver).frameElementScreenshot ? "yes" : "no"}`,
+      );
       const tab = await openTab("/framed-box", true);
       const snap = await call(client, "snapshot", { tab });
       const ref = /button "Framed box" \[ref=(f\d+e\d+)\]/.exec(snap.text)?.[1];

@@ -11,7 +11,21 @@ import { Broker, loadConfig, type Logger } from "../../packages/broker/src/index
 import { sessionTools } from "../../packages/broker/src/tools/sessions.js";
 import { errorScopeOf, errorsSentence } from "../../packages/broker/src/tools/tool.js";
 import { ERROR_CODES } from "../../packages/protocol/src/index.js";
-import { allowYaml, auditRows, call, connectClient, launchBrowser, makeDataDir, MCP_TOKEN, page, PAIRING_TOKEN, startBroker, startSite, waitFor, type TestSite } from "../harness.js";
+import {
+  allowYaml,
+  auditRows,
+  call,
+  connectClient,
+  launchBrowser,
+  makeDataDir,
+  MCP_TOKEN,
+  page,
+  PAIRING_TOKEN,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestSite,
+} from "../harness.js";
 
 interface Started {
   broker: Broker;
@@ -48,7 +62,7 @@ function pidOf(logs: string[], id: string): number {
 }
 
 function startedPids(logs: string[]): number[] {
-  return logs.flatMap((l) => [.../sessions: started .*pid (\d+)/g.exec(l) ?? []].slice(1).map(Number));
+  return logs.flatMap((l) => [...(/sessions: started .*pid (\d+)/g.exec(l) ?? [])].slice(1).map(Number));
 }
 
 async function gone(pid: number): Promise<void> {
@@ -218,7 +232,17 @@ describe("with browsers.source: local", () => {
     const before = startedPids(main.logs).length;
     const abort = new AbortController();
     const pending = client
-      .callTool({ name: "browser_run", arguments: { browser: "new", program: `await browse.open(${JSON.stringify(`${site.origin}/hello`)}); await browse.waitFor({ text: "never there", timeoutMs: 30000 }); return 1;` } }, undefined, { signal: abort.signal })
+      .callTool(
+        {
+          name: "browser_run",
+          arguments: {
+            browser: "new",
+            program: `await browse.open(${JSON.stringify(`${site.origin}/hello`)}); await browse.waitFor({ text: "never there", timeoutMs: 30000 }); return 1;`,
+          },
+        },
+        undefined,
+        { signal: abort.signal },
+      )
       .catch((error: unknown) => error);
     const pid = await waitFor("the temporary browser", () => startedPids(main.logs).slice(before)[0]);
     await waitFor("the program's tab", () => (main.broker.registry.list().length > 0 ? true : undefined));
@@ -251,7 +275,7 @@ describe("limits", () => {
       const kept = idOf((await call(c, "browser_start")).text);
       const keptPid = pidOf(b.logs, kept);
       // Calls that address it keep it: 3.5 s of list_tabs every 400 ms, twice the idle time.
-      for (const until = Date.now() + 3500; Date.now() < until; ) {
+      for (const until = Date.now() + 3500; Date.now() < until;) {
         expect((await call(c, "list_tabs", { browser: kept })).isError).toBe(false);
         await new Promise((r) => setTimeout(r, 400));
       }
@@ -305,7 +329,9 @@ describe("without a browser source", () => {
 describe("config", () => {
   it("refuses an unknown source or an out-of-range limit at start-up, naming the key", () => {
     const env = { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN };
-    expect(() => loadConfig({ dataDir: makeDataDir("browsers:\n  source: chrome\n"), env })).toThrow(/browsers\.source: source must be local, browserbase or kernel/);
+    expect(() => loadConfig({ dataDir: makeDataDir("browsers:\n  source: chrome\n"), env })).toThrow(
+      /browsers\.source: source must be local, browserbase or kernel/,
+    );
     expect(() => loadConfig({ dataDir: makeDataDir("browsers:\n  source: local\n  max_sessions: 0\n"), env })).toThrow(/browsers\.max_sessions/);
     expect(() => loadConfig({ dataDir: makeDataDir("browsers:\n  max_sessions: 2\n"), env })).toThrow(/browsers\.source/);
     const config = loadConfig({ dataDir: makeDataDir("browsers:\n  source: kernel\n"), env });

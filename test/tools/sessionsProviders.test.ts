@@ -39,7 +39,17 @@ const connectUrl = () => `${chromium.endpoint}?token=${TOKEN}`;
 const CASES = {
   browserbase: {
     env: (origin: string) => ({ BROWSERBASE_API_KEY: API_KEY, BROWSERBASE_PROJECT_ID: "proj-0042", BROWSERBASE_API_URL: origin }),
-    created: () => ({ status: 201, body: { id: "bb-session-0007", status: "RUNNING", projectId: "proj-0042", expiresAt: new Date(Date.now() + 3_600_000).toISOString(), connectUrl: connectUrl(), signingKey: TOKEN } }),
+    created: () => ({
+      status: 201,
+      body: {
+        id: "bb-session-0007",
+        status: "RUNNING",
+        projectId: "proj-0042",
+        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+        connectUrl: connectUrl(),
+        signingKey: TOKEN,
+      },
+    }),
     live: `https://www.browserbase.com/devtools-fullscreen/inspector.html?wss=connect.browserbase.com/debug/bb-session-0007/devtools/page/1?debug=true&token=${LIVE_TOKEN}`,
     createPath: "/v1/sessions",
     release: (r: Recorded) => r.method === "POST" && r.path === "/v1/sessions/bb-session-0007",
@@ -47,7 +57,16 @@ const CASES = {
   },
   kernel: {
     env: (origin: string) => ({ KERNEL_API_KEY: API_KEY, KERNEL_API_URL: origin }),
-    created: () => ({ status: 200, body: { session_id: "kernel-browser-0007", cdp_ws_url: connectUrl(), timeout_seconds: 60, headless: false, browser_live_view_url: `https://live.onkernel.com/kernel-browser-0007?jwt=${LIVE_TOKEN}` } }),
+    created: () => ({
+      status: 200,
+      body: {
+        session_id: "kernel-browser-0007",
+        cdp_ws_url: connectUrl(),
+        timeout_seconds: 60,
+        headless: false,
+        browser_live_view_url: `https://live.onkernel.com/kernel-browser-0007?jwt=${LIVE_TOKEN}`,
+      },
+    }),
     live: `https://live.onkernel.com/kernel-browser-0007?jwt=${LIVE_TOKEN}`,
     createPath: "/browsers",
     release: (r: Recorded) => r.method === "DELETE" && r.path === "/browsers/kernel-browser-0007",
@@ -66,7 +85,18 @@ describe.each(["browserbase", "kernel"] as const)("browsers.source: %s", (name) 
   beforeAll(async () => {
     api.requests = [];
     api.onCreate = () => c.created();
-    api.onGet = (r) => (r.path === "/v1/sessions/bb-session-0007/debug" ? { status: 200, body: { debuggerFullscreenUrl: c.live, debuggerUrl: c.live.replace("-fullscreen", ""), wsUrl: `wss://connect.browserbase.com/debug/bb-session-0007?token=${LIVE_TOKEN}`, pages: [] } } : { status: 404 });
+    api.onGet = (r) =>
+      r.path === "/v1/sessions/bb-session-0007/debug"
+        ? {
+            status: 200,
+            body: {
+              debuggerFullscreenUrl: c.live,
+              debuggerUrl: c.live.replace("-fullscreen", ""),
+              wsUrl: `wss://connect.browserbase.com/debug/bb-session-0007?token=${LIVE_TOKEN}`,
+              pages: [],
+            },
+          }
+        : { status: 404 };
     // The provider client reads the same variables as `tabrelay serve --provider`, from the environment.
     for (const [key, value] of Object.entries(c.env(api.origin))) {
       saved[key] = process.env[key];

@@ -18,7 +18,13 @@ beforeAll(async () => {
   site = await startSite("127.0.0.1");
   other = await startSite("localhost");
   await routeReactShop(site);
-  other.route("/pay", page("Pay", `<label for="card">Card number</label><input id="card"><button onclick="document.body.insertAdjacentHTML('beforeend','<h2>Paid with '+document.getElementById('card').value+'</h2>')">Pay now</button>`));
+  other.route(
+    "/pay",
+    page(
+      "Pay",
+      `<label for="card">Card number</label><input id="card"><button onclick="document.body.insertAdjacentHTML('beforeend','<h2>Paid with '+document.getElementById('card').value+'</h2>')">Pay now</button>`,
+    ),
+  );
   site.route("/checkout", page("Checkout", `<h1>Checkout</h1><iframe title="payment" src="${other.origin}/pay" width="400" height="200"></iframe>`));
   // A hostile page: 20,000 custom elements (most never defined, 400 defined without a root), and the one
   // closed root that matters last; then a root attached to an upgraded element later, after a snapshot.
@@ -44,7 +50,8 @@ root.innerHTML = '<button>Subscribe</button>'; root.querySelector("button").addE
     ),
   );
   // Closed roots on ordinary hosts (every element attachShadow accepts), the body itself, nested, and in frames.
-  const closedOn = (selector: string, html: string) => `document.querySelector(${JSON.stringify(selector)}).attachShadow({ mode: "closed" }).innerHTML = ${JSON.stringify(html)};`;
+  const closedOn = (selector: string, html: string) =>
+    `document.querySelector(${JSON.stringify(selector)}).attachShadow({ mode: "closed" }).innerHTML = ${JSON.stringify(html)};`;
   site.route(
     "/closed-hosts",
     page(
@@ -68,14 +75,20 @@ document.getElementById("d").addEventListener("click", () => {
   );
   site.route(
     "/closed-body",
-    page("Closed body", `<h1>Light heading</h1><button>Light button</button><script>${closedOn("body", "<nav><button>Body door</button></nav><slot></slot>")}</script>`),
+    page(
+      "Closed body",
+      `<h1>Light heading</h1><button>Light button</button><script>${closedOn("body", "<nav><button>Body door</button></nav><slot></slot>")}</script>`,
+    ),
   );
   const framed = page("Framed", `<div id="f"></div><script>${closedOn("#f", "<button>Framed door</button>")}</script>`);
   site.route("/closed-framed", framed);
   other.route("/closed-framed", framed);
   site.route(
     "/closed-frames",
-    page("Closed frames", `<h1>Frames</h1><iframe title="same" src="/closed-framed" width="300" height="100"></iframe><iframe title="cross" src="${other.origin}/closed-framed" width="300" height="100"></iframe>`),
+    page(
+      "Closed frames",
+      `<h1>Frames</h1><iframe title="same" src="/closed-framed" width="300" height="100"></iframe><iframe title="cross" src="${other.origin}/closed-framed" width="300" height="100"></iframe>`,
+    ),
   );
   site.route(
     "/big",
@@ -96,7 +109,9 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
 
   beforeAll(async () => {
     // Reads of both test sites: the checkout's payment frame is on the other one.
-    ({ client, close: closeSession } = await startSession(driver, { yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n      "localhost": [".*"]\n  write:\n    click:\n      "127.0.0.1": { label: "^Div door$" }\n` }));
+    ({ client, close: closeSession } = await startSession(driver, {
+      yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n      "localhost": [".*"]\n  write:\n    click:\n      "127.0.0.1": { label: "^Div door$" }\n`,
+    }));
   }, 60_000);
 
   afterAll(() => closeSession());
@@ -126,7 +141,8 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
     it("reaches closed roots on div, span, section, p and h1 hosts, nested ones, and on the body itself", async () => {
       const tab = await open("/closed-hosts");
       const s = await snap(tab);
-      for (const name of ["Div door", "Span door", "Section door", "Paragraph door", "Heading door", "Deep door"]) expect(s.ref(name, "button"), name).toMatch(/^e\d+$/);
+      for (const name of ["Div door", "Span door", "Section door", "Paragraph door", "Heading door", "Deep door"])
+        expect(s.ref(name, "button"), name).toMatch(/^e\d+$/);
       expect(s.text).toMatch(/- heading "Section heading" \[level=2\]/);
       const body = await open("/closed-body");
       const b = await snap(body);

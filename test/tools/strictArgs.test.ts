@@ -41,7 +41,9 @@ describe("strict arguments", () => {
     const before = stub.calls.length;
     const result = await call(client, "click", { tab: 4, ref: "e1", revision: "r1-x", bogus: 1 });
     expect(result.isError).toBe(true);
-    expect(result.text).toMatch(/^invalid_params: unknown argument `bogus` \(click takes tab, ref, revision, browser, idempotency_key\): remove it and call click again/);
+    expect(result.text).toMatch(
+      /^invalid_params: unknown argument `bogus` \(click takes tab, ref, revision, browser, idempotency_key\): remove it and call click again/,
+    );
     expect(stub.calls.length).toBe(before);
   });
 
@@ -54,7 +56,9 @@ describe("strict arguments", () => {
   });
 
   it("a missing, out-of-range or off-list argument says so", async () => {
-    expect((await call(client, "navigate", { url: "http://127.0.0.1:1/" })).text).toMatch(/^invalid_params: missing argument `tab` \(Tab id\.\): add it and call navigate again/);
+    expect((await call(client, "navigate", { url: "http://127.0.0.1:1/" })).text).toMatch(
+      /^invalid_params: missing argument `tab` \(Tab id\.\): add it and call navigate again/,
+    );
     expect((await call(client, "read_page", { tab: 4, max_chars: 10 })).text).toMatch(/^invalid_params: `max_chars` must be at least 500, got 10/);
     expect((await call(client, "read_page", { tab: 4, mode: "brief" })).text).toMatch(/^invalid_params: `mode` must be one of "readable", "full", got "brief"/);
   });
@@ -62,7 +66,9 @@ describe("strict arguments", () => {
   it("an unknown field of an object argument is named with its path and that object's fields", async () => {
     const result = await call(client, "browser_run", { program: "return 1", budgets: { wallMs: 1500 } });
     expect(result.isError).toBe(true);
-    expect(result.text).toMatch(/^invalid_params: unknown field `budgets\.wallMs` \(`budgets` takes wall_ms, [a-z_, ]+\): remove it and call browser_run again/);
+    expect(result.text).toMatch(
+      /^invalid_params: unknown field `budgets\.wallMs` \(`budgets` takes wall_ms, [a-z_, ]+\): remove it and call browser_run again/,
+    );
   });
 
   it("several problems are listed together, then the retry", async () => {
@@ -87,7 +93,9 @@ describe("strict arguments", () => {
     const listed = await call(client, "list_tabs", {});
     expect(listed.isError).toBe(false);
     expect(listed.text).toContain("tab 4");
-    expect((await call(client, "list_browsers", { verbose: true })).text).toMatch(/^invalid_params: unknown argument `verbose` \(list_browsers takes no arguments\)/);
+    expect((await call(client, "list_browsers", { verbose: true })).text).toMatch(
+      /^invalid_params: unknown argument `verbose` \(list_browsers takes no arguments\)/,
+    );
   });
 
   it("tools/list names exactly the fields each tool takes (the list leaves additionalProperties: false out; the call is still strict)", async () => {

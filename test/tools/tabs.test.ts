@@ -53,10 +53,11 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
 
     // In a browser tabrelay launched over CDP every tab is the agent's by design; the attached browser's
     // case (a user's tab) is in lifecycle.test.ts.
-    if (driver === "extension") it("never touches tabs the agent did not open", async () => {
-      const result = await call(client, "read_page", { tab: 1 });
-      expect(result.isError).toBe(true);
-      expect(result.text).toMatch(/^(not_agent_tab|no_such_tab):/);
-    });
+    if (driver === "extension")
+      it("never touches tabs the agent did not open", async () => {
+        const result = await call(client, "read_page", { tab: 1 });
+        expect(result.isError).toBe(true);
+        expect(result.text).toMatch(/^(not_agent_tab|no_such_tab):/);
+      });
   });
 });

@@ -25,7 +25,18 @@ it("tools/list matches the reviewed snapshot", async () => {
     "",
     client.getInstructions() ?? "",
     "",
-    ...tools.map((t) => [`## ${t.name}`, "", t.description ?? "", "", "```json", JSON.stringify({ annotations: t.annotations, inputSchema: t.inputSchema }, null, 2), "```", ""].join("\n")),
+    ...tools.map((t) =>
+      [
+        `## ${t.name}`,
+        "",
+        t.description ?? "",
+        "",
+        "```json",
+        JSON.stringify({ annotations: t.annotations, inputSchema: t.inputSchema }, null, 2),
+        "```",
+        "",
+      ].join("\n"),
+    ),
   ].join("\n");
   await expect(doc).toMatchFileSnapshot("__snapshots__/tools.md");
 });
@@ -61,7 +72,9 @@ it("the instructions say once what every tool shares: untrusted page content, re
   expect(instructions).toContain("older refs then fail with stale_ref");
   // Every code of the one table, with its meaning and next step; the descriptions name only their own codes.
   for (const info of ERRORS) expect(instructions, info.code).toContain(`- ${info.code}: ${info.meaning}. Next: ${info.next}`);
-  expect(instructions).toContain("policy_denied: the URL, or where the page went, is outside the read policy (the rule is named). Next: ask the user to allow it (refused: do not retry, tell the user).");
+  expect(instructions).toContain(
+    "policy_denied: the URL, or where the page went, is outside the read policy (the rule is named). Next: ask the user to allow it (refused: do not retry, tell the user).",
+  );
   const { tools } = await client.listTools();
   for (const tool of tools) {
     expect(tool.description, tool.name).not.toContain("untrusted");

@@ -7,7 +7,21 @@ import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allowYaml, call, connectClient, launchBrowser, openTab, page, snapshotOf, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "../harness.js";
+import {
+  allowYaml,
+  call,
+  connectClient,
+  launchBrowser,
+  openTab,
+  page,
+  snapshotOf,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestBrowser,
+  type TestSite,
+} from "../harness.js";
 import { startPostgres, type TestPostgres } from "../postgres.js";
 
 const WRITE_POLICY = `  write:
@@ -40,16 +54,19 @@ async function droppingProxy(target: TestBroker): Promise<DroppingProxy> {
       const body = Buffer.concat(chunks);
       const dropping = drop && body.includes('"tools/call"');
       if (dropping) drop = false;
-      const upstream = request({ host: "127.0.0.1", port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: `127.0.0.1:${target.port}` } }, (answer) => {
-        if (dropping) {
-          // The broker answered in full; the client never hears it, as when a connection breaks on the way back.
-          answer.resume();
-          answer.on("end", () => req.socket.destroy());
-          return;
-        }
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
+      const upstream = request(
+        { host: "127.0.0.1", port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: `127.0.0.1:${target.port}` } },
+        (answer) => {
+          if (dropping) {
+            // The broker answered in full; the client never hears it, as when a connection breaks on the way back.
+            answer.resume();
+            answer.on("end", () => req.socket.destroy());
+            return;
+          }
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
       upstream.on("error", () => res.destroy());
       upstream.end(body);
     });
@@ -67,7 +84,8 @@ async function addToCart(c: Client, tab: number, key: string) {
   return { snap, args: { tab, ref: snap.ref("Add to cart", "button"), revision: snap.revision, idempotency_key: key } };
 }
 
-const keyed = (broker: TestBroker, key: string) => broker.broker.audit.list({ limit: 1000 }).filter((r) => (r.detail ?? "").includes(`"idempotency_key":"${key}"`) || r.tool === "click");
+const keyed = (broker: TestBroker, key: string) =>
+  broker.broker.audit.list({ limit: 1000 }).filter((r) => (r.detail ?? "").includes(`"idempotency_key":"${key}"`) || r.tool === "click");
 
 beforeAll(async () => {
   site = await startSite("127.0.0.1");
@@ -78,7 +96,10 @@ beforeAll(async () => {
   });
   site.route(
     "/shop",
-    page("Shop", `<p id="count">Cart: 0</p><button onclick="fetch('/hit', { method: 'POST' }).then((r) => r.text()).then((n) => (document.getElementById('count').textContent = 'Cart: ' + n))">Add to cart</button>`),
+    page(
+      "Shop",
+      `<p id="count">Cart: 0</p><button onclick="fetch('/hit', { method: 'POST' }).then((r) => r.text()).then((n) => (document.getElementById('count').textContent = 'Cart: ' + n))">Add to cart</button>`,
+    ),
   );
   pg = await startPostgres();
   const yaml = `${allowYaml(WRITE_POLICY)}store:\n  postgres_url: "${pg.url}"\n`;
@@ -189,7 +210,8 @@ describe("writes with an idempotency key", () => {
     const first = await call(client, "click", args);
     expect(first.isError, first.text).toBe(false);
     expect(await settledHits(1)).toBe(1);
-    const owner = /^idempotency_conflict: this idempotency_key belongs to another session \(client "[^"]+", first used at \S+\); nothing was run, and that call's outcome is that session's/;
+    const owner =
+      /^idempotency_conflict: this idempotency_key belongs to another session \(client "[^"]+", first used at \S+\); nothing was run, and that call's outcome is that session's/;
     // Another session of the same user on this broker, with the same key and arguments (the tab is the first
     // session's, so its own click would be tab_leased: the key is judged before the call reaches the tab).
     const neighbour = await connectClient(brokerA.url);
@@ -205,11 +227,15 @@ describe("writes with an idempotency key", () => {
       }
       // A new key on broker B does reach for a browser, and there is none. The store's URL names its account
       // "tabrelay" (postgres://tabrelay:<password>@...): the product's own words come through unredacted.
-      expect((await call(elsewhere, "click", { ...args, idempotency_key: "order-6" })).text).toMatch(/^not_connected: no browser is connected to tabrelay; start one with `tabrelay launch`/);
+      expect((await call(elsewhere, "click", { ...args, idempotency_key: "order-6" })).text).toMatch(
+        /^not_connected: no browser is connected to tabrelay; start one with `tabrelay launch`/,
+      );
       // The key's own session still gets its outcome back (the positive control).
       const again = await call(client, "click", args);
       expect(again.text).toContain("A retry: this is the outcome of the first call");
-      const refused = [...brokerA.broker.audit.list({ limit: 1000 }), ...brokerB.broker.audit.list({ limit: 1000 })].filter((r) => r.code === "idempotency_conflict" && (r.detail ?? "").includes('"order-5"'));
+      const refused = [...brokerA.broker.audit.list({ limit: 1000 }), ...brokerB.broker.audit.list({ limit: 1000 })].filter(
+        (r) => r.code === "idempotency_conflict" && (r.detail ?? "").includes('"order-5"'),
+      );
       expect(refused.map((r) => r.decision)).toEqual(["refused", "refused"]);
     } finally {
       await neighbour.close();

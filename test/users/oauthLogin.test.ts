@@ -9,7 +9,12 @@ import { allowYaml, call, closedPort, connectClient, MCP_TOKEN, startBroker, typ
 import { StubExtension } from "../stubExtension.js";
 import { signingKey, startIdp, userToken, type Idp } from "../idp.js";
 
-const INITIALIZE = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } };
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+};
 
 interface Refused {
   status: number;
@@ -32,7 +37,11 @@ describe("OAuth: access tokens from the configured issuer act as the user with t
   async function initialize(token?: string): Promise<Refused> {
     const res = await fetch(`${broker.url}/mcp`, {
       method: "POST",
-      headers: { ...(token !== undefined ? { Authorization: `Bearer ${token}` } : {}), "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+      headers: {
+        ...(token !== undefined ? { Authorization: `Bearer ${token}` } : {}),
+        "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream",
+      },
       body: JSON.stringify(INITIALIZE),
     });
     return { status: res.status, challenge: res.headers.get("www-authenticate"), body: await res.text() };
@@ -82,7 +91,13 @@ describe("OAuth: access tokens from the configured issuer act as the user with t
     // What the MCP SDK's client reads from the challenge, and the document it then fetches.
     expect(extractWWWAuthenticateParams(res).resourceMetadataUrl?.href).toBe(metadataUrl);
     const document = await (await fetch(metadataUrl)).json();
-    expect(document).toEqual({ resource, authorization_servers: [idp.issuer], bearer_methods_supported: ["header"], scopes_supported: ["browse"], resource_name: "tabrelay" });
+    expect(document).toEqual({
+      resource,
+      authorization_servers: [idp.issuer],
+      bearer_methods_supported: ["header"],
+      scopes_supported: ["browse"],
+      resource_name: "tabrelay",
+    });
     expect(await discoverOAuthProtectedResourceMetadata(resource)).toMatchObject({ resource, authorization_servers: [idp.issuer] });
     expect(await (await fetch(`${broker.url}/.well-known/oauth-protected-resource`)).json()).toEqual(document);
     // Public, but still behind the Host check (DNS rebinding).
@@ -137,7 +152,9 @@ describe("OAuth: access tokens from the configured issuer act as the user with t
     const token = await userToken(idp, "alice", "admin", { resource });
     const refused = await initialize(token);
     expect(refused.status).toBe(403);
-    expect(refused.challenge).toBe(`Bearer resource_metadata="${metadataUrl}", scope="browse", error="insufficient_scope", error_description="token lacks scope browse"`);
+    expect(refused.challenge).toBe(
+      `Bearer resource_metadata="${metadataUrl}", scope="browse", error="insufficient_scope", error_description="token lacks scope browse"`,
+    );
     expectNoToken(refused, token);
   });
 
@@ -189,7 +206,11 @@ describe("OAuth off (no auth.oauth): an access token is just a wrong token", () 
     try {
       await plain.broker.users.add("alice", { subject: "alice" });
       const token = await userToken(idp, "alice", "browse", { resource: `${plain.url}/mcp` });
-      const res = await fetch(`${plain.url}/mcp`, { method: "POST", headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" }, body: JSON.stringify(INITIALIZE) });
+      const res = await fetch(`${plain.url}/mcp`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+        body: JSON.stringify(INITIALIZE),
+      });
       expect(res.status).toBe(401);
       expect(res.headers.get("www-authenticate")).toBe('Bearer realm="tabrelay"');
       expect(await res.text()).toContain("missing or wrong bearer token");

@@ -5,7 +5,21 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { allowYaml, call, connectClient, launchBrowser, MCP_TOKEN, openTab, page, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "../harness.js";
+import {
+  allowYaml,
+  call,
+  connectClient,
+  launchBrowser,
+  MCP_TOKEN,
+  openTab,
+  page,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestBrowser,
+  type TestSite,
+} from "../harness.js";
 import { StubExtension } from "../stubExtension.js";
 
 interface Member {
@@ -32,7 +46,13 @@ describe("users: each agent reaches only its own user's browsers", () => {
       const added = await broker.broker.users.add(name);
       const browser = await launchBrowser(broker.port, added.pairingCode, `${name} chromium`);
       const connected = await waitFor(`${name}'s browser`, () => broker.broker.registry.list().find((b) => b.info.label === `${name} chromium`), 30_000);
-      return { token: added.token, pairingCode: added.pairingCode, client: await connectClient(broker.url, added.token), browser, browserId: connected.info.browserId };
+      return {
+        token: added.token,
+        pairingCode: added.pairingCode,
+        client: await connectClient(broker.url, added.token),
+        browser,
+        browserId: connected.info.browserId,
+      };
     };
     alice = await join("alice");
     bob = await join("bob");
@@ -105,14 +125,25 @@ describe("users: each agent reaches only its own user's browsers", () => {
     const init = await fetch(`${broker.url}/mcp`, {
       method: "POST",
       headers: { Authorization: `Bearer ${alice.token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+      }),
     });
     const sessionId = init.headers.get("mcp-session-id");
     expect(sessionId).toBeTruthy();
     await init.body?.cancel();
     const hijack = await fetch(`${broker.url}/mcp`, {
       method: "POST",
-      headers: { Authorization: `Bearer ${bob.token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream", "Mcp-Session-Id": sessionId!, "Mcp-Protocol-Version": "2025-06-18" },
+      headers: {
+        Authorization: `Bearer ${bob.token}`,
+        "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream",
+        "Mcp-Session-Id": sessionId!,
+        "Mcp-Protocol-Version": "2025-06-18",
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "list_tabs", arguments: {} } }),
     });
     expect(hijack.status).toBe(404);
@@ -196,7 +227,10 @@ const CLI = fileURLToPath(new URL("../../packages/cli/bin/tabrelay.js", import.m
 
 /** The CLI as a user runs it; asynchronous, since the broker it works beside runs in this process. */
 function tabrelay(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" } });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" },
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -277,7 +311,11 @@ async function dashboardLogin(b: TestBroker, token: string) {
     raw,
     get: async (path: string): Promise<unknown> => (await raw(path)).json(),
     post: (path: string, fields: Record<string, string> = {}) =>
-      fetch(`${b.url}${path}`, { method: "POST", headers: { Cookie: cookie, Origin: b.url, "X-CSRF-Token": csrf, "Content-Type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() }),
+      fetch(`${b.url}${path}`, {
+        method: "POST",
+        headers: { Cookie: cookie, Origin: b.url, "X-CSRF-Token": csrf, "Content-Type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams(fields).toString(),
+      }),
     /** The audit stream's first batch of records. */
     events: async (path: string): Promise<Array<{ user?: string; tool: string }>> => {
       const controller = new AbortController();

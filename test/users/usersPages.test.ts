@@ -8,7 +8,19 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allowYaml, call, connectClient, launchBrowser, routePageToken, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "../harness.js";
+import {
+  allowYaml,
+  call,
+  connectClient,
+  launchBrowser,
+  routePageToken,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestBrowser,
+  type TestSite,
+} from "../harness.js";
 
 interface Member {
   name: string;
@@ -73,9 +85,17 @@ async function openTab(m: Member, url: string): Promise<number> {
 beforeAll(async () => {
   site = await startSite();
   prefix = `127_0_0_1_${site.port}__`;
-  const yaml = allowYaml().replace("policy:\n", `policy:\n  write:\n    page_tools:\n      "${site.origin}": { tools: ".*" }\n`) + `pages:\n  allowed_origins: ["${site.origin}"]\n  webmcp: true\nscreenshots:\n  enabled: true\n  ttl_seconds: 120\n`;
+  const yaml =
+    allowYaml().replace("policy:\n", `policy:\n  write:\n    page_tools:\n      "${site.origin}": { tools: ".*" }\n`) +
+    `pages:\n  allowed_origins: ["${site.origin}"]\n  webmcp: true\nscreenshots:\n  enabled: true\n  ttl_seconds: 120\n`;
   broker = await startBroker({ yaml });
-  const bundle = await build({ entryPoints: [fileURLToPath(new URL("../../packages/page/src/index.ts", import.meta.url))], bundle: true, format: "esm", write: false, platform: "browser" });
+  const bundle = await build({
+    entryPoints: [fileURLToPath(new URL("../../packages/page/src/index.ts", import.meta.url))],
+    bundle: true,
+    format: "esm",
+    write: false,
+    platform: "browser",
+  });
   const lib = bundle.outputFiles[0]!.text;
   site.route("/page-lib.js", (_req, res) => {
     res.writeHead(200, { "Content-Type": "text/javascript" });
@@ -85,7 +105,11 @@ beforeAll(async () => {
   site.route("/cart", webMcpPage);
   const tokens = new Map<string, string>();
   // The app's backend: asks the broker for a page token with its signed-in user's bearer, as an app would.
-  routePageToken(site, () => broker.url, (req) => tokens.get(new URL(req.url ?? "/", site.origin).searchParams.get("as") ?? "") ?? "");
+  routePageToken(
+    site,
+    () => broker.url,
+    (req) => tokens.get(new URL(req.url ?? "/", site.origin).searchParams.get("as") ?? "") ?? "",
+  );
   const join = async (name: string): Promise<Member> => {
     const added = await broker.broker.users.add(name);
     tokens.set(name, added.token);
@@ -157,16 +181,20 @@ describe("page tools: each user's agents see and call only their own pages' tool
   });
 
   it("another user's page prompt is as unknown as a made-up one, and recorded alike", async () => {
-    const get = (name: string) => bob.client.getPrompt({ name }).then(
-      () => "got it",
-      (error: unknown) => (error instanceof Error ? error.message : String(error)),
-    );
+    const get = (name: string) =>
+      bob.client.getPrompt({ name }).then(
+        () => "got it",
+        (error: unknown) => (error instanceof Error ? error.message : String(error)),
+      );
     const theirs = await get(`${prefix}alice_weekly`);
     const madeUp = await get(`${prefix}nobody_weekly`);
     expect(theirs).toContain("no page offers the prompt");
     expect(theirs.replace("alice_weekly", "X")).toBe(madeUp.replace("nobody_weekly", "X"));
     const prompts = broker.broker.audit.list({ user: "bob", limit: 200 }).filter((r) => r.tool === "page_prompt");
-    expect(prompts.map((r) => `${r.target}:${r.decision}:${r.code}`)).toEqual([`prompt ${prefix}alice_weekly:refused:page_gone`, `prompt ${prefix}nobody_weekly:refused:page_gone`]);
+    expect(prompts.map((r) => `${r.target}:${r.decision}:${r.code}`)).toEqual([
+      `prompt ${prefix}alice_weekly:refused:page_gone`,
+      `prompt ${prefix}nobody_weekly:refused:page_gone`,
+    ]);
   });
 
   it("a code-mode program lists and calls only its user's page tools; another's name fails as a made-up one, each call recorded", async () => {

@@ -6,7 +6,20 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findChromium, launchLocalChromium } from "../../packages/broker/src/index.js";
-import { call, connectClient, launchBrowser, openTab, page, snapshotOf, startBroker, startSite, waitFor, type TestBroker, type TestBrowser, type TestSite } from "../harness.js";
+import {
+  call,
+  connectClient,
+  launchBrowser,
+  openTab,
+  page,
+  snapshotOf,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestBrowser,
+  type TestSite,
+} from "../harness.js";
 
 const YAML = `policy:
   read:
@@ -57,7 +70,13 @@ beforeAll(async () => {
     res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
     res.end(page("Bounce", `<p>Moving on</p><script>location.href = "http://localhost:${site.port}/payroll?who=${encodeURIComponent(who)}";</script>`));
   });
-  site.route("/shop", page("Shop", `<p id="n">0</p><button onclick="document.getElementById('n').textContent = 'cart'">Add to cart</button><button onclick="document.getElementById('n').textContent = 'bought'">Buy now</button>`));
+  site.route(
+    "/shop",
+    page(
+      "Shop",
+      `<p id="n">0</p><button onclick="document.getElementById('n').textContent = 'cart'">Add to cart</button><button onclick="document.getElementById('n').textContent = 'bought'">Buy now</button>`,
+    ),
+  );
   broker = await startBroker({ yaml: YAML });
   const join = async (name: string): Promise<Member> => {
     const added = await broker.broker.users.add(name);

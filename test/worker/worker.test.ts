@@ -39,7 +39,9 @@ function configYaml(): string {
 
 async function connect(url: string, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: "worker-test", version: "0.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, ...headers } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, ...headers } } }),
+  );
   return client;
 }
 
@@ -58,7 +60,13 @@ beforeAll(async () => {
     res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
     res.end(article("River lights", 6, "The river, for once, was only a river."));
   });
-  site.route("/shop", page("Shop", `<h1>Shop</h1><p id="cart">Cart: 0 items</p><button onclick="document.getElementById('cart').textContent='Cart: 1 item'">Add to cart</button><button onclick="document.body.append('DELETED')">Delete account</button>`));
+  site.route(
+    "/shop",
+    page(
+      "Shop",
+      `<h1>Shop</h1><p id="cart">Cart: 0 items</p><button onclick="document.getElementById('cart').textContent='Cart: 1 item'">Add to cart</button><button onclick="document.body.append('DELETED')">Delete account</button>`,
+    ),
+  );
   refused.route("/secret", page("Secret", "<p>not for agents</p>"));
   collector = createServer((req, res) => {
     let body = "";
@@ -155,13 +163,19 @@ return await browse.get("title");`;
       const holder = Number(/tab (\d+)/i.exec((await call(client, "open_tab", { url: `${site.origin}/shop?holder` })).text)?.[1]);
       let slowDone = false;
       const slow = client
-        .callTool({ name: "browser_run", arguments: { tab: holder, program: `await browse.goto(${JSON.stringify(`${site.origin}/shop?slow-started`)}); await browse.waitFor({ text: "a text this page never shows", timeoutMs: 3000 }).catch(() => 0); return "slow";` } })
+        .callTool({
+          name: "browser_run",
+          arguments: {
+            tab: holder,
+            program: `await browse.goto(${JSON.stringify(`${site.origin}/shop?slow-started`)}); await browse.waitFor({ text: "a text this page never shows", timeoutMs: 3000 }).catch(() => 0); return "slow";`,
+          },
+        })
         .then((r) => ((slowDone = true), r));
       await waitFor("the slow program running", async () => ((await call(client, "list_tabs")).text.includes("slow-started") ? true : undefined));
       const fast = await client.callTool({ name: "browser_run", arguments: { program: `return "fast";` } });
       expect((fast.structuredContent as { value?: unknown }).value).toBe("fast");
       expect(slowDone).toBe(false);
-      expect((((await slow).structuredContent) as { value?: unknown }).value).toBe("slow");
+      expect(((await slow).structuredContent as { value?: unknown }).value).toBe("slow");
       await call(client, "close_tab", { tab: holder });
     });
 
@@ -200,7 +214,11 @@ return await browse.get("title");`;
     });
 
     it("answers 401 without the bearer token, GET /mcp 405 (stateless), and 413 to a body over 4 MiB sent without a length", async () => {
-      const anonymous = await fetch(`${host.url}/mcp`, { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) });
+      const anonymous = await fetch(`${host.url}/mcp`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      });
       expect(anonymous.status).toBe(401);
       const stream = await fetch(`${host.url}/mcp`, { headers: { Authorization: `Bearer ${TOKEN}`, Accept: "text/event-stream" } });
       expect(stream.status).toBe(405);
@@ -215,7 +233,12 @@ return await browse.get("title");`;
           else controller.close();
         },
       });
-      const big = await fetch(`${host.url}/mcp`, { method: "POST", headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" }, body, duplex: "half" });
+      const big = await fetch(`${host.url}/mcp`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+        body,
+        duplex: "half",
+      });
       expect(big.status).toBe(413);
     });
   });
@@ -305,10 +328,17 @@ describe("code mode under workerd: a program, and the hostile-program set stoppe
     await chromium?.close();
   });
 
-  type Outcome = { status: string; value?: unknown; error?: { code: string; message: string }; failedCall?: { command: string; error: { code: string } }; usage: Record<string, number> };
+  type Outcome = {
+    status: string;
+    value?: unknown;
+    error?: { code: string; message: string };
+    failedCall?: { command: string; error: { code: string } };
+    usage: Record<string, number>;
+  };
   async function run(program: string, budgets: Record<string, number> = {}): Promise<Outcome> {
     const result = await client.callTool({ name: "browser_run", arguments: { program, budgets: { wall_ms: 3000, ...budgets } } });
-    if (!result.structuredContent) throw new Error(`browser_run answered no result: ${JSON.stringify(result.content).slice(0, 600)}\n${worker.output().slice(-1500)}`);
+    if (!result.structuredContent)
+      throw new Error(`browser_run answered no result: ${JSON.stringify(result.content).slice(0, 600)}\n${worker.output().slice(-1500)}`);
     return result.structuredContent as Outcome;
   }
   const budgetHit = (o: Outcome, budget: string) => {
@@ -342,13 +372,21 @@ return "clicked";`);
 
   it("memory: 'x'.repeat(2**29), a bomb of small objects and 1 MiB strings kept stop at the memory budget; deep recursion is a clean stack overflow", async () => {
     budgetHit(await run("const s = 'x'.repeat(2 ** 29);\nreturn s.length;"), "memory");
-    budgetHit(await run("const all = [];\nfor (;;) all.push({ n: all.length, s: 'item' + all.length });", { memory_mb: 8, instructions: 10_000_000 }), "memory");
-    budgetHit(await run("const keep = [];\nfor (let i = 0; i < 2000; i++) keep.push('y'.repeat(1 << 20) + i);\nreturn keep.length;", { memory_mb: 8 }), "memory");
+    budgetHit(
+      await run("const all = [];\nfor (;;) all.push({ n: all.length, s: 'item' + all.length });", { memory_mb: 8, instructions: 10_000_000 }),
+      "memory",
+    );
+    budgetHit(
+      await run("const keep = [];\nfor (let i = 0; i < 2000; i++) keep.push('y'.repeat(1 << 20) + i);\nreturn keep.length;", { memory_mb: 8 }),
+      "memory",
+    );
     budgetHit(await run("function down(n: number): number { return down(n + 1) + 1; }\nreturn down(0);"), "stack");
   });
 
   it("escapes: process, require, import(), the constructor's constructor; nothing of the host is reachable", async () => {
-    const probe = await run(`return [typeof process, typeof require, typeof fetch, typeof WebSocket, typeof setTimeout, (globalThis.constructor.constructor('return typeof this.process')())];`);
+    const probe = await run(
+      `return [typeof process, typeof require, typeof fetch, typeof WebSocket, typeof setTimeout, (globalThis.constructor.constructor('return typeof this.process')())];`,
+    );
     expect(probe).toMatchObject({ status: "ok", value: ["undefined", "undefined", "undefined", "undefined", "undefined", "undefined"] });
     const imported = await run("return await import('node:fs');");
     expect(imported.status).toBe("error");
@@ -356,7 +394,10 @@ return "clicked";`);
   });
 
   it("values: a Proxy and a getter copied by value, a cyclic value refused; prototype pollution does not reach the next run", async () => {
-    expect(await run("return new Proxy({ a: 1 }, { get: (t, k) => (k === 'a' ? 'trapped' : undefined) });")).toMatchObject({ status: "ok", value: { a: "trapped" } });
+    expect(await run("return new Proxy({ a: 1 }, { get: (t, k) => (k === 'a' ? 'trapped' : undefined) });")).toMatchObject({
+      status: "ok",
+      value: { a: "trapped" },
+    });
     expect(await run("return { get answer() { return 42; } };")).toMatchObject({ status: "ok", value: { answer: 42 } });
     expect((await run("const a: any = {};\na.self = a;\nreturn a;")).error).toMatchObject({ code: "value_not_copyable" });
     expect(await run("Object.prototype.polluted = 'yes'; Array.prototype.push = null; return 1;")).toMatchObject({ status: "ok" });
@@ -368,7 +409,10 @@ return "clicked";`);
     expect(never.status).toBe("error");
     expect(never.error?.message).toContain("can never settle");
     budgetHit(await run("for (let i = 0; i < 10000; i++) await browse.tabs.list();\nreturn 'all done';", { commands: 50 }), "commands");
-    budgetHit(await run("const mb = 'x'.repeat(1 << 20);\nfor (let i = 0; i < 1024; i++) log.info(mb);", { output_kb: 2048, instructions: 10_000_000 }), "output");
+    budgetHit(
+      await run("const mb = 'x'.repeat(1 << 20);\nfor (let i = 0; i < 1024; i++) log.info(mb);", { output_kb: 2048, instructions: 10_000_000 }),
+      "output",
+    );
     const inFlight = await run(`browse.tabs.list();\nbrowse.tabs.list();\nreturn 'early';`);
     expect(inFlight).toMatchObject({ status: "ok", value: "early" });
     expect(await run("return 40 + 2;")).toMatchObject({ status: "ok", value: 42 });
@@ -400,7 +444,13 @@ describe("a hosted provider (Browserbase's documented API, played by a local ser
       if (id) live.delete(id);
       return { status: 200, body: {} };
     };
-    worker = await startWorkerd({ TABRELAY_MCP_TOKEN: TOKEN, TABRELAY_PROVIDER: "browserbase", BROWSERBASE_API_KEY: "bb-key-0123456789abcdef", BROWSERBASE_API_URL: api.origin, TABRELAY_CONFIG: configYaml() });
+    worker = await startWorkerd({
+      TABRELAY_MCP_TOKEN: TOKEN,
+      TABRELAY_PROVIDER: "browserbase",
+      BROWSERBASE_API_KEY: "bb-key-0123456789abcdef",
+      BROWSERBASE_API_URL: api.origin,
+      TABRELAY_CONFIG: configYaml(),
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -449,7 +499,10 @@ describe("a hosted provider (Browserbase's documented API, played by a local ser
   it("browser_run without a browser runs on a temporary session, released once the run ends", async () => {
     const client = await connect(worker.url);
     const before = made;
-    const result = await client.callTool({ name: "browser_run", arguments: { program: `await browse.open(${JSON.stringify(`${site.origin}/shop`)});\nreturn await browse.get("title");` } });
+    const result = await client.callTool({
+      name: "browser_run",
+      arguments: { program: `await browse.open(${JSON.stringify(`${site.origin}/shop`)});\nreturn await browse.get("title");` },
+    });
     expect(result.structuredContent, JSON.stringify(result.content)).toMatchObject({ status: "ok", value: "Shop" });
     expect(made).toBe(before + 1);
     const temporary = `bb-session-${made}`;
@@ -504,9 +557,17 @@ describe("screenshots on the stateless path: S3 presigned links, or refused", ()
   });
 
   it("screenshots enabled without a bucket: every request says so, naming the setting", async () => {
-    const bare = await startWorkerd({ TABRELAY_MCP_TOKEN: TOKEN, TABRELAY_CDP_URL: chromium.endpoint, TABRELAY_CONFIG: `${configYaml()}screenshots:\n  enabled: true\n` });
+    const bare = await startWorkerd({
+      TABRELAY_MCP_TOKEN: TOKEN,
+      TABRELAY_CDP_URL: chromium.endpoint,
+      TABRELAY_CONFIG: `${configYaml()}screenshots:\n  enabled: true\n`,
+    });
     try {
-      const answer = await fetch(`${bare.url}/mcp`, { method: "POST", headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" }, body: "{}" });
+      const answer = await fetch(`${bare.url}/mcp`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+        body: "{}",
+      });
       expect(answer.status).toBe(500);
       expect(((await answer.json()) as { message: string }).message).toMatch(/^TABRELAY_CONFIG: screenshots\.enabled needs screenshots\.s3 here/);
     } finally {

@@ -1,7 +1,18 @@
 // In the broker's own process: each tool call goes through the broker's runner (runTool) with its ToolContext, as an
 // MCP call does once the adapter has it: the same strict arguments, gate, leases and audit. Only the MCP hop is skipped.
 import { randomBytes } from "node:crypto";
-import { advertisedInputSchema, endSessionLeases, runTool, toolInstructions, tools as brokerTools, toolsFor, type Broker, type Caller, type Principal, type Tool } from "@tabrelay/broker";
+import {
+  advertisedInputSchema,
+  endSessionLeases,
+  runTool,
+  toolInstructions,
+  tools as brokerTools,
+  toolsFor,
+  type Broker,
+  type Caller,
+  type Principal,
+  type Tool,
+} from "@tabrelay/broker";
 import { aiTool, pick, type TabrelayTool, type TabrelayToolResult, type ToolFilter } from "./shape.js";
 
 /**
@@ -59,7 +70,11 @@ export interface TabrelayToolsOptions extends ToolFilter {
  */
 export function tabrelayTools(options: TabrelayToolsOptions): Record<string, TabrelayTool> {
   const { broker } = options;
-  const caller: Caller = { session: options.session ?? `agent-tools-${randomBytes(8).toString("hex")}`, client: options.client ?? AGENT_TOOLS_CLIENT, ...(options.user ? { user: options.user } : {}) };
+  const caller: Caller = {
+    session: options.session ?? `agent-tools-${randomBytes(8).toString("hex")}`,
+    client: options.client ?? AGENT_TOOLS_CLIENT,
+    ...(options.user ? { user: options.user } : {}),
+  };
   return Object.fromEntries(
     // The tools this broker lists over MCP: with a browser source configured, browser_start and the rest too.
     pick(toolsFor(broker.config), options).map((t) => [
@@ -108,7 +123,13 @@ export function endTabrelaySession(broker: Broker, session: string): void {
  * client's cancel does: the SDK stops; the broker's call runs to its end (tools other than browser_run take no
  * signal, and an action already sent cannot be called back) and leaves its audit record.
  */
-async function callInProcess(broker: Broker, t: Tool, args: Record<string, unknown>, signal: AbortSignal | undefined, caller: Caller): Promise<TabrelayToolResult> {
+async function callInProcess(
+  broker: Broker,
+  t: Tool,
+  args: Record<string, unknown>,
+  signal: AbortSignal | undefined,
+  caller: Caller,
+): Promise<TabrelayToolResult> {
   if (signal?.aborted) throw signal.reason;
   const running = runTool(t, broker.context, args, signal ?? new AbortController().signal, caller);
   const result = signal ? await untilAborted(running, signal) : await running;
@@ -143,4 +164,3 @@ export function codeOf(text: string): { code?: string } {
   const code = /^([a-z][a-z_]*): /.exec(text)?.[1];
   return code ? { code } : {};
 }
-

@@ -67,8 +67,15 @@ export async function tabrelayToolsOverHttp(options: TabrelayToolsOverHttpOption
     // The token goes only to the address the broker proved itself for (`localhost` is dialled as 127.0.0.1).
     mcpUrl = new URL(mcpUrl.pathname, await checkBroker(mcpUrl.origin, options.token));
   } catch (error) {
-    if (error instanceof BrokerUnreachable) throw new Error(`@tabrelay/agent-tools: ${error.message}; start it with \`tabrelay serve\` (or \`tabrelay start\`) and pass the URL it prints`, { cause: error });
-    if (error instanceof BrokerNotProven) throw new Error(`@tabrelay/agent-tools: the server at ${mcpUrl.origin} is not a tabrelay broker holding this token (${error.message}); check the URL and TABRELAY_MCP_TOKEN`, { cause: error });
+    if (error instanceof BrokerUnreachable)
+      throw new Error(`@tabrelay/agent-tools: ${error.message}; start it with \`tabrelay serve\` (or \`tabrelay start\`) and pass the URL it prints`, {
+        cause: error,
+      });
+    if (error instanceof BrokerNotProven)
+      throw new Error(
+        `@tabrelay/agent-tools: the server at ${mcpUrl.origin} is not a tabrelay broker holding this token (${error.message}); check the URL and TABRELAY_MCP_TOKEN`,
+        { cause: error },
+      );
     throw error;
   }
   const client = new Client({ name: options.client ?? AGENT_TOOLS_CLIENT, version: VERSION });
@@ -113,7 +120,8 @@ async function callOverHttp(client: Client, name: string, args: Record<string, u
   for (const part of content) {
     const item = asRecord(part);
     if (item?.["type"] === "text" && typeof item["text"] === "string") texts.push(item["text"]);
-    if (item?.["type"] === "image" && typeof item["data"] === "string" && typeof item["mimeType"] === "string") images.push({ data: item["data"], mimeType: item["mimeType"] });
+    if (item?.["type"] === "image" && typeof item["data"] === "string" && typeof item["mimeType"] === "string")
+      images.push({ data: item["data"], mimeType: item["mimeType"] });
   }
   const text = texts.join("\n");
   const isError = result.isError === true;
@@ -149,9 +157,12 @@ function mcpUrlOf(url: string): URL {
   try {
     parsed = new URL(url);
   } catch {
-    throw new Error(`@tabrelay/agent-tools: url ${JSON.stringify(url)} is not a URL; pass the broker's address as \`tabrelay serve\` prints it (http://127.0.0.1:8787)`);
+    throw new Error(
+      `@tabrelay/agent-tools: url ${JSON.stringify(url)} is not a URL; pass the broker's address as \`tabrelay serve\` prints it (http://127.0.0.1:8787)`,
+    );
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error(`@tabrelay/agent-tools: url must be http(s), got ${parsed.protocol}; pass the broker's address (http://127.0.0.1:8787)`);
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+    throw new Error(`@tabrelay/agent-tools: url must be http(s), got ${parsed.protocol}; pass the broker's address (http://127.0.0.1:8787)`);
   if (!parsed.pathname.replace(/\/+$/, "").endsWith("/mcp")) parsed.pathname = `${parsed.pathname.replace(/\/+$/, "")}/mcp`;
   return parsed;
 }

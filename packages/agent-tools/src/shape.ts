@@ -119,4 +119,3 @@ export function modelOutput(result: TabrelayToolResult): Awaited<ModelOutput> {
 export function asRecord(value: unknown): Record<string, unknown> | undefined {
   return value !== null && typeof value === "object" && !Array.isArray(value) ? Object.fromEntries(Object.entries(value)) : undefined;
 }
-

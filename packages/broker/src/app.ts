@@ -88,12 +88,21 @@ export function createHttpApp(surface: HttpSurface): HttpApp {
 
   app.all("/mcp", (c) => admitted(c, (principal) => surface.mcp(c.req.raw, principal)));
 
-  app.get("/api.d.ts", (c) => admitted(c, () => new Response(surface.apiDocs().declarations, { headers: { "Content-Type": "application/typescript; charset=utf-8", "Cache-Control": "no-store" } })));
-  app.get("/api.md", (c) => admitted(c, () => new Response(surface.apiDocs().guide, { headers: { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "no-store" } })));
+  app.get("/api.d.ts", (c) =>
+    admitted(
+      c,
+      () => new Response(surface.apiDocs().declarations, { headers: { "Content-Type": "application/typescript; charset=utf-8", "Cache-Control": "no-store" } }),
+    ),
+  );
+  app.get("/api.md", (c) =>
+    admitted(c, () => new Response(surface.apiDocs().guide, { headers: { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "no-store" } })),
+  );
 
   app.post("/browsers", (c) => surface.registerBrowser(c.req.raw));
   app.post("/page-tokens", (c) =>
-    admitted(c, (principal) => (surface.pageTokens ? surface.pageTokens(c.req.raw, principal) : json(404, { error: "page tools are off: config.yaml names no pages.allowed_origins" }))),
+    admitted(c, (principal) =>
+      surface.pageTokens ? surface.pageTokens(c.req.raw, principal) : json(404, { error: "page tools are off: config.yaml names no pages.allowed_origins" }),
+    ),
   );
   const metadata = surface.resourceMetadata;
   if (metadata) {

@@ -135,7 +135,14 @@ export class Broker {
     this.secrets.register(this.config.cluster.redisUrl, "secret");
     this.users = new Users({ store: openStore(this.config), mcpToken: this.config.mcpToken, pairingToken: this.config.pairingToken, secrets: this.secrets });
     this.#forwarding = new Forwarding(this.config.trustedProxies, this.#log);
-    this.#door = new Door({ users: this.users, oauth: this.config.oauth ? new OAuthResource({ ...this.config.oauth, resourceName: "tabrelay" }) : undefined, issuer: this.config.oauth?.issuer, allowedOrigins: this.config.allowedOrigins, forwarding: this.#forwarding, log: this.#log });
+    this.#door = new Door({
+      users: this.users,
+      oauth: this.config.oauth ? new OAuthResource({ ...this.config.oauth, resourceName: "tabrelay" }) : undefined,
+      issuer: this.config.oauth?.issuer,
+      allowedOrigins: this.config.allowedOrigins,
+      forwarding: this.#forwarding,
+      log: this.#log,
+    });
     const shots = this.config.screenshots;
     if (shots.enabled && shots.s3) {
       const accessKeyId = process.env["AWS_ACCESS_KEY_ID"];
@@ -158,7 +165,13 @@ export class Broker {
     }
     const source = this.config.browserSource;
     this.#browserSessions = source
-      ? new BrowserSessions({ settings: source, registry: this.registry, attach: (endpoint, opts) => this.attachCdp(endpoint, opts), secrets: this.secrets, log: this.#log })
+      ? new BrowserSessions({
+          settings: source,
+          registry: this.registry,
+          attach: (endpoint, opts) => this.attachCdp(endpoint, opts),
+          secrets: this.secrets,
+          log: this.#log,
+        })
       : undefined;
     this.pages =
       this.config.pages.allowedOrigins.length > 0
@@ -242,7 +255,12 @@ export class Broker {
         registerBrowser(req, {
           door: this.#door,
           secrets: this.secrets,
-          refusal: () => (this.#dashboard.stopped ? { code: "stopped", message: "the broker was stopped from the dashboard; resume there first" } : this.#closing ? { code: "not_connected", message: "the broker is shutting down" } : undefined),
+          refusal: () =>
+            this.#dashboard.stopped
+              ? { code: "stopped", message: "the broker was stopped from the dashboard; resume there first" }
+              : this.#closing
+                ? { code: "not_connected", message: "the broker is shutting down" }
+                : undefined,
           known: (endpoint) => this.#cdpEndpoints.has(endpoint),
           attach: (endpoint, options) => this.attachCdp(endpoint, { ...options, ownsBrowser: false }),
         }),
@@ -282,8 +300,6 @@ export class Broker {
   mountDashboardChat(chat: DashboardChat): void {
     this.#dashboard.mountChat(chat);
   }
-
-
 
   /**
    * Revokes a user: their tokens and dashboard logins stop working at the next request and their browsers are
@@ -339,7 +355,8 @@ export class Broker {
     }
     if (this.config.cluster.redisUrl) await this.#joinCluster(this.config.cluster.redisUrl);
     // Tab leases kept in the shared store: a browser that moves to another broker stays held as it was.
-    if (this.config.cluster.redisUrl && store.engine === "postgres") tabLeases(this.registry, this.config).share(store, this.registry, (message) => this.#log.warn(message));
+    if (this.config.cluster.redisUrl && store.engine === "postgres")
+      tabLeases(this.registry, this.config).share(store, this.registry, (message) => this.#log.warn(message));
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error) => reject(error);
       this.#http.once("error", onError);
@@ -355,10 +372,19 @@ export class Broker {
     this.#door.allowHosts([...names.map((n) => `${n}:${port}`), ...this.config.allowedHosts]);
     this.#baseUrl = `http://${host}:${port}`;
     if (this.#watchConfig) {
-      this.#reloader = new ConfigReloader({ config: this.config, onReload: (outcome) => announceReload(outcome, { config: this.config, registry: this.registry, audit: this.audit, log: this.#log }) });
+      this.#reloader = new ConfigReloader({
+        config: this.config,
+        onReload: (outcome) => announceReload(outcome, { config: this.config, registry: this.registry, audit: this.audit, log: this.#log }),
+      });
       this.#reloader.start();
     }
-    this.#sweep = setInterval(() => void this.#sweepRevoked().catch((error: unknown) => this.#log.warn(`users: could not check for revoked users: ${error instanceof Error ? error.message : String(error)}`)), USER_SWEEP_MS);
+    this.#sweep = setInterval(
+      () =>
+        void this.#sweepRevoked().catch((error: unknown) =>
+          this.#log.warn(`users: could not check for revoked users: ${error instanceof Error ? error.message : String(error)}`),
+        ),
+      USER_SWEEP_MS,
+    );
     this.#sweep.unref();
     return { port, url: this.#baseUrl };
   }
@@ -375,7 +401,12 @@ export class Broker {
     this.secrets.register(endpoint, "cdp endpoint");
     const pending = this.#cdpEndpoints.get(endpoint);
     // The same endpoint is the same browser, for the user who attached it: another user is refused, not handed it.
-    if (pending) return pending.then((driver) => (ownerOf(driver.info) === (options.owner?.user ?? DEFAULT_USER_ID) ? driver : Promise.reject(new TabrelayError("unknown_browser", "that browser is attached for another user of this broker"))));
+    if (pending)
+      return pending.then((driver) =>
+        ownerOf(driver.info) === (options.owner?.user ?? DEFAULT_USER_ID)
+          ? driver
+          : Promise.reject(new TabrelayError("unknown_browser", "that browser is attached for another user of this broker")),
+      );
     const attach = this.#attachCdp(endpoint, options);
     this.#cdpEndpoints.set(endpoint, attach);
     attach.then(
@@ -409,7 +440,11 @@ export class Broker {
       callTimeoutMs: this.config.callTimeoutMs,
       // Held to its user's read policy at the network layer, as an extension browser is by its welcome's rules.
       // Read at each request, so a config.yaml change applied live (config/reload.ts) holds it at once.
-      ...cdpPolicyOptions({ get policy() { return configFor(config, ownerName).policy; } }),
+      ...cdpPolicyOptions({
+        get policy() {
+          return configFor(config, ownerName).policy;
+        },
+      }),
       ...(this.config.pages.webmcp && this.pages ? { webmcpOrigins: this.config.pages.allowedOrigins } : {}),
       onEvent: (frame) => {
         if (holder.driver) this.registry.emit("event", holder.driver, frame);
@@ -464,20 +499,32 @@ export class Broker {
     await this.#screenshots?.close();
     await this.#sandbox.close();
     await this.#shipper?.stop();
-    await this.users.store().then((store) => store.close(), () => undefined);
+    await this.users.store().then(
+      (store) => store.close(),
+      () => undefined,
+    );
     this.audit.close();
   }
 
   /** Loaded only for a cluster member: a single broker never pays for Redis. */
   async #joinCluster(redisUrl: string): Promise<void> {
-    const [{ Cluster }, { runForwarded }, { programTools }] = await Promise.all([import("./cluster/cluster.js"), import("./tools/runner.js"), import("./catalog.js")]);
+    const [{ Cluster }, { runForwarded }, { programTools }] = await Promise.all([
+      import("./cluster/cluster.js"),
+      import("./tools/runner.js"),
+      import("./catalog.js"),
+    ]);
     const fingerprint = createHash("sha256").update(`${this.config.mcpToken}\n${this.config.pairingToken}`).digest("hex").slice(0, 16);
     const cluster = await Cluster.join({ redisUrl, registry: this.registry, log: this.#log, fingerprint, brokerId: this.brokerId });
     const byName = new Map([...toolsFor(this.config), ...programTools].map((tool) => [tool.name, tool]));
     cluster.onCall(async (call, signal) => {
       // A page tool of a page connected here (pages/clustered.ts), looked up here only: never carried on again.
       const tool = byName.get(call.tool) ?? this.pages?.localTool(call.tool, call.user.user);
-      if (!tool) return { result: { text: `invalid_params: this broker has no tool ${call.tool} (brokers of different versions?)`, isError: true }, dispatched: false, unknown: false };
+      if (!tool)
+        return {
+          result: { text: `invalid_params: this broker has no tool ${call.tool} (brokers of different versions?)`, isError: true },
+          dispatched: false,
+          unknown: false,
+        };
       return runForwarded(tool, this.context, call, signal);
     });
     // DELETE /mcp on any broker ends the session on all of them (this one included): leases end, its tabs close.
@@ -506,4 +553,3 @@ function pathOf(req: IncomingMessage): string {
   const q = url.indexOf("?");
   return q === -1 ? url : url.slice(0, q);
 }
-

@@ -134,7 +134,10 @@ export class DashboardChatRunner implements DashboardChat {
       if (oldest === undefined) break;
       this.reset(oldest);
     }
-    const conv: Conversation = { tools: tabrelayTools({ broker: this.#broker, session: id, client: CHAT_CLIENT, ...(principal ? { user: principal } : {}) }), turns: [] };
+    const conv: Conversation = {
+      tools: tabrelayTools({ broker: this.#broker, session: id, client: CHAT_CLIENT, ...(principal ? { user: principal } : {}) }),
+      turns: [],
+    };
     this.#conversations.set(id, conv);
     return conv;
   }

@@ -27,8 +27,12 @@ export function chatModel(env: NodeJS.ProcessEnv, settings: ChatSettings, secret
   if (baseURL) {
     const apiKey = env["TABRELAY_CHAT_API_KEY"]?.trim();
     secrets.register(apiKey, "model key");
-    if (!/^https?:\/\//i.test(baseURL)) throw new ConfigError(`TABRELAY_CHAT_BASE_URL must be an http(s) URL (the server's base, e.g. http://127.0.0.1:8000/v1), not ${JSON.stringify(baseURL)}`);
-    if (!apiKey) throw new ConfigError("TABRELAY_CHAT_BASE_URL is set but TABRELAY_CHAT_API_KEY is not: set the server's key (any non-empty value for a server that takes none)");
+    if (!/^https?:\/\//i.test(baseURL))
+      throw new ConfigError(`TABRELAY_CHAT_BASE_URL must be an http(s) URL (the server's base, e.g. http://127.0.0.1:8000/v1), not ${JSON.stringify(baseURL)}`);
+    if (!apiKey)
+      throw new ConfigError(
+        "TABRELAY_CHAT_BASE_URL is set but TABRELAY_CHAT_API_KEY is not: set the server's key (any non-empty value for a server that takes none)",
+      );
     if (!named) throw new ConfigError("TABRELAY_CHAT_BASE_URL is set but no model is named: set TABRELAY_CHAT_MODEL or chat.model in config.yaml");
     const provider = createOpenAICompatible({ name: "tabrelay-chat", baseURL: baseURL.replace(/\/+$/, ""), apiKey });
     return { provider: "openai-compatible", name: named, model: provider.chatModel(named) };

@@ -105,13 +105,21 @@ export async function cmdAudit(args: string[]): Promise<number> {
 async function sharedAudit(dataDir: string, limit: number, json: boolean, tail: boolean, signal: AbortSignal, note: (text: string) => void): Promise<number> {
   const config = loadConfig({ dataDir });
   if (!config.store.postgresUrl) {
-    throw new ConfigError(`--shared reads a team's shared store, and ${config.configPath} names none: set store.postgres_url there (or TABRELAY_POSTGRES_URL), or leave --shared out for this broker's own log`);
+    throw new ConfigError(
+      `--shared reads a team's shared store, and ${config.configPath} names none: set store.postgres_url there (or TABRELAY_POSTGRES_URL), or leave --shared out for this broker's own log`,
+    );
   }
   const users = await openUsers(config);
   const store = await users.store();
   const print = (records: Awaited<ReturnType<typeof store.audit>>) => {
     if (records.length === 0) return;
-    process.stdout.write(records.map(({ broker, localId, ...rec }) => (json ? JSON.stringify({ ...rec, broker, localId }) : `${formatAuditLine(rec as StoredAuditRecord)} broker=${broker}`)).join("\n") + "\n");
+    process.stdout.write(
+      records
+        .map(({ broker, localId, ...rec }) =>
+          json ? JSON.stringify({ ...rec, broker, localId }) : `${formatAuditLine(rec as StoredAuditRecord)} broker=${broker}`,
+        )
+        .join("\n") + "\n",
+    );
   };
   try {
     const latest = await store.audit({ limit });
@@ -133,7 +141,13 @@ async function sharedAudit(dataDir: string, limit: number, json: boolean, tail: 
 }
 
 /** `--run`: one run's records and, where the agent's result was cut, its whole output. */
-async function printRun(log: AuditLog, run: string, json: boolean, print: (records: StoredAuditRecord[]) => void, note: (text: string) => void): Promise<number> {
+async function printRun(
+  log: AuditLog,
+  run: string,
+  json: boolean,
+  print: (records: StoredAuditRecord[]) => void,
+  note: (text: string) => void,
+): Promise<number> {
   const records = log.runRecords(run);
   const kept = log.runOutput(run);
   if (records.length === 0 && !kept) {
@@ -143,7 +157,9 @@ async function printRun(log: AuditLog, run: string, json: boolean, print: (recor
   print(records);
   if (!kept) note(`run ${run}'s output was not cut for the agent, so the agent got all of it (nothing more is kept)`);
   else {
-    const text = json ? `${JSON.stringify({ run, output: JSON.parse(kept.output) as unknown })}\n` : `Output of run ${run} (the whole of it; the agent's result was cut):\n${JSON.stringify(JSON.parse(kept.output), null, 1)}\n`;
+    const text = json
+      ? `${JSON.stringify({ run, output: JSON.parse(kept.output) as unknown })}\n`
+      : `Output of run ${run} (the whole of it; the agent's result was cut):\n${JSON.stringify(JSON.parse(kept.output), null, 1)}\n`;
     // Megabytes to a pipe: written out before the CLI exits.
     await new Promise<void>((resolve) => process.stdout.write(text, () => resolve()));
   }

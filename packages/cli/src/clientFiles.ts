@@ -20,7 +20,8 @@ export interface ClientFile {
 export function clientFile(id: ClientId, env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): ClientFile | undefined {
   const home = env["HOME"] || homedir();
   const appData = env["APPDATA"] || join(home, "AppData", "Roaming");
-  const userConfig = platform === "darwin" ? join(home, "Library", "Application Support") : platform === "win32" ? appData : env["XDG_CONFIG_HOME"] || join(home, ".config");
+  const userConfig =
+    platform === "darwin" ? join(home, "Library", "Application Support") : platform === "win32" ? appData : env["XDG_CONFIG_HOME"] || join(home, ".config");
   switch (id) {
     case "cursor":
       return { path: join(home, ".cursor", "mcp.json"), format: "json", key: "mcpServers" };
@@ -40,7 +41,8 @@ export function clientFile(id: ClientId, env: NodeJS.ProcessEnv = process.env, p
 /** tabrelay's entry for a client: the HTTP form (with the token) unless stdio is asked for or is all the client takes. */
 export function serverEntry(id: ClientId, target: McpTarget, stdio: boolean): Record<string, unknown> {
   const headers = { Authorization: `Bearer ${target.token}` };
-  if (stdio || id === "claude-desktop") return id === "vscode" ? { type: "stdio", command: target.command, args: target.args } : { command: target.command, args: target.args };
+  if (stdio || id === "claude-desktop")
+    return id === "vscode" ? { type: "stdio", command: target.command, args: target.args } : { command: target.command, args: target.args };
   if (id === "vscode") return { type: "http", url: target.url, headers };
   if (id === "windsurf") return { serverUrl: target.url, headers };
   return { url: target.url, headers };
@@ -56,7 +58,10 @@ export function mergeJson(text: string, key: string, entry: Record<string, unkno
     try {
       data = JSON.parse(text);
     } catch (error) {
-      throw new Error(`it is not plain JSON (${error instanceof Error ? error.message : String(error)}); comments or trailing commas are not kept by a program`, { cause: error });
+      throw new Error(
+        `it is not plain JSON (${error instanceof Error ? error.message : String(error)}); comments or trailing commas are not kept by a program`,
+        { cause: error },
+      );
     }
   }
   if (!data || typeof data !== "object" || Array.isArray(data)) throw new Error("it does not hold a JSON object");
@@ -108,7 +113,10 @@ export function mergeToml(text: string, entry: Record<string, unknown>): string 
 function tomlValue(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(tomlValue).join(", ")}]`;
-  if (value && typeof value === "object") return `{ ${Object.entries(value).map(([k, v]) => `${/^[A-Za-z0-9_-]+$/.test(k) ? k : JSON.stringify(k)} = ${tomlValue(v)}`).join(", ")} }`;
+  if (value && typeof value === "object")
+    return `{ ${Object.entries(value)
+      .map(([k, v]) => `${/^[A-Za-z0-9_-]+$/.test(k) ? k : JSON.stringify(k)} = ${tomlValue(v)}`)
+      .join(", ")} }`;
   return String(value);
 }
 

@@ -30,7 +30,10 @@ function majorOf(version: string): number {
 type Triple = [number, number, number];
 
 function triple(text: string): Triple {
-  const [a = 0, b = 0, c = 0] = text.replace(/^v/, "").split(".").map((n) => Number.parseInt(n, 10) || 0);
+  const [a = 0, b = 0, c = 0] = text
+    .replace(/^v/, "")
+    .split(".")
+    .map((n) => Number.parseInt(n, 10) || 0);
   return [a, b, c];
 }
 
@@ -74,8 +77,16 @@ export function nodeCheck(version: string, engines: string | undefined, today: D
       .map((alternative) => triple(/\d+(?:\.\d+){0,2}/.exec(alternative)?.[0] ?? "0"))
       .reduce((a, b) => (compare(a, b) <= 0 ? a : b));
     return compare(triple(version), lowest) < 0
-      ? { status: "fail", label: "node", message: `Node ${version} is older than tabrelay supports (engines: ${engines}); install Node 24 LTS, then run npm install again` }
-      : { status: "warn", label: "node", message: `Node ${version} is outside the versions tabrelay is tested on (engines: ${engines}); if something misbehaves, use Node 24 LTS` };
+      ? {
+          status: "fail",
+          label: "node",
+          message: `Node ${version} is older than tabrelay supports (engines: ${engines}); install Node 24 LTS, then run npm install again`,
+        }
+      : {
+          status: "warn",
+          label: "node",
+          message: `Node ${version} is outside the versions tabrelay is tested on (engines: ${engines}); if something misbehaves, use Node 24 LTS`,
+        };
   }
   const end = NODE_END_OF_LIFE[major];
   if (end !== undefined && today.toISOString().slice(0, 10) >= end) {
@@ -93,10 +104,18 @@ export function browserVersionCheck(path: string, versionOutput: string, minimum
   const text = versionOutput.trim().split("\n")[0] ?? "";
   const major = Number(/(\d+)\.\d+\.\d+/.exec(text)?.[1] ?? NaN);
   if (!Number.isFinite(major)) {
-    return { status: "warn", label: "browser version", message: `${path} --version said ${JSON.stringify(text)}, not a version tabrelay can read; check it is Chromium or Chrome` };
+    return {
+      status: "warn",
+      label: "browser version",
+      message: `${path} --version said ${JSON.stringify(text)}, not a version tabrelay can read; check it is Chromium or Chrome`,
+    };
   }
   if (major < minimumChrome) {
-    return { status: "fail", label: "browser version", message: `${text}: the extension needs Chrome ${minimumChrome} or later; update it, or point CHROME_PATH at a newer Chromium` };
+    return {
+      status: "fail",
+      label: "browser version",
+      message: `${text}: the extension needs Chrome ${minimumChrome} or later; update it, or point CHROME_PATH at a newer Chromium`,
+    };
   }
   const branded = /^Google Chrome(?! for Testing)/.test(text);
   if (branded && major >= 137) {
@@ -131,13 +150,28 @@ export function dataDirCheck(facts: FileFacts, me: number | undefined): Check {
   const label = "data dir";
   const dir = quote(facts.path);
   if (!facts.exists) return { status: "ok", label, message: `${facts.path} does not exist yet; tabrelay serve creates it (0700)` };
-  if (facts.kind !== "directory") return { status: "fail", label, message: `${facts.path} is not a directory; pass --data-dir (or TABRELAY_DATA_DIR) naming a directory of your own` };
-  if (me !== undefined && facts.uid !== me) return { status: "fail", label, message: `${facts.path} belongs to uid ${facts.uid}, not to you (uid ${me}); use a data dir of your own, or: chown ${me} ${dir} && chmod 700 ${dir}` };
+  if (facts.kind !== "directory")
+    return { status: "fail", label, message: `${facts.path} is not a directory; pass --data-dir (or TABRELAY_DATA_DIR) naming a directory of your own` };
+  if (me !== undefined && facts.uid !== me)
+    return {
+      status: "fail",
+      label,
+      message: `${facts.path} belongs to uid ${facts.uid}, not to you (uid ${me}); use a data dir of your own, or: chown ${me} ${dir} && chmod 700 ${dir}`,
+    };
   const mode = facts.mode ?? 0;
   if (me !== undefined && mode & 0o022) {
-    return { status: "fail", label, message: `${facts.path} is writable by ${mode & 0o002 ? "every user" : "its group"} (mode ${octal(mode)}): they could have replaced its tokens and config; fix: chmod 700 ${dir}, then look over its config.yaml` };
+    return {
+      status: "fail",
+      label,
+      message: `${facts.path} is writable by ${mode & 0o002 ? "every user" : "its group"} (mode ${octal(mode)}): they could have replaced its tokens and config; fix: chmod 700 ${dir}, then look over its config.yaml`,
+    };
   }
-  if (me !== undefined && mode & 0o077) return { status: "warn", label, message: `${facts.path} is readable by other users (mode ${octal(mode)}); tabrelay serve makes it 0700 on start; now: chmod 700 ${dir}` };
+  if (me !== undefined && mode & 0o077)
+    return {
+      status: "warn",
+      label,
+      message: `${facts.path} is readable by other users (mode ${octal(mode)}); tabrelay serve makes it 0700 on start; now: chmod 700 ${dir}`,
+    };
   return { status: "ok", label, message: `${facts.path} (mode ${octal(mode)})` };
 }
 
@@ -146,14 +180,25 @@ export function tokenFileCheck(label: string, facts: FileFacts, me: number | und
   const file = quote(facts.path);
   const renew = `rm ${file} and tabrelay creates a new one (then pair the browser again and update your MCP clients)`;
   if (!facts.exists) return { status: "ok", label, message: `${facts.path} does not exist yet; tabrelay serve creates it (0600)` };
-  if (facts.symlink) return { status: "fail", label, message: `${facts.path} is a symbolic link; tabrelay reads tokens only from regular files; fix: ${renew}` };
+  if (facts.symlink)
+    return { status: "fail", label, message: `${facts.path} is a symbolic link; tabrelay reads tokens only from regular files; fix: ${renew}` };
   if (facts.kind !== "file") return { status: "fail", label, message: `${facts.path} is not a regular file; fix: ${renew}` };
   if (me === undefined) return { status: "ok", label, message: facts.path };
-  if (facts.uid !== me) return { status: "fail", label, message: `${facts.path} belongs to uid ${facts.uid}, not to you (uid ${me}): another user put it there; fix: ${renew}` };
+  if (facts.uid !== me)
+    return { status: "fail", label, message: `${facts.path} belongs to uid ${facts.uid}, not to you (uid ${me}): another user put it there; fix: ${renew}` };
   const mode = facts.mode ?? 0;
-  if (mode & 0o022) return { status: "fail", label, message: `${facts.path} is writable by ${mode & 0o002 ? "every user" : "its group"} (mode ${octal(mode)}), so anyone could have chosen the token; fix: ${renew}` };
+  if (mode & 0o022)
+    return {
+      status: "fail",
+      label,
+      message: `${facts.path} is writable by ${mode & 0o002 ? "every user" : "its group"} (mode ${octal(mode)}), so anyone could have chosen the token; fix: ${renew}`,
+    };
   if (mode & 0o044) {
-    return { status: "fail", label, message: `${facts.path} is readable by other users (mode ${octal(mode)}): anyone on this machine may have read the token; fix: chmod 600 ${file}, and if that matters, ${renew}` };
+    return {
+      status: "fail",
+      label,
+      message: `${facts.path} is readable by other users (mode ${octal(mode)}): anyone on this machine may have read the token; fix: chmod 600 ${file}, and if that matters, ${renew}`,
+    };
   }
   return { status: "ok", label, message: `${facts.path} (mode ${octal(mode)})` };
 }
@@ -162,10 +207,25 @@ export function tokenFileCheck(label: string, facts: FileFacts, me: number | und
 export function configFileCheck(facts: FileFacts, me: number | undefined): Check | undefined {
   if (!facts.exists) return undefined;
   const label = "config";
-  if (facts.symlink) return { status: "fail", label, message: `${facts.path} is a symbolic link, which tabrelay refuses in its data dir; replace it with a copy, or name the target with --config` };
+  if (facts.symlink)
+    return {
+      status: "fail",
+      label,
+      message: `${facts.path} is a symbolic link, which tabrelay refuses in its data dir; replace it with a copy, or name the target with --config`,
+    };
   const mode = facts.mode ?? 0;
-  if (me !== undefined && facts.uid !== me && facts.uid !== 0) return { status: "fail", label, message: `${facts.path} belongs to uid ${facts.uid}; check it, then: chown ${me} ${quote(facts.path)} && chmod 600 ${quote(facts.path)}` };
-  if (me !== undefined && mode & 0o022) return { status: "fail", label, message: `${facts.path} is writable by others (mode ${octal(mode)}); check its contents, then: chmod 600 ${quote(facts.path)}` };
+  if (me !== undefined && facts.uid !== me && facts.uid !== 0)
+    return {
+      status: "fail",
+      label,
+      message: `${facts.path} belongs to uid ${facts.uid}; check it, then: chown ${me} ${quote(facts.path)} && chmod 600 ${quote(facts.path)}`,
+    };
+  if (me !== undefined && mode & 0o022)
+    return {
+      status: "fail",
+      label,
+      message: `${facts.path} is writable by others (mode ${octal(mode)}); check its contents, then: chmod 600 ${quote(facts.path)}`,
+    };
   return undefined;
 }
 
@@ -188,7 +248,11 @@ export function browserChecks(browsers: HealthBrowser[], brokerVersion: string):
     if (b.kind === "cdp") {
       checks.push({ status: "ok", label: "connected", message: `${name}: driven over CDP, no extension` });
     } else if (typeof b.extensionVersion !== "string" || b.extensionVersion === "") {
-      checks.push({ status: "warn", label: "connected", message: `${name}: the broker does not report its extension version; compare it on chrome://extensions with ${brokerVersion}` });
+      checks.push({
+        status: "warn",
+        label: "connected",
+        message: `${name}: the broker does not report its extension version; compare it on chrome://extensions with ${brokerVersion}`,
+      });
     } else if (b.extensionVersion !== brokerVersion) {
       checks.push({
         status: "warn",

@@ -86,9 +86,14 @@ async function register(options: HandoverOptions): Promise<Registration> {
   const message = error && typeof error === "object" ? String(Reflect.get(error, "message")) : `HTTP ${response.status}`;
   if (response.status === 201 && typeof field("id") === "string") return { ok: true, id: String(field("id")) };
   if (response.status === 401) {
-    return { ok: false, retry: false, message: `the broker at ${options.brokerUrl} refused the MCP token: run launch with the same --data-dir (or TABRELAY_MCP_TOKEN) as \`tabrelay serve\`` };
+    return {
+      ok: false,
+      retry: false,
+      message: `the broker at ${options.brokerUrl} refused the MCP token: run launch with the same --data-dir (or TABRELAY_MCP_TOKEN) as \`tabrelay serve\``,
+    };
   }
-  if (response.status === 403 || response.status === 404 || response.status === 400) return { ok: false, retry: false, message: `the broker at ${options.brokerUrl} refused the browser: ${message}` };
+  if (response.status === 403 || response.status === 404 || response.status === 400)
+    return { ok: false, retry: false, message: `the broker at ${options.brokerUrl} refused the browser: ${message}` };
   return { ok: false, retry: true, message: `the broker at ${options.brokerUrl} could not take the browser yet: ${message}` };
 }
 

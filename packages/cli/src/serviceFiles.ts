@@ -6,7 +6,8 @@ import type { NodeLaunch } from "./install.js";
 export type ServicePlatform = "linux" | "darwin" | "win32";
 
 /** The line that says a file is tabrelay's own: uninstall removes only a file that carries it. */
-export const MARKER = "tabrelay-service: written by `tabrelay service install`; `tabrelay service uninstall` removes it; edits are overwritten by the next install";
+export const MARKER =
+  "tabrelay-service: written by `tabrelay service install`; `tabrelay service uninstall` removes it; edits are overwritten by the next install";
 
 export interface ServiceSpec {
   name: string;
@@ -17,7 +18,9 @@ export interface ServiceSpec {
 }
 
 export function serviceFile(platform: ServicePlatform, spec: ServiceSpec): string {
-  return platform === "darwin" ? join(spec.home, "Library", "LaunchAgents", `${spec.name}.plist`) : join(spec.home, ".config", "systemd", "user", `${spec.name}.service`);
+  return platform === "darwin"
+    ? join(spec.home, "Library", "LaunchAgents", `${spec.name}.plist`)
+    : join(spec.home, ".config", "systemd", "user", `${spec.name}.service`);
 }
 
 export function logFile(spec: ServiceSpec): string {
@@ -82,7 +85,9 @@ export function launchdPlist(spec: ServiceSpec): string {
     "  <array>",
     ...command(spec).map((word) => `    ${string(word)}`),
     "  </array>",
-    ...(env.length ? ["  <key>EnvironmentVariables</key>", "  <dict>", ...env.flatMap(([key, value]) => [`    <key>${xml(key)}</key>`, `    ${string(value)}`]), "  </dict>"] : []),
+    ...(env.length
+      ? ["  <key>EnvironmentVariables</key>", "  <dict>", ...env.flatMap(([key, value]) => [`    <key>${xml(key)}</key>`, `    ${string(value)}`]), "  </dict>"]
+      : []),
     "  <key>RunAtLoad</key>",
     "  <true/>",
     // Restarted when it exits with an error; a clean exit (stopped on purpose) stays stopped.

@@ -62,7 +62,9 @@ export async function runSharedBroker(config: BrokerConfig): Promise<number | un
   const partial = join(config.dataDir, `${SHARED_MARKER}.${process.pid}`);
   writeFileSync(partial, `${JSON.stringify(marker)}\n`, { mode: 0o600 });
   renameSync(partial, join(config.dataDir, SHARED_MARKER));
-  process.stderr.write(`${marker.startedAt} tabrelay ${VERSION}: shared broker for stdio agents on ${config.host}:${config.port} (pid ${process.pid}); exits after ${SHARED_IDLE_MS / 60_000} minutes without an agent\n`);
+  process.stderr.write(
+    `${marker.startedAt} tabrelay ${VERSION}: shared broker for stdio agents on ${config.host}:${config.port} (pid ${process.pid}); exits after ${SHARED_IDLE_MS / 60_000} minutes without an agent\n`,
+  );
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
@@ -133,18 +135,33 @@ export class SharedBrokerStarter {
     }
     const fd = openSync(logPath, "a", 0o600);
     const script = process.argv[1] ?? "";
-    const args = [...process.execArgv, script, "stdio", "--shared-broker", "--host", host, "--port", String(port), "--data-dir", dataDir, ...(this.#configArg ? ["--config", this.#configArg] : [])];
+    const args = [
+      ...process.execArgv,
+      script,
+      "stdio",
+      "--shared-broker",
+      "--host",
+      host,
+      "--port",
+      String(port),
+      "--data-dir",
+      dataDir,
+      ...(this.#configArg ? ["--config", this.#configArg] : []),
+    ];
     const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", "ignore", fd], cwd: dataDir, env: process.env });
     closeSync(fd);
     child.unref();
     let exited: number | null | undefined;
     child.once("exit", (code) => (exited = code));
-    process.stderr.write(`tabrelay: no broker answered at ${this.#base}; started a shared one in the background (pid ${child.pid ?? "?"}, log ${logPath}); it outlives this agent\n`);
+    process.stderr.write(
+      `tabrelay: no broker answered at ${this.#base}; started a shared one in the background (pid ${child.pid ?? "?"}, log ${logPath}); it outlives this agent\n`,
+    );
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
       if (await answers(this.#base)) return;
       // Exit 4: the port was taken meanwhile (another agent's shared broker): that one serves.
-      if (exited !== undefined && exited !== EXIT.environment) throw new EnvironmentError(`the shared broker did not start (exit code ${String(exited)}); see ${logPath}`);
+      if (exited !== undefined && exited !== EXIT.environment)
+        throw new EnvironmentError(`the shared broker did not start (exit code ${String(exited)}); see ${logPath}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     throw new EnvironmentError(`the shared broker did not answer at ${this.#base} within 15 s; see ${logPath}`);

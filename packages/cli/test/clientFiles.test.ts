@@ -13,7 +13,7 @@ describe("mergeToml (Codex's config.toml)", () => {
 
   it("appends to a file without one, and to an empty file; the same text when it is there already", () => {
     expect(mergeToml("", entry)).toBe(`${table}\n`);
-    const once = mergeToml("model = \"o4\"", entry);
+    const once = mergeToml('model = "o4"', entry);
     expect(once).toBe(`model = "o4"\n\n${table}\n`);
     expect(mergeToml(once, entry)).toBe(once);
   });

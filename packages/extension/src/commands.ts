@@ -1,5 +1,13 @@
 // The commands the broker may call: a typed dispatch over BridgeMethods, nothing else is served.
-import { CONTENT_MAX_CHARS, FRAME_HTML_BUDGET, type ActEffects, type BridgeMethod, type BridgeMethods, type ElementFacts, type InpageQuery } from "@tabrelay/protocol";
+import {
+  CONTENT_MAX_CHARS,
+  FRAME_HTML_BUDGET,
+  type ActEffects,
+  type BridgeMethod,
+  type BridgeMethods,
+  type ElementFacts,
+  type InpageQuery,
+} from "@tabrelay/protocol";
 import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
 import { noteAgentRequest } from "./downloads.js";
@@ -103,7 +111,8 @@ export const handlers: Handlers = {
   "tabs.history": async ({ tabId, action, timeoutMs = 20_000 }) => {
     await agentTab(tabId);
     const nav = watchNavigation();
-    const none = () => new CommandError("navigation_failed", `cannot go ${action}: there is no page ${action === "back" ? "before" : "after"} this one in the tab's history`);
+    const none = () =>
+      new CommandError("navigation_failed", `cannot go ${action}: there is no page ${action === "back" ? "before" : "after"} this one in the tab's history`);
     try {
       try {
         if (action === "back") await chrome.tabs.goBack(tabId);
@@ -137,11 +146,23 @@ export const handlers: Handlers = {
     });
     const tree = (await chrome.webNavigation.getAllFrames({ tabId })) ?? [];
     const frames = results.flatMap((r) => {
-      const outcome = r.result as InpageResult<{ url: string; origin?: string; title: string; nodes: string; elapsedMs?: number; capped?: boolean }> | undefined;
+      const outcome = r.result as
+        InpageResult<{ url: string; origin?: string; title: string; nodes: string; elapsedMs?: number; capped?: boolean }> | undefined;
       if (!outcome?.ok) return [];
       const info = tree.find((f) => f.frameId === r.frameId);
       const origin = typeof outcome.value.origin === "string" ? { origin: outcome.value.origin } : {};
-      return [{ frameId: r.frameId, parentFrameId: info?.parentFrameId ?? -1, url: outcome.value.url, ...origin, title: outcome.value.title, nodes: outcome.value.nodes, ...(outcome.value.elapsedMs !== undefined ? { elapsedMs: outcome.value.elapsedMs } : {}), ...(outcome.value.capped ? { capped: true } : {}) }];
+      return [
+        {
+          frameId: r.frameId,
+          parentFrameId: info?.parentFrameId ?? -1,
+          url: outcome.value.url,
+          ...origin,
+          title: outcome.value.title,
+          nodes: outcome.value.nodes,
+          ...(outcome.value.elapsedMs !== undefined ? { elapsedMs: outcome.value.elapsedMs } : {}),
+          ...(outcome.value.capped ? { capped: true } : {}),
+        },
+      ];
     });
     return { frames };
   },
@@ -215,14 +236,19 @@ export const handlers: Handlers = {
 
   "page.rect": async ({ tabId, ref, frameId = 0, revision }) => {
     await agentTab(tabId);
-    if (frameId !== 0) throw new CommandError("not_actionable", "element screenshots of elements inside frames are not supported; capture the viewport instead");
+    if (frameId !== 0)
+      throw new CommandError("not_actionable", "element screenshots of elements inside frames are not supported; capture the viewport instead");
     return runInFrame<{ x: number; y: number; width: number; height: number }>(tabId, 0, "rect", { ref, revision });
   },
 
   "page.capture": async ({ tabId, activate, clip, fullPage }) => {
     let tab = await agentTab(tabId);
     if (!tab.active) {
-      if (!activate) throw new CommandError("tab_not_visible", `tab ${tabId} is not the visible tab of its window; pass activate to bring it to the front, or use activate_tab`);
+      if (!activate)
+        throw new CommandError(
+          "tab_not_visible",
+          `tab ${tabId} is not the visible tab of its window; pass activate to bring it to the front, or use activate_tab`,
+        );
       await chrome.tabs.update(tabId, { active: true });
       tab = await chrome.tabs.get(tabId);
     }
@@ -264,7 +290,8 @@ export const handlers: Handlers = {
     await agentTab(tabId);
     try {
       // Listed before the top document is read: a frame listed here either belongs to the document read or is gone.
-      const subframes = frameId === undefined ? ((await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null)) ?? []).filter((f) => f.frameId !== 0) : [];
+      const subframes =
+        frameId === undefined ? ((await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null)) ?? []).filter((f) => f.frameId !== 0) : [];
       // injectImmediately: a page that never finishes loading (a stalled ad, a long poll) is read as it stands,
       // instead of the script waiting for document_idle until the call times out.
       // No result at all ("none"), or the frame removed under the script: the document went away before it answered

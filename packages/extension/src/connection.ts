@@ -72,9 +72,27 @@ export async function connect(): Promise<void> {
     setState("connecting");
     const ws = new WebSocket(url);
     bridge.socket = ws;
-    const link: Link = { ws, settings: settings as Link["settings"], url, endpoint: canonicalEndpoint(url) ?? url, nonce: newNonce(), step: "hello", inbox: Promise.resolve() };
+    const link: Link = {
+      ws,
+      settings: settings as Link["settings"],
+      url,
+      endpoint: canonicalEndpoint(url) ?? url,
+      nonce: newNonce(),
+      step: "hello",
+      inbox: Promise.resolve(),
+    };
     ws.onopen = () => {
-      ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, browserId: settings.browserId, nonce: link.nonce, endpoint: link.endpoint, extensionVersion: EXTENSION_VERSION, ...pairingOf(settings.pairingToken) }));
+      ws.send(
+        JSON.stringify({
+          type: "hello",
+          protocol: PROTOCOL_VERSION,
+          browserId: settings.browserId,
+          nonce: link.nonce,
+          endpoint: link.endpoint,
+          extensionVersion: EXTENSION_VERSION,
+          ...pairingOf(settings.pairingToken),
+        }),
+      );
       link.step = "challenge";
     };
     ws.onmessage = (event) => {
@@ -197,7 +215,11 @@ async function onFrame(link: Link, data: string): Promise<void> {
       // nothing served. Any other frame that fails its check did not come from the broker that proved itself.
       const plain = link.step === "auth" ? parse(data) : undefined;
       if (plain?.type === "reject") setState("rejected", `${plain.error.code}: ${plain.error.message}`);
-      else refuse(link, `a frame on the link to ${link.url} failed its check (not sealed by the broker that proved itself: another program in the path?); the link was closed and the frame not served`);
+      else
+        refuse(
+          link,
+          `a frame on the link to ${link.url} failed its check (not sealed by the broker that proved itself: another program in the path?); the link was closed and the frame not served`,
+        );
       ws.close();
       return;
     }
@@ -245,7 +267,10 @@ async function handshake(link: Link, frame: BrokerToBrowser): Promise<void> {
     const transcript = { browserNonce: link.nonce, brokerNonce: frame.nonce, browserId: settings.browserId, endpoint: link.endpoint };
     if (frame.endpoint !== link.endpoint && typeof frame.endpoint === "string") {
       // A real broker's proof, for the broker's own address: relayed by a program listening where this browser dialled.
-      refuse(link, `the listener at ${link.url} did not prove it is your tabrelay broker: it passed on the proof of a broker at ${frame.endpoint.slice(0, 100)} (another program on ${link.url} relaying to it); this browser sent it nothing and serves it nothing`);
+      refuse(
+        link,
+        `the listener at ${link.url} did not prove it is your tabrelay broker: it passed on the proof of a broker at ${frame.endpoint.slice(0, 100)} (another program on ${link.url} relaying to it); this browser sent it nothing and serves it nothing`,
+      );
       ws.close();
       return;
     }
@@ -253,7 +278,12 @@ async function handshake(link: Link, frame: BrokerToBrowser): Promise<void> {
       const keys = await frameKeys(settings.pairingToken, transcript);
       link.sealer = await FrameSealer.create(keys["browser>broker"]);
       link.opener = await FrameOpener.create(keys["broker>browser"]);
-      sendOn(link, { type: "auth", proof: await bridgeProof(settings.pairingToken, "browser", transcript), label: settings.label, userAgent: navigator.userAgent });
+      sendOn(link, {
+        type: "auth",
+        proof: await bridgeProof(settings.pairingToken, "browser", transcript),
+        label: settings.label,
+        userAgent: navigator.userAgent,
+      });
       return;
     }
   } else if (link.step === "auth" && frame.type === "welcome") {
@@ -270,7 +300,10 @@ async function handshake(link: Link, frame: BrokerToBrowser): Promise<void> {
   }
   // Anything else before a welcome (a wrong proof, a welcome or a call without one): this listener is not our
   // broker, or an older one. It got nothing that depends on the pairing code; stop talking to it and keep dialling.
-  refuse(link, `the listener at ${link.url} did not prove it is your tabrelay broker (another program on that port, or a broker older than this extension); this browser sent it nothing and serves it nothing`);
+  refuse(
+    link,
+    `the listener at ${link.url} did not prove it is your tabrelay broker (another program on that port, or a broker older than this extension); this browser sent it nothing and serves it nothing`,
+  );
   ws.close();
 }
 
@@ -287,7 +320,10 @@ async function runCall(link: Link, call: BridgeCall): Promise<void> {
     // bytes included); answer with an error instead of losing the link. Over CDP there is no bridge and no such limit.
     const bytes = (text.length * 3 > MAX_FRAME_BYTES - 64 ? new TextEncoder().encode(text).length : text.length) + 64;
     if (bytes > MAX_FRAME_BYTES) {
-      throw new CommandError("frame_too_large", `the answer is ${Math.round(bytes / 1048576)} MiB, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole`);
+      throw new CommandError(
+        "frame_too_large",
+        `the answer is ${Math.round(bytes / 1048576)} MiB, more than the ${MAX_FRAME_BYTES / 1048576} MiB the bridge carries; this page is too large to read whole`,
+      );
     }
     sendText(link, text);
   } catch (error) {

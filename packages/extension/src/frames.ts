@@ -21,6 +21,8 @@ export async function readDocument(tabId: number, frameId: number, maxChars: num
 chrome.webNavigation.onCommitted.addListener((details) => {
   void tabsLoaded.then(() => {
     if (!isVisibleToAgent(details.tabId) || !/^(?:https?:|file:|about:(?:blank|srcdoc))/.test(details.url)) return;
-    chrome.scripting.executeScript({ target: { tabId: details.tabId, frameIds: [details.frameId] }, files: ["inpage.js"], injectImmediately: true }).catch(() => undefined);
+    chrome.scripting
+      .executeScript({ target: { tabId: details.tabId, frameIds: [details.frameId] }, files: ["inpage.js"], injectImmediately: true })
+      .catch(() => undefined);
   });
 });

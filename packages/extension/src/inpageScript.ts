@@ -28,7 +28,13 @@ export async function injectInpage(tabId: number, frameIds?: number[]): Promise<
  * frame's value: INPAGE_NOT_INSTALLED where the script is missing, unless `install` puts it there and calls again.
  * Chrome's errors are thrown as it gives them.
  */
-export async function callInpage(tabId: number, frameIds: number[] | undefined, method: string, args: unknown, install: boolean): Promise<{ frameId: number; result?: unknown }[]> {
+export async function callInpage(
+  tabId: number,
+  frameIds: number[] | undefined,
+  method: string,
+  args: unknown,
+  install: boolean,
+): Promise<{ frameId: number; result?: unknown }[]> {
   const run = (ids: number[] | undefined) =>
     chrome.scripting.executeScript({
       target: ids ? { tabId, frameIds: ids } : { tabId, allFrames: true },

@@ -7,7 +7,8 @@ import { DOWNLOAD_NOTE } from "./downloads.js";
  * previous page, so tab status alone cannot be trusted.)
  */
 export function watchNavigation() {
-  type Outcome = { kind: "completed"; at: number } | { kind: "committed"; at: number } | { kind: "error"; error: string; at: number } | { kind: "removed"; at: number };
+  type Outcome =
+    { kind: "completed"; at: number } | { kind: "committed"; at: number } | { kind: "error"; error: string; at: number } | { kind: "removed"; at: number };
   const seen = new Map<number, Outcome[]>();
   let wake: (() => void) | undefined;
   const record = (tabId: number, outcome: Outcome) => {
@@ -73,13 +74,18 @@ export function watchNavigation() {
         const outcomes = seen.get(tabId) ?? [];
         const last = outcomes[outcomes.length - 1];
         if (last?.kind === "completed") return;
-        if (last?.kind === "removed") throw new CommandError("navigation_failed", `the tab closed while loading: the URL is most likely a file download (${DOWNLOAD_NOTE})`);
+        if (last?.kind === "removed")
+          throw new CommandError("navigation_failed", `the tab closed while loading: the URL is most likely a file download (${DOWNLOAD_NOTE})`);
         if (until === "commit" && outcomes.length > 0 && last?.kind !== "error") return;
         // ERR_ABORTED means another navigation (a redirect, a script) replaced this one: keep waiting, unless
         // a second later nothing is loading (a download in an existing tab, or the page stopped it).
         if (last?.kind === "error" && last.error === "net::ERR_ABORTED" && Date.now() - last.at > 1000) {
           const current = await chrome.tabs.get(tabId).catch(() => undefined);
-          if (current?.status !== "loading") throw new CommandError("navigation_failed", `the navigation was aborted and no page loaded: the URL is most likely a file download (${DOWNLOAD_NOTE}), or the page stopped it`);
+          if (current?.status !== "loading")
+            throw new CommandError(
+              "navigation_failed",
+              `the navigation was aborted and no page loaded: the URL is most likely a file download (${DOWNLOAD_NOTE}), or the page stopped it`,
+            );
         }
         // Stopped by the navigation rules (or another extension's): the tab shows an error page for where the
         // page tried to go. The broker judges that URL; it is not a load failure to report here.

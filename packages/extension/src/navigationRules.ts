@@ -181,7 +181,10 @@ async function install(): Promise<void> {
     lastError = `the broker's navigation rules could not be installed (${error instanceof Error ? error.message : String(error)}); agent tabs cannot navigate`;
     installedIds = undefined;
     const fallback = build(BLOCK_ALL);
-    await chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds: (await chrome.declarativeNetRequest.getSessionRules()).map((rule) => rule.id), addRules: fallback });
+    await chrome.declarativeNetRequest.updateSessionRules({
+      removeRuleIds: (await chrome.declarativeNetRequest.getSessionRules()).map((rule) => rule.id),
+      addRules: fallback,
+    });
     installedIds = fallback.map((rule) => rule.id);
   }
 }

@@ -5,9 +5,11 @@ import { CommandError } from "./commandError.js";
 import { scriptingError } from "./inpageScript.js";
 
 async function innerSize(tabId: number): Promise<{ width: number; height: number }> {
-  const [frame] = await chrome.scripting.executeScript({ target: { tabId, frameIds: [0] }, func: () => ({ width: innerWidth, height: innerHeight }) }).catch((error: unknown) => {
-    throw scriptingError(error);
-  });
+  const [frame] = await chrome.scripting
+    .executeScript({ target: { tabId, frameIds: [0] }, func: () => ({ width: innerWidth, height: innerHeight }) })
+    .catch((error: unknown) => {
+      throw scriptingError(error);
+    });
   const size = frame?.result as { width?: unknown; height?: unknown } | undefined;
   if (typeof size?.width !== "number" || typeof size.height !== "number") throw new CommandError("internal", "the page did not report its viewport size");
   return { width: size.width, height: size.height };
@@ -52,7 +54,8 @@ async function evaluateInPage(expression: string, max: number, timeoutMs: number
     });
     const value: unknown = await Promise.race([Promise.resolve((0, eval)(expression)), late]).finally(() => clearTimeout(timer));
     const kind = typeof value;
-    if (value === undefined || kind === "function" || kind === "symbol" || kind === "bigint") return { unserializable: value === undefined ? "undefined" : kind };
+    if (value === undefined || kind === "function" || kind === "symbol" || kind === "bigint")
+      return { unserializable: value === undefined ? "undefined" : kind };
     let json: unknown;
     try {
       json = JSON.stringify(value);
@@ -69,7 +72,13 @@ async function evaluateInPage(expression: string, max: number, timeoutMs: number
 
 export async function evaluate(tabId: number, expression: string, timeoutMs: number): Promise<{ json?: string; unserializable?: string }> {
   const [frame] = await chrome.scripting
-    .executeScript({ target: { tabId, frameIds: [0] }, world: "MAIN", injectImmediately: true, func: evaluateInPage, args: [expression, EVAL_MAX_CHARS, timeoutMs] })
+    .executeScript({
+      target: { tabId, frameIds: [0] },
+      world: "MAIN",
+      injectImmediately: true,
+      func: evaluateInPage,
+      args: [expression, EVAL_MAX_CHARS, timeoutMs],
+    })
     .catch((error: unknown) => {
       throw scriptingError(error);
     });

@@ -5,11 +5,7 @@ import { navigationRulesError } from "./navigationRules.js";
 import { loadSettings, plainRemoteRefusal, type Settings } from "./settings.js";
 import { bridge, saveTabs, sharedTabs, tabsLoaded } from "./state.js";
 
-type PopupMessage =
-  | { type: "status" }
-  | { type: "pair"; url: string; token: string }
-  | { type: "share"; tabId: number }
-  | { type: "unshare"; tabId: number };
+type PopupMessage = { type: "status" } | { type: "pair"; url: string; token: string } | { type: "share"; tabId: number } | { type: "unshare"; tabId: number };
 
 chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendResponse) => {
   if (sender.id !== chrome.runtime.id) return false;
@@ -41,5 +37,12 @@ chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendRespons
 function status(settings: Settings) {
   // A listener that failed to prove itself stays on the popup until a real broker welcomes this browser.
   const lastError = [...new Set([bridge.lastError, bridge.impostor, navigationRulesError()])].filter(Boolean).join("; ");
-  return { state: bridge.state, lastError, brokerUrl: settings.brokerUrl ?? "", browserId: settings.browserId, label: settings.label, sharedTabs: [...sharedTabs] };
+  return {
+    state: bridge.state,
+    lastError,
+    brokerUrl: settings.brokerUrl ?? "",
+    browserId: settings.browserId,
+    label: settings.label,
+    sharedTabs: [...sharedTabs],
+  };
 }

@@ -20,7 +20,13 @@ export async function loadSettings(): Promise<Settings> {
   // A launcher-written config.json wins: `tabrelay launch` pairs the profile it starts.
   if (seed && (seed.url !== stored["brokerUrl"] || seed.token !== stored["pairingToken"])) {
     await chrome.storage.local.set({ brokerUrl: seed.url, pairingToken: seed.token, ...(seed.label ? { label: seed.label } : {}) });
-    return { brokerUrl: seed.url, pairingToken: seed.token, browserId, label: seed.label ?? defaultLabel(stored["label"]), ...(seed.unsafePlainWs ? { unsafePlainWs: true } : {}) };
+    return {
+      brokerUrl: seed.url,
+      pairingToken: seed.token,
+      browserId,
+      label: seed.label ?? defaultLabel(stored["label"]),
+      ...(seed.unsafePlainWs ? { unsafePlainWs: true } : {}),
+    };
   }
   return {
     brokerUrl: typeof stored["brokerUrl"] === "string" ? stored["brokerUrl"] : undefined,
@@ -43,7 +49,8 @@ export function plainRemoteRefusal(settings: Pick<Settings, "brokerUrl" | "unsaf
   } catch {
     return `the broker URL ${JSON.stringify(settings.brokerUrl)} is not a URL; pair again with the one \`tabrelay pair\` prints`;
   }
-  if (url.protocol !== "ws:" && url.protocol !== "wss:") return `the broker URL must start with ws:// or wss://, not ${url.protocol}//; pair again with the one \`tabrelay pair\` prints`;
+  if (url.protocol !== "ws:" && url.protocol !== "wss:")
+    return `the broker URL must start with ws:// or wss://, not ${url.protocol}//; pair again with the one \`tabrelay pair\` prints`;
   if (url.protocol === "wss:" || settings.unsafePlainWs || isLoopback(url.hostname)) return "";
   return `refusing ws://${url.host}: a broker on another machine is reached only over wss:// (put TLS in front of it, e.g. a reverse proxy such as caddy or nginx, and pair with wss://${url.host}${url.pathname}); tabrelay launch --unsafe-plain-ws overrides this`;
 }

@@ -22,7 +22,12 @@ export async function watchWebMcp({ enabled, origins }: BridgeMethods["page.webm
   return {};
 }
 
-export async function callWebMcp({ tabId, name, input, timeoutMs }: BridgeMethods["page.webmcpCall"]["params"]): Promise<BridgeMethods["page.webmcpCall"]["result"]> {
+export async function callWebMcp({
+  tabId,
+  name,
+  input,
+  timeoutMs,
+}: BridgeMethods["page.webmcpCall"]["params"]): Promise<BridgeMethods["page.webmcpCall"]["result"]> {
   const run = chrome.scripting.executeScript({
     target: { tabId, frameIds: [0] },
     world: "MAIN",
@@ -34,11 +39,15 @@ export async function callWebMcp({ tabId, name, input, timeoutMs }: BridgeMethod
   });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new CommandError("timeout", `the page's WebMCP tool ${name} did not answer within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
+    timer = setTimeout(
+      () => reject(new CommandError("timeout", `the page's WebMCP tool ${name} did not answer within ${Math.round(timeoutMs / 1000)} s`)),
+      timeoutMs,
+    );
   });
   try {
     const [first] = await Promise.race([run, timeout]);
-    if (typeof first?.result !== "string") throw new CommandError("page_tool_failed", "the page's WebMCP tool did not answer (it threw outside its execute, or the page changed its shim)");
+    if (typeof first?.result !== "string")
+      throw new CommandError("page_tool_failed", "the page's WebMCP tool did not answer (it threw outside its execute, or the page changed its shim)");
     return { json: first.result };
   } finally {
     clearTimeout(timer);

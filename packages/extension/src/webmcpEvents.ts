@@ -6,7 +6,8 @@ import { isVisibleToAgent } from "./state.js";
 
 chrome.runtime.onMessage.addListener((message: unknown, sender) => {
   const tabId = sender.tab?.id;
-  if (typeof message !== "object" || message === null || Reflect.get(message, "type") !== "tabrelay-webmcp" || tabId === undefined || sender.frameId !== 0) return;
+  if (typeof message !== "object" || message === null || Reflect.get(message, "type") !== "tabrelay-webmcp" || tabId === undefined || sender.frameId !== 0)
+    return;
   if (!isVisibleToAgent(tabId)) return;
   let parsed: { type?: unknown; tools?: unknown };
   try {

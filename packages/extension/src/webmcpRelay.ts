@@ -5,5 +5,6 @@ import { WEBMCP_REPORT_MAX_CHARS } from "@tabrelay/protocol";
 
 document.addEventListener("tabrelay-webmcp", (event) => {
   const detail = (event as CustomEvent<unknown>).detail;
-  if (typeof detail === "string" && detail.length <= WEBMCP_REPORT_MAX_CHARS) void chrome.runtime.sendMessage({ type: "tabrelay-webmcp", text: detail }).catch(() => {});
+  if (typeof detail === "string" && detail.length <= WEBMCP_REPORT_MAX_CHARS)
+    void chrome.runtime.sendMessage({ type: "tabrelay-webmcp", text: detail }).catch(() => {});
 });

@@ -18,7 +18,9 @@ function centre(el: Element): { clientX: number; clientY: number } {
 
 function pointer(el: Element, type: string): void {
   const init = { bubbles: true, cancelable: true, composed: true, view: window, button: 0, ...centre(el) };
-  el.dispatchEvent(type.startsWith("pointer") ? new PointerEvent(type, { ...init, pointerId: 1, pointerType: "mouse", isPrimary: true }) : new MouseEvent(type, init));
+  el.dispatchEvent(
+    type.startsWith("pointer") ? new PointerEvent(type, { ...init, pointerId: 1, pointerType: "mouse", isPrimary: true }) : new MouseEvent(type, init),
+  );
 }
 
 function hover(el: Element): void {
@@ -147,7 +149,10 @@ function press(el: Element, combo: string, judged: Pick<ElementFacts, "submits" 
   if (proceed && parsed.submitsLikeEnter) {
     const now = pressFacts(el, parsed);
     if (canonical({ submits: now.submits, noSubmit: now.noSubmit }) !== canonical({ submits: judged.submits, noSubmit: judged.noSubmit })) {
-      throw new ActError("stale_ref", `the page changed what Enter submits while the key was pressed (the key events were delivered), so nothing was submitted; call snapshot again`);
+      throw new ActError(
+        "stale_ref",
+        `the page changed what Enter submits while the key was pressed (the key events were delivered), so nothing was submitted; call snapshot again`,
+      );
     }
     const submission = implicitSubmission(el);
     if ("none" in submission) return `pressed ${parsed.combo}: ${submission.none}`;
@@ -250,7 +255,10 @@ export async function act(params: InspectArgs & { action: ActionKind; expect?: s
   try {
     facts = factsOf(el, params.ref, params.action, params.value);
     if (writes && params.expect !== undefined && fingerprint(facts) !== params.expect) {
-      return fail("stale_ref", `the element ${describeElement(el)} or what its action reaches changed since the policy check (${changedFacts(params.expect, facts)}), so nothing was done; call snapshot again`);
+      return fail(
+        "stale_ref",
+        `the element ${describeElement(el)} or what its action reaches changed since the policy check (${changedFacts(params.expect, facts)}), so nothing was done; call snapshot again`,
+      );
     }
   } catch (error) {
     return error instanceof ActError ? fail(error.code, error.message) : fail("internal", error instanceof Error ? error.message : String(error));
@@ -311,7 +319,8 @@ export async function act(params: InspectArgs & { action: ActionKind; expect?: s
     const submitStopped = submits?.stop();
     mutations.push(...observer.takeRecords());
     // The highlight's own overlay is no change of the page's.
-    if (overlay) mutations.splice(0, mutations.length, ...mutations.filter((m) => ![...m.addedNodes, ...m.removedNodes].includes(overlay!) && m.target !== overlay));
+    if (overlay)
+      mutations.splice(0, mutations.length, ...mutations.filter((m) => ![...m.addedNodes, ...m.removedNodes].includes(overlay!) && m.target !== overlay));
     const effects: ActEffects = { done };
     if (mutations.length) effects.domChanged = mutations.length;
     const focused = deepActiveElement();

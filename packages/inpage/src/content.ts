@@ -16,7 +16,21 @@ import {
 import { hostedRoot } from "./flatTree.js";
 import { MIN_OPACITY, applyDrawing } from "./paint.js";
 import { mayBeStyled, startChecks } from "./styled.js";
-import { bodyContext, contextOf, enter, flatParent, frameHidden, inPage, inTree, judge, MAX_BLUR_PER_FONT_PX, pageExtent, SKIP, type Context, type Extent } from "./visibility.js";
+import {
+  bodyContext,
+  contextOf,
+  enter,
+  flatParent,
+  frameHidden,
+  inPage,
+  inTree,
+  judge,
+  MAX_BLUR_PER_FONT_PX,
+  pageExtent,
+  SKIP,
+  type Context,
+  type Extent,
+} from "./visibility.js";
 
 export interface ContentParams {
   maxElements?: number;
@@ -113,7 +127,9 @@ function markFrom(live: Element, copy: Element, ctx: Context, extent: Extent, ma
       const inside = root ? inTree(parent, root) : parent;
       const copies = c.children;
       for (let i = 0; i < children.length && i < copies.length; i++) stack.push([children[i]!, copies[i]!, inside]);
-    } else for (let lc = l.firstElementChild, cc = c.firstElementChild; lc && cc; lc = lc.nextElementSibling, cc = cc.nextElementSibling) stack.push([lc, cc, parent]);
+    } else
+      for (let lc = l.firstElementChild, cc = c.firstElementChild; lc && cc; lc = lc.nextElementSibling, cc = cc.nextElementSibling)
+        stack.push([lc, cc, parent]);
     // Document order: the first child on top of the stack, so a walk cut short keeps the start of the page.
     for (let i = start, j = stack.length - 1; i < j; i++, j--) [stack[i], stack[j]] = [stack[j]!, stack[i]!];
   };

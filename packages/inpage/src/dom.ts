@@ -104,7 +104,24 @@ export function roleOf(el: Element): string {
   }
 }
 
-const NAME_FROM_CONTENT = new Set(["button", "link", "heading", "tab", "menuitem", "menuitemcheckbox", "menuitemradio", "option", "treeitem", "checkbox", "radio", "switch", "cell", "columnheader", "rowheader", "tooltip"]);
+const NAME_FROM_CONTENT = new Set([
+  "button",
+  "link",
+  "heading",
+  "tab",
+  "menuitem",
+  "menuitemcheckbox",
+  "menuitemradio",
+  "option",
+  "treeitem",
+  "checkbox",
+  "radio",
+  "switch",
+  "cell",
+  "columnheader",
+  "rowheader",
+  "tooltip",
+]);
 
 function byIds(el: Element, attr: string): Element[] {
   const ids = el.getAttribute(attr)?.trim().split(/\s+/) ?? [];
@@ -127,9 +144,12 @@ export function accessibleName(el: Element, role = roleOf(el)): string {
   if (labelledBy.length) return normalize(labelledBy.map((e) => e.textContent ?? "").join(" "));
   const aria = normalize(el.getAttribute("aria-label"));
   if (aria) return aria;
-  if (isButtonInput(el)) return normalize(el.type === "image" ? el.alt || el.value : el.value) || (el.type === "submit" ? "Submit" : el.type === "reset" ? "Reset" : "");
+  if (isButtonInput(el))
+    return normalize(el.type === "image" ? el.alt || el.value : el.value) || (el.type === "submit" ? "Submit" : el.type === "reset" ? "Reset" : "");
   if (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement || el instanceof HTMLSelectElement) {
-    const labels = labelsOf(el).map((l) => normalize(l.textContent)).filter(Boolean);
+    const labels = labelsOf(el)
+      .map((l) => normalize(l.textContent))
+      .filter(Boolean);
     if (labels.length) return labels.join(" ");
     return normalize(el.getAttribute("title")) || normalize(el.getAttribute("placeholder"));
   }
@@ -172,7 +192,8 @@ export function readLabel(el: Element): { text: string; conflict?: string } {
     if (labels.text) return labels;
     const labelledBy = read(byIds(el, "aria-labelledby").filter((l) => isVisible(l)));
     if (labelledBy.text) return labelledBy;
-    if ((el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement) && !el.value) return { text: normalize(el.placeholder), ...(labels.conflict ? { conflict: labels.conflict } : {}) };
+    if ((el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement) && !el.value)
+      return { text: normalize(el.placeholder), ...(labels.conflict ? { conflict: labels.conflict } : {}) };
     const conflict = labels.conflict ?? labelledBy.conflict;
     return { text: "", ...(conflict ? { conflict } : {}) };
   }

@@ -68,11 +68,17 @@ export function pressFacts(el: Element, key: ParsedKey): Pick<ElementFacts, "key
     disabled: false,
     attributeText: attributeText(submission.form),
   };
-  return { key: key.combo, submits: { form, ...(submission.button ? { button: reachedFacts(submission.button, "the form's default button, which Enter clicks") } : {}) } };
+  return {
+    key: key.combo,
+    submits: { form, ...(submission.button ? { button: reachedFacts(submission.button, "the form's default button, which Enter clicks") } : {}) },
+  };
 }
 
 function optionFacts(option: HTMLOptionElement): ReachedElement {
-  const hidden = option.hidden || getComputedStyle(option).display === "none" || (option.parentElement instanceof HTMLOptGroupElement && getComputedStyle(option.parentElement).display === "none");
+  const hidden =
+    option.hidden ||
+    getComputedStyle(option).display === "none" ||
+    (option.parentElement instanceof HTMLOptGroupElement && getComputedStyle(option.parentElement).display === "none");
   const text = normalize(option.label);
   return {
     via: "the option chosen",
@@ -130,7 +136,8 @@ export function verify(el: Element, params: InspectArgs & { action: ActionKind; 
 
 export function isEditable(el: Element): boolean {
   if (el instanceof HTMLTextAreaElement) return !el.readOnly && !el.disabled;
-  if (el instanceof HTMLInputElement) return !el.readOnly && !el.disabled && !["checkbox", "radio", "button", "submit", "reset", "image", "file", "range", "color", "hidden"].includes(el.type);
+  if (el instanceof HTMLInputElement)
+    return !el.readOnly && !el.disabled && !["checkbox", "radio", "button", "submit", "reset", "image", "file", "range", "color", "hidden"].includes(el.type);
   return el instanceof HTMLElement && el.isContentEditable;
 }
 
@@ -139,10 +146,24 @@ export function pickOption(el: Element, wanted: string): HTMLOptionElement {
   if (!(el instanceof HTMLSelectElement)) throw new ActError("not_actionable", `${describeElement(el)} is not a <select>; click the option instead`);
   const options = [...el.options];
   const option = options.find((o) => normalize(o.label) === normalize(wanted)) ?? options.find((o) => o.value === wanted);
-  if (!option) throw new ActError("element_not_found", `no option ${JSON.stringify(wanted)}; options are: ${options.map((o) => JSON.stringify(normalize(o.label))).join(", ")}`);
+  if (!option)
+    throw new ActError(
+      "element_not_found",
+      `no option ${JSON.stringify(wanted)}; options are: ${options.map((o) => JSON.stringify(normalize(o.label))).join(", ")}`,
+    );
   return option;
 }
 
 export function pageFacts(): ElementFacts {
-  return { ref: "page", role: "document", name: document.title, visibleText: "", tag: "html", disabled: false, editable: false, attributeText: "", frameUrl: location.href };
+  return {
+    ref: "page",
+    role: "document",
+    name: document.title,
+    visibleText: "",
+    tag: "html",
+    disabled: false,
+    editable: false,
+    attributeText: "",
+    frameUrl: location.href,
+  };
 }

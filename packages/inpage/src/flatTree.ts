@@ -14,7 +14,26 @@ export function adoptShadowRoot(root: ShadowRoot): boolean {
 }
 
 /** The elements attachShadow accepts besides custom elements (valid custom element names all hold a "-"). */
-const HOST_NAMES = new Set(["article", "aside", "blockquote", "body", "div", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "header", "main", "nav", "p", "section", "span"]);
+const HOST_NAMES = new Set([
+  "article",
+  "aside",
+  "blockquote",
+  "body",
+  "div",
+  "footer",
+  "h1",
+  "h2",
+  "h3",
+  "h4",
+  "h5",
+  "h6",
+  "header",
+  "main",
+  "nav",
+  "p",
+  "section",
+  "span",
+]);
 const HTML_NS = "http://www.w3.org/1999/xhtml";
 
 /** Whether `el` can be a shadow host at all: asking for a closed root anywhere else is wasted. */

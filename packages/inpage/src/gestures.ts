@@ -19,12 +19,27 @@ function composedContains(outer: Element, inner: Element): boolean {
 
 function mouse(target: Element, type: string, p: Point, buttons: number): boolean {
   const init = { bubbles: true, cancelable: true, composed: true, view: window, button: 0, buttons, clientX: p.x, clientY: p.y, screenX: p.x, screenY: p.y };
-  const event = type.startsWith("pointer") ? new PointerEvent(type, { ...init, pointerId: 1, pointerType: "mouse", isPrimary: true, pressure: buttons ? 0.5 : 0 }) : new MouseEvent(type, init);
+  const event = type.startsWith("pointer")
+    ? new PointerEvent(type, { ...init, pointerId: 1, pointerType: "mouse", isPrimary: true, pressure: buttons ? 0.5 : 0 })
+    : new MouseEvent(type, init);
   return target.dispatchEvent(event);
 }
 
 function dragEvent(target: Element, type: string, p: Point, data: DataTransfer): boolean {
-  return target.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, composed: true, view: window, clientX: p.x, clientY: p.y, screenX: p.x, screenY: p.y, buttons: 1, dataTransfer: data }));
+  return target.dispatchEvent(
+    new DragEvent(type, {
+      bubbles: true,
+      cancelable: true,
+      composed: true,
+      view: window,
+      clientX: p.x,
+      clientY: p.y,
+      screenX: p.x,
+      screenY: p.y,
+      buttons: 1,
+      dataTransfer: data,
+    }),
+  );
 }
 
 /** The element a press at `p` reaches: the deepest one there when it is inside `el` (a slider's thumb), else `el`. */
@@ -95,7 +110,9 @@ export async function drag(el: Element, spec: DragSpec): Promise<string> {
     if (dropped) dragEvent(over!, "drop", to, data);
     else if (over) dragEvent(over, "dragleave", to, data);
     dragEvent(source, "dragend", to, data);
-    return dropped ? `dragged ${describeElement(source)} and dropped it on ${describeElement(over!)}` : `dragged ${describeElement(source)}; nothing at the end point accepted the drop`;
+    return dropped
+      ? `dragged ${describeElement(source)} and dropped it on ${describeElement(over!)}`
+      : `dragged ${describeElement(source)}; nothing at the end point accepted the drop`;
   }
   const captured = (): Element | undefined => (pressed.hasPointerCapture?.(1) ? pressed : el.hasPointerCapture?.(1) ? el : undefined);
   for (let i = 1; i <= DRAG_STEPS; i++) {
@@ -121,15 +138,19 @@ function bytesOf(base64: string): Uint8Array<ArrayBuffer> {
 
 /** Sets the files of a file input (as a person choosing them in the picker would) and fires input and change. */
 export function upload(el: Element, files: readonly UploadFile[]): string {
-  if (!(el instanceof HTMLInputElement) || el.type !== "file") throw new ActError("not_actionable", `${describeElement(el)} is not a file input (<input type="file">); pick the file input itself`);
-  if (files.length > 1 && !el.multiple) throw new ActError("invalid_params", `${describeElement(el)} takes one file (it has no multiple attribute), and ${files.length} were given`);
+  if (!(el instanceof HTMLInputElement) || el.type !== "file")
+    throw new ActError("not_actionable", `${describeElement(el)} is not a file input (<input type="file">); pick the file input itself`);
+  if (files.length > 1 && !el.multiple)
+    throw new ActError("invalid_params", `${describeElement(el)} takes one file (it has no multiple attribute), and ${files.length} were given`);
   const data = new DataTransfer();
   for (const file of files) data.items.add(new File([bytesOf(file.base64)], file.name, { type: file.type }));
   el.files = data.files;
   el.dispatchEvent(new Event("input", { bubbles: true, composed: true }));
   el.dispatchEvent(new Event("change", { bubbles: true }));
   const names = files.map((f) => JSON.stringify(f.name)).join(", ");
-  return files.length ? `set ${files.length} file${files.length === 1 ? "" : "s"} on ${describeElement(el)}: ${names}` : `cleared the files of ${describeElement(el)}`;
+  return files.length
+    ? `set ${files.length} file${files.length === 1 ? "" : "s"} on ${describeElement(el)}: ${names}`
+    : `cleared the files of ${describeElement(el)}`;
 }
 
 /** The overlay's tag: a custom element the page does not define, holding a closed shadow root. */
@@ -142,10 +163,16 @@ export const HIGHLIGHT_TAG = "tabrelay-highlight";
 export function highlight(el: Element, ms: number): Element {
   const r = el.getBoundingClientRect();
   const host = document.createElement(HIGHLIGHT_TAG);
-  host.setAttribute("style", `all: initial; position: fixed; left: ${r.left - 3}px; top: ${r.top - 3}px; width: ${r.width + 6}px; height: ${r.height + 6}px; z-index: 2147483647; pointer-events: none;`);
+  host.setAttribute(
+    "style",
+    `all: initial; position: fixed; left: ${r.left - 3}px; top: ${r.top - 3}px; width: ${r.width + 6}px; height: ${r.height + 6}px; z-index: 2147483647; pointer-events: none;`,
+  );
   const root = host.attachShadow({ mode: "closed" });
   const box = document.createElement("div");
-  box.setAttribute("style", "box-sizing: border-box; width: 100%; height: 100%; border: 3px solid #e8368f; border-radius: 4px; background: rgba(232, 54, 143, 0.12); box-shadow: 0 0 0 2px rgba(255, 255, 255, 0.8);");
+  box.setAttribute(
+    "style",
+    "box-sizing: border-box; width: 100%; height: 100%; border: 3px solid #e8368f; border-radius: 4px; background: rgba(232, 54, 143, 0.12); box-shadow: 0 0 0 2px rgba(255, 255, 255, 0.8);",
+  );
   root.append(box);
   document.documentElement.append(host);
   setTimeout(() => host.remove(), ms);

@@ -52,13 +52,21 @@ const FRAME_MS = 16;
  * Waits until text a person can see appears or is gone, or an element a person can see matches a selector: judged as
  * query judges (visibleCopy.ts), so a wait is no oracle for what a read withholds.
  */
-function wait(params: { text?: string; textGone?: string; selector?: string; timeoutMs: number }): Promise<InpageResult<{ matched: string; elapsedMs: number }>> {
+function wait(params: {
+  text?: string;
+  textGone?: string;
+  selector?: string;
+  timeoutMs: number;
+}): Promise<InpageResult<{ matched: string; elapsedMs: number }>> {
   const started = performance.now();
   let matcher: ReturnType<typeof matcherOf> | undefined;
   if (params.selector) {
     const parts = selectorParts(params.selector);
     matcher = parts.length > 1 ? "enters frames (`>>`), which only query does" : matcherOf(parts[0]!);
-    if (typeof matcher === "string") return Promise.resolve(fail("invalid_params", `the selector ${JSON.stringify(params.selector)} ${matcher}; fix it: one CSS selector, or xpath=<expression>`));
+    if (typeof matcher === "string")
+      return Promise.resolve(
+        fail("invalid_params", `the selector ${JSON.stringify(params.selector)} ${matcher}; fix it: one CSS selector, or xpath=<expression>`),
+      );
   }
   const check = (): string | undefined => {
     if (params.text || params.textGone) {

@@ -41,7 +41,10 @@ export interface ParsedKey {
 }
 
 export function parseKey(combo: string): ParsedKey {
-  const parts = combo.split("+").map((p) => p.trim()).filter(Boolean);
+  const parts = combo
+    .split("+")
+    .map((p) => p.trim())
+    .filter(Boolean);
   const main = parts.pop();
   if (!main) throw new ActError("invalid_params", `no key in ${JSON.stringify(combo)}; use e.g. "Enter", "Tab", "Control+A"`);
   const mods = new Set<string>();
@@ -51,7 +54,9 @@ export function parseKey(combo: string): ParsedKey {
     mods.add(mod);
   }
   const named = KEYS[main.toLowerCase()];
-  const key = named ?? (main.length === 1 ? { key: main, code: /[a-z]/i.test(main) ? `Key${main.toUpperCase()}` : "", keyCode: main.toUpperCase().charCodeAt(0) } : undefined);
+  const key =
+    named ??
+    (main.length === 1 ? { key: main, code: /[a-z]/i.test(main) ? `Key${main.toUpperCase()}` : "", keyCode: main.toUpperCase().charCodeAt(0) } : undefined);
   if (!key) throw new ActError("invalid_params", `unknown key ${JSON.stringify(main)}; use a single character or one of ${Object.keys(KEYS).join(", ")}`);
   const name = key.key === " " ? "Space" : key.key;
   const ordered = MODIFIER_ORDER.filter((m) => mods.has(m));

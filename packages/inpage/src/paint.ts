@@ -91,13 +91,28 @@ function colourFilter(name: string, amount: number): Paint | undefined {
 type Matrix = readonly [number, number, number, number, number, number, number, number, number];
 
 function matrixPaint(m: Matrix): Paint {
-  return (c) => [clamp(m[0] * c[0] + m[1] * c[1] + m[2] * c[2]), clamp(m[3] * c[0] + m[4] * c[1] + m[5] * c[2]), clamp(m[6] * c[0] + m[7] * c[1] + m[8] * c[2]), c[3]];
+  return (c) => [
+    clamp(m[0] * c[0] + m[1] * c[1] + m[2] * c[2]),
+    clamp(m[3] * c[0] + m[4] * c[1] + m[5] * c[2]),
+    clamp(m[6] * c[0] + m[7] * c[1] + m[8] * c[2]),
+    c[3],
+  ];
 }
 
 /** sepia(a), the Filter Effects spec's matrix. */
 function sepiaMatrix(a: number): Matrix {
   const k = 1 - a;
-  return [0.393 + 0.607 * k, 0.769 - 0.769 * k, 0.189 - 0.189 * k, 0.349 - 0.349 * k, 0.686 + 0.314 * k, 0.168 - 0.168 * k, 0.272 - 0.272 * k, 0.534 - 0.534 * k, 0.131 + 0.869 * k];
+  return [
+    0.393 + 0.607 * k,
+    0.769 - 0.769 * k,
+    0.189 - 0.189 * k,
+    0.349 - 0.349 * k,
+    0.686 + 0.314 * k,
+    0.168 - 0.168 * k,
+    0.272 - 0.272 * k,
+    0.534 - 0.534 * k,
+    0.131 + 0.869 * k,
+  ];
 }
 
 /** hue-rotate(degrees), the Filter Effects spec's matrix (feColorMatrix hueRotate). */
@@ -106,9 +121,15 @@ function hueRotateMatrix(degrees: number): Matrix {
   const cos = Math.cos(t);
   const sin = Math.sin(t);
   return [
-    0.213 + cos * 0.787 - sin * 0.213, 0.715 - cos * 0.715 - sin * 0.715, 0.072 - cos * 0.072 + sin * 0.928,
-    0.213 - cos * 0.213 + sin * 0.143, 0.715 + cos * 0.285 + sin * 0.14, 0.072 - cos * 0.072 - sin * 0.283,
-    0.213 - cos * 0.213 - sin * 0.787, 0.715 - cos * 0.715 + sin * 0.715, 0.072 + cos * 0.928 + sin * 0.072,
+    0.213 + cos * 0.787 - sin * 0.213,
+    0.715 - cos * 0.715 - sin * 0.715,
+    0.072 - cos * 0.072 + sin * 0.928,
+    0.213 - cos * 0.213 + sin * 0.143,
+    0.715 + cos * 0.285 + sin * 0.14,
+    0.072 - cos * 0.072 - sin * 0.283,
+    0.213 - cos * 0.213 - sin * 0.787,
+    0.715 - cos * 0.715 + sin * 0.715,
+    0.072 + cos * 0.928 + sin * 0.072,
   ];
 }
 
@@ -129,7 +150,8 @@ function applyFilter(filter: string, into: { opacity: number; blur: number; pain
   for (const m of filter.matchAll(/([a-z-]+)\(((?:[^()]|\([^()]*\))*)\)/g)) {
     const name = m[1]!;
     const arg = (m[2] ?? "").trim();
-    const amount = name === "hue-rotate" ? (arg === "" ? 0 : degreesOf(arg)) : arg === "" ? 1 : arg.endsWith("%") ? Number.parseFloat(arg) / 100 : Number.parseFloat(arg);
+    const amount =
+      name === "hue-rotate" ? (arg === "" ? 0 : degreesOf(arg)) : arg === "" ? 1 : arg.endsWith("%") ? Number.parseFloat(arg) / 100 : Number.parseFloat(arg);
     if (Number.isNaN(amount)) continue;
     if (name === "opacity") into.opacity *= Math.min(1, Math.max(0, amount));
     else if (name === "blur") into.blur += amount;
@@ -172,11 +194,13 @@ function maskPlacedAway(mask: string, style: CSSStyleDeclaration, boxOf: (() => 
   if (!boxOf || first(style.maskRepeat) !== "no-repeat") return false;
   const box = boxOf();
   // A gradient has no size of its own: auto, cover and contain draw it over the whole box.
-  const extent = (v: string | undefined, whole: number) => (v?.endsWith("px") ? Number.parseFloat(v) : v?.endsWith("%") ? (Number.parseFloat(v) / 100) * whole : whole);
+  const extent = (v: string | undefined, whole: number) =>
+    v?.endsWith("px") ? Number.parseFloat(v) : v?.endsWith("%") ? (Number.parseFloat(v) / 100) * whole : whole;
   const width = extent(size[0], box.width);
   const height = extent(size[1] ?? "auto", box.height);
   const [px, py] = first(style.maskPosition).split(/\s+/);
-  const offset = (v: string | undefined, whole: number, drawn: number) => (v?.endsWith("px") ? Number.parseFloat(v) : v?.endsWith("%") ? ((whole - drawn) * Number.parseFloat(v)) / 100 : Number.NaN);
+  const offset = (v: string | undefined, whole: number, drawn: number) =>
+    v?.endsWith("px") ? Number.parseFloat(v) : v?.endsWith("%") ? ((whole - drawn) * Number.parseFloat(v)) / 100 : Number.NaN;
   const x = offset(px, box.width, width);
   const y = offset(py ?? px, box.height, height);
   return x >= box.width || x + width <= 0 || y >= box.height || y + height <= 0;

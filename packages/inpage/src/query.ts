@@ -85,7 +85,11 @@ export function matcherOf(part: string): Matcher | string {
  * a predicate tests only the text and attributes the tools would give. `frame` hears each frame element with the parts
  * before the last that match it; `each` each element the last part matches.
  */
-export function matchVisible(parts: Matcher[], each: ((live: Element) => void) | undefined, frame?: (live: Element, matched: boolean[]) => void): { capped: boolean } {
+export function matchVisible(
+  parts: Matcher[],
+  each: ((live: Element) => void) | undefined,
+  frame?: (live: Element, matched: boolean[]) => void,
+): { capped: boolean } {
   const page = visiblePage();
   const copy = page.copy();
   const tests = parts.map((m) => m(copy));
@@ -100,7 +104,11 @@ export function matchVisible(parts: Matcher[], each: ((live: Element) => void) |
     const live = copy.liveOf.get(el);
     if (!live) continue;
     if (each && last(el)) each(live);
-    if (frame && chain.length && (el.localName === "iframe" || el.localName === "frame")) frame(live, chain.map((test) => test(el)));
+    if (frame && chain.length && (el.localName === "iframe" || el.localName === "frame"))
+      frame(
+        live,
+        chain.map((test) => test(el)),
+      );
     // A host's light children after its shadow tree (popped first), as the tree is rendered around its slots.
     push(el);
     if (el.shadowRoot) push(el.shadowRoot);
@@ -220,7 +228,10 @@ function pointQuery(x: number, y: number, params: Omit<QueryParams, "tabId">): I
   const hit = hitAt(x, y);
   const isTop = window === window.top;
   if (isTop && hit && "crossOrigin" in hit) {
-    return fail("not_actionable", `the point (${x}, ${y}) is inside a cross-origin frame (${frameLabel(hit.crossOrigin)}), which a point cannot be resolved across; find the element with a selector entering it ("iframe >> button") and pass its ref`);
+    return fail(
+      "not_actionable",
+      `the point (${x}, ${y}) is inside a cross-origin frame (${frameLabel(hit.crossOrigin)}), which a point cannot be resolved across; find the element with a selector entering it ("iframe >> button") and pass its ref`,
+    );
   }
   startRevision(params.revision);
   const own = framePath();
@@ -228,7 +239,18 @@ function pointQuery(x: number, y: number, params: Omit<QueryParams, "tabId">): I
   const mine = el !== undefined;
   const matches = el && params.upTo > 0 && (!isTop || params.skip === 0) ? [describe(actionableAt(el), true)] : [];
   const index = frameIndex();
-  return { ok: true, value: { url: location.href, origin: self.origin, title: document.title, count: mine ? 1 : 0, first: isTop ? params.skip : 0, matches, ...(index !== undefined ? { frameIndex: index } : {}) } };
+  return {
+    ok: true,
+    value: {
+      url: location.href,
+      origin: self.origin,
+      title: document.title,
+      count: mine ? 1 : 0,
+      first: isTop ? params.skip : 0,
+      matches,
+      ...(index !== undefined ? { frameIndex: index } : {}),
+    },
+  };
 }
 
 /**
@@ -240,7 +262,18 @@ function refQuery(ref: string, params: Omit<QueryParams, "tabId">): InpageResult
   const found = resolve(ref, params.revision);
   const matches = found.ok && params.upTo > 0 ? [describe(found.value.el, false, ref)] : [];
   const index = frameIndex();
-  return { ok: true, value: { url: location.href, origin: self.origin, title: document.title, count: found.ok ? 1 : 0, first: 0, matches, ...(index !== undefined ? { frameIndex: index } : {}) } };
+  return {
+    ok: true,
+    value: {
+      url: location.href,
+      origin: self.origin,
+      title: document.title,
+      count: found.ok ? 1 : 0,
+      first: 0,
+      matches,
+      ...(index !== undefined ? { frameIndex: index } : {}),
+    },
+  };
 }
 
 export function query(params: Omit<QueryParams, "tabId">): InpageResult<InpageQuery> {
@@ -254,7 +287,10 @@ export function query(params: Omit<QueryParams, "tabId">): InpageResult<InpageQu
     const made = matcherOf(part);
     if (typeof made === "string") {
       const which = parts.length === 1 ? "" : ` (its part ${JSON.stringify(part)})`;
-      return fail("invalid_params", `the selector ${JSON.stringify(params.selector)}${which} ${made}; fix it: CSS, or xpath=<expression>, parts joined by >> to enter frames`);
+      return fail(
+        "invalid_params",
+        `the selector ${JSON.stringify(params.selector)}${which} ${made}; fix it: CSS, or xpath=<expression>, parts joined by >> to enter frames`,
+      );
     }
     matchers.push(made);
   }

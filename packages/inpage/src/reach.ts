@@ -80,7 +80,10 @@ export function activationReach(el: Element): { el: Element; via: string }[] {
         }
       } else if (node !== target && activatesByItself(node) && !seen.has(node)) {
         seen.add(node);
-        reached.push({ el: node, via: node instanceof HTMLAnchorElement || node instanceof HTMLAreaElement ? "the link it is inside" : "the control it is inside" });
+        reached.push({
+          el: node,
+          via: node instanceof HTMLAnchorElement || node instanceof HTMLAreaElement ? "the link it is inside" : "the control it is inside",
+        });
       }
       if (isInteractiveContent(node)) interactiveSoFar = true;
     }

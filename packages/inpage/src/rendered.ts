@@ -97,7 +97,21 @@ export function contentStrings(value: string): string {
 }
 
 /** Counter styles that draw only numbers, letters of the alphabet in order or bullets. */
-const PLAIN_COUNTER_STYLES = new Set(["decimal", "decimal-leading-zero", "lower-roman", "upper-roman", "lower-alpha", "upper-alpha", "lower-latin", "upper-latin", "lower-greek", "disc", "circle", "square", "none"]);
+const PLAIN_COUNTER_STYLES = new Set([
+  "decimal",
+  "decimal-leading-zero",
+  "lower-roman",
+  "upper-roman",
+  "lower-alpha",
+  "upper-alpha",
+  "lower-latin",
+  "upper-latin",
+  "lower-greek",
+  "disc",
+  "circle",
+  "square",
+  "none",
+]);
 
 /** A custom @counter-style can draw any words ("symbols: 'Delete account'"): such content cannot be read here. */
 function customCounter(content: string): boolean {

@@ -71,16 +71,34 @@ function valueOf(el: Element): string | undefined {
 
 /** The snapshot's cheap visibility test (one style resolution per element, no ancestor walks), before the reader's rule. */
 function quickHidden(el: Element, rect: DOMRect): boolean {
-  return !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }) || rect.width < 2 || rect.height < 2 || el.closest('[inert], [aria-hidden="true"]') !== null;
+  return (
+    !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }) ||
+    rect.width < 2 ||
+    rect.height < 2 ||
+    el.closest('[inert], [aria-hidden="true"]') !== null
+  );
 }
 
 /** One node as a line of the wire format described on FrameSnapshot.nodes. */
 function encodeNode(n: SnapshotNode): string {
   const clean = (text: string | undefined) => (text ?? "").replace(/[\t\r\n]+/g, " ");
-  return [n.ref ?? "", n.role, clean(n.name), String(n.depth), clean(n.value), (n.states ?? []).join(","), n.level === undefined ? "" : String(n.level), `${n.offscreen ? "o" : ""}${n.hidden ? "h" : ""}`].join("\t");
+  return [
+    n.ref ?? "",
+    n.role,
+    clean(n.name),
+    String(n.depth),
+    clean(n.value),
+    (n.states ?? []).join(","),
+    n.level === undefined ? "" : String(n.level),
+    `${n.offscreen ? "o" : ""}${n.hidden ? "h" : ""}`,
+  ].join("\t");
 }
 
-export function snapshot(params: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): InpageResult<{ url: string; origin: string; title: string; nodes: string; elapsedMs: number; capped?: boolean }> {
+export function snapshot(params: {
+  revision: string;
+  interactiveOnly: boolean;
+  viewportOnly: boolean;
+}): InpageResult<{ url: string; origin: string; title: string; nodes: string; elapsedMs: number; capped?: boolean }> {
   const started = performance.now();
   state.revision = params.revision;
   state.refs = new Map();
@@ -144,7 +162,17 @@ export function snapshot(params: { revision: string; interactiveOnly: boolean; v
     if (el.firstElementChild) pushChildren(el, childDepth);
   }
   const capped = stack.length > 0; // stopped at MAX_NODES with elements still to walk
-  return { ok: true, value: { url: location.href, origin: self.origin, title: document.title, nodes: nodes.map(encodeNode).join("\n"), elapsedMs: Math.round(performance.now() - started), ...(capped ? { capped } : {}) } };
+  return {
+    ok: true,
+    value: {
+      url: location.href,
+      origin: self.origin,
+      title: document.title,
+      nodes: nodes.map(encodeNode).join("\n"),
+      elapsedMs: Math.round(performance.now() - started),
+      ...(capped ? { capped } : {}),
+    },
+  };
 }
 
 // ---- refs minted outside the walk (query) ------------------------------------------------------
@@ -176,11 +204,15 @@ export function resolve(ref: string, revision: string): InpageResult<{ el: Eleme
   const entry = state.refs.get(ref);
   if (!entry) return fail("stale_ref", `ref ${ref} is not in snapshot ${revision}; call snapshot again`);
   const el = entry.el.deref();
-  if (!el || !el.isConnected) return fail("stale_ref", `the element ${ref} ("${entry.name}") was removed or re-rendered since snapshot ${revision}; call snapshot again`);
+  if (!el || !el.isConnected)
+    return fail("stale_ref", `the element ${ref} ("${entry.name}") was removed or re-rendered since snapshot ${revision}; call snapshot again`);
   const role = roleOf(el);
   const name = accessibleName(el, role);
   if (role !== entry.role || name !== entry.name) {
-    return fail("stale_ref", `the element ${ref} changed since snapshot ${revision} (was ${entry.role} "${entry.name}", now ${role} "${name}"); call snapshot again`);
+    return fail(
+      "stale_ref",
+      `the element ${ref} changed since snapshot ${revision} (was ${entry.role} "${entry.name}", now ${role} "${name}"); call snapshot again`,
+    );
   }
   return { ok: true, value: { el, entry } };
 }

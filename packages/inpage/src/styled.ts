@@ -6,7 +6,10 @@
  */
 const FAMILIES = {
   fades: { words: /opacity|filter|mask/i, attributes: '[style*="opacity" i], [style*="filter" i], [style*="mask" i], [opacity], [filter], [mask]' },
-  shrinks: { words: /transform|scale|rotate|perspective|zoom|matrix/i, attributes: '[style*="transform" i], [style*="scale" i], [style*="rotate" i], [style*="perspective" i], [style*="zoom" i], [transform]' },
+  shrinks: {
+    words: /transform|scale|rotate|perspective|zoom|matrix/i,
+    attributes: '[style*="transform" i], [style*="scale" i], [style*="rotate" i], [style*="perspective" i], [style*="zoom" i], [transform]',
+  },
   spaces: { words: /letter-spacing/i, attributes: '[style*="letter-spacing" i], [letter-spacing]' },
 } as const;
 type Family = keyof typeof FAMILIES;

@@ -8,7 +8,23 @@ import { MIN_CONTRAST, MIN_OPACITY, type Paint, type Rgba, TRANSPARENT, applyDra
 import { type Styled, styledTree } from "./styled.js";
 
 /** Elements whose content extraction drops anyway, or that have no rendering of their own to judge. */
-export const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "LINK", "META", "BASE", "SVG", "svg", "CANVAS", "OBJECT", "EMBED", "HEAD", "SELECT", "DATALIST"]);
+export const SKIP = new Set([
+  "SCRIPT",
+  "STYLE",
+  "NOSCRIPT",
+  "TEMPLATE",
+  "LINK",
+  "META",
+  "BASE",
+  "SVG",
+  "svg",
+  "CANVAS",
+  "OBJECT",
+  "EMBED",
+  "HEAD",
+  "SELECT",
+  "DATALIST",
+]);
 /** Landmarks that mark an aria-hidden / inert element as the page's app root behind an open modal (see isAppRoot). */
 const MAIN_CONTENT = "main, article, h1, [role=main]";
 /** Type smaller than this (px) is not legible. */
@@ -121,7 +137,11 @@ export function beyondPage(el: Element): boolean {
   const rect = el.getBoundingClientRect();
   if (rect.width <= 0 && rect.height <= 0) return false;
   const extent = pageExtent();
-  const outsidePage = rect.right + extent.scrollX <= 0 || rect.bottom + extent.scrollY <= 0 || rect.left + extent.scrollX >= extent.width || rect.top + extent.scrollY >= extent.height;
+  const outsidePage =
+    rect.right + extent.scrollX <= 0 ||
+    rect.bottom + extent.scrollY <= 0 ||
+    rect.left + extent.scrollX >= extent.width ||
+    rect.top + extent.scrollY >= extent.height;
   if (!outsidePage) return false;
   for (let node = el.parentElement; node && node !== document.body && node !== document.documentElement; node = node.parentElement) {
     const style = getComputedStyle(node);
@@ -221,7 +241,11 @@ export function judge(el: Element, style: CSSStyleDeclaration, rect: DOMRect, ct
   if (rect.width > 0 || rect.height > 0) {
     // Out of the page's scrollable area, and out of the nearest scrolling box's (an app that scrolls its content in a
     // box of its own keeps it there, below that box's fold, not hidden).
-    const outsidePage = rect.right + extent.scrollX <= 0 || rect.bottom + extent.scrollY <= 0 || rect.left + extent.scrollX >= extent.width || rect.top + extent.scrollY >= extent.height;
+    const outsidePage =
+      rect.right + extent.scrollX <= 0 ||
+      rect.bottom + extent.scrollY <= 0 ||
+      rect.left + extent.scrollX >= extent.width ||
+      rect.top + extent.scrollY >= extent.height;
     if (outsidePage && (ctx.scrollArea === undefined || outside(rect, ctx.scrollArea))) return V.offscreen;
     // Wholly outside the box that clips it (overflow hidden): drawn nowhere.
     if (ctx.clip && rect.width > 0 && rect.height > 0 && outside(rect, ctx.clip)) return V.clipped;
@@ -242,9 +266,17 @@ export function judge(el: Element, style: CSSStyleDeclaration, rect: DOMRect, ct
   const fillText = style.webkitTextFillColor;
   const parsedFill = parseColor(fillText);
   const fill = parsedFill && ctx.paint ? ctx.paint(parsedFill) : parsedFill;
-  if (fill && (fill[3] * ctx.opacity < 0.1 || (ctx.background && (ctx.paint ? contrast(over(fill, ctx.background), ctx.background) < MIN_CONTRAST : faintOn(fillText, fill, ctx.background))))) {
+  if (
+    fill &&
+    (fill[3] * ctx.opacity < 0.1 ||
+      (ctx.background && (ctx.paint ? contrast(over(fill, ctx.background), ctx.background) < MIN_CONTRAST : faintOn(fillText, fill, ctx.background))))
+  ) {
     // Gradient text (background-clip: text), outlined or shadowed text shows without a fill of its own.
-    const painted = style.backgroundClip === "text" || style.webkitBackgroundClip === "text" || Number.parseFloat(style.webkitTextStrokeWidth) > 0 || style.textShadow !== "none";
+    const painted =
+      style.backgroundClip === "text" ||
+      style.webkitBackgroundClip === "text" ||
+      Number.parseFloat(style.webkitTextStrokeWidth) > 0 ||
+      style.textShadow !== "none";
     if (!painted) return V.unseenText;
   }
   return undefined;
@@ -318,7 +350,11 @@ const CLIPS = /^(?:hidden|clip)$/;
  * One element as the walk meets it in `ctx`: its verdict (judge), the context its children are drawn in, whether it
  * is fixed or sticky (for the broker's overlay judgement), and the computed style and box it was judged by.
  */
-export function enter(l: Element, ctx: Context, extent: Extent): { mark: Verdict | undefined; children: Context; position: string; style: CSSStyleDeclaration; rect: DOMRect } {
+export function enter(
+  l: Element,
+  ctx: Context,
+  extent: Extent,
+): { mark: Verdict | undefined; children: Context; position: string; style: CSSStyleDeclaration; rect: DOMRect } {
   const style = getComputedStyle(l);
   const position = style.position;
   const positioned = position === "absolute" || position === "fixed";
@@ -347,14 +383,19 @@ export function enter(l: Element, ctx: Context, extent: Extent): { mark: Verdict
       const left = rect.left - l.scrollLeft;
       const top = rect.top - l.scrollTop;
       // What the box scrolls can be brought into view: no clip from outside it is judged inside.
-      const children: Context = { ...mine, scrollArea: { left, top, right: left + Math.max(l.scrollWidth, rect.width), bottom: top + Math.max(l.scrollHeight, rect.height) } };
+      const children: Context = {
+        ...mine,
+        scrollArea: { left, top, right: left + Math.max(l.scrollWidth, rect.width), bottom: top + Math.max(l.scrollHeight, rect.height) },
+      };
       delete children.clip;
       delete children.clipHeld;
       return { mark, children, position, style, rect };
     }
     if (CLIPS.test(overflowX) && CLIPS.test(overflowY)) {
       const c = mine.clip;
-      const clip = c ? { left: Math.max(c.left, rect.left), top: Math.max(c.top, rect.top), right: Math.min(c.right, rect.right), bottom: Math.min(c.bottom, rect.bottom) } : { left: rect.left, top: rect.top, right: rect.right, bottom: rect.bottom };
+      const clip = c
+        ? { left: Math.max(c.left, rect.left), top: Math.max(c.top, rect.top), right: Math.min(c.right, rect.right), bottom: Math.min(c.bottom, rect.bottom) }
+        : { left: rect.left, top: rect.top, right: rect.right, bottom: rect.bottom };
       return { mark, children: { ...mine, clip, clipHeld: position !== "static" }, position, style, rect };
     }
   }
@@ -368,7 +409,6 @@ export function flatParent(el: Element): Element | null {
   const root = el.parentNode;
   return root instanceof ShadowRoot ? root.host : null;
 }
-
 
 /**
  * The context `el` is drawn in (its flat-tree ancestors' opacity, filters, background, clipping and scrolling boxes

@@ -35,7 +35,15 @@ const ENTERED = new Set(["select", "svg"]);
 /** Copy elements past this many (placeholders included) are left out: a page of a million empty divs stays bounded. */
 const COPY_MAX_FACTOR = 2;
 
-type Add = (el: Element, parent: Shown | undefined, own: boolean, block: boolean, structure: boolean, nodes: Node[] | undefined, ownTextHidden?: boolean) => Shown;
+type Add = (
+  el: Element,
+  parent: Shown | undefined,
+  own: boolean,
+  block: boolean,
+  structure: boolean,
+  nodes: Node[] | undefined,
+  ownTextHidden?: boolean,
+) => Shown;
 
 interface Shown {
   readonly parent: Shown | undefined;
@@ -152,7 +160,15 @@ export function visiblePage(maxElements = CONTENT_MAX_ELEMENTS): VisiblePage {
         if (mark?.scope === HIDDEN_SUBTREE) continue;
         const hosted = l instanceof HTMLSlotElement ? null : hostedRoot(l);
         const nodes = flatNodes(l, hosted);
-        const entry = add(l, parent, false, !INLINE.test(style.display), mark !== undefined || hiddenBox(style, rect) || underShade(l), nodes, mark?.scope === HIDDEN_OWN_TEXT);
+        const entry = add(
+          l,
+          parent,
+          false,
+          !INLINE.test(style.display),
+          mark !== undefined || hiddenBox(style, rect) || underShade(l),
+          nodes,
+          mark?.scope === HIDDEN_OWN_TEXT,
+        );
         pushChildren(nodes, hosted ? inTree(children, hosted) : children, entry);
       }
     }

@@ -42,7 +42,10 @@ type Holder = { [KEY]?: unknown } & Record<string, unknown>;
     pending = true;
     queueMicrotask(() => {
       pending = false;
-      send({ type: "tools", tools: [...tools.values()].map(({ name, description, inputSchema, annotations }) => ({ name, description, inputSchema, annotations })) });
+      send({
+        type: "tools",
+        tools: [...tools.values()].map(({ name, description, inputSchema, annotations }) => ({ name, description, inputSchema, annotations })),
+      });
     });
   };
 
@@ -59,7 +62,8 @@ type Holder = { [KEY]?: unknown } & Record<string, unknown>;
 
   const registerTool = (tool: WebMcpTool, options?: Registration): void => {
     if (typeof tool !== "object" || tool === null) throw new TypeError("registerTool: a tool is an object");
-    if (typeof tool.name !== "string" || !NAME.test(tool.name)) throw new TypeError(`registerTool: a tool's name is 1-128 characters of A-Z a-z 0-9 _ . - (got ${JSON.stringify(tool.name)})`);
+    if (typeof tool.name !== "string" || !NAME.test(tool.name))
+      throw new TypeError(`registerTool: a tool's name is 1-128 characters of A-Z a-z 0-9 _ . - (got ${JSON.stringify(tool.name)})`);
     if (typeof tool.execute !== "function") throw new TypeError(`registerTool: tool ${tool.name} needs an execute function`);
     if (tools.has(tool.name)) throw new DOMException(`a tool named ${tool.name} is already registered`, "InvalidStateError");
     if (options?.signal?.aborted) return;

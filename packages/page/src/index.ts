@@ -21,6 +21,14 @@
  * });
  * await server.connect();
  */
-export { createServer, type PageServer, type PromptDefinition, type ServerOptions, type ServerState, type ToolCallContext, type ToolDefinition } from "./server.js";
+export {
+  createServer,
+  type PageServer,
+  type PromptDefinition,
+  type ServerOptions,
+  type ServerState,
+  type ToolCallContext,
+  type ToolDefinition,
+} from "./server.js";
 export type { Backoff, CreateSocket, DropInfo, SocketLike, SocketRequest } from "./transport.js";
 export type { CallToolResult, ContentBlock, JsonSchema, ToolAnnotations } from "./wire.js";

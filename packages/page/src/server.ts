@@ -284,7 +284,8 @@ export function createServer(options: ServerOptions): PageServer {
       };
     },
     registerPrompt(prompt) {
-      if (typeof prompt.name !== "string" || !TOOL_NAME.test(prompt.name)) throw new Error(`@tabrelay/page: a prompt name is 1-128 characters of A-Z a-z 0-9 _ . - (got ${JSON.stringify(prompt.name)})`);
+      if (typeof prompt.name !== "string" || !TOOL_NAME.test(prompt.name))
+        throw new Error(`@tabrelay/page: a prompt name is 1-128 characters of A-Z a-z 0-9 _ . - (got ${JSON.stringify(prompt.name)})`);
       if (prompts.has(prompt.name)) throw new Error(`@tabrelay/page: a prompt named "${prompt.name}" is already registered; unregister it first`);
       prompts.set(prompt.name, prompt);
       changed("prompts");
@@ -333,16 +334,27 @@ function tokenSocket(token: ServerOptions["token"]): CreateSocket | undefined {
 }
 
 function checkTool(tool: ToolDefinition): void {
-  if (typeof tool.name !== "string" || !TOOL_NAME.test(tool.name)) throw new Error(`@tabrelay/page: a tool name is 1-128 characters of A-Z a-z 0-9 _ . - (got ${JSON.stringify(tool.name)})`);
+  if (typeof tool.name !== "string" || !TOOL_NAME.test(tool.name))
+    throw new Error(`@tabrelay/page: a tool name is 1-128 characters of A-Z a-z 0-9 _ . - (got ${JSON.stringify(tool.name)})`);
   if (typeof tool.description !== "string") throw new Error(`@tabrelay/page: tool "${tool.name}" needs a description (a string)`);
-  if (!isObject(tool.inputSchema) || tool.inputSchema.type !== "object") throw new Error(`@tabrelay/page: tool "${tool.name}" needs an inputSchema of type "object"`);
-  if (tool.outputSchema !== undefined && (!isObject(tool.outputSchema) || tool.outputSchema.type !== "object")) throw new Error(`@tabrelay/page: tool "${tool.name}": an outputSchema is of type "object"`);
+  if (!isObject(tool.inputSchema) || tool.inputSchema.type !== "object")
+    throw new Error(`@tabrelay/page: tool "${tool.name}" needs an inputSchema of type "object"`);
+  if (tool.outputSchema !== undefined && (!isObject(tool.outputSchema) || tool.outputSchema.type !== "object"))
+    throw new Error(`@tabrelay/page: tool "${tool.name}": an outputSchema is of type "object"`);
   if (typeof tool.handler !== "function") throw new Error(`@tabrelay/page: tool "${tool.name}" needs a handler function`);
 }
 
 function toolInfo(tool: ToolDefinition): PageToolInfo {
   const { name, title, description, inputSchema, outputSchema, annotations, _meta } = tool;
-  return { name, ...(title ? { title } : {}), description, inputSchema, ...(outputSchema ? { outputSchema } : {}), ...(annotations ? { annotations } : {}), ...(_meta ? { _meta } : {}) };
+  return {
+    name,
+    ...(title ? { title } : {}),
+    description,
+    inputSchema,
+    ...(outputSchema ? { outputSchema } : {}),
+    ...(annotations ? { annotations } : {}),
+    ...(_meta ? { _meta } : {}),
+  };
 }
 
 function promptInfo(prompt: PromptDefinition): PageMcpPrompt {

@@ -70,10 +70,13 @@ async function listen(): Promise<{ endpoint: string; peers: Peer[]; nextPeer(): 
     peers.push(peer);
     waiting.shift()?.(peer);
   });
-  cleanups.push(() => new Promise<void>((resolve) => {
-    for (const client of wss.clients) client.terminate();
-    wss.close(() => resolve());
-  }));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const client of wss.clients) client.terminate();
+        wss.close(() => resolve());
+      }),
+  );
   const address = wss.address();
   const port = typeof address === "object" && address ? address.port : 0;
   return {
@@ -86,7 +89,9 @@ async function listen(): Promise<{ endpoint: string; peers: Peer[]; nextPeer(): 
 
 const nodeSocket = (endpoint: string, protocols?: string[]): SocketLike => new WebSocket(endpoint, protocols);
 
-async function connected(options: { tokens?: string[] } = {}): Promise<{ server: PageServer; peer: Peer; broker: Awaited<ReturnType<typeof listen>>; attempts: number[] }> {
+async function connected(
+  options: { tokens?: string[] } = {},
+): Promise<{ server: PageServer; peer: Peer; broker: Awaited<ReturnType<typeof listen>>; attempts: number[] }> {
   const broker = await listen();
   const attempts: number[] = [];
   let made = 0;
@@ -115,7 +120,11 @@ describe("lifecycle", () => {
     const { peer } = await connected();
     for (const asked of ["2025-11-25", "2025-06-18", "2025-03-26"]) {
       const { result } = await initialize(peer, asked);
-      expect(result).toMatchObject({ protocolVersion: asked, serverInfo: { name: "test-page", version: "1.2.3" }, instructions: "Orders of the signed-in user." });
+      expect(result).toMatchObject({
+        protocolVersion: asked,
+        serverInfo: { name: "test-page", version: "1.2.3" },
+        instructions: "Orders of the signed-in user.",
+      });
       expect((result as { capabilities: unknown }).capabilities).toEqual({ tools: { listChanged: true }, prompts: { listChanged: true } });
     }
     expect((await initialize(peer, "2024-11-05")).result).toMatchObject({ protocolVersion: "2025-11-25" });
@@ -126,7 +135,9 @@ describe("lifecycle", () => {
     const { peer } = await connected();
     expect((await peer.request("resources/list")).error).toMatchObject({ code: -32601 });
     peer.socket.send("not json");
-    expect((await peer.next((m) => m.id === null && (m.error as { code: number }).code === -32700)).error).toMatchObject({ message: expect.stringContaining("not JSON") });
+    expect((await peer.next((m) => m.id === null && (m.error as { code: number }).code === -32700)).error).toMatchObject({
+      message: expect.stringContaining("not JSON"),
+    });
     peer.socket.send(JSON.stringify([{ jsonrpc: "2.0", id: 99, method: "ping" }]));
     expect((await peer.next((m) => m.id === null && (m.error as { code: number }).code === -32600)).error).toBeTruthy();
   });
@@ -135,7 +146,14 @@ describe("lifecycle", () => {
 describe("tools", () => {
   it("lists what is registered and calls handlers: text, structured content, JSON, a full result, a thrown error", async () => {
     const { server, peer } = await connected();
-    server.registerTool({ name: "echo", title: "Echo", description: "Echoes q.", inputSchema: { type: "object", properties: { q: { type: "string" } } }, annotations: { readOnlyHint: true }, handler: ({ q }) => `you said ${String(q)}` });
+    server.registerTool({
+      name: "echo",
+      title: "Echo",
+      description: "Echoes q.",
+      inputSchema: { type: "object", properties: { q: { type: "string" } } },
+      annotations: { readOnlyHint: true },
+      handler: ({ q }) => `you said ${String(q)}`,
+    });
     server.registerTool({
       name: "total",
       description: "The cart total.",
@@ -144,14 +162,36 @@ describe("tools", () => {
       handler: () => ({ euros: 42.5 }),
     });
     server.registerTool({ name: "rows", description: "Rows.", inputSchema: { type: "object" }, handler: () => [1, 2] });
-    server.registerTool({ name: "image", description: "A result as is.", inputSchema: { type: "object" }, handler: () => ({ content: [{ type: "image", data: "AAAA", mimeType: "image/png" }] }) });
-    server.registerTool({ name: "boom", description: "Fails.", inputSchema: { type: "object" }, handler: () => Promise.reject(new Error("no orders service")) });
-    server.registerTool({ name: "bad_output", description: "Declares an output schema, returns a string.", inputSchema: { type: "object" }, outputSchema: { type: "object" }, handler: () => "oops" });
+    server.registerTool({
+      name: "image",
+      description: "A result as is.",
+      inputSchema: { type: "object" },
+      handler: () => ({ content: [{ type: "image", data: "AAAA", mimeType: "image/png" }] }),
+    });
+    server.registerTool({
+      name: "boom",
+      description: "Fails.",
+      inputSchema: { type: "object" },
+      handler: () => Promise.reject(new Error("no orders service")),
+    });
+    server.registerTool({
+      name: "bad_output",
+      description: "Declares an output schema, returns a string.",
+      inputSchema: { type: "object" },
+      outputSchema: { type: "object" },
+      handler: () => "oops",
+    });
     await initialize(peer);
 
     const list = (await peer.request("tools/list")).result as { tools: Array<Record<string, unknown>> };
     expect(list.tools.map((t) => t.name)).toEqual(["echo", "total", "rows", "image", "boom", "bad_output"]);
-    expect(list.tools[0]).toEqual({ name: "echo", title: "Echo", description: "Echoes q.", inputSchema: { type: "object", properties: { q: { type: "string" } } }, annotations: { readOnlyHint: true } });
+    expect(list.tools[0]).toEqual({
+      name: "echo",
+      title: "Echo",
+      description: "Echoes q.",
+      inputSchema: { type: "object", properties: { q: { type: "string" } } },
+      annotations: { readOnlyHint: true },
+    });
     expect(list.tools[1]).toHaveProperty("outputSchema");
 
     const call = async (name: string, args?: unknown) => (await peer.request("tools/call", { name, arguments: args })).result;
@@ -214,7 +254,12 @@ describe("tools", () => {
           });
         }),
     });
-    server.registerTool({ name: "wait", description: "Waits ms.", inputSchema: { type: "object" }, handler: async ({ ms }) => new Promise((resolve) => setTimeout(() => resolve(`waited ${String(ms)}`), Number(ms))) });
+    server.registerTool({
+      name: "wait",
+      description: "Waits ms.",
+      inputSchema: { type: "object" },
+      handler: async ({ ms }) => new Promise((resolve) => setTimeout(() => resolve(`waited ${String(ms)}`), Number(ms))),
+    });
     await initialize(peer);
     const long = peer.request("tools/call", { name: "wait", arguments: { ms: 300 } });
     const short = peer.request("tools/call", { name: "wait", arguments: { ms: 10 } });
@@ -239,9 +284,17 @@ describe("prompts", () => {
     await peer.next((m) => m.method === "notifications/prompts/list_changed");
     server.registerPrompt({ name: "region", arguments: [{ name: "region", required: true }], content: ({ region }) => `Orders in ${region}.` });
     const list = (await peer.request("prompts/list")).result as { prompts: unknown[] };
-    expect(list.prompts).toEqual([{ name: "weekly", description: "This week's report." }, { name: "region", arguments: [{ name: "region", required: true }] }]);
-    expect((await peer.request("prompts/get", { name: "weekly" })).result).toEqual({ description: "This week's report.", messages: [{ role: "user", content: { type: "text", text: "Summarise this week's orders." } }] });
-    expect((await peer.request("prompts/get", { name: "region", arguments: { region: "EU" } })).result).toMatchObject({ messages: [{ content: { text: "Orders in EU." } }] });
+    expect(list.prompts).toEqual([
+      { name: "weekly", description: "This week's report." },
+      { name: "region", arguments: [{ name: "region", required: true }] },
+    ]);
+    expect((await peer.request("prompts/get", { name: "weekly" })).result).toEqual({
+      description: "This week's report.",
+      messages: [{ role: "user", content: { type: "text", text: "Summarise this week's orders." } }],
+    });
+    expect((await peer.request("prompts/get", { name: "region", arguments: { region: "EU" } })).result).toMatchObject({
+      messages: [{ content: { text: "Orders in EU." } }],
+    });
     expect((await peer.request("prompts/get", { name: "region" })).error).toMatchObject({ code: -32602, message: "Missing required argument: region" });
     expect((await peer.request("prompts/get", { name: "nope" })).error).toMatchObject({ code: -32602 });
   });
@@ -252,7 +305,12 @@ describe("reconnect", () => {
     const { server, peer, broker, attempts } = await connected({ tokens: ["t-1", "t-2", "t-3"] });
     expect(peer.protocol).toBe("bearer.t-1");
     let signalOnDrop: AbortSignal | undefined;
-    server.registerTool({ name: "hang", description: "Never answers.", inputSchema: { type: "object" }, handler: (_a, { signal }) => ((signalOnDrop = signal), new Promise(() => {})) });
+    server.registerTool({
+      name: "hang",
+      description: "Never answers.",
+      inputSchema: { type: "object" },
+      handler: (_a, { signal }) => ((signalOnDrop = signal), new Promise(() => {})),
+    });
     await initialize(peer);
     void peer.request("tools/call", { name: "hang" }).catch(() => {});
     await expect.poll(() => signalOnDrop).toBeDefined();
@@ -319,7 +377,14 @@ describe("reconnect", () => {
 });
 
 it("the minified bundle of the high-level API is under 8 KB gzipped", async () => {
-  const result = await build({ entryPoints: [fileURLToPath(new URL("../src/index.ts", import.meta.url))], bundle: true, minify: true, format: "esm", write: false, platform: "browser" });
+  const result = await build({
+    entryPoints: [fileURLToPath(new URL("../src/index.ts", import.meta.url))],
+    bundle: true,
+    minify: true,
+    format: "esm",
+    write: false,
+    platform: "browser",
+  });
   const bytes = gzipSync(result.outputFiles[0]!.contents).length;
   expect(bytes).toBeGreaterThan(1000); // it is the library, not an empty file
   expect(bytes).toBeLessThan(8 * 1024);

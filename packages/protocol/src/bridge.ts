@@ -10,7 +10,6 @@
  */
 export const PROTOCOL_VERSION = 4;
 
-
 /** Largest frame either end of the /bridge socket accepts, in bytes (a transport limit: the CDP driver has no bridge). A rendered page's HTML travels in one frame. */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
 

@@ -52,7 +52,12 @@ export const ERRORS = [
     hint: "list_tabs",
   },
   { code: "navigation_failed", meaning: "the page did not load (DNS, refused, no history, a blank tab)", next: "check the URL" },
-  { code: "stale_ref", meaning: "the ref's page navigated, the element re-rendered, or a newer snapshot or query exists", next: "`snapshot` (or `query`) again", hint: "snapshot again" },
+  {
+    code: "stale_ref",
+    meaning: "the ref's page navigated, the element re-rendered, or a newer snapshot or query exists",
+    next: "`snapshot` (or `query`) again",
+    hint: "snapshot again",
+  },
   {
     code: "write_denied",
     meaning: "the write policy refuses this action on this element (the rule is named)",
@@ -75,7 +80,11 @@ export const ERRORS = [
   },
   { code: "tab_not_visible", meaning: "the tab is not the visible tab of its window and `activate` was false", next: "`activate_tab`" },
   { code: "invalid_image", meaning: "the browser sent something that is not an acceptable PNG", next: "retry; report if it persists" },
-  { code: "frame_too_large", meaning: "the page's answer is larger than the browser link carries (32 MiB; 128 MiB over DevTools); only this call failed", next: "read a smaller page" },
+  {
+    code: "frame_too_large",
+    meaning: "the page's answer is larger than the browser link carries (32 MiB; 128 MiB over DevTools); only this call failed",
+    next: "read a smaller page",
+  },
   {
     code: "audit_unavailable",
     meaning: "the audit log cannot be written (disk full, read-only data dir), so the write was refused and not sent; reads still work",
@@ -93,7 +102,11 @@ export const ERRORS = [
     next: "use the tools one call at a time; the user can set `code_mode.enabled: true`",
     hint: "use the tools instead",
   },
-  { code: "syntax_error", meaning: "the program does not parse as TypeScript or JavaScript (the line is named); nothing ran", next: "fix the program and run it again" },
+  {
+    code: "syntax_error",
+    meaning: "the program does not parse as TypeScript or JavaScript (the line is named); nothing ran",
+    next: "fix the program and run it again",
+  },
   {
     code: "program_error",
     meaning: "the program threw (its message and line are given); commands it made before that happened and are not undone",
@@ -111,7 +124,7 @@ export const ERRORS = [
   },
   {
     code: "no_browser_source",
-    meaning: "this broker has no browser source configured, so it cannot start a browser (`browser_start`, `browser_run` with `browser: \"new\"`)",
+    meaning: 'this broker has no browser source configured, so it cannot start a browser (`browser_start`, `browser_run` with `browser: "new"`)',
     next: "use a connected browser (`list_browsers`); the user can set `browsers: { source: local | browserbase | kernel }` in config.yaml",
   },
   {
@@ -140,9 +153,21 @@ export const ERRORS = [
     next: "tell the user: they approve it again in the dashboard or with `tabrelay pages approve`",
     hint: REFUSED,
   },
-  { code: "page_tool_failed", meaning: "the page's tool reported a failure, answered with an error, or sent over 1 MiB", next: "read its message (page content); retry only if it says so" },
-  { code: "cancelled", meaning: "the client cancelled the call before it finished; commands already sent happened", next: "`snapshot` to see where the page is" },
-  { code: "value_not_copyable", meaning: "a program returned or passed a value that cannot be copied as JSON (cyclic, a function, too large)", next: "return plain data (objects, arrays, strings, numbers)" },
+  {
+    code: "page_tool_failed",
+    meaning: "the page's tool reported a failure, answered with an error, or sent over 1 MiB",
+    next: "read its message (page content); retry only if it says so",
+  },
+  {
+    code: "cancelled",
+    meaning: "the client cancelled the call before it finished; commands already sent happened",
+    next: "`snapshot` to see where the page is",
+  },
+  {
+    code: "value_not_copyable",
+    meaning: "a program returned or passed a value that cannot be copied as JSON (cyclic, a function, too large)",
+    next: "return plain data (objects, arrays, strings, numbers)",
+  },
   {
     code: "invalid_params",
     meaning: "an unknown argument, one of the wrong type or out of range, or a missing or contradictory one (the field is named)",
@@ -161,4 +186,3 @@ export const ERRORS = [
 export type ErrorCode = (typeof ERRORS)[number]["code"];
 
 export const ERROR_CODES: readonly ErrorCode[] = ERRORS.map((e) => e.code);
-

@@ -51,7 +51,6 @@ export interface WelcomeFrame {
   navigationRules: NavigationRule[];
 }
 
-
 /** Broker -> browser before closing a socket it refuses, so the popup can say why. */
 export interface RejectFrame {
   type: "reject";
@@ -65,9 +64,7 @@ export interface BridgeCall<M extends BridgeMethod = BridgeMethod> {
   params: ParamsOf<M>;
 }
 
-export type BridgeResult =
-  | { type: "result"; id: number; ok: true; result: unknown }
-  | { type: "result"; id: number; ok: false; error: WireError };
+export type BridgeResult = { type: "result"; id: number; ok: true; result: unknown } | { type: "result"; id: number; ok: false; error: WireError };
 
 /** Events the browser pushes without being asked. */
 export interface BridgeEvents {

@@ -40,7 +40,7 @@ export function describeThrown(ctx: QuickJSContext, handle: QuickJSHandle): Thro
   }
   let text: string;
   try {
-    text = typeof dumped === "string" ? dumped : JSON.stringify(dumped) ?? String(dumped);
+    text = typeof dumped === "string" ? dumped : (JSON.stringify(dumped) ?? String(dumped));
   } catch {
     text = String(dumped);
   }

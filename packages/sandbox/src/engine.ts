@@ -40,13 +40,17 @@ function byteLengthLarge(text: string): number {
     const c = text.charCodeAt(i);
     if (c < 0x80) bytes += 1;
     else if (c < 0x800) bytes += 2;
-    else if (c >= 0xd800 && c <= 0xdbff) { bytes += 4; i++; }
-    else bytes += 3;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
   }
   return bytes;
 }
 
-interface Stop { budget: Budget }
+interface Stop {
+  budget: Budget;
+}
 
 /** Thrown into the program by browse.* and log.* once a budget has ended the run (an interrupt follows). */
 const ENDING = "budget_exceeded: the run is ending";
@@ -143,7 +147,9 @@ class Run {
 
   /** Runs the prelude: `browse`, `log`, and the host's two helpers. */
   #install(ctx: QuickJSContext): { copyOut: QuickJSHandle; failedSeq: QuickJSHandle } | { error: Omit<RunResult, "logs" | "usage"> } {
-    const crashed = (what: string) => ({ error: { status: "error" as const, error: { code: "sandbox_crashed", message: `the sandbox could not start (${what}); run the program again` } } });
+    const crashed = (what: string) => ({
+      error: { status: "error" as const, error: { code: "sandbox_crashed", message: `the sandbox could not start (${what}); run the program again` } },
+    });
     const install = ctx.evalCode(PRELUDE, "prelude.js");
     if (install.error) return crashed(this.#take(ctx, install.error).text);
     const hostCall = ctx.newFunction("hostCall", (command, argsJson) => this.#hostCall(ctx, ctx.getString(command), ctx.getString(argsJson)));
@@ -158,7 +164,13 @@ class Run {
     return { copyOut, failedSeq };
   }
 
-  async #loop(ctx: QuickJSContext, rt: QuickJSRuntime, main: QuickJSHandle, copyOut: QuickJSHandle, failedSeq: QuickJSHandle): Promise<Omit<RunResult, "logs" | "usage">> {
+  async #loop(
+    ctx: QuickJSContext,
+    rt: QuickJSRuntime,
+    main: QuickJSHandle,
+    copyOut: QuickJSHandle,
+    failedSeq: QuickJSHandle,
+  ): Promise<Omit<RunResult, "logs" | "usage">> {
     for (;;) {
       const jobs = rt.executePendingJobs();
       if (jobs.error) {
@@ -168,7 +180,8 @@ class Run {
       if (this.#stop) return this.#budgetResult(this.#stop.budget);
       const state = ctx.getPromiseState(main);
       if (state.type === "fulfilled") {
-        if (state.notAPromise) return { status: "error", error: { code: "sandbox_crashed", message: "the program's body did not run as an async function; run it again" } };
+        if (state.notAPromise)
+          return { status: "error", error: { code: "sandbox_crashed", message: "the program's body did not run as an async function; run it again" } };
         return this.#copyOut(ctx, copyOut, state.value);
       }
       if (state.type === "rejected") {
@@ -180,7 +193,8 @@ class Run {
           status: "error",
           error: {
             code: "program_error",
-            message: "the program awaited a promise that can never settle: no command was in flight and nothing else could resolve it (the sandbox has no timers or events); await only browse.* commands and promises built on them",
+            message:
+              "the program awaited a promise that can never settle: no command was in flight and nothing else could resolve it (the sandbox has no timers or events); await only browse.* commands and promises built on them",
           },
         };
       }
@@ -193,10 +207,17 @@ class Run {
   #nextEvent(): Promise<void> {
     return new Promise<void>((resolve) => {
       const timer = setTimeout(done, Math.max(0, this.#deadline - Date.now()));
-      const wake = () => { clearTimeout(timer); resolve(); };
+      const wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
       this.#wake = wake;
-      function done() { resolve(); }
-    }).then(() => { this.#wake = undefined; });
+      function done() {
+        resolve();
+      }
+    }).then(() => {
+      this.#wake = undefined;
+    });
   }
 
   #interrupt(): boolean {
@@ -215,7 +236,13 @@ class Run {
     const length = argsJson.startsWith("\u0000") ? Number(argsJson.slice(1)) : argsJson.length;
     if (length > COMMAND_ARGS_MAX_CHARS) {
       this.#calls.set(seq, { command, args: [`(${length} characters of arguments, not kept)`] });
-      this.#settle(deferred, seq, { ok: false, error: { code: "invalid_params", message: `browse.${command}'s arguments are ${length} characters, more than the ${COMMAND_ARGS_MAX_CHARS} a command may carry; pass less` } });
+      this.#settle(deferred, seq, {
+        ok: false,
+        error: {
+          code: "invalid_params",
+          message: `browse.${command}'s arguments are ${length} characters, more than the ${COMMAND_ARGS_MAX_CHARS} a command may carry; pass less`,
+        },
+      });
       return deferred.handle;
     }
     // What the host holds for a run counts against its memory budget, as the program's own heap does.
@@ -223,7 +250,10 @@ class Run {
       this.#calls.set(seq, { command, args: [`(${argsJson.length} characters of arguments, not kept)`] });
       this.#settle(deferred, seq, {
         ok: false,
-        error: { code: "budget_exceeded", message: `memory budget: the arguments of the commands in flight would take ${this.#heldChars + argsJson.length} characters, more than the run's memory budget (${this.#request.budgets.memoryBytes} bytes); await commands before starting more` },
+        error: {
+          code: "budget_exceeded",
+          message: `memory budget: the arguments of the commands in flight would take ${this.#heldChars + argsJson.length} characters, more than the run's memory budget (${this.#request.budgets.memoryBytes} bytes); await commands before starting more`,
+        },
       });
       return deferred.handle;
     }
@@ -246,7 +276,11 @@ class Run {
     }
     answered.then(
       (answer) => this.#answer(seq, answer),
-      (error: unknown) => this.#answer(seq, { ok: false, error: { code: "host_error", message: `the host failed to run ${command}: ${error instanceof Error ? error.message : String(error)}` } }),
+      (error: unknown) =>
+        this.#answer(seq, {
+          ok: false,
+          error: { code: "host_error", message: `the host failed to run ${command}: ${error instanceof Error ? error.message : String(error)}` },
+        }),
     );
     return deferred.handle;
   }
@@ -265,9 +299,17 @@ class Run {
     if (!ctx) return;
     let json: string;
     try {
-      json = JSON.stringify(answer.ok ? { ok: true, seq, value: answer.value ?? null } : { ok: false, seq, error: { code: String(answer.error.code), message: String(answer.error.message) } });
+      json = JSON.stringify(
+        answer.ok
+          ? { ok: true, seq, value: answer.value ?? null }
+          : { ok: false, seq, error: { code: String(answer.error.code), message: String(answer.error.message) } },
+      );
     } catch (error) {
-      json = JSON.stringify({ ok: false, seq, error: { code: "host_error", message: `the host's answer could not be copied as JSON: ${error instanceof Error ? error.message : String(error)}` } });
+      json = JSON.stringify({
+        ok: false,
+        seq,
+        error: { code: "host_error", message: `the host's answer could not be copied as JSON: ${error instanceof Error ? error.message : String(error)}` },
+      });
     }
     if (!answer.ok) this.#failures.set(seq, { code: String(answer.error.code), message: String(answer.error.message) });
     // resolve() disposes the resolvers; the promise's handle went to the program when hostCall returned it.
@@ -300,7 +342,13 @@ class Run {
     if (copied.error) {
       const thrown = this.#take(ctx, copied.error);
       if (thrown.kind === "memory") return this.#budgetResult("memory");
-      return { status: "error", error: { code: "value_not_copyable", message: `the returned value cannot be copied as JSON (${thrown.text}); return plain data: objects, arrays, strings, numbers, booleans, null` } };
+      return {
+        status: "error",
+        error: {
+          code: "value_not_copyable",
+          message: `the returned value cannot be copied as JSON (${thrown.text}); return plain data: objects, arrays, strings, numbers, booleans, null`,
+        },
+      };
     }
     if (ctx.typeof(copied.value) !== "string") {
       copied.value.dispose();
@@ -311,7 +359,13 @@ class Run {
     const bytes = utf8Bytes(json);
     const room = this.#request.budgets.outputBytes - this.#usage.outputBytes;
     if (bytes > room) {
-      return { status: "error", error: { code: "value_not_copyable", message: `the returned value is too large: ${bytes} bytes as JSON, and the output budget has ${Math.max(room, 0)} left (of ${this.#request.budgets.outputBytes}); return less, or log less` } };
+      return {
+        status: "error",
+        error: {
+          code: "value_not_copyable",
+          message: `the returned value is too large: ${bytes} bytes as JSON, and the output budget has ${Math.max(room, 0)} left (of ${this.#request.budgets.outputBytes}); return less, or log less`,
+        },
+      };
     }
     this.#usage.outputBytes += bytes;
     return { status: "ok", value: JSON.parse(json) };
@@ -380,7 +434,11 @@ class Run {
   #dispose(): void {
     if (this.#usable) this.#sampleMemory();
     for (const { deferred } of this.#inFlight.values()) {
-      try { deferred.dispose(); } catch { this.#usable = false; }
+      try {
+        deferred.dispose();
+      } catch {
+        this.#usable = false;
+      }
     }
     try {
       this.#ctx?.dispose();
@@ -394,7 +452,10 @@ class Run {
     const abandoned = this.#inFlight.size;
     if (abandoned > 0 && result.status === "ok") {
       const seqs = [...this.#inFlight.keys()].join(", ");
-      this.#logs.push({ level: "warn", text: `sandbox: the program returned while ${abandoned} command${abandoned === 1 ? " was" : "s were"} still in flight (#${seqs}); ${abandoned === 1 ? "its result was" : "their results were"} discarded. Await every browse.* call.` });
+      this.#logs.push({
+        level: "warn",
+        text: `sandbox: the program returned while ${abandoned} command${abandoned === 1 ? " was" : "s were"} still in flight (#${seqs}); ${abandoned === 1 ? "its result was" : "their results were"} discarded. Await every browse.* call.`,
+      });
     }
     const usage = { ...this.#usage, wallMs: Date.now() - this.#started };
     return { result: { ...result, logs: this.#logs, usage }, instanceUsable: this.#usable };

@@ -2,7 +2,13 @@
 // (setMemoryLimit) refuses one large allocation but barely counts small ones (measured: many small objects or
 // 1 MiB strings under an 8 MiB limit grew the wasm heap to the instance's 128 MiB ceiling), so the real limit is
 // an imported WebAssembly.Memory whose maximum is QuickJS's own base (16 MiB, the module's minimum) + the budget.
-import { newQuickJSWASMModuleFromVariant, newVariant, type CustomizeVariantOptions, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
+import {
+  newQuickJSWASMModuleFromVariant,
+  newVariant,
+  type CustomizeVariantOptions,
+  type QuickJSSyncVariant,
+  type QuickJSWASMModule,
+} from "quickjs-emscripten-core";
 // The package's types are CommonJS-shaped, while Node and bundlers load its ESM build, whose default export is the
 // variant: which object holds it depends on the loader, so it is found at run time (variantOf).
 import * as releaseSync from "@jitl/quickjs-wasmfile-release-sync";
@@ -40,7 +46,10 @@ export async function loadQuickJS(options: LoadOptions): Promise<QuickJSWASMModu
   const maximum = Math.max(INSTANCE_BASE_BYTES, options.maxMemoryBytes) / PAGE;
   const wasmMemory = new wasm.Memory({ initial: INSTANCE_BASE_BYTES / PAGE, maximum: Math.ceil(maximum) });
   const emscriptenModule: EngineModuleOptions = { printErr: options.onEngineMessage ?? (() => undefined) };
-  const variant = newVariant(variantOf(releaseSync), options.wasmModule ? { wasmMemory, wasmModule: options.wasmModule, emscriptenModule } : { wasmMemory, emscriptenModule });
+  const variant = newVariant(
+    variantOf(releaseSync),
+    options.wasmModule ? { wasmMemory, wasmModule: options.wasmModule, emscriptenModule } : { wasmMemory, emscriptenModule },
+  );
   return newQuickJSWASMModuleFromVariant(variant);
 }
 

@@ -13,8 +13,11 @@
 export const COMMAND_ARGS_MAX_CHARS = 16 * 1024 * 1024;
 
 /** Evaluates to `install(hostCall, hostLog, commandsJson) -> { copyOut, failedSeq }`. */
-export const PRELUDE = String.raw`(function install(hostCall, hostLog, commandsJson) {
-  const MAX_ARGS_CHARS = ` + String(COMMAND_ARGS_MAX_CHARS) + String.raw`;
+export const PRELUDE =
+  String.raw`(function install(hostCall, hostLog, commandsJson) {
+  const MAX_ARGS_CHARS = ` +
+  String(COMMAND_ARGS_MAX_CHARS) +
+  String.raw`;
   "use strict";
   const stringify = JSON.stringify, parse = JSON.parse, ErrorCtor = Error, failures = new WeakMap();
   const define = Object.defineProperty, freeze = Object.freeze, create = Object.create;

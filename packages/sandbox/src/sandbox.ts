@@ -47,7 +47,15 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
         module = await instanceFor(request.budgets.memoryBytes);
       } catch (error) {
         const message = `the sandbox could not load QuickJS (${error instanceof Error ? error.message : String(error)}); reinstall the sandbox's dependencies`;
-        return { result: { status: "error", error: { code: "sandbox_unavailable", message }, logs: [], usage: { wallMs: 0, instructions: 0, memoryBytes: 0, commands: 0, outputBytes: 0 } }, instanceUsable: false };
+        return {
+          result: {
+            status: "error",
+            error: { code: "sandbox_unavailable", message },
+            logs: [],
+            usage: { wallMs: 0, instructions: 0, memoryBytes: 0, commands: 0, outputBytes: 0 },
+          },
+          instanceUsable: false,
+        };
       }
       const outcome = await runProgram(module, request, call, hooks);
       if (!outcome.instanceUsable) {

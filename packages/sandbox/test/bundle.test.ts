@@ -17,7 +17,10 @@ describe("the CLI bundle's sandbox worker", () => {
     try {
       const budgets = { wallMs: 1000, instructions: 1_000_000, memoryBytes: 32 * 1024 * 1024, stackBytes: 256 * 1024, commands: 10, outputBytes: 65536 };
       const browser = new TinyBrowser();
-      const ok = await pool.run({ program: "const page: { url: string } = (await browse.read()) as { url: string };\nreturn page.url;", commands: COMMANDS, budgets }, browser.call);
+      const ok = await pool.run(
+        { program: "const page: { url: string } = (await browse.read()) as { url: string };\nreturn page.url;", commands: COMMANDS, budgets },
+        browser.call,
+      );
       expect(ok).toMatchObject({ status: "ok", value: "https://example.test/" });
       expect(browser.calls.map((c) => c.command)).toEqual(["read"]);
       const hostile = await pool.run({ program: "return new Array(1e9) + '';", commands: COMMANDS, budgets }, browser.call);

@@ -8,7 +8,14 @@ import { createSandboxPool, type SandboxPool } from "../src/node/pool.js";
 import type { Budgets, RunResult } from "../src/types.js";
 import { COMMANDS, TinyBrowser } from "./tinyBrowser.js";
 
-const BUDGETS: Budgets = { wallMs: 1000, instructions: 1_000_000, memoryBytes: 32 * 1024 * 1024, stackBytes: 256 * 1024, commands: 100, outputBytes: 1024 * 1024 };
+const BUDGETS: Budgets = {
+  wallMs: 1000,
+  instructions: 1_000_000,
+  memoryBytes: 32 * 1024 * 1024,
+  stackBytes: 256 * 1024,
+  commands: 100,
+  outputBytes: 1024 * 1024,
+};
 /** Ends only when the watchdog terminates its worker at the wall clock. */
 const UNINTERRUPTIBLE = `return (new Array(1e9) + "").length;`;
 

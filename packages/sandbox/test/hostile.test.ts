@@ -30,7 +30,11 @@ afterAll(async () => {
   await pool.close();
 });
 
-async function run(program: string, budgets: Partial<Budgets> = {}, browser = new TinyBrowser()): Promise<{ result: RunResult; ms: number; browser: TinyBrowser }> {
+async function run(
+  program: string,
+  budgets: Partial<Budgets> = {},
+  browser = new TinyBrowser(),
+): Promise<{ result: RunResult; ms: number; browser: TinyBrowser }> {
   const started = performance.now();
   const result = await pool.run({ program, commands: COMMANDS, budgets: { ...BUDGETS, ...budgets } }, browser.call);
   return { result, ms: performance.now() - started, browser };
@@ -117,7 +121,10 @@ describe("memory and stack", () => {
   });
 
   it("many small objects stop at the memory budget", async () => {
-    const { result, ms } = await run("const all = [];\nfor (;;) all.push({ n: all.length, s: 'item' + all.length });", { memoryBytes: 8 * 1024 * 1024, wallMs: 5000 });
+    const { result, ms } = await run("const all = [];\nfor (;;) all.push({ n: all.length, s: 'item' + all.length });", {
+      memoryBytes: 8 * 1024 * 1024,
+      wallMs: 5000,
+    });
     expectBudget(result, "memory");
     expect(result.error?.message).toContain("8 MiB");
     expect(ms).toBeLessThan(5000); // before its wall clock
@@ -125,7 +132,10 @@ describe("memory and stack", () => {
   });
 
   it("1 MiB strings kept until the heap is full stop at the memory budget", async () => {
-    const { result, ms } = await run("const keep = [];\nfor (let i = 0; i < 2000; i++) keep.push('y'.repeat(1 << 20) + i);\nreturn keep.length;", { memoryBytes: 8 * 1024 * 1024, wallMs: 5000 });
+    const { result, ms } = await run("const keep = [];\nfor (let i = 0; i < 2000; i++) keep.push('y'.repeat(1 << 20) + i);\nreturn keep.length;", {
+      memoryBytes: 8 * 1024 * 1024,
+      wallMs: 5000,
+    });
     expect(ms).toBeLessThan(5000); // before its wall clock
     expectBudget(result, "memory");
     await expectPoolServes();
@@ -194,7 +204,10 @@ describe("no host access", () => {
 
   it("a command that is also a namespace is a function carrying its subcommands", async () => {
     const browser = new TinyBrowser();
-    const result = await pool.run({ program: "return [await browse.tabs.list(), typeof browse.tabs, Object.isFrozen(browse.tabs)];", commands: ["tabs.list", "tabs"], budgets: BUDGETS }, browser.call);
+    const result = await pool.run(
+      { program: "return [await browse.tabs.list(), typeof browse.tabs, Object.isFrozen(browse.tabs)];", commands: ["tabs.list", "tabs"], budgets: BUDGETS },
+      browser.call,
+    );
     expect(result).toMatchObject({ status: "ok", value: [[{ id: 1, url: "https://example.test/" }], "function", true] });
   });
 
@@ -268,7 +281,10 @@ describe("promises and commands", () => {
   });
 
   it("the command past the budget rejects with budget_exceeded, even if caught, and the run ends", async () => {
-    const { result, browser } = await run("let seen = '';\nfor (let i = 0; i < 5; i++) { try { await browse.read(); } catch (e) { seen = e.code; } }\nreturn seen;", { commands: 2 });
+    const { result, browser } = await run(
+      "let seen = '';\nfor (let i = 0; i < 5; i++) { try { await browse.read(); } catch (e) { seen = e.code; } }\nreturn seen;",
+      { commands: 2 },
+    );
     expectBudget(result, "commands");
     expect(browser.calls).toHaveLength(2);
   });
@@ -303,7 +319,8 @@ describe("promises and commands", () => {
   });
 
   it("a TypeScript program with interfaces, generics and types runs", async () => {
-    const { result } = await run(`
+    const { result } = await run(
+      `
 interface Tab { id: number; url: string }
 type Pair<A, B> = [A, B];
 function first<T>(items: readonly T[]): T | undefined { return items[0]; }
@@ -311,7 +328,8 @@ enum Ignored {}
 const tabs = (await browse.tabs.list()) as Tab[];
 const pair: Pair<string, number> = [first<Tab>(tabs)!.url, tabs.length];
 log.info("tabs", pair);
-return pair;`.replace("enum Ignored {}\n", ""));
+return pair;`.replace("enum Ignored {}\n", ""),
+    );
     expect(result).toMatchObject({ status: "ok", value: ["https://example.test/", 1], logs: [{ level: "info", text: 'tabs ["https://example.test/",1]' }] });
   });
 
@@ -335,7 +353,9 @@ try {
   });
 
   it("an uncaught failing command ends the run with failedCall naming it", async () => {
-    const { result } = await run("const snap = await browse.snapshot();\nawait browse.page.change();\nawait browse.click(snap.refs[1], { button: 'left' });\nreturn 'unreachable';");
+    const { result } = await run(
+      "const snap = await browse.snapshot();\nawait browse.page.change();\nawait browse.click(snap.refs[1], { button: 'left' });\nreturn 'unreachable';",
+    );
     expect(result.status).toBe("error");
     const error = { code: "stale_ref", message: "stale_ref: r1:e2 is from an older snapshot; the page is at r2" };
     expect(result.error).toEqual(error);

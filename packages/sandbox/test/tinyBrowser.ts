@@ -3,7 +3,12 @@
 // refs belong to a revision, and clicks that fail with stale_ref once the page has changed.
 import type { HostAnswer, HostCall } from "../src/types.js";
 
-interface Tab { id: number; url: string; revision: number; clicks: string[] }
+interface Tab {
+  id: number;
+  url: string;
+  revision: number;
+  clicks: string[];
+}
 
 export class TinyBrowser {
   readonly calls: HostCall[] = [];

@@ -47,7 +47,11 @@ export function createApp(platform: Platform): App {
     const settings = settingsOf(c.env, platform);
     if (!settings.ok) return json({ error: "config", message: settings.message }, 500);
     const refusal = guard(c.req.raw.headers, settings.value);
-    if (refusal) return new Response(`${refusal.message}\n`, { status: refusal.status, headers: { "Content-Type": "text/plain; charset=utf-8", ...(refusal.status === 401 ? { "WWW-Authenticate": 'Bearer realm="tabrelay"' } : {}) } });
+    if (refusal)
+      return new Response(`${refusal.message}\n`, {
+        status: refusal.status,
+        headers: { "Content-Type": "text/plain; charset=utf-8", ...(refusal.status === 401 ? { "WWW-Authenticate": 'Bearer realm="tabrelay"' } : {}) },
+      });
     return next();
   });
 
@@ -58,7 +62,8 @@ export function createApp(platform: Platform): App {
   };
 
   app.all("/mcp", async (c) => {
-    if (c.req.method !== "POST") return rpcError(405, "this server is stateless: POST each JSON-RPC message to /mcp (no GET stream, no session to DELETE)", -32000);
+    if (c.req.method !== "POST")
+      return rpcError(405, "this server is stateless: POST each JSON-RPC message to /mcp (no GET stream, no session to DELETE)", -32000);
     const settings = settingsIn(c);
     const body = await readJson(c.req.raw);
     if (!body.ok) return rpcError(body.status, body.message, -32700);
@@ -90,14 +95,30 @@ export function createApp(platform: Platform): App {
       driver?.close("the request was answered");
       if (temporary) {
         const made = temporary;
-        keepAlive(c, settings.source?.stop(made).catch((error: unknown) => settings.log.warn(`a temporary browser ${handleText(made)} could not be ended: ${error instanceof Error ? error.message : String(error)}`)) ?? Promise.resolve());
+        keepAlive(
+          c,
+          settings.source
+            ?.stop(made)
+            .catch((error: unknown) =>
+              settings.log.warn(`a temporary browser ${handleText(made)} could not be ended: ${error instanceof Error ? error.message : String(error)}`),
+            ) ?? Promise.resolve(),
+        );
       }
       keepAlive(c, audit.flush(platform.fetch));
     }
   });
 
-  app.get("/api.d.ts", (c) => new Response(apiDocs(settingsIn(c).config).declarations, { headers: { "Content-Type": "application/typescript; charset=utf-8", "Cache-Control": "no-store" } }));
-  app.get("/api.md", (c) => new Response(apiDocs(settingsIn(c).config).guide, { headers: { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "no-store" } }));
+  app.get(
+    "/api.d.ts",
+    (c) =>
+      new Response(apiDocs(settingsIn(c).config).declarations, {
+        headers: { "Content-Type": "application/typescript; charset=utf-8", "Cache-Control": "no-store" },
+      }),
+  );
+  app.get(
+    "/api.md",
+    (c) => new Response(apiDocs(settingsIn(c).config).guide, { headers: { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "no-store" } }),
+  );
 
   app.post("/browser", async (c) => {
     const settings = settingsIn(c);
@@ -125,7 +146,9 @@ export function createApp(platform: Platform): App {
       const listed = await driver.call("tabs.list", {});
       if (!listed.ok) return json({ error: listed.error.code, message: settings.secrets.redact(listed.error.message) }, 502);
       const tabs = listed.value.tabs.map((t) => ({ id: t.tabId, url: t.url, title: t.title }));
-      return new Response(settings.secrets.redact(JSON.stringify({ browser: handleText(handle.value), tabs })), { headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
+      return new Response(settings.secrets.redact(JSON.stringify({ browser: handleText(handle.value), tabs })), {
+        headers: { "Content-Type": "application/json", "Cache-Control": "no-store" },
+      });
     } finally {
       driver.close("the request was answered");
     }
@@ -146,11 +169,26 @@ export function createApp(platform: Platform): App {
       const tabs = await driver.call("tabs.list", {});
       if (!tabs.ok) return json({ error: tabs.error.code, message: settings.secrets.redact(tabs.error.message) }, 502);
       const tab = typeof tabArg === "number" ? tabs.value.tabs.find((t) => t.tabId === tabArg) : (tabs.value.tabs.find((t) => t.active) ?? tabs.value.tabs[0]);
-      if (!tab) return json({ error: "no_such_tab", message: typeof tabArg === "number" ? `tab ${tabArg} is not in this browser; GET /browser lists its tabs` : "the browser has no tab to show" }, 404);
+      if (!tab)
+        return json(
+          {
+            error: "no_such_tab",
+            message: typeof tabArg === "number" ? `tab ${tabArg} is not in this browser; GET /browser lists its tabs` : "the browser has no tab to show",
+          },
+          404,
+        );
       // What the read policy refuses to read is not shown either.
       const verdict = settings.config.policy.check(tab.url);
       if (!verdict.ok) {
-        audit.record({ time: Date.now(), browser: handleText(handle.value), tab: tab.tabId, tool: "screen", decision: "refused", code: "policy_denied", durationMs: 0 });
+        audit.record({
+          time: Date.now(),
+          browser: handleText(handle.value),
+          tab: tab.tabId,
+          tool: "screen",
+          decision: "refused",
+          code: "policy_denied",
+          durationMs: 0,
+        });
         return json({ error: "policy_denied", message: `tab ${tab.tabId} shows a page the read policy refuses; it is not shown` }, 403);
       }
       const shot = await driver.call("page.capture", { tabId: tab.tabId, activate: true });
@@ -164,11 +202,16 @@ export function createApp(platform: Platform): App {
   });
 
   app.onError((error, c) => {
-    if (error instanceof TabrelayError) return json({ error: error.code, message: redactIn(c, platform, error.message) }, error.code === "not_connected" ? 502 : 400);
-    console.error(`tabrelay-worker: ${c.req.method} ${c.req.path} failed: ${redactIn(c, platform, error instanceof Error ? (error.stack ?? error.message) : String(error))}`);
+    if (error instanceof TabrelayError)
+      return json({ error: error.code, message: redactIn(c, platform, error.message) }, error.code === "not_connected" ? 502 : 400);
+    console.error(
+      `tabrelay-worker: ${c.req.method} ${c.req.path} failed: ${redactIn(c, platform, error instanceof Error ? (error.stack ?? error.message) : String(error))}`,
+    );
     return json({ error: "internal", message: "tabrelay hit an unexpected error; the log has it" }, 500);
   });
-  app.notFound(() => json({ error: "not_found", message: "no such route: POST /mcp, GET /api.d.ts, GET /api.md, POST|GET|DELETE /browser, POST /screen, GET /health" }, 404));
+  app.notFound(() =>
+    json({ error: "not_found", message: "no such route: POST /mcp, GET /api.d.ts, GET /api.md, POST|GET|DELETE /browser, POST /screen, GET /health" }, 404),
+  );
   return app;
 }
 
@@ -197,23 +240,44 @@ function requestContext(settings: WorkerSettings, audit: RequestAudit, platform:
  * The browser a request's tool calls need: the handle in the first tools/call's `browser` argument, else the
  * X-Tabrelay-Browser header, else the provider's default. Undefined when the request calls no tool.
  */
-function browserWanted(body: unknown, header: string | undefined, settings: WorkerSettings): { ok: true; value: BrowserHandle; temporary?: true } | { ok: false; error: TabrelayError } | undefined {
+function browserWanted(
+  body: unknown,
+  header: string | undefined,
+  settings: WorkerSettings,
+): { ok: true; value: BrowserHandle; temporary?: true } | { ok: false; error: TabrelayError } | undefined {
   const call = toolCall(body);
   if (!call) return undefined;
   const named: unknown = call.args ? Reflect.get(call.args, "browser") : undefined;
   const source = settings.source;
   // A program with a browser of its own: "new", or none named where the provider has no default browser.
   if (call.name === "browser_run" && source && (named === "new" || (named === undefined && header === undefined && !source.defaultHandle))) {
-    return source.defaultHandle && named === undefined ? { ok: true, value: source.defaultHandle } : { ok: true, value: { provider: source.provider, id: "new" }, temporary: true };
+    return source.defaultHandle && named === undefined
+      ? { ok: true, value: source.defaultHandle }
+      : { ok: true, value: { provider: source.provider, id: "new" }, temporary: true };
   }
   const text = typeof named === "string" ? named : header;
   if (text !== undefined) {
     const handle = parseHandle(text);
-    if (!handle) return { ok: false, error: new TabrelayError("unknown_browser", `browser ${JSON.stringify(text.slice(0, 80))} is not a browser handle ("<provider>:<id>", from POST /browser)`) };
+    if (!handle)
+      return {
+        ok: false,
+        error: new TabrelayError(
+          "unknown_browser",
+          `browser ${JSON.stringify(text.slice(0, 80))} is not a browser handle ("<provider>:<id>", from POST /browser)`,
+        ),
+      };
     return { ok: true, value: handle };
   }
   const fallback = source?.defaultHandle;
-  return fallback ? { ok: true, value: fallback } : { ok: false, error: new TabrelayError("not_connected", `no browser named and none by default: POST /browser first and pass its handle (the X-Tabrelay-Browser header or the tool's browser argument), or ${noSource.replace(/^no browser provider is configured: /, "")}`) };
+  return fallback
+    ? { ok: true, value: fallback }
+    : {
+        ok: false,
+        error: new TabrelayError(
+          "not_connected",
+          `no browser named and none by default: POST /browser first and pass its handle (the X-Tabrelay-Browser header or the tool's browser argument), or ${noSource.replace(/^no browser provider is configured: /, "")}`,
+        ),
+      };
 }
 
 /** The request's tools/call (its tool's name and arguments), if it makes one. */
@@ -232,12 +296,21 @@ function nameBrowser(body: unknown, handle: string): void {
   if (call) Reflect.set(call.params, "arguments", { ...(call.args ?? {}), browser: handle });
 }
 
-function handleOf(c: Context<{ Bindings: WorkerEnv }>, settings: WorkerSettings, given?: string): { ok: true; value: BrowserHandle } | { ok: false; code: string; message: string } {
+function handleOf(
+  c: Context<{ Bindings: WorkerEnv }>,
+  settings: WorkerSettings,
+  given?: string,
+): { ok: true; value: BrowserHandle } | { ok: false; code: string; message: string } {
   if (!settings.source) return { ok: false, code: "no_browser_source", message: noSource };
   const text = given ?? c.req.query("browser") ?? c.req.header(HANDLE_HEADER);
-  if (text === undefined) return settings.source.defaultHandle ? { ok: true, value: settings.source.defaultHandle } : { ok: false, code: "invalid_params", message: "name the browser: ?browser=<handle> or the X-Tabrelay-Browser header (POST /browser gives a handle)" };
+  if (text === undefined)
+    return settings.source.defaultHandle
+      ? { ok: true, value: settings.source.defaultHandle }
+      : { ok: false, code: "invalid_params", message: "name the browser: ?browser=<handle> or the X-Tabrelay-Browser header (POST /browser gives a handle)" };
   const handle = parseHandle(text);
-  return handle ? { ok: true, value: handle } : { ok: false, code: "unknown_browser", message: `${JSON.stringify(text.slice(0, 80))} is not a browser handle ("<provider>:<id>")` };
+  return handle
+    ? { ok: true, value: handle }
+    : { ok: false, code: "unknown_browser", message: `${JSON.stringify(text.slice(0, 80))} is not a browser handle ("<provider>:<id>")` };
 }
 
 /** The door: the bearer token, then the Origin (a browser page's request must come from an allowed origin), then Host. */

@@ -58,9 +58,16 @@ export class RequestAudit implements AuditSink {
         body: JSON.stringify(batch),
         signal: AbortSignal.timeout(10_000),
       });
-      if (!response.ok) this.write(JSON.stringify({ tabrelay_audit_sink: `the collector answered HTTP ${response.status}; ${batch.length} records are in this log only` }));
+      if (!response.ok)
+        this.write(JSON.stringify({ tabrelay_audit_sink: `the collector answered HTTP ${response.status}; ${batch.length} records are in this log only` }));
     } catch (error) {
-      this.write(JSON.stringify({ tabrelay_audit_sink: this.redact(`the collector could not be reached (${error instanceof Error ? error.message : String(error)}); ${batch.length} records are in this log only`) }));
+      this.write(
+        JSON.stringify({
+          tabrelay_audit_sink: this.redact(
+            `the collector could not be reached (${error instanceof Error ? error.message : String(error)}); ${batch.length} records are in this log only`,
+          ),
+        }),
+      );
     }
   }
 

@@ -3,7 +3,18 @@
 // so POST /browser on one instance and DELETE /browser on another act on the same browser. The DevTools URL a handle
 // resolves to is a credential: it stays on the server (secrets registry), never in a response, a log line or a tool
 // result.
-import { createProviderSession, endHostedSession, hostedSessionEndpoint, ProviderError, resolveCdpEndpoint, TabrelayError, type CdpSocket, type HostedProvider, type ProviderEnv, type SecretSink } from "@tabrelay/broker/core";
+import {
+  createProviderSession,
+  endHostedSession,
+  hostedSessionEndpoint,
+  ProviderError,
+  resolveCdpEndpoint,
+  TabrelayError,
+  type CdpSocket,
+  type HostedProvider,
+  type ProviderEnv,
+  type SecretSink,
+} from "@tabrelay/broker/core";
 
 const PROVIDERS = ["cdp", "browserbase", "kernel"] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
@@ -51,7 +62,8 @@ export type OpenSocket = (url: string) => CdpSocket;
 export function fixedEndpoint(url: string, open: OpenSocket, fetchImpl: typeof fetch = fetch): BrowserSource {
   const handle: BrowserHandle = { provider: "cdp", id: "default" };
   const check = (h: BrowserHandle) => {
-    if (h.provider !== "cdp" || h.id !== "default") throw new TabrelayError("unknown_browser", `browser ${handleText(h)} is not this deployment's: its provider is cdp, whose one browser is cdp:default`);
+    if (h.provider !== "cdp" || h.id !== "default")
+      throw new TabrelayError("unknown_browser", `browser ${handleText(h)} is not this deployment's: its provider is cdp, whose one browser is cdp:default`);
   };
   const endpoint = async (h: BrowserHandle) => {
     check(h);
@@ -77,7 +89,6 @@ export function fixedEndpoint(url: string, open: OpenSocket, fetchImpl: typeof f
     },
   };
 }
-
 
 /** Sends Browser.close; true once the browser answered or dropped the socket after it, false when it never answered. */
 function closeBrowser(url: string, open: OpenSocket): Promise<boolean> {
@@ -138,7 +149,8 @@ export function hostedSource(name: HostedProvider, env: ProviderEnv, secrets: Se
       } catch (error) {
         throw providerFailure(error, "not_connected");
       }
-      if (url === undefined) throw new TabrelayError("not_connected", `browser ${handleText(h)} has ended (the provider no longer runs it); POST /browser for a new one`);
+      if (url === undefined)
+        throw new TabrelayError("not_connected", `browser ${handleText(h)} has ended (the provider no longer runs it); POST /browser for a new one`);
       return url;
     },
     async stop(h) {

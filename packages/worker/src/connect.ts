@@ -6,7 +6,8 @@ import { handleText, type BrowserHandle } from "./browsers.js";
 import type { Platform, WorkerSettings } from "./env.js";
 
 export async function connectBrowser(handle: BrowserHandle, settings: WorkerSettings, platform: Platform, ctx: ToolContext): Promise<BrowserDriver> {
-  if (!settings.source) throw new TabrelayError("not_connected", "no browser provider is configured: set TABRELAY_CDP_URL, or TABRELAY_PROVIDER with its API key");
+  if (!settings.source)
+    throw new TabrelayError("not_connected", "no browser provider is configured: set TABRELAY_CDP_URL, or TABRELAY_PROVIDER with its API key");
   const endpoint = await settings.source.endpoint(handle);
   settings.secrets.register(endpoint, "cdp endpoint");
   const holder: { driver?: BrowserDriver } = {};
@@ -39,7 +40,14 @@ export function unavailableBrowser(handle: BrowserHandle | undefined, error: unk
   const reason = error instanceof TabrelayError ? error : new TabrelayError("not_connected", error instanceof Error ? error.message : String(error));
   const message = settings.secrets.redact(reason.message);
   return {
-    info: { browserId: handle ? handleText(handle) : "none", label: handle ? handleText(handle) : "none", userAgent: "", extensionVersion: "", connectedAt: Date.now(), kind: "cdp" },
+    info: {
+      browserId: handle ? handleText(handle) : "none",
+      label: handle ? handleText(handle) : "none",
+      userAgent: "",
+      extensionVersion: "",
+      connectedAt: Date.now(),
+      kind: "cdp",
+    },
     closed: false,
     call: async () => ({ ok: false, error: { code: reason.code, message } }),
     close: () => undefined,

@@ -95,7 +95,10 @@ export function settingsOf(env: WorkerEnv | undefined, platform: Platform): Sett
 function readSettings(env: WorkerEnv, platform: Platform): WorkerSettings {
   const secrets = new SecretRegistry();
   const token = env.TABRELAY_MCP_TOKEN?.trim();
-  if (!token) throw new Error(`TABRELAY_MCP_TOKEN is not set: every route but /health needs a bearer token; ${TOKEN_ADVICE.replace(/ \(or unset.*$/, "")} and set it as a secret binding`);
+  if (!token)
+    throw new Error(
+      `TABRELAY_MCP_TOKEN is not set: every route but /health needs a bearer token; ${TOKEN_ADVICE.replace(/ \(or unset.*$/, "")} and set it as a secret binding`,
+    );
   const weak = weakTokenReason(token);
   if (weak) throw new Error(`TABRELAY_MCP_TOKEN is too weak to use: ${weak}; ${TOKEN_ADVICE.replace(/ \(or unset.*$/, "")}`);
   secrets.register(token, "mcp token");
@@ -106,11 +109,15 @@ function readSettings(env: WorkerEnv, platform: Platform): WorkerSettings {
   secrets.register(env.AWS_SECRET_ACCESS_KEY, "secret");
   secrets.register(env.AWS_SESSION_TOKEN, "secret");
   const config = buildConfigFromText(env.TABRELAY_CONFIG ?? "", { source: "TABRELAY_CONFIG", mcpToken: token, ranking: platform.ranking });
-  if (config.browserSource) throw new Error("TABRELAY_CONFIG: browsers: is the Node broker's section; here the provider comes from TABRELAY_PROVIDER (cdp with TABRELAY_CDP_URL, browserbase, kernel): remove it");
+  if (config.browserSource)
+    throw new Error(
+      "TABRELAY_CONFIG: browsers: is the Node broker's section; here the provider comes from TABRELAY_PROVIDER (cdp with TABRELAY_CDP_URL, browserbase, kernel): remove it",
+    );
   const provider = env.TABRELAY_PROVIDER?.trim() || (env.TABRELAY_CDP_URL ? "cdp" : undefined);
   let source: BrowserSource | undefined;
   if (provider === "cdp") {
-    if (!env.TABRELAY_CDP_URL) throw new Error("TABRELAY_PROVIDER is cdp but TABRELAY_CDP_URL is not set: set it to the browser's DevTools endpoint (ws://... or http://host:port)");
+    if (!env.TABRELAY_CDP_URL)
+      throw new Error("TABRELAY_PROVIDER is cdp but TABRELAY_CDP_URL is not set: set it to the browser's DevTools endpoint (ws://... or http://host:port)");
     if (!/^(wss?|https?):\/\//i.test(env.TABRELAY_CDP_URL)) throw new Error("TABRELAY_CDP_URL is not a ws://, wss://, http:// or https:// URL");
     source = fixedEndpoint(env.TABRELAY_CDP_URL, (url) => platform.socket(url, { maxPayload: 256 * 1024 * 1024 }), platform.fetch);
   } else if (provider === "browserbase" || provider === "kernel") {
@@ -132,7 +139,10 @@ function readSettings(env: WorkerEnv, platform: Platform): WorkerSettings {
     ...(screenshots ? { screenshots } : {}),
     audit: { ...(auditUrl ? { url: auditUrl } : {}), ...(env.TABRELAY_AUDIT_TOKEN ? { token: env.TABRELAY_AUDIT_TOKEN } : {}) },
     secrets,
-    allowedHosts: (env.TABRELAY_ALLOWED_HOSTS ?? "").split(",").map((h) => h.trim().toLowerCase()).filter(Boolean),
+    allowedHosts: (env.TABRELAY_ALLOWED_HOSTS ?? "")
+      .split(",")
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
     log,
     tokenMatches: (given) => safeEqual(given, token),
   };
@@ -145,8 +155,12 @@ function readSettings(env: WorkerEnv, platform: Platform): WorkerSettings {
 function screenshotStore(config: BrokerConfig, env: WorkerEnv, platform: Platform): ScreenshotStore | undefined {
   const settings = config.screenshots;
   if (!settings.enabled) return undefined;
-  if (!settings.s3) throw new Error("TABRELAY_CONFIG: screenshots.enabled needs screenshots.s3 here (a Worker has no disk to keep pictures on): name the bucket, or set screenshots.enabled: false and use POST /screen");
-  if (!env.AWS_ACCESS_KEY_ID || !env.AWS_SECRET_ACCESS_KEY) throw new Error("TABRELAY_CONFIG: screenshots.s3 needs the bucket's credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY as secret bindings");
+  if (!settings.s3)
+    throw new Error(
+      "TABRELAY_CONFIG: screenshots.enabled needs screenshots.s3 here (a Worker has no disk to keep pictures on): name the bucket, or set screenshots.enabled: false and use POST /screen",
+    );
+  if (!env.AWS_ACCESS_KEY_ID || !env.AWS_SECRET_ACCESS_KEY)
+    throw new Error("TABRELAY_CONFIG: screenshots.s3 needs the bucket's credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY as secret bindings");
   const { bucket, region, endpoint, forcePathStyle, prefix } = settings.s3;
   return new PresignedS3Store({
     bucket,
@@ -155,7 +169,11 @@ function screenshotStore(config: BrokerConfig, env: WorkerEnv, platform: Platfor
     ...(forcePathStyle !== undefined ? { forcePathStyle } : {}),
     ...(prefix ? { prefix } : {}),
     ttlMs: settings.ttlMs,
-    credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) },
+    credentials: {
+      accessKeyId: env.AWS_ACCESS_KEY_ID,
+      secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+      ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
+    },
     ...(platform.fetch ? { fetchImpl: platform.fetch } : {}),
   });
 }

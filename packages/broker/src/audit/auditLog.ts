@@ -52,7 +52,6 @@ export interface AuditHealth {
 
 export type AuditBegun = { ok: true; id: number } | { ok: false; error: string };
 
-
 /** Where every tool call leaves its record (the SQLite audit log in the broker). A write is begun before it is sent. */
 export interface AuditSink {
   record(rec: AuditRecord): void;
@@ -200,7 +199,13 @@ export class AuditLog {
    */
   saveRunOutput(run: string, user: string | undefined, output: string): void {
     try {
-      this.db.run("INSERT OR REPLACE INTO run_output (run, time, user, output) VALUES (?, ?, ?, ?)", run, Date.now(), user ?? null, this.secrets.redact(output));
+      this.db.run(
+        "INSERT OR REPLACE INTO run_output (run, time, user, output) VALUES (?, ?, ?, ?)",
+        run,
+        Date.now(),
+        user ?? null,
+        this.secrets.redact(output),
+      );
       this.succeeded();
     } catch (error) {
       this.failed("browser_run", error);
@@ -255,9 +260,7 @@ export class AuditLog {
 
   /** Whether the last record could be written; failed attempts since the log was opened. */
   health(): AuditHealth {
-    return this.failing
-      ? { ok: false, failures: this.failures, error: this.failing.error, since: this.failing.since }
-      : { ok: true, failures: this.failures };
+    return this.failing ? { ok: false, failures: this.failures, error: this.failing.error, since: this.failing.since } : { ok: true, failures: this.failures };
   }
 
   private params(rec: AuditRecord): InsertParams {
@@ -290,7 +293,9 @@ export class AuditLog {
     const cause = escapeText(this.text(sqliteErrorText(error)) ?? "");
     this.failing = { error: cause, since: this.failing?.since ?? Date.now() };
     try {
-      process.stderr.write(`tabrelay: audit log ${this.path}: could not record ${escapeText(this.text(typeof tool === "string" ? tool : "?") ?? "")}: ${cause}\n`);
+      process.stderr.write(
+        `tabrelay: audit log ${this.path}: could not record ${escapeText(this.text(typeof tool === "string" ? tool : "?") ?? "")}: ${cause}\n`,
+      );
     } catch {
       // stderr itself is gone: the failure is still counted
     }

@@ -60,7 +60,10 @@ export class AuditShipper {
       if (this.#failing) this.#logger.info("audit: the shared store takes this broker's records again");
       this.#failing = false;
     } catch (error) {
-      if (!this.#failing) this.#logger.warn(`audit: cannot copy records to the shared store (${error instanceof Error ? error.message : String(error)}); the local log has them, and they are copied once it is back`);
+      if (!this.#failing)
+        this.#logger.warn(
+          `audit: cannot copy records to the shared store (${error instanceof Error ? error.message : String(error)}); the local log has them, and they are copied once it is back`,
+        );
       this.#failing = true;
     }
   }

@@ -90,11 +90,13 @@ export class OAuthResource {
     this.#issuer = settings.issuer;
     secureUrl(settings.issuer, "oauth issuer");
     const resource = secureUrl(settings.resource, "oauth resource");
-    if (resource.search || settings.resource.includes("#")) throw new Error(`oauth resource ${settings.resource} must not carry a query or a fragment (RFC 8707 section 2)`);
+    if (resource.search || settings.resource.includes("#"))
+      throw new Error(`oauth resource ${settings.resource} must not carry a query or a fragment (RFC 8707 section 2)`);
     this.#resource = canonical(resource);
     this.#jwksUrl = settings.jwksUrl === undefined ? undefined : secureUrl(settings.jwksUrl, "oauth jwksUrl");
     this.#scopes = settings.scopes ?? [];
-    for (const s of this.#scopes) if (!/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(s)) throw new Error(`oauth scope ${JSON.stringify(s)} is not a valid scope token (RFC 6749 section 3.3)`);
+    for (const s of this.#scopes)
+      if (!/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(s)) throw new Error(`oauth scope ${JSON.stringify(s)} is not a valid scope token (RFC 6749 section 3.3)`);
     this.#name = settings.resourceName;
     this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.#tolerance = options.clockToleranceSec ?? 0;

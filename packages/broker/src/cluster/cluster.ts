@@ -19,7 +19,16 @@ import type { BrowserRegistry } from "../drivers/registry.js";
 import type { CallOutcome } from "../tools/idempotency.js";
 import type { Logger } from "../util/log.js";
 import { ownerOf } from "../users/principal.js";
-import type { ClusterLink, Directory, EmergencyStop, ForwardedCall, RemoteBrowser, SessionDirectory, SharedSession, SharedTable } from "../tools/clusterLink.js";
+import type {
+  ClusterLink,
+  Directory,
+  EmergencyStop,
+  ForwardedCall,
+  RemoteBrowser,
+  SessionDirectory,
+  SharedSession,
+  SharedTable,
+} from "../tools/clusterLink.js";
 import { SharedState } from "./shared.js";
 import { failure, K, lost, redact, serverOf, type Message } from "./wire.js";
 
@@ -106,7 +115,9 @@ export class Cluster implements ClusterLink {
       cmd.disconnect();
       sub.disconnect();
       // eslint-disable-next-line preserve-caught-error -- the cause would carry the URL with its password; the message is redacted
-      throw new Error(`cannot reach Redis at ${server} (cluster.redis_url): ${redact(error instanceof Error ? error.message : String(error), options.redisUrl)}; start it, or check the URL and its password`);
+      throw new Error(
+        `cannot reach Redis at ${server} (cluster.redis_url): ${redact(error instanceof Error ? error.message : String(error), options.redisUrl)}; start it, or check the URL and its password`,
+      );
     }
     const cluster = new Cluster(options, cmd, sub);
     await cluster.#start(server);
@@ -136,7 +147,10 @@ export class Cluster implements ClusterLink {
     await this.#beat();
     await this.#reconcile();
     for (const browser of this.#registry.list()) await this.#announce(browser.info);
-    this.#registry.on("connected", (driver) => void this.#announce(driver.info).catch((error: unknown) => this.#log.warn(`cluster: announcing ${driver.info.browserId}: ${String(error)}`)));
+    this.#registry.on(
+      "connected",
+      (driver) => void this.#announce(driver.info).catch((error: unknown) => this.#log.warn(`cluster: announcing ${driver.info.browserId}: ${String(error)}`)),
+    );
     this.#registry.on("disconnected", (driver) => void this.#withdraw(driver.info.browserId).catch(() => undefined));
     this.#timers.push(setInterval(() => void this.#beat().catch(() => undefined), HEARTBEAT_MS));
     // Calls waiting on other brokers: their brokers' liveness checked every beat, so a killed broker fails them
@@ -151,7 +165,10 @@ export class Cluster implements ClusterLink {
     if (this.#draining) return { ok: false, reason: "draining" };
     if (!this.#healthy || this.#cmd.status !== "ready") return { ok: false, reason: `Redis connection ${this.#cmd.status}` };
     if (this.#mismatch) {
-      return { ok: false, reason: `broker ${this.#mismatch} has another MCP token or pairing code: give every broker the same TABRELAY_MCP_TOKEN and TABRELAY_PAIRING_TOKEN (or the same token files)` };
+      return {
+        ok: false,
+        reason: `broker ${this.#mismatch} has another MCP token or pairing code: give every broker the same TABRELAY_MCP_TOKEN and TABRELAY_PAIRING_TOKEN (or the same token files)`,
+      };
     }
     return { ok: true };
   }
@@ -163,7 +180,9 @@ export class Cluster implements ClusterLink {
   remoteBrowsers(owner: string): RemoteBrowser[] {
     // Called on every call that names a browser: the local ids are gathered once, not once per remote browser.
     const here = new Set(this.#registry.list(owner).map((l) => l.info.browserId));
-    return [...this.#remote.values()].filter((b) => ownerOf(b.info) === owner && !here.has(b.info.browserId)).sort((a, b) => b.info.connectedAt - a.info.connectedAt);
+    return [...this.#remote.values()]
+      .filter((b) => ownerOf(b.info) === owner && !here.has(b.info.browserId))
+      .sort((a, b) => b.info.connectedAt - a.info.connectedAt);
   }
 
   forward(broker: string, call: ForwardedCall, signal: AbortSignal, browserId?: string): Promise<CallOutcome> {
@@ -193,9 +212,17 @@ export class Cluster implements ClusterLink {
       this.#publish(K.to(broker), { kind: "call", id, from: this.brokerId, call }).then(
         (receivers) => {
           // Nobody subscribed to it: the broker is gone (its presence not yet expired). Nothing was sent anywhere.
-          if (receivers === 0) done(failure("browser_disconnected", `the broker holding this browser (${broker}) is gone; nothing was sent; retry: the browser reconnects to another broker`, false));
+          if (receivers === 0)
+            done(
+              failure(
+                "browser_disconnected",
+                `the broker holding this browser (${broker}) is gone; nothing was sent; retry: the browser reconnects to another broker`,
+                false,
+              ),
+            );
         },
-        (error: unknown) => done(failure("browser_disconnected", `the cluster's Redis could not carry the call (${String(error)}); nothing was sent; retry`, false)),
+        (error: unknown) =>
+          done(failure("browser_disconnected", `the cluster's Redis could not carry the call (${String(error)}); nothing was sent; retry`, false)),
       );
     });
   }
@@ -266,7 +293,8 @@ export class Cluster implements ClusterLink {
       // Redis gone: the liveness key expires by itself.
     }
     for (const [, controller] of this.#running) controller.abort();
-    for (const [, pending] of this.#pending) pending.resolve(failure("browser_disconnected", "this broker is shutting down; the call's outcome is unknown", true));
+    for (const [, pending] of this.#pending)
+      pending.resolve(failure("browser_disconnected", "this broker is shutting down; the call's outcome is unknown", true));
     this.#shared.close();
     this.#sub.disconnect();
     this.#cmd.disconnect();
@@ -335,11 +363,11 @@ export class Cluster implements ClusterLink {
       }
     });
     if (gone.length > 0) await this.#cmd.srem(K.members, ...gone);
-    if (mismatch && mismatch !== this.#mismatch) this.#log.warn(`cluster: broker ${mismatch} has another MCP token or pairing code; give every broker the same ones`);
+    if (mismatch && mismatch !== this.#mismatch)
+      this.#log.warn(`cluster: broker ${mismatch} has another MCP token or pairing code; give every broker the same ones`);
     this.#mismatch = mismatch;
     return members.filter((m) => !gone.includes(m));
   }
-
 
   async #checkPending(): Promise<void> {
     if (this.#pending.size === 0) return;
@@ -370,7 +398,11 @@ export class Cluster implements ClusterLink {
         const pending = this.#pending.get(message.id);
         // The holder says the browser went during the call: it is not there, whatever "down" is still on its way
         // (an "up" from its next connection comes after this answer and lists it again).
-        if (pending?.browser !== undefined && message.outcome.result.error?.code === "browser_disconnected" && this.#remote.get(pending.browser)?.broker === pending.broker) {
+        if (
+          pending?.browser !== undefined &&
+          message.outcome.result.error?.code === "browser_disconnected" &&
+          this.#remote.get(pending.browser)?.broker === pending.broker
+        ) {
           this.#remote.delete(pending.browser);
         }
         pending?.resolve(message.outcome);
@@ -381,7 +413,8 @@ export class Cluster implements ClusterLink {
           this.#remote.set(message.info.browserId, { broker: message.broker, info: message.info });
           // The browser reconnected to another broker: calls waiting on the old one will not be answered by it.
           for (const [, pending] of this.#pending) {
-            if (pending.broker !== message.broker && pending.browser === message.info.browserId) pending.resolve(lost(pending.broker, "its browser reconnected to another broker"));
+            if (pending.broker !== message.broker && pending.browser === message.info.browserId)
+              pending.resolve(lost(pending.broker, "its browser reconnected to another broker"));
           }
         } else this.#remote.delete(message.info.browserId);
         return;

@@ -73,8 +73,11 @@ export class SharedState {
       set: (key, value) => {
         if (value === undefined) state.own.delete(key);
         else state.own.set(key, value);
-        const write = value === undefined ? this.#cmd.hdel(K.table(name, this.#brokerId), key) : this.#cmd.hset(K.table(name, this.#brokerId), key, JSON.stringify(value));
-        void write.then(() => this.#publish(K.all, { kind: "row", table: name, broker: this.#brokerId, key, ...(value === undefined ? {} : { value }) })).catch(() => undefined);
+        const write =
+          value === undefined ? this.#cmd.hdel(K.table(name, this.#brokerId), key) : this.#cmd.hset(K.table(name, this.#brokerId), key, JSON.stringify(value));
+        void write
+          .then(() => this.#publish(K.all, { kind: "row", table: name, broker: this.#brokerId, key, ...(value === undefined ? {} : { value }) }))
+          .catch(() => undefined);
       },
       remote: (key) => [...state.remote].flatMap(([broker, rows]) => (rows.has(key) ? [{ broker, value: rows.get(key) }] : [])),
       onChange: (listener) => {

@@ -38,7 +38,11 @@ export function failure(code: ErrorCode, message: string, unknown: boolean): Cal
 
 /** The broker a call went to stopped before it answered: whether the action happened is unknown. */
 export function lost(broker: string, why: string): CallOutcome {
-  return failure("browser_disconnected", `the broker holding this browser (${broker}) went away during the call (${why}); whether it happened is unknown; it was not retried: take a snapshot before acting again`, true);
+  return failure(
+    "browser_disconnected",
+    `the broker holding this browser (${broker}) went away during the call (${why}); whether it happened is unknown; it was not retried: take a snapshot before acting again`,
+    true,
+  );
 }
 
 export function serverOf(url: string): string {

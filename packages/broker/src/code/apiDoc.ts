@@ -57,7 +57,9 @@ export function apiDeclarations(commands: readonly Command[]): string {
 
 /** The guide: refs, targets, budgets, errors, what is and is not a boundary, an example. */
 export function apiGuide(commands: readonly Command[], settings: CodeModeSettings): string {
-  const budgets = BUDGETS.map((b) => `- \`${b.name}\`: ${b.what}, default ${settings.defaults[b.key] / b.scale} ${b.unit}, at most ${settings.caps[b.key] / b.scale}`).join("\n");
+  const budgets = BUDGETS.map(
+    (b) => `- \`${b.name}\`: ${b.what}, default ${settings.defaults[b.key] / b.scale} ${b.unit}, at most ${settings.caps[b.key] / b.scale}`,
+  ).join("\n");
   return `# tabrelay code mode
 
 \`browser_run({ program })\` runs a TypeScript (or JavaScript) program in a QuickJS sandbox: the body of an async

@@ -37,7 +37,9 @@ function describe(param: Param, issue: z.core.$ZodIssue | undefined, value: unkn
     case "unrecognized_keys":
       return `${where} has unknown key${issue.keys.length === 1 ? "" : "s"} ${issue.keys.map((k) => `\`${k}\``).join(", ")} (${param.name} is ${param.type}): remove ${issue.keys.length === 1 ? "it" : "them"}`;
     case "invalid_type":
-      return at(value, issue.path) === undefined ? `${where} is missing (${param.name} is ${param.type}): add it` : `${where} must be ${issue.expected}, ${got} (${param.name} is ${param.type}): fix it`;
+      return at(value, issue.path) === undefined
+        ? `${where} is missing (${param.name} is ${param.type}): add it`
+        : `${where} must be ${issue.expected}, ${got} (${param.name} is ${param.type}): fix it`;
     case "invalid_value":
       return `${where} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}, ${got}: fix it`;
     case "too_small":

@@ -53,7 +53,18 @@ export const browserRun = defineTool({
   },
   kind: "write",
   // A failed command's own code (stale_ref, write_denied, ...) is in failedCall; these are the run's.
-  errors: ["code_mode_disabled", "syntax_error", "program_error", "budget_exceeded", "value_not_copyable", "sandbox_unavailable", "no_browser_source", "session_limit", "browser_start_failed", "ambiguous_selector"],
+  errors: [
+    "code_mode_disabled",
+    "syntax_error",
+    "program_error",
+    "budget_exceeded",
+    "value_not_copyable",
+    "sandbox_unavailable",
+    "no_browser_source",
+    "session_limit",
+    "browser_start_failed",
+    "ambiguous_selector",
+  ],
   async handler(ctx, params, response, signal) {
     const settings = ctx.config.codeMode;
     if (!settings.enabled) {
@@ -68,8 +79,10 @@ export const browserRun = defineTool({
     const run = `run-${randomHex(6)}`;
     const programSha256 = sha256Hex(params.program);
     const sandbox = ctx.sandbox;
-    const go = (browser: string | undefined, browserEndsWithRun = false) => runProgram(ctx, sandbox, { program: params.program, run, budgets: budgets.budgets, browser, tab: params.tab, browserEndsWithRun }, signal);
-    if (params.browser === "new" && params.tab !== undefined) throw new TabrelayError("invalid_params", 'a new browser has no tabs yet: drop tab and browse.open(url) first');
+    const go = (browser: string | undefined, browserEndsWithRun = false) =>
+      runProgram(ctx, sandbox, { program: params.program, run, budgets: budgets.budgets, browser, tab: params.tab, browserEndsWithRun }, signal);
+    if (params.browser === "new" && params.tab !== undefined)
+      throw new TabrelayError("invalid_params", "a new browser has no tabs yet: drop tab and browse.open(url) first");
     // From here the program may act: the run is recorded before it starts, and an idempotency key is spent.
     response.markDispatched();
     let result: Awaited<ReturnType<typeof go>>;
@@ -86,10 +99,17 @@ export const browserRun = defineTool({
     } else result = await go(params.browser);
     const { output, cut } = boundRunOutput(result, settings.resultMaxChars, run);
     // The whole output when what the agent got was cut (bounded by the run's output budget): `tabrelay audit --run`.
-    if (cut) ctx.audit.saveRunOutput?.(run, ctx.user.name, JSON.stringify({ ...(result.value !== undefined ? { value: result.value } : {}), logs: result.logs }));
+    if (cut)
+      ctx.audit.saveRunOutput?.(run, ctx.user.name, JSON.stringify({ ...(result.value !== undefined ? { value: result.value } : {}), logs: result.logs }));
     response.audit({
       run,
-      detail: JSON.stringify({ program_sha256: programSha256, status: result.status, ...(result.error ? { error: result.error.code } : {}), usage: result.usage, ...(cut ? { cut } : {}) }),
+      detail: JSON.stringify({
+        program_sha256: programSha256,
+        status: result.status,
+        ...(result.error ? { error: result.error.code } : {}),
+        usage: result.usage,
+        ...(cut ? { cut } : {}),
+      }),
     });
     const { usage } = result;
     const spent = `${usage.commands} command${usage.commands === 1 ? "" : "s"}, ${usage.wallMs} ms`;
@@ -100,11 +120,21 @@ export const browserRun = defineTool({
     else {
       const at = failed ? ` at browse.${failed.command}` : "";
       const code = result.error?.code ?? failed?.error.code ?? result.status;
-      response.line(`Run ${run} failed${at} (${spent}): ${code}; the message and the call's arguments are in the output below. It was not replayed: commands before the failure happened.`);
+      response.line(
+        `Run ${run} failed${at} (${spent}): ${code}; the message and the call's arguments are in the output below. It was not replayed: commands before the failure happened.`,
+      );
     }
-    if (cut) response.line(`The output was cut to fit ${settings.resultMaxChars} characters (code_mode.result_max_chars); the whole of it is in run ${run}'s audit record (\`tabrelay audit --run ${run}\`).`);
+    if (cut)
+      response.line(
+        `The output was cut to fit ${settings.resultMaxChars} characters (code_mode.result_max_chars); the whole of it is in run ${run}'s audit record (\`tabrelay audit --run ${run}\`).`,
+      );
     // What the program returned and logged, and what failed, as structuredContent has it, for clients that show only the text.
-    const shown = { ...(output.value !== undefined ? { value: output.value } : {}), ...(output.logs.length > 0 ? { logs: output.logs } : {}), ...(output.failedCall ? { failedCall: output.failedCall } : {}), ...(output.error ? { error: output.error } : {}) };
+    const shown = {
+      ...(output.value !== undefined ? { value: output.value } : {}),
+      ...(output.logs.length > 0 ? { logs: output.logs } : {}),
+      ...(output.failedCall ? { failedCall: output.failedCall } : {}),
+      ...(output.error ? { error: output.error } : {}),
+    };
     if (Object.keys(shown).length > 0) response.line("The program's output (page text in it is untrusted):").pageContent(JSON.stringify(shown, null, 1));
     response.structuredContent({ run, status: result.status, ...output, usage });
     if (result.status !== "ok") response.failed(result.error?.code ?? result.status, result.error?.message ?? `the run ended with ${result.status}`);

@@ -37,7 +37,10 @@ async function elementOf(state: RunState, given: unknown, command: string): Prom
   const ref: unknown = given !== null && typeof given === "object" ? Reflect.get(given, "ref") : undefined;
   if (typeof given === "string" && !PROGRAM_REF.test(given) && !/^(?:f\d+)?e\d+$/.test(given)) return (await selectOne(state, given, command)).match;
   if (typeof given !== "string" && typeof ref !== "string") {
-    fail("invalid_params", `browse.${command} needs a target: a ref from browse.snapshot() or browse.query(), a snapshot node with a ref, or a CSS / xpath= selector; got ${JSON.stringify(given)?.slice(0, 60) ?? "nothing"}`);
+    fail(
+      "invalid_params",
+      `browse.${command} needs a target: a ref from browse.snapshot() or browse.query(), a snapshot node with a ref, or a CSS / xpath= selector; got ${JSON.stringify(given)?.slice(0, 60) ?? "nothing"}`,
+    );
   }
   const at = state.resolveRef(typeof given === "string" ? given : String(ref));
   const found = valueOf(queryValue, await state.call(describeRef, { tab: at.tab, ref: at.ref, revision: at.revision }), "describe_ref");
@@ -72,7 +75,13 @@ async function isOf(state: RunState, which: (typeof IS_STATES)[number], given: u
   return states.includes(which);
 }
 
-function action(name: CommandName, tool: Tool, doc: string, extra: readonly Param[] = [], toArgs: (values: unknown[]) => Record<string, unknown> = () => ({})): Command {
+function action(
+  name: CommandName,
+  tool: Tool,
+  doc: string,
+  extra: readonly Param[] = [],
+  toArgs: (values: unknown[]) => Record<string, unknown> = () => ({}),
+): Command {
   return {
     name,
     params: [target, ...extra],
@@ -96,7 +105,13 @@ async function opened(state: RunState, url: string): Promise<TabValue> {
 }
 
 function moved(name: "back" | "forward" | "reload", doc: string): Command {
-  return { name, params: [], returns: "Tab", doc, run: async (state) => valueOf(tabValue, await state.call(history, { tab: state.tab(), action: name }), "history") };
+  return {
+    name,
+    params: [],
+    returns: "Tab",
+    doc,
+    run: async (state) => valueOf(tabValue, await state.call(history, { tab: state.tab(), action: name }), "history"),
+  };
 }
 
 const ATTRIBUTES = ["id", "class", "name", "type", "href", "src", "alt", "title", "data-testid", "value"];
@@ -111,18 +126,30 @@ async function getOf(state: RunState, what: string, given: unknown): Promise<unk
     return what === "title" ? info.title : info.url;
   }
   const attribute = /^attribute:(.+)$/.exec(what)?.[1];
-  if (!["text", "value", "count", "box"].includes(what) && attribute === undefined) fail("invalid_params", `browse.get: \`what\` must be one of ${GET_WHAT}, got ${JSON.stringify(what)}: fix it`);
+  if (!["text", "value", "count", "box"].includes(what) && attribute === undefined)
+    fail("invalid_params", `browse.get: \`what\` must be one of ${GET_WHAT}, got ${JSON.stringify(what)}: fix it`);
   if (attribute !== undefined && !ATTRIBUTES.includes(attribute) && !attribute.startsWith("aria-")) {
-    fail("invalid_params", `browse.get: attribute ${JSON.stringify(attribute)} cannot be read (the query tool reports ${ATTRIBUTES.join(", ")} and aria-*): ask for one of those`);
+    fail(
+      "invalid_params",
+      `browse.get: attribute ${JSON.stringify(attribute)} cannot be read (the query tool reports ${ATTRIBUTES.join(", ")} and aria-*): ask for one of those`,
+    );
   }
   if (what === "count") {
-    if (typeof given !== "string" || PROGRAM_REF.test(given)) fail("invalid_params", `browse.get("count") counts the elements a selector matches: pass a CSS or xpath= selector, got ${JSON.stringify(given)?.slice(0, 60) ?? "nothing"}`);
+    if (typeof given !== "string" || PROGRAM_REF.test(given))
+      fail(
+        "invalid_params",
+        `browse.get("count") counts the elements a selector matches: pass a CSS or xpath= selector, got ${JSON.stringify(given)?.slice(0, 60) ?? "nothing"}`,
+      );
     const tab = state.tab();
     return valueOf(queryValue, await state.call(query, { tab, selector: given, limit: 1 }), "query").total;
   }
   const match = await elementOf(state, given, `get(${JSON.stringify(what)})`);
   if (what === "box") {
-    if (!match.box) fail("not_actionable", `browse.get("box"): ${JSON.stringify(given)} is behind a cross-origin frame (in ${match.frame ?? "a subframe"}), whose place in the page the page cannot read; browse.get("box") its frame element instead`);
+    if (!match.box)
+      fail(
+        "not_actionable",
+        `browse.get("box"): ${JSON.stringify(given)} is behind a cross-origin frame (in ${match.frame ?? "a subframe"}), whose place in the page the page cannot read; browse.get("box") its frame element instead`,
+      );
     return match.box;
   }
   if (what === "text") return match.text;
@@ -130,7 +157,11 @@ async function getOf(state: RunState, what: string, given: unknown): Promise<unk
 }
 
 const snapshotOptions = z
-  .object({ find: z.string().min(1).optional(), limit: z.number().int().min(1).max(2000).optional(), offset: z.number().int().min(0).max(1_000_000).optional() })
+  .object({
+    find: z.string().min(1).optional(),
+    limit: z.number().int().min(1).max(2000).optional(),
+    offset: z.number().int().min(0).max(1_000_000).optional(),
+  })
   .strict();
 
 const waitOptions = z
@@ -166,7 +197,13 @@ export const COMMANDS: readonly Command[] = [
   moved("forward", "Goes forward in the current tab."),
   moved("reload", "Reloads the current tab."),
   { name: "tabs.list", params: [], returns: "Tab[]", doc: "Your tabs (those you opened, or the user shared).", run: (state) => tabs(state) },
-  { name: "tabs.new", params: [url], returns: "Tab", doc: "Opens a URL in a new agent tab; the current tab stays.", run: (state, [to]) => opened(state, String(to)) },
+  {
+    name: "tabs.new",
+    params: [url],
+    returns: "Tab",
+    doc: "Opens a URL in a new agent tab; the current tab stays.",
+    run: (state, [to]) => opened(state, String(to)),
+  },
   {
     name: "tabs.select",
     params: [tabId],
@@ -203,7 +240,13 @@ export const COMMANDS: readonly Command[] = [
       const paging = (options.offset ?? 0) > 0 && last !== undefined;
       const snap = valueOf(
         snapshotValue,
-        await state.call(snapshot, { tab, ...(options.find ? { find: options.find } : {}), ...(options.limit ? { limit: options.limit } : {}), ...(options.offset ? { offset: options.offset } : {}), ...(paging ? { revision: last.revision } : {}) }),
+        await state.call(snapshot, {
+          tab,
+          ...(options.find ? { find: options.find } : {}),
+          ...(options.limit ? { limit: options.limit } : {}),
+          ...(options.offset ? { offset: options.offset } : {}),
+          ...(paging ? { revision: last.revision } : {}),
+        }),
         "snapshot",
       );
       const generation = paging ? last.generation : state.nextGeneration();
@@ -216,38 +259,87 @@ export const COMMANDS: readonly Command[] = [
         nodes.push({ ...line.node, ...(named ? { ref: named } : {}) });
         if (!ref || !named || line.refAt === undefined) return line.text;
         const token = `[ref=${ref}]`;
-        return line.text.startsWith(token, line.refAt) ? `${line.text.slice(0, line.refAt)}[ref=${named}]${line.text.slice(line.refAt + token.length)}` : line.text;
+        return line.text.startsWith(token, line.refAt)
+          ? `${line.text.slice(0, line.refAt)}[ref=${named}]${line.text.slice(line.refAt + token.length)}`
+          : line.text;
       });
       const next = snap.offset + snap.lines.length;
-      return { url: snap.url, title: snap.title, tree: tree.join("\n"), nodes, total: snap.total, ...(next < snap.total ? { more: next } : {}), ...(snap.capped ? { capped: true } : {}) };
+      return {
+        url: snap.url,
+        title: snap.title,
+        tree: tree.join("\n"),
+        nodes,
+        total: snap.total,
+        ...(next < snap.total ? { more: next } : {}),
+        ...(snap.capped ? { capped: true } : {}),
+      };
     },
   },
   {
     name: "query",
-    params: [str("selector"), { name: "options", type: "{ limit?: number; offset?: number }", schema: z.object({ limit: z.number().int().min(1).max(100).optional(), offset: z.number().int().min(0).max(10_000).optional() }).strict(), optional: true }],
+    params: [
+      str("selector"),
+      {
+        name: "options",
+        type: "{ limit?: number; offset?: number }",
+        schema: z.object({ limit: z.number().int().min(1).max(100).optional(), offset: z.number().int().min(0).max(10_000).optional() }).strict(),
+        optional: true,
+      },
+    ],
     returns: "QueryResult",
     doc: "Elements matching a selector (CSS or xpath=; a >> b enters frames; shadow roots too): tag, role, name, text, attributes, ref if actionable (limit default 20, at most 100).",
     async run(state, [selector, given]) {
       const options = z.object({ limit: z.number().optional(), offset: z.number().optional() }).parse(given ?? {});
-      const found = valueOf(queryValue, await state.call(query, { tab: state.tab(), selector, ...(options.limit ? { limit: options.limit } : {}), ...(options.offset ? { offset: options.offset } : {}) }), "query");
+      const found = valueOf(
+        queryValue,
+        await state.call(query, {
+          tab: state.tab(),
+          selector,
+          ...(options.limit ? { limit: options.limit } : {}),
+          ...(options.offset ? { offset: options.offset } : {}),
+        }),
+        "query",
+      );
       return { total: found.total, matches: programMatches(state, found), ...(found.withheldFrames ? { withheldFrames: found.withheldFrames } : {}) };
     },
   },
   {
     name: "read",
-    params: [{ name: "options", type: '{ mode?: "readable" | "full"; offset?: number }', schema: z.object({ mode: z.enum(["readable", "full"]).optional(), offset: z.number().int().min(0).optional() }).strict(), optional: true }],
+    params: [
+      {
+        name: "options",
+        type: '{ mode?: "readable" | "full"; offset?: number }',
+        schema: z.object({ mode: z.enum(["readable", "full"]).optional(), offset: z.number().int().min(0).optional() }).strict(),
+        optional: true,
+      },
+    ],
     returns: "string",
     doc: "The current tab's content as Markdown (readable: the main article, default; full: the whole page); at most 200,000 characters from offset.",
     async run(state, [given]) {
       const options = z.object({ mode: z.string().optional(), offset: z.number().optional() }).parse(given ?? {});
-      const doc = valueOf(readValue, await state.call(readPage, { tab: state.tab(), max_chars: 200_000, ...(options.mode ? { mode: options.mode } : {}), ...(options.offset ? { offset: options.offset } : {}) }), "read_page");
+      const doc = valueOf(
+        readValue,
+        await state.call(readPage, {
+          tab: state.tab(),
+          max_chars: 200_000,
+          ...(options.mode ? { mode: options.mode } : {}),
+          ...(options.offset ? { offset: options.offset } : {}),
+        }),
+        "read_page",
+      );
       return doc.markdown;
     },
   },
   action("click", click, "Clicks the element (a write: needs the user's grant for the site and label)."),
   action("fill", fill, "Replaces the text of a field (a write).", [str("text")], ([text]) => ({ text })),
   action("select", selectOption, "Chooses an option of a <select> by label or value (a write).", [str("value")], ([value]) => ({ option: value })),
-  action("check", setChecked, "Checks (true) or unchecks (false) a checkbox, radio or switch (a write).", [{ name: "on", type: "boolean", schema: z.boolean() }], ([on]) => ({ checked: on })),
+  action(
+    "check",
+    setChecked,
+    "Checks (true) or unchecks (false) a checkbox, radio or switch (a write).",
+    [{ name: "on", type: "boolean", schema: z.boolean() }],
+    ([on]) => ({ checked: on }),
+  ),
   {
     name: "press",
     params: [str("key"), optionalTarget],
@@ -256,14 +348,23 @@ export const COMMANDS: readonly Command[] = [
     async run(state, [key, given]) {
       // Without a target: the element the program last acted on (fill then press Enter), as its ref then stands.
       const at = given === undefined ? state.lastTarget : await resolveTarget(state, given, "press");
-      if (!at) fail("invalid_params", "browse.press without a target presses on the element the program last acted on, and it has acted on none yet: pass a target");
+      if (!at)
+        fail("invalid_params", "browse.press without a target presses on the element the program last acted on, and it has acted on none yet: pass a target");
       return valueOf(actValue, await state.call(pressKey, { tab: at.tab, ref: at.ref, revision: at.revision, key }), "press_key");
     },
   },
   action("hover", hover, "Moves the pointer over the element (no grant needed)."),
   {
     name: "scroll",
-    params: [optionalTarget, { name: "options", type: '{ by?: number | "up" | "down" | "top" | "bottom" }', schema: z.object({ by: z.union([z.number().int(), z.enum(["up", "down", "top", "bottom"])]).optional() }).strict(), optional: true }],
+    params: [
+      optionalTarget,
+      {
+        name: "options",
+        type: '{ by?: number | "up" | "down" | "top" | "bottom" }',
+        schema: z.object({ by: z.union([z.number().int(), z.enum(["up", "down", "top", "bottom"])]).optional() }).strict(),
+        optional: true,
+      },
+    ],
     returns: "ActResult",
     doc: "Scrolls the target into view, or the page (by: pixels, up, down (default), top, bottom).",
     async run(state, [given, options]) {
@@ -283,13 +384,27 @@ export const COMMANDS: readonly Command[] = [
       const c = waitOptions.parse(given);
       const conditions = [c.text, c.gone, c.selector, c.url].filter((v) => v !== undefined);
       if (conditions.length !== 1) fail("invalid_params", `browse.waitFor takes exactly one of text, gone, selector, url; got ${conditions.length}: give one`);
-      const args = { tab: state.tab(), ...(c.text ? { text: c.text } : {}), ...(c.gone ? { text_gone: c.gone } : {}), ...(c.selector ? { selector: c.selector } : {}), ...(c.url ? { url_includes: c.url } : {}), ...(c.timeoutMs !== undefined ? { timeout_ms: c.timeoutMs } : {}) };
+      const args = {
+        tab: state.tab(),
+        ...(c.text ? { text: c.text } : {}),
+        ...(c.gone ? { text_gone: c.gone } : {}),
+        ...(c.selector ? { selector: c.selector } : {}),
+        ...(c.url ? { url_includes: c.url } : {}),
+        ...(c.timeoutMs !== undefined ? { timeout_ms: c.timeoutMs } : {}),
+      };
       return valueOf(waitValue, await state.call(waitFor, args), "wait_for");
     },
   },
   {
     name: "screenshot",
-    params: [{ name: "options", type: "{ target?: Target; fullPage?: boolean }", schema: z.object({ target: target.schema.optional(), fullPage: z.boolean().optional() }).strict(), optional: true }],
+    params: [
+      {
+        name: "options",
+        type: "{ target?: Target; fullPage?: boolean }",
+        schema: z.object({ target: target.schema.optional(), fullPage: z.boolean().optional() }).strict(),
+        optional: true,
+      },
+    ],
     returns: "{ link: string; width: number; height: number; pageUrl: string; capturedAt: number; expiresAt: number }",
     doc: "A PNG of the current tab (the viewport, one element, or the full page) behind a short-lived link, a bearer credential (screenshots_disabled unless config enables them).",
     async run(state, [given]) {
@@ -307,11 +422,24 @@ export const COMMANDS: readonly Command[] = [
     doc: `Reads ${GET_WHAT} (attributes: id, class, name, type, href, src, alt, title, data-testid, aria-*); text, value, attribute and box take a ref or selector, count a selector; box is CSS pixels of the top document, scroll included (not behind a cross-origin frame).`,
     run: (state, [what, given]) => getOf(state, String(what), given),
   },
-  mouse("click", click, "Clicks the element at viewport point (x, y) (CSS pixels; get(\"box\") minus the scroll): a write, gated as a click on that element; hit names it."),
+  mouse(
+    "click",
+    click,
+    'Clicks the element at viewport point (x, y) (CSS pixels; get("box") minus the scroll): a write, gated as a click on that element; hit names it.',
+  ),
   mouse("hover", hover, "Moves the pointer over the element at viewport point (x, y); hit names it."),
   {
     name: "mouse.scroll",
-    params: [coordinate("x"), coordinate("y"), { name: "options", type: '{ by?: number | "up" | "down" | "top" | "bottom" }', schema: z.object({ by: z.union([z.number().int(), z.enum(["up", "down", "top", "bottom"])]).optional() }).strict(), optional: true }],
+    params: [
+      coordinate("x"),
+      coordinate("y"),
+      {
+        name: "options",
+        type: '{ by?: number | "up" | "down" | "top" | "bottom" }',
+        schema: z.object({ by: z.union([z.number().int(), z.enum(["up", "down", "top", "bottom"])]).optional() }).strict(),
+        optional: true,
+      },
+    ],
     returns: "ActResult & { hit: string }",
     doc: "Scrolls the list or panel holding the element at viewport point (x, y), or the page, by `by` (as scroll; the element is brought into view first); hit names it.",
     async run(state, [x, y, options]) {
@@ -334,11 +462,14 @@ export const COMMANDS: readonly Command[] = [
   ...PAGE_TOOL_COMMANDS,
 ];
 
-
 const byName = new Map<string, Command>(COMMANDS.map((c) => [c.name, c]));
 
 /** Runs one command of a program; never throws: a failure is its code and message. */
-export async function dispatch(state: RunState, name: string, args: readonly unknown[]): Promise<{ ok: true; value: unknown } | { ok: false; error: { code: string; message: string } }> {
+export async function dispatch(
+  state: RunState,
+  name: string,
+  args: readonly unknown[],
+): Promise<{ ok: true; value: unknown } | { ok: false; error: { code: string; message: string } }> {
   const command = byName.get(name);
   if (!command) return { ok: false, error: { code: "invalid_params", message: `browse.${name} is not a command; browser_api lists them` } };
   try {

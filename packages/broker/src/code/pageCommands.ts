@@ -28,13 +28,25 @@ export const PAGE_COMMANDS: readonly Command[] = [
   },
   {
     name: "highlight",
-    params: [target, { name: "options", type: "{ durationMs?: number }", schema: z.object({ durationMs: z.number().int().min(100).max(10_000).optional() }).strict(), optional: true }],
+    params: [
+      target,
+      {
+        name: "options",
+        type: "{ durationMs?: number }",
+        schema: z.object({ durationMs: z.number().int().min(100).max(10_000).optional() }).strict(),
+        optional: true,
+      },
+    ],
     returns: "ActResult",
     doc: "Outlines the element for a person watching the browser (durationMs default 1500); the overlay is removed afterwards (a read).",
     async run(state, [given, options]) {
       const at = await resolveTarget(state, given, "highlight");
       const durationMs = z.object({ durationMs: z.number().optional() }).parse(options ?? {}).durationMs;
-      return valueOf(actValue, await state.call(highlight, { tab: at.tab, ref: at.ref, revision: at.revision, ...(durationMs !== undefined ? { duration_ms: durationMs } : {}) }), "highlight");
+      return valueOf(
+        actValue,
+        await state.call(highlight, { tab: at.tab, ref: at.ref, revision: at.revision, ...(durationMs !== undefined ? { duration_ms: durationMs } : {}) }),
+        "highlight",
+      );
     },
   },
   {
@@ -42,13 +54,17 @@ export const PAGE_COMMANDS: readonly Command[] = [
     params: [side("width"), side("height")],
     returns: "{ width: number; height: number }",
     doc: `Sets the current tab's viewport to width x height CSS pixels (${VIEWPORT_MIN} to ${VIEWPORT_MAX}); answers the size the page reports. Through the user's Chrome this brings the tab to the front and resizes its whole window, the user's other tabs in it included.`,
-    run: async (state, [width, height]) => valueOf(z.object({ width: z.number(), height: z.number() }), await state.call(setViewport, { tab: state.tab(), width, height }), "set_viewport"),
+    run: async (state, [width, height]) =>
+      valueOf(z.object({ width: z.number(), height: z.number() }), await state.call(setViewport, { tab: state.tab(), width, height }), "set_viewport"),
   },
   {
     name: "upload",
-    params: [target, { name: "files", type: '{ name: string; content: string; encoding?: "utf8" | "base64"; type?: string }[]', schema: z.array(fileSchema).max(20) }],
+    params: [
+      target,
+      { name: "files", type: '{ name: string; content: string; encoding?: "utf8" | "base64"; type?: string }[]', schema: z.array(fileSchema).max(20) },
+    ],
     returns: "ActResult",
-    doc: "Sets the files of a file input to files whose content the program passes (text, or base64 with encoding: \"base64\"; at most 10 MiB in all), then fires input and change: a write (the write.upload grant for its label).",
+    doc: 'Sets the files of a file input to files whose content the program passes (text, or base64 with encoding: "base64"; at most 10 MiB in all), then fires input and change: a write (the write.upload grant for its label).',
     async run(state, [given, files]) {
       const at = await resolveTarget(state, given, "upload");
       return valueOf(actValue, await state.call(upload, { tab: at.tab, ref: at.ref, revision: at.revision, files }), "upload");

@@ -9,7 +9,6 @@ import { COMMANDS, dispatch, type Command } from "./commands.js";
 import { RunState } from "./runState.js";
 import { closeTab } from "../tools/tabs.js";
 
-
 /** The commands a program may call under this config (code_mode.allow / deny). */
 export function allowedCommands(config: BrokerConfig): Command[] {
   return COMMANDS.filter((c) => commandAllowed(config.codeMode, c.name));
@@ -45,12 +44,24 @@ export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec:
   let tabsOpened = 0;
   const call = async (c: HostCall): Promise<HostAnswer> => {
     if (!commands.includes(c.command)) {
-      return { ok: false, error: { code: "invalid_params", message: `browse.${c.command} is not a command this broker lets programs call (code_mode.allow / deny); browser_api lists those it does` } };
+      return {
+        ok: false,
+        error: {
+          code: "invalid_params",
+          message: `browse.${c.command} is not a command this broker lets programs call (code_mode.allow / deny); browser_api lists those it does`,
+        },
+      };
     }
     if (!(await turns.take())) return { ok: false, error: { code: "cancelled", message: `browse.${c.command} was not run: the program had already ended` } };
     try {
       if (OPENS_TAB.has(c.command) && ++tabsOpened > RUN_TABS) {
-        return { ok: false, error: { code: "budget_exceeded", message: `tabs budget exceeded: a run may open at most ${RUN_TABS} tabs; close the ones it is done with (browse.tabs.close) or split the work into several runs` } };
+        return {
+          ok: false,
+          error: {
+            code: "budget_exceeded",
+            message: `tabs budget exceeded: a run may open at most ${RUN_TABS} tabs; close the ones it is done with (browse.tabs.close) or split the work into several runs`,
+          },
+        };
       }
       return await dispatch(state, c.command, c.args);
     } finally {

@@ -63,7 +63,10 @@ export class RunState {
   /** The tab a command acts on: the program's current tab. */
   tab(): number {
     if (this.current === undefined) {
-      fail("no_such_tab", "the program has no current tab: call browse.open(url) first, browse.tabs.select(id) for one of your tabs, or pass browser_run's tab");
+      fail(
+        "no_such_tab",
+        "the program has no current tab: call browse.open(url) first, browse.tabs.select(id) for one of your tabs, or pass browser_run's tab",
+      );
     }
     return this.current;
   }
@@ -74,12 +77,21 @@ export class RunState {
    * a deadline of its own. Never throws: what it could not do is the answer's.
    */
   async after(tool: Tool, args: Record<string, unknown>): Promise<boolean> {
-    const result = await runTool(tool, this.ctx, { ...args, ...(this.browser !== undefined ? { browser: this.browser } : {}) }, AbortSignal.timeout(10_000), this.ctx.session, { run: this.run });
+    const result = await runTool(
+      tool,
+      this.ctx,
+      { ...args, ...(this.browser !== undefined ? { browser: this.browser } : {}) },
+      AbortSignal.timeout(10_000),
+      this.ctx.session,
+      { run: this.run },
+    );
     return !result.isError;
   }
 
   async call(tool: Tool, args: Record<string, unknown>): Promise<unknown> {
-    const result = await runTool(tool, this.ctx, { ...args, ...(this.browser !== undefined ? { browser: this.browser } : {}) }, this.signal, this.ctx.session, { run: this.run });
+    const result = await runTool(tool, this.ctx, { ...args, ...(this.browser !== undefined ? { browser: this.browser } : {}) }, this.signal, this.ctx.session, {
+      run: this.run,
+    });
     if (result.isError) throw new CommandError(result.error?.code ?? "internal", result.error?.message ?? result.text);
     return result.value;
   }
@@ -109,11 +121,17 @@ export class RunState {
     const minted = this.#refs.get(name);
     if (minted) return minted;
     if (TOOL_REF.test(name)) {
-      fail("invalid_params", `${JSON.stringify(name)} is a ref as the tools give it; a program acts on refs from its own browse.snapshot() or browse.query() (they look like "e3@1"), or on a CSS selector`);
+      fail(
+        "invalid_params",
+        `${JSON.stringify(name)} is a ref as the tools give it; a program acts on refs from its own browse.snapshot() or browse.query() (they look like "e3@1"), or on a CSS selector`,
+      );
     }
     const generation = Number(PROGRAM_REF.exec(name)?.[2] ?? 0);
     if (generation > 0 && generation <= this.#generation - KEPT_GENERATIONS) {
-      fail("stale_ref", `ref ${JSON.stringify(name)} is from snapshot ${generation} of this run, and the run keeps the refs of its last ${KEPT_GENERATIONS} snapshots and queries; call browse.snapshot() and use a ref from it`);
+      fail(
+        "stale_ref",
+        `ref ${JSON.stringify(name)} is from snapshot ${generation} of this run, and the run keeps the refs of its last ${KEPT_GENERATIONS} snapshots and queries; call browse.snapshot() and use a ref from it`,
+      );
     }
     return fail("stale_ref", `ref ${JSON.stringify(name)} was not made by this program's snapshots or queries; call browse.snapshot() and use a ref from it`);
   }

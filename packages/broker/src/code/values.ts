@@ -42,12 +42,36 @@ const matchValue = z.object({
 });
 export type MatchValue = z.infer<typeof matchValue>;
 
-export const queryValue = z.object({ tab: z.number(), url: z.string(), revision: z.string(), total: z.number(), offset: z.number(), matches: z.array(matchValue), withheldFrames: z.number(), capped: z.boolean() });
+export const queryValue = z.object({
+  tab: z.number(),
+  url: z.string(),
+  revision: z.string(),
+  total: z.number(),
+  offset: z.number(),
+  matches: z.array(matchValue),
+  withheldFrames: z.number(),
+  capped: z.boolean(),
+});
 export type QueryValue = z.infer<typeof queryValue>;
 
-export const readValue = z.object({ markdown: z.string(), title: z.string(), url: z.string(), mode: z.string(), total: z.number(), offset: z.number(), nextOffset: z.number().optional() });
+export const readValue = z.object({
+  markdown: z.string(),
+  title: z.string(),
+  url: z.string(),
+  mode: z.string(),
+  total: z.number(),
+  offset: z.number(),
+  nextOffset: z.number().optional(),
+});
 
-export const screenshotValue = z.object({ link: z.string(), width: z.number(), height: z.number(), pageUrl: z.string(), capturedAt: z.number(), expiresAt: z.number() });
+export const screenshotValue = z.object({
+  link: z.string(),
+  width: z.number(),
+  height: z.number(),
+  pageUrl: z.string(),
+  capturedAt: z.number(),
+  expiresAt: z.number(),
+});
 
 export const waitValue = z.object({ matched: z.string(), elapsedMs: z.number(), url: z.string() });
 
@@ -68,5 +92,8 @@ export const actValue = z
 export function valueOf<T>(schema: z.ZodType<T>, value: unknown, tool: string): T {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
-  return fail("internal", `tabrelay's ${tool} gave a value code mode cannot read (${parsed.error.issues[0]?.message ?? "no value"}); report it, and use the ${tool} tool meanwhile`);
+  return fail(
+    "internal",
+    `tabrelay's ${tool} gave a value code mode cannot read (${parsed.error.issues[0]?.message ?? "no value"}); report it, and use the ${tool} tool meanwhile`,
+  );
 }

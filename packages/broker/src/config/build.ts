@@ -41,7 +41,9 @@ const writeGrantsSchema = z
         z
           .object({
             keys: z.string({ error: 'missing or not a string: the regex of the key combos allowed, e.g. "^Enter$" or "^(Control|Meta)\\+Enter$"' }).pipe(regex),
-            label: z.string({ error: 'missing or not a string: the regex the element\'s visible text and accessible name must match, e.g. "^Search$"' }).pipe(regex),
+            label: z
+              .string({ error: 'missing or not a string: the regex the element\'s visible text and accessible name must match, e.g. "^Search$"' })
+              .pipe(regex),
           })
           .strict(),
       )
@@ -133,7 +135,10 @@ const fileSchema = z
           .string()
           .regex(/^rediss?:\/\/\S+$/, "a Redis URL: redis://:PASSWORD@HOST:PORT (or leave it out and set TABRELAY_REDIS_URL)")
           .optional(),
-        broker_id: z.string().regex(/^[A-Za-z0-9._-]{1,40}$/, "letters, digits, . _ - (at most 40)").optional(),
+        broker_id: z
+          .string()
+          .regex(/^[A-Za-z0-9._-]{1,40}$/, "letters, digits, . _ - (at most 40)")
+          .optional(),
       })
       .strict()
       .optional(),
@@ -269,7 +274,9 @@ export function parseConfigText(text: string, source: string): ConfigFile {
       const line = lineOf(issue.path, issue.code === "unrecognized_keys" ? issue.keys[0] : undefined);
       return `  ${line === undefined ? "" : `line ${line}: `}${key}${keys}: ${issue.message}`;
     });
-    throw new ConfigError(`${source}: invalid configuration:\n${lines.join("\n")}\nFix the file (see docs/configuration.md): a running tabrelay applies it once it is valid; a stopped one starts with it.`);
+    throw new ConfigError(
+      `${source}: invalid configuration:\n${lines.join("\n")}\nFix the file (see docs/configuration.md): a running tabrelay applies it once it is valid; a stopped one starts with it.`,
+    );
   }
   return parsed.data;
 }
@@ -284,7 +291,10 @@ function yamlLines(text: string): (path: readonly PropertyKey[], key?: string) =
   const lineAt = (offset: number | undefined) => (offset === undefined ? undefined : counter.linePos(offset).line);
   return (path, key) => {
     for (let depth = path.length; depth >= 0; depth--) {
-      const node: unknown = doc.getIn(path.slice(0, depth).map((p) => (typeof p === "symbol" ? String(p) : p)), true);
+      const node: unknown = doc.getIn(
+        path.slice(0, depth).map((p) => (typeof p === "symbol" ? String(p) : p)),
+        true,
+      );
       if (!isNode(node)) continue;
       if (depth === path.length && key !== undefined && isMap(node)) {
         const pair = node.items.find((item) => isPair(item) && isScalar(item.key) && String(item.key.value) === key);
@@ -391,7 +401,10 @@ export function compileSettings(file: ConfigFile, source: string, rankingDomains
     chat: chatSettings(file.chat),
     pages,
     store: file.store?.postgres_url ? { postgresUrl: file.store.postgres_url } : {},
-    cluster: { ...(file.cluster?.redis_url ? { redisUrl: file.cluster.redis_url } : {}), ...(file.cluster?.broker_id ? { brokerId: file.cluster.broker_id } : {}) },
+    cluster: {
+      ...(file.cluster?.redis_url ? { redisUrl: file.cluster.redis_url } : {}),
+      ...(file.cluster?.broker_id ? { brokerId: file.cluster.broker_id } : {}),
+    },
     ...(file.auth?.oauth
       ? {
           oauth: {

@@ -50,7 +50,16 @@ export const BUDGETS: readonly BudgetSpec[] = [
   { key: "wallMs", name: "wall_ms", what: "wall clock, commands included", scale: 1, unit: "ms", default: 60_000, min: 100, max: 600_000 },
   // Measured on a 2-core machine: about 3,000-10,000 ticks a second of pure computation; 100,000 stops a runaway loop
   // within the default wall clock on a fast machine, and the wall clock stops it on a slow one.
-  { key: "instructions", name: "instructions", what: "interpreter ticks (QuickJS's interrupt checks) of computation", scale: 1, unit: "ticks", default: 100_000, min: 1, max: 10_000_000 },
+  {
+    key: "instructions",
+    name: "instructions",
+    what: "interpreter ticks (QuickJS's interrupt checks) of computation",
+    scale: 1,
+    unit: "ticks",
+    default: 100_000,
+    min: 1,
+    max: 10_000_000,
+  },
   { key: "memoryBytes", name: "memory_mb", what: "program heap", scale: 1024 * 1024, unit: "MiB", default: 32, min: 1, max: 256 },
   // The sandbox stops deeper stacks itself: more overflowed the host's stack when measured (issue 13).
   { key: "stackBytes", name: "stack_kb", what: "program stack", scale: 1024, unit: "KiB", default: 256, min: 16, max: 256 },
@@ -84,27 +93,44 @@ export function codeModeSettings(file: CodeModeFile | undefined, known: readonly
     const cap = file?.caps?.[b.name] ?? b.max;
     const given = file?.budgets?.[b.name];
     const value = given ?? Math.min(b.default, cap);
-    if (value > cap) throw new Error(`code_mode.budgets.${b.name} is ${value} ${b.unit}, above its cap code_mode.caps.${b.name} (${cap} ${b.unit}); lower it or raise the cap`);
+    if (value > cap)
+      throw new Error(
+        `code_mode.budgets.${b.name} is ${value} ${b.unit}, above its cap code_mode.caps.${b.name} (${cap} ${b.unit}); lower it or raise the cap`,
+      );
     defaults[b.key] = Math.round(value * b.scale);
     caps[b.key] = Math.round(cap * b.scale);
   }
   for (const list of ["allow", "deny"] as const) {
     for (const name of file?.[list] ?? []) {
-      if (!known.includes(name)) throw new Error(`code_mode.${list} names ${JSON.stringify(name)}, which is not a browse command; the commands are: ${known.join(", ")}`);
+      if (!known.includes(name))
+        throw new Error(`code_mode.${list} names ${JSON.stringify(name)}, which is not a browse command; the commands are: ${known.join(", ")}`);
     }
   }
-  return { enabled: file?.enabled ?? true, defaults, caps, allow: file?.allow ?? [], deny: file?.deny ?? [], resultMaxChars: file?.result_max_chars ?? RESULT_MAX_CHARS.default };
+  return {
+    enabled: file?.enabled ?? true,
+    defaults,
+    caps,
+    allow: file?.allow ?? [],
+    deny: file?.deny ?? [],
+    resultMaxChars: file?.result_max_chars ?? RESULT_MAX_CHARS.default,
+  };
 }
 
 /** The budgets of one run: the config defaults, lowered where the call asks; asking more than a cap is an error message. */
-export function runBudgets(settings: CodeModeSettings, asked: Partial<Record<string, number>> | undefined): { ok: true; budgets: RunBudgets } | { ok: false; message: string } {
+export function runBudgets(
+  settings: CodeModeSettings,
+  asked: Partial<Record<string, number>> | undefined,
+): { ok: true; budgets: RunBudgets } | { ok: false; message: string } {
   const budgets = { ...settings.defaults };
   for (const b of BUDGETS) {
     const value = asked?.[b.name];
     if (value === undefined) continue;
     const bytes = Math.round(value * b.scale);
     if (bytes > settings.caps[b.key]) {
-      return { ok: false, message: `budgets.${b.name} is ${value} ${b.unit}, above its cap of ${settings.caps[b.key] / b.scale} ${b.unit} (code_mode.caps.${b.name} in ${settings.configName ?? "config.yaml"}): ask ${settings.caps[b.key] / b.scale} or less` };
+      return {
+        ok: false,
+        message: `budgets.${b.name} is ${value} ${b.unit}, above its cap of ${settings.caps[b.key] / b.scale} ${b.unit} (code_mode.caps.${b.name} in ${settings.configName ?? "config.yaml"}): ask ${settings.caps[b.key] / b.scale} or less`,
+      };
     }
     budgets[b.key] = bytes;
   }

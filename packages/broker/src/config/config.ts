@@ -60,7 +60,6 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env["TABRELAY_DATA_DIR"] || join(homedir(), ".tabrelay"));
 }
 
-
 /**
  * Reads and validates the YAML file; an unknown key or a bad regex stops start-up naming file, key and reason.
  * The file must be safe to trust (fileSafety.ts); `named` is a path the user gave with --config, whose
@@ -82,10 +81,14 @@ function loadOrCreateToken(dataDir: string, file: string, envName: string, env: 
   const stored = checked(readOwnFile(path, "token"), warn)?.trim();
   if (stored) {
     const weak = weakTokenReason(stored);
-    if (weak !== undefined) throw new ConfigError(`the token file ${path} holds a token too weak to use: ${weak}; delete it (rm ${path}) and tabrelay creates a new one, or write a strong one into it (openssl rand -hex 32 > ${path})`);
+    if (weak !== undefined)
+      throw new ConfigError(
+        `the token file ${path} holds a token too weak to use: ${weak}; delete it (rm ${path}) and tabrelay creates a new one, or write a strong one into it (openssl rand -hex 32 > ${path})`,
+      );
     return stored;
   }
-  if (!create) throw new ConfigError(`no ${file} in ${dataDir} yet: start tabrelay once (tabrelay start, or tabrelay serve) and it creates one, or set ${envName}`);
+  if (!create)
+    throw new ConfigError(`no ${file} in ${dataDir} yet: start tabrelay once (tabrelay start, or tabrelay serve) and it creates one, or set ${envName}`);
   const token = randomBytes(24).toString("base64url"); // 192 bits
   writeSecretFile(path, `${token}\n`);
   return token;
@@ -116,7 +119,8 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
   const create = options.create ?? true;
   const dataDir = options.dataDir ? resolve(options.dataDir) : defaultDataDir(env);
   if (create) ensureDataDir(dataDir, warn);
-  else if (!existsSync(dataDir)) throw new ConfigError(`no data dir at ${dataDir} yet: start tabrelay once (tabrelay start, or tabrelay serve) and it creates one`);
+  else if (!existsSync(dataDir))
+    throw new ConfigError(`no data dir at ${dataDir} yet: start tabrelay once (tabrelay start, or tabrelay serve) and it creates one`);
   const configPath = resolve(options.configPath ?? join(dataDir, "config.yaml"));
   if (options.configPath && !existsSync(configPath)) {
     throw new ConfigError(`${configPath}: no such file; pass an existing --config or omit it to use ${join(dataDir, "config.yaml")}`);
@@ -145,11 +149,15 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
   }
   const mcpToken = loadOrCreateToken(dataDir, "mcp-token", "TABRELAY_MCP_TOKEN", env, warn, create);
   // A look-only command (create: false) needs no pairing code: none is made, and none found is none.
-  const pairingToken = create || env["TABRELAY_PAIRING_TOKEN"] || existsSync(join(dataDir, "pairing-token")) ? loadOrCreateToken(dataDir, "pairing-token", "TABRELAY_PAIRING_TOKEN", env, warn, create) : "";
+  const pairingToken =
+    create || env["TABRELAY_PAIRING_TOKEN"] || existsSync(join(dataDir, "pairing-token"))
+      ? loadOrCreateToken(dataDir, "pairing-token", "TABRELAY_PAIRING_TOKEN", env, warn, create)
+      : "";
   // The database URL carries a password: from the environment it never needs to sit in config.yaml.
   const postgresUrl = env["TABRELAY_POSTGRES_URL"]?.trim();
   if (postgresUrl) {
-    if (!/^postgres(ql)?:\/\/\S+$/.test(postgresUrl)) throw new ConfigError("TABRELAY_POSTGRES_URL is not a PostgreSQL URL: postgres://USER:PASSWORD@HOST:PORT/DATABASE");
+    if (!/^postgres(ql)?:\/\/\S+$/.test(postgresUrl))
+      throw new ConfigError("TABRELAY_POSTGRES_URL is not a PostgreSQL URL: postgres://USER:PASSWORD@HOST:PORT/DATABASE");
     settings.store = { postgresUrl };
   }
   const redisUrl = env["TABRELAY_REDIS_URL"]?.trim();
@@ -160,7 +168,9 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
   // A screenshot link is fetched through the load balancer from whichever broker it reaches: a picture kept on one
   // broker's disk would be a 404 on the others.
   if (settings.cluster.redisUrl && settings.screenshots.enabled && !settings.screenshots.s3) {
-    throw new ConfigError(`${configPath}: screenshots: in a cluster (cluster.redis_url) screenshots need screenshots.s3, shared by every broker: a link must work on whichever broker it reaches; add screenshots.s3 or turn screenshots off`);
+    throw new ConfigError(
+      `${configPath}: screenshots: in a cluster (cluster.redis_url) screenshots need screenshots.s3, shared by every broker: a link must work on whichever broker it reaches; add screenshots.s3 or turn screenshots off`,
+    );
   }
   return { host, port, dataDir, configPath, mcpToken, pairingToken, rankingPath, ...settings };
 }

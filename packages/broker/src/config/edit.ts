@@ -69,7 +69,9 @@ function toJs(value: unknown): unknown {
  */
 function refuseSuffixWildcard(host: string): void {
   if (/^\*\.[a-z0-9-]+(:\d+)?$/.test(host)) {
-    throw new Error(`${JSON.stringify(host)} is every site under .${host.slice(2).replace(/:\d+$/, "")}; name the site (${JSON.stringify(`*.example${host.slice(1)}`)} for it and its subdomains)`);
+    throw new Error(
+      `${JSON.stringify(host)} is every site under .${host.slice(2).replace(/:\d+$/, "")}; name the site (${JSON.stringify(`*.example${host.slice(1)}`)} for it and its subdomains)`,
+    );
   }
 }
 

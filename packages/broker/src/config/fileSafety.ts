@@ -7,7 +7,22 @@
  * one read. POSIX only: on Windows, mode bits and uids mean nothing and the checks are skipped.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+  type Stats,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
 
 export type FileProblem = "symlink" | "not_regular" | "not_directory" | "not_owner" | "writable_by_others" | "shared_dir" | "unreadable";
@@ -51,7 +66,8 @@ export function secureDataDir(dataDir: string): FileCheck<undefined> {
   try {
     created = mkdirSync(dataDir, { recursive: true, mode: 0o700 }) !== undefined;
   } catch (error) {
-    if (errnoOf(error) !== "EEXIST") return refuse("unreadable", `${dataDir}: cannot create the data dir: ${error instanceof Error ? error.message : String(error)}`);
+    if (errnoOf(error) !== "EEXIST")
+      return refuse("unreadable", `${dataDir}: cannot create the data dir: ${error instanceof Error ? error.message : String(error)}`);
   }
   let stats: Stats;
   try {
@@ -59,15 +75,22 @@ export function secureDataDir(dataDir: string): FileCheck<undefined> {
   } catch (error) {
     return refuse("unreadable", `${dataDir}: cannot read the data dir: ${error instanceof Error ? error.message : String(error)}`);
   }
-  if (!stats.isDirectory()) return refuse("not_directory", `${dataDir}: the data dir is not a directory; pass --data-dir (or TABRELAY_DATA_DIR) naming a directory of your own`);
+  if (!stats.isDirectory())
+    return refuse("not_directory", `${dataDir}: the data dir is not a directory; pass --data-dir (or TABRELAY_DATA_DIR) naming a directory of your own`);
   const me = uid();
   if (me === undefined) return { ok: true, value: undefined, warnings: [] };
   if (stats.uid !== me) {
-    return refuse("not_owner", `${dataDir}: the data dir belongs to uid ${stats.uid}, not to you (uid ${me}), so its owner could replace the tokens and config in it; use a data dir of your own (--data-dir or TABRELAY_DATA_DIR), or: chown ${me} ${shellQuote(dataDir)} && chmod 700 ${shellQuote(dataDir)}`);
+    return refuse(
+      "not_owner",
+      `${dataDir}: the data dir belongs to uid ${stats.uid}, not to you (uid ${me}), so its owner could replace the tokens and config in it; use a data dir of your own (--data-dir or TABRELAY_DATA_DIR), or: chown ${me} ${shellQuote(dataDir)} && chmod 700 ${shellQuote(dataDir)}`,
+    );
   }
   const mode = stats.mode & 0o7777;
   if (mode & 0o022 && mode & 0o1000) {
-    return refuse("shared_dir", `${dataDir}: the data dir is a shared directory (mode ${octal(mode)}, like /tmp) where others can create files; use a directory of your own (--data-dir or TABRELAY_DATA_DIR), e.g. ${join(dirname(dataDir), "tabrelay")} after mkdir -m 700`);
+    return refuse(
+      "shared_dir",
+      `${dataDir}: the data dir is a shared directory (mode ${octal(mode)}, like /tmp) where others can create files; use a directory of your own (--data-dir or TABRELAY_DATA_DIR), e.g. ${join(dirname(dataDir), "tabrelay")} after mkdir -m 700`,
+    );
   }
   if ((mode & 0o077) === 0) return { ok: true, value: undefined, warnings: [] };
   chmodSync(dataDir, 0o700);
@@ -109,21 +132,33 @@ export function readOwnFile(path: string, role: FileRole, options: { followSymli
   }
   try {
     const stats = fstatSync(fd);
-    if (!stats.isFile()) return refuse("not_regular", `${name} is not a regular file; delete it (rm ${shellQuote(path)})${role === "token" ? " and tabrelay creates a new one" : ""}`);
+    if (!stats.isFile())
+      return refuse(
+        "not_regular",
+        `${name} is not a regular file; delete it (rm ${shellQuote(path)})${role === "token" ? " and tabrelay creates a new one" : ""}`,
+      );
     const warnings: string[] = [];
     const me = uid();
     if (me !== undefined) {
       const mode = stats.mode & 0o7777;
       const owners = role === "config" ? [me, 0] : [me];
       if (!owners.includes(stats.uid)) {
-        return refuse("not_owner", `${name} belongs to uid ${stats.uid}, not to you (uid ${me}): another user put it there. ${role === "token" ? `Delete it (rm ${shellQuote(path)}) and tabrelay creates a new one` : `Check its contents, then make it yours: chown ${me} ${shellQuote(path)} && chmod 600 ${shellQuote(path)}`}`);
+        return refuse(
+          "not_owner",
+          `${name} belongs to uid ${stats.uid}, not to you (uid ${me}): another user put it there. ${role === "token" ? `Delete it (rm ${shellQuote(path)}) and tabrelay creates a new one` : `Check its contents, then make it yours: chown ${me} ${shellQuote(path)} && chmod 600 ${shellQuote(path)}`}`,
+        );
       }
       if (mode & 0o022) {
-        return refuse("writable_by_others", `${name} is writable by ${mode & 0o002 ? "every user" : "its group"} (mode ${octal(mode)}), so anyone could have written ${role === "token" ? "the token in it" : "its settings"}; tabrelay will not use it. Fix: ${fixFor(path, role)}`);
+        return refuse(
+          "writable_by_others",
+          `${name} is writable by ${mode & 0o002 ? "every user" : "its group"} (mode ${octal(mode)}), so anyone could have written ${role === "token" ? "the token in it" : "its settings"}; tabrelay will not use it. Fix: ${fixFor(path, role)}`,
+        );
       }
       if (role === "token" && mode & 0o044) {
         fchmodSync(fd, 0o600);
-        warnings.push(`${name} was readable by other users (mode ${octal(mode)}); tabrelay made it 0600. Anyone on this machine may have read the token: if that matters, delete it (rm ${shellQuote(path)}) and tabrelay creates a new one.`);
+        warnings.push(
+          `${name} was readable by other users (mode ${octal(mode)}); tabrelay made it 0600. Anyone on this machine may have read the token: if that matters, delete it (rm ${shellQuote(path)}) and tabrelay creates a new one.`,
+        );
       }
     }
     return { ok: true, value: readFileSync(fd, "utf8"), warnings };

@@ -16,7 +16,10 @@ export const pagesFileSchema = z
   })
   .strict();
 
-export const pageToolGrantsSchema = z.record(z.string(), z.object({ tools: z.string({ error: 'missing or not a string: the regex of the page tool names allowed, e.g. "^(render_chart|search_orders)$"' }) }).strict());
+export const pageToolGrantsSchema = z.record(
+  z.string(),
+  z.object({ tools: z.string({ error: 'missing or not a string: the regex of the page tool names allowed, e.g. "^(render_chart|search_orders)$"' }) }).strict(),
+);
 
 export interface PagesSettings {
   allowedOrigins: string[];

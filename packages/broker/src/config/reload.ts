@@ -14,9 +14,7 @@ import { loadRanking } from "./ranking.js";
 /** The sections a running broker applies at once; every other top-level key waits for a restart. */
 export const LIVE_SECTIONS = ["policy", "users", "read", "bridge"] as const;
 
-export type ReloadOutcome =
-  | { ok: true; changed: string[]; restart: string[] }
-  | { ok: false; error: string };
+export type ReloadOutcome = { ok: true; changed: string[]; restart: string[] } | { ok: false; error: string };
 
 export interface ConfigStatus {
   path: string;

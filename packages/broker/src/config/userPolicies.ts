@@ -37,13 +37,18 @@ export function compileUserPolicies(
 ): ReadonlyMap<string, UserPolicy> {
   const compiled = new Map<string, UserPolicy>();
   for (const [name, { policy }] of Object.entries(users)) {
-    if (name === "default") throw new Error(`users.default: "default" is the broker's own user, whose policy is the top-level policy; name a user from \`tabrelay users list\``);
+    if (name === "default")
+      throw new Error(`users.default: "default" is the broker's own user, whose policy is the top-level policy; name a user from \`tabrelay users list\``);
     const where = `users.${name}.policy`;
     const deny = [...base.read.deny, ...(policy.deny ?? [])];
     try {
       compiled.set(name, {
         policy: compileReadPolicy({ ...base.read, deny }, ranking),
-        writePolicy: compileWritePolicy({ deny, write: mergeGrants(base.write.write ?? {}, policy.write ?? {}, where), ...(base.write.configName ? { configName: base.write.configName } : {}) }),
+        writePolicy: compileWritePolicy({
+          deny,
+          write: mergeGrants(base.write.write ?? {}, policy.write ?? {}, where),
+          ...(base.write.configName ? { configName: base.write.configName } : {}),
+        }),
       });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -87,7 +92,10 @@ const derived = new WeakMap<object, Map<string, { own: UserPolicy; mine: object 
  * the base's. The same object for the same user, so caches keyed by config stay warm; the base for a user without
  * a section (and for the broker's own user).
  */
-export function configFor<C extends { policy: CompiledReadPolicy; writePolicy: CompiledWritePolicy; userPolicies: ReadonlyMap<string, UserPolicy> }>(config: C, userName: string | undefined): C {
+export function configFor<C extends { policy: CompiledReadPolicy; writePolicy: CompiledWritePolicy; userPolicies: ReadonlyMap<string, UserPolicy> }>(
+  config: C,
+  userName: string | undefined,
+): C {
   const own = userName === undefined ? undefined : config.userPolicies.get(userName);
   if (!own || (config.policy === own.policy && config.writePolicy === own.writePolicy)) return config;
   let byUser = derived.get(config);

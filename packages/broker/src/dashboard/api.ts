@@ -117,7 +117,14 @@ export class DashboardApi {
   }
 
   /** Answers an API path (undefined for a path that is not one); `port` is the one the broker listens on. */
-  async handle(path: string, req: Request, query: URLSearchParams, session: Session, port: number | undefined, form?: URLSearchParams): Promise<Response | undefined> {
+  async handle(
+    path: string,
+    req: Request,
+    query: URLSearchParams,
+    session: Session,
+    port: number | undefined,
+    form?: URLSearchParams,
+  ): Promise<Response | undefined> {
     const { config, secrets } = this.#options;
     // A member sees their own browsers and records; an admin every user's.
     const scope = session.principal.role === "admin" ? undefined : session.principal;
@@ -128,7 +135,10 @@ export class DashboardApi {
         // The pairing code is shown to the logged-in user on purpose (they enter it in the extension's popup);
         // it is the one secret any exit shows, and it is set after the rest of the view is redacted. It is the
         // broker's own (the implicit user's): a team's user got theirs from `tabrelay users add`, and sees none here.
-        return sendJson(200, { ...secrets.redactValue(this.#configView(port, session.principal.name)), pairingToken: session.principal.user === DEFAULT_USER_ID ? config.pairingToken : null });
+        return sendJson(200, {
+          ...secrets.redactValue(this.#configView(port, session.principal.name)),
+          pairingToken: session.principal.user === DEFAULT_USER_ID ? config.pairingToken : null,
+        });
       case "/dashboard/api/preview":
         return await this.#preview(query, scope?.user);
       case "/dashboard/api/audit":
@@ -138,7 +148,8 @@ export class DashboardApi {
       case "/dashboard/api/users/revoke": {
         const name = form?.get("name") ?? "";
         if (!name) return this.#json(400, { error: "pass name (the user to revoke)" });
-        if (name === session.principal.name) return this.#json(400, { error: "you cannot revoke yourself here; another admin can, or `tabrelay users revoke` on the broker's machine" });
+        if (name === session.principal.name)
+          return this.#json(400, { error: "you cannot revoke yourself here; another admin can, or `tabrelay users revoke` on the broker's machine" });
         try {
           const revoked = await this.#options.users.revoke(name);
           this.#options.log.warn(`dashboard: ${session.principal.name} revoked user ${revoked.name}`);
@@ -224,7 +235,9 @@ export class DashboardApi {
     const policy = pages.policy();
     const approvals = pages.registry.approvals();
     return {
-      pages: pages.registry.pages().map((p) => ({ origin: pageString(p.origin), server: pageCapped(p.server, PAGE_TOOL_TEXT_MAX.name), since: p.since, tools: p.tools })),
+      pages: pages.registry
+        .pages()
+        .map((p) => ({ origin: pageString(p.origin), server: pageCapped(p.server, PAGE_TOOL_TEXT_MAX.name), since: p.since, tools: p.tools })),
       tools: pages.registry.tools().map((t) => {
         const approved = t.state === "changed" ? approvals.get(t.origin, t.name)?.hash : undefined;
         return {
@@ -305,8 +318,16 @@ export class DashboardApi {
     const holder = here ? undefined : this.#link?.holderOf(browserId);
     if (holder && this.#link) {
       // Another broker holds it: that broker checks the owner and takes the picture (one a second, as here).
-      const answer = await this.#link.ask(holder, "dashboard.preview", { owner: owner ?? null, browser: browserId, tab: tabId }, PEER_TIMEOUT_MS + CAPTURE_TIMEOUT_MS);
-      return this.#json(200, answer ?? { ok: false, error: { code: "browser_disconnected", message: `the broker holding that browser (${holder}) did not answer; try again` } });
+      const answer = await this.#link.ask(
+        holder,
+        "dashboard.preview",
+        { owner: owner ?? null, browser: browserId, tab: tabId },
+        PEER_TIMEOUT_MS + CAPTURE_TIMEOUT_MS,
+      );
+      return this.#json(
+        200,
+        answer ?? { ok: false, error: { code: "browser_disconnected", message: `the broker holding that browser (${holder}) did not answer; try again` } },
+      );
     }
     return this.#json(200, await this.#localPreview(browserId, tabId, owner));
   }
@@ -342,8 +363,16 @@ export class DashboardApi {
       const r = await connection.call("page.capture", { tabId, activate: false }, { timeoutMs: CAPTURE_TIMEOUT_MS });
       if (!r.ok) return { ok: false, error: { code: r.error.code, message: String(r.error.message) } };
       const v = r.value;
-      if (typeof v.png !== "string" || !/^[A-Za-z0-9+/]+={0,2}$/.test(v.png)) return { ok: false, error: { code: "invalid_image", message: "the browser's capture was not base64 PNG data" } };
-      return { ok: true, png: v.png, width: Number(v.width) || 0, height: Number(v.height) || 0, url: pageString(v.url), capturedAt: Number(v.capturedAt) || Date.now() };
+      if (typeof v.png !== "string" || !/^[A-Za-z0-9+/]+={0,2}$/.test(v.png))
+        return { ok: false, error: { code: "invalid_image", message: "the browser's capture was not base64 PNG data" } };
+      return {
+        ok: true,
+        png: v.png,
+        width: Number(v.width) || 0,
+        height: Number(v.height) || 0,
+        url: pageString(v.url),
+        capturedAt: Number(v.capturedAt) || Date.now(),
+      };
     })().catch((error: unknown): Preview => ({ ok: false, error: { code: "internal", message: errorText(error) } }));
     this.#captures.set(connection, { tabId, startAt, result });
     return result;

@@ -26,8 +26,7 @@ export type ChatEvent =
 
 /** What the panel says about the chat: ready (with which model), or why not and how to turn it on. */
 export type ChatStatus =
-  | { available: true; provider: string; model: string; maxSteps: number }
-  | { available: false; reason: "no_key" | "disabled"; howTo: string };
+  { available: true; provider: string; model: string; maxSteps: number } | { available: false; reason: "no_key" | "disabled"; howTo: string };
 
 /**
  * A chat the dashboard can run (mounted by the CLI from @tabrelay/chat). `conversation` names one dashboard
@@ -43,7 +42,8 @@ export interface DashboardChat {
 
 export const CHAT_NO_KEY_HOW_TO =
   "No model key is configured. Set ANTHROPIC_API_KEY in the environment of tabrelay serve (or, for an OpenAI-compatible server, TABRELAY_CHAT_BASE_URL, TABRELAY_CHAT_API_KEY and TABRELAY_CHAT_MODEL), then restart tabrelay. The model's name and step budget are chat.model and chat.max_steps in config.yaml.";
-export const CHAT_DISABLED_HOW_TO = "The chat is turned off in config.yaml (chat.enabled: false). Set chat.enabled: true (or remove it), then restart tabrelay.";
+export const CHAT_DISABLED_HOW_TO =
+  "The chat is turned off in config.yaml (chat.enabled: false). Set chat.enabled: true (or remove it), then restart tabrelay.";
 
 const TASK_MAX_CHARS = 4_000;
 /** A task's form, percent-encoded: up to 12 bytes a character (a 4-byte UTF-8 character as %XX four times). */

@@ -74,7 +74,12 @@ export class Dashboard {
     this.#onEmergencyStop = options.onEmergencyStop;
     this.#port = options.port;
     this.#forwarding = options.forwarding;
-    this.#sessions = new DashboardSessions({ log: options.log, authenticate: options.authenticate, loginKey: options.loginKey, stillValid: options.stillValid });
+    this.#sessions = new DashboardSessions({
+      log: options.log,
+      authenticate: options.authenticate,
+      loginKey: options.loginKey,
+      stillValid: options.stillValid,
+    });
     this.#api = new DashboardApi({
       registry: options.registry,
       audit: options.audit,
@@ -93,7 +98,8 @@ export class Dashboard {
     // The extension reconnects within a second of being closed; a stop that lasted that long would be no stop.
     this.#registry.on("connected", (connection) => {
       if (this.#stoppedAt === undefined) return;
-      if (this.#turnedAway++ === 0) this.#log.warn(`dashboard: emergency stop in effect; turning away browser "${connection.info.label}" and any other until resumed`);
+      if (this.#turnedAway++ === 0)
+        this.#log.warn(`dashboard: emergency stop in effect; turning away browser "${connection.info.label}" and any other until resumed`);
       connection.close("emergency stop in effect; resume from the tabrelay dashboard");
       this.#registry.remove(connection);
     });
@@ -109,7 +115,9 @@ export class Dashboard {
     this.#link = link;
     this.#sessions.useCluster(link);
     this.#api.useCluster(link, sharedAudit);
-    link.emergencyStop.onChange((at) => (at === undefined ? this.#resumeHere("another broker of the cluster") : this.#stopHere(at, "another broker of the cluster")));
+    link.emergencyStop.onChange((at) =>
+      at === undefined ? this.#resumeHere("another broker of the cluster") : this.#stopHere(at, "another broker of the cluster"),
+    );
     const at = link.emergencyStop.at;
     if (at !== undefined) this.#stopHere(at, "the cluster (in effect when this broker joined)");
   }
@@ -228,7 +236,10 @@ export class Dashboard {
       // Every other broker stops too; if Redis cannot take it, this broker is stopped and the page says the rest are not.
       cluster = await this.#link.emergencyStop.set(at).then(
         () => ({ ok: true, brokers: this.#link?.peers().length ?? 0 }),
-        (error: unknown) => ({ ok: false, error: `the other brokers could not be told (${error instanceof Error ? error.message : String(error)}); stop again, or stop them one by one` }),
+        (error: unknown) => ({
+          ok: false,
+          error: `the other brokers could not be told (${error instanceof Error ? error.message : String(error)}); stop again, or stop them one by one`,
+        }),
       );
     }
     return { stopped: true, stoppedAt: this.#stoppedAt, disconnected, remaining: this.#registry.list().length, ...(cluster ? { cluster } : {}) };
@@ -250,7 +261,9 @@ export class Dashboard {
       connection.close("emergency stop from the dashboard");
       this.#registry.remove(connection);
     }
-    this.#log.warn(`dashboard: EMERGENCY STOP from ${by}: disconnected ${disconnected.length} browser(s); browsers are turned away until resumed from the dashboard`);
+    this.#log.warn(
+      `dashboard: EMERGENCY STOP from ${by}: disconnected ${disconnected.length} browser(s); browsers are turned away until resumed from the dashboard`,
+    );
     return disconnected;
   }
 
@@ -260,7 +273,10 @@ export class Dashboard {
     if (this.#link) {
       cluster = await this.#link.emergencyStop.set(undefined).then(
         () => ({ ok: true, brokers: this.#link?.peers().length ?? 0 }),
-        (error: unknown) => ({ ok: false, error: `the other brokers could not be told (${error instanceof Error ? error.message : String(error)}); resume again` }),
+        (error: unknown) => ({
+          ok: false,
+          error: `the other brokers could not be told (${error instanceof Error ? error.message : String(error)}); resume again`,
+        }),
       );
     }
     return { stopped: false, wasStopped, ...(cluster ? { cluster } : {}) };
@@ -269,7 +285,8 @@ export class Dashboard {
   #resumeHere(by: string): boolean {
     const wasStopped = this.#stoppedAt !== undefined;
     this.#stoppedAt = undefined;
-    if (wasStopped) this.#log.warn(`dashboard: emergency stop lifted from ${by}; browsers may connect again (${this.#turnedAway} reconnect(s) were turned away)`);
+    if (wasStopped)
+      this.#log.warn(`dashboard: emergency stop lifted from ${by}; browsers may connect again (${this.#turnedAway} reconnect(s) were turned away)`);
     return wasStopped;
   }
 }
@@ -301,4 +318,10 @@ const ROUTES: readonly Route[] = [
   { path: "/dashboard/api/users/revoke", methods: ["POST"], kind: "api" },
 ];
 
-const ADMIN_ONLY = new Set(["/dashboard/api/stop", "/dashboard/api/resume", "/dashboard/api/pages/approve", "/dashboard/api/users", "/dashboard/api/users/revoke"]);
+const ADMIN_ONLY = new Set([
+  "/dashboard/api/stop",
+  "/dashboard/api/resume",
+  "/dashboard/api/pages/approve",
+  "/dashboard/api/users",
+  "/dashboard/api/users/revoke",
+]);

@@ -16,7 +16,6 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
 };
 
-
 export function send(status: number, type: string, body: string, headers: Record<string, string> = {}): Response {
   return new Response(body, { status, headers: { ...SECURITY_HEADERS, "Content-Type": type, "Content-Length": String(Buffer.byteLength(body)), ...headers } });
 }

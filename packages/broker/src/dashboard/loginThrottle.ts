@@ -83,7 +83,11 @@ export class LoginThrottle {
   #buckets(attempt: LoginAttempt): Bucket[] {
     const local = isLoopbackAddress(attempt.address);
     return [
-      { key: local ? "source:loopback" : `source:${addressBlock(attempt.address) ?? attempt.address.toLowerCase()}`, max: this.#limits.perSource, scope: local ? "this machine" : "this address" },
+      {
+        key: local ? "source:loopback" : `source:${addressBlock(attempt.address) ?? attempt.address.toLowerCase()}`,
+        max: this.#limits.perSource,
+        scope: local ? "this machine" : "this address",
+      },
       { key: `user:${attempt.user ?? DASHBOARD_USER}`, max: this.#limits.perUser, scope: "this dashboard" },
     ];
   }

@@ -214,7 +214,10 @@ export const CLIENT_ASSETS: ReadonlyMap<string, { type: string; body: string }> 
       }),
     },
   ],
-  ...["api.js", "browsers.js", "pages.js", "preview.js", "audit.js", "controls.js", "chat.js"].map((file): [string, { type: string; body: string }] => [`/dashboard/${file}`, { type: JS_TYPE, body: client(file) }]),
+  ...["api.js", "browsers.js", "pages.js", "preview.js", "audit.js", "controls.js", "chat.js"].map((file): [string, { type: string; body: string }] => [
+    `/dashboard/${file}`,
+    { type: JS_TYPE, body: client(file) },
+  ]),
 ]);
 
 function fillIn(source: string, values: Record<string, string>): string {

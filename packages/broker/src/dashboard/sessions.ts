@@ -96,7 +96,8 @@ export class DashboardSessions {
     this.#link = link;
     link.onBroadcast(LOGIN_FAILED, (body) => {
       const failure = body as { address?: unknown; at?: unknown } | undefined;
-      if (typeof failure?.address === "string" && typeof failure.at === "number") this.#loginThrottle.failed({ address: failure.address }, Math.min(failure.at, Date.now()));
+      if (typeof failure?.address === "string" && typeof failure.at === "number")
+        this.#loginThrottle.failed({ address: failure.address }, Math.min(failure.at, Date.now()));
     });
     directory.onEnded((key) => {
       const session = this.#sessions.get(key);
@@ -117,7 +118,8 @@ export class DashboardSessions {
       return this.loginForm(port, tls, 429, `${LIMITED_BECAUSE[limit.scope]} Wait ${seconds} s, then try again.`, { "Retry-After": String(seconds) });
     }
     const nonce = cookieValue(req, loginCookieName(port)) ?? "";
-    if (!nonce || !safeEqual(form.get("csrf") ?? "", this.#signLoginNonce(nonce))) return this.loginForm(port, tls, 403, "The login form expired. Enter the token again.");
+    if (!nonce || !safeEqual(form.get("csrf") ?? "", this.#signLoginNonce(nonce)))
+      return this.loginForm(port, tls, 403, "The login form expired. Enter the token again.");
     const given = (form.get("token") ?? "").trim();
     const principal = given ? await this.#authenticate(given) : undefined;
     if (!principal) {
@@ -134,7 +136,14 @@ export class DashboardSessions {
       // Alone, the oldest login ends; in a cluster only this broker's copy goes (taken on again when next used).
       this.#forget(oldest);
     }
-    const session: Session = { key: hashId(id), csrf: randomBytes(32).toString("base64url"), expiresAt: now + SESSION_TTL_S * 1000, streams: new Set(), onEnd: new Set(), principal };
+    const session: Session = {
+      key: hashId(id),
+      csrf: randomBytes(32).toString("base64url"),
+      expiresAt: now + SESSION_TTL_S * 1000,
+      streams: new Set(),
+      onEnd: new Set(),
+      principal,
+    };
     if (this.#shared) {
       try {
         await this.#shared.save(session.key, { principal, csrf: session.csrf, expiresAt: session.expiresAt }, SESSION_TTL_S * 1000);
@@ -182,7 +191,14 @@ export class DashboardSessions {
     // In a cluster a login ended on another broker (a logout, a revocation) is gone from Redis at once, while the
     // message telling this broker may still be on its way: the cluster's copy is what counts. (Redis away: the copy
     // here stands, rather than logging everyone out.)
-    if (cached && this.#shared && (await this.#shared.find(key).then((found) => found === undefined, () => false))) {
+    if (
+      cached &&
+      this.#shared &&
+      (await this.#shared.find(key).then(
+        (found) => found === undefined,
+        () => false,
+      ))
+    ) {
       this.#forget(session);
       return undefined;
     }
@@ -226,7 +242,9 @@ export class DashboardSessions {
   /** Ends the session and every stream it holds open, on every broker of a cluster (resolved once Redis took it). */
   async end(session: Session): Promise<void> {
     this.#forget(session);
-    await this.#shared?.end(session.key).catch((error: unknown) => this.#log.warn(`dashboard: ending a login in the cluster: ${error instanceof Error ? error.message : String(error)}`));
+    await this.#shared
+      ?.end(session.key)
+      .catch((error: unknown) => this.#log.warn(`dashboard: ending a login in the cluster: ${error instanceof Error ? error.message : String(error)}`));
   }
 
   /** Lets go of this broker's copy of a session: its streams end, what it holds is released. */

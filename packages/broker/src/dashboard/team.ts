@@ -28,7 +28,9 @@ export function dashboardTeam(options: TeamOptions): DashboardUsers {
           createdAt: u.createdAt,
           revokedAt: u.revokedAt ?? null,
           browsers: connected.filter((b) => ownerOf(b.info) === u.id).length + options.remoteBrowsers(u.id),
-          tokens: tokens.filter((t) => t.userId === u.id).map((t) => ({ id: t.id, name: t.name, createdAt: t.createdAt, lastUsedAt: t.lastUsedAt ?? null, revokedAt: t.revokedAt ?? null })),
+          tokens: tokens
+            .filter((t) => t.userId === u.id)
+            .map((t) => ({ id: t.id, name: t.name, createdAt: t.createdAt, lastUsedAt: t.lastUsedAt ?? null, revokedAt: t.revokedAt ?? null })),
         })),
       };
     },

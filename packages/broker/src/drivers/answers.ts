@@ -38,7 +38,18 @@ function exactly<T>(): <S extends z.ZodType>(schema: S & (Same<z.output<S>, T> e
   return (schema) => schema;
 }
 
-const HIDDEN_REASONS = ["display", "visibility", "opacity", "size", "offscreen", "clipped", "inert", "aria-hidden", "detached", "unseen"] as const satisfies readonly HiddenReason[];
+const HIDDEN_REASONS = [
+  "display",
+  "visibility",
+  "opacity",
+  "size",
+  "offscreen",
+  "clipped",
+  "inert",
+  "aria-hidden",
+  "detached",
+  "unseen",
+] as const satisfies readonly HiddenReason[];
 const hiddenReason = z.enum(HIDDEN_REASONS);
 const count = z.number().int().nonnegative();
 
@@ -96,7 +107,14 @@ const contentCapped = exactly<ContentCapped>()(z.object({ elements: count.option
 
 /** The in-page snapshot of one document (InpageApi.snapshot). */
 export const inpageSnapshot = exactly<InpageSnapshot>()(
-  z.object({ url: z.string(), origin: z.string().optional(), title: z.string(), nodes: z.string(), elapsedMs: z.number().optional(), capped: z.boolean().optional() }),
+  z.object({
+    url: z.string(),
+    origin: z.string().optional(),
+    title: z.string(),
+    nodes: z.string(),
+    elapsedMs: z.number().optional(),
+    capped: z.boolean().optional(),
+  }),
 );
 
 /** One document's marked HTML (InpageApi.content). */
@@ -188,9 +206,7 @@ const pageContent = exactly<PageContent>()(
   }),
 );
 
-const captureResult = exactly<CaptureResult>()(
-  z.object({ png: z.string(), width: z.number(), height: z.number(), url: z.string(), capturedAt: z.number() }),
-);
+const captureResult = exactly<CaptureResult>()(z.object({ png: z.string(), width: z.number(), height: z.number(), url: z.string(), capturedAt: z.number() }));
 
 type AnswerSchemas = { [M in BridgeMethod]: z.ZodType<ResultOf<M>> };
 

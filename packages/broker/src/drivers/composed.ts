@@ -78,7 +78,14 @@ const COMPOSED: Composed = {
         const url = got.value.tab.url;
         if (url.includes(urlIncludes)) return { ok: true, value: { matched: `URL is ${url}`, elapsedMs: Date.now() - started } };
         const left = deadline - Date.now();
-        if (left <= 0) return { ok: false, error: { code: "wait_timeout", message: `the URL did not come to include ${JSON.stringify(urlIncludes)} within ${params.timeoutMs} ms (it is ${url})` } };
+        if (left <= 0)
+          return {
+            ok: false,
+            error: {
+              code: "wait_timeout",
+              message: `the URL did not come to include ${JSON.stringify(urlIncludes)} within ${params.timeoutMs} ms (it is ${url})`,
+            },
+          };
         await sleep(Math.min(left, URL_POLL_MS));
       }
     }
@@ -111,7 +118,13 @@ function sleep(ms: number): Promise<void> {
  * A driver's call(): a composed method runs here, as one call in flight of its own (its timeout and signal cover
  * every call it makes), over the driver's `raw` calls; any other method is the driver's raw call.
  */
-export function serve<M extends BridgeMethod>(driver: Composer, method: M, params: ParamsOf<M>, options: CallOptions & { timeoutMs: number }, raw: RawCall): Promise<Result<ResultOf<M>>> {
+export function serve<M extends BridgeMethod>(
+  driver: Composer,
+  method: M,
+  params: ParamsOf<M>,
+  options: CallOptions & { timeoutMs: number },
+  raw: RawCall,
+): Promise<Result<ResultOf<M>>> {
   const composed: Composed[M] = COMPOSED[method];
   return composed ? driver.calls.run(method, options, () => composed(params, options, raw, driver)) : raw(method, params, options);
 }

@@ -28,7 +28,10 @@ export async function readPage(params: ParamsOf<"page.content">, options: CallOp
   const top = await readTop(tabId, signal, raw);
   if (!top.ok) return top;
   const { status: _driverSaid, subframes = [], frames: sent = [], origin: _origin, loading: _loading, ...page } = top.value;
-  const listed = byDepth(subframes.map((f) => ({ key: f.frameId, parent: f.parentFrameId === 0 ? undefined : f.parentFrameId }))).slice(0, MAX_CONTENT_FRAMES * 2);
+  const listed = byDepth(subframes.map((f) => ({ key: f.frameId, parent: f.parentFrameId === 0 ? undefined : f.parentFrameId }))).slice(
+    0,
+    MAX_CONTENT_FRAMES * 2,
+  );
   const read = await Promise.all(
     listed.map(async (f) => {
       const doc = await raw("page.content", { tabId, frameId: f.key }, { ...signal, timeoutMs: FRAME_READ_MS });
@@ -62,7 +65,13 @@ async function readTop(tabId: number, signal: CallOptions, raw: RawCall): Promis
     if (Date.now() - start >= READ_WINDOW_MS || signal.signal?.aborted) {
       return (
         partial?.read ??
-        bodiless ?? { ok: false, error: { code: "navigation_failed", message: "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot" } }
+        bodiless ?? {
+          ok: false,
+          error: {
+            code: "navigation_failed",
+            message: "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot",
+          },
+        }
       );
     }
     // Jittered: a page that reloads on a beat is not missed on the same beat every round.
@@ -84,7 +93,10 @@ function byDepth<F extends Listed>(frames: F[]): F[] {
     for (let p = f.parent; p !== undefined && d < 64; p = parentOf.get(p)) d++;
     return d;
   };
-  return frames.map((f) => ({ f, d: depth(f) })).sort((a, b) => a.d - b.d).map(({ f }) => f);
+  return frames
+    .map((f) => ({ f, d: depth(f) }))
+    .sort((a, b) => a.d - b.d)
+    .map(({ f }) => f);
 }
 
 type Read = Listed & { doc: Omit<FrameContent, "parent"> | undefined };

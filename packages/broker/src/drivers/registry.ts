@@ -101,7 +101,10 @@ export class BrowserRegistry extends Emitter<RegistryEvents> {
 
 /** Several of the user's browsers carry this label. */
 export function ambiguousBrowser(selector: string): { ok: false; error: { code: "unknown_browser"; message: string } } {
-  return { ok: false, error: { code: "unknown_browser", message: `several browsers are labelled "${selector}"; pass the browser id from list_browsers instead` } };
+  return {
+    ok: false,
+    error: { code: "unknown_browser", message: `several browsers are labelled "${selector}"; pass the browser id from list_browsers instead` },
+  };
 }
 
 /** No browser of the user's has this id or label: the same words whether another user's has it or none does. */

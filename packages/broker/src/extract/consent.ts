@@ -22,21 +22,44 @@ import { compactLength, isElement, type DomElement } from "./dom.js";
 
 /** Containers only consent managers use, by id (or id prefix) and by class. */
 const CONSENT_MANAGER_IDS = new Set([
-  "onetrust-consent-sdk", "onetrust-banner-sdk", "onetrust-pc-sdk", // OneTrust
-  "CybotCookiebotDialog", "CookiebotWidget", "cookiebanner", // Cookiebot
-  "qc-cmp2-container", "qc-cmp2-ui", // Quantcast Choice (IAB TCF)
-  "didomi-host", "didomi-popup", "didomi-notice", // Didomi
-  "usercentrics-root", "usercentrics-cmp-ui", "uc-banner-modal", // Usercentrics
-  "truste-consent-track", "consent_blackbar", // TrustArc
-  "cmplz-cookiebanner-container", "iubenda-cs-banner", "axeptio_overlay", "BorlabsCookieBox", // Complianz, iubenda, ...
-  "cookie-law-info-bar", "moove_gdpr_cookie_info_bar",
+  "onetrust-consent-sdk",
+  "onetrust-banner-sdk",
+  "onetrust-pc-sdk", // OneTrust
+  "CybotCookiebotDialog",
+  "CookiebotWidget",
+  "cookiebanner", // Cookiebot
+  "qc-cmp2-container",
+  "qc-cmp2-ui", // Quantcast Choice (IAB TCF)
+  "didomi-host",
+  "didomi-popup",
+  "didomi-notice", // Didomi
+  "usercentrics-root",
+  "usercentrics-cmp-ui",
+  "uc-banner-modal", // Usercentrics
+  "truste-consent-track",
+  "consent_blackbar", // TrustArc
+  "cmplz-cookiebanner-container",
+  "iubenda-cs-banner",
+  "axeptio_overlay",
+  "BorlabsCookieBox", // Complianz, iubenda, ...
+  "cookie-law-info-bar",
+  "moove_gdpr_cookie_info_bar",
 ]);
 const CONSENT_MANAGER_ID_PREFIXES = ["sp_message_container_"]; // Sourcepoint
 const CONSENT_MANAGER_CLASS = new RegExp(
   `(?:^|\\s)(?:${[
-    "optanon-alert-box-wrapper", "qc-cmp2-container", "qc-cmp-ui-container", "didomi-popup-container", "truste_box_overlay",
-    "osano-cm-window", "cc-window", // Osano and its open-source cookieconsent
-    "cky-consent-container", "cky-modal", "cmplz-cookiebanner", "fc-consent-root", "klaro",
+    "optanon-alert-box-wrapper",
+    "qc-cmp2-container",
+    "qc-cmp-ui-container",
+    "didomi-popup-container",
+    "truste_box_overlay",
+    "osano-cm-window",
+    "cc-window", // Osano and its open-source cookieconsent
+    "cky-consent-container",
+    "cky-modal",
+    "cmplz-cookiebanner",
+    "fc-consent-root",
+    "klaro",
   ].join("|")})(?:\\s|$)`,
 );
 
@@ -46,7 +69,8 @@ const REGION_ROLES = new Set(["region", "banner", "complementary"]);
 const CONSENT_LABEL = /cookie|consent|privacy|gdpr/i;
 
 /** id/class tokens of a consent or newsletter overlay (as whole words inside the attribute). */
-const OVERLAY_NAME = /(?:^|[\s_-])(?:cookies?|cookie-?(?:banner|bar|notice|consent|law|popup|wall)|consent|gdpr|ccpa|cmp|privacy-?(?:banner|notice|popup)|newsletter-?(?:popup|modal|overlay|signup)?|subscribe-?(?:popup|modal))(?:$|[\s_-])/i;
+const OVERLAY_NAME =
+  /(?:^|[\s_-])(?:cookies?|cookie-?(?:banner|bar|notice|consent|law|popup|wall)|consent|gdpr|ccpa|cmp|privacy-?(?:banner|notice|popup)|newsletter-?(?:popup|modal|overlay|signup)?|subscribe-?(?:popup|modal))(?:$|[\s_-])/i;
 const FIXED_STYLE = /(?:^|[;\s])position\s*:\s*(?:fixed|sticky)/i;
 
 const COOKIE_TEXT = /\b(?:cookies?|tracking technolog(?:y|ies)|personal data|consent|your privacy|privacy (?:settings|preferences|choices))\b/i;
@@ -54,7 +78,8 @@ const CONSENT_ACTION = /\b(?:accept|agree|allow|consent|reject|decline|refuse|ma
 const NEWSLETTER_TEXT = /\b(?:newsletter|subscribe|sign up|signup|inbox|mailing list)\b/i;
 
 /** The label of a button that answers a consent prompt. */
-const CONSENT_BUTTON = /^(?:accept|agree|allow|reject|decline|deny|refuse|ok|okay|got it|i understand|understood|only (?:necessary|essential)|(?:necessary|essential) only|manage (?:cookies|options|preferences)|cookie settings|customi[sz]e)\b/i;
+const CONSENT_BUTTON =
+  /^(?:accept|agree|allow|reject|decline|deny|refuse|ok|okay|got it|i understand|understood|only (?:necessary|essential)|(?:necessary|essential) only|manage (?:cookies|options|preferences)|cookie settings|customi[sz]e)\b/i;
 /** A plain banner is a sentence or two and its buttons. */
 const MAX_PLAIN_BANNER_CHARS = 1200;
 const MAX_CLIMB = 6;

@@ -98,8 +98,7 @@ export function extract(input: ExtractInput): Extracted {
       if (readerable) {
         body = fullBody(input.html);
         if (body !== null) dropConsentOverlays(body); // readable was asked for: no banner in its fallback either
-      }
-      else removeScripts(body); // the JSON-LD kept for Readability
+      } else removeScripts(body); // the JSON-LD kept for Readability
       root = body;
     } else {
       root = readability.root ?? null;
@@ -121,6 +120,9 @@ export function extract(input: ExtractInput): Extracted {
   if (readability.byline !== undefined) result.byline = readability.byline;
   const hidden = withheld.value();
   if (hidden !== undefined) result.withheld = hidden;
-  if (fellBack) result.fallbackReason = huge ? `the page has over ${withThousands(READABILITY_MAX_ELEMENTS)} elements, too many for readable mode` : "readable found no article";
+  if (fellBack)
+    result.fallbackReason = huge
+      ? `the page has over ${withThousands(READABILITY_MAX_ELEMENTS)} elements, too many for readable mode`
+      : "readable found no article";
   return result;
 }

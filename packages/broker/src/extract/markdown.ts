@@ -116,7 +116,10 @@ function createTurndown(): TurndownService {
     replacement: (_content: string, node: DomElement) => {
       const src = node.getAttribute("src");
       if (src === null || src === "") return "";
-      const alt = (node.getAttribute("alt") ?? "").replace(/[\s\u200b]+/g, " ").replace(/[[\]]/g, "").trim();
+      const alt = (node.getAttribute("alt") ?? "")
+        .replace(/[\s\u200b]+/g, " ")
+        .replace(/[[\]]/g, "")
+        .trim();
       return `${spaceBefore(node)}![${alt}](${escapeDestination(src)})`;
     },
   });
@@ -149,7 +152,10 @@ function createTurndown(): TurndownService {
     filter: ["th", "td"],
     replacement: (content: string, node: DomElement) => {
       if (inLayoutTable(node)) return `\n\n${content}\n\n`;
-      const text = content.replace(/\s*\n+\s*/g, " ").trim().replace(/\|/g, "\\|");
+      const text = content
+        .replace(/\s*\n+\s*/g, " ")
+        .trim()
+        .replace(/\|/g, "\\|");
       const span = Math.min(20, Math.max(1, Number.parseInt(node.getAttribute("colspan") ?? "1", 10) || 1));
       return text + CELL_END.repeat(span);
     },

@@ -23,7 +23,12 @@ const YOUNG_GENERATION_MB = 4;
 export function nodeExtractRunner(): ExtractRunner | undefined {
   const script = assetPaths.extractWorker;
   if (!existsSync(script)) return undefined;
-  const pool = new WorkerPool<ReadJob, ReadJobResult>({ script, maxWorkers: MAX_WORKERS, idleMs: IDLE_MS, resourceLimits: { maxOldGenerationSizeMb: MAX_HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+  const pool = new WorkerPool<ReadJob, ReadJobResult>({
+    script,
+    maxWorkers: MAX_WORKERS,
+    idleMs: IDLE_MS,
+    resourceLimits: { maxOldGenerationSizeMb: MAX_HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+  });
   return { run: (job, deadlineMs) => pool.run(job, deadlineMs), close: () => pool.close() };
 }
 

@@ -5,15 +5,28 @@ import type { WithheldCount } from "./withheld.js";
 
 /** Elements that never carry readable page text (or whose text is code/markup, not content). */
 export const DROP_TAGS = new Set([
-  "SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "SVG", "CANVAS", "IFRAME", "FRAME", "FRAMESET", "OBJECT", "EMBED",
-  "APPLET", "LINK", "META", "BASE",
+  "SCRIPT",
+  "STYLE",
+  "NOSCRIPT",
+  "TEMPLATE",
+  "SVG",
+  "CANVAS",
+  "IFRAME",
+  "FRAME",
+  "FRAMESET",
+  "OBJECT",
+  "EMBED",
+  "APPLET",
+  "LINK",
+  "META",
+  "BASE",
   // A closed <select> shows one option; its option list (e.g. 250 countries) is noise.
-  "SELECT", "DATALIST",
+  "SELECT",
+  "DATALIST",
 ]);
 
 /** Inline styles that hide an element: a second line of defence for HTML that carries no in-page marks. */
-const HIDDEN_STYLE =
-  /(?:^|[;\s])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|content-visibility\s*:\s*hidden)\s*(?:!\s*important\s*)?(?:;|$)/i;
+const HIDDEN_STYLE = /(?:^|[;\s])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|content-visibility\s*:\s*hidden)\s*(?:!\s*important\s*)?(?:;|$)/i;
 
 /** Landmarks that mark an aria-hidden element as the page's app root hidden behind an open modal. */
 const MAIN_CONTENT_SELECTOR = "main, article, h1, [role=main]";

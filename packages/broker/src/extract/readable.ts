@@ -31,11 +31,7 @@ const MIN_NON_LINK_SHARE = 0.5;
  *
  * `pageNonLinkText` is only needed (and only computed) for pages that are not readerable.
  */
-export function readabilityFoundNothing(
-  outcome: ReadabilityOutcome,
-  readerable: boolean,
-  pageNonLinkText: () => number,
-): boolean {
+export function readabilityFoundNothing(outcome: ReadabilityOutcome, readerable: boolean, pageNonLinkText: () => number): boolean {
   const root = outcome.root;
   if (root === undefined) return true;
   if (compactLength(outcome.text ?? root.textContent) < MIN_ARTICLE_CHARS) return true;

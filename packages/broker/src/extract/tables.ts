@@ -47,11 +47,7 @@ export function tableInfo(table: DomElement): TableInfo {
   const role = (table.getAttribute("role") ?? "").toLowerCase();
   const rows = tableRows(table);
   const layout =
-    role === "presentation" ||
-    role === "none" ||
-    table.querySelector("table") !== null ||
-    rows.length < 2 ||
-    rows.every((row) => cellCount(row) < 2);
+    role === "presentation" || role === "none" || table.querySelector("table") !== null || rows.length < 2 || rows.every((row) => cellCount(row) < 2);
   const info: TableInfo = { layout, firstRow: rows[0] };
   tableInfoCache.set(table, info);
   return info;
@@ -87,7 +83,7 @@ export function pipeTable(content: string): string {
     return `| ${padded.join(" | ")} |`;
   };
   const first = rows[0];
-  const header = first !== undefined && first.head ? rows.shift()?.cells ?? [] : [];
+  const header = first !== undefined && first.head ? (rows.shift()?.cells ?? []) : [];
   const out = [line(header), `|${" --- |".repeat(width)}`, ...rows.map((r) => line(r.cells))];
   return `\n\n${out.join("\n")}\n\n`;
 }

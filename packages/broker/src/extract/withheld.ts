@@ -37,4 +37,3 @@ export class WithheldCount {
     return this.elements === 0 ? undefined : { elements: this.elements, chars: this.chars, addressingAgents: this.addressingAgents };
   }
 }
-

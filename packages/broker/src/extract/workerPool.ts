@@ -84,7 +84,10 @@ export class WorkerPool<Req, Res> {
 
   #spawn(): Slot {
     // execArgv []: the broker's own flags (a test runner's loaders, say) are not a worker's business.
-    const worker = new Worker(this.#options.script, { execArgv: [], ...(this.#options.resourceLimits ? { resourceLimits: this.#options.resourceLimits } : {}) });
+    const worker = new Worker(this.#options.script, {
+      execArgv: [],
+      ...(this.#options.resourceLimits ? { resourceLimits: this.#options.resourceLimits } : {}),
+    });
     worker.unref(); // never what keeps the process alive
     this.started++;
     const slot: Slot = { worker };

@@ -75,7 +75,8 @@ export type FrameVerdict = { ok: true; url: string } | { ok: false; url: string;
  */
 export function gateFrame(policy: CompiledReadPolicy, frame: FrameFacts, holderUrl: string | undefined): FrameVerdict {
   if (/^chrome-error:/i.test(frame.url)) return { ok: false, url: "", why: "error page" };
-  if (!/^(?:about|data):/i.test(frame.url)) return policy.check(frame.url).ok ? { ok: true, url: frame.url } : { ok: false, url: frame.url, why: "outside the read policy" };
+  if (!/^(?:about|data):/i.test(frame.url))
+    return policy.check(frame.url).ok ? { ok: true, url: frame.url } : { ok: false, url: frame.url, why: "outside the read policy" };
   const url = holderUrl ?? "";
   if (!url || frame.origin === undefined || originOf(url) !== frame.origin) return { ok: false, url, why: "not what it seems" };
   return policy.check(url).ok ? { ok: true, url } : { ok: false, url, why: "outside the read policy" };

@@ -57,7 +57,11 @@ export async function checkLanding(
   const what = caught?.blocked
     ? `the page tried to go to ${landed}${via}, which the read policy does not allow; tabrelay stopped the request before it left the browser`
     : `the tab landed on ${landed}${via}, which the read policy does not allow`;
-  throw new TabrelayError("policy_denied", `${what}; the tab was ${options.closeOnDeny ? "closed" : "reset to about:blank"}. ${decision.message}`, decision.rule);
+  throw new TabrelayError(
+    "policy_denied",
+    `${what}; the tab was ${options.closeOnDeny ? "closed" : "reset to about:blank"}. ${decision.message}`,
+    decision.rule,
+  );
 }
 
 /**
@@ -131,13 +135,20 @@ export function enforceOnCommit(ctx: GateContext): void {
         browser: `${browser.info.label} (${browser.info.browserId})`,
         tab: tabId,
         origin: originOf(url),
-        target: span.count === AUDIT_BLOCKED_MAX ? `${inFrame ? "frame" : "top frame"} (further stopped requests of this tab in the next ${AUDIT_BLOCKED_WINDOW_MS / 1000} s are not recorded)` : inFrame ? "frame" : "top frame",
+        target:
+          span.count === AUDIT_BLOCKED_MAX
+            ? `${inFrame ? "frame" : "top frame"} (further stopped requests of this tab in the next ${AUDIT_BLOCKED_WINDOW_MS / 1000} s are not recorded)`
+            : inFrame
+              ? "frame"
+              : "top frame",
         decision: "refused",
         rule: decision.rule,
         code: "policy_denied",
         durationMs: 0,
       });
-      ctx.log.warn(`policy: stopped a navigation request of tab ${tabId}${inFrame ? " (a frame)" : ""} to ${originOf(url)} before it was sent (${decision.rule})`);
+      ctx.log.warn(
+        `policy: stopped a navigation request of tab ${tabId}${inFrame ? " (a frame)" : ""} to ${originOf(url)} before it was sent (${decision.rule})`,
+      );
       return;
     }
     if (frame.event !== "tab.committed") return;
@@ -162,7 +173,8 @@ export function endSessionLeases(ctx: GateContext, session: string): void {
     ctx.denials.forget(browserId, tabId);
     if (!browser || browser.closed) continue;
     void browser.call("tabs.close", { tabId }).then((r) => {
-      if (!r.ok && r.error.code !== "no_such_tab" && r.error.code !== "not_agent_tab") ctx.log.warn(`leases: could not close tab ${tabId} of an ended session: ${r.error.code}: ${r.error.message}`);
+      if (!r.ok && r.error.code !== "no_such_tab" && r.error.code !== "not_agent_tab")
+        ctx.log.warn(`leases: could not close tab ${tabId} of an ended session: ${r.error.code}: ${r.error.message}`);
     });
   }
 }

@@ -81,7 +81,9 @@ export class TabLeases {
 
   /** The leases another broker held on this browser's tabs, where this broker holds none yet. */
   async #adopt(browserId: string): Promise<void> {
-    const records = await this.#share?.store.leases(browserId).catch((error: unknown) => void this.#share?.warn(`leases: could not read browser ${browserId}'s: ${String(error)}`));
+    const records = await this.#share?.store
+      .leases(browserId)
+      .catch((error: unknown) => void this.#share?.warn(`leases: could not read browser ${browserId}'s: ${String(error)}`));
     const now = Date.now();
     for (const r of records ?? []) {
       const k = key(browserId, r.tabId);
@@ -95,13 +97,33 @@ export class TabLeases {
     const share = this.#share;
     if (!share) return;
     this.#written.set(key(lease.browserId, lease.tabId), Date.now());
-    void share.store.putLease({ browserId: lease.browserId, tabId: lease.tabId, session: lease.session, client: lease.client, since: lease.since, lastUsed: lease.lastUsed, opened: lease.opened, keep: lease.keep }).catch((error: unknown) => share.warn(`leases: could not write a lease: ${String(error)}`));
+    void share.store
+      .putLease({
+        browserId: lease.browserId,
+        tabId: lease.tabId,
+        session: lease.session,
+        client: lease.client,
+        since: lease.since,
+        lastUsed: lease.lastUsed,
+        opened: lease.opened,
+        keep: lease.keep,
+      })
+      .catch((error: unknown) => share.warn(`leases: could not write a lease: ${String(error)}`));
   }
 
   /** The caller opened the tab (or takes a free one): it holds it, and the tab's popups that appeared first. */
   grant(browserId: string, tabId: number, caller: Caller, now: number, options: { opened: boolean; keep?: boolean }): void {
     const k = key(browserId, tabId);
-    const lease = { browserId, tabId, session: caller.session, client: caller.client, since: now, lastUsed: now, opened: options.opened, keep: options.keep ?? false };
+    const lease = {
+      browserId,
+      tabId,
+      session: caller.session,
+      client: caller.client,
+      since: now,
+      lastUsed: now,
+      opened: options.opened,
+      keep: options.keep ?? false,
+    };
     this.#byTab.set(k, lease);
     this.#put(lease);
     this.#orphans.delete(k);
@@ -136,7 +158,13 @@ export class TabLeases {
    * other sessions hold. A lease on a tab the list no longer shows (gone, or the user stopped sharing it) ends here,
    * when it began before the list was asked for (`askedAt`: a popup leased since may not be in it yet).
    */
-  visible(browserId: string, tabs: readonly TabInfo[], caller: Caller | undefined, now: number, askedAt: number): { tabs: TabInfo[]; free: Set<number>; hidden: number } {
+  visible(
+    browserId: string,
+    tabs: readonly TabInfo[],
+    caller: Caller | undefined,
+    now: number,
+    askedAt: number,
+  ): { tabs: TabInfo[]; free: Set<number>; hidden: number } {
     const listed = new Set(tabs.map((t) => t.tabId));
     for (const lease of [...this.#byTab.values()]) {
       if (lease.browserId === browserId && !listed.has(lease.tabId) && lease.since <= askedAt) this.release(browserId, lease.tabId);

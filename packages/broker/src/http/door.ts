@@ -62,23 +62,55 @@ export class Door {
     if (principal) return { ok: true, principal };
     const oauth = this.#options.oauth;
     const issuer = this.#options.issuer;
-    if (!oauth || issuer === undefined) return { ok: false, refusal: { status: 401, message: "missing or wrong bearer token; use the Authorization header printed by `tabrelay serve` (or your own from `tabrelay users token NAME`)" } };
+    if (!oauth || issuer === undefined)
+      return {
+        ok: false,
+        refusal: {
+          status: 401,
+          message: "missing or wrong bearer token; use the Authorization header printed by `tabrelay serve` (or your own from `tabrelay users token NAME`)",
+        },
+      };
     const staticToo = "or use a static token (`tabrelay users token NAME`)";
-    if (!token) return { ok: false, refusal: { status: 401, message: `missing bearer token; get an access token from ${issuer} (${oauth.metadataUrl()} names it), ${staticToo}`, challenge: oauth.challenge() } };
+    if (!token)
+      return {
+        ok: false,
+        refusal: {
+          status: 401,
+          message: `missing bearer token; get an access token from ${issuer} (${oauth.metadataUrl()} names it), ${staticToo}`,
+          challenge: oauth.challenge(),
+        },
+      };
     const grant = await oauth.verify(token);
     if (!grant.ok) {
       if (grant.detail !== undefined) this.#options.log.warn(`oauth: refused an access token: ${grant.description}: ${grant.detail}`);
       const challenge = oauth.challenge(grant);
-      if (grant.error === "insufficient_scope") return { ok: false, refusal: { status: 403, message: `insufficient_scope: ${grant.description}; ask ${issuer} for a token with it`, challenge } };
-      return { ok: false, refusal: { status: 401, message: `invalid_token: ${grant.description}; get a new access token from ${issuer}, ${staticToo}`, challenge } };
+      if (grant.error === "insufficient_scope")
+        return { ok: false, refusal: { status: 403, message: `insufficient_scope: ${grant.description}; ask ${issuer} for a token with it`, challenge } };
+      return {
+        ok: false,
+        refusal: { status: 401, message: `invalid_token: ${grant.description}; get a new access token from ${issuer}, ${staticToo}`, challenge },
+      };
     }
     const user = await this.#users.bySubject(grant.subject);
     if (user) return { ok: true, principal: user };
     // A valid token for no live user: signing in again would not help (403, no challenge); an admin must act.
     const subject = JSON.stringify(grant.subject.length > 255 ? `${grant.subject.slice(0, 255)}…` : grant.subject);
     const known = await (await this.#users.store()).userBySubject(grant.subject);
-    if (known) return { ok: false, refusal: { status: 403, message: `forbidden: user "${known.name}" (OAuth subject ${subject}) was revoked; an admin of this broker decides whether you get access again` } };
-    return { ok: false, refusal: { status: 403, message: `forbidden: no user of this broker has OAuth subject ${subject}; an admin adds one with \`tabrelay users add NAME --subject ${subject}\`` } };
+    if (known)
+      return {
+        ok: false,
+        refusal: {
+          status: 403,
+          message: `forbidden: user "${known.name}" (OAuth subject ${subject}) was revoked; an admin of this broker decides whether you get access again`,
+        },
+      };
+    return {
+      ok: false,
+      refusal: {
+        status: 403,
+        message: `forbidden: no user of this broker has OAuth subject ${subject}; an admin adds one with \`tabrelay users add NAME --subject ${subject}\``,
+      },
+    };
   }
 
   /** RFC 9728 metadata (OAuth mode only): public (no token), but behind the Host check like every route. */
@@ -92,7 +124,8 @@ export class Door {
   /** DNS rebinding: the Host header must name this broker. */
   #hostCheck(headers: Headers): Refusal | undefined {
     const host = (headers.get("host") ?? "").toLowerCase();
-    if (!this.#allowedHosts.has(host)) return { status: 403, message: `Host ${JSON.stringify(host)} is not allowed (DNS rebinding protection); connect to ${[...this.#allowedHosts][0] ?? ""}` };
+    if (!this.#allowedHosts.has(host))
+      return { status: 403, message: `Host ${JSON.stringify(host)} is not allowed (DNS rebinding protection); connect to ${[...this.#allowedHosts][0] ?? ""}` };
     return undefined;
   }
 

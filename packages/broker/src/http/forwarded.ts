@@ -49,7 +49,9 @@ export class Forwarding {
     if (!this.trusts(peerAddress)) {
       if (!this.#warned && (headers.has("x-forwarded-proto") || headers.has("x-real-ip"))) {
         this.#warned = true;
-        this.#log?.warn(`http: forwarded headers from ${peer ?? "an unknown peer"} were ignored: it is not in mcp.trusted_proxies (add your load balancer's address there, and only it)`);
+        this.#log?.warn(
+          `http: forwarded headers from ${peer ?? "an unknown peer"} were ignored: it is not in mcp.trusted_proxies (add your load balancer's address there, and only it)`,
+        );
       }
       return { proxied: false, tls: false, host, origin: `http://${host}`, client: peer };
     }

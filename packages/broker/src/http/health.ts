@@ -9,10 +9,29 @@ import { VERSION } from "../version.js";
 
 export function healthOf(registry: BrowserRegistry, audit: AuditLog, secrets: SecretRegistry): unknown {
   const others = registry.list().length - registry.list(DEFAULT_USER_ID).length;
-  const browsers = registry.list(DEFAULT_USER_ID).map((b) => ({ id: b.info.browserId, label: b.info.label, kind: b.info.kind, extensionVersion: b.info.extensionVersion, connectedAt: new Date(b.info.connectedAt).toISOString() }));
+  const browsers = registry.list(DEFAULT_USER_ID).map((b) => ({
+    id: b.info.browserId,
+    label: b.info.label,
+    kind: b.info.kind,
+    extensionVersion: b.info.extensionVersion,
+    connectedAt: new Date(b.info.connectedAt).toISOString(),
+  }));
   const health = audit.health();
   const auditState = health.ok
     ? { ok: true, failures: health.failures }
-    : { ok: false, failures: health.failures, error: health.error, since: new Date(health.since ?? Date.now()).toISOString(), writes: "refused until the audit log can be written again" };
-  return secrets.redactValue({ status: health.ok ? "ok" : "degraded", name: "tabrelay", version: VERSION, browsers, ...(others > 0 ? { usersBrowsers: others } : {}), audit: auditState });
+    : {
+        ok: false,
+        failures: health.failures,
+        error: health.error,
+        since: new Date(health.since ?? Date.now()).toISOString(),
+        writes: "refused until the audit log can be written again",
+      };
+  return secrets.redactValue({
+    status: health.ok ? "ok" : "degraded",
+    name: "tabrelay",
+    version: VERSION,
+    browsers,
+    ...(others > 0 ? { usersBrowsers: others } : {}),
+    audit: auditState,
+  });
 }

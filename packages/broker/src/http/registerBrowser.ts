@@ -24,11 +24,18 @@ export interface RegisterBrowserDeps {
 
 export async function registerBrowser(req: Request, deps: RegisterBrowserDeps): Promise<Response> {
   const reply = (status: number, body: object, headers: Record<string, string> = {}) =>
-    new Response(`${JSON.stringify(deps.secrets.redactValue(body))}\n`, { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store", ...headers } });
+    new Response(`${JSON.stringify(deps.secrets.redactValue(body))}\n`, {
+      status,
+      headers: { "Content-Type": "application/json", "Cache-Control": "no-store", ...headers },
+    });
   const admission = await deps.door.authenticate(req.headers);
   if (!admission.ok) {
     const { refusal } = admission;
-    return reply(refusal.status, { error: { code: refusal.status === 401 ? "unauthorized" : "forbidden", message: refusal.message } }, challengeHeader(refusal));
+    return reply(
+      refusal.status,
+      { error: { code: refusal.status === 401 ? "unauthorized" : "forbidden", message: refusal.message } },
+      challengeHeader(refusal),
+    );
   }
   const refused = deps.refusal();
   // Stopped from the dashboard is the cluster's state, not this broker failing: 403 (a load balancer benches a broker
@@ -45,11 +52,19 @@ export async function registerBrowser(req: Request, deps: RegisterBrowserDeps): 
     // reported below
   }
   if (typeof endpoint !== "string" || (label !== undefined && (typeof label !== "string" || label.length > LABEL_MAX))) {
-    return reply(400, { error: { code: "invalid_request", message: `send JSON {"endpoint": "ws://... or http://host:port", "label": "<= ${LABEL_MAX} characters"} (at most ${BODY_MAX / 1024} KiB)` } });
+    return reply(400, {
+      error: {
+        code: "invalid_request",
+        message: `send JSON {"endpoint": "ws://... or http://host:port", "label": "<= ${LABEL_MAX} characters"} (at most ${BODY_MAX / 1024} KiB)`,
+      },
+    });
   }
   try {
     const known = deps.known(endpoint);
-    const driver = await deps.attach(endpoint, { label: typeof label === "string" && label.trim() ? label.trim() : "launched Chromium (CDP)", owner: admission.principal });
+    const driver = await deps.attach(endpoint, {
+      label: typeof label === "string" && label.trim() ? label.trim() : "launched Chromium (CDP)",
+      owner: admission.principal,
+    });
     return reply(known ? 200 : 201, { id: driver.info.browserId, label: driver.info.label });
   } catch (error) {
     const code = error instanceof TabrelayError ? error.code : "not_connected";

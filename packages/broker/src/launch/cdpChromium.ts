@@ -80,10 +80,14 @@ export async function launchLocalChromium(options: LaunchCdpOptions): Promise<La
   preferNoPreloading(profileDir);
   let child: ChildProcess;
   try {
-    child = spawn(options.chromiumPath, cdpChromiumArgs({ profileDir, headless: options.headless, ...(options.extraArgs ? { extraArgs: options.extraArgs } : {}) }), {
-      stdio: ["ignore", "ignore", "pipe"],
-      env: options.env ?? process.env,
-    });
+    child = spawn(
+      options.chromiumPath,
+      cdpChromiumArgs({ profileDir, headless: options.headless, ...(options.extraArgs ? { extraArgs: options.extraArgs } : {}) }),
+      {
+        stdio: ["ignore", "ignore", "pipe"],
+        env: options.env ?? process.env,
+      },
+    );
   } catch (error) {
     await removeProfile();
     throw new LaunchError(`cannot start ${options.chromiumPath}: ${error instanceof Error ? error.message : String(error)}`);

@@ -11,7 +11,14 @@ export class LaunchError extends Error {
 
 /** Chromium first: branded Google Chrome 137+ ignores --load-extension unless told otherwise. */
 const CANDIDATES: Record<string, string[]> = {
-  linux: ["/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable", "/opt/google/chrome/chrome"],
+  linux: [
+    "/usr/lib/chromium/chromium",
+    "/usr/bin/chromium",
+    "/usr/bin/chromium-browser",
+    "/usr/bin/google-chrome",
+    "/usr/bin/google-chrome-stable",
+    "/opt/google/chrome/chrome",
+  ],
   darwin: [
     "/Applications/Chromium.app/Contents/MacOS/Chromium",
     "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
@@ -26,7 +33,8 @@ const CANDIDATES: Record<string, string[]> = {
 export function findChromium(env: NodeJS.ProcessEnv = process.env, explicit?: string): string {
   const wanted = explicit ?? env["CHROME_PATH"];
   if (wanted) {
-    if (!existsSync(wanted)) throw new LaunchError(`no browser at ${wanted} (from ${explicit ? "--chromium" : "CHROME_PATH"}); point it at a Chromium or Chrome binary`);
+    if (!existsSync(wanted))
+      throw new LaunchError(`no browser at ${wanted} (from ${explicit ? "--chromium" : "CHROME_PATH"}); point it at a Chromium or Chrome binary`);
     return wanted;
   }
   const found = (CANDIDATES[platform()] ?? []).find((p) => existsSync(p));
@@ -114,7 +122,10 @@ export function chromiumArgs(options: LaunchOptions): string[] {
 
 export function launchChromium(options: LaunchOptions): LaunchedBrowser {
   mkdirSync(options.profileDir, { recursive: true, mode: 0o700 });
-  const child = spawn(options.chromiumPath, chromiumArgs(options), { stdio: ["ignore", "ignore", options.stderr ?? "ignore"], env: options.env ?? process.env });
+  const child = spawn(options.chromiumPath, chromiumArgs(options), {
+    stdio: ["ignore", "ignore", options.stderr ?? "ignore"],
+    env: options.env ?? process.env,
+  });
   const exited = new Promise<number | null>((resolveExit) => {
     child.once("exit", (code) => resolveExit(code));
     child.once("error", () => resolveExit(-1));

@@ -105,7 +105,13 @@ interface ProviderSpec {
 }
 
 const SPECS: Record<HostedProvider, ProviderSpec> = {
-  browserbase: { title: "Browserbase", keyVar: "BROWSERBASE_API_KEY", urlVar: "BROWSERBASE_API_URL", defaultUrl: "https://api.browserbase.com", timeoutRange: [60, 21_600] },
+  browserbase: {
+    title: "Browserbase",
+    keyVar: "BROWSERBASE_API_KEY",
+    urlVar: "BROWSERBASE_API_URL",
+    defaultUrl: "https://api.browserbase.com",
+    timeoutRange: [60, 21_600],
+  },
   kernel: { title: "Kernel", keyVar: "KERNEL_API_KEY", urlVar: "KERNEL_API_URL", defaultUrl: "https://api.onkernel.com", timeoutRange: [10, 259_200] },
 };
 
@@ -152,11 +158,10 @@ export async function createProviderSession(name: HostedProvider, env: ProviderE
   const timeout = opts.timeoutSeconds;
   if (timeout !== undefined) {
     const [min, max] = api.spec.timeoutRange;
-    if (!Number.isInteger(timeout) || timeout < min || timeout > max) throw api.error("config", `the session timeout must be a whole number of seconds from ${min} to ${max}, not ${timeout}`);
+    if (!Number.isInteger(timeout) || timeout < min || timeout > max)
+      throw api.error("config", `the session timeout must be a whole number of seconds from ${min} to ${max}, not ${timeout}`);
   }
-  return name === "browserbase"
-    ? createBrowserbase(api, env["BROWSERBASE_PROJECT_ID"]?.trim() || undefined, timeout)
-    : createKernel(api, timeout);
+  return name === "browserbase" ? createBrowserbase(api, env["BROWSERBASE_PROJECT_ID"]?.trim() || undefined, timeout) : createKernel(api, timeout);
 }
 
 /** The provider's API with the key from the environment (a config error names the variable to set). */
@@ -172,13 +177,19 @@ function apiFor(name: HostedProvider, env: ProviderEnv, opts: { fetchImpl?: type
   // A redirect is never followed (the key would go with it). Not which Workers runtimes refuse.
   const send: typeof fetch = async (input, init) => {
     const response = await fetchImpl(input, { ...init, redirect: "manual" });
-    if (response.status >= 300 && response.status < 400) throw new Error(`the API answered a redirect (HTTP ${response.status}), which tabrelay does not follow with the API key`);
+    if (response.status >= 300 && response.status < 400)
+      throw new Error(`the API answered a redirect (HTTP ${response.status}), which tabrelay does not follow with the API key`);
     return response;
   };
   return new Api(name, spec, apiBase(env[spec.urlVar], spec, fail), apiKey, send, redactor);
 }
 
-const BrowserbaseState = z.object({ status: z.string().optional(), connectUrl: z.string().optional(), signingKey: z.string().optional(), seleniumRemoteUrl: z.string().optional() });
+const BrowserbaseState = z.object({
+  status: z.string().optional(),
+  connectUrl: z.string().optional(),
+  signingKey: z.string().optional(),
+  seleniumRemoteUrl: z.string().optional(),
+});
 /** Browserbase's session states in which the browser still runs. */
 const BROWSERBASE_LIVE = new Set(["RUNNING", "PENDING"]);
 
@@ -187,7 +198,12 @@ const BROWSERBASE_LIVE = new Set(["RUNNING", "PENDING"]);
  * a browser handle on every request): its DevTools URL, a credential registered in `opts.secrets`, or undefined when
  * the provider no longer runs it (404; Browserbase: a state other than RUNNING or PENDING).
  */
-export async function hostedSessionEndpoint(name: HostedProvider, env: ProviderEnv, id: string, opts: { fetchImpl?: typeof fetch; secrets?: SecretSink } = {}): Promise<string | undefined> {
+export async function hostedSessionEndpoint(
+  name: HostedProvider,
+  env: ProviderEnv,
+  id: string,
+  opts: { fetchImpl?: typeof fetch; secrets?: SecretSink } = {},
+): Promise<string | undefined> {
   const api = apiFor(name, env, opts);
   const path = name === "browserbase" ? `/v1/sessions/${encodeURIComponent(id)}` : `/browsers/${encodeURIComponent(id)}`;
   const body = await api.get(path, `look session ${id} up`, { missing: true });
@@ -203,30 +219,42 @@ export async function hostedSessionEndpoint(name: HostedProvider, env: ProviderE
   }
   const browser = KernelBrowser.safeParse(body);
   if (!browser.success) throw api.error("protocol", `the answer about browser ${id} carries no cdp_ws_url`);
-  for (const secret of [browser.data.cdp_ws_url, browser.data.webdriver_ws_url, browser.data.browser_live_view_url]) api.redactor.register(secret, "provider session");
+  for (const secret of [browser.data.cdp_ws_url, browser.data.webdriver_ws_url, browser.data.browser_live_view_url])
+    api.redactor.register(secret, "provider session");
   const endpoint = checkEndpoint(browser.data.cdp_ws_url);
   if (!endpoint) throw api.error("protocol", `browser ${id} came without a usable cdp_ws_url (ws:// or wss://)`);
   return endpoint;
 }
 
 /** Ends a hosted session by id, from whichever host: "already_gone" when the provider no longer runs it. */
-export async function endHostedSession(name: HostedProvider, env: ProviderEnv, id: string, opts: { fetchImpl?: typeof fetch; secrets?: SecretSink } = {}): Promise<"stopped" | "already_gone"> {
+export async function endHostedSession(
+  name: HostedProvider,
+  env: ProviderEnv,
+  id: string,
+  opts: { fetchImpl?: typeof fetch; secrets?: SecretSink } = {},
+): Promise<"stopped" | "already_gone"> {
   if ((await hostedSessionEndpoint(name, env, id, opts)) === undefined) return "already_gone";
   const api = apiFor(name, env, opts);
   const projectId = env["BROWSERBASE_PROJECT_ID"]?.trim();
-  if (name === "browserbase") await api.release(id, "POST", `/v1/sessions/${encodeURIComponent(id)}`, { status: "REQUEST_RELEASE", ...(projectId ? { projectId } : {}) });
+  if (name === "browserbase")
+    await api.release(id, "POST", `/v1/sessions/${encodeURIComponent(id)}`, { status: "REQUEST_RELEASE", ...(projectId ? { projectId } : {}) });
   else await api.release(id, "DELETE", `/browsers/${encodeURIComponent(id)}`, undefined);
   return "stopped";
 }
 
 async function createBrowserbase(api: Api, projectId: string | undefined, timeout: number | undefined): Promise<ProviderSession> {
-  const body = await api.create("/v1/sessions", { ...(projectId ? { projectId } : {}), ...(timeout !== undefined ? { timeout } : {}) }, projectId ? "" : " (is BROWSERBASE_PROJECT_ID needed? it is not set)");
+  const body = await api.create(
+    "/v1/sessions",
+    { ...(projectId ? { projectId } : {}), ...(timeout !== undefined ? { timeout } : {}) },
+    projectId ? "" : " (is BROWSERBASE_PROJECT_ID needed? it is not set)",
+  );
   const created = BrowserbaseCreated.safeParse(body);
   if (!created.success) throw api.error("protocol", "the create-session answer carries no session id");
   const id = created.data.id;
   const release = () => api.release(id, "POST", `/v1/sessions/${encodeURIComponent(id)}`, { status: "REQUEST_RELEASE", ...(projectId ? { projectId } : {}) });
   const session = BrowserbaseSession.safeParse(body);
-  if (session.success) for (const secret of [session.data.connectUrl, session.data.signingKey, session.data.seleniumRemoteUrl]) api.redactor.register(secret, "provider session");
+  if (session.success)
+    for (const secret of [session.data.connectUrl, session.data.signingKey, session.data.seleniumRemoteUrl]) api.redactor.register(secret, "provider session");
   const endpoint = session.success ? checkEndpoint(session.data.connectUrl) : undefined;
   if (!session.success || endpoint === undefined) {
     await release();
@@ -249,7 +277,9 @@ async function createKernel(api: Api, timeout: number | undefined): Promise<Prov
   const id = created.data.session_id;
   const release = () => api.release(id, "DELETE", `/browsers/${encodeURIComponent(id)}`, undefined);
   const browser = KernelBrowser.safeParse(body);
-  if (browser.success) for (const secret of [browser.data.cdp_ws_url, browser.data.webdriver_ws_url, browser.data.browser_live_view_url]) api.redactor.register(secret, "provider session");
+  if (browser.success)
+    for (const secret of [browser.data.cdp_ws_url, browser.data.webdriver_ws_url, browser.data.browser_live_view_url])
+      api.redactor.register(secret, "provider session");
   const endpoint = browser.success ? checkEndpoint(browser.data.cdp_ws_url) : undefined;
   if (!browser.success || endpoint === undefined) {
     await release();
@@ -257,7 +287,9 @@ async function createKernel(api: Api, timeout: number | undefined): Promise<Prov
   }
   const idle = browser.data.timeout_seconds ?? timeout;
   const live = browser.data.browser_live_view_url;
-  return hosted(api, { id, endpoint, label: "Kernel browser (CDP)", ...(idle !== undefined ? { idleTimeoutSeconds: idle } : {}) }, release, async () => (live ? checkWeb(live) : undefined));
+  return hosted(api, { id, endpoint, label: "Kernel browser (CDP)", ...(idle !== undefined ? { idleTimeoutSeconds: idle } : {}) }, release, async () =>
+    live ? checkWeb(live) : undefined,
+  );
 }
 
 function hosted(
@@ -306,7 +338,8 @@ function apiBase(configured: string | undefined, spec: ProviderSpec, fail: (kind
   }
   // The API key travels in a header: never in clear text beyond this machine.
   const local = isLoopback(url.hostname);
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && local)) throw fail("config", `${spec.urlVar} must be an https:// URL (http:// only for a loopback host)`);
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && local))
+    throw fail("config", `${spec.urlVar} must be an https:// URL (http:// only for a loopback host)`);
   return url;
 }
 
@@ -370,7 +403,8 @@ class Api {
       throw this.error("network", `could not reach ${this.base.origin} to ${what} (${networkReason(error, STOP_TIMEOUT_MS)})`);
     }
     const text = await response.text().catch(() => "");
-    if (response.status === 401 || response.status === 403) throw this.error("auth", `the API key was refused (HTTP ${response.status}); check ${this.spec.keyVar}`);
+    if (response.status === 401 || response.status === 403)
+      throw this.error("auth", `the API key was refused (HTTP ${response.status}); check ${this.spec.keyVar}`);
     if (response.status === 404 && options.missing) return undefined;
     if (!response.ok) throw this.error("http", `could not ${what}: HTTP ${response.status}${providerMessage(text)}`);
     try {
@@ -392,9 +426,13 @@ class Api {
       });
       const text = await response.text().catch(() => "");
       if (response.ok || response.status === 404) return;
-      this.#warn(`could not end the ${what} (HTTP ${response.status}${providerMessage(text)}); end it from the ${this.spec.title} dashboard, or it runs until its timeout`);
+      this.#warn(
+        `could not end the ${what} (HTTP ${response.status}${providerMessage(text)}); end it from the ${this.spec.title} dashboard, or it runs until its timeout`,
+      );
     } catch (error) {
-      this.#warn(`could not end the ${what} (${networkReason(error, STOP_TIMEOUT_MS)}); end it from the ${this.spec.title} dashboard, or it runs until its timeout`);
+      this.#warn(
+        `could not end the ${what} (${networkReason(error, STOP_TIMEOUT_MS)}); end it from the ${this.spec.title} dashboard, or it runs until its timeout`,
+      );
     }
   }
 

@@ -93,7 +93,10 @@ export class BrowserSessions {
   /** The started browsers, newest first. */
   /** The started browsers (one user's, given their id), newest first. */
   list(owner?: string): StartedBrowser[] {
-    return [...this.#entries.values()].filter((e) => owner === undefined || e.owner === owner).sort((a, b) => b.startedAt - a.startedAt).map(publicView);
+    return [...this.#entries.values()]
+      .filter((e) => owner === undefined || e.owner === owner)
+      .sort((a, b) => b.startedAt - a.startedAt)
+      .map(publicView);
   }
 
   /** A started browser (of that user, given their id: another user's is as unknown as one never started). */
@@ -143,7 +146,9 @@ export class BrowserSessions {
       throw new TabrelayError("browser_start_failed", "the broker is shutting down; the browser it had started was stopped");
     }
     this.#entries.set(entry.id, entry);
-    this.#options.log.info(`sessions: started ${entry.label} (${entry.id}${entry.pid !== undefined ? `, pid ${entry.pid}` : ""}${entry.providerSessionId ? `, provider session ${entry.providerSessionId}` : ""})`);
+    this.#options.log.info(
+      `sessions: started ${entry.label} (${entry.id}${entry.pid !== undefined ? `, pid ${entry.pid}` : ""}${entry.providerSessionId ? `, provider session ${entry.providerSessionId}` : ""})`,
+    );
     return publicView(entry);
   }
 
@@ -185,7 +190,8 @@ export class BrowserSessions {
     for (const entry of this.#entries.values()) {
       if (entry.temporary || this.#ending.has(entry.id)) continue;
       const last = this.lastUsed(entry.id) ?? now;
-      if (now - last >= this.#options.settings.idleMs) void this.stop(entry.id, `stopped: no call for ${Math.round((now - last) / 1000)} s (browsers.idle_minutes)`);
+      if (now - last >= this.#options.settings.idleMs)
+        void this.stop(entry.id, `stopped: no call for ${Math.round((now - last) / 1000)} s (browsers.idle_minutes)`);
     }
   }
 

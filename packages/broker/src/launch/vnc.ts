@@ -70,7 +70,8 @@ const PASSWORD_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz2345
 export function checkVncPassword(password: string): void {
   if (password.length < 8) throw new LaunchError("the VNC password must have at least 8 characters (VNC uses the first 8)");
   if (!/^[\x21-\x7e]+$/.test(password)) throw new LaunchError("the VNC password may hold only printable ASCII characters, no spaces");
-  if (password.startsWith("#") || password.includes("__")) throw new LaunchError('the VNC password may not start with "#" nor contain "__" (x11vnc reads those as comments and keywords)');
+  if (password.startsWith("#") || password.includes("__"))
+    throw new LaunchError('the VNC password may not start with "#" nor contain "__" (x11vnc reads those as comments and keywords)');
 }
 
 /** 8 random characters: all that VNC authentication uses. */
@@ -117,8 +118,12 @@ export async function startVncDisplay(options: VncDisplayOptions = {}): Promise<
   }
   const width = options.width ?? 1280;
   const height = options.height ?? 800;
-  for (const [name, value] of [["width", width], ["height", height]] as const) {
-    if (!Number.isInteger(value) || value < 200 || value > 8192) throw new LaunchError(`the VNC screen ${name} must be a whole number from 200 to 8192, not ${value}`);
+  for (const [name, value] of [
+    ["width", width],
+    ["height", height],
+  ] as const) {
+    if (!Number.isInteger(value) || value < 200 || value > 8192)
+      throw new LaunchError(`the VNC screen ${name} must be a whole number from 200 to 8192, not ${value}`);
   }
   if (options.display !== undefined && (!Number.isInteger(options.display) || options.display < 0 || options.display > 59535)) {
     throw new LaunchError(`the X display must be a whole number from 0 to 59535, not ${options.display}`);
@@ -148,10 +153,15 @@ export async function startVncDisplay(options: VncDisplayOptions = {}): Promise<
     // accepts connections; -auth makes it accept only clients holding the cookie.
     const xvfbArgs = [
       ...(options.display !== undefined ? [`:${options.display}`] : []),
-      "-displayfd", "3",
-      "-screen", "0", `${width}x${height}x24`,
-      "-nolisten", "tcp",
-      "-auth", authFile,
+      "-displayfd",
+      "3",
+      "-screen",
+      "0",
+      `${width}x${height}x24`,
+      "-nolisten",
+      "tcp",
+      "-auth",
+      authFile,
       "-noreset",
     ];
     const xvfb = Child.spawn("Xvfb", tools.Xvfb, xvfbArgs, { displayFd: true });
@@ -169,15 +179,20 @@ export async function startVncDisplay(options: VncDisplayOptions = {}): Promise<
     const passwordFile = join(dir, "vncpasswd");
     writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
     const x11vnc = Child.spawn("x11vnc", tools.x11vnc, [
-      "-display", display,
-      "-auth", authFile,
-      "-rfbport", String(await freePort("127.0.0.1")),
+      "-display",
+      display,
+      "-auth",
+      authFile,
+      "-rfbport",
+      String(await freePort("127.0.0.1")),
       "-localhost",
       "-noipv6",
-      "-passwdfile", `rm:${passwordFile}`,
+      "-passwdfile",
+      `rm:${passwordFile}`,
       "-forever",
       "-shared",
-      "-desktop", "tabrelay",
+      "-desktop",
+      "tabrelay",
       "-noxdamage",
     ]);
     started.push(x11vnc);
@@ -194,7 +209,16 @@ export async function startVncDisplay(options: VncDisplayOptions = {}): Promise<
       const port = webPort === 0 ? await freePort(host) : webPort;
       origins = vncPageOrigins(host, port);
       // ExpectOrigin (websockify's own auth plugin) answers an upgrade whose Origin is not listed with 403.
-      const args = ["--web", tools.webRoot, "--auth-plugin", "ExpectOrigin", "--auth-source", origins.join(" "), `${bracket(host)}:${port}`, `127.0.0.1:${vncPort}`];
+      const args = [
+        "--web",
+        tools.webRoot,
+        "--auth-plugin",
+        "ExpectOrigin",
+        "--auth-source",
+        origins.join(" "),
+        `${bracket(host)}:${port}`,
+        `127.0.0.1:${vncPort}`,
+      ];
       const child = Child.spawn("websockify", tools.websockify, args, { group: true, stopSignal: "SIGKILL" });
       started.push(child);
       try {

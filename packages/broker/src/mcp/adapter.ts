@@ -50,7 +50,9 @@ export function instructions(tools: readonly Tool[]): string {
     "Refs and revisions: snapshot and query give each actionable element a ref (e3; f12e3 inside a frame) and return a revision; an action takes a ref with its revision. A newer snapshot or query starts a new revision: older refs then fail with stale_ref, as they do once the page navigates or the element re-renders (its role or name changed, or it was removed).",
     `Writes (${codes(writes)}) need the user's write grant for the site and the element's label; the other tools need none. Actions report what changed. Every write (browser_run too) takes an optional ${IDEMPOTENCY_FIELD} (1-200 printable characters, no spaces): a retry with the same key and arguments within 24 h gets the first call's outcome and never acts twice; the same key with other arguments is idempotency_conflict.`,
     "Long results are cut where a marker names the offset to call the tool again with.",
-    ...(codeMode ? ["Code mode: browser_run runs a program whose browse.* commands are these tools, under the same policy, leases and audit (browser_api gives its API)."] : []),
+    ...(codeMode
+      ? ["Code mode: browser_run runs a program whose browse.* commands are these tools, under the same policy, leases and audit (browser_api gives its API)."]
+      : []),
     `Errors: a failed call's text starts with its code. Any tool can fail with ${codes(COMMON_ERRORS.every)}; any that reaches a browser with ${codes(COMMON_ERRORS.browser)}; any taking a tab with ${codes(COMMON_ERRORS.tab)}; any taking a ref with ${codes(COMMON_ERRORS.ref)} (the page or the element's frame); writes with ${codes(COMMON_ERRORS.write)}. Each description names its other codes. What each code means, and the next step:`,
     ...ERRORS.map((e) => `- ${e.code}: ${e.meaning}. Next: ${e.next}${extraHint(e)}.`),
   ].join("\n");
@@ -76,7 +78,12 @@ export interface DynamicTools {
   /** A tool of the user's by name, also one not listed now (its call says why it cannot run); another user's is undefined. */
   named(name: string, user: Principal): Tool | undefined;
   prompts(user: Principal): Array<{ name: string; description?: string; arguments?: Array<{ name: string; description?: string; required?: boolean }> }>;
-  getPrompt(name: string, args: Record<string, string>, signal: AbortSignal, user: Principal): Promise<{ description?: string; messages: Array<{ role: "user" | "assistant"; content: { type: "text"; text: string } }> }>;
+  getPrompt(
+    name: string,
+    args: Record<string, string>,
+    signal: AbortSignal,
+    user: Principal,
+  ): Promise<{ description?: string; messages: Array<{ role: "user" | "assistant"; content: { type: "text"; text: string } }> }>;
   /** Calls `listener` when what `user`'s agents see changed. */
   onChange(user: Principal, listener: () => void): () => void;
 }
@@ -87,7 +94,14 @@ export interface DynamicTools {
  * and leaves no audit record. Here the arguments go to runTool as sent, and the tool's strict schema (the one
  * advertised below) refuses what does not fit with invalid_params, audited like any other outcome.
  */
-export function createMcpServer(ctx: ToolContext, tools: readonly Tool[], dynamic?: DynamicTools, inUse?: InUse, user?: Principal, knownClient?: string): Server {
+export function createMcpServer(
+  ctx: ToolContext,
+  tools: readonly Tool[],
+  dynamic?: DynamicTools,
+  inUse?: InUse,
+  user?: Principal,
+  knownClient?: string,
+): Server {
   const caller = user ?? DEFAULT_PRINCIPAL;
   const capabilities = dynamic ? { tools: { listChanged: true }, prompts: { listChanged: true } } : { tools: {} };
   const server = new Server({ name: "tabrelay", version: VERSION }, { capabilities, instructions: instructionsOf(tools) });
@@ -119,7 +133,9 @@ export function createMcpServer(ctx: ToolContext, tools: readonly Tool[], dynami
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = byName.get(request.params.name) ?? dynamic?.named(request.params.name, caller);
     // The session's identity: its tabs are its own (gate/leases.ts) and its records name its client.
-    const session = extra.sessionId ? { session: extra.sessionId, client: server.getClientVersion()?.name ?? knownClient ?? "unknown client", ...(user ? { user } : {}) } : undefined;
+    const session = extra.sessionId
+      ? { session: extra.sessionId, client: server.getClientVersion()?.name ?? knownClient ?? "unknown client", ...(user ? { user } : {}) }
+      : undefined;
     if (!tool) {
       // Recorded, as any refused call: a name no tool of this user's has (another user's page tool as much as a
       // made-up one) is refused alike, in the record as in the answer.
@@ -250,7 +266,8 @@ export function initializingClient(body: unknown): string | undefined {
  * the cluster's tests, rather than quietly answering "Server not initialized".
  */
 export function adoptSession(transport: WebStandardStreamableHTTPServerTransport, sessionId: string): void {
-  if (!("_initialized" in transport)) throw new Error("this MCP SDK's transport cannot take up a session opened elsewhere; pin @modelcontextprotocol/sdk to 1.x");
+  if (!("_initialized" in transport))
+    throw new Error("this MCP SDK's transport cannot take up a session opened elsewhere; pin @modelcontextprotocol/sdk to 1.x");
   Reflect.set(transport, "_initialized", true);
   Reflect.set(transport, "sessionId", sessionId);
 }

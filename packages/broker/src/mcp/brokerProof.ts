@@ -34,7 +34,8 @@ export interface LocalSide {
  * app called through its fetch core) the proof names no address any client dialled, so every client refuses it.
  */
 export async function answerProof(req: Request, token: string, local: LocalSide | undefined): Promise<Response> {
-  const reply = (status: number, body: object) => new Response(`${JSON.stringify(body)}\n`, { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
+  const reply = (status: number, body: object) =>
+    new Response(`${JSON.stringify(body)}\n`, { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
   let nonce: unknown;
   let claimed: unknown;
   try {
@@ -46,7 +47,9 @@ export async function answerProof(req: Request, token: string, local: LocalSide 
     nonce = undefined;
   }
   if (typeof nonce !== "string" || !NONCE_PATTERN.test(nonce)) {
-    return reply(400, { error: { code: "invalid_request", message: 'send JSON {"nonce": "<32 random bytes, base64url>", "endpoint": "http://HOST:PORT you dialled"}' } });
+    return reply(400, {
+      error: { code: "invalid_request", message: 'send JSON {"nonce": "<32 random bytes, base64url>", "endpoint": "http://HOST:PORT you dialled"}' },
+    });
   }
   const own = local?.localAddress && local.localPort ? socketEndpoint(local.localAddress, local.localPort) : "http://no-socket:0";
   const endpoint = provenEndpoint(claimed, own);

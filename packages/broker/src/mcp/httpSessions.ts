@@ -31,7 +31,6 @@ interface HttpSession {
   streams: number;
 }
 
-
 /** The largest POST body read, by the adapter and by the transport alike. */
 const BODY_LIMIT = 4 * 1024 * 1024;
 

@@ -243,7 +243,12 @@ export class Relay {
     this.#events = abort;
     let response: Response;
     try {
-      response = await fetch(this.#url, { method: "GET", headers: { ...this.#headers(), Accept: "text/event-stream" }, signal: abort.signal, redirect: "error" });
+      response = await fetch(this.#url, {
+        method: "GET",
+        headers: { ...this.#headers(), Accept: "text/event-stream" },
+        signal: abort.signal,
+        redirect: "error",
+      });
     } catch {
       return "failed";
     }
@@ -343,7 +348,13 @@ export class Relay {
     let answer: JsonRpcMessage | undefined;
     this.#own.set(id, (m) => (answer = m));
     try {
-      const response = await fetch(this.#url, { method: "POST", headers: this.#headers(), body: JSON.stringify({ jsonrpc: "2.0", id, method: "initialize", params }), signal: AbortSignal.timeout(10_000), redirect: "error" });
+      const response = await fetch(this.#url, {
+        method: "POST",
+        headers: this.#headers(),
+        body: JSON.stringify({ jsonrpc: "2.0", id, method: "initialize", params }),
+        signal: AbortSignal.timeout(10_000),
+        redirect: "error",
+      });
       const session = response.headers.get("mcp-session-id");
       if (!response.ok) throw new Error(brokerError(response.status, await response.text().catch(() => "")).message);
       await this.#readAnswer(response, () => false);
@@ -355,7 +366,13 @@ export class Relay {
       this.#own.delete(id);
     }
     if (this.#initialized) {
-      const response = await fetch(this.#url, { method: "POST", headers: this.#headers(), body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }), signal: AbortSignal.timeout(10_000), redirect: "error" });
+      const response = await fetch(this.#url, {
+        method: "POST",
+        headers: this.#headers(),
+        body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+        signal: AbortSignal.timeout(10_000),
+        redirect: "error",
+      });
       await response.body?.cancel();
       await this.#openEvents();
     }

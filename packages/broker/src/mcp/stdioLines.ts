@@ -88,10 +88,20 @@ export class StdinLines {
     try {
       value = JSON.parse(text);
     } catch (error) {
-      return { kind: "refused", id: idOf(text.slice(0, PROBE), text.slice(-PROBE)), code: -32700, message: `tabrelay: parse error: this line is not JSON (${error instanceof Error ? error.message : String(error)}); send one JSON-RPC message per line` };
+      return {
+        kind: "refused",
+        id: idOf(text.slice(0, PROBE), text.slice(-PROBE)),
+        code: -32700,
+        message: `tabrelay: parse error: this line is not JSON (${error instanceof Error ? error.message : String(error)}); send one JSON-RPC message per line`,
+      };
     }
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      return { kind: "refused", id: null, code: -32600, message: "tabrelay: invalid request: send one JSON-RPC message (an object) per line; batches are not supported" };
+      return {
+        kind: "refused",
+        id: null,
+        code: -32600,
+        message: "tabrelay: invalid request: send one JSON-RPC message (an object) per line; batches are not supported",
+      };
     }
     return { kind: "message", message: { ...value } };
   }

@@ -66,7 +66,8 @@ export class PageToolApprovals {
       try {
         const parsed = JSON.parse(read.value) as { tools?: ToolApproval[] };
         for (const entry of parsed.tools ?? []) {
-          if (typeof entry?.origin === "string" && typeof entry.name === "string" && typeof entry.hash === "string") entries.set(key(entry.origin, entry.name), entry);
+          if (typeof entry?.origin === "string" && typeof entry.name === "string" && typeof entry.hash === "string")
+            entries.set(key(entry.origin, entry.name), entry);
         }
       } catch {
         this.#warn(`${this.#path} is not valid JSON; page tools will be treated as first seen (every approval starts again)`);

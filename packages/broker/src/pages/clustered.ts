@@ -30,7 +30,12 @@ interface PromptRow {
 }
 
 export function promptRowsOf(prompts: readonly PagePromptEntry[]): PromptRow[] {
-  return prompts.map((p) => ({ name: p.agentName, origin: p.origin, ...(p.description !== undefined ? { description: p.description } : {}), ...(p.arguments ? { arguments: p.arguments } : {}) }));
+  return prompts.map((p) => ({
+    name: p.agentName,
+    origin: p.origin,
+    ...(p.description !== undefined ? { description: p.description } : {}),
+    ...(p.arguments ? { arguments: p.arguments } : {}),
+  }));
 }
 
 /** `owner`'s prompts offered by pages on other brokers, each with the broker to ask; a name offered here wins. */
@@ -50,15 +55,23 @@ export function remotePrompts(table: SharedTable, owner: string, localNames: Rea
 
 /** Another broker's answer for a prompt: its messages (text only, capped), or the error it named. */
 export function promptAnswer(answer: unknown, broker: string, maxChars: number): PromptMessages {
-  if (!answer || typeof answer !== "object") throw new TabrelayError("page_gone", `the broker whose page offers this prompt (${broker}) did not answer; list the prompts again, or retry`);
+  if (!answer || typeof answer !== "object")
+    throw new TabrelayError("page_gone", `the broker whose page offers this prompt (${broker}) did not answer; list the prompts again, or retry`);
   const error = Reflect.get(answer, "error") as { code?: unknown; message?: unknown } | undefined;
-  if (error) throw new TabrelayError(error.code === "page_gone" ? "page_gone" : "page_tool_failed", String(error.message ?? "the page's broker could not get the prompt"));
+  if (error)
+    throw new TabrelayError(
+      error.code === "page_gone" ? "page_gone" : "page_tool_failed",
+      String(error.message ?? "the page's broker could not get the prompt"),
+    );
   const messages: unknown = Reflect.get(answer, "messages");
   const description: unknown = Reflect.get(answer, "description");
   return {
     ...(typeof description === "string" ? { description } : {}),
     messages: (Array.isArray(messages) ? messages : [])
-      .filter((m): m is PromptMessages["messages"][number] => !!m && (m.role === "user" || m.role === "assistant") && m.content?.type === "text" && typeof m.content.text === "string")
+      .filter(
+        (m): m is PromptMessages["messages"][number] =>
+          !!m && (m.role === "user" || m.role === "assistant") && m.content?.type === "text" && typeof m.content.text === "string",
+      )
       .map((m) => ({ role: m.role, content: { type: "text" as const, text: m.content.text.slice(0, maxChars) } })),
   };
 }
@@ -77,7 +90,14 @@ const ANY_OBJECT = z.object({}).catchall(z.unknown());
 
 /** This broker's tools of `owner`, as rows for the others. */
 export function rowsOf(tools: readonly PageTool[]): Row[] {
-  return tools.map((t) => ({ name: t.name, title: t.title, description: t.description, listedSchema: t.listedSchema, origin: t.origin, pageDescription: t.pageDescription }));
+  return tools.map((t) => ({
+    name: t.name,
+    title: t.title,
+    description: t.description,
+    listedSchema: t.listedSchema,
+    origin: t.origin,
+    pageDescription: t.pageDescription,
+  }));
 }
 
 /** `owner`'s tools offered on other brokers, each run where its page is (Tool.broker); a name offered here wins. */

@@ -70,7 +70,11 @@ export class PageConnection implements PageToolSource {
   /** Initializes and takes the first lists; closes the socket when the page does not speak MCP in time. */
   async start(): Promise<void> {
     try {
-      const init = (await this.#request("initialize", { protocolVersion: PAGE_MCP_VERSIONS[0], capabilities: {}, clientInfo: { name: "tabrelay", version: VERSION } }, HANDSHAKE_MS)) as {
+      const init = (await this.#request(
+        "initialize",
+        { protocolVersion: PAGE_MCP_VERSIONS[0], capabilities: {}, clientInfo: { name: "tabrelay", version: VERSION } },
+        HANDSHAKE_MS,
+      )) as {
         protocolVersion?: unknown;
         capabilities?: { prompts?: unknown };
         serverInfo?: { name?: unknown };
@@ -118,7 +122,9 @@ export class PageConnection implements PageToolSource {
       const timer = setTimeout(() => {
         finish();
         cancel("timed out");
-        reject(new TabrelayError("timeout", `the page at ${this.origin} did not answer ${method} within ${Math.round(timeoutMs / 1000)} s; it was told to cancel`));
+        reject(
+          new TabrelayError("timeout", `the page at ${this.origin} did not answer ${method} within ${Math.round(timeoutMs / 1000)} s; it was told to cancel`),
+        );
       }, timeoutMs);
       const onAbort = (): void => {
         finish();
@@ -170,7 +176,8 @@ export class PageConnection implements PageToolSource {
     }
     const pending = message.id === undefined || message.id === null ? undefined : this.#pending.get(message.id);
     if (!pending) return;
-    if (message.error) pending.reject(new TabrelayError("page_tool_failed", `the page answered with an error: ${String(message.error.message ?? "").slice(0, 500)}`));
+    if (message.error)
+      pending.reject(new TabrelayError("page_tool_failed", `the page answered with an error: ${String(message.error.message ?? "").slice(0, 500)}`));
     else pending.resolve(message.result);
   }
 
@@ -196,7 +203,9 @@ export class PageConnection implements PageToolSource {
       this.#listAgain = true;
       return;
     }
-    this.#listing = this.#list().catch((error: unknown) => this.#events.log(`page ${this.origin}: re-list failed: ${error instanceof Error ? error.message : String(error)}`));
+    this.#listing = this.#list().catch((error: unknown) =>
+      this.#events.log(`page ${this.origin}: re-list failed: ${error instanceof Error ? error.message : String(error)}`),
+    );
     await this.#listing;
     this.#listing = undefined;
     if (this.#closed) return;
@@ -209,7 +218,9 @@ export class PageConnection implements PageToolSource {
 
   async #list(): Promise<void> {
     const tools = judgeTools(((await this.#request("tools/list", {}, HANDSHAKE_MS)) as { tools?: unknown })?.tools);
-    const prompts = this.#hasPrompts ? judgePrompts(((await this.#request("prompts/list", {}, HANDSHAKE_MS)) as { prompts?: unknown })?.prompts) : { accepted: [], refused: [] };
+    const prompts = this.#hasPrompts
+      ? judgePrompts(((await this.#request("prompts/list", {}, HANDSHAKE_MS)) as { prompts?: unknown })?.prompts)
+      : { accepted: [], refused: [] };
     this.tools = tools.accepted;
     this.prompts = prompts.accepted;
     this.#refuse([...tools.refused, ...prompts.refused]);

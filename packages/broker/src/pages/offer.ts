@@ -97,11 +97,25 @@ export function judgePrompts(prompts: unknown): Judged<AcceptedPrompt> {
     }
     const args = Array.isArray(raw.arguments) ? raw.arguments.filter(isObject).slice(0, 20) : [];
     const info: PageMcpPrompt = {
-        name: raw.name,
-        ...(typeof raw.description === "string" ? { description: plainLine(raw.description) } : {}),
-        ...(args.length ? { arguments: args.map((a) => ({ name: plainLine(String(a.name ?? "")).slice(0, PAGE_LIMITS.name), ...(typeof a.description === "string" ? { description: plainLine(a.description).slice(0, PAGE_LIMITS.schemaProperty) } : {}), ...(a.required === true ? { required: true } : {}) })) } : {}),
+      name: raw.name,
+      ...(typeof raw.description === "string" ? { description: plainLine(raw.description) } : {}),
+      ...(args.length
+        ? {
+            arguments: args.map((a) => ({
+              name: plainLine(String(a.name ?? "")).slice(0, PAGE_LIMITS.name),
+              ...(typeof a.description === "string" ? { description: plainLine(a.description).slice(0, PAGE_LIMITS.schemaProperty) } : {}),
+              ...(a.required === true ? { required: true } : {}),
+            })),
+          }
+        : {}),
     };
-    accepted.push({ name: raw.name, info, hash: createHash("sha256").update(canonicalJson({ description: info.description, arguments: info.arguments })).digest("hex") });
+    accepted.push({
+      name: raw.name,
+      info,
+      hash: createHash("sha256")
+        .update(canonicalJson({ description: info.description, arguments: info.arguments }))
+        .digest("hex"),
+    });
   }
   return { accepted, refused };
 }
@@ -109,9 +123,11 @@ export function judgePrompts(prompts: unknown): Judged<AcceptedPrompt> {
 function toolProblem(raw: unknown): string | undefined {
   if (!isObject(raw)) return "not an object";
   if (typeof raw.name !== "string" || !nameFits(raw.name)) return `its name must be 1-${PAGE_LIMITS.name} characters of A-Z a-z 0-9 _ . -`;
-  if (raw.title !== undefined && (typeof raw.title !== "string" || raw.title.length > PAGE_LIMITS.title)) return `a title is a string of at most ${PAGE_LIMITS.title} characters`;
+  if (raw.title !== undefined && (typeof raw.title !== "string" || raw.title.length > PAGE_LIMITS.title))
+    return `a title is a string of at most ${PAGE_LIMITS.title} characters`;
   if (raw.description !== undefined && typeof raw.description !== "string") return "a description is a string";
-  if (typeof raw.description === "string" && raw.description.length > PAGE_LIMITS.description) return `its description is ${raw.description.length} characters, over the cap of ${PAGE_LIMITS.description}`;
+  if (typeof raw.description === "string" && raw.description.length > PAGE_LIMITS.description)
+    return `its description is ${raw.description.length} characters, over the cap of ${PAGE_LIMITS.description}`;
   for (const key of ["inputSchema", "outputSchema"] as const) {
     const schema = raw[key];
     if (schema === undefined && key === "outputSchema") continue;
@@ -122,7 +138,8 @@ function toolProblem(raw: unknown): string | undefined {
     if (entries.length > PAGE_LIMITS.schemaProperties) return `its ${key} has ${entries.length} properties, over the cap of ${PAGE_LIMITS.schemaProperties}`;
     for (const [name, property] of entries) {
       const size = JSON.stringify(property)?.length ?? 0;
-      if (name.length > PAGE_LIMITS.name || size > PAGE_LIMITS.schemaProperty) return `its ${key} property ${JSON.stringify(name.slice(0, 40))} is ${size} characters of JSON, over the cap of ${PAGE_LIMITS.schemaProperty}`;
+      if (name.length > PAGE_LIMITS.name || size > PAGE_LIMITS.schemaProperty)
+        return `its ${key} property ${JSON.stringify(name.slice(0, 40))} is ${size} characters of JSON, over the cap of ${PAGE_LIMITS.schemaProperty}`;
     }
     const rest = JSON.stringify({ ...schema, properties: {} }).length;
     if (rest > PAGE_LIMITS.description) return `its ${key} outside its properties is ${rest} characters of JSON, over the cap of ${PAGE_LIMITS.description}`;
@@ -194,7 +211,13 @@ export function originSlug(origin: string): string {
   } catch {
     // an origin is validated before it gets here; keep whatever it is, cleaned below
   }
-  return host.replace(/[^A-Za-z0-9]/g, "_").replace(/_+/g, "_").replace(/^_|_$/g, "").slice(0, 40) || "page";
+  return (
+    host
+      .replace(/[^A-Za-z0-9]/g, "_")
+      .replace(/_+/g, "_")
+      .replace(/^_|_$/g, "")
+      .slice(0, 40) || "page"
+  );
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -192,7 +192,16 @@ export class PageToolRegistry {
       for (const prompt of connection.prompts) {
         const agentName = this.#name(this.#promptNames, origin, prompt.name);
         const state = this.#approvals.offered(origin, promptApprovalName(prompt.name), prompt.hash);
-        of(prompts, owner).set(agentName, { agentName, origin, owner, name: prompt.name, ...(prompt.info.description ? { description: prompt.info.description } : {}), ...(prompt.info.arguments ? { arguments: prompt.info.arguments } : {}), state, connection });
+        of(prompts, owner).set(agentName, {
+          agentName,
+          origin,
+          owner,
+          name: prompt.name,
+          ...(prompt.info.description ? { description: prompt.info.description } : {}),
+          ...(prompt.info.arguments ? { arguments: prompt.info.arguments } : {}),
+          state,
+          connection,
+        });
       }
     }
     const before = this.#tools;

@@ -14,12 +14,18 @@ import { PAGE_LIMITS } from "./offer.js";
 import type { PageToolRegistry } from "./registry.js";
 import { verifyPageToken } from "./tokens.js";
 
-const USED = "the page token was already used: a page token opens one connection; fetch a fresh one for each (the library's token option takes a function it calls on every connect)";
+const USED =
+  "the page token was already used: a page token opens one connection; fetch a fresh one for each (the library's token option takes a function it calls on every connect)";
 
 /** How long a /page handshake waits for the cluster's word on its token. */
 const CLAIM_TIMEOUT_MS = 3000;
 
-const tooMany = (origin: string): Verdict => ({ ok: false, status: "429 Too Many Requests", origin, reason: `${origin} already has ${PAGE_LIMITS.connectionsPerOrigin} page connections, the most tabrelay takes from one origin for one user` });
+const tooMany = (origin: string): Verdict => ({
+  ok: false,
+  status: "429 Too Many Requests",
+  origin,
+  reason: `${origin} already has ${PAGE_LIMITS.connectionsPerOrigin} page connections, the most tabrelay takes from one origin for one user`,
+});
 
 type Admitted = { ok: true; origin: string; owner: string; token: string; expiresAt: number };
 type Verdict = Admitted | { ok: false; status: string; reason: string; origin?: string };
@@ -37,7 +43,11 @@ export interface PageSocketOptions {
 }
 
 export class PageSocketServer {
-  readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, handleProtocols: (protocols) => [...protocols].find((p) => p.startsWith(PAGE_TOKEN_PROTOCOL_PREFIX)) ?? false });
+  readonly #wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_FRAME_BYTES,
+    handleProtocols: (protocols) => [...protocols].find((p) => p.startsWith(PAGE_TOKEN_PROTOCOL_PREFIX)) ?? false,
+  });
   readonly #options: PageSocketOptions;
   /**
    * Tokens that opened a connection, until they expire: a page token opens one connection. A token a page's scripts
@@ -78,7 +88,15 @@ export class PageSocketServer {
       if (verdict.ok && !this.#options.registry.admits(verdict.origin, verdict.owner)) verdict = tooMany(verdict.origin);
     }
     if (!verdict.ok) {
-      this.#options.audit.record({ time: started, tool: "page_connect", decision: "refused", durationMs: 0, ...(verdict.origin ? { origin: verdict.origin } : {}), code: "unauthorized", detail: JSON.stringify({ reason: verdict.reason }) });
+      this.#options.audit.record({
+        time: started,
+        tool: "page_connect",
+        decision: "refused",
+        durationMs: 0,
+        ...(verdict.origin ? { origin: verdict.origin } : {}),
+        code: "unauthorized",
+        detail: JSON.stringify({ reason: verdict.reason }),
+      });
       this.#options.log.warn(`page: refused a /page connection${verdict.origin ? ` from ${verdict.origin}` : ""}: ${verdict.reason}`);
       socket.end(`HTTP/1.1 ${verdict.status}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${verdict.reason}\n`);
       return;
@@ -95,7 +113,14 @@ export class PageSocketServer {
         },
         log: (message) => log.warn(message),
         refused: (c, lines) =>
-          this.#options.audit.record({ time: Date.now(), tool: "page_offer", decision: "refused", durationMs: 0, origin: c.origin, detail: JSON.stringify({ refused: lines.slice(0, 20).map((l) => l.slice(0, 300)) }) }),
+          this.#options.audit.record({
+            time: Date.now(),
+            tool: "page_offer",
+            decision: "refused",
+            durationMs: 0,
+            origin: c.origin,
+            detail: JSON.stringify({ refused: lines.slice(0, 20).map((l) => l.slice(0, 300)) }),
+          }),
       });
       registry.add(connection);
       this.#options.audit.record({ time: started, tool: "page_connect", decision: "allowed", durationMs: Date.now() - started, origin });
@@ -113,17 +138,29 @@ export class PageSocketServer {
     const origin = req.headers.origin;
     if (!origin) return { ok: false, status: "403 Forbidden", reason: "no Origin header: /page takes connections from web pages on pages.allowed_origins" };
     if (!this.#options.allowedOrigins().includes(origin)) {
-      return { ok: false, status: "403 Forbidden", origin: origin.slice(0, 200), reason: `the origin ${origin.slice(0, 200)} is not on pages.allowed_origins; the user adds it to config.yaml to let its pages offer tools` };
+      return {
+        ok: false,
+        status: "403 Forbidden",
+        origin: origin.slice(0, 200),
+        reason: `the origin ${origin.slice(0, 200)} is not on pages.allowed_origins; the user adds it to config.yaml to let its pages offer tools`,
+      };
     }
     const offered = String(req.headers["sec-websocket-protocol"] ?? "")
       .split(",")
       .map((p) => p.trim())
       .filter((p) => p.startsWith(PAGE_TOKEN_PROTOCOL_PREFIX));
     const token = offered[0]?.slice(PAGE_TOKEN_PROTOCOL_PREFIX.length);
-    if (!token || offered.length > 1) return { ok: false, status: "401 Unauthorized", origin, reason: "a page token is required, as the one WebSocket subprotocol bearer.<token> (mint one with POST /page-tokens or tabrelay page-token)" };
+    if (!token || offered.length > 1)
+      return {
+        ok: false,
+        status: "401 Unauthorized",
+        origin,
+        reason: "a page token is required, as the one WebSocket subprotocol bearer.<token> (mint one with POST /page-tokens or tabrelay page-token)",
+      };
     const check = verifyPageToken(this.#options.tokenKey, token);
     if (!check.ok) return { ok: false, status: "401 Unauthorized", origin, reason: `the page token is refused: ${check.reason}` };
-    if (check.origin !== origin) return { ok: false, status: "403 Forbidden", origin, reason: `the page token was minted for ${check.origin.slice(0, 200)}, not for ${origin}` };
+    if (check.origin !== origin)
+      return { ok: false, status: "403 Forbidden", origin, reason: `the page token was minted for ${check.origin.slice(0, 200)}, not for ${origin}` };
     if (!this.#options.registry.admits(origin, check.owner)) return tooMany(origin);
     const now = Date.now();
     for (const [used, expiresAt] of this.#used) if (expiresAt <= now) this.#used.delete(used);
@@ -140,11 +177,18 @@ export class PageSocketServer {
     let timer: NodeJS.Timeout | undefined;
     try {
       const hash = createHash("sha256").update(admitted.token).digest("base64url");
-      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer from Redis within ${CLAIM_TIMEOUT_MS / 1000} s`)), CLAIM_TIMEOUT_MS)));
+      const late = new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer from Redis within ${CLAIM_TIMEOUT_MS / 1000} s`)), CLAIM_TIMEOUT_MS)),
+      );
       if (await Promise.race([this.#claim!(hash, Math.max(1000, admitted.expiresAt - Date.now())), late])) return admitted;
       return { ok: false, status: "401 Unauthorized", origin, reason: USED };
     } catch (error) {
-      return { ok: false, status: "503 Service Unavailable", origin, reason: `the cluster could not say whether this page token was used on another broker (${error instanceof Error ? error.message : String(error)}); fetch a fresh token and connect again` };
+      return {
+        ok: false,
+        status: "503 Service Unavailable",
+        origin,
+        reason: `the cluster could not say whether this page token was used on another broker (${error instanceof Error ? error.message : String(error)}); fetch a fresh token and connect again`,
+      };
     } finally {
       clearTimeout(timer);
     }

@@ -16,7 +16,13 @@ export function pageTokenKey(mcpToken: string): Buffer {
 }
 
 /** `<payload>.<signature>`, both base64url: characters a WebSocket subprotocol may hold. */
-export function mintPageToken(key: Buffer, origin: string, ttlSeconds = PAGE_TOKEN_DEFAULT_TTL_S, now = Date.now(), owner = DEFAULT_USER_ID): { token: string; expiresAt: number } {
+export function mintPageToken(
+  key: Buffer,
+  origin: string,
+  ttlSeconds = PAGE_TOKEN_DEFAULT_TTL_S,
+  now = Date.now(),
+  owner = DEFAULT_USER_ID,
+): { token: string; expiresAt: number } {
   const expiresAt = Math.floor(now / 1000) + Math.max(1, Math.min(PAGE_TOKEN_MAX_TTL_S, Math.floor(ttlSeconds)));
   const claims = { v: 1, o: origin, e: expiresAt, n: randomBytes(9).toString("base64url"), ...(owner !== DEFAULT_USER_ID ? { u: owner } : {}) };
   const payload = Buffer.from(JSON.stringify(claims)).toString("base64url");
@@ -28,15 +34,18 @@ export function verifyPageToken(key: Buffer, token: string, now = Date.now()): P
   if (!payload || !signature || extra !== undefined) return { ok: false, reason: "not a tabrelay page token" };
   const expected = Buffer.from(sign(key, payload));
   const given = Buffer.from(signature);
-  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return { ok: false, reason: "its signature does not check out (minted by another broker, or before the MCP token changed)" };
+  if (expected.length !== given.length || !timingSafeEqual(expected, given))
+    return { ok: false, reason: "its signature does not check out (minted by another broker, or before the MCP token changed)" };
   let claims: { v?: unknown; o?: unknown; e?: unknown; u?: unknown };
   try {
     claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as typeof claims;
   } catch {
     return { ok: false, reason: "not a tabrelay page token" };
   }
-  if (claims.v !== 1 || typeof claims.o !== "string" || typeof claims.e !== "number" || (claims.u !== undefined && typeof claims.u !== "string")) return { ok: false, reason: "not a tabrelay page token" };
-  if (claims.e * 1000 <= now) return { ok: false, reason: `it expired at ${new Date(claims.e * 1000).toISOString()}; mint a fresh one per connection (POST /page-tokens)` };
+  if (claims.v !== 1 || typeof claims.o !== "string" || typeof claims.e !== "number" || (claims.u !== undefined && typeof claims.u !== "string"))
+    return { ok: false, reason: "not a tabrelay page token" };
+  if (claims.e * 1000 <= now)
+    return { ok: false, reason: `it expired at ${new Date(claims.e * 1000).toISOString()}; mint a fresh one per connection (POST /page-tokens)` };
   return { ok: true, origin: claims.o, owner: claims.u ?? DEFAULT_USER_ID, expiresAt: claims.e * 1000 };
 }
 

@@ -34,7 +34,9 @@ const ANY_OBJECT = z.object({}).catchall(z.unknown());
 export function pageToolFor(entry: PageToolEntry, options: PageToolsOptions): PageTool {
   const title = entry.info.title ? ` ${pageText(entry.info.title, 100)}` : "";
   // A tool living in an agent tab (WebMCP) is under that tab's lease.
-  const errors: ErrorCode[] = entry.connection.tab ? ["page_gone", "tab_leased", "page_tool_changed", "page_tool_failed"] : ["page_gone", "page_tool_changed", "page_tool_failed"];
+  const errors: ErrorCode[] = entry.connection.tab
+    ? ["page_gone", "tab_leased", "page_tool_changed", "page_tool_failed"]
+    : ["page_gone", "page_tool_changed", "page_tool_failed"];
   return {
     name: entry.agentName,
     title: entry.info.title ?? entry.name,
@@ -52,9 +54,16 @@ export function pageToolFor(entry: PageToolEntry, options: PageToolsOptions): Pa
       // Looked up again: the page may have gone, reloaded or changed the tool since the agent listed it.
       const now = options.registry.tool(entry.agentName, entry.owner);
       response.audit({ url: entry.origin, target: `page tool ${entry.name}` });
-      if (!now) throw new TabrelayError("page_gone", `no page of ${entry.origin} offers ${entry.agentName} now (it closed, reloaded or navigated away); list the tools again`);
+      if (!now)
+        throw new TabrelayError(
+          "page_gone",
+          `no page of ${entry.origin} offers ${entry.agentName} now (it closed, reloaded or navigated away); list the tools again`,
+        );
       if (now.state === "changed") {
-        throw new TabrelayError("page_tool_changed", `the page tool ${entry.agentName} changed its description or schema since the user approved it, so it is held; the user approves it again in the dashboard or with tabrelay pages approve ${now.origin} ${now.name}`);
+        throw new TabrelayError(
+          "page_tool_changed",
+          `the page tool ${entry.agentName} changed its description or schema since the user approved it, so it is held; the user approves it again in the dashboard or with tabrelay pages approve ${now.origin} ${now.name}`,
+        );
       }
       // A tool of an agent tab (WebMCP) is under that tab's lease: another session's tab runs nothing of ours.
       if (now.connection.tab) ctx.leases.useOn(now.connection.tab.browserId, now.connection.tab.tabId);
@@ -62,11 +71,16 @@ export function pageToolFor(entry: PageToolEntry, options: PageToolsOptions): Pa
       if (!verdict.ok) throw new TabrelayError("write_denied", verdict.message, verdict.rule);
       response.audit({ rule: verdict.rule });
       const args = raw === undefined ? {} : raw;
-      if (typeof args !== "object" || args === null || Array.isArray(args)) throw new TabrelayError("invalid_params", `the arguments of ${entry.agentName} must be an object`);
+      if (typeof args !== "object" || args === null || Array.isArray(args))
+        throw new TabrelayError("invalid_params", `the arguments of ${entry.agentName} must be an object`);
       response.markDispatched();
       const result = await now.connection.callTool(now.name, args as Record<string, unknown>, signal, options.callTimeoutMs);
       const size = JSON.stringify(result ?? null).length;
-      if (size > PAGE_LIMITS.result) throw new TabrelayError("page_tool_failed", `the page's answer is ${size} characters, over the cap of ${PAGE_LIMITS.result} (1 MiB); nothing of it is shown`);
+      if (size > PAGE_LIMITS.result)
+        throw new TabrelayError(
+          "page_tool_failed",
+          `the page's answer is ${size} characters, over the cap of ${PAGE_LIMITS.result} (1 MiB); nothing of it is shown`,
+        );
       if (result?.isError === true) {
         const message = `the page's tool ${now.name} reported a failure; its message is page content:`;
         response.line(`page_tool_failed: ${message}`).failed("page_tool_failed", message);
@@ -90,7 +104,8 @@ export function claimedSchema<T>(schema: T): T {
     for (const [key, item] of Object.entries(value)) {
       // Free text an agent needs nothing of: a place for instructions, not for values it sends (enum stays).
       if (key === "$comment" || key === "examples" || key === "default") continue;
-      out[key] = (key === "description" || key === "title") && typeof item === "string" ? `the page's claim: ${pageText(item, PAGE_LIMITS.schemaProperty)}` : walk(item);
+      out[key] =
+        (key === "description" || key === "title") && typeof item === "string" ? `the page's claim: ${pageText(item, PAGE_LIMITS.schemaProperty)}` : walk(item);
     }
     return out;
   };
@@ -98,13 +113,18 @@ export function claimedSchema<T>(schema: T): T {
 }
 
 function render(result: unknown, response: Parameters<Tool["run"]>[2]): void {
-  const content = typeof result === "object" && result !== null && Array.isArray(Reflect.get(result, "content")) ? (Reflect.get(result, "content") as unknown[]) : [];
+  const content =
+    typeof result === "object" && result !== null && Array.isArray(Reflect.get(result, "content")) ? (Reflect.get(result, "content") as unknown[]) : [];
   const texts: string[] = [];
   for (const block of content) {
     if (typeof block !== "object" || block === null) continue;
     const type = Reflect.get(block, "type");
     if (type === "text" && typeof Reflect.get(block, "text") === "string") texts.push(String(Reflect.get(block, "text")));
-    else if (type === "image" && typeof Reflect.get(block, "data") === "string" && /^image\/(png|jpeg|webp|gif)$/.test(String(Reflect.get(block, "mimeType")))) {
+    else if (
+      type === "image" &&
+      typeof Reflect.get(block, "data") === "string" &&
+      /^image\/(png|jpeg|webp|gif)$/.test(String(Reflect.get(block, "mimeType")))
+    ) {
       response.image(String(Reflect.get(block, "data")), String(Reflect.get(block, "mimeType")));
     } else texts.push(`[${String(type).slice(0, 40)} content left out]`);
   }

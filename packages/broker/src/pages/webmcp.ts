@@ -42,14 +42,24 @@ export class WebMcpTab implements PageConnection {
 
   /** The tools as the page reports them now; what offer.ts refuses comes back as lines for the log. */
   offer(raw: unknown[]): string[] {
-    const judged = judgeTools(raw.map((t) => (typeof t === "object" && t !== null && !("inputSchema" in t && (t as { inputSchema?: unknown }).inputSchema) ? { ...t, inputSchema: { type: "object" } } : t)));
+    const judged = judgeTools(
+      raw.map((t) =>
+        typeof t === "object" && t !== null && !("inputSchema" in t && (t as { inputSchema?: unknown }).inputSchema)
+          ? { ...t, inputSchema: { type: "object" } }
+          : t,
+      ),
+    );
     this.tools = judged.accepted;
     return judged.refused;
   }
 
   async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<CallToolResult> {
     if (this.closed) throw gone(this.origin);
-    const answer = await this.browser.call("page.webmcpCall", { tabId: this.tabId, name, input: JSON.stringify(args), timeoutMs }, { signal, timeoutMs: timeoutMs + 5000 });
+    const answer = await this.browser.call(
+      "page.webmcpCall",
+      { tabId: this.tabId, name, input: JSON.stringify(args), timeoutMs },
+      { signal, timeoutMs: timeoutMs + 5000 },
+    );
     // The tab navigated or closed while the tool ran: its document (and the tool) went with it. The driver's own
     // failure comes first; the commit or close that explains it follows within moments.
     if (this.closed || (!answer.ok && answer.error.code !== "timeout" && (await this.#closesWithin(1000)))) throw gone(this.origin);

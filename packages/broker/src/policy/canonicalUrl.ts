@@ -211,7 +211,7 @@ function lenientUtf8(bytes: Uint8Array): string {
     const b = bytes[k];
     return b !== undefined && (b & 0xc0) === 0x80 ? b & 0x3f : undefined;
   };
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const b0 = bytes[i] ?? 0;
     const length = b0 < 0x80 ? 1 : b0 >= 0xc0 && b0 < 0xe0 ? 2 : b0 >= 0xe0 && b0 < 0xf0 ? 3 : b0 >= 0xf0 && b0 < 0xf8 ? 4 : 0;
     if (length === 1) {
@@ -262,7 +262,7 @@ function ambiguities(path: string): string[] {
   const found: string[] = [];
   if (/%2F/.test(path)) found.push('an encoded "/" (%2F)');
   if (/%5C/.test(path)) found.push('an encoded "\\" (%5C)');
-  if (/%25[0-9A-Fa-f]{2}|%25[uU][0-9A-Fa-f]{4}/.test(path)) found.push('double encoding (%25 followed by an escape)');
+  if (/%25[0-9A-Fa-f]{2}|%25[uU][0-9A-Fa-f]{4}/.test(path)) found.push("double encoding (%25 followed by an escape)");
   if (/%[uU][0-9A-Fa-f]{4}/.test(path)) found.push('an IIS "%u" escape');
   if (/%[C-F][0-9A-F]/.test(path) && decodeOnce(path).includes("\ufffd")) found.push("percent-encoded bytes that are not valid UTF-8");
   else if (/%C[01]|%E0%[89]|%F0%8/.test(path)) found.push("an overlong UTF-8 sequence");
@@ -336,14 +336,7 @@ export function canonicalizeHost(raw: string): string | undefined {
   } catch {
     return undefined;
   }
-  if (
-    parsed.username !== "" ||
-    parsed.password !== "" ||
-    parsed.port !== "" ||
-    parsed.pathname !== "/" ||
-    parsed.search !== "" ||
-    parsed.hash !== ""
-  ) {
+  if (parsed.username !== "" || parsed.password !== "" || parsed.port !== "" || parsed.pathname !== "/" || parsed.search !== "" || parsed.hash !== "") {
     return undefined;
   }
   return finishHostname(parsed.hostname)?.host;

@@ -18,12 +18,7 @@ const INVISIBLE = /[\p{Cf}\u034F\u115F\u1160\u3164\uFFA0\uFE00-\uFE0F\u{E0100}-\
  * Case is kept: label regexes are case-sensitive.
  */
 export function normalizeLabel(text: string): string {
-  return text
-    .replace(INVISIBLE, "")
-    .normalize("NFKC")
-    .replace(INVISIBLE, "")
-    .replace(/\s+/g, " ")
-    .trim();
+  return text.replace(INVISIBLE, "").normalize("NFKC").replace(INVISIBLE, "").replace(/\s+/g, " ").trim();
 }
 
 /** Word boundaries that also work next to non-ASCII letters; "_" and "-" count as separators. */

@@ -47,7 +47,16 @@ export function coversEveryPath(path: string): boolean {
     return false;
   }
   const random = () => Math.random().toString(36).slice(2, 12);
-  const probes = ["/", "/index.html", "/a/b/c?d=e", "/%2F%00x", "/\u00e9t\u00e9?q=%C3%A9", `/${random()}`, `/${random()}/${random()}.${random()}?${random()}=${random()}`, `/${"x".repeat(300)}`];
+  const probes = [
+    "/",
+    "/index.html",
+    "/a/b/c?d=e",
+    "/%2F%00x",
+    "/\u00e9t\u00e9?q=%C3%A9",
+    `/${random()}`,
+    `/${random()}/${random()}.${random()}?${random()}=${random()}`,
+    `/${"x".repeat(300)}`,
+  ];
   return probes.every((probe) => pattern.test(probe));
 }
 
@@ -64,7 +73,8 @@ export function originRegex(pattern: HostPattern, schemes: "http" | "https" | "b
   const scheme = schemes === "both" ? "https?" : schemes;
   if (pattern.port === undefined) return `^${scheme}://${host}(?::[0-9]+)?/`;
   const alternatives: string[] = [];
-  const withPort = (s: "http" | "https") => (pattern.port === (s === "https" ? "443" : "80") ? `${s}://${host}(?::${pattern.port})?` : `${s}://${host}:${pattern.port}`);
+  const withPort = (s: "http" | "https") =>
+    pattern.port === (s === "https" ? "443" : "80") ? `${s}://${host}(?::${pattern.port})?` : `${s}://${host}:${pattern.port}`;
   if (schemes !== "https") alternatives.push(withPort("http"));
   if (schemes !== "http") alternatives.push(withPort("https"));
   return `^(?:${alternatives.join("|")})/`;
@@ -84,7 +94,9 @@ export function compileNavigationRules(shape: NavigationPolicyShape): Navigation
   }
   const regexCount = rules.filter((r) => r.regexFilter !== undefined).length;
   if (regexCount > MAX_REGEX_RULES) {
-    throw new Error(`policy: ${regexCount} host entries in policy.read.allow and policy.deny are more than the browser can enforce (${MAX_REGEX_RULES}); use "*." entries to cover subdomains with one key`);
+    throw new Error(
+      `policy: ${regexCount} host entries in policy.read.allow and policy.deny are more than the browser can enforce (${MAX_REGEX_RULES}); use "*." entries to cover subdomains with one key`,
+    );
   }
   return rules;
 }

@@ -25,9 +25,12 @@ export function exactOrigin(value: string, where: string): string {
   } catch {
     throw new Error(`${where}: ${JSON.stringify(value)} is not an origin; write it as https://app.example (or http://localhost:3000)`);
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw new Error(`${where}: ${JSON.stringify(value)}: an origin is https:// (or http://) and a host`);
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    throw new Error(`${where}: ${JSON.stringify(value)}: an origin is https:// (or http://) and a host`);
   if (url.username || url.password || (url.pathname !== "/" && url.pathname !== "") || url.search || url.hash) {
-    throw new Error(`${where}: ${JSON.stringify(value)} is not an origin (it has a path, query or credentials); write only scheme, host and port: ${url.origin}`);
+    throw new Error(
+      `${where}: ${JSON.stringify(value)} is not an origin (it has a path, query or credentials); write only scheme, host and port: ${url.origin}`,
+    );
   }
   return url.origin;
 }
@@ -45,9 +48,14 @@ export function compilePageToolPolicy(grants: Record<string, { tools: string }> 
       const pattern = compiled.get(origin);
       const rule = `policy.write.page_tools["${origin}"]`;
       if (!pattern) {
-        return { ok: false, rule, message: `no grant lets agents call page tools of ${origin}; the user may add policy.write.page_tools: { "${origin}": { tools: "^(${name})$" } } to config.yaml` };
+        return {
+          ok: false,
+          rule,
+          message: `no grant lets agents call page tools of ${origin}; the user may add policy.write.page_tools: { "${origin}": { tools: "^(${name})$" } } to config.yaml`,
+        };
       }
-      if (!pattern.test(name)) return { ok: false, rule, message: `the page tool ${JSON.stringify(name)} of ${origin} is not matched by ${rule}.tools (${pattern.source})` };
+      if (!pattern.test(name))
+        return { ok: false, rule, message: `the page tool ${JSON.stringify(name)} of ${origin} is not matched by ${rule}.tools (${pattern.source})` };
       return { ok: true, rule };
     },
   });

@@ -22,9 +22,7 @@ import { compileRegex, errorText, shown, type ConfigPattern } from "./text.js";
 import { compileNavigationRules } from "./navigationRules.js";
 import type { NavigationRule } from "@tabrelay/protocol";
 
-export type PolicyDecision =
-  | { ok: true; rule: string }
-  | { ok: false; code: "policy_denied"; rule: string; message: string };
+export type PolicyDecision = { ok: true; rule: string } | { ok: false; code: "policy_denied"; rule: string; message: string };
 
 export interface ReadPolicyInput {
   deny: { host: string; path: string }[];
@@ -45,7 +43,6 @@ export interface CompiledReadPolicy {
   /** Human-readable lines for docs and the dashboard. */
   describe(): string[];
 }
-
 
 interface DenyRule {
   rawPath: string;
@@ -160,12 +157,7 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: readonly stri
           "Do not retry with another encoding of the path; pass the plain URL, or ask the user.",
         );
       }
-      return deny(
-        typeof raw === "string" ? shown(raw) : "the input",
-        parsed.reason,
-        "default: invalid URL",
-        "Pass a complete https:// URL.",
-      );
+      return deny(typeof raw === "string" ? shown(raw) : "the input", parsed.reason, "default: invalid URL", "Pass a complete https:// URL.");
     }
     const url = parsed.url;
 
@@ -258,20 +250,10 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: readonly stri
     const denial = pathDenial();
     if (denial !== undefined) return denial;
     if (url.isIp) {
-      return deny(
-        url.href,
-        "IP addresses are only readable when named in policy.read.allow",
-        "default: IP literal not in allowlist",
-        askToAllow,
-      );
+      return deny(url.href, "IP addresses are only readable when named in policy.read.allow", "default: IP literal not in allowlist", askToAllow);
     }
     if (topRule !== undefined) {
-      return deny(
-        url.href,
-        `${topRule} covers only https on the default port, not port ${url.port}`,
-        "top_sites: default port only",
-        askToAllow,
-      );
+      return deny(url.href, `${topRule} covers only https on the default port, not port ${url.port}`, "top_sites: default port only", askToAllow);
     }
     return deny(
       url.href,
@@ -293,15 +275,11 @@ export function compileReadPolicy(input: ReadPolicyInput, ranking: readonly stri
   const lines: string[] = [];
   lines.push("Only http:// and https:// URLs can ever be read.");
   for (const rule of denyRules) {
-    lines.push(
-      `${rule.rule}: always refused: ${describeHost(rule.pattern, "and its subdomains")}, paths matching /${rule.rawPath}/`,
-    );
+    lines.push(`${rule.rule}: always refused: ${describeHost(rule.pattern, "and its subdomains")}, paths matching /${rule.rawPath}/`);
   }
   for (const rule of allowRules) {
     const paths = rule.paths.map((re) => `/${re.source}/`).join(", ");
-    lines.push(
-      `${rule.rule}: readable over http or https: ${describeHost(rule.pattern, "and its subdomains")}, paths matching ${paths}`,
-    );
+    lines.push(`${rule.rule}: readable over http or https: ${describeHost(rule.pattern, "and its subdomains")}, paths matching ${paths}`);
   }
   if (!read.enabled) {
     lines.push("read.enabled: false: any other https URL is readable (http only for hosts named in read.allow).");

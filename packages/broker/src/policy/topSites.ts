@@ -11,9 +11,7 @@ const HEADER = /^rank\s*,\s*domain$/i;
 const RANKED_LINE = /^(\d+),([^,]*)$/;
 
 function rankingError(lineNo: number, line: string, why: string): Error {
-  return new Error(
-    `top-sites ranking, line ${lineNo}: ${why} (got ${JSON.stringify(line)}; expected "rank,domain" such as "1,google.com", or just a domain)`,
-  );
+  return new Error(`top-sites ranking, line ${lineNo}: ${why} (got ${JSON.stringify(line)}; expected "rank,domain" such as "1,google.com", or just a domain)`);
 }
 
 /**

@@ -6,13 +6,28 @@ import { grantsFor, isPair, refuse, ruleOf, type WriteDecision, type WriteRules 
 import { describeReached, describeTarget, elementState, judgeReached, labelMismatch } from "./writeTarget.js";
 
 const CHORD_MODIFIERS: ReadonlySet<string> = new Set(["Control", "Alt", "Meta"]);
-const TEXT_ENTRY_KEYS: ReadonlySet<string> = new Set(["Space", "Backspace", "Delete", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown"]);
+const TEXT_ENTRY_KEYS: ReadonlySet<string> = new Set([
+  "Space",
+  "Backspace",
+  "Delete",
+  "ArrowUp",
+  "ArrowDown",
+  "ArrowLeft",
+  "ArrowRight",
+  "Home",
+  "End",
+  "PageUp",
+  "PageDown",
+]);
 
 /**
  * Which gate a key press passes (see "Keys" in writePolicy.ts): "type", "submit" (type for the field plus click
  * for what Enter submits) or "keys", with the reason shown when a keys grant is needed.
  */
-export function keyGate(key: string, facts: Pick<ElementFacts, "editable" | "submits" | "noSubmit">): { gate: "type" | "submit" } | { gate: "keys"; why: string } {
+export function keyGate(
+  key: string,
+  facts: Pick<ElementFacts, "editable" | "submits" | "noSubmit">,
+): { gate: "type" | "submit" } | { gate: "keys"; why: string } {
   const parts = key.split("+");
   const main = parts.pop() ?? "";
   const chord = parts.filter((m) => CHORD_MODIFIERS.has(m));
@@ -20,12 +35,18 @@ export function keyGate(key: string, facts: Pick<ElementFacts, "editable" | "sub
   if (main === "Tab") return { gate: "type" };
   if (main === "Enter") {
     if (facts.submits !== undefined) return { gate: "submit" };
-    return { gate: "keys", why: `Enter here submits no form (${facts.noSubmit ?? "the page did not say why"}), so only the page's script decides what it does` };
+    return {
+      gate: "keys",
+      why: `Enter here submits no form (${facts.noSubmit ?? "the page did not say why"}), so only the page's script decides what it does`,
+    };
   }
   if (main === "Escape") return { gate: "keys", why: "Escape types nothing; pages use it to close, cancel or discard" };
   // A control character (ESC, NUL...) is not typed text: pages read its key code (27 is Escape's).
   if ([...main].length === 1 && /[\u0000-\u001f\u007f-\u009f]/.test(main)) {
-    return { gate: "keys", why: `U+${main.codePointAt(0)?.toString(16).toUpperCase().padStart(4, "0")} is a control character, which types nothing; pages read it as a key code (27 is Escape's)` };
+    return {
+      gate: "keys",
+      why: `U+${main.codePointAt(0)?.toString(16).toUpperCase().padStart(4, "0")} is a control character, which types nothing; pages read it as a key code (27 is Escape's)`,
+    };
   }
   const textEntry = [...main].length === 1 || TEXT_ENTRY_KEYS.has(main);
   if (textEntry && facts.editable === true) return { gate: "type" };
@@ -68,7 +89,14 @@ export function evaluatePress(rules: WriteRules, facts: ElementFacts, tabUrl: st
   const submits = facts.submits;
   const target = submits.button ?? submits.form;
   const submitSubject = `submitting a form by pressing ${shown(key, 40)} in ${describeTarget(facts)} ${onWhere} (which clicks ${submits.button ? `its default button ${describeReached(submits.button)}` : "no button: the form has none"})`;
-  const clicking = grantsFor(rules, "click", tabUrl, facts.frameUrl, submitSubject, "an Enter that submits a form counts as a click on the form's default button");
+  const clicking = grantsFor(
+    rules,
+    "click",
+    tabUrl,
+    facts.frameUrl,
+    submitSubject,
+    "an Enter that submits a form counts as a click on the form's default button",
+  );
   if (!isPair(clicking)) return clicking;
   const reached = judgeReached(target, "submit", clicking.frame, submitSubject, onWhere, "press");
   if (reached !== undefined) return reached;

@@ -190,12 +190,7 @@ export function compileWritePolicy(input: WritePolicyInput): CompiledWritePolicy
       try {
         return evaluate(action, tabUrl, facts);
       } catch (error) {
-        return refuse(
-          "the action",
-          `the write policy check failed (${errorText(error)})`,
-          "default: policy error",
-          "Report this to the user.",
-        );
+        return refuse("the action", `the write policy check failed (${errorText(error)})`, "default: policy error", "Report this to the user.");
       }
     },
     checkEval(tabUrl: string): WriteDecision {

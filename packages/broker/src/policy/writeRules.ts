@@ -22,9 +22,7 @@ export interface WritePolicyInput {
   };
 }
 
-export type WriteDecision =
-  | { ok: true; rule: string }
-  | { ok: false; code: "write_denied"; rule: string; message: string };
+export type WriteDecision = { ok: true; rule: string } | { ok: false; code: "write_denied"; rule: string; message: string };
 
 export type GrantKind = "click" | "type" | "keys" | "upload" | "eval";
 export type WriteAction = Exclude<ActionKind, "hover" | "scroll" | "highlight">;
@@ -115,7 +113,9 @@ export function compileWriteRules(input: WritePolicyInput): WriteRules {
   // YAML turns "write:" with nothing under it into null: that is the default, no grants.
   const write: unknown = input.write ?? {};
   if (!isRecord(write)) {
-    throw new Error('policy.write: expected a map with "click", "type", "keys", "upload" and/or "eval", e.g. click: { "shop.example": { label: "^Add to cart$" } }');
+    throw new Error(
+      'policy.write: expected a map with "click", "type", "keys", "upload" and/or "eval", e.g. click: { "shop.example": { label: "^Add to cart$" } }',
+    );
   }
   for (const key of Object.keys(write)) {
     if (!GRANT_KINDS.some((kind) => kind === key)) {
@@ -157,16 +157,24 @@ export function compileWriteRules(input: WritePolicyInput): WriteRules {
         throw new Error(`${where}: names the same host as ${JSON.stringify(same)}; merge the two entries`);
       }
       seen.set(patternKey(pattern), key);
-      if (!isRecord(value)) throw new Error(`${where}: expected ${kind === "keys" ? "{ keys: regex, label: regex }" : kind === "eval" ? "{} (an eval grant has no settings)" : '{ label: regex } (use { label: ".*" } for any label)'}`);
+      if (!isRecord(value))
+        throw new Error(
+          `${where}: expected ${kind === "keys" ? "{ keys: regex, label: regex }" : kind === "eval" ? "{} (an eval grant has no settings)" : '{ label: regex } (use { label: ".*" } for any label)'}`,
+        );
       for (const field of Object.keys(value)) {
         if (settings.length === 0) throw new Error(`${where}.${field}: unknown setting (an eval grant has none: write ${JSON.stringify(key)}: {})`);
-        if (!settings.includes(field)) throw new Error(`${where}.${field}: unknown setting (only ${settings.map((f) => `"${f}"`).join(" and ")} ${settings.length > 1 ? "are" : "is"} supported)`);
+        if (!settings.includes(field))
+          throw new Error(
+            `${where}.${field}: unknown setting (only ${settings.map((f) => `"${f}"`).join(" and ")} ${settings.length > 1 ? "are" : "is"} supported)`,
+          );
       }
       let keysSource: string | undefined;
       let keys: ConfigPattern | undefined;
       if (kind === "keys") {
         if (value.keys === undefined) {
-          throw new Error(`${where}.keys: missing: the regex of the key combos this grant allows, as tabrelay names them (e.g. "^Enter$", "^(Control|Meta)\\+Enter$")`);
+          throw new Error(
+            `${where}.keys: missing: the regex of the key combos this grant allows, as tabrelay names them (e.g. "^Enter$", "^(Control|Meta)\\+Enter$")`,
+          );
         }
         keys = compileRegex(value.keys, `${where}.keys`, "the keys setting", { full: true });
         keysSource = String(value.keys);
@@ -260,7 +268,9 @@ function grantForUrl(
   if (grant !== undefined) return { ok: true, grant };
 
   const host = hostOf(url);
-  const others = GRANT_KINDS.filter((k) => k !== kind).map((k) => bestGrant(rules, k, url)).filter((g): g is Grant => g !== undefined);
+  const others = GRANT_KINDS.filter((k) => k !== kind)
+    .map((k) => bestGrant(rules, k, url))
+    .filter((g): g is Grant => g !== undefined);
   const reason = why === undefined ? "" : `${why}; `;
   const cause =
     others.length > 0
@@ -278,7 +288,14 @@ function grantForUrl(
 }
 
 /** The page's grant and the frame's grant of one kind, or the refusal. */
-export function grantsFor(rules: WriteRules, kind: GrantKind, tabUrl: string, frameUrl: string, subject: string, why?: string): { page: Grant; frame: Grant } | WriteDecision {
+export function grantsFor(
+  rules: WriteRules,
+  kind: GrantKind,
+  tabUrl: string,
+  frameUrl: string,
+  subject: string,
+  why?: string,
+): { page: Grant; frame: Grant } | WriteDecision {
   const page = grantForUrl(rules, kind, tabUrl, "page", subject, why);
   if (!page.ok) return page.decision;
   const frame = grantForUrl(rules, kind, frameUrl, "frame", subject, why);
@@ -303,9 +320,7 @@ export function describeWriteRules(rules: WriteRules): readonly string[] {
   );
   lines.push("Only http:// and https:// pages can be written to; elements inside frames need a grant for the frame's host too.");
   for (const rule of denyRules) {
-    lines.push(
-      `${rule.rule}: never written to: ${describeHost(rule.pattern, "and its subdomains")}, paths matching /${rule.rawPath}/`,
-    );
+    lines.push(`${rule.rule}: never written to: ${describeHost(rule.pattern, "and its subdomains")}, paths matching /${rule.rawPath}/`);
   }
   if (!anyGrant) {
     lines.push("No write grants: every state-changing action is refused (tabrelay is read-only by default).");
@@ -316,8 +331,8 @@ export function describeWriteRules(rules: WriteRules): readonly string[] {
         kind === "eval"
           ? `${grant.rule}: programs may run expressions in pages of ${describeHost(grant.pattern, "and its subdomains")} (browse.eval)`
           : kind === "keys"
-          ? `${grant.rule}: key combos fully matching /${grant.keysSource ?? ""}/ allowed on ${describeHost(grant.pattern, "and its subdomains")} on elements whose visible text and accessible name fully match /${grant.labelSource}/`
-          : `${grant.rule}: ${KIND_ACTIONS[kind]} are allowed on ${describeHost(grant.pattern, "and its subdomains")} for controls whose visible text and accessible name fully match /${grant.labelSource}/`,
+            ? `${grant.rule}: key combos fully matching /${grant.keysSource ?? ""}/ allowed on ${describeHost(grant.pattern, "and its subdomains")} on elements whose visible text and accessible name fully match /${grant.labelSource}/`
+            : `${grant.rule}: ${KIND_ACTIONS[kind]} are allowed on ${describeHost(grant.pattern, "and its subdomains")} for controls whose visible text and accessible name fully match /${grant.labelSource}/`,
       );
     }
   }

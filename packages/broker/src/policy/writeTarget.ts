@@ -108,12 +108,7 @@ export function labelMismatch(grant: Grant, rawText: string, rawName: string, su
     );
   }
   if (!grant.label.test(text)) {
-    return refuse(
-      subject,
-      `${whose} visible text ${text === "" ? "(empty)" : shown(text, 80)} does not match ${regexText}`,
-      `${grant.rule}.label`,
-      next,
-    );
+    return refuse(subject, `${whose} visible text ${text === "" ? "(empty)" : shown(text, 80)} does not match ${regexText}`, `${grant.rule}.label`, next);
   }
   if (!grant.label.test(name)) {
     return refuse(
@@ -185,7 +180,14 @@ export function elementState(action: WriteAction, facts: ElementFacts, subject: 
  * An element the action reaches without targeting it (area: "activation", "submit", "option"). `grant`
  * is the grant whose label it must match, or undefined when only its state matters (an option).
  */
-export function judgeReached(reached: ReachedElement, area: string, grant: Grant | undefined, subject: string, onWhere: string, action: WriteAction): WriteDecision | undefined {
+export function judgeReached(
+  reached: ReachedElement,
+  area: string,
+  grant: Grant | undefined,
+  subject: string,
+  onWhere: string,
+  action: WriteAction,
+): WriteDecision | undefined {
   const what = `${reached.via}, ${describeReached(reached)}`;
   if (reached.hidden !== undefined && reached.hidden !== null) {
     return refuse(

@@ -21,7 +21,10 @@ export const SHOT_HEADERS = {
 /** A plain-text refusal with the screenshot headers. */
 export function shotRefusal(status: number, message: string, extra: Record<string, string> = {}): Response {
   const body = `${message}\n`;
-  return new Response(body, { status, headers: { ...SHOT_HEADERS, ...extra, "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(new TextEncoder().encode(body).length) } });
+  return new Response(body, {
+    status,
+    headers: { ...SHOT_HEADERS, ...extra, "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(new TextEncoder().encode(body).length) },
+  });
 }
 
 /** A made-up link, a forged one and another user's all get this. */

@@ -2,9 +2,7 @@
 // the image data is not decoded. Deny on anything unexpected.
 import { latin1, readUint32 } from "../util/bytes.js";
 
-export type PngCheck =
-  | { ok: true; width: number; height: number }
-  | { ok: false; code: "invalid_image"; message: string };
+export type PngCheck = { ok: true; width: number; height: number } | { ok: false; code: "invalid_image"; message: string };
 
 export interface PngLimits {
   maxBytes: number;
@@ -76,11 +74,11 @@ export function validatePng(bytes: Uint8Array, limits: PngLimits): PngCheck {
 
   const width = readUint32(bytes, ihdr + 8);
   const height = readUint32(bytes, ihdr + 12);
-  const bitDepth = (bytes[ihdr + 16] ?? 0);
-  const colourType = (bytes[ihdr + 17] ?? 0);
-  const compression = (bytes[ihdr + 18] ?? 0);
-  const filter = (bytes[ihdr + 19] ?? 0);
-  const interlace = (bytes[ihdr + 20] ?? 0);
+  const bitDepth = bytes[ihdr + 16] ?? 0;
+  const colourType = bytes[ihdr + 17] ?? 0;
+  const compression = bytes[ihdr + 18] ?? 0;
+  const filter = bytes[ihdr + 19] ?? 0;
+  const interlace = bytes[ihdr + 20] ?? 0;
   if (width === 0 || height === 0) return invalid(`image size ${width}x${height}: width and height must be > 0`);
   if (width > PNG_INT_MAX || height > PNG_INT_MAX) return invalid(`image size ${width}x${height} exceeds the PNG maximum`);
   if (width * height > limits.maxPixels) {

@@ -32,7 +32,8 @@ export class PresignedS3Store implements ScreenshotStore {
 
   constructor(opts: PresignedS3Options) {
     if (opts.bucket === "") throw new Error("screenshot bucket must not be empty");
-    if (!Number.isFinite(opts.ttlMs) || opts.ttlMs < 1000 || opts.ttlMs > MAX_TTL_MS) throw new Error(`screenshot ttl must be between 1 s and ${MAX_TTL_MS / 1000} s, got ${opts.ttlMs} ms`);
+    if (!Number.isFinite(opts.ttlMs) || opts.ttlMs < 1000 || opts.ttlMs > MAX_TTL_MS)
+      throw new Error(`screenshot ttl must be between 1 s and ${MAX_TTL_MS / 1000} s, got ${opts.ttlMs} ms`);
     this.#opts = { ...opts };
     this.#now = opts.now ?? Date.now;
     const fetchImpl = opts.fetchImpl ?? fetch;
@@ -109,7 +110,13 @@ export class PresignedS3Store implements ScreenshotStore {
   async signRequest(method: string, url: URL, headers: Record<string, string>, payloadSha256: string, date: Date): Promise<Record<string, string>> {
     const { amzDate, scope } = this.#scope(date);
     const { accessKeyId, sessionToken } = this.#opts.credentials;
-    const all: Record<string, string> = { ...lowerCased(headers), host: url.host, "x-amz-content-sha256": payloadSha256, "x-amz-date": amzDate, ...(sessionToken ? { "x-amz-security-token": sessionToken } : {}) };
+    const all: Record<string, string> = {
+      ...lowerCased(headers),
+      host: url.host,
+      "x-amz-content-sha256": payloadSha256,
+      "x-amz-date": amzDate,
+      ...(sessionToken ? { "x-amz-security-token": sessionToken } : {}),
+    };
     const names = Object.keys(all).sort();
     const canonicalHeaders = names.map((n) => `${n}:${(all[n] ?? "").trim().replace(/\s+/g, " ")}\n`).join("");
     const signedHeaders = names.join(";");
@@ -121,7 +128,10 @@ export class PresignedS3Store implements ScreenshotStore {
   }
 
   #scope(date: Date): { amzDate: string; scope: string } {
-    const amzDate = date.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+    const amzDate = date
+      .toISOString()
+      .replace(/[-:]/g, "")
+      .replace(/\.\d{3}/, "");
     return { amzDate, scope: `${amzDate.slice(0, 8)}/${this.#opts.region}/s3/aws4_request` };
   }
 

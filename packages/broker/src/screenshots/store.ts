@@ -195,7 +195,9 @@ export class LocalScreenshotStore implements ScreenshotStore {
 
   /** The implicit user's links sign id and expiry; a named user's sign their id too. */
   #sign(id: string, exp: number, owner?: string): Buffer {
-    return createHmac("sha256", this.#key).update(owner === undefined ? `${id}.${exp}` : `${id}.${exp}.${owner}`).digest();
+    return createHmac("sha256", this.#key)
+      .update(owner === undefined ? `${id}.${exp}` : `${id}.${exp}.${owner}`)
+      .digest();
   }
 
   #file(id: string): string {
@@ -241,7 +243,6 @@ export class LocalScreenshotStore implements ScreenshotStore {
     }
   }
 }
-
 
 interface S3Runtime {
   client: S3Client;
@@ -298,10 +299,15 @@ export class S3ScreenshotStore implements ScreenshotStore {
   }
 
   async #create(): Promise<S3Runtime> {
-    const [{ S3Client, PutObjectCommand, GetObjectCommand }, { getSignedUrl }] = await Promise.all([import("@aws-sdk/client-s3"), import("@aws-sdk/s3-request-presigner")]).catch((error: unknown) => {
+    const [{ S3Client, PutObjectCommand, GetObjectCommand }, { getSignedUrl }] = await Promise.all([
+      import("@aws-sdk/client-s3"),
+      import("@aws-sdk/s3-request-presigner"),
+    ]).catch((error: unknown) => {
       // The tabrelay package leaves the AWS SDK out (an optional peer): only this store needs it.
       if (error && typeof error === "object" && Reflect.get(error, "code") === "ERR_MODULE_NOT_FOUND") {
-        throw new Error("the S3 screenshot store (screenshots.store: s3) needs the AWS SDK beside tabrelay: npm install @aws-sdk/client-s3@3 @aws-sdk/s3-request-presigner@3 where tabrelay is installed");
+        throw new Error(
+          "the S3 screenshot store (screenshots.store: s3) needs the AWS SDK beside tabrelay: npm install @aws-sdk/client-s3@3 @aws-sdk/s3-request-presigner@3 where tabrelay is installed",
+        );
       }
       throw error;
     });
@@ -331,8 +337,7 @@ export class S3ScreenshotStore implements ScreenshotStore {
           }),
         );
       },
-      presign: (key, expiresIn, signingDate) =>
-        getSignedUrl(client, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn, signingDate }),
+      presign: (key, expiresIn, signingDate) => getSignedUrl(client, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn, signingDate }),
     };
   }
 }

@@ -43,8 +43,26 @@ export function auditParams(r: Omit<SharedAuditRecord, "id" | "broker">) {
 }
 
 /** A row of the audit table (either engine: numbers may come as strings from PostgreSQL). */
-export function sharedAuditOf(row: Omit<AuditRow, "id" | "local_id" | "time" | "duration_ms" | "tab"> & { id: number | string; local_id: number | string; time: number | string; duration_ms: number | string; tab: number | string | null }): SharedAuditRecord {
-  const optional = { browser: row.browser, origin: row.origin, user: row.user_name, client: row.client, target: row.target, rule: row.rule, code: row.code, run: row.run, detail: row.detail };
+export function sharedAuditOf(
+  row: Omit<AuditRow, "id" | "local_id" | "time" | "duration_ms" | "tab"> & {
+    id: number | string;
+    local_id: number | string;
+    time: number | string;
+    duration_ms: number | string;
+    tab: number | string | null;
+  },
+): SharedAuditRecord {
+  const optional = {
+    browser: row.browser,
+    origin: row.origin,
+    user: row.user_name,
+    client: row.client,
+    target: row.target,
+    rule: row.rule,
+    code: row.code,
+    run: row.run,
+    detail: row.detail,
+  };
   return {
     id: Number(row.id),
     broker: row.broker,
@@ -57,4 +75,3 @@ export function sharedAuditOf(row: Omit<AuditRow, "id" | "local_id" | "time" | "
     ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== null)),
   };
 }
-

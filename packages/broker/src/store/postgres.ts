@@ -3,7 +3,18 @@
 // The URL is a credential (it holds the password): no error or log line here repeats it, only its host and port.
 import pg from "pg";
 import { auditParams, sharedAuditOf } from "./auditRows.js";
-import { STORE_SCHEMA_VERSION, StoreConflict, type IdempotencyRecord, type LeaseRecord, type SharedAuditRecord, type NewUser, type Pairing, type Store, type TokenInfo, type User } from "./store.js";
+import {
+  STORE_SCHEMA_VERSION,
+  StoreConflict,
+  type IdempotencyRecord,
+  type LeaseRecord,
+  type SharedAuditRecord,
+  type NewUser,
+  type Pairing,
+  type Store,
+  type TokenInfo,
+  type User,
+} from "./store.js";
 
 /** MIGRATIONS[n] takes the schema from version n to n + 1 (the same numbers as SQLite's). Times are epoch ms. */
 const MIGRATIONS: readonly string[] = [
@@ -84,7 +95,18 @@ type Ms = string;
 type UserRow = { id: string; name: string; role: string; subject: string | null; created_at: Ms; revoked_at: Ms | null };
 type TokenRow = { id: string; user_id: string; name: string; created_at: Ms; last_used_at: Ms | null; revoked_at: Ms | null };
 type PairingRow = { id: string; user_id: string; secret: string; created_at: Ms; revoked_at: Ms | null };
-type IdempotencyRow = { user_id: string; key: string; tool: string; args_hash: string; session: string; client: string; state: string; result: string | null; created_at: Ms; expires_at: Ms };
+type IdempotencyRow = {
+  user_id: string;
+  key: string;
+  tool: string;
+  args_hash: string;
+  session: string;
+  client: string;
+  state: string;
+  result: string | null;
+  created_at: Ms;
+  expires_at: Ms;
+};
 type JoinedUser = { u_name: string; u_role: string; u_subject: string | null; u_created_at: Ms };
 
 const USER_COLUMNS = "u.name AS u_name, u.role AS u_role, u.subject AS u_subject, u.created_at AS u_created_at";
@@ -128,7 +150,13 @@ export class PostgresStore implements Store {
 
   async addUser(user: NewUser & { id: string; createdAt: number }): Promise<User> {
     try {
-      await this.#pool.query("INSERT INTO users (id, name, role, subject, created_at) VALUES ($1, $2, $3, $4, $5)", [user.id, user.name, user.role, user.subject ?? null, user.createdAt]);
+      await this.#pool.query("INSERT INTO users (id, name, role, subject, created_at) VALUES ($1, $2, $3, $4, $5)", [
+        user.id,
+        user.name,
+        user.role,
+        user.subject ?? null,
+        user.createdAt,
+      ]);
     } catch (error) {
       throw conflict(error, `a user named "${user.name}"${user.subject ? ` or with subject "${user.subject}"` : ""} exists already`);
     }
@@ -163,7 +191,13 @@ export class PostgresStore implements Store {
 
   async addToken(token: Omit<TokenInfo, "lastUsedAt" | "revokedAt"> & { hash: string }): Promise<TokenInfo> {
     try {
-      await this.#pool.query("INSERT INTO tokens (id, user_id, name, hash, created_at) VALUES ($1, $2, $3, $4, $5)", [token.id, token.userId, token.name, token.hash, token.createdAt]);
+      await this.#pool.query("INSERT INTO tokens (id, user_id, name, hash, created_at) VALUES ($1, $2, $3, $4, $5)", [
+        token.id,
+        token.userId,
+        token.name,
+        token.hash,
+        token.createdAt,
+      ]);
     } catch (error) {
       throw conflict(error, "that token exists already");
     }
@@ -198,7 +232,12 @@ export class PostgresStore implements Store {
 
   async addPairing(pairing: Omit<Pairing, "revokedAt">): Promise<Pairing> {
     try {
-      await this.#pool.query("INSERT INTO pairings (id, user_id, secret, created_at) VALUES ($1, $2, $3, $4)", [pairing.id, pairing.userId, pairing.secret, pairing.createdAt]);
+      await this.#pool.query("INSERT INTO pairings (id, user_id, secret, created_at) VALUES ($1, $2, $3, $4)", [
+        pairing.id,
+        pairing.userId,
+        pairing.secret,
+        pairing.createdAt,
+      ]);
     } catch (error) {
       throw conflict(error, "that pairing exists already");
     }
@@ -253,7 +292,10 @@ export class PostgresStore implements Store {
   async settleIdempotency(userId: string, key: string, state: "done" | "unknown", result: string, onlyExpiredBefore?: number): Promise<boolean> {
     const expiry = onlyExpiredBefore === undefined ? "" : " AND expires_at < $5";
     const params: unknown[] = [state, result, userId, key, ...(onlyExpiredBefore === undefined ? [] : [onlyExpiredBefore])];
-    return ((await this.#pool.query(`UPDATE idempotency SET state = $1, result = $2 WHERE user_id = $3 AND key = $4 AND state = 'pending'${expiry}`, params)).rowCount ?? 0) > 0;
+    return (
+      ((await this.#pool.query(`UPDATE idempotency SET state = $1, result = $2 WHERE user_id = $3 AND key = $4 AND state = 'pending'${expiry}`, params))
+        .rowCount ?? 0) > 0
+    );
   }
 
   async releaseIdempotency(userId: string, key: string): Promise<void> {
@@ -287,7 +329,23 @@ export class PostgresStore implements Store {
   async putAudit(broker: string, records: Array<Omit<SharedAuditRecord, "id" | "broker">>): Promise<void> {
     if (records.length === 0) return;
     // One statement for the batch: a row per record, upserted by (broker, local_id).
-    const columns = ["localId", "time", "tool", "decision", "durationMs", "browser", "tab", "origin", "user", "client", "target", "rule", "code", "run", "detail"] as const;
+    const columns = [
+      "localId",
+      "time",
+      "tool",
+      "decision",
+      "durationMs",
+      "browser",
+      "tab",
+      "origin",
+      "user",
+      "client",
+      "target",
+      "rule",
+      "code",
+      "run",
+      "detail",
+    ] as const;
     const values: unknown[] = [broker];
     const rows = records.map((r) => {
       const params = auditParams(r);
@@ -353,7 +411,9 @@ async function migrate(client: pg.PoolClient, server: string): Promise<void> {
     const row = (await client.query<{ version: number }>("SELECT version FROM tabrelay_schema_version")).rows[0];
     const current = row?.version ?? 0;
     if (current > STORE_SCHEMA_VERSION) {
-      throw new Error(`the PostgreSQL store at ${server} has schema version ${current}, newer than this tabrelay understands (${STORE_SCHEMA_VERSION}); upgrade tabrelay`);
+      throw new Error(
+        `the PostgreSQL store at ${server} has schema version ${current}, newer than this tabrelay understands (${STORE_SCHEMA_VERSION}); upgrade tabrelay`,
+      );
     }
     for (let version = current; version < STORE_SCHEMA_VERSION; version++) {
       const sql = MIGRATIONS[version];
@@ -456,11 +516,35 @@ function tokenOf(row: TokenRow): TokenInfo {
 }
 
 function pairingOf(row: PairingRow): Pairing {
-  return { id: row.id, userId: row.user_id, secret: row.secret, createdAt: ms(row.created_at), ...(row.revoked_at !== null ? { revokedAt: ms(row.revoked_at) } : {}) };
+  return {
+    id: row.id,
+    userId: row.user_id,
+    secret: row.secret,
+    createdAt: ms(row.created_at),
+    ...(row.revoked_at !== null ? { revokedAt: ms(row.revoked_at) } : {}),
+  };
 }
 
-type LeaseRow = { browser_id: string; tab_id: string | number; session: string; client: string; since: string | number; last_used: string | number; opened: boolean; keep: boolean };
+type LeaseRow = {
+  browser_id: string;
+  tab_id: string | number;
+  session: string;
+  client: string;
+  since: string | number;
+  last_used: string | number;
+  opened: boolean;
+  keep: boolean;
+};
 
 function leaseOf(row: LeaseRow): LeaseRecord {
-  return { browserId: row.browser_id, tabId: Number(row.tab_id), session: row.session, client: row.client, since: Number(row.since), lastUsed: Number(row.last_used), opened: row.opened, keep: row.keep };
+  return {
+    browserId: row.browser_id,
+    tabId: Number(row.tab_id),
+    session: row.session,
+    client: row.client,
+    since: Number(row.since),
+    lastUsed: Number(row.last_used),
+    opened: row.opened,
+    keep: row.keep,
+  };
 }

@@ -4,7 +4,18 @@ import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { isDuplicateKey, Sqlite, type SqlValue } from "../util/sqlite.js";
 import { auditParams, sharedAuditOf, type AuditRow } from "./auditRows.js";
-import { STORE_SCHEMA_VERSION, StoreConflict, type IdempotencyRecord, type LeaseRecord, type SharedAuditRecord, type NewUser, type Pairing, type Store, type TokenInfo, type User } from "./store.js";
+import {
+  STORE_SCHEMA_VERSION,
+  StoreConflict,
+  type IdempotencyRecord,
+  type LeaseRecord,
+  type SharedAuditRecord,
+  type NewUser,
+  type Pairing,
+  type Store,
+  type TokenInfo,
+  type User,
+} from "./store.js";
 
 export const STORE_DB_FILE = "store.db";
 
@@ -80,7 +91,18 @@ const MIGRATIONS: readonly string[] = [
 type UserRow = { id: string; name: string; role: string; subject: string | null; created_at: number; revoked_at: number | null };
 type TokenRow = { id: string; user_id: string; name: string; created_at: number; last_used_at: number | null; revoked_at: number | null };
 type PairingRow = { id: string; user_id: string; secret: string; created_at: number; revoked_at: number | null };
-type IdempotencyRow = { user_id: string; key: string; tool: string; args_hash: string; session: string; client: string; state: string; result: string | null; created_at: number; expires_at: number };
+type IdempotencyRow = {
+  user_id: string;
+  key: string;
+  tool: string;
+  args_hash: string;
+  session: string;
+  client: string;
+  state: string;
+  result: string | null;
+  created_at: number;
+  expires_at: number;
+};
 
 export class SqliteStore implements Store {
   readonly engine = "sqlite" as const;
@@ -110,7 +132,14 @@ export class SqliteStore implements Store {
 
   async addUser(user: NewUser & { id: string; createdAt: number }): Promise<User> {
     try {
-      this.#db.run("INSERT INTO users (id, name, role, subject, created_at) VALUES (?, ?, ?, ?, ?)", user.id, user.name, user.role, user.subject ?? null, user.createdAt);
+      this.#db.run(
+        "INSERT INTO users (id, name, role, subject, created_at) VALUES (?, ?, ?, ?, ?)",
+        user.id,
+        user.name,
+        user.role,
+        user.subject ?? null,
+        user.createdAt,
+      );
     } catch (error) {
       throw conflict(error, `a user named "${user.name}"${user.subject ? ` or with subject "${user.subject}"` : ""} exists already`);
     }
@@ -144,7 +173,14 @@ export class SqliteStore implements Store {
 
   async addToken(token: Omit<TokenInfo, "lastUsedAt" | "revokedAt"> & { hash: string }): Promise<TokenInfo> {
     try {
-      this.#db.run("INSERT INTO tokens (id, user_id, name, hash, created_at) VALUES (?, ?, ?, ?, ?)", token.id, token.userId, token.name, token.hash, token.createdAt);
+      this.#db.run(
+        "INSERT INTO tokens (id, user_id, name, hash, created_at) VALUES (?, ?, ?, ?, ?)",
+        token.id,
+        token.userId,
+        token.name,
+        token.hash,
+        token.createdAt,
+      );
     } catch (error) {
       throw conflict(error, "that token exists already");
     }
@@ -159,7 +195,10 @@ export class SqliteStore implements Store {
       hash,
     );
     if (!row) return undefined;
-    return { token: tokenOf(row), user: userOf({ id: row.user_id, name: row.u_name, role: row.u_role, subject: row.u_subject, created_at: row.u_created_at, revoked_at: null }) };
+    return {
+      token: tokenOf(row),
+      user: userOf({ id: row.user_id, name: row.u_name, role: row.u_role, subject: row.u_subject, created_at: row.u_created_at, revoked_at: null }),
+    };
   }
 
   async touchToken(id: string, at: number): Promise<void> {
@@ -194,7 +233,10 @@ export class SqliteStore implements Store {
       id,
     );
     if (!row) return undefined;
-    return { pairing: pairingOf(row), user: userOf({ id: row.user_id, name: row.u_name, role: row.u_role, subject: row.u_subject, created_at: row.u_created_at, revoked_at: null }) };
+    return {
+      pairing: pairingOf(row),
+      user: userOf({ id: row.user_id, name: row.u_name, role: row.u_role, subject: row.u_subject, created_at: row.u_created_at, revoked_at: null }),
+    };
   }
 
   async pairings(userId?: string): Promise<Pairing[]> {
@@ -299,7 +341,11 @@ export class SqliteStore implements Store {
     const rows =
       options.afterId === undefined
         ? this.#db.all<AuditRow>(`SELECT * FROM (SELECT * FROM audit WHERE ${mine} ORDER BY id DESC LIMIT @limit) ORDER BY id ASC`, { limit, ...who })
-        : this.#db.all<AuditRow>(`SELECT * FROM audit WHERE id > @after AND ${mine} ORDER BY id ASC LIMIT @limit`, { after: Math.trunc(options.afterId), limit, ...who });
+        : this.#db.all<AuditRow>(`SELECT * FROM audit WHERE id > @after AND ${mine} ORDER BY id ASC LIMIT @limit`, {
+            after: Math.trunc(options.afterId),
+            limit,
+            ...who,
+          });
     return rows.map(sharedAuditOf);
   }
 
@@ -313,7 +359,8 @@ function migrate(db: Sqlite, path: string): void {
     db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const row = db.get<{ version: number }>("SELECT version FROM schema_version");
     const current = row?.version ?? 0;
-    if (current > STORE_SCHEMA_VERSION) throw new Error(`${path} has store schema version ${current}, newer than this tabrelay understands (${STORE_SCHEMA_VERSION}); upgrade tabrelay`);
+    if (current > STORE_SCHEMA_VERSION)
+      throw new Error(`${path} has store schema version ${current}, newer than this tabrelay understands (${STORE_SCHEMA_VERSION}); upgrade tabrelay`);
     for (let version = current; version < STORE_SCHEMA_VERSION; version++) {
       const sql = MIGRATIONS[version];
       if (sql !== undefined) db.exec(sql);
@@ -372,5 +419,14 @@ function pairingOf(row: PairingRow): Pairing {
 type LeaseRow = { browser_id: string; tab_id: number; session: string; client: string; since: number; last_used: number; opened: number; keep: number };
 
 function leaseOf(row: LeaseRow): LeaseRecord {
-  return { browserId: row.browser_id, tabId: row.tab_id, session: row.session, client: row.client, since: row.since, lastUsed: row.last_used, opened: row.opened === 1, keep: row.keep === 1 };
+  return {
+    browserId: row.browser_id,
+    tabId: row.tab_id,
+    session: row.session,
+    client: row.client,
+    since: row.since,
+    lastUsed: row.last_used,
+    opened: row.opened === 1,
+    keep: row.keep === 1,
+  };
 }

@@ -104,9 +104,7 @@ export async function perform(
   response.audit({ tab: tab.tabId, url: tab.url });
   // With the action and its value, the page also reports what the action reaches (a label's control, the form
   // an Enter submits, the option chosen), so the gate judges exactly what will happen.
-  const facts = unwrap(
-    await conn.call("page.inspect", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, ...inspectWith }),
-  );
+  const facts = unwrap(await conn.call("page.inspect", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, ...inspectWith }));
   response.audit({ target: target(facts) });
   // An element inside a frame is only reachable if the frame itself may be read; then the write policy decides.
   const decision = gateWrite(ctx.config.policy, ctx.config.writePolicy, action, tab.url, facts);
@@ -132,7 +130,9 @@ export async function perform(
   if (done.focus !== undefined) response.line(`- focus is on ${done.focus}`);
   if (done.submitStopped !== undefined) {
     // A grant to type is not a grant to submit (the write policy): the submission is a click on the form's button.
-    response.line(`- the page tried to submit the form ${pageText(done.submitStopped.form, PAGE_TEXT_MAX.name)} when its field changed; tabrelay stopped it: submitting is a click on the form's button, which needs its own click grant (snapshot, then click it)`);
+    response.line(
+      `- the page tried to submit the form ${pageText(done.submitStopped.form, PAGE_TEXT_MAX.name)} when its field changed; tabrelay stopped it: submitting is a click on the form's button, which needs its own click grant (snapshot, then click it)`,
+    );
     result["submitStopped"] = done.submitStopped.form;
   }
   const after = unwrap(await conn.call("tabs.get", { tabId: tab.tabId })).tab;
@@ -148,7 +148,9 @@ export async function perform(
     response.line(`- the tab navigated to ${pageText(after.url, PAGE_TEXT_MAX.url)}${after.status === "loading" ? " (still loading)" : ""}`);
     result["navigated"] = after.url;
   } else if (done.navigating !== undefined) {
-    response.line(`- the page is navigating to ${pageText(done.navigating, PAGE_TEXT_MAX.url)} (not committed within ${COMMIT_WAIT_MS / 1000} s; read the tab again to see where it went)`);
+    response.line(
+      `- the page is navigating to ${pageText(done.navigating, PAGE_TEXT_MAX.url)} (not committed within ${COMMIT_WAIT_MS / 1000} s; read the tab again to see where it went)`,
+    );
     result["navigating"] = done.navigating;
   }
   if (done.domChanged !== undefined) result["domChanged"] = done.domChanged;
@@ -192,7 +194,12 @@ function actionTool(spec: {
       await perform(
         ctx,
         response,
-        { tab: Number(params["tab"]), ref: String(params["ref"]), revision: String(params["revision"]), browser: params["browser"] === undefined ? undefined : String(params["browser"]) },
+        {
+          tab: Number(params["tab"]),
+          ref: String(params["ref"]),
+          revision: String(params["revision"]),
+          browser: params["browser"] === undefined ? undefined : String(params["browser"]),
+        },
         spec.action,
         value,
       );
@@ -256,7 +263,13 @@ export const scroll = defineTool({
   errors: ACT_ERRORS,
   async handler(ctx, params, response) {
     if (params.ref && !params.revision) throw new TabrelayError("invalid_params", "scroll with a ref needs the revision of the snapshot it came from");
-    await perform(ctx, response, { tab: params.tab, ref: params.ref ?? "page", revision: params.revision ?? "", browser: params.browser }, "scroll", params.direction);
+    await perform(
+      ctx,
+      response,
+      { tab: params.tab, ref: params.ref ?? "page", revision: params.revision ?? "", browser: params.browser },
+      "scroll",
+      params.direction,
+    );
   },
 });
 

@@ -19,8 +19,9 @@ export const listBrowsers = defineTool({
     response.line(`${browsers.length} browser${browsers.length === 1 ? "" : "s"} connected:`);
     browsers.forEach((b, i) => {
       const since = new Date(b.info.connectedAt).toISOString();
-      response.line(`- id: ${b.info.browserId} | label: ${b.info.label} | kind: ${b.info.kind} | connected: ${since}${i === 0 ? " | default" : ""} | ${describeCapabilities(b.info.kind)}`);
+      response.line(
+        `- id: ${b.info.browserId} | label: ${b.info.label} | kind: ${b.info.kind} | connected: ${since}${i === 0 ? " | default" : ""} | ${describeCapabilities(b.info.kind)}`,
+      );
     });
   },
 });
-

@@ -102,7 +102,11 @@ export type SessionDirectory = Directory<SharedSession>;
  * Where a call naming `selector` (none: the user's newest browser) goes: undefined to run here (a local browser, or
  * no browser anywhere: the local registry then says why), or the broker holding it.
  */
-export function locate(local: readonly BrowserInfo[], remote: readonly RemoteBrowser[], selector: string | undefined): { broker: string; browserId: string } | undefined {
+export function locate(
+  local: readonly BrowserInfo[],
+  remote: readonly RemoteBrowser[],
+  selector: string | undefined,
+): { broker: string; browserId: string } | undefined {
   if (remote.length === 0) return undefined;
   const at = (b: RemoteBrowser) => ({ broker: b.broker, browserId: b.info.browserId });
   if (selector === undefined || selector === "") {

@@ -66,13 +66,30 @@ export class Idempotency {
   }
 
   /** Runs `call` at most once per (user, key), for the session `owner` only: see the module comment. */
-  async once(user: string, owner: { session: string; client: string }, key: string, tool: string, args: unknown, signal: AbortSignal, call: () => Promise<CallOutcome>): Promise<KeyedAnswer> {
+  async once(
+    user: string,
+    owner: { session: string; client: string },
+    key: string,
+    tool: string,
+    args: unknown,
+    signal: AbortSignal,
+    call: () => Promise<CallOutcome>,
+  ): Promise<KeyedAnswer> {
     const store = await this.#store();
     await this.#forgetOld(store);
     const argsHash = await hashArgs(args);
     for (let wait = 20; ; wait = Math.min(wait * 2, 250)) {
       const now = this.#now();
-      const existing = await store.claimIdempotency({ userId: user, key, tool, argsHash, session: owner.session, client: owner.client, createdAt: now, expiresAt: now + this.#leaseMs });
+      const existing = await store.claimIdempotency({
+        userId: user,
+        key,
+        tool,
+        argsHash,
+        session: owner.session,
+        client: owner.client,
+        createdAt: now,
+        expiresAt: now + this.#leaseMs,
+      });
       if (!existing) return { kind: "ran", outcome: await this.#run(store, user, key, call) };
       // A key made before keys had owners ("") answers any session of its user, as it did then.
       if (existing.session !== "" && existing.session !== owner.session) return { kind: "foreign", client: existing.client, firstAt: existing.createdAt };
@@ -112,7 +129,8 @@ export class Idempotency {
     if (record.expiresAt >= now) return undefined;
     // Its broker stopped renewing it: declare it lost, unless its broker settled it just now (then replay that).
     const lost = { text: "the first call's broker stopped before it answered", isError: true };
-    if (await store.settleIdempotency(record.userId, record.key, "unknown", JSON.stringify({ lost: true, ...lost }), now)) return { kind: "lost", firstAt: record.createdAt };
+    if (await store.settleIdempotency(record.userId, record.key, "unknown", JSON.stringify({ lost: true, ...lost }), now))
+      return { kind: "lost", firstAt: record.createdAt };
     const again = await store.idempotency(record.userId, record.key);
     if (!again) return undefined;
     if (again.state === "pending") return undefined;
@@ -135,7 +153,8 @@ export function keyOf(args: unknown): string | undefined {
 
 /** SHA-256 (hex) of the arguments as canonical JSON (keys sorted), the key itself left out. Web Crypto: the core runs on Workers too. */
 export async function hashArgs(args: unknown): Promise<string> {
-  const rest = args && typeof args === "object" && !Array.isArray(args) ? Object.fromEntries(Object.entries(args).filter(([name]) => name !== IDEMPOTENCY_FIELD)) : args;
+  const rest =
+    args && typeof args === "object" && !Array.isArray(args) ? Object.fromEntries(Object.entries(args).filter(([name]) => name !== IDEMPOTENCY_FIELD)) : args;
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonical(rest ?? null)));
   return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
@@ -143,7 +162,9 @@ export async function hashArgs(args: unknown): Promise<string> {
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (value && typeof value === "object") {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
   }
   return JSON.stringify(value) ?? "null";

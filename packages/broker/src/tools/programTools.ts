@@ -21,7 +21,8 @@ const coordinate = (what: string) => z.number().finite().min(0).max(100_000).des
 export const drag = defineTool({
   name: "drag",
   title: "Drag",
-  description: "Presses on the element (the grabbed one, judged by the write gate as a click on it) at a viewport point, moves to another and releases; HTML5 drag-and-drop events when it is draggable.",
+  description:
+    "Presses on the element (the grabbed one, judged by the write gate as a click on it) at a viewport point, moves to another and releases; HTML5 drag-and-drop events when it is draggable.",
   input: {
     tab: fields.tab,
     ref,
@@ -101,7 +102,10 @@ export const upload = defineTool({
       total += bytes.length;
       sizes.push(bytes.length);
       if (total > UPLOAD_MAX_BYTES) {
-        throw new TabrelayError("invalid_params", `the files come to more than ${UPLOAD_MAX_BYTES / 1024 / 1024} MiB (${UPLOAD_MAX_BYTES} bytes), the most an upload takes in all; upload fewer or smaller files`);
+        throw new TabrelayError(
+          "invalid_params",
+          `the files come to more than ${UPLOAD_MAX_BYTES / 1024 / 1024} MiB (${UPLOAD_MAX_BYTES} bytes), the most an upload takes in all; upload fewer or smaller files`,
+        );
       }
       return { name: f.name, base64: bytesToBase64(bytes), type: f.type ?? "application/octet-stream" };
     });
@@ -135,7 +139,11 @@ export const setViewport = defineTool({
     await checkLanding(ctx, conn, current, {});
     const size = unwrap(await conn.call("tabs.viewport", { tabId: params.tab, width: params.width, height: params.height }));
     const exact = size.width === params.width && size.height === params.height;
-    response.line(exact ? `The viewport of tab ${params.tab} is ${size.width}x${size.height}.` : `Asked ${params.width}x${params.height}; the page reports ${size.width}x${size.height} (the window could not be sized exactly).`);
+    response.line(
+      exact
+        ? `The viewport of tab ${params.tab} is ${size.width}x${size.height}.`
+        : `Asked ${params.width}x${params.height}; the page reports ${size.width}x${size.height} (the window could not be sized exactly).`,
+    );
     response.structured({ width: size.width, height: size.height });
   },
 });
@@ -160,19 +168,37 @@ export const evaluate = defineTool({
     const conn = ctx.browser();
     const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
     const tab = await checkLanding(ctx, conn, current, {});
-    response.audit({ tab: tab.tabId, url: tab.url, target: "expression", detail: `expression (${params.expression.length} characters): ${params.expression.slice(0, 300)}` });
+    response.audit({
+      tab: tab.tabId,
+      url: tab.url,
+      target: "expression",
+      detail: `expression (${params.expression.length} characters): ${params.expression.slice(0, 300)}`,
+    });
     const decision = gateEval(ctx.config.writePolicy, tab.url);
     if (!decision.ok) throw new TabrelayError(decision.code, decision.message, decision.rule);
     if (decision.rule) response.audit({ rule: decision.rule });
     response.markDispatched();
     const timeoutMs = params.timeout_ms ?? EVAL_TIMEOUT_MS;
     const evaluated = await conn.call("page.eval", { tabId: tab.tabId, expression: params.expression, timeoutMs }, { timeoutMs: timeoutMs + 10_000 });
-    if (!evaluated.ok && evaluated.error.code === "not_actionable" && /Content.Security.Policy/i.test(evaluated.error.message) && !capabilitiesOf(conn.info.kind).evalUnderCsp) {
-      throw new TabrelayError("not_actionable", `${evaluated.error.message} This page's Content-Security-Policy forbids eval, and through the extension an expression runs under it; read what you need with query or get instead, or use a browser attached over CDP`);
+    if (
+      !evaluated.ok &&
+      evaluated.error.code === "not_actionable" &&
+      /Content.Security.Policy/i.test(evaluated.error.message) &&
+      !capabilitiesOf(conn.info.kind).evalUnderCsp
+    ) {
+      throw new TabrelayError(
+        "not_actionable",
+        `${evaluated.error.message} This page's Content-Security-Policy forbids eval, and through the extension an expression runs under it; read what you need with query or get instead, or use a browser attached over CDP`,
+      );
     }
     const answer = unwrap(evaluated);
-    if (answer.json === undefined) throw new TabrelayError("value_not_copyable", `the expression's value is ${answer.unserializable ?? "not JSON"}, which cannot be returned as JSON; return plain data (objects, arrays, strings, numbers)`);
-    if (answer.json.length > EVAL_MAX_CHARS) throw new TabrelayError("value_not_copyable", `the expression's value is over ${EVAL_MAX_CHARS} characters of JSON; return less`);
+    if (answer.json === undefined)
+      throw new TabrelayError(
+        "value_not_copyable",
+        `the expression's value is ${answer.unserializable ?? "not JSON"}, which cannot be returned as JSON; return plain data (objects, arrays, strings, numbers)`,
+      );
+    if (answer.json.length > EVAL_MAX_CHARS)
+      throw new TabrelayError("value_not_copyable", `the expression's value is over ${EVAL_MAX_CHARS} characters of JSON; return less`);
     let value: unknown;
     try {
       value = JSON.parse(answer.json);

@@ -23,7 +23,11 @@ function selectorOf(params: { selector?: string | undefined; id?: string | undef
   const given = [params.selector, params.id, params.class].filter((v) => v !== undefined);
   if (given.length !== 1) throw new TabrelayError("invalid_params", "give exactly one of selector, id, class");
   if (params.selector !== undefined) {
-    if (/^\s*ref=/.test(params.selector)) throw new TabrelayError("invalid_params", `selector ${JSON.stringify(params.selector.slice(0, 60))} is not CSS (ref= is how code mode reads an element it holds a ref to); pass a CSS or xpath= selector`);
+    if (/^\s*ref=/.test(params.selector))
+      throw new TabrelayError(
+        "invalid_params",
+        `selector ${JSON.stringify(params.selector.slice(0, 60))} is not CSS (ref= is how code mode reads an element it holds a ref to); pass a CSS or xpath= selector`,
+      );
     return params.selector;
   }
   if (params.id !== undefined) return `[id=${cssString(params.id)}]`;
@@ -52,7 +56,9 @@ function renderMatch(match: QueryMatch, index: number): string[] {
   head.push(match.hidden ? `[hidden: ${match.hidden}]` : "[visible]");
   const lines = [head.join(" ")];
   if (match.text) lines.push(`  text: ${quote(match.text)}`);
-  const attributes = Object.entries(match.attributes).sort(([a], [b]) => attributeRank(a) - attributeRank(b) || (a < b ? -1 : a > b ? 1 : 0)).map(([name, value]) => `${cleanLine(name).slice(0, 60)}=${quote(value, name === "href" || name === "src" ? PAGE_TEXT_MAX.url : VALUE_MAX)}`);
+  const attributes = Object.entries(match.attributes)
+    .sort(([a], [b]) => attributeRank(a) - attributeRank(b) || (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, value]) => `${cleanLine(name).slice(0, 60)}=${quote(value, name === "href" || name === "src" ? PAGE_TEXT_MAX.url : VALUE_MAX)}`);
   if (attributes.length) lines.push(`  ${attributes.join(" ")}`);
   return lines;
 }
@@ -100,7 +106,11 @@ export const query = defineTool({
     "Elements matching a selector in a tab (its frames and shadow roots too): tag, role, name, visible text, attributes (id, class, name, type, absolute href/src, alt, title, aria-*, data-testid; value, never a password's), visibility, ref if actionable. Only what a person sees matches. Paged with the total; a new revision.",
   input: {
     tab: fields.tab,
-    selector: z.string().min(1).optional().describe('CSS, or xpath=<XPath> (not in shadow roots); "a >> b" finds b in the frames a matches; point=x,y: the element at a viewport point.'),
+    selector: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('CSS, or xpath=<XPath> (not in shadow roots); "a >> b" finds b in the frames a matches; point=x,y: the element at a viewport point.'),
     id: z.string().min(1).optional().describe("An id, instead of selector."),
     class: z.string().min(1).optional().describe("Space-separated classes, instead of selector."),
     offset: z.number().int().min(0).max(OFFSET_MAX).optional().describe("Matches to skip (paging)."),
@@ -145,7 +155,8 @@ export const query = defineTool({
         .map((match, i) => ({ match, index: start + frame.first + i }))
         .filter(({ index }) => index >= offset && index < offset + limit);
       if (shown.length === 0) continue;
-      if (frame.frameId !== 0) listed.push(`- frame ${frame.title ? `${pageText(frame.title, PAGE_TEXT_MAX.name)} ` : ""}at ${pageText(frame.url, PAGE_TEXT_MAX.url)}:`);
+      if (frame.frameId !== 0)
+        listed.push(`- frame ${frame.title ? `${pageText(frame.title, PAGE_TEXT_MAX.name)} ` : ""}at ${pageText(frame.url, PAGE_TEXT_MAX.url)}:`);
       for (const { match, index } of shown) listed.push(...renderMatch(match, index + 1));
       for (const { match } of shown) values.push(frame.frameId !== 0 ? { ...match, frame: frame.url } : match);
     }
@@ -155,11 +166,16 @@ export const query = defineTool({
     response.pageText("Title", tab.title);
     response.pageText("URL", tab.url, PAGE_TEXT_MAX.url);
     response.line(`revision: ${revision} (pass it with a ref to act; it stays valid until the page changes, or you query or snapshot again)`);
-    response.line(total === 0 ? "Matches: none." : offset >= total ? `Matches: ${total}; offset ${offset} is past the last.` : `Matches ${offset + 1}-${end} of ${total}.`);
+    response.line(
+      total === 0 ? "Matches: none." : offset >= total ? `Matches: ${total}; offset ${offset} is past the last.` : `Matches ${offset + 1}-${end} of ${total}.`,
+    );
     if (total > 0 && offset < total) response.pageContent(listed.join("\n"));
     if (end < total) response.line(`Next: query with tab=${tab.tabId}, the same selector and offset=${end}.`);
     if (withheld > 0) response.line(`Frames withheld: ${withheld} (outside the read policy; not searched).`);
-    if (searchCapped) response.line(`Limit: a document has over ${withThousands(CONTENT_MAX_ELEMENTS)} elements; only its first ${withThousands(CONTENT_MAX_ELEMENTS)} were searched.`);
+    if (searchCapped)
+      response.line(
+        `Limit: a document has over ${withThousands(CONTENT_MAX_ELEMENTS)} elements; only its first ${withThousands(CONTENT_MAX_ELEMENTS)} were searched.`,
+      );
   },
 });
 
@@ -174,7 +190,10 @@ export const describeRef = defineTool({
   description: "The element a ref names, read fresh as query describes it (states, text, attributes, box); keeps the revision.",
   input: {
     tab: fields.tab,
-    ref: z.string().regex(/^(?:f\d+)?e\d+$/).describe("From snapshot or query."),
+    ref: z
+      .string()
+      .regex(/^(?:f\d+)?e\d+$/)
+      .describe("From snapshot or query."),
     revision: z.string().min(1).describe("The ref's revision."),
     browser: fields.browser,
   },
@@ -193,7 +212,10 @@ export const describeRef = defineTool({
     const verdict = frame && frameId !== 0 ? judgeFrames(ctx.config.policy, frames).get(frameId) : undefined;
     const match = frame?.matches[0];
     if (!frame || !match || verdict?.ok === false) {
-      throw new TabrelayError("stale_ref", `ref ${params.ref} of revision ${params.revision} names no element of tab ${tab.tabId} now: the page changed, re-rendered or navigated since, or it was snapshotted again; snapshot again and use the new refs`);
+      throw new TabrelayError(
+        "stale_ref",
+        `ref ${params.ref} of revision ${params.revision} names no element of tab ${tab.tabId} now: the page changed, re-rendered or navigated since, or it was snapshotted again; snapshot again and use the new refs`,
+      );
     }
     const value = frameId !== 0 ? { ...match, frame: frame.url } : match;
     response.structured({ tab: tab.tabId, url: tab.url, revision: params.revision, total: 1, offset: 0, matches: [value], withheldFrames: 0, capped: false });

@@ -202,6 +202,7 @@ function redactDeep<T>(value: T, secrets: Redactor): T;
 function redactDeep(value: unknown, secrets: Redactor): unknown {
   if (typeof value === "string") return secrets.redact(value);
   if (Array.isArray(value)) return value.map((item: unknown) => redactDeep(item, secrets));
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [secrets.redact(k), redactDeep(v, secrets)]));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [secrets.redact(k), redactDeep(v, secrets)]));
   return value;
 }

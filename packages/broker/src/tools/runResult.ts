@@ -33,7 +33,9 @@ export function boundRunOutput(result: RunResult, maxChars: number, run: string)
   const output: RunOutput = {
     ...(result.value !== undefined ? { value: result.value } : {}),
     logs: result.logs,
-    ...(result.failedCall ? { failedCall: { command: result.failedCall.command, args: cutArgs(result.failedCall.args), error: cutError(result.failedCall.error) } } : {}),
+    ...(result.failedCall
+      ? { failedCall: { command: result.failedCall.command, args: cutArgs(result.failedCall.args), error: cutError(result.failedCall.error) } }
+      : {}),
     ...(result.error ? { error: cutError(result.error) } : {}),
   };
   if (size(output) <= share) return { output };
@@ -42,7 +44,9 @@ export function boundRunOutput(result: RunResult, maxChars: number, run: string)
   // Logs first: their start and their end, each line cut to a part of the share, the rest counted.
   const logShare = Math.floor(share / 2);
   const lineMax = Math.max(200, Math.floor(logShare / 8));
-  const lines = result.logs.map((entry) => (entry.text.length > lineMax ? { ...entry, text: `${entry.text.slice(0, lineMax)}… (cut: ${entry.text.length} characters)` } : entry));
+  const lines = result.logs.map((entry) =>
+    entry.text.length > lineMax ? { ...entry, text: `${entry.text.slice(0, lineMax)}… (cut: ${entry.text.length} characters)` } : entry,
+  );
   const head: LogEntry[] = [];
   const tail: LogEntry[] = [];
   let used = 0;
@@ -68,7 +72,10 @@ export function boundRunOutput(result: RunResult, maxChars: number, run: string)
   if (dropped.length > 0 || shortened) {
     cut.logLines = dropped.length;
     cut.logChars = result.logs.reduce((sum, entry) => sum + entry.text.length, 0);
-    const marker: LogEntry = { level: "warn", text: `… ${dropped.length} log line${dropped.length === 1 ? "" : "s"} cut here (the logs are ${cut.logChars} characters in all); ${where}` };
+    const marker: LogEntry = {
+      level: "warn",
+      text: `… ${dropped.length} log line${dropped.length === 1 ? "" : "s"} cut here (the logs are ${cut.logChars} characters in all); ${where}`,
+    };
     output.logs = dropped.length > 0 ? [...head, marker, ...tail] : [...lines, marker];
   }
   // Then the value, if what is left still does not fit: its JSON's start, as a string, with the count.
@@ -91,5 +98,7 @@ function cutArgs(args: unknown[]): unknown[] {
 }
 
 function cutError(error: { code: string; message: string }): { code: string; message: string } {
-  return error.message.length > MESSAGE_MAX_CHARS ? { code: error.code, message: `${error.message.slice(0, MESSAGE_MAX_CHARS)}… (cut: ${error.message.length} characters)` } : error;
+  return error.message.length > MESSAGE_MAX_CHARS
+    ? { code: error.code, message: `${error.message.slice(0, MESSAGE_MAX_CHARS)}… (cut: ${error.message.length} characters)` }
+    : error;
 }

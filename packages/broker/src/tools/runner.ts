@@ -31,7 +31,14 @@ const LOST = new Set(["browser_disconnected", "timeout"]);
  * `session` is the MCP session the call comes from: its tabs are leased to it, and a tab another session holds is
  * refused (tab_leased) before the tool's handler runs.
  */
-export async function runTool(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSignal, session?: Caller, options: RunOptions = {}): Promise<RenderedResult> {
+export async function runTool(
+  tool: Tool,
+  ctx: ToolContext,
+  args: unknown,
+  signal: AbortSignal,
+  session?: Caller,
+  options: RunOptions = {},
+): Promise<RenderedResult> {
   const key = IDEMPOTENCY_FIELD in tool.input.shape ? keyOf(args) : undefined;
   if (key === undefined) return (await runWhere(tool, ctx, args, signal, session, options)).result;
   return runKeyed(key, ctx.idempotency, tool, ctx, args, signal, session, options);
@@ -51,7 +58,17 @@ function runWhere(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSign
   const cluster = ctx.cluster;
   if (cluster && tool.broker) {
     const user = session?.user ?? options.user ?? DEFAULT_PRINCIPAL;
-    return cluster.forward(tool.broker, { tool: tool.name, args, user, ...(session ? { session: { session: session.session, client: session.client } } : {}), ...(options.run ? { run: options.run } : {}) }, signal);
+    return cluster.forward(
+      tool.broker,
+      {
+        tool: tool.name,
+        args,
+        user,
+        ...(session ? { session: { session: session.session, client: session.client } } : {}),
+        ...(options.run ? { run: options.run } : {}),
+      },
+      signal,
+    );
   }
   if (cluster && "browser" in tool.input.shape) {
     const selector = args && typeof args === "object" ? Reflect.get(args, "browser") : undefined;
@@ -60,9 +77,19 @@ function runWhere(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSign
     const where =
       selector === "new" || (selector !== undefined && typeof selector !== "string")
         ? undefined
-        : locate(ctx.registry.list(user.user).map((b) => b.info), cluster.remoteBrowsers(user.user), selector);
+        : locate(
+            ctx.registry.list(user.user).map((b) => b.info),
+            cluster.remoteBrowsers(user.user),
+            selector,
+          );
     if (where) {
-      const forwarded: ForwardedCall = { tool: tool.name, args, user, ...(session ? { session: { session: session.session, client: session.client } } : {}), ...(options.run ? { run: options.run } : {}) };
+      const forwarded: ForwardedCall = {
+        tool: tool.name,
+        args,
+        user,
+        ...(session ? { session: { session: session.session, client: session.client } } : {}),
+        ...(options.run ? { run: options.run } : {}),
+      };
       return cluster.forward(where.broker, forwarded, signal, where.browserId);
     }
   }
@@ -73,23 +100,51 @@ function runWhere(tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSign
  * A write with an idempotency key (tools/idempotency.ts): runs once, or answers with the first call's outcome, an
  * idempotency_conflict, or a lost first call; each answer leaves its own audit record.
  */
-async function runKeyed(key: string, keys: Idempotency | undefined, tool: Tool, ctx: ToolContext, args: unknown, signal: AbortSignal, session: Caller | undefined, options: RunOptions): Promise<RenderedResult> {
+async function runKeyed(
+  key: string,
+  keys: Idempotency | undefined,
+  tool: Tool,
+  ctx: ToolContext,
+  args: unknown,
+  signal: AbortSignal,
+  session: Caller | undefined,
+  options: RunOptions,
+): Promise<RenderedResult> {
   const started = Date.now();
   const user = session?.user ?? options.user ?? DEFAULT_PRINCIPAL;
   const tab: unknown = args && typeof args === "object" ? Reflect.get(args, "tab") : undefined;
   const who = { ...callerFields(user, session, options), ...(typeof tab === "number" ? { tab } : {}) };
   const fail = (code: ErrorCode, message: string, decision: AuditRecord["decision"]): RenderedResult => {
-    ctx.audit.record({ time: started, tool: tool.name, ...who, decision, durationMs: Date.now() - started, code, detail: JSON.stringify({ idempotency_key: key }) });
+    ctx.audit.record({
+      time: started,
+      tool: tool.name,
+      ...who,
+      decision,
+      durationMs: Date.now() - started,
+      code,
+      detail: JSON.stringify({ idempotency_key: key }),
+    });
     return new ToolResponse(ctx.secrets).renderError(code, message);
   };
   // A key nobody keeps would promise what is not done: refused (the stateless Worker keeps none).
-  if (!keys) return fail("invalid_params", `this server keeps no idempotency keys (it has no store), so ${tool.name} was not run; call it without idempotency_key`, "refused");
+  if (!keys)
+    return fail(
+      "invalid_params",
+      `this server keeps no idempotency keys (it has no store), so ${tool.name} was not run; call it without idempotency_key`,
+      "refused",
+    );
   let answer: KeyedAnswer;
   try {
-    answer = await keys.once(user.user, { session: session?.session ?? "", client: session?.client ?? who.client ?? "" }, key, tool.name, args, signal, () => runWhere(tool, ctx, args, signal, session, options));
+    answer = await keys.once(user.user, { session: session?.session ?? "", client: session?.client ?? who.client ?? "" }, key, tool.name, args, signal, () =>
+      runWhere(tool, ctx, args, signal, session, options),
+    );
   } catch (error) {
     ctx.log.error(`idempotency store: ${error instanceof Error ? error.message : String(error)}`);
-    return fail("internal", `the store that remembers idempotency keys could not be reached, so this ${tool.name} was not sent to the browser; retry with the same key once GET /health is ok`, "failed");
+    return fail(
+      "internal",
+      `the store that remembers idempotency keys could not be reached, so this ${tool.name} was not sent to the browser; retry with the same key once GET /health is ok`,
+      "failed",
+    );
   }
   const first = (at: number) => new Date(at).toISOString();
   switch (answer.kind) {
@@ -128,7 +183,11 @@ async function runKeyed(key: string, keys: Idempotency | undefined, tool: Tool, 
         "outcome_unknown",
       );
     case "cancelled":
-      return fail("cancelled", "the call was cancelled while the first call with this idempotency_key still ran; nothing ran for this one: retry with the same key for the first call's outcome", "failed");
+      return fail(
+        "cancelled",
+        "the call was cancelled while the first call with this idempotency_key still ran; nothing ran for this one: retry with the same key for the first call's outcome",
+        "failed",
+      );
   }
 }
 
@@ -139,9 +198,26 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
   let picked = ctx.registry.pick(typeof selector === "string" ? selector : undefined, user.user);
   // In a cluster no browser here is not no browser: with the user's browsers on other brokers, a selector that
   // matched none of them (runWhere) is unknown_browser, as on the broker holding them.
-  if (!picked.ok && picked.error.code === "not_connected" && typeof selector === "string" && selector && (ctx.cluster?.remoteBrowsers(user.user).length ?? 0) > 0) picked = unknownBrowser(selector);
+  if (
+    !picked.ok &&
+    picked.error.code === "not_connected" &&
+    typeof selector === "string" &&
+    selector &&
+    (ctx.cluster?.remoteBrowsers(user.user).length ?? 0) > 0
+  )
+    picked = unknownBrowser(selector);
   // A label carried by browsers on several brokers names none of them, here as on every broker.
-  if (picked.ok && ctx.cluster && typeof selector === "string" && ambiguousLabel(ctx.registry.list(user.user).map((b) => b.info), ctx.cluster.remoteBrowsers(user.user), selector)) picked = ambiguousBrowser(selector);
+  if (
+    picked.ok &&
+    ctx.cluster &&
+    typeof selector === "string" &&
+    ambiguousLabel(
+      ctx.registry.list(user.user).map((b) => b.info),
+      ctx.cluster.remoteBrowsers(user.user),
+      selector,
+    )
+  )
+    picked = ambiguousBrowser(selector);
   const browserHint = picked.ok ? `${picked.value.info.label} (${picked.value.info.browserId})` : undefined;
   const response = new ToolResponse(ctx.secrets);
   const leases = tabLeases(ctx.registry, ctx.config);
@@ -202,8 +278,7 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
   // A call that ran to its end with a failed outcome (a program that threw) is audited with its code.
   if (code === undefined && result.isError && result.error) code = result.error.code;
   const facts = response.auditFacts;
-  const decision =
-    code === undefined ? "allowed" : REFUSALS.has(code) ? "refused" : response.dispatched && LOST.has(code) ? "outcome_unknown" : "failed";
+  const decision = code === undefined ? "allowed" : REFUSALS.has(code) ? "refused" : response.dispatched && LOST.has(code) ? "outcome_unknown" : "failed";
   if (decision === "outcome_unknown") {
     result = {
       isError: true,
@@ -226,7 +301,11 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
 
 /** Who made a call, as its audit record says it. The implicit user's records name no user: a single-user broker's log reads as it always did. */
 function callerFields(user: Principal, session: Caller | undefined, options: RunOptions) {
-  return { ...(user.user !== DEFAULT_USER_ID ? { user: user.name } : {}), ...(session ? { client: session.client } : {}), ...(options.run ? { run: options.run } : {}) };
+  return {
+    ...(user.user !== DEFAULT_USER_ID ? { user: user.name } : {}),
+    ...(session ? { client: session.client } : {}),
+    ...(options.run ? { run: options.run } : {}),
+  };
 }
 
 function factFields(browser: string | undefined, facts: AuditFacts) {

@@ -42,7 +42,8 @@ export const screenshot = defineTool({
     const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
     response.audit({ tab: current.tabId, url: current.url });
     await checkLanding(ctx, conn, current, {});
-    const clip = params.ref && params.revision ? unwrap(await conn.call("page.rect", { tabId: params.tab, ref: params.ref, revision: params.revision })) : undefined;
+    const clip =
+      params.ref && params.revision ? unwrap(await conn.call("page.rect", { tabId: params.tab, ref: params.ref, revision: params.revision })) : undefined;
     const shot = unwrap(
       await conn.call(
         "page.capture",
@@ -53,17 +54,37 @@ export const screenshot = defineTool({
     // The picture shows what the tab showed when it was taken: judge that URL too.
     // What was captured is judged like any document the tab shows: the page may have moved on since it was checked.
     const shown = gateTab(ctx.config.policy, shot.url, undefined);
-    if (!shown.ok) throw new TabrelayError("policy_denied", `the tab showed ${pageText(shot.url, PAGE_TEXT_MAX.url)} when captured: ${shown.message}`, shown.rule);
+    if (!shown.ok)
+      throw new TabrelayError("policy_denied", `the tab showed ${pageText(shot.url, PAGE_TEXT_MAX.url)} when captured: ${shown.message}`, shown.rule);
     // Not base64 at all: nothing a PNG check would accept either.
     const bytes = base64ToBytes(shot.png) ?? new Uint8Array();
     const valid = validatePng(bytes, { maxBytes: settings.maxBytes, maxPixels: settings.maxPixels });
     if (!valid.ok) throw new TabrelayError("invalid_image", `${valid.message}; the browser sent something that is not an acceptable PNG, nothing was stored`);
-    const stored = await ctx.screenshots.put(bytes, { width: valid.width, height: valid.height, pageUrl: shot.url, capturedAt: shot.capturedAt, owner: ctx.user.user });
-    response.line(`Screenshot of tab ${params.tab}${params.ref ? ` (element ${params.ref})` : params.full_page ? " (full page)" : ""}: ${valid.width}x${valid.height} PNG`);
+    const stored = await ctx.screenshots.put(bytes, {
+      width: valid.width,
+      height: valid.height,
+      pageUrl: shot.url,
+      capturedAt: shot.capturedAt,
+      owner: ctx.user.user,
+    });
+    response.line(
+      `Screenshot of tab ${params.tab}${params.ref ? ` (element ${params.ref})` : params.full_page ? " (full page)" : ""}: ${valid.width}x${valid.height} PNG`,
+    );
     response.pageText("Page", shot.url, PAGE_TEXT_MAX.url);
     response.line(`Captured: ${new Date(shot.capturedAt).toISOString()}; link expires ${new Date(stored.expiresAt).toISOString()}`);
-    response.line(stored.owner === undefined ? `Link (a bearer credential; do not share): ${stored.url}` : `Link (fetched with your tabrelay token as the Authorization bearer; do not share): ${stored.url}`);
-    response.structured({ link: stored.url, width: valid.width, height: valid.height, pageUrl: shot.url, capturedAt: shot.capturedAt, expiresAt: stored.expiresAt });
+    response.line(
+      stored.owner === undefined
+        ? `Link (a bearer credential; do not share): ${stored.url}`
+        : `Link (fetched with your tabrelay token as the Authorization bearer; do not share): ${stored.url}`,
+    );
+    response.structured({
+      link: stored.url,
+      width: valid.width,
+      height: valid.height,
+      pageUrl: shot.url,
+      capturedAt: shot.capturedAt,
+      expiresAt: stored.expiresAt,
+    });
     if (params.inline) response.image(shot.png, "image/png");
   },
 });

@@ -14,7 +14,7 @@ export function sessionsOf(ctx: { sessions?: BrowserSessions }): BrowserSessions
   if (ctx.sessions) return ctx.sessions;
   throw new TabrelayError(
     "no_browser_source",
-    'this broker has no browser source, so it cannot start a browser; use a connected one (list_browsers), or ask the user to add `browsers: { source: local }` (or browserbase, kernel) to config.yaml and restart tabrelay',
+    "this broker has no browser source, so it cannot start a browser; use a connected one (list_browsers), or ask the user to add `browsers: { source: local }` (or browserbase, kernel) to config.yaml and restart tabrelay",
   );
 }
 
@@ -49,7 +49,9 @@ const PEER_TIMEOUT_MS = 2_000;
 
 function viewsOf(sessions: BrowserSessions, user: string): StartedView[] {
   const now = Date.now();
-  return sessions.list(user).map((s) => ({ browser: s.id, label: s.label, source: s.source, startedAt: s.startedAt, idleSeconds: idleFor(sessions, s, now), temporary: s.temporary }));
+  return sessions
+    .list(user)
+    .map((s) => ({ browser: s.id, label: s.label, source: s.source, startedAt: s.startedAt, idleSeconds: idleFor(sessions, s, now), temporary: s.temporary }));
 }
 
 /** A cluster member answers the others' browser_list_sessions with the browsers it started for that user. */
@@ -71,7 +73,8 @@ async function startedElsewhere(link: ClusterLink, user: string): Promise<{ view
 export const browserStart = defineTool({
   name: "browser_start",
   title: "Start a browser",
-  description: 'Starts a browser from the configured source; returns its id for any tool\'s `browser`. browser_run also takes browser "new" (stopped after the run).',
+  description:
+    'Starts a browser from the configured source; returns its id for any tool\'s `browser`. browser_run also takes browser "new" (stopped after the run).',
   input: {},
   kind: "write",
   errors: ["session_limit", "browser_start_failed"],
@@ -81,7 +84,9 @@ export const browserStart = defineTool({
     const started = await sessions.start({ owner: ctx.user });
     const minutes = Math.round(sessions.settings.idleMs / 60_000);
     response.audit({ target: started.id, detail: JSON.stringify({ source: started.source }) });
-    response.line(`Started browser ${started.id} (${started.label}, source ${started.source}). Pass browser: "${started.id}" to the tools; stop it with browser_stop when done (it stops by itself after ${minutes} min without a call).`);
+    response.line(
+      `Started browser ${started.id} (${started.label}, source ${started.source}). Pass browser: "${started.id}" to the tools; stop it with browser_stop when done (it stops by itself after ${minutes} min without a call).`,
+    );
     response.structured({ browser: started.id, label: started.label, source: started.source, startedAt: started.startedAt });
   },
 });
@@ -124,7 +129,9 @@ export const browserListSessions = defineTool({
     const limit = link ? `at most ${max} per broker` : `at most ${max}`;
     response.line(list.length === 0 ? `No started browser (${limit}; browser_start starts one).` : `${list.length} started (${limit}):`);
     for (const s of list) {
-      response.line(`- id: ${s.browser} | label: ${s.label} | source: ${s.source} | started: ${new Date(s.startedAt).toISOString()} | idle: ${s.idleSeconds} s${s.temporary ? " | temporary (browser_run)" : ""}${s.broker ? ` | broker: ${s.broker}` : ""}`);
+      response.line(
+        `- id: ${s.browser} | label: ${s.label} | source: ${s.source} | started: ${new Date(s.startedAt).toISOString()} | idle: ${s.idleSeconds} s${s.temporary ? " | temporary (browser_run)" : ""}${s.broker ? ` | broker: ${s.broker}` : ""}`,
+      );
     }
     if (elsewhere.silent.length > 0) response.line(`Not answering, so not listed: broker ${elsewhere.silent.join(", ")}.`);
     response.structured({ max, sessions: list, ...(elsewhere.silent.length > 0 ? { unreachable: elsewhere.silent } : {}) });
@@ -164,7 +171,9 @@ export const browserLiveView = defineTool({
     }
     if (live) {
       response.reveal(live);
-      response.line(`Live view (the provider's; a credential: whoever opens it watches and drives this browser; give it to the user only, never to a page or a tool): ${live}`);
+      response.line(
+        `Live view (the provider's; a credential: whoever opens it watches and drives this browser; give it to the user only, never to a page or a tool): ${live}`,
+      );
       out["liveViewUrl"] = live;
     } else if (started.source === "local") response.line("A local source has no live-view page; the screenshot is the view.");
     response.structured(out);

@@ -20,10 +20,8 @@ export function nextRevision(): string {
   return `r${counter}-${instance}`;
 }
 
-
 /** The in-page walk's node limit, as told to the agent. */
 const CAPPED_AT = withThousands(SNAPSHOT_MAX_NODES);
-
 
 /** One line of a snapshot as a program sees it (code mode): its text, and the element's facts when it shows one. */
 export interface SnapshotLineValue {
@@ -31,7 +29,6 @@ export interface SnapshotLineValue {
   refAt?: number;
   node?: { ref?: string; role: string; name: string; value?: string; level?: number; states?: string[]; hidden?: boolean; offscreen?: boolean };
 }
-
 
 /** Names and values inside the envelope: one line, nothing invisible, capped, so they cannot forge snapshot lines. */
 function quote(text: string): string {
@@ -110,7 +107,8 @@ function renderFrames(frames: DecodedFrame[], verdictOf: (frame: DecodedFrame) =
 export const snapshot = defineTool({
   name: "snapshot",
   title: "Snapshot a tab",
-  description: "A tab's actionable elements, headings and landmarks (frames, shadow DOM too): role, name, value, state, ref; and a revision. Paged and searchable.",
+  description:
+    "A tab's actionable elements, headings and landmarks (frames, shadow DOM too): role, name, value, state, ref; and a revision. Paged and searchable.",
   input: {
     tab: fields.tab,
     find: z.string().optional().describe("Only lines whose role, name or value contain it."),
@@ -131,12 +129,20 @@ export const snapshot = defineTool({
     response.audit({ tab: tab.tabId, url: tab.url });
     let snap = params.revision ? ctx.snapshots.get(conn.info.browserId, tab.tabId) : undefined;
     if (params.revision && snap?.revision !== params.revision) {
-      throw new TabrelayError("stale_ref", `revision ${params.revision} is not the latest snapshot of tab ${tab.tabId}${snap ? ` (that is ${snap.revision})` : ""}; call snapshot without a revision`);
+      throw new TabrelayError(
+        "stale_ref",
+        `revision ${params.revision} is not the latest snapshot of tab ${tab.tabId}${snap ? ` (that is ${snap.revision})` : ""}; call snapshot without a revision`,
+      );
     }
     if (!snap) {
       const revision = nextRevision();
       const { frames } = unwrap(
-        await conn.call("page.snapshot", { tabId: tab.tabId, revision, interactiveOnly: params.interactive_only ?? false, viewportOnly: params.viewport_only ?? false }),
+        await conn.call("page.snapshot", {
+          tabId: tab.tabId,
+          revision,
+          interactiveOnly: params.interactive_only ?? false,
+          viewportOnly: params.viewport_only ?? false,
+        }),
       );
       // The top document was judged as the tab (checkLanding above); every frame by the gate's frame rule.
       const verdicts = judgeFrames(ctx.config.policy, frames);
@@ -150,7 +156,8 @@ export const snapshot = defineTool({
       );
       // Frames whose navigation the network rules stopped hold the browser's error page: counted, as read_url does.
       const stopped = ctx.denials.stoppedFrames(conn.info.browserId, tab.tabId);
-      if (stopped > 0) lines.push({ text: `- ${stopped} frame${stopped === 1 ? "" : "s"} [withheld: outside the read policy, stopped before loading]`, haystack: "" });
+      if (stopped > 0)
+        lines.push({ text: `- ${stopped} frame${stopped === 1 ? "" : "s"} [withheld: outside the read policy, stopped before loading]`, haystack: "" });
       // Only a frame the agent is shown can make the list incomplete for it.
       const capped = frames.some((f) => f.capped === true && shown(f));
       snap = { revision, url: tab.url, title: tab.title, lines, capped };
@@ -167,7 +174,9 @@ export const snapshot = defineTool({
     response.line(`revision: ${snap.revision} (pass it with a ref to act; it stays valid until the page changes or you snapshot again)`);
     response.pageContent(page.map((l) => l.text).join("\n") || (needle ? `(nothing matches ${quote(params.find ?? "")})` : "(no actionable elements)"));
     if (snap.capped) {
-      response.line(`The page is too large to list whole: the list stops after ${CAPPED_AT} elements, so later ones (and find) are not covered. To reach them: scroll that part into view (scroll), then snapshot with viewport_only=true.`);
+      response.line(
+        `The page is too large to list whole: the list stops after ${CAPPED_AT} elements, so later ones (and find) are not covered. To reach them: scroll that part into view (scroll), then snapshot with viewport_only=true.`,
+      );
     }
     const end = offset + page.length;
     response.structured({
@@ -175,13 +184,19 @@ export const snapshot = defineTool({
       url: tab.url,
       title: tab.title,
       revision: snap.revision,
-      lines: page.map((l): SnapshotLineValue => ({ text: l.text, ...(l.refAt !== undefined ? { refAt: l.refAt } : {}), ...(l.node ? { node: nodeValue(l.node) } : {}) })),
+      lines: page.map((l): SnapshotLineValue => ({
+        text: l.text,
+        ...(l.refAt !== undefined ? { refAt: l.refAt } : {}),
+        ...(l.node ? { node: nodeValue(l.node) } : {}),
+      })),
       total: matching.length,
       offset,
       capped: snap.capped,
     });
     if (end < matching.length) {
-      response.line(`Lines ${offset + 1}-${end} of ${matching.length}${needle ? " matching" : ""}. Next: snapshot with tab=${tab.tabId}, revision="${snap.revision}", offset=${end}${needle ? `, find=${quote(params.find ?? "")}` : ""}; or narrow with find.`);
+      response.line(
+        `Lines ${offset + 1}-${end} of ${matching.length}${needle ? " matching" : ""}. Next: snapshot with tab=${tab.tabId}, revision="${snap.revision}", offset=${end}${needle ? `, find=${quote(params.find ?? "")}` : ""}; or narrow with find.`,
+      );
     } else if (offset > 0 || needle) {
       response.line(`Lines ${Math.min(offset + 1, end)}-${end} of ${matching.length}${needle ? " matching" : ""}.`);
     }

@@ -8,7 +8,12 @@ import { defineTool, fields } from "./tool.js";
 
 /** One line of list_tabs: the title and URL the page wrote are quoted page text (see util/pageText.ts). */
 export function describeTab(tab: TabInfo, free = false): string {
-  const flags = [tab.active ? "active" : "", tab.status !== "complete" ? tab.status : "", tab.shared ? "shared by user" : "", free ? "free: using it makes it yours" : ""].filter(Boolean);
+  const flags = [
+    tab.active ? "active" : "",
+    tab.status !== "complete" ? tab.status : "",
+    tab.shared ? "shared by user" : "",
+    free ? "free: using it makes it yours" : "",
+  ].filter(Boolean);
   return `- tab ${tab.tabId}: ${pageText(tab.title)} at ${pageText(tab.url, PAGE_TEXT_MAX.url)}${flags.length ? ` [${flags.join(", ")}]` : ""}`;
 }
 
@@ -68,7 +73,13 @@ export const openTab = defineTool({
     response.audit({ url });
     const target = checkBeforeNavigation(ctx, url);
     const conn = ctx.browser();
-    const { tab } = unwrap(await conn.call("tabs.open", { url: target, active: active ?? false, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
+    const { tab } = unwrap(
+      await conn.call(
+        "tabs.open",
+        { url: target, active: active ?? false, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs },
+        { timeoutMs: ctx.config.loadTimeoutMs + 10_000 },
+      ),
+    );
     if (keep) ctx.leases.keep(tab.tabId);
     await checkCommitted(ctx, conn, tab, url, false);
     reportTab(response, "Opened", await checkLanding(ctx, conn, tab, { requestedUrl: url }));
@@ -87,7 +98,13 @@ export const navigate = defineTool({
     const target = checkBeforeNavigation(ctx, url);
     const conn = ctx.browser();
     ctx.denials.forget(conn.info.browserId, tabId);
-    const { tab } = unwrap(await conn.call("tabs.navigate", { tabId, url: target, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
+    const { tab } = unwrap(
+      await conn.call(
+        "tabs.navigate",
+        { tabId, url: target, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs },
+        { timeoutMs: ctx.config.loadTimeoutMs + 10_000 },
+      ),
+    );
     await checkCommitted(ctx, conn, tab, url, false);
     reportTab(response, "Navigated", await checkLanding(ctx, conn, tab, { requestedUrl: url }));
   },
@@ -103,7 +120,9 @@ export const history = defineTool({
   async handler(ctx, { tab: tabId, action }, response) {
     const conn = ctx.browser();
     ctx.denials.forget(conn.info.browserId, tabId);
-    const { tab } = unwrap(await conn.call("tabs.history", { tabId, action, timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }));
+    const { tab } = unwrap(
+      await conn.call("tabs.history", { tabId, action, timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }),
+    );
     reportTab(response, action === "reload" ? "Reloaded" : `Went ${action} in`, await checkLanding(ctx, conn, tab, {}));
   },
 });

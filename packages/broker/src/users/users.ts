@@ -95,13 +95,18 @@ export class Users {
   /** Adds a user with a first token and a pairing code, each shown only now. */
   async add(name: string, options: { role?: Role; subject?: string; tokenName?: string } = {}): Promise<{ user: User; token: string; pairingCode: string }> {
     const clean = name.trim().toLowerCase();
-    if (!NAME.test(clean)) throw new UserError(`"${name}" is not a user name: use 1 to 40 lowercase letters, digits, dots, dashes or underscores, starting with a letter or digit`);
-    if (clean === DEFAULT_PRINCIPAL.name || clean === DEFAULT_USER_ID) throw new UserError(`"${clean}" is the implicit user (the broker's own token files); choose another name`);
+    if (!NAME.test(clean))
+      throw new UserError(`"${name}" is not a user name: use 1 to 40 lowercase letters, digits, dots, dashes or underscores, starting with a letter or digit`);
+    if (clean === DEFAULT_PRINCIPAL.name || clean === DEFAULT_USER_ID)
+      throw new UserError(`"${clean}" is the implicit user (the broker's own token files); choose another name`);
     const subject = options.subject?.trim();
-    if (subject !== undefined && (subject.length === 0 || subject.length > 255)) throw new UserError("an OAuth subject is 1 to 255 characters (the `sub` claim of the user's access tokens)");
+    if (subject !== undefined && (subject.length === 0 || subject.length > 255))
+      throw new UserError("an OAuth subject is 1 to 255 characters (the `sub` claim of the user's access tokens)");
     let user: User;
     try {
-      user = await (await this.#store).addUser({ id: randomId("u_", 16), name: clean, role: options.role ?? "member", ...(subject ? { subject } : {}), createdAt: this.#now() });
+      user = await (
+        await this.#store
+      ).addUser({ id: randomId("u_", 16), name: clean, role: options.role ?? "member", ...(subject ? { subject } : {}), createdAt: this.#now() });
     } catch (error) {
       if (error instanceof StoreConflict) throw new UserError(`${error.message}: pick another name, or \`tabrelay users list\` to see who exists`);
       throw error;
@@ -115,7 +120,8 @@ export class Users {
   async live(idOrName: string): Promise<User> {
     const user = await (await this.#store).user(idOrName.trim().toLowerCase());
     if (!user) throw new UserError(`no user "${idOrName}"; \`tabrelay users list\` shows them`);
-    if (user.revokedAt !== undefined) throw new UserError(`user "${user.name}" was revoked on ${new Date(user.revokedAt).toISOString()}; add a new user instead`);
+    if (user.revokedAt !== undefined)
+      throw new UserError(`user "${user.name}" was revoked on ${new Date(user.revokedAt).toISOString()}; add a new user instead`);
     return user;
   }
 
@@ -162,7 +168,10 @@ function pairingCode(pairing: Pairing): string {
 
 function randomToken(bytes: number): string {
   const raw = crypto.getRandomValues(new Uint8Array(bytes));
-  return btoa(String.fromCharCode(...raw)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...raw))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 function randomId(prefix: string, length: number): string {

@@ -99,7 +99,7 @@ function formatAddress(bytes: Uint8Array): string {
   const groups = Array.from({ length: 8 }, (_, i) => (bytes[i * 2]! << 8) | bytes[i * 2 + 1]!);
   // RFC 5952: the longest run of two or more zero groups (the first of equals) becomes "::"; lower-case hex.
   let best = { at: -1, length: 0 };
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;

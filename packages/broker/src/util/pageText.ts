@@ -49,7 +49,9 @@ export function capped(text: string, max: number): { text: string; total: number
  * An empty string shows as «».
  */
 export function pageText(value: string | undefined, max: number = PAGE_TEXT_MAX.title): string {
-  const clean = cleanLine(value ?? "").replace(/«/g, "‹").replace(/»/g, "›");
+  const clean = cleanLine(value ?? "")
+    .replace(/«/g, "‹")
+    .replace(/»/g, "›");
   const cut = capped(clean, max);
   return `«${cut.text}»${cut.cut ? ` (cut at ${max} of ${cut.total} characters)` : ""}`;
 }

@@ -40,7 +40,8 @@ export function weakTokenReason(token: string): string | undefined {
   const distinct = new Set(token).size;
   if (distinct < 8) return `it uses only ${distinct} different character${distinct === 1 ? "" : "s"} (at least 8 are needed)`;
   const bits = Math.floor(estimatedTokenBits(token));
-  if (bits < MIN_TOKEN_BITS) return `it carries about ${bits} bits by its length and alphabet (at least ${MIN_TOKEN_BITS} are needed, e.g. 32 hex digits or 22 letters and digits)`;
+  if (bits < MIN_TOKEN_BITS)
+    return `it carries about ${bits} bits by its length and alphabet (at least ${MIN_TOKEN_BITS} are needed, e.g. 32 hex digits or 22 letters and digits)`;
   return undefined;
 }
 

@@ -4,7 +4,14 @@ import { describe, expect, it } from "vitest";
 import { ambiguousLabel, locate } from "../../src/tools/clusterLink.js";
 import type { BrowserInfo } from "../../src/drivers/driver.js";
 
-const info = (browserId: string, label: string, connectedAt: number): BrowserInfo => ({ browserId, label, userAgent: "", extensionVersion: "", connectedAt, kind: "extension" });
+const info = (browserId: string, label: string, connectedAt: number): BrowserInfo => ({
+  browserId,
+  label,
+  userAgent: "",
+  extensionVersion: "",
+  connectedAt,
+  kind: "extension",
+});
 
 describe("locate", () => {
   const local = [info("here-1", "laptop", 200)];

@@ -62,8 +62,26 @@ describe("the runtime-neutral core", () => {
     // Where the config lives is each one's own: refusals name the file there, the binding here.
     expect(node.configName).toBe(join(dataDir, "config.yaml")); // the file's path: where a person goes to change it
     expect(neutral.configName).toBe("the TABRELAY_CONFIG binding");
-    const plain = (c: typeof node) => JSON.parse(JSON.stringify({ ...c, configName: 0, codeMode: { ...c.codeMode, configName: 0 }, policy: undefined, writePolicy: undefined, pages: { ...c.pages, toolPolicy: undefined } }));
-    expect({ ...plain(neutral), host: 0, port: 0, dataDir: 0, configPath: 0, pairingToken: 0, rankingPath: 0 }).toEqual({ ...plain(node), host: 0, port: 0, dataDir: 0, configPath: 0, pairingToken: 0, rankingPath: 0 });
+    const plain = (c: typeof node) =>
+      JSON.parse(
+        JSON.stringify({
+          ...c,
+          configName: 0,
+          codeMode: { ...c.codeMode, configName: 0 },
+          policy: undefined,
+          writePolicy: undefined,
+          pages: { ...c.pages, toolPolicy: undefined },
+        }),
+      );
+    expect({ ...plain(neutral), host: 0, port: 0, dataDir: 0, configPath: 0, pairingToken: 0, rankingPath: 0 }).toEqual({
+      ...plain(node),
+      host: 0,
+      port: 0,
+      dataDir: 0,
+      configPath: 0,
+      pairingToken: 0,
+      rankingPath: 0,
+    });
     for (const url of ["https://docs.example/guide/x", "https://docs.example/blog", "https://google.com/", "http://127.0.0.1/"]) {
       const here = neutral.policy.check(url);
       const named = here.ok ? here : { ...here, message: here.message.replaceAll("the TABRELAY_CONFIG binding", join(dataDir, "config.yaml")) };
@@ -72,6 +90,8 @@ describe("the runtime-neutral core", () => {
     const refused = neutral.policy.check("https://docs.example/blog");
     expect(refused.ok ? "" : refused.message).toContain("in the TABRELAY_CONFIG binding");
     // No text: an empty config, as a missing config.yaml.
-    expect(buildConfigFromText("", { source: "TABRELAY_CONFIG", mcpToken: TOKENS.TABRELAY_MCP_TOKEN, ranking: [] }).codeMode.enabled).toBe(node.codeMode.enabled);
+    expect(buildConfigFromText("", { source: "TABRELAY_CONFIG", mcpToken: TOKENS.TABRELAY_MCP_TOKEN, ranking: [] }).codeMode.enabled).toBe(
+      node.codeMode.enabled,
+    );
   });
 });

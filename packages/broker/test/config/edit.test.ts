@@ -10,7 +10,9 @@ const RANKING = ["example.com", "wikipedia.org"];
 
 /** Every key path the schema allows (records as "*"), e.g. policy.read.top_sites. */
 function keyPaths(schema: z.ZodType, prefix = ""): string[] {
-  const def = (schema as unknown as { _zod: { def: { type: string; innerType?: z.ZodType; shape?: Record<string, z.ZodType>; valueType?: z.ZodType; in?: z.ZodType } } })._zod.def;
+  const def = (
+    schema as unknown as { _zod: { def: { type: string; innerType?: z.ZodType; shape?: Record<string, z.ZodType>; valueType?: z.ZodType; in?: z.ZodType } } }
+  )._zod.def;
   if (def.type === "optional" || def.type === "default" || def.type === "nullable") return keyPaths(def.innerType!, prefix);
   if (def.type === "pipe") return keyPaths(def.in!, prefix);
   if (def.type === "object") return Object.entries(def.shape!).flatMap(([key, value]) => [`${prefix}${key}`, ...keyPaths(value, `${prefix}${key}.`)]);
@@ -30,9 +32,21 @@ describe("the config template", () => {
   it("names every key the file may hold", () => {
     const text = uncommented(CONFIG_TEMPLATE);
     const file = parseConfigText(text, "template");
-    const present = new Set(keyPaths(configFileSchema).filter((path) => path.split(".").reduce<unknown>((node, key) => (node && typeof node === "object" ? (key === "*" ? Object.values(node)[0] : Reflect.get(node, key)) : undefined), file) !== undefined));
+    const present = new Set(
+      keyPaths(configFileSchema).filter(
+        (path) =>
+          path
+            .split(".")
+            .reduce<unknown>(
+              (node, key) => (node && typeof node === "object" ? (key === "*" ? Object.values(node)[0] : Reflect.get(node, key)) : undefined),
+              file,
+            ) !== undefined,
+      ),
+    );
     // A user's policy section takes the same keys as policy.deny and policy.write: shown once, there.
-    const missing = keyPaths(configFileSchema).filter((path) => !present.has(path) && !present.has(path.replace(/^users\.\*\.policy\./, "policy.")) && !path.endsWith(".*"));
+    const missing = keyPaths(configFileSchema).filter(
+      (path) => !present.has(path) && !present.has(path.replace(/^users\.\*\.policy\./, "policy.")) && !path.endsWith(".*"),
+    );
     expect(missing).toEqual([]);
   });
 
@@ -40,8 +54,35 @@ describe("the config template", () => {
     const file = parseConfigText(uncommented(CONFIG_TEMPLATE), "template");
     const defaults = compileSettings({}, "template", RANKING);
     // The sections whose template lines are the defaults themselves (the others show examples of what to add).
-    const said = compileSettings({ read: file.read, tabs: file.tabs, mcp: file.mcp, code_mode: file.code_mode, pages: file.pages, audit: file.audit, screenshots: { ...file.screenshots, s3: undefined }, chat: { ...file.chat, model: undefined }, bridge: file.bridge }, "template", RANKING);
-    for (const key of ["readMaxChars", "loadTimeoutMs", "tabLeaseIdleMs", "mcpSessions", "allowedOrigins", "allowedHosts", "trustedProxies", "codeMode", "screenshots", "chat", "extensionIds", "callTimeoutMs"] as const) {
+    const said = compileSettings(
+      {
+        read: file.read,
+        tabs: file.tabs,
+        mcp: file.mcp,
+        code_mode: file.code_mode,
+        pages: file.pages,
+        audit: file.audit,
+        screenshots: { ...file.screenshots, s3: undefined },
+        chat: { ...file.chat, model: undefined },
+        bridge: file.bridge,
+      },
+      "template",
+      RANKING,
+    );
+    for (const key of [
+      "readMaxChars",
+      "loadTimeoutMs",
+      "tabLeaseIdleMs",
+      "mcpSessions",
+      "allowedOrigins",
+      "allowedHosts",
+      "trustedProxies",
+      "codeMode",
+      "screenshots",
+      "chat",
+      "extensionIds",
+      "callTimeoutMs",
+    ] as const) {
       expect(said[key], key).toEqual(defaults[key]);
     }
     expect({ ...said.pages, toolPolicy: undefined }).toEqual({ ...defaults.pages, toolPolicy: undefined });

@@ -251,7 +251,9 @@ describe("loadConfig", () => {
     const load = () => loadConfig({ dataDir: tempDir(), env: { ...strongEnv, TABRELAY_MCP_TOKEN: "aaaaaaaaaaaaaaaa" } });
     expect(load).toThrow(ConfigError);
     expect(load).toThrow(/TABRELAY_MCP_TOKEN is too weak to use: .*openssl rand -hex 32/);
-    expect(() => loadConfig({ dataDir: tempDir(), env: { ...strongEnv, TABRELAY_PAIRING_TOKEN: "pairingpairingpairing" } })).toThrow(/TABRELAY_PAIRING_TOKEN is too weak/);
+    expect(() => loadConfig({ dataDir: tempDir(), env: { ...strongEnv, TABRELAY_PAIRING_TOKEN: "pairingpairingpairing" } })).toThrow(
+      /TABRELAY_PAIRING_TOKEN is too weak/,
+    );
   });
 
   it("refuses a weak token someone wrote into a token file", () => {

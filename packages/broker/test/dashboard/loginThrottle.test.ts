@@ -29,7 +29,10 @@ describe("the dashboard's login throttle", () => {
 
   it("caps the one user's wrong tokens from everywhere together: spreading them over addresses does not help", () => {
     const throttle = new LoginThrottle();
-    failFrom(throttle, Array.from({ length: LOGIN_LIMITS.perUser }, (_, i) => `198.51.100.${i + 1}`));
+    failFrom(
+      throttle,
+      Array.from({ length: LOGIN_LIMITS.perUser }, (_, i) => `198.51.100.${i + 1}`),
+    );
     expect(throttle.check({ address: "198.51.100.250" }, T0 + 1_000)).toEqual({ ok: false, waitMs: 59_000, scope: "this dashboard" });
     expect(throttle.check({ address: "127.0.0.1" }, T0 + 1_000)).toMatchObject({ ok: false, scope: "this dashboard" });
     expect(throttle.check({ address: "198.51.100.250" }, T0 + LOGIN_LIMITS.windowMs)).toEqual({ ok: true });
@@ -45,7 +48,11 @@ describe("the dashboard's login throttle", () => {
 
   it("says the longest wait when more than one bucket is full", () => {
     const throttle = new LoginThrottle();
-    failFrom(throttle, Array.from({ length: LOGIN_LIMITS.perUser - 5 }, (_, i) => `198.51.100.${i + 1}`), T0);
+    failFrom(
+      throttle,
+      Array.from({ length: LOGIN_LIMITS.perUser - 5 }, (_, i) => `198.51.100.${i + 1}`),
+      T0,
+    );
     failFrom(throttle, Array(5).fill("127.0.0.1"), T0 + 30_000);
     expect(throttle.check({ address: "127.0.0.1" }, T0 + 31_000)).toEqual({ ok: false, waitMs: 59_000, scope: "this machine" });
   });
@@ -61,6 +68,7 @@ describe("the dashboard's login throttle", () => {
 describe("isLoopbackAddress", () => {
   it("knows every address a local process can send from, and nothing else", () => {
     for (const a of ["127.0.0.1", "127.255.255.254", "::1", "0:0:0:0:0:0:0:1", "::ffff:127.0.0.2"]) expect(isLoopbackAddress(a)).toBe(true);
-    for (const a of ["128.0.0.1", "10.0.0.1", "::2", "::", "fe80::1", "::ffff:10.0.0.1", "localhost", "unknown", "1::1"]) expect(isLoopbackAddress(a)).toBe(false);
+    for (const a of ["128.0.0.1", "10.0.0.1", "::2", "::", "fe80::1", "::ffff:10.0.0.1", "localhost", "unknown", "1::1"])
+      expect(isLoopbackAddress(a)).toBe(false);
   });
 });

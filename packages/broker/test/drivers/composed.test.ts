@@ -21,7 +21,8 @@ function scripted(script: Script) {
     const answer = script[method] as ((p: typeof params) => Result<ResultOf<typeof method>>) | undefined;
     return answer ? answer(params) : { ok: false, error: { code: "unknown_method", message: method } };
   };
-  const call = <M extends BridgeMethod>(method: M, params: ParamsOf<M>, timeoutMs = 5000) => serve({ calls: new PendingCalls(info), status: new DocumentStatus() }, method, params, { timeoutMs }, raw);
+  const call = <M extends BridgeMethod>(method: M, params: ParamsOf<M>, timeoutMs = 5000) =>
+    serve({ calls: new PendingCalls(info), status: new DocumentStatus() }, method, params, { timeoutMs }, raw);
   return { calls, call };
 }
 
@@ -31,7 +32,10 @@ describe("tabs.open", () => {
       "tabs.open": () => ({ ok: false, error: { code: "navigation_failed", message: "the page failed to load", tabId: 12 } }),
       "tabs.close": () => ({ ok: true, value: { closed: true } }),
     });
-    expect(await driver.call("tabs.open", { url: "http://x.test/" })).toEqual({ ok: false, error: { code: "navigation_failed", message: "the page failed to load" } });
+    expect(await driver.call("tabs.open", { url: "http://x.test/" })).toEqual({
+      ok: false,
+      error: { code: "navigation_failed", message: "the page failed to load" },
+    });
     expect(driver.calls.map((c) => [c.method, c.params])).toEqual([
       ["tabs.open", { url: "http://x.test/" }],
       ["tabs.close", { tabId: 12 }],
@@ -64,7 +68,10 @@ describe("page.wait", () => {
   it("asks the page for the other conditions, and starts again in the new document after a navigation", async () => {
     let attempts = 0;
     const driver = scripted({
-      "page.wait": () => (++attempts < 3 ? { ok: false, error: { code: "stale_ref", message: "the frame went away" } } : { ok: true, value: { matched: 'text "Ready" is on the page', elapsedMs: 1 } }),
+      "page.wait": () =>
+        ++attempts < 3
+          ? { ok: false, error: { code: "stale_ref", message: "the frame went away" } }
+          : { ok: true, value: { matched: 'text "Ready" is on the page', elapsedMs: 1 } },
     });
     const met = await driver.call("page.wait", { tabId: 4, text: "Ready", timeoutMs: 5000 });
     expect(met.ok && met.value.matched).toBe('text "Ready" is on the page');
@@ -113,7 +120,10 @@ describe("page.content", () => {
       const pending = loop.call("page.content", { tabId: 1 }, 20_000);
       await vi.advanceTimersByTimeAsync(8_500);
       const read = await pending;
-      expect(!read.ok && read.error).toEqual({ code: "navigation_failed", message: "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot" });
+      expect(!read.ok && read.error).toEqual({
+        code: "navigation_failed",
+        message: "the page kept replacing its document while it was read (it reloads or redirects itself); try again, or use snapshot",
+      });
       // Short rounds: many chances to land between two of the page's reloads.
       expect(loop.calls.length).toBeGreaterThan(40);
     } finally {
@@ -167,7 +177,15 @@ describe("page.content's frames", () => {
     const driver = scripted({
       "page.content": ({ frameId }) =>
         frameId === undefined
-          ? { ok: true, value: { url: "http://x.test/", title: "Top", html: "<body>", subframes: Array.from({ length: 40 }, (_, i) => ({ frameId: i + 1, parentFrameId: 0 })) } }
+          ? {
+              ok: true,
+              value: {
+                url: "http://x.test/",
+                title: "Top",
+                html: "<body>",
+                subframes: Array.from({ length: 40 }, (_, i) => ({ frameId: i + 1, parentFrameId: 0 })),
+              },
+            }
           : { ok: true, value: doc(`f${frameId}`, frameId <= 2 ? big : "<body>small</body>") },
     });
     const read = await driver.call("page.content", { tabId: 1 });
@@ -176,7 +194,18 @@ describe("page.content's frames", () => {
     expect(titles[0]).toBe("f1"); // f2 no longer fits beside f1
     expect(titles).not.toContain("f2");
     const given = scripted({
-      "page.content": () => ({ ok: true, value: { url: "http://x.test/", title: "Top", html: "<body>", frames: [{ ...doc("inner"), parent: 1 }, { ...doc("outer"), parent: -1 }] } }),
+      "page.content": () => ({
+        ok: true,
+        value: {
+          url: "http://x.test/",
+          title: "Top",
+          html: "<body>",
+          frames: [
+            { ...doc("inner"), parent: 1 },
+            { ...doc("outer"), parent: -1 },
+          ],
+        },
+      }),
     });
     const fitted = await given.call("page.content", { tabId: 1 });
     expect(fitted.ok && fitted.value.frames?.map((f) => [f.title, f.parent])).toEqual([
@@ -187,7 +216,17 @@ describe("page.content's frames", () => {
 });
 
 describe("refs", () => {
-  const facts = { ref: "e3", role: "button", name: "Go", visibleText: "Go", tag: "button", disabled: false, editable: false, attributeText: "", frameUrl: "http://x.test/f" };
+  const facts = {
+    ref: "e3",
+    role: "button",
+    name: "Go",
+    visibleText: "Go",
+    tag: "button",
+    disabled: false,
+    editable: false,
+    attributeText: "",
+    frameUrl: "http://x.test/f",
+  };
 
   it("gives a subframe's refs their frame, and splits them again for the browser", async () => {
     const driver = scripted({
@@ -224,7 +263,10 @@ describe("page.snapshot", () => {
     const gone = { ok: false as const, error: { code: "stale_ref" as const, message: "the page navigated" } };
     let takes = 0;
     const driver = scripted({ "page.snapshot": () => (++takes === 1 ? gone : { ok: true, value: { frames: [] } }) });
-    expect(await driver.call("page.snapshot", { tabId: 1, revision: "r1", interactiveOnly: false, viewportOnly: false })).toEqual({ ok: true, value: { frames: [] } });
+    expect(await driver.call("page.snapshot", { tabId: 1, revision: "r1", interactiveOnly: false, viewportOnly: false })).toEqual({
+      ok: true,
+      value: { frames: [] },
+    });
     const always = scripted({ "page.snapshot": () => gone });
     expect(await always.call("page.snapshot", { tabId: 1, revision: "r1", interactiveOnly: false, viewportOnly: false })).toEqual(gone);
     expect(always.calls).toHaveLength(2);

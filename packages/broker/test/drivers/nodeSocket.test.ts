@@ -33,7 +33,12 @@ async function server(serve: (socket: ServerSocket) => void): Promise<string> {
 /** The client socket, with what it reported. */
 async function open(url: string, maxPayload = MiB) {
   const socket = nodeCdpSocket(url, { maxPayload });
-  const got = { messages: [] as unknown[], oversize: [] as CdpOversize[], closed: undefined as { code: number; reason: string } | undefined, errors: [] as string[] };
+  const got = {
+    messages: [] as unknown[],
+    oversize: [] as CdpOversize[],
+    closed: undefined as { code: number; reason: string } | undefined,
+    errors: [] as string[],
+  };
   socket.addEventListener("message", ({ data }) => got.messages.push(data));
   socket.addEventListener("oversize", (event) => got.oversize.push(event));
   socket.addEventListener("close", (event) => (got.closed = event));
@@ -110,7 +115,10 @@ describe("the Node DevTools socket", () => {
     const http: Server = createServer((_req, res) => res.writeHead(404).end("no such browser"));
     await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
     closers.push(() => new Promise<void>((resolve) => http.close(() => resolve())));
-    const result = await CdpClient.connect(`ws://127.0.0.1:${(http.address() as AddressInfo).port}/devtools/browser/secret-id`, { timeoutMs: 1000, socket: nodeCdpSocket });
+    const result = await CdpClient.connect(`ws://127.0.0.1:${(http.address() as AddressInfo).port}/devtools/browser/secret-id`, {
+      timeoutMs: 1000,
+      socket: nodeCdpSocket,
+    });
     expect(result.ok).toBe(false);
     const message = result.ok ? "" : result.error.message;
     expect(message).toContain("Unexpected server response: 404");

@@ -30,7 +30,10 @@ describe("calls in flight", () => {
     const calls = new PendingCalls(info);
     const aborted = new AbortController();
     aborted.abort();
-    expect(await calls.run("tabs.get", { timeoutMs: 1000, signal: aborted.signal }, never)).toEqual({ ok: false, error: { code: "timeout", message: "tabs.get was cancelled by the client" } });
+    expect(await calls.run("tabs.get", { timeoutMs: 1000, signal: aborted.signal }, never)).toEqual({
+      ok: false,
+      error: { code: "timeout", message: "tabs.get was cancelled by the client" },
+    });
     const later = new AbortController();
     const pending = calls.run("tabs.get", { timeoutMs: 1000, signal: later.signal }, never);
     later.abort();

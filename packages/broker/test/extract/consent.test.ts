@@ -28,13 +28,20 @@ type Where = "top" | "bottom" | "inside the content column";
 
 function page(banner: string, where: Where): string {
   const body =
-    where === "top" ? `${banner}\n${ARTICLE}` : where === "bottom" ? `${ARTICLE}\n${banner}` : `<div id="wrap"><div class="content">${banner}\n${PARAGRAPHS}</div></div>`;
+    where === "top"
+      ? `${banner}\n${ARTICLE}`
+      : where === "bottom"
+        ? `${ARTICLE}\n${banner}`
+        : `<div id="wrap"><div class="content">${banner}\n${PARAGRAPHS}</div></div>`;
   return `<!doctype html><html><head><title>The night the harbour wall fell</title></head><body>${body}</body></html>`;
 }
 
 /** The banner's own words, as a reader would spot them in the result: the start of its longest text. */
 function bannerWords(banner: string): string {
-  const texts = banner.replace(/<[^>]+>/g, "\n").split("\n").map((t) => t.trim());
+  const texts = banner
+    .replace(/<[^>]+>/g, "\n")
+    .split("\n")
+    .map((t) => t.trim());
   const longest = texts.reduce((a, b) => (b.length > a.length ? b : a), "");
   return longest.slice(0, 40);
 }
@@ -42,15 +49,18 @@ function bannerWords(banner: string): string {
 describe.each(SHAPES)("a page with the %s overlay", (name) => {
   const banner = readFileSync(new URL(name, DIR), "utf8");
 
-  it.each<Where>(["top", "bottom", "inside the content column"])("in readable mode, %s: the overlay is gone, the article's first paragraph and byline stay", (where) => {
-    const r = extract({ html: page(banner, where), url: URL_, mode: "readable" });
-    expect(r.mode).toBe("readable");
-    const firstParagraph = r.markdown.split(/\n\n+/).find((block) => !block.startsWith("#") && !block.startsWith("By "));
-    expect(firstParagraph).toContain(LEAD);
-    expect(r.byline).toMatch(/Mara Lind/);
-    expect(r.markdown).not.toContain(bannerWords(banner));
-    expect(r.markdown).not.toMatch(/\b(?:Accept all|Allow all|I Accept|AGREE|Agree and close|Got it|Subscribe)\b/i);
-  });
+  it.each<Where>(["top", "bottom", "inside the content column"])(
+    "in readable mode, %s: the overlay is gone, the article's first paragraph and byline stay",
+    (where) => {
+      const r = extract({ html: page(banner, where), url: URL_, mode: "readable" });
+      expect(r.mode).toBe("readable");
+      const firstParagraph = r.markdown.split(/\n\n+/).find((block) => !block.startsWith("#") && !block.startsWith("By "));
+      expect(firstParagraph).toContain(LEAD);
+      expect(r.byline).toMatch(/Mara Lind/);
+      expect(r.markdown).not.toContain(bannerWords(banner));
+      expect(r.markdown).not.toMatch(/\b(?:Accept all|Allow all|I Accept|AGREE|Agree and close|Got it|Subscribe)\b/i);
+    },
+  );
 
   it("in full mode: everything is kept", () => {
     const r = extract({ html: page(banner, "top"), url: URL_, mode: "full" });

@@ -44,14 +44,18 @@ describe("checkLanding", () => {
     await expect(checkLanding(ctx, b, tab("https://shop.example/page"), {})).resolves.toMatchObject({ url: "https://shop.example/page" });
     expect(ctx.denials.peek("b1", 7)?.url).toBe("https://evil.example/exfil");
     // The next call finds the tab reset: it reports the stopped request, and takes the record.
-    await expect(checkLanding(ctx, b, tab("about:blank"), {})).rejects.toThrow(/the page tried to go to «https:\/\/evil\.example\/exfil», which the read policy does not allow; tabrelay stopped the request before it left the browser/);
+    await expect(checkLanding(ctx, b, tab("about:blank"), {})).rejects.toThrow(
+      /the page tried to go to «https:\/\/evil\.example\/exfil», which the read policy does not allow; tabrelay stopped the request before it left the browser/,
+    );
     expect(ctx.denials.peek("b1", 7)).toBeUndefined();
   });
 
   it("refuses an off-policy landing and resets the tab, or closes it when asked", async () => {
     const ctx = context();
     const b = browser();
-    await expect(checkLanding(ctx, b, tab("https://evil.example/x"), {})).rejects.toThrow(/^the tab landed on «https:\/\/evil\.example\/x», which the read policy does not allow; the tab was reset to about:blank/);
+    await expect(checkLanding(ctx, b, tab("https://evil.example/x"), {})).rejects.toThrow(
+      /^the tab landed on «https:\/\/evil\.example\/x», which the read policy does not allow; the tab was reset to about:blank/,
+    );
     await expect(checkLanding(ctx, b, tab("https://evil.example/x"), { closeOnDeny: true })).rejects.toThrow(/the tab was closed/);
     expect(b.sent).toEqual(["tabs.navigate", "tabs.close"]);
   });

@@ -26,7 +26,19 @@ const CATASTROPHIC: readonly [string, string][] = [
 ];
 
 function button(label: string, overrides: Partial<ElementFacts> = {}): ElementFacts {
-  return { ref: "e1", role: "button", name: label, visibleText: label, tag: "button", disabled: false, editable: false, attributeText: "", frameUrl: SHOP, activates: [], ...overrides };
+  return {
+    ref: "e1",
+    role: "button",
+    name: label,
+    visibleText: label,
+    tag: "button",
+    disabled: false,
+    editable: false,
+    attributeText: "",
+    frameUrl: SHOP,
+    activates: [],
+    ...overrides,
+  };
 }
 
 function clickGrant(label: string) {
@@ -44,7 +56,11 @@ function readPolicy(deny: { host: string; path: string }[], allow: Record<string
 function load(yaml: string) {
   const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-regex-"));
   writeFileSync(join(dataDir, "config.yaml"), yaml);
-  return loadConfig({ dataDir, port: 0, env: { TABRELAY_MCP_TOKEN: "test-mcp-token-0123456789abcdef", TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" } });
+  return loadConfig({
+    dataDir,
+    port: 0,
+    env: { TABRELAY_MCP_TOKEN: "test-mcp-token-0123456789abcdef", TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" },
+  });
 }
 
 describe("catastrophic patterns answer promptly on 4,000-character hostile text", () => {
@@ -150,13 +166,19 @@ describe("syntax RE2 lacks is refused at start-up, naming the key and what to wr
   });
 
   it("a \\u escape, with its RE2 spelling", () => {
-    expect(() => load(click("^Caf\\u00e9$"))).toThrow(/policy\.write\.click\.shop\.example\.label: not a valid regular expression: \\u escapes are not supported: .*write \\x\{00E9\} for U\+00E9/);
+    expect(() => load(click("^Caf\\u00e9$"))).toThrow(
+      /policy\.write\.click\.shop\.example\.label: not a valid regular expression: \\u escapes are not supported: .*write \\x\{00E9\} for U\+00E9/,
+    );
     expect(load(click("^Caf\\x{00e9}$")).writePolicy.check("click", SHOP, button("Café")).ok).toBe(true);
   });
 
   it("compiling the policy directly refuses the same, naming the key", () => {
-    expect(() => clickGrant("^(?=Add).*$")).toThrow(/policy\.write\.click\["shop\.example"\]\.label: invalid regular expression "\^\(\?=Add\)\.\*\$": lookahead is not supported: tabrelay matches config patterns in linear time \(RE2 syntax\)/);
-    expect(() => readPolicy([{ host: "evil.example", path: "(a)\\1" }], {})).toThrow(/policy\.deny\[0\]\.path: invalid regular expression "\(a\)\\\\1": backreferences are not supported/);
+    expect(() => clickGrant("^(?=Add).*$")).toThrow(
+      /policy\.write\.click\["shop\.example"\]\.label: invalid regular expression "\^\(\?=Add\)\.\*\$": lookahead is not supported: tabrelay matches config patterns in linear time \(RE2 syntax\)/,
+    );
+    expect(() => readPolicy([{ host: "evil.example", path: "(a)\\1" }], {})).toThrow(
+      /policy\.deny\[0\]\.path: invalid regular expression "\(a\)\\\\1": backreferences are not supported/,
+    );
   });
 
   it("a lookahead-looking literal inside a class or escaped is accepted", () => {

@@ -2,7 +2,18 @@
 // each frame (the one rule every reader uses) and an action on an element, and which MCP session may use a tab. Pure functions, real compiled policies.
 import type { ElementFacts } from "@tabrelay/protocol";
 import { describe, expect, it } from "vitest";
-import { BLANK, gateFrame, gateFrames, gateLease, gateNavigation, gateStopped, gateTab, gateWrite, leaseHolds, type LeaseFacts } from "../../src/gate/decisions.js";
+import {
+  BLANK,
+  gateFrame,
+  gateFrames,
+  gateLease,
+  gateNavigation,
+  gateStopped,
+  gateTab,
+  gateWrite,
+  leaseHolds,
+  type LeaseFacts,
+} from "../../src/gate/decisions.js";
 import { compileReadPolicy } from "../../src/policy/readPolicy.js";
 import { loadRanking } from "../../src/config/ranking.js";
 import { compileWritePolicy } from "../../src/policy/writePolicy.js";
@@ -18,7 +29,19 @@ const read = compileReadPolicy(
 const write = compileWritePolicy({ deny: [], write: { click: { "shop.example": { label: "^Add to cart$" } } } });
 
 function facts(overrides: Partial<ElementFacts> = {}): ElementFacts {
-  return { ref: "e1", role: "button", name: "Add to cart", visibleText: "Add to cart", tag: "button", disabled: false, editable: false, attributeText: "", frameUrl: "https://shop.example/cart", activates: [], ...overrides };
+  return {
+    ref: "e1",
+    role: "button",
+    name: "Add to cart",
+    visibleText: "Add to cart",
+    tag: "button",
+    disabled: false,
+    editable: false,
+    attributeText: "",
+    frameUrl: "https://shop.example/cart",
+    activates: [],
+    ...overrides,
+  };
 }
 
 describe("gateNavigation: before the browser goes anywhere", () => {
@@ -56,7 +79,10 @@ describe("gateFrame: one rule for every frame, whoever reads it", () => {
   const top = "https://shop.example/cart";
 
   it("judges a frame with a URL of its own by that URL", () => {
-    expect(gateFrame(read, { url: "https://docs.example/public/a", origin: "https://docs.example" }, top)).toEqual({ ok: true, url: "https://docs.example/public/a" });
+    expect(gateFrame(read, { url: "https://docs.example/public/a", origin: "https://docs.example" }, top)).toEqual({
+      ok: true,
+      url: "https://docs.example/public/a",
+    });
     expect(gateFrame(read, { url: "https://evil.test/", origin: "https://evil.test" }, top)).toMatchObject({ ok: false, why: "outside the read policy" });
   });
 
@@ -69,7 +95,10 @@ describe("gateFrame: one rule for every frame, whoever reads it", () => {
     // A driver that cannot say the frame's origin gets no benefit of the doubt.
     expect(gateFrame(read, { url: "about:srcdoc" }, top)).toMatchObject({ ok: false, why: "not what it seems" });
     // Held by a refused document: refused with it.
-    expect(gateFrame(read, { url: "about:srcdoc", origin: "https://evil.test" }, "https://evil.test/")).toMatchObject({ ok: false, why: "outside the read policy" });
+    expect(gateFrame(read, { url: "about:srcdoc", origin: "https://evil.test" }, "https://evil.test/")).toMatchObject({
+      ok: false,
+      why: "outside the read policy",
+    });
   });
 
   it("holds nothing from a browser error page", () => {
@@ -96,8 +125,14 @@ describe("gateWrite: an action on an element", () => {
   });
 
   it("refuses with write_denied what the grant does not cover", () => {
-    expect(gateWrite(read, write, "click", "https://shop.example/cart", facts({ name: "Delete account", visibleText: "Delete account" }))).toMatchObject({ ok: false, code: "write_denied" });
-    expect(gateWrite(read, write, "fill", "https://shop.example/cart", facts({ role: "textbox", tag: "input", editable: true }))).toMatchObject({ ok: false, code: "write_denied" });
+    expect(gateWrite(read, write, "click", "https://shop.example/cart", facts({ name: "Delete account", visibleText: "Delete account" }))).toMatchObject({
+      ok: false,
+      code: "write_denied",
+    });
+    expect(gateWrite(read, write, "fill", "https://shop.example/cart", facts({ role: "textbox", tag: "input", editable: true }))).toMatchObject({
+      ok: false,
+      code: "write_denied",
+    });
   });
 
   it("refuses with policy_denied an element whose frame may not be read, whatever the grant, naming the frame", () => {

@@ -56,13 +56,19 @@ const HOSTS = [
   "localhost",
   "evil.test",
 ];
-const ORIGINS = HOSTS.flatMap((host) => ["http", "https"].flatMap((scheme) => ["", ":80", ":443", ":8080", ":9333"].map((port) => `${scheme}://${host}${port}`)));
+const ORIGINS = HOSTS.flatMap((host) =>
+  ["http", "https"].flatMap((scheme) => ["", ":80", ":443", ":8080", ":9333"].map((port) => `${scheme}://${host}${port}`)),
+);
 
 describe("navigation rules", () => {
   it("agree with the read policy on every origin, for allow keys of each kind, top sites and the deny list", () => {
     const compiled = policy(
       { allow: { "docs.example.test": [".*"], "*.intranet.test": [".*"], "127.0.0.1:8080": [".*"], "[::1]:9333": [".*"], "bank.test": [".*"] } },
-      [{ host: "www.bank.test", path: ".*" }, { host: "mail.google.com", path: "^/" }, { host: "a.b.intranet.test", path: ".*" }],
+      [
+        { host: "www.bank.test", path: ".*" },
+        { host: "mail.google.com", path: "^/" },
+        { host: "a.b.intranet.test", path: ".*" },
+      ],
     );
     const rules = compiled.navigationRules();
     const disagreements = ORIGINS.flatMap((origin) => {
@@ -95,7 +101,8 @@ describe("navigation rules", () => {
     // Found by an audit: "/*" (zero or more slashes, searched) refused every path on commit but let the request go.
     for (const path of [".*", "/*", ".?", "(?:)", "", "^", "/?", "[\\s\\S]*", "^/", "/|x", "(/)"]) {
       const rules = policy({ allow: { "bank.test": [".*"] } }, [{ host: "bank.test", path }]).navigationRules();
-      for (const href of ["https://bank.test/", "https://bank.test/account?x=1", "https://www.bank.test/a/b"]) expect(sent(rules, href), `${path} ${href}`).toBe(false);
+      for (const href of ["https://bank.test/", "https://bank.test/account?x=1", "https://www.bank.test/a/b"])
+        expect(sent(rules, href), `${path} ${href}`).toBe(false);
     }
     // A path rule is still a path rule: the request goes, the landing is judged.
     for (const path of ["^/account", "/admin", "^/$", "\\.pdf$"]) {

@@ -3,12 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, it, expect } from "vitest";
 import { canonicalizeHost, canonicalizeUrl } from "../../src/policy/canonicalUrl.js";
-import {
-  compileReadPolicy,
-  type CompiledReadPolicy,
-  type PolicyDecision,
-  type ReadPolicyInput,
-} from "../../src/policy/readPolicy.js";
+import { compileReadPolicy, type CompiledReadPolicy, type PolicyDecision, type ReadPolicyInput } from "../../src/policy/readPolicy.js";
 import { loadRanking, shippedRankingPath } from "../../src/config/ranking.js";
 import { parseRankingCsv } from "../../src/policy/topSites.js";
 import { compileWritePolicy } from "../../src/policy/writePolicy.js";
@@ -156,7 +151,7 @@ describe("hosts named in read.allow", () => {
 
   it("denies a host that is not named, with a message naming the cause and the next step", () => {
     expect(messageOf(docs.check("http://x.example/"))).toBe(
-      'policy_denied: http://x.example/ is not readable: the host is not in the read allowlist ' +
+      "policy_denied: http://x.example/ is not readable: the host is not in the read allowlist " +
         "(it is neither among the top sites nor named in policy.read.allow) (rule: default: not in allowlist). " +
         'Ask the user to add "x.example" under policy.read.allow in config.yaml.',
     );
@@ -575,15 +570,12 @@ describe("IP addresses", () => {
     expect(deniedRule(defaults.check("http://127.0.0.1/"))).toBe("default: IP literal not in allowlist");
   });
 
-  it.each(["http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/", "http://127.1/"])(
-    "%s is canonicalised to 127.0.0.1 and denied by default",
-    (raw) => {
-      const result = canonicalizeUrl(raw);
-      expect(result.ok && result.url.host).toBe("127.0.0.1");
-      expect(result.ok && result.url.isIp).toBe(true);
-      expect(deniedRule(defaults.check(raw))).toBe("default: IP literal not in allowlist");
-    },
-  );
+  it.each(["http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/", "http://127.1/"])("%s is canonicalised to 127.0.0.1 and denied by default", (raw) => {
+    const result = canonicalizeUrl(raw);
+    expect(result.ok && result.url.host).toBe("127.0.0.1");
+    expect(result.ok && result.url.isIp).toBe(true);
+    expect(deniedRule(defaults.check(raw))).toBe("default: IP literal not in allowlist");
+  });
 
   it.each(["http://2130706433/", "http://0x7f.1/"])("%s is allowed once 127.0.0.1 is named", (raw) => {
     expect(policy({ allow: { "127.0.0.1": [".*"] } }).check(raw)).toEqual({ ok: true, rule: 'read.allow["127.0.0.1"]' });
@@ -626,14 +618,11 @@ describe("schemes", () => {
 });
 
 describe("unparseable input", () => {
-  it.each(["", "   ", "not a url", "google.com", "//google.com/", "https://", "http://exa mple.com/", "https://./"])(
-    "%j is denied without throwing",
-    (raw) => {
-      const decision = defaults.check(raw);
-      expect(deniedRule(decision)).toBe("default: invalid URL");
-      expect(messageOf(decision)).toMatch(/^policy_denied: /);
-    },
-  );
+  it.each(["", "   ", "not a url", "google.com", "//google.com/", "https://", "http://exa mple.com/", "https://./"])("%j is denied without throwing", (raw) => {
+    const decision = defaults.check(raw);
+    expect(deniedRule(decision)).toBe("default: invalid URL");
+    expect(messageOf(decision)).toMatch(/^policy_denied: /);
+  });
 });
 
 describe("read.enabled: false", () => {
@@ -654,7 +643,7 @@ describe("read.enabled: false", () => {
 
 describe("compiling a policy", () => {
   it("throws on a bad regex in read.allow, naming the key", () => {
-    expect(() => policy({ allow: { "docs.internal.test": ["^/guide/(" ] } })).toThrow(
+    expect(() => policy({ allow: { "docs.internal.test": ["^/guide/("] } })).toThrow(
       /policy\.read\.allow\["docs\.internal\.test"\]\[0\]: invalid regular expression/,
     );
   });
@@ -704,12 +693,9 @@ describe("canonicalizeHost (config keys)", () => {
     expect(canonicalizeHost(raw)).toBe(expected);
   });
 
-  it.each(["", "example.com:8080", "https://example.com", "a b.example", "*.example.com", "user@example.com", "."])(
-    "%j is not a host",
-    (raw) => {
-      expect(canonicalizeHost(raw)).toBeUndefined();
-    },
-  );
+  it.each(["", "example.com:8080", "https://example.com", "a b.example", "*.example.com", "user@example.com", "."])("%j is not a host", (raw) => {
+    expect(canonicalizeHost(raw)).toBeUndefined();
+  });
 });
 
 describe("parseRankingCsv", () => {
@@ -722,24 +708,15 @@ describe("parseRankingCsv", () => {
   });
 
   it("skips blank lines and accepts CRLF line endings", () => {
-    expect(parseRankingCsv("rank,domain\r\n\r\n1,google.com\r\n\r\n2,youtube.com\r\n")).toEqual([
-      "google.com",
-      "youtube.com",
-    ]);
+    expect(parseRankingCsv("rank,domain\r\n\r\n1,google.com\r\n\r\n2,youtube.com\r\n")).toEqual(["google.com", "youtube.com"]);
   });
 
   it('canonicalises domains, strips a leading "www." and drops duplicates', () => {
-    expect(parseRankingCsv("1,WWW.Google.com\n2,google.com\n3,Bücher.example\n")).toEqual([
-      "google.com",
-      "xn--bcher-kva.example",
-    ]);
+    expect(parseRankingCsv("1,WWW.Google.com\n2,google.com\n3,Bücher.example\n")).toEqual(["google.com", "xn--bcher-kva.example"]);
   });
 
   it('skips an entry truncated for display ("marketingplatform.google....")', () => {
-    expect(parseRankingCsv("1,google.com\n2,marketingplatform.google....\n3,youtube.com\n")).toEqual([
-      "google.com",
-      "youtube.com",
-    ]);
+    expect(parseRankingCsv("1,google.com\n2,marketingplatform.google....\n3,youtube.com\n")).toEqual(["google.com", "youtube.com"]);
   });
 
   it("rejects a line holding a URL, naming the line", () => {

@@ -12,11 +12,26 @@ import { configFor } from "../../src/config/userPolicies.js";
 function load(yaml: string) {
   const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-userpol-"));
   writeFileSync(join(dataDir, "config.yaml"), yaml);
-  return loadConfig({ dataDir, port: 0, env: { TABRELAY_MCP_TOKEN: "test-mcp-token-0123456789abcdef", TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" } });
+  return loadConfig({
+    dataDir,
+    port: 0,
+    env: { TABRELAY_MCP_TOKEN: "test-mcp-token-0123456789abcdef", TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" },
+  });
 }
 
 function button(label: string, url = "https://shop.example/cart"): ElementFacts {
-  return { ref: "e1", role: "button", name: label, visibleText: label, tag: "button", disabled: false, editable: false, attributeText: "", frameUrl: url, activates: [] };
+  return {
+    ref: "e1",
+    role: "button",
+    name: label,
+    visibleText: label,
+    tag: "button",
+    disabled: false,
+    editable: false,
+    attributeText: "",
+    frameUrl: url,
+    activates: [],
+  };
 }
 
 const BASE = `policy:
@@ -67,7 +82,9 @@ describe("per-user policy", () => {
     expect(() => load(`${BASE}users:\n  alice:\n    policy:\n      write: { page_tools: {} }\n`)).toThrow(/users\.alice\.policy\.write/);
     expect(() => load(`${BASE}users:\n  default:\n    policy: { deny: [] }\n`)).toThrow(/users\.default: "default" is the broker's own user/);
     expect(() => load(`${BASE}users:\n  Alice Smith:\n    policy: { deny: [] }\n`)).toThrow(/users/);
-    expect(() => load(`${BASE}users:\n  alice:\n    policy:\n      write: { click: { "shop.example": { label: "(a" } } }\n`)).toThrow(/users\.alice\.policy\.write\.click/);
+    expect(() => load(`${BASE}users:\n  alice:\n    policy:\n      write: { click: { "shop.example": { label: "(a" } } }\n`)).toThrow(
+      /users\.alice\.policy\.write\.click/,
+    );
   });
 
   it("refuses a keys grant for a host the base grants keys on too, saying how to combine them", () => {
@@ -92,6 +109,6 @@ describe("a cluster's config", () => {
     const yaml = `cluster:\n  redis_url: "redis://:pw@127.0.0.1:6379"\nscreenshots:\n  enabled: true\n`;
     expect(() => load(yaml)).toThrow(/in a cluster \(cluster\.redis_url\) screenshots need screenshots\.s3/);
     expect(() => load(`${yaml}  s3: { bucket: shots, region: eu-west-1 }\n`)).not.toThrow();
-    expect(() => load("cluster:\n  redis_url: \"http://x\"\n")).toThrow(/a Redis URL: redis:\/\//);
+    expect(() => load('cluster:\n  redis_url: "http://x"\n')).toThrow(/a Redis URL: redis:\/\//);
   });
 });

@@ -48,7 +48,16 @@ function facts(overrides: Partial<ElementFacts> = {}): ElementFacts {
 
 /** What an action reaches besides its target (ReachedElement), for the facts of a label's control, a default button, an option. */
 function reached(label: string, overrides: Partial<ReachedElement> = {}): ReachedElement {
-  return { via: "the control of the label it is in", role: "button", name: label, visibleText: label, tag: "button", disabled: false, attributeText: "", ...overrides };
+  return {
+    via: "the control of the label it is in",
+    role: "button",
+    name: label,
+    visibleText: label,
+    tag: "button",
+    disabled: false,
+    attributeText: "",
+    ...overrides,
+  };
 }
 
 function option(label: string, overrides: Partial<ReachedElement> = {}): ReachedElement {
@@ -170,7 +179,7 @@ describe("compileWritePolicy: configuration errors", () => {
   it("throws on a grant without a label, with unknown settings, or with an unknown kind", () => {
     const loose = (write: unknown): WritePolicyInput =>
       // Parsing boundary: simulates what a hand-edited YAML file can contain.
-      ({ deny: [], write } as WritePolicyInput);
+      ({ deny: [], write }) as WritePolicyInput;
     expect(() => compileWritePolicy(loose({ click: { "shop.example": {} } }))).toThrow(/\["shop\.example"\]\.label: the label must be a string/);
     expect(() => compileWritePolicy(loose({ click: { "shop.example": { label: ".*", path: "/" } } }))).toThrow(/\.path: unknown setting/);
     expect(() => compileWritePolicy(loose({ fill: { "shop.example": { label: ".*" } } }))).toThrow(/policy\.write\.fill: unknown write kind/);
@@ -221,7 +230,7 @@ describe("a fresh install (no write grants)", () => {
       t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
       return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
     };
-    const pick = <T,>(items: readonly T[]): T => {
+    const pick = <T>(items: readonly T[]): T => {
       const item = items[Math.floor(random() * items.length)];
       if (item === undefined) throw new Error("empty list");
       return item;
@@ -392,9 +401,7 @@ describe("allowed writes", () => {
       click: { "*.shop.example": { label: ".*" }, "admin.shop.example": { label: "^Search$" } },
     });
     const admin = "https://admin.shop.example/";
-    expect(layered.check("click", admin, facts({ visibleText: "Delete account", frameUrl: admin })).rule).toBe(
-      'write.click["admin.shop.example"].label',
-    );
+    expect(layered.check("click", admin, facts({ visibleText: "Delete account", frameUrl: admin })).rule).toBe('write.click["admin.shop.example"].label');
     expect(layered.check("click", "https://eu.shop.example/", facts({ visibleText: "Delete account", frameUrl: "https://eu.shop.example/" })).ok).toBe(true);
   });
 });
@@ -446,10 +453,7 @@ describe("refusals: URL and grant", () => {
   });
 
   it("lets the deny list win over a grant, for the host and its subdomains", () => {
-    const granted = policy(
-      { click: { "evil.example": { label: ".*" }, "*.evil.example": { label: ".*" } } },
-      [{ host: "evil.example", path: ".*" }],
-    );
+    const granted = policy({ click: { "evil.example": { label: ".*" }, "*.evil.example": { label: ".*" } } }, [{ host: "evil.example", path: ".*" }]);
     for (const url of ["https://evil.example/", "https://www.evil.example/x"]) {
       const decision = granted.check("click", url, facts({ frameUrl: url }));
       expect(ruleOf(decision), url).toBe("deny[0] evil.example .*");
@@ -516,13 +520,13 @@ describe("refusals: the label", () => {
     expect(messageOf(decision)).toMatch(/its visible text "Delete account" does not match/);
   });
 
-  it("refuses when only the accessible name mismatches (aria-label=\"Cancel\" on a button reading \"Remove\")", () => {
+  it('refuses when only the accessible name mismatches (aria-label="Cancel" on a button reading "Remove")', () => {
     const decision = shop.check("click", SHOP, facts({ visibleText: "Remove", name: "Cancel" }));
     expect(ruleOf(decision)).toBe('write.click["shop.example"].label');
     expect(messageOf(decision)).toMatch(/its accessible name "Cancel" does not match .* both must match/);
   });
 
-  it("refuses a button reading \"Delete account\" whose aria-label is \"Cancel\" even under a grant for Cancel", () => {
+  it('refuses a button reading "Delete account" whose aria-label is "Cancel" even under a grant for Cancel', () => {
     const cancel = policy({ click: { "shop.example": { label: "^Cancel$" } } });
     const decision = cancel.check("click", SHOP, facts({ visibleText: "Delete account", name: "Cancel" }));
     expect(decision.ok).toBe(false);
@@ -586,7 +590,11 @@ describe("refusals: the element, whatever the grant", () => {
   });
 
   it("refuses keys on a non-editable element without a keys grant (Enter on a button is the page's to interpret)", () => {
-    const decision = any.check("press", SHOP, facts({ visibleText: "Search", editable: false, key: "Enter", noSubmit: "Enter on a <button> submits no form (only single-line fields do)" }));
+    const decision = any.check(
+      "press",
+      SHOP,
+      facts({ visibleText: "Search", editable: false, key: "Enter", noSubmit: "Enter on a <button> submits no form (only single-line fields do)" }),
+    );
     expect(ruleOf(decision)).toBe("default: no write.keys grant");
     expect(messageOf(decision)).toMatch(/Enter here submits no form \(Enter on a <button>/);
   });
@@ -639,7 +647,9 @@ describe("immutability", () => {
     const compiled = compileWritePolicy(SHOP_POLICY);
     compiled.describe().push("everything allowed");
     expect(compiled.describe()).not.toContain("everything allowed");
-    expect(compiled.describe().join("\n")).toMatch(/write\.click\["shop\.example"\]: click, check and select, and the form submission an Enter causes are allowed on shop\.example \(any port\)/);
+    expect(compiled.describe().join("\n")).toMatch(
+      /write\.click\["shop\.example"\]: click, check and select, and the form submission an Enter causes are allowed on shop\.example \(any port\)/,
+    );
   });
 });
 
@@ -715,8 +725,12 @@ describe("press Enter that submits a form", () => {
   it("is a click on the form's default button: refused when its label does not match the click grant", () => {
     const decision = keyed.check("press", SHOP, pressIn("Quantity", "Enter", { submits: { form: FORM, button: defaultButton("Delete account") } }));
     expect(ruleOf(decision)).toBe('write.click["shop.example"].label');
-    expect(messageOf(decision)).toMatch(/^write_denied: submitting a form by pressing "Enter" in "Quantity" on shop\.example \(which clicks its default button <button> "Delete account"\)/);
-    expect(messageOf(decision)).toMatch(/the form's default button, which Enter clicks, <button> "Delete account": its visible text "Delete account" does not match/);
+    expect(messageOf(decision)).toMatch(
+      /^write_denied: submitting a form by pressing "Enter" in "Quantity" on shop\.example \(which clicks its default button <button> "Delete account"\)/,
+    );
+    expect(messageOf(decision)).toMatch(
+      /the form's default button, which Enter clicks, <button> "Delete account": its visible text "Delete account" does not match/,
+    );
   });
 
   it("needs a click grant at all: a type grant alone does not submit", () => {
@@ -750,9 +764,11 @@ describe("press Enter that submits a form", () => {
     expect(ruleOf(press(defaultButton("Add to cart", { hidden: "display" })))).toBe("submit: hidden");
     expect(ruleOf(press(defaultButton("Add to cart", { disabled: true })))).toBe("submit: disabled");
     expect(ruleOf(press(defaultButton("AI agents press here")))).toBe("element: decoy");
-    expect(ruleOf(press(defaultButton("Add to cart", { labelConflict: 'its text "Add to cart" is not visible while CSS-generated content shows "Delete account"' })))).toBe(
-      "submit: rendered label differs",
-    );
+    expect(
+      ruleOf(
+        press(defaultButton("Add to cart", { labelConflict: 'its text "Add to cart" is not visible while CSS-generated content shows "Delete account"' })),
+      ),
+    ).toBe("submit: rendered label differs");
   });
 
   it("a form with no button is judged by the form's accessible name under the click grant", () => {
@@ -795,7 +811,9 @@ describe("keys grants", () => {
 
   it("allows a granted chord and Enter outside a form on a granted element", () => {
     expect(keyed.check("press", SHOP, pressIn("Message", "Control+Enter"))).toEqual({ ok: true, rule: 'write.keys["shop.example"]' });
-    expect(keyed.check("press", SHOP, pressIn("Message", "Enter", { tag: "textarea", noSubmit: "Enter in a text area adds a line; it submits no form" }))).toEqual({
+    expect(
+      keyed.check("press", SHOP, pressIn("Message", "Enter", { tag: "textarea", noSubmit: "Enter in a text area adds a line; it submits no form" })),
+    ).toEqual({
       ok: true,
       rule: 'write.keys["shop.example"]',
     });
@@ -818,17 +836,27 @@ describe("keys grants", () => {
   it("configuration errors name the key and the reason", () => {
     const loose = (keys: unknown): WritePolicyInput =>
       // Parsing boundary: what a hand-edited YAML file can contain.
-      ({ deny: [], write: { keys } } as WritePolicyInput);
-    expect(() => compileWritePolicy(loose({ "shop.example": { label: ".*" } }))).toThrow(/policy\.write\.keys\["shop\.example"\]\.keys: missing: the regex of the key combos/);
-    expect(() => compileWritePolicy(loose({ "shop.example": { keys: "(Enter", label: ".*" } }))).toThrow(/policy\.write\.keys\["shop\.example"\]\.keys: invalid regular expression/);
-    expect(() => compileWritePolicy(loose({ "shop.example": { keys: "^Enter$" } }))).toThrow(/policy\.write\.keys\["shop\.example"\]\.label: the label must be a string/);
-    expect(() => compileWritePolicy(loose({ "shop.example": { keys: "^Enter$", label: ".*", when: "always" } }))).toThrow(/\.when: unknown setting \(only "keys" and "label" are supported\)/);
+      ({ deny: [], write: { keys } }) as WritePolicyInput;
+    expect(() => compileWritePolicy(loose({ "shop.example": { label: ".*" } }))).toThrow(
+      /policy\.write\.keys\["shop\.example"\]\.keys: missing: the regex of the key combos/,
+    );
+    expect(() => compileWritePolicy(loose({ "shop.example": { keys: "(Enter", label: ".*" } }))).toThrow(
+      /policy\.write\.keys\["shop\.example"\]\.keys: invalid regular expression/,
+    );
+    expect(() => compileWritePolicy(loose({ "shop.example": { keys: "^Enter$" } }))).toThrow(
+      /policy\.write\.keys\["shop\.example"\]\.label: the label must be a string/,
+    );
+    expect(() => compileWritePolicy(loose({ "shop.example": { keys: "^Enter$", label: ".*", when: "always" } }))).toThrow(
+      /\.when: unknown setting \(only "keys" and "label" are supported\)/,
+    );
     expect(() => compileWritePolicy(loose({ "shop example": { keys: ".*", label: ".*" } }))).toThrow(/policy\.write\.keys\["shop example"\]/);
     expect(() => compileWritePolicy(loose("everything"))).toThrow(/policy\.write\.keys: expected a map of host -> \{ keys: regex, label: regex \}/);
   });
 
   it("describes each keys grant", () => {
-    expect(keyed.describe().join("\n")).toMatch(/write\.keys\["shop\.example"\]: key combos fully matching \/\^\(Enter\|Control\\\+Enter\)\$\/ allowed on shop\.example/);
+    expect(keyed.describe().join("\n")).toMatch(
+      /write\.keys\["shop\.example"\]: key combos fully matching \/\^\(Enter\|Control\\\+Enter\)\$\/ allowed on shop\.example/,
+    );
   });
 });
 
@@ -836,7 +864,11 @@ describe("config.yaml: the keys grant", () => {
   const load = (yaml: string) => {
     const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-keys-"));
     writeFileSync(join(dataDir, "config.yaml"), yaml);
-    return loadConfig({ dataDir, port: 0, env: { TABRELAY_MCP_TOKEN: "test-mcp-token-0123456789abcdef", TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" } });
+    return loadConfig({
+      dataDir,
+      port: 0,
+      env: { TABRELAY_MCP_TOKEN: "test-mcp-token-0123456789abcdef", TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" },
+    });
   };
   const write = (grant: string) => `policy:\n  write:\n    keys:\n      "mail.example": ${grant}\n`;
 
@@ -846,14 +878,16 @@ describe("config.yaml: the keys grant", () => {
       ok: true,
       rule: 'write.keys["mail.example"]',
     });
-    expect(ruleOf(config.writePolicy.check("press", "https://mail.example/", pressIn("Message body", "Alt+Enter", { frameUrl: "https://mail.example/" })))).toBe(
-      'write.keys["mail.example"].keys',
-    );
+    expect(
+      ruleOf(config.writePolicy.check("press", "https://mail.example/", pressIn("Message body", "Alt+Enter", { frameUrl: "https://mail.example/" }))),
+    ).toBe('write.keys["mail.example"].keys');
   });
 
   it("a missing keys setting stops start-up naming the key and the reason", () => {
     expect(() => load(write('{ label: ".*" }'))).toThrow(ConfigError);
-    expect(() => load(write('{ label: ".*" }'))).toThrow(/policy\.write\.keys\.mail\.example\.keys: missing or not a string: the regex of the key combos allowed/);
+    expect(() => load(write('{ label: ".*" }'))).toThrow(
+      /policy\.write\.keys\.mail\.example\.keys: missing or not a string: the regex of the key combos allowed/,
+    );
   });
 
   it("a bad keys regex and an unknown setting stop start-up naming the key", () => {
@@ -918,7 +952,10 @@ describe("what a click reaches (HTML activation)", () => {
     const hiddenReasons: readonly HiddenReason[] = ["display", "visibility", "opacity", "size", "clipped", "inert", "aria-hidden"];
     for (let i = 0; i < 300; i++) {
       const flaw = i % 2;
-      const bad = reached(["Add to cart", "Delete account", ""][i % 3] ?? "", flaw === 0 ? { hidden: hiddenReasons[i % hiddenReasons.length] ?? "display" } : { disabled: true });
+      const bad = reached(
+        ["Add to cart", "Delete account", ""][i % 3] ?? "",
+        flaw === 0 ? { hidden: hiddenReasons[i % hiddenReasons.length] ?? "display" } : { disabled: true },
+      );
       const activates = [reached("Fine"), bad, reached("Also fine")].slice(i % 2);
       const decision = any.check(i % 4 === 0 ? "check" : "click", SHOP, facts({ activates }));
       expect(decision.ok, JSON.stringify(activates)).toBe(false);

@@ -12,7 +12,18 @@ import { compileWritePolicy, type WritePolicyInput } from "../../src/policy/writ
 const APP = "https://app.example/settings";
 
 function facts(label: string, overrides: Partial<ElementFacts> = {}): ElementFacts {
-  return { ref: "e1", role: "button", name: label, visibleText: label, tag: "button", disabled: false, editable: false, attributeText: "", frameUrl: APP, ...overrides };
+  return {
+    ref: "e1",
+    role: "button",
+    name: label,
+    visibleText: label,
+    tag: "button",
+    disabled: false,
+    editable: false,
+    attributeText: "",
+    frameUrl: APP,
+    ...overrides,
+  };
 }
 
 const policy = (write: WritePolicyInput["write"], deny: WritePolicyInput["deny"] = []) => compileWritePolicy({ deny, write });
@@ -38,11 +49,16 @@ describe("eval", () => {
   });
 
   it("the deny list wins over an eval grant", () => {
-    expect(policy({ eval: { "app.example": {} } }, [{ host: "app.example", path: "^/settings" }]).checkEval(APP)).toMatchObject({ ok: false, rule: "deny[0] app.example ^/settings" });
+    expect(policy({ eval: { "app.example": {} } }, [{ host: "app.example", path: "^/settings" }]).checkEval(APP)).toMatchObject({
+      ok: false,
+      rule: "deny[0] app.example ^/settings",
+    });
   });
 
   it("an eval grant takes no settings", () => {
-    expect(() => policy({ eval: { "app.example": { label: ".*" } as unknown as Record<string, never> } })).toThrow(/policy\.write\.eval\["app\.example"\]\.label: unknown setting/);
+    expect(() => policy({ eval: { "app.example": { label: ".*" } as unknown as Record<string, never> } })).toThrow(
+      /policy\.write\.eval\["app\.example"\]\.label: unknown setting/,
+    );
   });
 });
 
@@ -67,7 +83,10 @@ describe("upload, drag and highlight", () => {
   it("drag is judged as a click on the element grabbed", () => {
     expect(p.check("drag", APP, facts("Card"))).toEqual({ ok: true, rule: 'write.click["app.example"]' });
     expect(p.check("drag", APP, facts("Delete"))).toMatchObject({ ok: false, code: "write_denied" });
-    expect(policy({ type: { "app.example": { label: ".*" } } }).check("drag", APP, facts("Card"))).toMatchObject({ ok: false, rule: "default: no write.click grant" });
+    expect(policy({ type: { "app.example": { label: ".*" } } }).check("drag", APP, facts("Card"))).toMatchObject({
+      ok: false,
+      rule: "default: no write.click grant",
+    });
     expect(p.isStateChanging("drag")).toBe(true);
   });
 
@@ -81,7 +100,11 @@ describe("config.yaml: the upload and eval grants", () => {
   const load = (grants: string) => {
     const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-grants-"));
     writeFileSync(join(dataDir, "config.yaml"), `policy:\n  write:\n${grants}`);
-    return loadConfig({ dataDir, port: 0, env: { TABRELAY_MCP_TOKEN: "test-mcp-token-0123456789abcdef", TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" } });
+    return loadConfig({
+      dataDir,
+      port: 0,
+      env: { TABRELAY_MCP_TOKEN: "test-mcp-token-0123456789abcdef", TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" },
+    });
   };
 
   it("loads both and enforces them; the description names them", () => {

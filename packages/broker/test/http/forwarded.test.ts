@@ -11,7 +11,13 @@ describe("forwarded headers", () => {
   it("are believed from a trusted proxy: the scheme, the port the browser used, the client's address", () => {
     const forwarding = new Forwarding(["10.0.0.2", "fd00::/8"]);
     for (const peer of ["10.0.0.2", "::ffff:10.0.0.2", "fd00::1"]) {
-      expect(forwarding.arrival(forwardedHeaders, peer, "tabrelay.example")).toEqual({ proxied: true, tls: true, host: "tabrelay.example:8443", origin: "https://tabrelay.example:8443", client: "203.0.113.9" });
+      expect(forwarding.arrival(forwardedHeaders, peer, "tabrelay.example")).toEqual({
+        proxied: true,
+        tls: true,
+        host: "tabrelay.example:8443",
+        origin: "https://tabrelay.example:8443",
+        client: "203.0.113.9",
+      });
     }
   });
 
@@ -19,7 +25,13 @@ describe("forwarded headers", () => {
     const forwarding = new Forwarding(["10.0.0.2"]);
     for (const peer of ["10.0.0.3", "127.0.0.1", "::1", "fe00::1", undefined]) {
       const arrival = forwarding.arrival(forwardedHeaders, peer, "tabrelay.example");
-      expect(arrival).toEqual({ proxied: false, tls: false, host: "tabrelay.example", origin: "http://tabrelay.example", client: peer === undefined ? undefined : canonicalAddress(peer) });
+      expect(arrival).toEqual({
+        proxied: false,
+        tls: false,
+        host: "tabrelay.example",
+        origin: "http://tabrelay.example",
+        client: peer === undefined ? undefined : canonicalAddress(peer),
+      });
     }
     // No proxy configured: nobody's are believed.
     expect(new Forwarding([]).arrival(forwardedHeaders, "10.0.0.2", "tabrelay.example").proxied).toBe(false);
@@ -28,9 +40,24 @@ describe("forwarded headers", () => {
   it("take only the port from X-Forwarded-Host (another host is not believed) and fall back to the peer for a bad X-Real-IP", () => {
     const forwarding = new Forwarding(["10.0.0.0/24"]);
     const other = new Headers({ "X-Forwarded-Host": "evil.example", "X-Real-IP": "not-an-address" });
-    expect(forwarding.arrival(other, "10.0.0.77", "tabrelay.example")).toEqual({ proxied: true, tls: false, host: "tabrelay.example", origin: "http://tabrelay.example", client: "10.0.0.77" });
+    expect(forwarding.arrival(other, "10.0.0.77", "tabrelay.example")).toEqual({
+      proxied: true,
+      tls: false,
+      host: "tabrelay.example",
+      origin: "http://tabrelay.example",
+      client: "10.0.0.77",
+    });
     // Two X-Real-IP headers arrive joined with a comma: not an address.
-    expect(forwarding.arrival(new Headers([["X-Real-IP", "1.2.3.4"], ["X-Real-IP", "5.6.7.8"]]), "10.0.0.1", "h").client).toBe("10.0.0.1");
+    expect(
+      forwarding.arrival(
+        new Headers([
+          ["X-Real-IP", "1.2.3.4"],
+          ["X-Real-IP", "5.6.7.8"],
+        ]),
+        "10.0.0.1",
+        "h",
+      ).client,
+    ).toBe("10.0.0.1");
   });
 
   it("judge a link-local peer by its address, not the interface Node names with it", () => {
@@ -69,7 +96,8 @@ describe("addresses", () => {
     expect(canonicalAddress("1:0:0:2:0:0:0:3")).toBe("1:0:0:2::3");
     expect(canonicalAddress("::")).toBe("::");
     expect(canonicalAddress("::1")).toBe("::1");
-    for (const bad of ["fe80::1%eth0", "[::1]", "01.2.3.4", "1.2.3", "", "1:2:3:4:5:6:7:8:9", "12345::", "1.2.3.4::", "1.2.3.4::5"]) expect(canonicalAddress(bad), bad).toBeUndefined();
+    for (const bad of ["fe80::1%eth0", "[::1]", "01.2.3.4", "1.2.3", "", "1:2:3:4:5:6:7:8:9", "12345::", "1.2.3.4::", "1.2.3.4::5"])
+      expect(canonicalAddress(bad), bad).toBeUndefined();
   });
 
   it("are counted by /64 for IPv6 (one client may hold all of it), by address for IPv4", () => {

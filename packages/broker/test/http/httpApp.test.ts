@@ -73,7 +73,11 @@ describe("broker HTTP app", () => {
 
   it("refuses /mcp from a foreign Origin with 403, before reading the body", async () => {
     const watched = watchedBody();
-    const response = await post("/mcp", { Host: host, Origin: "https://evil.example", Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" }, watched.body);
+    const response = await post(
+      "/mcp",
+      { Host: host, Origin: "https://evil.example", Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      watched.body,
+    );
     expect(response.status).toBe(403);
     expect(await response.text()).toMatch(/Origin "https:\/\/evil.example" is not allowed/);
     expect(watched.read()).toBe(false);
@@ -82,7 +86,11 @@ describe("broker HTTP app", () => {
   it("refuses /mcp without the token with 401 and WWW-Authenticate, before reading the body", async () => {
     for (const authorization of [undefined, "Bearer wrong", `Basic ${TOKEN}`]) {
       const watched = watchedBody();
-      const response = await post("/mcp", { Host: host, "Content-Type": "application/json", ...(authorization ? { Authorization: authorization } : {}) }, watched.body);
+      const response = await post(
+        "/mcp",
+        { Host: host, "Content-Type": "application/json", ...(authorization ? { Authorization: authorization } : {}) },
+        watched.body,
+      );
       expect(response.status).toBe(401);
       expect(response.headers.get("www-authenticate")).toBe('Bearer realm="tabrelay"');
       expect(watched.read()).toBe(false);
@@ -93,7 +101,11 @@ describe("broker HTTP app", () => {
     const nonce = newNonce();
     // Called without a socket, the app knows no address of its own: a loopback address the client claims is not
     // taken (a relay could claim its own), and the proof names none that any client dialled.
-    const response = await post("/auth/proof", { Host: host, "Content-Type": "application/json" }, JSON.stringify({ nonce, endpoint: "http://127.0.0.1:9333" }));
+    const response = await post(
+      "/auth/proof",
+      { Host: host, "Content-Type": "application/json" },
+      JSON.stringify({ nonce, endpoint: "http://127.0.0.1:9333" }),
+    );
     expect(response.status).toBe(200);
     const body: unknown = await response.json();
     const endpoint = Reflect.get(body as object, "endpoint");
@@ -136,13 +148,22 @@ describe("broker HTTP app", () => {
     const ann = await broker.users.add("ann");
     const ben = await broker.users.add("ben");
     const annId = ann.user.id;
-    const stored = await broker.context.screenshots?.put(Buffer.from("ann's picture"), { width: 1, height: 1, pageUrl: "http://127.0.0.1/", capturedAt: Date.now(), owner: annId });
+    const stored = await broker.context.screenshots?.put(Buffer.from("ann's picture"), {
+      width: 1,
+      height: 1,
+      pageUrl: "http://127.0.0.1/",
+      capturedAt: Date.now(),
+      owner: annId,
+    });
     if (!stored) throw new Error("screenshots are enabled in this config");
     expect(new URL(stored.url).searchParams.get("u")).toBe(annId);
     const get = (url: string, token?: string) => broker.app.request(url, { headers: { Host: host, ...(token ? { Authorization: `Bearer ${token}` } : {}) } });
     expect((await get(stored.url, ann.token)).status).toBe(200);
     const theirs = await get(stored.url, ben.token);
-    const madeUp = await get(stored.url.replace(/\/shots\/([0-9a-f])/, (_, c: string) => `/shots/${c === "0" ? "1" : "0"}`), ann.token);
+    const madeUp = await get(
+      stored.url.replace(/\/shots\/([0-9a-f])/, (_, c: string) => `/shots/${c === "0" ? "1" : "0"}`),
+      ann.token,
+    );
     expect(theirs.status).toBe(404);
     expect(madeUp.status).toBe(404);
     expect(await theirs.text()).toBe(await madeUp.text());
@@ -169,7 +190,17 @@ describe("broker HTTP app", () => {
       expect(source, path).not.toContain("$PLAIN_LINE_");
       for (const m of source.matchAll(/^import [^"]* from "\.\/([a-z]+\.js)";$/gm)) pending.push(`/dashboard/${m[1] ?? ""}`);
     }
-    expect([...seen].sort()).toEqual(["/dashboard/api.js", "/dashboard/app.js", "/dashboard/audit.js", "/dashboard/browsers.js", "/dashboard/chat.js", "/dashboard/controls.js", "/dashboard/dom.js", "/dashboard/pages.js", "/dashboard/preview.js"]);
+    expect([...seen].sort()).toEqual([
+      "/dashboard/api.js",
+      "/dashboard/app.js",
+      "/dashboard/audit.js",
+      "/dashboard/browsers.js",
+      "/dashboard/chat.js",
+      "/dashboard/controls.js",
+      "/dashboard/dom.js",
+      "/dashboard/pages.js",
+      "/dashboard/preview.js",
+    ]);
   });
 
   it("refuses the dashboard on a foreign Host", async () => {

@@ -43,7 +43,9 @@ function headers(session?: string): Record<string, string> {
 
 async function mcp(method: string, init: { session?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Response> {
   const body = init.body === undefined ? undefined : typeof init.body === "string" ? init.body : JSON.stringify(init.body);
-  return broker.app.fetch(new Request(`${base}/mcp`, { method, headers: { ...headers(init.session), ...init.headers }, ...(body === undefined ? {} : { body }) }));
+  return broker.app.fetch(
+    new Request(`${base}/mcp`, { method, headers: { ...headers(init.session), ...init.headers }, ...(body === undefined ? {} : { body }) }),
+  );
 }
 
 /** The JSON-RPC messages of an SSE answer (the stream ends once every request in the POST is answered). */
@@ -57,11 +59,15 @@ async function messages(response: Response): Promise<unknown[]> {
 }
 
 async function initialize(client = "fetch-test"): Promise<string> {
-  const response = await mcp("POST", { body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: client, version: "0" } } } });
+  const response = await mcp("POST", {
+    body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: client, version: "0" } } },
+  });
   expect(response.status).toBe(200);
   const session = response.headers.get("mcp-session-id");
   if (!session) throw new Error("no Mcp-Session-Id on the initialize answer");
-  expect(await messages(response)).toEqual([expect.objectContaining({ id: 1, result: expect.objectContaining({ serverInfo: expect.objectContaining({ name: "tabrelay" }) }) })]);
+  expect(await messages(response)).toEqual([
+    expect.objectContaining({ id: 1, result: expect.objectContaining({ serverInfo: expect.objectContaining({ name: "tabrelay" }) }) }),
+  ]);
   const initialized = await mcp("POST", { session, body: { jsonrpc: "2.0", method: "notifications/initialized" } });
   expect(initialized.status).toBe(202);
   return session;
@@ -117,9 +123,13 @@ describe("/mcp through the fetch core", () => {
     broker.registry.add(fake);
     try {
       const session = await initialize();
-      const ok = await messages(await mcp("POST", { session, body: { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "list_tabs", arguments: {} } } }));
+      const ok = await messages(
+        await mcp("POST", { session, body: { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "list_tabs", arguments: {} } } }),
+      );
       expect(JSON.stringify(ok)).toContain("http://127.0.0.1/held");
-      const bad = await messages(await mcp("POST", { session, body: { jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "list_tabs", arguments: { bogus: 1 } } } }));
+      const bad = await messages(
+        await mcp("POST", { session, body: { jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "list_tabs", arguments: { bogus: 1 } } } }),
+      );
       expect(bad).toEqual([expect.objectContaining({ id: 4, result: expect.objectContaining({ isError: true }) })]);
       expect(JSON.stringify(bad)).toMatch(/invalid_params: .*bogus/);
       await mcp("DELETE", { session });
@@ -158,14 +168,22 @@ describe("/mcp through the fetch core", () => {
     expect(await stream.text()).toBe("");
     const gone = await mcp("POST", { session, body: { jsonrpc: "2.0", id: 6, method: "tools/list" } });
     expect(gone.status).toBe(404);
-    expect(await gone.json()).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: "Session not found: it expired or the broker restarted; initialize a new session" }, id: null });
+    expect(await gone.json()).toEqual({
+      jsonrpc: "2.0",
+      error: { code: -32000, message: "Session not found: it expired or the broker restarted; initialize a new session" },
+      id: null,
+    });
   });
 
   it("asks for an initialize first when a request has no session", async () => {
     for (const method of ["GET", "DELETE"]) {
       const response = await mcp(method);
       expect(response.status).toBe(400);
-      expect(await response.json()).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: "No session: send an initialize request first (POST /mcp)" }, id: null });
+      expect(await response.json()).toEqual({
+        jsonrpc: "2.0",
+        error: { code: -32000, message: "No session: send an initialize request first (POST /mcp)" },
+        id: null,
+      });
     }
     const notInitialize = await mcp("POST", { body: { jsonrpc: "2.0", id: 7, method: "tools/list" } });
     expect(notInitialize.status).toBe(400);
@@ -183,7 +201,9 @@ describe("/mcp through the fetch core", () => {
     const session = await initialize();
     const declared = (body: string) => ({ session, body, headers: { "Content-Length": String(Buffer.byteLength(body)) } });
     const list = JSON.stringify({ jsonrpc: "2.0", id: 10, method: "tools/list" });
-    expect(await messages(await mcp("POST", declared(list)))).toEqual([expect.objectContaining({ id: 10, result: expect.objectContaining({ tools: expect.any(Array) }) })]);
+    expect(await messages(await mcp("POST", declared(list)))).toEqual([
+      expect.objectContaining({ id: 10, result: expect.objectContaining({ tools: expect.any(Array) }) }),
+    ]);
     for (const init of [declared("{not json"), { session, body: "{not json" }]) {
       const response = await mcp("POST", init);
       expect(response.status).toBe(400);
@@ -199,11 +219,19 @@ describe("/mcp through the fetch core", () => {
     const sessions: string[] = [];
     for (let i = 0; i < 64; i++) sessions.push(await initialize(`fetch-test-${i}`));
     expect(broker.mcpSessions).toBe(64);
-    const refused = await mcp("POST", { body: { jsonrpc: "2.0", id: 5, method: "initialize", params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: "late", version: "0" } } } });
+    const refused = await mcp("POST", {
+      body: {
+        jsonrpc: "2.0",
+        id: 5,
+        method: "initialize",
+        params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: "late", version: "0" } },
+      },
+    });
     expect(refused.status).toBe(503);
     expect(await refused.json()).toMatchObject({ id: 5, error: { message: expect.stringContaining("mcp.max_sessions = 64") } });
     expect(broker.mcpSessions).toBe(64);
-    for (const session of sessions.slice(0, 2)) expect((await mcp("POST", { session, body: { jsonrpc: "2.0", id: 9, method: "tools/list" } })).status).toBe(200);
+    for (const session of sessions.slice(0, 2))
+      expect((await mcp("POST", { session, body: { jsonrpc: "2.0", id: 9, method: "tools/list" } })).status).toBe(200);
     for (const session of sessions) await mcp("DELETE", { session });
     expect(broker.mcpSessions).toBe(0);
   });

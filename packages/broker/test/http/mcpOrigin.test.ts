@@ -10,7 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Broker, loadConfig, silentLogger } from "../../src/index.js";
 
 const TOKEN = randomBytes(32).toString("base64url");
-const INITIALIZE = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "origin-test", version: "1" } } });
+const INITIALIZE = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "origin-test", version: "1" } },
+});
 let broker: Broker;
 let port = 0;
 
@@ -27,7 +32,11 @@ afterAll(async () => {
 });
 
 /** An initialize request over the real socket, with the Host and Origin a client or a page would send (fetch would drop Host). */
-function initialize(host: string, origin: string | undefined, token: string | null = TOKEN): Promise<{ status: number; session: string | undefined; text: string }> {
+function initialize(
+  host: string,
+  origin: string | undefined,
+  token: string | null = TOKEN,
+): Promise<{ status: number; session: string | undefined; text: string }> {
   const headers: Record<string, string> = { "Content-Type": "application/json", Accept: "application/json, text/event-stream", Host: host };
   if (origin !== undefined) headers["Origin"] = origin;
   if (token !== null) headers["Authorization"] = `Bearer ${token}`;

@@ -104,7 +104,8 @@ describe("tokens from the provider", () => {
   it("refuses an expired token, allowing only the configured clock tolerance", async () => {
     const token = await clientToken(idp, "service");
     const exp = decodeJwt(token).exp ?? 0;
-    const at = (sec: number, tolerance = 0) => new OAuthResource({ issuer: idp.issuer, resource: RESOURCE }, { now: () => sec * 1000, clockToleranceSec: tolerance });
+    const at = (sec: number, tolerance = 0) =>
+      new OAuthResource({ issuer: idp.issuer, resource: RESOURCE }, { now: () => sec * 1000, clockToleranceSec: tolerance });
     expectRejected(await at(exp).verify(token), "invalid_token", /expired/, token);
     expectRejected(await at(exp + 3600).verify(token), "invalid_token", /expired/, token);
     expect((await at(exp - 1).verify(token)).ok).toBe(true);
@@ -205,7 +206,8 @@ describe("the issuer's keys", () => {
     try {
       const patient = recordingFetch();
       const eager = recordingFetch();
-      const verifier = (f: typeof fetch, cooldown: number) => new OAuthResource({ issuer: rotating.issuer, resource: RESOURCE }, { fetch: f, jwksCooldownSec: cooldown });
+      const verifier = (f: typeof fetch, cooldown: number) =>
+        new OAuthResource({ issuer: rotating.issuer, resource: RESOURCE }, { fetch: f, jwksCooldownSec: cooldown });
       const slow = verifier(patient.fetch, 30);
       const fast = verifier(eager.fetch, 0.2);
       const before = await clientToken(rotating, "service");
@@ -239,7 +241,11 @@ describe("the issuer's keys", () => {
     const { server, origin: deadIssuer } = await listen((_req, res) => res.end());
     await stop(server);
     const { privateKey } = await generateKeyPair("ES256");
-    const token = await new SignJWT({ sub: "alice", aud: RESOURCE }).setProtectedHeader({ alg: "ES256", kid: "k" }).setIssuer(deadIssuer).setExpirationTime("5m").sign(privateKey);
+    const token = await new SignJWT({ sub: "alice", aud: RESOURCE })
+      .setProtectedHeader({ alg: "ES256", kid: "k" })
+      .setIssuer(deadIssuer)
+      .setExpirationTime("5m")
+      .sign(privateKey);
     const unreachable = await new OAuthResource({ issuer: deadIssuer, resource: RESOURCE }).verify(token);
     expectRejected(unreachable, "invalid_token", /signing keys could not be fetched/, token);
     if (!unreachable.ok) expect(unreachable.detail).toMatch(/openid-configuration.*fetch failed.*ECONNREFUSED/);

@@ -45,12 +45,20 @@ function post(b: TestBroker, body: unknown, session?: string): Promise<Response>
 
 /** A client that sends initialize and nothing else, as the 64 that once pushed out active agents did. */
 async function initializeOnly(b: TestBroker, name: string): Promise<{ status: number; session: string | null; body: string }> {
-  const response = await post(b, { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name, version: "0" } } });
+  const response = await post(b, {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name, version: "0" } },
+  });
   return { status: response.status, session: response.headers.get("mcp-session-id"), body: await response.text() };
 }
 
 function closeSession(b: TestBroker, session: string): Promise<Response> {
-  return fetch(`${b.url}/mcp`, { method: "DELETE", headers: { Authorization: `Bearer ${MCP_TOKEN}`, "Mcp-Session-Id": session, "Mcp-Protocol-Version": PROTOCOL } });
+  return fetch(`${b.url}/mcp`, {
+    method: "DELETE",
+    headers: { Authorization: `Bearer ${MCP_TOKEN}`, "Mcp-Session-Id": session, "Mcp-Protocol-Version": PROTOCOL },
+  });
 }
 
 describe("HTTP MCP sessions: limits that never cost an agent its session", () => {
@@ -65,7 +73,10 @@ describe("HTTP MCP sessions: limits that never cost an agent its session", () =>
       else {
         expect(i).toBe(63);
         expect(r.status).toBe(503);
-        expect(JSON.parse(r.body)).toMatchObject({ id: 1, error: { message: expect.stringMatching(/64 open MCP sessions \(mcp\.max_sessions = 64\).*DELETE \/mcp/) } });
+        expect(JSON.parse(r.body)).toMatchObject({
+          id: 1,
+          error: { message: expect.stringMatching(/64 open MCP sessions \(mcp\.max_sessions = 64\).*DELETE \/mcp/) },
+        });
       }
     }
     expect(idle).toHaveLength(63);
@@ -91,7 +102,9 @@ describe("HTTP MCP sessions: limits that never cost an agent its session", () =>
       expect(slow.status).toBe(200);
       const slowSession = slow.session ?? "";
       expect((await post(b, { jsonrpc: "2.0", method: "notifications/initialized" }, slowSession)).status).toBe(202);
-      const inFlight = post(b, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "list_tabs", arguments: {} } }, slowSession).then((r) => r.text());
+      const inFlight = post(b, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "list_tabs", arguments: {} } }, slowSession).then((r) =>
+        r.text(),
+      );
       // Two sessions that only initialized fill the broker.
       for (const name of ["quiet-1", "quiet-2"]) expect((await initializeOnly(b, name)).status).toBe(200);
       expect((await initializeOnly(b, "too-early")).status).toBe(503);
@@ -112,10 +125,15 @@ describe("HTTP MCP sessions: limits that never cost an agent its session", () =>
     const b = await broker("  max_sessions_per_client: 3\n");
     const same = [await agent(b, "busy-client"), await agent(b, "busy-client"), await agent(b, "busy-client")];
     const extra = new Client({ name: "busy-client", version: "0" });
-    const refusal = await extra.connect(new StreamableHTTPClientTransport(new URL(`${b.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${MCP_TOKEN}` } } })).then(
-      () => undefined,
-      (error: unknown) => ({ status: error instanceof Error ? Reflect.get(error, "code") : undefined, message: error instanceof Error ? error.message : String(error) }),
-    );
+    const refusal = await extra
+      .connect(new StreamableHTTPClientTransport(new URL(`${b.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${MCP_TOKEN}` } } }))
+      .then(
+        () => undefined,
+        (error: unknown) => ({
+          status: error instanceof Error ? Reflect.get(error, "code") : undefined,
+          message: error instanceof Error ? error.message : String(error),
+        }),
+      );
     expect(refusal?.status).toBe(429);
     expect(refusal?.message).toMatch(/client \\?"busy-client\\?" already has 3 open MCP sessions.*mcp\.max_sessions_per_client = 3.*DELETE \/mcp/);
     const raw = await initializeOnly(b, "busy-client");

@@ -10,25 +10,34 @@ const featureSwitches = (args: string[]) => args.filter((arg) => /^--(enable|dis
 
 describe("feature switches", () => {
   it("merges every --disable-features and --enable-features into one each, in the place of the first, without repeats", () => {
-    expect(mergeFeatureSwitches(["--a", "--disable-features=X,Y", "--enable-features=E", "--b", "--disable-features=Y,Z", "--enable-features=F", "about:blank"])).toEqual([
-      "--a",
-      "--disable-features=X,Y,Z",
-      "--enable-features=E,F",
-      "--b",
-      "about:blank",
-    ]);
+    expect(
+      mergeFeatureSwitches(["--a", "--disable-features=X,Y", "--enable-features=E", "--b", "--disable-features=Y,Z", "--enable-features=F", "about:blank"]),
+    ).toEqual(["--a", "--disable-features=X,Y,Z", "--enable-features=E,F", "--b", "about:blank"]);
     expect(mergeFeatureSwitches(["--a", "about:blank"])).toEqual(["--a", "about:blank"]);
   });
 
   it("keeps the extension switch and the headless ones when a caller disables features of its own (extension launch)", () => {
-    const args = chromiumArgs({ chromiumPath: "/x", profileDir: "/p", extensionDir: "/e", headless: true, extraArgs: ["--disable-features=Translate", "--enable-features=WebMCP"] });
-    expect(featureSwitches(args)).toEqual([`--disable-features=${["DisableLoadExtensionCommandLineSwitch", ...HEADLESS_DISABLED_FEATURES, "Translate"].join(",")}`, "--enable-features=WebMCP"]);
+    const args = chromiumArgs({
+      chromiumPath: "/x",
+      profileDir: "/p",
+      extensionDir: "/e",
+      headless: true,
+      extraArgs: ["--disable-features=Translate", "--enable-features=WebMCP"],
+    });
+    expect(featureSwitches(args)).toEqual([
+      `--disable-features=${["DisableLoadExtensionCommandLineSwitch", ...HEADLESS_DISABLED_FEATURES, "Translate"].join(",")}`,
+      "--enable-features=WebMCP",
+    ]);
     expect(args.at(-1)).toBe("about:blank");
   });
 
   it("turns the omnibox popups off only headless, where no one can see them (CDP launch)", () => {
-    expect(featureSwitches(cdpChromiumArgs({ profileDir: "/p", headless: true, extraArgs: ["--disable-features=Translate"] }))).toEqual([`--disable-features=${[...HEADLESS_DISABLED_FEATURES, "Translate"].join(",")}`]);
+    expect(featureSwitches(cdpChromiumArgs({ profileDir: "/p", headless: true, extraArgs: ["--disable-features=Translate"] }))).toEqual([
+      `--disable-features=${[...HEADLESS_DISABLED_FEATURES, "Translate"].join(",")}`,
+    ]);
     expect(featureSwitches(cdpChromiumArgs({ profileDir: "/p", headless: false }))).toEqual([]);
-    expect(featureSwitches(chromiumArgs({ chromiumPath: "/x", profileDir: "/p", extensionDir: "/e", headless: false }))).toEqual(["--disable-features=DisableLoadExtensionCommandLineSwitch"]);
+    expect(featureSwitches(chromiumArgs({ chromiumPath: "/x", profileDir: "/p", extensionDir: "/e", headless: false }))).toEqual([
+      "--disable-features=DisableLoadExtensionCommandLineSwitch",
+    ]);
   });
 });

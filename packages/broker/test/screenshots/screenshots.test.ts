@@ -254,7 +254,9 @@ async function harness(opts: { quotaBytes?: number; ttlMs?: number; dir?: string
     now: () => clock.now,
   });
   stores.push(store);
-  const server = createServer(getRequestListener(async (req) => (await store.handle(req)) ?? new Response("not mine", { status: 418 }), { overrideGlobalObjects: false }));
+  const server = createServer(
+    getRequestListener(async (req) => (await store.handle(req)) ?? new Response("not mine", { status: 418 }), { overrideGlobalObjects: false }),
+  );
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address: AddressInfo | string | null = server.address();
@@ -279,7 +281,12 @@ describe("LocalScreenshotStore", () => {
 
     const exp = Math.floor((T0 + TTL) / 1000);
     expect(stored.id).toMatch(/^[0-9a-f]{32}$/);
-    expect(stored).toEqual({ id: stored.id, bytes: png.length, expiresAt: exp * 1000, url: `${base}/shots/${stored.id}.png?exp=${exp}&sig=${sign(key, stored.id, exp)}` });
+    expect(stored).toEqual({
+      id: stored.id,
+      bytes: png.length,
+      expiresAt: exp * 1000,
+      url: `${base}/shots/${stored.id}.png?exp=${exp}&sig=${sign(key, stored.id, exp)}`,
+    });
 
     const res = await fetch(stored.url, { headers: { Origin: "https://evil.test" } });
     expect(res.status).toBe(200);
@@ -347,7 +354,11 @@ describe("LocalScreenshotStore", () => {
     const url = new URL(stored.url);
     expect(stored.owner).toBe("u_ann");
     expect(url.searchParams.get("u")).toBe("u_ann");
-    expect(url.searchParams.get("sig")).toBe(createHmac("sha256", key).update(`${stored.id}.${url.searchParams.get("exp")}.u_ann`).digest("hex"));
+    expect(url.searchParams.get("sig")).toBe(
+      createHmac("sha256", key)
+        .update(`${stored.id}.${url.searchParams.get("exp")}.u_ann`)
+        .digest("hex"),
+    );
     expect((await fetch(stored.url)).status).toBe(200); // the user check is the HTTP door's (httpApp.test.ts)
     for (const variant of [stored.url.replace("u=u_ann", "u=u_ben"), stored.url.replace("&u=u_ann", ""), stored.url.replace("u=u_ann", "u=")]) {
       expect((await fetch(variant)).status, variant).toBe(404);
@@ -401,7 +412,12 @@ describe("LocalScreenshotStore", () => {
     const stored = [];
     for (let i = 0; i < 5; i++) stored.push(await store.put(makePng(), META));
     expect(dirBytes(dir)).toBeLessThanOrEqual(size * 3 + size / 2);
-    expect(readdirSync(dir).sort()).toEqual(stored.slice(2).map((s) => `${s.id}.png`).sort());
+    expect(readdirSync(dir).sort()).toEqual(
+      stored
+        .slice(2)
+        .map((s) => `${s.id}.png`)
+        .sort(),
+    );
     expect((await fetch(stored[0]?.url ?? "")).status).toBe(404);
     expect((await fetch(stored[1]?.url ?? "")).status).toBe(404);
     expect((await fetch(stored[4]?.url ?? "")).status).toBe(200);
@@ -488,7 +504,9 @@ describe("LocalScreenshotStore", () => {
   });
 
   it("refuses a short key", () => {
-    expect(() => new LocalScreenshotStore({ dir: tempDir(), key: randomBytes(31), ttlMs: TTL, quotaBytes: 1000, publicBaseUrl: () => "" })).toThrow(/at least 32 bytes/);
+    expect(() => new LocalScreenshotStore({ dir: tempDir(), key: randomBytes(31), ttlMs: TTL, quotaBytes: 1000, publicBaseUrl: () => "" })).toThrow(
+      /at least 32 bytes/,
+    );
   });
 });
 

@@ -41,9 +41,23 @@ describe("SigV4 as the AWS SDK signs", () => {
     it(`a presigned GET is byte for byte the SDK's (${place.name}), key with spaces and unicode`, async () => {
       const key = "shots/a b+c/ñ (1)*.png";
       // As the Node store builds its client: no flexible checksums (S3-protocol servers other than AWS refuse them).
-      const client = new S3Client({ region: place.region, credentials, responseChecksumValidation: "WHEN_REQUIRED", requestChecksumCalculation: "WHEN_REQUIRED", ...(place.endpoint ? { endpoint: place.endpoint } : {}), ...(place.forcePathStyle ? { forcePathStyle: true } : {}) });
+      const client = new S3Client({
+        region: place.region,
+        credentials,
+        responseChecksumValidation: "WHEN_REQUIRED",
+        requestChecksumCalculation: "WHEN_REQUIRED",
+        ...(place.endpoint ? { endpoint: place.endpoint } : {}),
+        ...(place.forcePathStyle ? { forcePathStyle: true } : {}),
+      });
       const sdk = new URL(await getSignedUrl(client, new GetObjectCommand({ Bucket: "my-bucket", Key: key }), { expiresIn: 900, signingDate: when }));
-      const store = new PresignedS3Store({ bucket: "my-bucket", region: place.region, ...(place.endpoint ? { endpoint: place.endpoint } : {}), ...(place.forcePathStyle ? { forcePathStyle: true } : {}), ttlMs: 900_000, credentials });
+      const store = new PresignedS3Store({
+        bucket: "my-bucket",
+        region: place.region,
+        ...(place.endpoint ? { endpoint: place.endpoint } : {}),
+        ...(place.forcePathStyle ? { forcePathStyle: true } : {}),
+        ttlMs: 900_000,
+        credentials,
+      });
       // The SDK adds its operation name (x-id) to the query: signed like any other parameter.
       const url = store.objectUrl(key);
       url.searchParams.set("x-id", "GetObject");
@@ -56,7 +70,14 @@ describe("SigV4 as the AWS SDK signs", () => {
 
   it("a PUT's Authorization header is the SDK's for the same headers and payload", async () => {
     const body = new TextEncoder().encode("not really a png");
-    const store = new PresignedS3Store({ bucket: "my-bucket", region: "us-east-1", endpoint: "http://127.0.0.1:4569", forcePathStyle: true, ttlMs: 60_000, credentials });
+    const store = new PresignedS3Store({
+      bucket: "my-bucket",
+      region: "us-east-1",
+      endpoint: "http://127.0.0.1:4569",
+      forcePathStyle: true,
+      ttlMs: 60_000,
+      credentials,
+    });
     const url = store.objectUrl("shots/x.png");
     const { sha256Hex } = await import("../../src/util/sha256.js");
     const ours = await store.signRequest("PUT", url, { "Content-Type": "image/png", "x-amz-meta-width": "3" }, sha256Hex(body), when);
@@ -64,7 +85,16 @@ describe("SigV4 as the AWS SDK signs", () => {
     const { SignatureV4 } = await import("@smithy/signature-v4");
     const signer = new SignatureV4({ service: "s3", region: "us-east-1", credentials, sha256: NodeSha256, uriEscapePath: false });
     const signed = await signer.sign(
-      { method: "PUT", protocol: url.protocol, hostname: url.hostname, port: Number(url.port), path: url.pathname, query: {}, headers: { host: url.host, "content-type": "image/png", "x-amz-meta-width": "3", "x-amz-content-sha256": sha256Hex(body) }, body },
+      {
+        method: "PUT",
+        protocol: url.protocol,
+        hostname: url.hostname,
+        port: Number(url.port),
+        path: url.pathname,
+        query: {},
+        headers: { host: url.host, "content-type": "image/png", "x-amz-meta-width": "3", "x-amz-content-sha256": sha256Hex(body) },
+        body,
+      },
       { signingDate: when },
     );
     expect(ours["authorization"]).toBe(signed.headers["authorization"]);
@@ -90,7 +120,14 @@ describe("PresignedS3Store against s3rver", () => {
   });
 
   it("stores the PNG with its size and time but not the page URL, and the link serves it until it expires", async () => {
-    const store = new PresignedS3Store({ bucket: BUCKET, region: "us-east-1", endpoint, prefix: "shots/", ttlMs: 60_000, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } });
+    const store = new PresignedS3Store({
+      bucket: BUCKET,
+      region: "us-east-1",
+      endpoint,
+      prefix: "shots/",
+      ttlMs: 60_000,
+      credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+    });
     const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
     const stored = await store.put(png, { width: 30, height: 20, pageUrl: "https://example.test/?token=secret", capturedAt: 1_700_000_000_000 });
     const url = new URL(stored.url);
@@ -109,7 +146,15 @@ describe("PresignedS3Store against s3rver", () => {
   });
 
   it("a bucket that refuses the PUT is an error naming the status and what to check", async () => {
-    const store = new PresignedS3Store({ bucket: "no-such-bucket", region: "us-east-1", endpoint, ttlMs: 60_000, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } });
-    await expect(store.put(new Uint8Array([1, 2, 3]), { width: 1, height: 1, pageUrl: "https://example.test/", capturedAt: 0 })).rejects.toThrow(/the bucket refused the screenshot \(HTTP 404 NoSuchBucket\); check screenshots\.s3/);
+    const store = new PresignedS3Store({
+      bucket: "no-such-bucket",
+      region: "us-east-1",
+      endpoint,
+      ttlMs: 60_000,
+      credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+    });
+    await expect(store.put(new Uint8Array([1, 2, 3]), { width: 1, height: 1, pageUrl: "https://example.test/", capturedAt: 0 })).rejects.toThrow(
+      /the bucket refused the screenshot \(HTTP 404 NoSuchBucket\); check screenshots\.s3/,
+    );
   });
 });

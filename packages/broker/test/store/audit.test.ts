@@ -325,9 +325,42 @@ describe("AuditLog: a write is recorded before it runs", () => {
     expect(begun).toEqual({ ok: true, id: 1 });
     // What a crash at this point would leave, as the CLI (another process) reads it.
     const reader = open(dir);
-    expect(reader.list()).toEqual([{ id: 1, time: 1_000, tab: 3, origin: "https://shop.test", tool: "click", target: 'button "Buy"', decision: "outcome_unknown", rule: "write.click", durationMs: 0 }]);
-    log.complete(1, { time: 1_000, tool: "click", tab: 3, origin: "https://shop.test", target: 'button "Buy"', rule: "write.click", decision: "allowed", durationMs: 87 });
-    expect(reader.list()).toEqual([{ id: 1, time: 1_000, tab: 3, origin: "https://shop.test", tool: "click", target: 'button "Buy"', decision: "allowed", rule: "write.click", durationMs: 87 }]);
+    expect(reader.list()).toEqual([
+      {
+        id: 1,
+        time: 1_000,
+        tab: 3,
+        origin: "https://shop.test",
+        tool: "click",
+        target: 'button "Buy"',
+        decision: "outcome_unknown",
+        rule: "write.click",
+        durationMs: 0,
+      },
+    ]);
+    log.complete(1, {
+      time: 1_000,
+      tool: "click",
+      tab: 3,
+      origin: "https://shop.test",
+      target: 'button "Buy"',
+      rule: "write.click",
+      decision: "allowed",
+      durationMs: 87,
+    });
+    expect(reader.list()).toEqual([
+      {
+        id: 1,
+        time: 1_000,
+        tab: 3,
+        origin: "https://shop.test",
+        tool: "click",
+        target: 'button "Buy"',
+        decision: "allowed",
+        rule: "write.click",
+        durationMs: 87,
+      },
+    ]);
     expect(log.health()).toEqual({ ok: true, failures: 0 });
   });
 
@@ -335,8 +368,23 @@ describe("AuditLog: a write is recorded before it runs", () => {
     const log = open(tempDir(), ["SECRET-TOKEN-123"]);
     const begun = log.begin({ time: Date.now(), tool: "fill" });
     if (!begun.ok) throw new Error(begun.error);
-    log.complete(begun.id, { time: Date.now(), tool: "fill", target: 'textbox "SECRET-TOKEN-123"', decision: "outcome_unknown", code: "browser_disconnected", durationMs: 5 });
-    expect(log.list()).toEqual([expect.objectContaining({ id: begun.id, target: 'textbox "[redacted: secret]"', decision: "outcome_unknown", code: "browser_disconnected", durationMs: 5 })]);
+    log.complete(begun.id, {
+      time: Date.now(),
+      tool: "fill",
+      target: 'textbox "SECRET-TOKEN-123"',
+      decision: "outcome_unknown",
+      code: "browser_disconnected",
+      durationMs: 5,
+    });
+    expect(log.list()).toEqual([
+      expect.objectContaining({
+        id: begun.id,
+        target: 'textbox "[redacted: secret]"',
+        decision: "outcome_unknown",
+        code: "browser_disconnected",
+        durationMs: 5,
+      }),
+    ]);
   });
 
   it("a tail stops short of a write in flight, then shows it completed, with what came after it", () => {

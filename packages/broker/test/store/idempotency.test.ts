@@ -112,7 +112,16 @@ describe("Idempotency", () => {
   });
 
   it("answers any session of its user with a key made before keys had owners", async () => {
-    await store.claimIdempotency({ userId: "u1", key: "old", tool: "click", argsHash: await hashArgs({ tab: 1 }), session: "", client: "", createdAt: Date.now(), expiresAt: Date.now() + 60_000 });
+    await store.claimIdempotency({
+      userId: "u1",
+      key: "old",
+      tool: "click",
+      argsHash: await hashArgs({ tab: 1 }),
+      session: "",
+      client: "",
+      createdAt: Date.now(),
+      expiresAt: Date.now() + 60_000,
+    });
     await store.settleIdempotency("u1", "old", "done", JSON.stringify({ text: "clicked long ago", isError: false }));
     const keys = new Idempotency(async () => store);
     const c = counted();
@@ -122,7 +131,16 @@ describe("Idempotency", () => {
 
   it("calls a claim whose broker stopped renewing it lost, once, and never runs it again", async () => {
     // A broker that claimed the key and died: its record is pending and past its expiry.
-    await store.claimIdempotency({ userId: "u1", key: "k", tool: "click", argsHash: await hashArgs({ tab: 1 }), session: "session-a", client: "agent-a", createdAt: Date.now() - 60_000, expiresAt: Date.now() - 1 });
+    await store.claimIdempotency({
+      userId: "u1",
+      key: "k",
+      tool: "click",
+      argsHash: await hashArgs({ tab: 1 }),
+      session: "session-a",
+      client: "agent-a",
+      createdAt: Date.now() - 60_000,
+      expiresAt: Date.now() - 1,
+    });
     const keys = new Idempotency(async () => store);
     const c = counted();
     expect(await keys.once("u1", A, "k", "click", { tab: 1 }, never, c.call)).toMatchObject({ kind: "lost" });

@@ -99,7 +99,11 @@ describe("SecretRegistry", () => {
   it("redacts every string of a JSON value, keys included, without changing the input", () => {
     const secrets = registry();
     const value = { title: `t ${TOKEN}`, tabs: [{ url: ENDPOINT, n: 3, ok: true, none: null }], [TOKEN]: 1 };
-    expect(secrets.redactValue(value)).toEqual({ title: "t [redacted: mcp token]", tabs: [{ url: "[redacted: cdp endpoint]", n: 3, ok: true, none: null }], "[redacted: mcp token]": 1 });
+    expect(secrets.redactValue(value)).toEqual({
+      title: "t [redacted: mcp token]",
+      tabs: [{ url: "[redacted: cdp endpoint]", n: 3, ok: true, none: null }],
+      "[redacted: mcp token]": 1,
+    });
     expect(value.title).toBe(`t ${TOKEN}`);
   });
 

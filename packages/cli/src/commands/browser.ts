@@ -16,7 +16,9 @@ export async function runBrowser(
   const bridge = extensionBridgeUrl(values, bridgeUrl);
   const chromiumPath = findChromium(process.env, values.chromium);
   const profileDir = values.profile ?? join(config.dataDir, "profile");
-  const extensionDir = prepareExtension(profileDir, bridge, config.pairingToken, "tabrelay launch", process.env, { unsafePlainWs: values["unsafe-plain-ws"] === true });
+  const extensionDir = prepareExtension(profileDir, bridge, config.pairingToken, "tabrelay launch", process.env, {
+    unsafePlainWs: values["unsafe-plain-ws"] === true,
+  });
   process.stderr.write(`tabrelay: starting ${chromiumPath}${values.headless ? " (headless)" : ""} with profile ${profileDir}\n`);
   return launchChromium({ chromiumPath, profileDir, extensionDir, headless: values.headless ?? false, extraArgs: extra, ...(env ? { env } : {}) });
 }
@@ -52,10 +54,24 @@ export async function runCdpBrowser(
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
   const chromiumPath = findChromium(process.env, values.chromium);
-  process.stderr.write(`tabrelay: starting ${chromiumPath}${values.headless ? " (headless)" : ""} over CDP with ${values.profile ? `profile ${values.profile}` : "a temporary profile"}\n`);
-  const local = await launchLocalChromium({ chromiumPath, headless: values.headless ?? false, extraArgs: extra, ...(env ? { env } : {}), ...(values.profile ? { profileDir: values.profile } : {}) });
+  process.stderr.write(
+    `tabrelay: starting ${chromiumPath}${values.headless ? " (headless)" : ""} over CDP with ${values.profile ? `profile ${values.profile}` : "a temporary profile"}\n`,
+  );
+  const local = await launchLocalChromium({
+    chromiumPath,
+    headless: values.headless ?? false,
+    extraArgs: extra,
+    ...(env ? { env } : {}),
+    ...(values.profile ? { profileDir: values.profile } : {}),
+  });
   const browserExit = new Promise<number | null>((resolveExit) => local.process.once("exit", (code) => resolveExit(code)));
-  const handover = handOver({ brokerUrl, token: config.mcpToken, endpoint: local.endpoint, label: "launched Chromium (CDP)", log: (line) => process.stderr.write(`tabrelay: ${line}\n`) });
+  const handover = handOver({
+    brokerUrl,
+    token: config.mcpToken,
+    endpoint: local.endpoint,
+    label: "launched Chromium (CDP)",
+    log: (line) => process.stderr.write(`tabrelay: ${line}\n`),
+  });
   const kill = async () => {
     handover.stop();
     await local.close(); // also removes a temporary profile

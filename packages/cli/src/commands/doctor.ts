@@ -5,8 +5,28 @@ import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { BrokerNotProven, ConfigError, VERSION, builtExtensionDir, checkBroker, defaultDataDir, findChromium, loadConfig, type BrokerConfig } from "@tabrelay/broker";
-import { browserChecks, browserVersionCheck, configFileCheck, dataDirCheck, nodeCheck, tokenFileCheck, type Check, type FileFacts, type HealthBrowser } from "../doctorChecks.js";
+import {
+  BrokerNotProven,
+  ConfigError,
+  VERSION,
+  builtExtensionDir,
+  checkBroker,
+  defaultDataDir,
+  findChromium,
+  loadConfig,
+  type BrokerConfig,
+} from "@tabrelay/broker";
+import {
+  browserChecks,
+  browserVersionCheck,
+  configFileCheck,
+  dataDirCheck,
+  nodeCheck,
+  tokenFileCheck,
+  type Check,
+  type FileFacts,
+  type HealthBrowser,
+} from "../doctorChecks.js";
 import { rootPackageJson } from "../install.js";
 import { COMMON_OPTIONS, EXIT, UsageError, parse, printHelp } from "./shared.js";
 
@@ -72,7 +92,11 @@ function browserLines(env: NodeJS.ProcessEnv, minimumChrome: number): Check[] {
   const result = spawnSync(path, ["--version"], { encoding: "utf8", timeout: 15_000 });
   if (result.error || result.status !== 0) {
     const why = result.error ? result.error.message : `exit ${result.status}: ${(result.stderr ?? "").trim().split("\n")[0] ?? ""}`;
-    lines.push({ status: "fail", label: "browser version", message: `${path} --version failed (${why}); check it is a Chromium or Chrome binary this machine can run` });
+    lines.push({
+      status: "fail",
+      label: "browser version",
+      message: `${path} --version failed (${why}); check it is a Chromium or Chrome binary this machine can run`,
+    });
   } else {
     lines.push(browserVersionCheck(path, result.stdout, minimumChrome));
   }
@@ -91,7 +115,10 @@ function extensionLines(env: NodeJS.ProcessEnv): { checks: Check[]; minimumChrom
     const raw: unknown = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8"));
     if (raw && typeof raw === "object") manifest = Object.fromEntries(Object.entries(raw));
   } catch (error) {
-    return { checks: [{ status: "fail", label: "extension", message: `${join(dir, "manifest.json")} is not valid JSON (${errorText(error)}); run npm run build` }], minimumChrome: 116 };
+    return {
+      checks: [{ status: "fail", label: "extension", message: `${join(dir, "manifest.json")} is not valid JSON (${errorText(error)}); run npm run build` }],
+      minimumChrome: 116,
+    };
   }
   const version = typeof manifest["version"] === "string" ? manifest["version"] : "?";
   const minimumChrome = Number(manifest["minimum_chrome_version"] ?? 116) || 116;
@@ -130,7 +157,12 @@ function fileLines(options: Options, me: number | undefined): { checks: Check[];
   return { checks, configFile, dirClean: dirExists && dir.status === "ok", cleanTokens };
 }
 
-function configLine(options: Options, dirClean: boolean, cleanTokens: Set<string>, env: NodeJS.ProcessEnv): { check: Check; config?: BrokerConfig; realToken: boolean } {
+function configLine(
+  options: Options,
+  dirClean: boolean,
+  cleanTokens: Set<string>,
+  env: NodeJS.ProcessEnv,
+): { check: Check; config?: BrokerConfig; realToken: boolean } {
   const tokenEnv: NodeJS.ProcessEnv = { ...env };
   if (!env["TABRELAY_MCP_TOKEN"] && !cleanTokens.has("mcp-token")) tokenEnv["TABRELAY_MCP_TOKEN"] = STAND_IN;
   if (!env["TABRELAY_PAIRING_TOKEN"] && !cleanTokens.has("pairing-token")) tokenEnv["TABRELAY_PAIRING_TOKEN"] = STAND_IN;
@@ -149,7 +181,9 @@ function configLine(options: Options, dirClean: boolean, cleanTokens: Set<string
       warn: (message) => warnings.push(message),
       create: false, // doctor looks; it writes nothing (the scratch dir aside)
     });
-    const where = existsSync(config.configPath) ? `${configPath && scratch ? ownConfig : config.configPath} is valid` : `no config file (${config.configPath}); the defaults apply`;
+    const where = existsSync(config.configPath)
+      ? `${configPath && scratch ? ownConfig : config.configPath} is valid`
+      : `no config file (${config.configPath}); the defaults apply`;
     const check: Check = warnings.length
       ? { status: "warn", label: "config", message: `${where}; ${warnings.join("; ")}` }
       : { status: "ok", label: "config", message: `${where} (listens on ${config.host}:${config.port})` };
@@ -173,7 +207,13 @@ async function probe(base: string): Promise<Probe> {
     const cause = error instanceof Error && error.cause && typeof error.cause === "object" ? Reflect.get(error.cause, "code") : undefined;
     if (cause === "ECONNREFUSED") return { kind: "free" };
     const name = error instanceof Error ? error.name : "";
-    return { kind: "other", what: name === "TimeoutError" ? "something accepts connections there but does not answer HTTP" : `the connection failed (${String(cause ?? errorText(error))})` };
+    return {
+      kind: "other",
+      what:
+        name === "TimeoutError"
+          ? "something accepts connections there but does not answer HTTP"
+          : `the connection failed (${String(cause ?? errorText(error))})`,
+    };
   }
   const text = await response.text().catch(() => "");
   let body: unknown;
@@ -200,18 +240,32 @@ async function brokerLines(config: BrokerConfig | undefined, options: Options, r
   if (found.kind === "free") {
     return [
       { status: "ok", label: "port", message: `${host}:${port} is free: tabrelay serve (or tabrelay service install) can listen there` },
-      { status: "warn", label: "browsers", message: `no broker runs at ${base}, so no browser is connected; start one with tabrelay serve (or tabrelay start)` },
+      {
+        status: "warn",
+        label: "browsers",
+        message: `no broker runs at ${base}, so no browser is connected; start one with tabrelay serve (or tabrelay start)`,
+      },
     ];
   }
   if (found.kind === "other") {
-    return [{ status: "fail", label: "port", message: `${host}:${port} is taken by something that is not tabrelay: ${found.what}; stop that program, or give tabrelay another port (--port, or port: in config.yaml)` }];
+    return [
+      {
+        status: "fail",
+        label: "port",
+        message: `${host}:${port} is taken by something that is not tabrelay: ${found.what}; stop that program, or give tabrelay another port (--port, or port: in config.yaml)`,
+      },
+    ];
   }
   const lines: Check[] = [];
   const sameVersion = found.version === VERSION;
   lines.push(
     sameVersion
       ? { status: "ok", label: "port", message: `tabrelay ${found.version} answers at ${base}` }
-      : { status: "warn", label: "port", message: `tabrelay ${found.version} answers at ${base}, but this checkout is ${VERSION}; restart it to run this version (tabrelay service install restarts the service)` },
+      : {
+          status: "warn",
+          label: "port",
+          message: `tabrelay ${found.version} answers at ${base}, but this checkout is ${VERSION}; restart it to run this version (tabrelay service install restarts the service)`,
+        },
   );
   if (config && realToken) {
     try {
@@ -248,7 +302,9 @@ export async function cmdDoctor(args: string[]): Promise<number> {
   checks.push(...browserLines(env, extension.minimumChrome), ...extension.checks);
   const files = fileLines(options, me);
   // A config file the broker would refuse (a link in its data dir, writable by others) is not loaded at all.
-  const config: ReturnType<typeof configLine> = files.configFile ? { check: files.configFile, realToken: false } : configLine(options, files.dirClean, files.cleanTokens, env);
+  const config: ReturnType<typeof configLine> = files.configFile
+    ? { check: files.configFile, realToken: false }
+    : configLine(options, files.dirClean, files.cleanTokens, env);
   checks.push(...files.checks, config.check);
   checks.push(...(await brokerLines(config.config, options, config.realToken)));
 

@@ -32,7 +32,7 @@ export async function cmdExtension(args: string[]): Promise<number> {
       `  ${dir}`,
       "",
       "To use it in a Chrome you run yourself:",
-      "1. Open chrome://extensions, switch on Developer mode, click \"Load unpacked\" and choose the folder above.",
+      '1. Open chrome://extensions, switch on Developer mode, click "Load unpacked" and choose the folder above.',
       "2. Click the tabrelay toolbar icon and enter the broker URL and pairing code `tabrelay pair` prints.",
       values.out === undefined ? "   (This folder is inside the tabrelay package: `tabrelay extension --out DIR` makes a copy that stays put.)" : "",
       "",

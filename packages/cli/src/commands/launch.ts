@@ -29,7 +29,9 @@ export async function cmdLaunch(args: string[]): Promise<number | undefined> {
     return launchWithVnc({
       startDisplay: startVncDisplay,
       headfulCommand: (env, view) =>
-        values.cdp ? runCdpBrowser(config, values, [...vncWindowArgs(view), ...extra], env) : runBrowser(config, values, [...vncWindowArgs(view), ...extra], bridgeUrlOf(config), env),
+        values.cdp
+          ? runCdpBrowser(config, values, [...vncWindowArgs(view), ...extra], env)
+          : runBrowser(config, values, [...vncWindowArgs(view), ...extra], bridgeUrlOf(config), env),
     });
   }
   if (values.cdp) {

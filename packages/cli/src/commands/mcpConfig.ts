@@ -41,8 +41,7 @@ export async function cmdMcpConfig(args: string[]): Promise<number> {
   const target = mcpTarget(configFrom(values, { create: false }), values); // the token as it is: none is made here
   const block = clientBlock(client, target, values.stdio ?? false);
   process.stderr.write(
-    `${client.name}: ${client.where.replace(/`/g, "")}.\n` +
-      (block.stdio ? "" : "It holds your MCP token: keep it out of version control.\n"),
+    `${client.name}: ${client.where.replace(/`/g, "")}.\n` + (block.stdio ? "" : "It holds your MCP token: keep it out of version control.\n"),
   );
   process.stdout.write(`${block.text}\n`);
   return EXIT.ok;

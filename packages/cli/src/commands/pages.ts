@@ -23,7 +23,8 @@ export async function cmdPageToken(args: string[]): Promise<number> {
   if (values.help) return printHelp(PAGE_TOKEN_HELP);
   if (!values.origin) throw new UsageError("page-token needs --origin URL (an origin on pages.allowed_origins, e.g. https://app.example)");
   const ttl = values.ttl === undefined ? undefined : Number(values.ttl);
-  if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 10 || ttl > PAGE_TOKEN_MAX_TTL_S)) throw new UsageError(`--ttl is a whole number of seconds from 10 to ${PAGE_TOKEN_MAX_TTL_S}`);
+  if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 10 || ttl > PAGE_TOKEN_MAX_TTL_S))
+    throw new UsageError(`--ttl is a whole number of seconds from 10 to ${PAGE_TOKEN_MAX_TTL_S}`);
   const config = loadConfig({ dataDir: values["data-dir"] ?? defaultDataDir(), ...(values.config ? { configPath: values.config } : {}) });
   let origin: string;
   try {
@@ -32,7 +33,9 @@ export async function cmdPageToken(args: string[]): Promise<number> {
     throw new UsageError(`--origin ${JSON.stringify(values.origin)} is not a URL; write it as https://app.example`);
   }
   if (!config.pages.allowedOrigins.includes(origin)) {
-    throw new ConfigError(`${origin} is not on pages.allowed_origins in ${config.configPath}; add it (pages: { allowed_origins: ["${origin}"] }) and restart the broker`);
+    throw new ConfigError(
+      `${origin} is not on pages.allowed_origins in ${config.configPath}; add it (pages: { allowed_origins: ["${origin}"] }) and restart the broker`,
+    );
   }
   const minted = mintPageToken(pageTokenKey(config.mcpToken), origin, ttl ?? config.pages.tokenTtlSeconds);
   process.stdout.write(`${minted.token}\n`);
@@ -54,7 +57,9 @@ export async function cmdPages(args: string[]): Promise<number> {
     }
     for (const t of all.sort((a, b) => a.origin.localeCompare(b.origin) || a.name.localeCompare(b.name))) {
       const state = t.state === "changed" ? "changed: held until approved" : "approved";
-      process.stdout.write(`${t.origin}  ${t.name}  ${state}  ${t.hash.slice(0, 12)}${t.offered ? ` -> ${t.offered.slice(0, 12)}` : ""}  first seen ${new Date(t.firstSeen).toISOString()}\n`);
+      process.stdout.write(
+        `${t.origin}  ${t.name}  ${state}  ${t.hash.slice(0, 12)}${t.offered ? ` -> ${t.offered.slice(0, 12)}` : ""}  first seen ${new Date(t.firstSeen).toISOString()}\n`,
+      );
     }
     return EXIT.ok;
   }
@@ -68,7 +73,9 @@ export async function cmdPages(args: string[]): Promise<number> {
       return EXIT.ok;
     }
     store.approve(origin, name);
-    process.stdout.write(`Approved ${origin} ${name} as its page offers it now (${known.offered?.slice(0, 12)}); a running broker offers it again within a second.\n`);
+    process.stdout.write(
+      `Approved ${origin} ${name} as its page offers it now (${known.offered?.slice(0, 12)}); a running broker offers it again within a second.\n`,
+    );
     return EXIT.ok;
   }
   throw new UsageError(`unknown pages command ${JSON.stringify(verb ?? "")}; try \`tabrelay pages list\` or \`tabrelay pages approve ORIGIN NAME\``);

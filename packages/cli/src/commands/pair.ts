@@ -20,7 +20,7 @@ export async function cmdPair(args: string[]): Promise<number> {
     [
       "Pair a Chrome you run yourself with this tabrelay broker:",
       "",
-      "1. Open chrome://extensions, switch on Developer mode, click \"Load unpacked\" and choose:",
+      '1. Open chrome://extensions, switch on Developer mode, click "Load unpacked" and choose:',
       `     ${extensionDir}`,
       "2. Click the tabrelay toolbar icon and enter:",
       `     Broker URL:   ${bridgeUrlOf(config)}`,

@@ -27,19 +27,24 @@ export async function cmdPolicy(args: string[]): Promise<number> {
   const [command, ...rest] = positionals;
   if (command === "allow-read") {
     const [target, extra] = rest;
-    if (target === undefined || extra !== undefined) throw new UsageError("policy allow-read takes one HOST[/PATH], e.g. tabrelay policy allow-read docs.example.com/guide");
+    if (target === undefined || extra !== undefined)
+      throw new UsageError("policy allow-read takes one HOST[/PATH], e.g. tabrelay policy allow-read docs.example.com/guide");
     return edit(values, (text) => allowRead(text, target));
   }
   if (command === "grant") {
     const [kind, host, extra] = rest;
-    if (!GRANT_KINDS.includes(kind as GrantKind)) throw new UsageError(`policy grant takes click, type, upload or keys first, not ${JSON.stringify(kind ?? "")}`);
+    if (!GRANT_KINDS.includes(kind as GrantKind))
+      throw new UsageError(`policy grant takes click, type, upload or keys first, not ${JSON.stringify(kind ?? "")}`);
     if (host === undefined || extra !== undefined) throw new UsageError(`policy grant ${kind} takes one HOST, then --label REGEX`);
-    if (values.label === undefined) throw new UsageError('policy grant needs --label REGEX: the visible label of the elements allowed, e.g. --label "^Add to cart$"');
+    if (values.label === undefined)
+      throw new UsageError('policy grant needs --label REGEX: the visible label of the elements allowed, e.g. --label "^Add to cart$"');
     const label = values.label;
     return edit(values, (text) => grantWrite(text, kind as GrantKind, host, label, values.keys));
   }
   if (command !== "update-sites") {
-    throw new UsageError(`unknown policy command ${JSON.stringify(command ?? "")}; the commands are allow-read, grant and update-sites (tabrelay policy --help)`);
+    throw new UsageError(
+      `unknown policy command ${JSON.stringify(command ?? "")}; the commands are allow-read, grant and update-sites (tabrelay policy --help)`,
+    );
   }
   if (!values.url) throw new UsageError("policy update-sites needs --url URL (a Tranco-style CSV: rank,domain per line)");
   const dataDir = values["data-dir"] ?? defaultDataDir();

@@ -53,7 +53,9 @@ export async function cmdServe(args: string[]): Promise<number | undefined> {
       await broker.attachCdp(cdpUrl, { label: "attached browser (CDP)", ownsBrowser: false });
     } catch (error) {
       await broker.close();
-      throw new EnvironmentError(`could not attach the browser given by ${values["cdp-url"] ? "--cdp-url" : "TABRELAY_CDP_URL"}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new EnvironmentError(
+        `could not attach the browser given by ${values["cdp-url"] ? "--cdp-url" : "TABRELAY_CDP_URL"}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
   printClientConfig(url, config);

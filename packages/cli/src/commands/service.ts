@@ -27,7 +27,9 @@ function platformOf(env: NodeJS.ProcessEnv): ServicePlatform {
   // TABRELAY_INTERNAL_PLATFORM: for tests, which write another platform's files into a temp HOME.
   const value = env["TABRELAY_INTERNAL_PLATFORM"] || process.platform;
   if (value === "linux" || value === "darwin" || value === "win32") return value;
-  throw new EnvironmentError(`tabrelay service supports Linux (systemd), macOS (launchd) and Windows (Task Scheduler), not ${value}; run \`tabrelay serve\` under your own supervisor`);
+  throw new EnvironmentError(
+    `tabrelay service supports Linux (systemd), macOS (launchd) and Windows (Task Scheduler), not ${value}; run \`tabrelay serve\` under your own supervisor`,
+  );
 }
 
 interface Manager {
@@ -79,7 +81,8 @@ function contextFrom(values: { port?: string | undefined; "data-dir"?: string | 
   const env = process.env;
   const platform = platformOf(env);
   const name = values.name ?? "tabrelay";
-  if (!NAME.test(name)) throw new UsageError(`--name must be letters, digits, and . _ @ - (up to 100, starting with a letter or digit), not ${JSON.stringify(name)}`);
+  if (!NAME.test(name))
+    throw new UsageError(`--name must be letters, digits, and . _ @ - (up to 100, starting with a letter or digit), not ${JSON.stringify(name)}`);
   const home = env["HOME"] || homedir();
   // Pinned as given now: the service manager's environment has no TABRELAY_DATA_DIR.
   const dataDir = resolve(values["data-dir"] ?? defaultDataDir(env));
@@ -104,13 +107,19 @@ function startCommands(ctx: Context, path: string): string[] {
   const { name } = ctx.spec;
   return ctx.platform === "darwin"
     ? [`launchctl bootstrap ${guiDomain()} ${path}`]
-    : [`systemctl --user daemon-reload`, `systemctl --user enable --now ${name}`, `loginctl enable-linger $USER   # optional: keep it running while you are logged out`];
+    : [
+        `systemctl --user daemon-reload`,
+        `systemctl --user enable --now ${name}`,
+        `loginctl enable-linger $USER   # optional: keep it running while you are logged out`,
+      ];
 }
 
 function clientBlock(ctx: Context): string[] {
   const target = mcpTarget(ctx.config, ctx.values);
   const note = ctx.ignored.length
-    ? [`${ctx.ignored.join(" and ")} ${ctx.ignored.length === 1 ? "is" : "are"} set in this shell, but the service does not inherit ${ctx.ignored.length === 1 ? "it" : "them"}: it uses the tokens in ${ctx.config.dataDir}, which the block below holds.`]
+    ? [
+        `${ctx.ignored.join(" and ")} ${ctx.ignored.length === 1 ? "is" : "are"} set in this shell, but the service does not inherit ${ctx.ignored.length === 1 ? "it" : "them"}: it uses the tokens in ${ctx.config.dataDir}, which the block below holds.`,
+      ]
     : [];
   const block = { mcpServers: { tabrelay: { type: "http", url: target.url, headers: { Authorization: `Bearer ${target.token}` } } } };
   return ["", ...note, "Add this to your MCP client (or run `tabrelay mcp-config --client NAME` for yours):", JSON.stringify(block, null, 2)];
@@ -126,7 +135,7 @@ async function install(ctx: Context): Promise<number> {
       "",
       `Check it with: ${query}`,
       "Task Scheduler does not restart a failed task from this command; to have it restarted, open the task's Settings tab and tick",
-      "\"If the task fails, restart every\". Logs: the task runs without a window; run `tabrelay serve` in a terminal to see them.",
+      '"If the task fails, restart every". Logs: the task runs without a window; run `tabrelay serve` in a terminal to see them.',
       ...clientBlock(ctx),
     ]);
     return EXIT.ok;
@@ -135,7 +144,9 @@ async function install(ctx: Context): Promise<number> {
   const content = contentFor(ctx);
   const before = existsSync(path) ? readFileSync(path, "utf8") : undefined;
   if (before !== undefined && !isOurs(before)) {
-    throw new EnvironmentError(`${path} exists and was not written by tabrelay (it has no tabrelay-service marker line); left it alone. Remove or rename it, or pick another --name`);
+    throw new EnvironmentError(
+      `${path} exists and was not written by tabrelay (it has no tabrelay-service marker line); left it alone. Remove or rename it, or pick another --name`,
+    );
   }
   const state = before === content ? "unchanged" : before === undefined ? "written" : "updated";
   if (state !== "unchanged") {
@@ -181,7 +192,9 @@ async function uninstall(ctx: Context): Promise<number> {
     return EXIT.ok;
   }
   if (!isOurs(readFileSync(path, "utf8"))) {
-    throw new EnvironmentError(`${path} was not written by tabrelay (it has no tabrelay-service marker line); refusing to remove it. Remove it yourself if you mean to`);
+    throw new EnvironmentError(
+      `${path} was not written by tabrelay (it has no tabrelay-service marker line); refusing to remove it. Remove it yourself if you mean to`,
+    );
   }
   const manager = ctx.platform === "darwin" ? launchctl() : systemctl();
   const lines: string[] = [];
@@ -265,7 +278,9 @@ export async function cmdService(args: string[]): Promise<number> {
   const [action, ...extra] = positionals;
   if (extra.length) throw new UsageError(`unexpected ${JSON.stringify(extra.join(" "))}; see tabrelay service --help`);
   if (action !== "install" && action !== "uninstall" && action !== "status") {
-    throw new UsageError(`tabrelay service needs install, uninstall or status${action === undefined ? "" : `, not ${JSON.stringify(action)}`}; see tabrelay service --help`);
+    throw new UsageError(
+      `tabrelay service needs install, uninstall or status${action === undefined ? "" : `, not ${JSON.stringify(action)}`}; see tabrelay service --help`,
+    );
   }
   const ctx = contextFrom(values);
   if (action === "install") return install(ctx);

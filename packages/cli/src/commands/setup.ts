@@ -55,7 +55,9 @@ export async function cmdSetup(args: string[]): Promise<number> {
     [
       "",
       "Next:",
-      service ? "- The service runs the broker. Start a browser for it: tabrelay launch (a Chromium with the extension, paired)," : "- Start tabrelay with its own browser: tabrelay start (a Chromium with the extension, paired), or",
+      service
+        ? "- The service runs the broker. Start a browser for it: tabrelay launch (a Chromium with the extension, paired),"
+        : "- Start tabrelay with its own browser: tabrelay start (a Chromium with the extension, paired), or",
       "- use the Chrome you browse with: tabrelay serve, then tabrelay extension and tabrelay pair say how to load and pair it.",
       "- Restart your MCP client so that it reads the new config; then ask it to read a page.",
       "",
@@ -108,10 +110,14 @@ function claudeCode(target: McpTarget, stdio: boolean): { ok: boolean; text: str
 async function ask(service: boolean): Promise<{ clients: string[]; service: boolean }> {
   const rl = createInterface({ input: process.stdin, output: process.stdout });
   try {
-    const found = MCP_CLIENTS.map((c) => ({ c, here: c.id === "claude-code" ? !spawnSync("claude", ["--version"]).error : existsSync(dirname(clientFile(c.id)!.path)) }));
+    const found = MCP_CLIENTS.map((c) => ({
+      c,
+      here: c.id === "claude-code" ? !spawnSync("claude", ["--version"]).error : existsSync(dirname(clientFile(c.id)!.path)),
+    }));
     process.stdout.write(`MCP clients (* found on this machine):\n${found.map(({ c, here }, i) => `  ${i + 1}. ${c.name}${here ? " *" : ""}`).join("\n")}\n`);
     const suggested = found.filter((f) => f.here).map((f) => String(found.indexOf(f) + 1));
-    const answer = (await rl.question(`Set up which (numbers, comma-separated)${suggested.length ? ` [${suggested.join(",")}]` : ""}? `)).trim() || suggested.join(",");
+    const answer =
+      (await rl.question(`Set up which (numbers, comma-separated)${suggested.length ? ` [${suggested.join(",")}]` : ""}? `)).trim() || suggested.join(",");
     const clients = answer
       .split(/[\s,]+/)
       .filter(Boolean)

@@ -28,7 +28,10 @@ export const LAUNCH_OPTIONS = {
   "unsafe-plain-ws": { type: "boolean" },
 } as const satisfies ParseArgsConfig["options"];
 
-export function parse<O extends ParseArgsConfig["options"]>(args: string[], options: O): ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>> {
+export function parse<O extends ParseArgsConfig["options"]>(
+  args: string[],
+  options: O,
+): ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>> {
   try {
     return parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (error) {
@@ -77,7 +80,7 @@ export function printClientConfig(url: string, config: BrokerConfig): void {
       `  Browser bridge: ${bridgeUrlOf(config, Number(new URL(url).port))}`,
       `  Data dir:       ${config.dataDir}`,
       "",
-      "Add this to your MCP client (Claude Code: .mcp.json; Cursor: ~/.cursor/mcp.json; VS Code: use \"servers\" in .vscode/mcp.json):",
+      'Add this to your MCP client (Claude Code: .mcp.json; Cursor: ~/.cursor/mcp.json; VS Code: use "servers" in .vscode/mcp.json):',
       JSON.stringify(block, null, 2),
       "",
     ].join("\n"),
@@ -93,7 +96,9 @@ export async function startBroker(config: BrokerConfig): Promise<{ broker: Broke
     return { broker, url };
   } catch (error) {
     if (isAddressInUse(error)) {
-      throw new EnvironmentError(`port ${config.port} on ${config.host} is already in use. Is another tabrelay running? (try: curl http://${config.host}:${config.port}/health) Use --port to pick another.`);
+      throw new EnvironmentError(
+        `port ${config.port} on ${config.host} is already in use. Is another tabrelay running? (try: curl http://${config.host}:${config.port}/health) Use --port to pick another.`,
+      );
     }
     throw error;
   }

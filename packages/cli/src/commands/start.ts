@@ -2,7 +2,19 @@
 import { findChromium, launchLocalChromium, startVncDisplay } from "@tabrelay/broker";
 import { launchWithVnc, vncWindowArgs } from "../vnc.js";
 import { reportBrowserExit, runBrowser, splitExtra } from "./browser.js";
-import { COMMON_OPTIONS, EXIT, LAUNCH_OPTIONS, UsageError, bridgeUrlOf, configFrom, onShutdown, parse, printClientConfig, printHelp, startBroker } from "./shared.js";
+import {
+  COMMON_OPTIONS,
+  EXIT,
+  LAUNCH_OPTIONS,
+  UsageError,
+  bridgeUrlOf,
+  configFrom,
+  onShutdown,
+  parse,
+  printClientConfig,
+  printHelp,
+  startBroker,
+} from "./shared.js";
 
 export const START_HELP = `Usage: tabrelay start [--headless | --vnc] [--cdp] [--host H] [--port P] [--config FILE] [--data-dir DIR] [--profile DIR] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
 
@@ -28,7 +40,13 @@ export async function cmdStart(args: string[]): Promise<number | undefined> {
       headfulCommand: async (env, view) => {
         const browserArgs = [...vncWindowArgs(view), ...extra];
         if (!values.cdp) return runBrowser(config, { ...values, chromium: chromiumPath }, browserArgs, bridgeUrl, env);
-        const local = await launchLocalChromium({ chromiumPath, headless: false, env, extraArgs: browserArgs, ...(values.profile ? { profileDir: values.profile } : {}) });
+        const local = await launchLocalChromium({
+          chromiumPath,
+          headless: false,
+          env,
+          extraArgs: browserArgs,
+          ...(values.profile ? { profileDir: values.profile } : {}),
+        });
         try {
           await broker.attachCdp(local.endpoint, { label: "local Chromium (CDP)", ownsBrowser: true });
         } catch (error) {
@@ -42,7 +60,12 @@ export async function cmdStart(args: string[]): Promise<number | undefined> {
     });
   }
   if (values.cdp) {
-    const local = await launchLocalChromium({ chromiumPath, headless: values.headless ?? false, extraArgs: extra, ...(values.profile ? { profileDir: values.profile } : {}) });
+    const local = await launchLocalChromium({
+      chromiumPath,
+      headless: values.headless ?? false,
+      extraArgs: extra,
+      ...(values.profile ? { profileDir: values.profile } : {}),
+    });
     try {
       await broker.attachCdp(local.endpoint, { label: "local Chromium (CDP)", ownsBrowser: true });
     } catch (error) {

@@ -24,7 +24,13 @@ revoke-token: one token (its id from \`tabrelay users list\`).
 Without users the broker has one implicit user, the holder of its own token files (tabrelay serve prints them).`;
 
 export async function cmdUsers(args: string[]): Promise<number> {
-  const { values, positionals } = parse(args, { ...COMMON_OPTIONS, admin: { type: "boolean" }, subject: { type: "string" }, name: { type: "string" }, json: { type: "boolean" } });
+  const { values, positionals } = parse(args, {
+    ...COMMON_OPTIONS,
+    admin: { type: "boolean" },
+    subject: { type: "string" },
+    name: { type: "string" },
+    json: { type: "boolean" },
+  });
   if (values.help) return printHelp(USERS_HELP);
   const [verb, target] = positionals;
   if (!verb) throw new UsageError("users needs a command: add, list, token, pair, revoke or revoke-token (tabrelay users --help)");
@@ -38,7 +44,10 @@ export async function cmdUsers(args: string[]): Promise<number> {
   try {
     switch (verb) {
       case "add": {
-        const added = await users.add(needsTarget("a NAME"), { role: values.admin ? "admin" : "member", ...(values.subject ? { subject: values.subject } : {}) });
+        const added = await users.add(needsTarget("a NAME"), {
+          role: values.admin ? "admin" : "member",
+          ...(values.subject ? { subject: values.subject } : {}),
+        });
         out(`Added ${added.user.role === "admin" ? "admin" : "user"} ${added.user.name} (${added.user.id}).`);
         out(`MCP token (shown once; give it to ${added.user.name}'s agents as "Authorization: Bearer <token>"):`);
         out(`  ${added.token}`);
@@ -66,7 +75,8 @@ export async function cmdUsers(args: string[]): Promise<number> {
       }
       case "revoke-token": {
         const id = needsTarget("a TOKEN_ID (tabrelay users list shows them)");
-        if (!(await users.revokeToken(id))) throw new UsageError(`no live token ${JSON.stringify(id)}; tabrelay users list shows the tokens and which are revoked`);
+        if (!(await users.revokeToken(id)))
+          throw new UsageError(`no live token ${JSON.stringify(id)}; tabrelay users list shows the tokens and which are revoked`);
         out(`Revoked token ${id}.`);
         return EXIT.ok;
       }
@@ -85,7 +95,13 @@ async function list(users: Users, json: boolean, out: (text: string) => void): P
   const store = await users.store();
   const [all, tokens] = await Promise.all([store.users(), store.tokens()]);
   if (json) {
-    out(JSON.stringify(all.map((u) => ({ ...u, tokens: tokens.filter((t) => t.userId === u.id) })), null, 2));
+    out(
+      JSON.stringify(
+        all.map((u) => ({ ...u, tokens: tokens.filter((t) => t.userId === u.id) })),
+        null,
+        2,
+      ),
+    );
     return EXIT.ok;
   }
   if (all.length === 0) {
@@ -94,9 +110,13 @@ async function list(users: Users, json: boolean, out: (text: string) => void): P
   }
   const when = (ms: number | undefined) => (ms === undefined ? "never" : new Date(ms).toISOString());
   for (const user of all) {
-    out(`${user.name}  ${user.role}  ${user.revokedAt !== undefined ? `revoked ${when(user.revokedAt)}` : "active"}${user.subject ? `  subject=${user.subject}` : ""}  (${user.id})`);
+    out(
+      `${user.name}  ${user.role}  ${user.revokedAt !== undefined ? `revoked ${when(user.revokedAt)}` : "active"}${user.subject ? `  subject=${user.subject}` : ""}  (${user.id})`,
+    );
     for (const token of tokens.filter((t) => t.userId === user.id)) {
-      out(`  token ${token.id}  "${token.name}"  created ${when(token.createdAt)}  last used ${when(token.lastUsedAt)}${token.revokedAt !== undefined ? `  revoked ${when(token.revokedAt)}` : ""}`);
+      out(
+        `  token ${token.id}  "${token.name}"  created ${when(token.createdAt)}  last used ${when(token.lastUsedAt)}${token.revokedAt !== undefined ? `  revoked ${when(token.revokedAt)}` : ""}`,
+      );
     }
   }
   return EXIT.ok;

@@ -8,9 +8,7 @@ export interface WorkerSetup {
   warmMemoryBytes: number;
 }
 
-export type ToWorker =
-  | { type: "run"; runId: number; request: RunRequest }
-  | { type: "answer"; runId: number; seq: number; answer: HostAnswer };
+export type ToWorker = { type: "run"; runId: number; request: RunRequest } | { type: "answer"; runId: number; seq: number; answer: HostAnswer };
 
 export type FromWorker =
   | { type: "ready" }

@@ -130,11 +130,27 @@ class PoolWorker {
     let settled = false;
     const watchdog = setTimeout(() => {
       const usage = this.#usageNow();
-      this.#end({ status: "budget_exceeded", error: { code: "budget_exceeded", message: budgetMessage("wall clock", request.budgets) }, logs: this.#current?.logs ?? [], usage }, true);
+      this.#end(
+        {
+          status: "budget_exceeded",
+          error: { code: "budget_exceeded", message: budgetMessage("wall clock", request.budgets) },
+          logs: this.#current?.logs ?? [],
+          usage,
+        },
+        true,
+      );
     }, request.budgets.wallMs + graceMs);
     const onAbort = () => {
       const usage = this.#usageNow();
-      this.#end({ status: "error", error: { code: "cancelled", message: "the run was cancelled by its caller before it ended" }, logs: this.#current?.logs ?? [], usage }, true);
+      this.#end(
+        {
+          status: "error",
+          error: { code: "cancelled", message: "the run was cancelled by its caller before it ended" },
+          logs: this.#current?.logs ?? [],
+          usage,
+        },
+        true,
+      );
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     this.#current = {
@@ -170,7 +186,10 @@ class PoolWorker {
 
   #crashed(message: string): void {
     if (!this.#current) return;
-    this.#end({ status: "error", error: { code: "sandbox_crashed", message: `${message}; run the program again` }, logs: this.#current.logs, usage: this.#usageNow() }, true);
+    this.#end(
+      { status: "error", error: { code: "sandbox_crashed", message: `${message}; run the program again` }, logs: this.#current.logs, usage: this.#usageNow() },
+      true,
+    );
   }
 
   #post(message: ToWorker): void {
@@ -197,7 +216,10 @@ class PoolWorker {
           answered = Promise.reject(error);
         }
         answered
-          .catch((error: unknown) => ({ ok: false as const, error: { code: "host_error", message: `the host failed to run ${command}: ${error instanceof Error ? error.message : String(error)}` } }))
+          .catch((error: unknown) => ({
+            ok: false as const,
+            error: { code: "host_error", message: `the host failed to run ${command}: ${error instanceof Error ? error.message : String(error)}` },
+          }))
           .then((answer) => {
             if (this.#current?.runId !== runId) return; // the run ended: its answer is abandoned
             try {
@@ -403,6 +425,21 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
   };
 }
 
-const closedResult = (): RunResult => ({ status: "error", error: { code: "sandbox_closed", message: "the sandbox pool was closed; the broker is shutting down" }, logs: [], usage: zeroUsage() });
-const cancelledBeforeStart = (): RunResult => ({ status: "error", error: { code: "cancelled", message: "the run was cancelled by its caller before it started" }, logs: [], usage: zeroUsage() });
-const startupFailure = (why: string): RunResult => ({ status: "error", error: { code: "sandbox_unavailable", message: `the sandbox could not start: ${why}` }, logs: [], usage: zeroUsage() });
+const closedResult = (): RunResult => ({
+  status: "error",
+  error: { code: "sandbox_closed", message: "the sandbox pool was closed; the broker is shutting down" },
+  logs: [],
+  usage: zeroUsage(),
+});
+const cancelledBeforeStart = (): RunResult => ({
+  status: "error",
+  error: { code: "cancelled", message: "the run was cancelled by its caller before it started" },
+  logs: [],
+  usage: zeroUsage(),
+});
+const startupFailure = (why: string): RunResult => ({
+  status: "error",
+  error: { code: "sandbox_unavailable", message: `the sandbox could not start: ${why}` },
+  logs: [],
+  usage: zeroUsage(),
+});

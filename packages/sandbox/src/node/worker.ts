@@ -22,7 +22,10 @@ try {
   // One small run before the first real one: V8 compiles sucrase and the engine's host code on first use (measured
   // ~100 ms for the first run in a fresh thread, ~2 ms after).
   const budgets = { wallMs: 5000, instructions: 1_000_000, memoryBytes: setup.warmMemoryBytes, stackBytes: 256 * 1024, commands: 1, outputBytes: 1024 };
-  await sandbox.run({ program: "const w: number = (await browse.warm()) as number;\nreturn w + 1;", commands: ["warm"], budgets }, async () => ({ ok: true, value: 1 }));
+  await sandbox.run({ program: "const w: number = (await browse.warm()) as number;\nreturn w + 1;", commands: ["warm"], budgets }, async () => ({
+    ok: true,
+    value: 1,
+  }));
   port.on("message", (message: ToWorker) => {
     if (message.type === "answer") {
       if (message.runId !== currentRunId) return; // an answer to a run that has ended
@@ -33,21 +36,24 @@ try {
     const { runId, request } = message;
     currentRunId = runId;
     waiting.clear();
-    void sandbox.run(
-      request,
-      (call) => new Promise<HostAnswer>((resolve) => {
-        waiting.set(call.seq, resolve);
-        post({ type: "call", runId, call });
-      }),
-      { onLog: (entry) => post({ type: "log", runId, entry }), onUsage: (usage) => post({ type: "usage", runId, usage }) },
-    ).then(
-      ({ result, instanceUsable }) => post({ type: "done", runId, result, instanceUsable }),
-      (error: unknown) => {
-        const message = `the sandbox's engine failed (${error instanceof Error ? error.message : String(error)}); run the program again`;
-        const usage = { wallMs: 0, instructions: 0, memoryBytes: 0, commands: 0, outputBytes: 0 };
-        post({ type: "done", runId, result: { status: "error", error: { code: "sandbox_crashed", message }, logs: [], usage }, instanceUsable: false });
-      },
-    );
+    void sandbox
+      .run(
+        request,
+        (call) =>
+          new Promise<HostAnswer>((resolve) => {
+            waiting.set(call.seq, resolve);
+            post({ type: "call", runId, call });
+          }),
+        { onLog: (entry) => post({ type: "log", runId, entry }), onUsage: (usage) => post({ type: "usage", runId, usage }) },
+      )
+      .then(
+        ({ result, instanceUsable }) => post({ type: "done", runId, result, instanceUsable }),
+        (error: unknown) => {
+          const message = `the sandbox's engine failed (${error instanceof Error ? error.message : String(error)}); run the program again`;
+          const usage = { wallMs: 0, instructions: 0, memoryBytes: 0, commands: 0, outputBytes: 0 };
+          post({ type: "done", runId, result: { status: "error", error: { code: "sandbox_crashed", message }, logs: [], usage }, instanceUsable: false });
+        },
+      );
   });
   post({ type: "ready" });
 } catch (error) {

@@ -19,7 +19,13 @@ export interface NodeHandlerOptions {
 /** A fetch handler for Node's HTTP server, Vercel's Node runtime or any Request -> Response host. */
 export function createNodeHandler(options: NodeHandlerOptions = {}): (request: Request) => Promise<Response> {
   // Programs run on this process as on a Worker (the same in-process sandbox: QuickJS, every budget inside it).
-  const platform: Platform = { socket: nodeCdpSocket, scripts: nodeCdpScripts, ranking: nodeRanking(), sandbox: inProcessSandbox(), ...(options.write ? { write: options.write } : {}) };
+  const platform: Platform = {
+    socket: nodeCdpSocket,
+    scripts: nodeCdpScripts,
+    ranking: nodeRanking(),
+    sandbox: inProcessSandbox(),
+    ...(options.write ? { write: options.write } : {}),
+  };
   const app = createApp(platform);
   const env: WorkerEnv = options.env ?? pick(process.env);
   return async (request) => app.fetch(request, env);

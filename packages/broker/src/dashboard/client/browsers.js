@@ -61,7 +61,9 @@ function renderState(current) {
   setText(
     byId("stop-explain"),
     current.stopped
-      ? "Emergency stop in effect since " + clock(Number(current.stoppedAt)) + ": every browser was disconnected and browsers that try to reconnect are turned away. Press Resume to let them connect again."
+      ? "Emergency stop in effect since " +
+          clock(Number(current.stoppedAt)) +
+          ": every browser was disconnected and browsers that try to reconnect are turned away. Press Resume to let them connect again."
       : "Disconnects every browser at once. Until you resume, browsers that try to reconnect are turned away.",
   );
 
@@ -74,15 +76,18 @@ function renderState(current) {
   const unreachable = current.unreachable ?? [];
   setText(
     byId("browser-count"),
-    "(" + browsers.length + " connected" + (current.broker ? ", across the cluster" : "") + (unreachable.length ? "; not answering: broker " + unreachable.join(", ") : "") + ")",
+    "(" +
+      browsers.length +
+      " connected" +
+      (current.broker ? ", across the cluster" : "") +
+      (unreachable.length ? "; not answering: broker " + unreachable.join(", ") : "") +
+      ")",
   );
   const empty = byId("browsers-empty");
   empty.hidden = browsers.length > 0;
   setText(
     empty,
-    current.stopped
-      ? "No browser is connected: the emergency stop is in effect."
-      : "No browser is connected. Pair one (see below) or run tabrelay launch.",
+    current.stopped ? "No browser is connected: the emergency stop is in effect." : "No browser is connected. Pair one (see below) or run tabrelay launch.",
   );
 
   if (watch !== "auto" && !findTab(watch)) {
@@ -127,7 +132,9 @@ function renderAuditHealth(audit) {
   setText(
     byId("audit-alert-text"),
     failing
-      ? "tabrelay records every write before it runs, and the audit log cannot be written (" + audit.error + "), so every click, fill, selection, checkbox and key press is refused and not sent to the browser. Reads go on. Free disk space in the tabrelay data folder (or fix its permissions): writes resume as soon as a record can be written."
+      ? "tabrelay records every write before it runs, and the audit log cannot be written (" +
+          audit.error +
+          "), so every click, fill, selection, checkbox and key press is refused and not sent to the browser. Reads go on. Free disk space in the tabrelay data folder (or fix its permissions): writes resume as soon as a record can be written."
       : "",
   );
   setText(byId("audit-alert-count"), failing ? audit.failures + " records could not be written; failing since " + clock(audit.since) + "." : "");
@@ -139,7 +146,13 @@ function renderBrowser(b, index) {
   const since = el("time", { datetime: new Date(b.connectedAt).toISOString(), "data-since": b.connectedAt });
   const parts = [
     el("h3", { id: headingId, className: "browser-label" }, [pageBdi(b.label)]),
-    el("p", { className: "meta" }, ["ID ", el("code", { text: b.id }), " · extension " + (b.extensionVersion || "?") + " · connected since ", since, ...(b.broker ? [" · on broker ", el("code", { text: b.broker })] : [])]),
+    el("p", { className: "meta" }, [
+      "ID ",
+      el("code", { text: b.id }),
+      " · extension " + (b.extensionVersion || "?") + " · connected since ",
+      since,
+      ...(b.broker ? [" · on broker ", el("code", { text: b.broker })] : []),
+    ]),
   ];
   if (b.tabsError) {
     parts.push(el("p", { className: "error" }, ["Could not list its tabs: " + b.tabsError.code + ": ", pageBdi(b.tabsError.message)]));
@@ -173,7 +186,15 @@ function renderBrowser(b, index) {
       el("div", { className: "scroll" }, [
         el("table", { className: "tabs" }, [
           el("caption", { className: "visually-hidden" }, ["Agent tabs in ", pageBdi(b.label)]),
-          el("thead", {}, [el("tr", {}, [el("th", { scope: "col", text: "Watch" }), el("th", { scope: "col", text: "Title" }), el("th", { scope: "col", text: "URL" }), el("th", { scope: "col", text: "Agent" }), el("th", { scope: "col", text: "State" })])]),
+          el("thead", {}, [
+            el("tr", {}, [
+              el("th", { scope: "col", text: "Watch" }),
+              el("th", { scope: "col", text: "Title" }),
+              el("th", { scope: "col", text: "URL" }),
+              el("th", { scope: "col", text: "Agent" }),
+              el("th", { scope: "col", text: "State" }),
+            ]),
+          ]),
           el("tbody", {}, rows),
         ]),
       ]),

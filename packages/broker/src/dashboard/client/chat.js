@@ -43,7 +43,16 @@ export async function startChat() {
       return;
     }
     panel.setAttribute("data-state", "ready");
-    setText(byId("chat-status"), "Model: " + pageString(status.model) + " (" + status.provider + "), up to " + status.maxSteps + " steps a task. Its tool calls go through your policy and the audit log, as an agent's do.");
+    setText(
+      byId("chat-status"),
+      "Model: " +
+        pageString(status.model) +
+        " (" +
+        status.provider +
+        "), up to " +
+        status.maxSteps +
+        " steps a task. Its tool calls go through your policy and the audit log, as an agent's do.",
+    );
     form.hidden = false;
   } catch (error) {
     setText(byId("chat-status"), "Chat unavailable: " + messageOf(error));
@@ -101,7 +110,10 @@ function show(event) {
       // The answer is the last step's text, already streamed: shown once, as the answer.
       if (textNode && textNode.parentElement && (textNode.textContent || "").trim() === pageBlock(event.text).trim()) textNode.parentElement.remove();
       textNode = null;
-      entry("chat-answer", [el("span", { className: "chat-who", text: "Answer: " }), el("span", { className: "chat-block", text: pageBlock(event.text) || "(no text)" })]);
+      entry("chat-answer", [
+        el("span", { className: "chat-who", text: "Answer: " }),
+        el("span", { className: "chat-block", text: pageBlock(event.text) || "(no text)" }),
+      ]);
       break;
     case "error":
       entry("chat-error", ["Error: ", el("span", { text: pageString(event.message) })]);

@@ -24,7 +24,13 @@ function describeStop(result) {
     : result.cluster.ok
       ? [" Every other broker of the cluster (" + result.cluster.brokers + ") disconnected its browsers too."]
       : [" Only this broker stopped: " + result.cluster.error + "."];
-  return ["Emergency stop at " + clock(result.stoppedAt) + ": ", ...what, ".", ...cluster, " Browsers that try to reconnect are turned away until you press Resume."];
+  return [
+    "Emergency stop at " + clock(result.stoppedAt) + ": ",
+    ...what,
+    ".",
+    ...cluster,
+    " Browsers that try to reconnect are turned away until you press Resume.",
+  ];
 }
 
 byId("stop-form").addEventListener("submit", async (event) => {

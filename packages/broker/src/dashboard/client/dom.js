@@ -63,7 +63,11 @@ export function setText(node, text) {
 /** A string a page or a browser chose, as the tools show it: one line, no control that hides or reorders text. */
 /** @param {unknown} value */
 export function pageString(value) {
-  return String(value === undefined || value === null ? "" : value).replace(BREAKS, " ").replace(INVISIBLE, "").replace(/\s+/g, " ").trim();
+  return String(value === undefined || value === null ? "" : value)
+    .replace(BREAKS, " ")
+    .replace(INVISIBLE, "")
+    .replace(/\s+/g, " ")
+    .trim();
 }
 
 /**

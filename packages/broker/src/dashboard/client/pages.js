@@ -20,10 +20,24 @@ export function renderPages(view) {
   if (key === renderedKey) return;
   renderedKey = key;
   const held = view.tools.filter((t) => t.state === "changed").length;
-  setText(byId("pages-count"), "(" + view.pages.length + (view.pages.length === 1 ? " page, " : " pages, ") + view.tools.length + (view.tools.length === 1 ? " tool" : " tools") + (held ? ", " + held + " held" : "") + ")");
+  setText(
+    byId("pages-count"),
+    "(" +
+      view.pages.length +
+      (view.pages.length === 1 ? " page, " : " pages, ") +
+      view.tools.length +
+      (view.tools.length === 1 ? " tool" : " tools") +
+      (held ? ", " + held + " held" : "") +
+      ")",
+  );
   byId("pages-list").replaceChildren(
     ...view.pages.map((p) =>
-      el("li", {}, [el("span", { className: "url" }, [pageBdi(p.origin)]), " · ", pageBdi(p.server, "page-server"), " · " + p.tools + (p.tools === 1 ? " tool" : " tools") + " · connected since " + clock(p.since)]),
+      el("li", {}, [
+        el("span", { className: "url" }, [pageBdi(p.origin)]),
+        " · ",
+        pageBdi(p.server, "page-server"),
+        " · " + p.tools + (p.tools === 1 ? " tool" : " tools") + " · connected since " + clock(p.since),
+      ]),
     ),
   );
   const empty = byId("pages-empty");
@@ -46,9 +60,24 @@ function toolRow(t) {
   const state = changed
     ? el("td", { className: "page-tool-state state-changed" }, [
         el("strong", { text: "changed: held" }),
-        el("span", { className: "meta", text: " (its description or schema changed since you approved" + (t.approvedHash ? " " + t.approvedHash : "") + "; agents cannot see or call it)" }),
+        el("span", {
+          className: "meta",
+          text: " (its description or schema changed since you approved" + (t.approvedHash ? " " + t.approvedHash : "") + "; agents cannot see or call it)",
+        }),
         " ",
-        el("button", { type: "button", className: "approve", "data-approve": "", "data-origin": t.origin, "data-name": t.name, "data-key": "approve " + t.origin + " " + t.name, "aria-label": "Approve " + t.name + " of " + t.origin + " as it is now" }, ["Approve"]),
+        el(
+          "button",
+          {
+            type: "button",
+            className: "approve",
+            "data-approve": "",
+            "data-origin": t.origin,
+            "data-name": t.name,
+            "data-key": "approve " + t.origin + " " + t.name,
+            "aria-label": "Approve " + t.name + " of " + t.origin + " as it is now",
+          },
+          ["Approve"],
+        ),
       ])
     : el("td", { className: "page-tool-state state-approved", text: "approved" });
   return el("tr", { "data-origin": t.origin, "data-name": t.name, "data-state": t.state }, [

@@ -60,7 +60,10 @@ async function pollPreview() {
     if (!target) {
       setText(byId("preview-target"), "");
       const state = currentState();
-      return showPreview("none", state && state.browsers.length ? "No agent tab to show: the agent has no tab open." : "No agent tab to show: no browser is connected.");
+      return showPreview(
+        "none",
+        state && state.browsers.length ? "No agent tab to show: the agent has no tab open." : "No agent tab to show: no browser is connected.",
+      );
     }
     setParts(byId("preview-target"), ["Watching ", titleBdi(target.t.title), " — ", pageBdi(target.t.url), " (", pageBdi(target.b.label), ")"]);
     const result = /** @type {Preview} */ (
@@ -72,9 +75,16 @@ async function pollPreview() {
       if (result.width) img.setAttribute("width", String(result.width));
       if (result.height) img.setAttribute("height", String(result.height));
       img.hidden = false;
-      showPreview("live", ["Showing the agent's tab ", titleBdi(target.t.title), "."], ["Captured " + clock(result.capturedAt) + " from ", pageBdi(result.url)]);
+      showPreview(
+        "live",
+        ["Showing the agent's tab ", titleBdi(target.t.title), "."],
+        ["Captured " + clock(result.capturedAt) + " from ", pageBdi(result.url)],
+      );
     } else if (result.error.code === "tab_not_visible") {
-      showPreview("not-visible", "Not visible: this tab is not the tab in front in its window, so Chrome cannot picture it. It shows here once it is in front.");
+      showPreview(
+        "not-visible",
+        "Not visible: this tab is not the tab in front in its window, so Chrome cannot picture it. It shows here once it is in front.",
+      );
     } else {
       showPreview("error", ["No picture: " + result.error.code + ": ", pageBdi(result.error.message)]);
     }

@@ -29,7 +29,10 @@ export async function capture(core: CdpCore, tab: Tab & { sessionId: string }, p
   let shot: Protocol.Page.CaptureScreenshotRequest = { format: "png" };
   if (params.clip) {
     // The protocol's clip is viewport-relative; CDP's is in document coordinates.
-    shot = { format: "png", clip: { x: params.clip.x + pageX, y: params.clip.y + pageY, width: Math.max(1, params.clip.width), height: Math.max(1, params.clip.height), scale: 1 } };
+    shot = {
+      format: "png",
+      clip: { x: params.clip.x + pageX, y: params.clip.y + pageY, width: Math.max(1, params.clip.width), height: Math.max(1, params.clip.height), scale: 1 },
+    };
   } else if (params.fullPage) {
     const width = content.width;
     const height = Math.min(content.height, MAX_SCREENSHOT_HEIGHT);
@@ -41,7 +44,8 @@ export async function capture(core: CdpCore, tab: Tab & { sessionId: string }, p
     if (result.ok) data = result.value.data;
     else if (result.error.kind !== "timeout" || visible) throw core.failure(result.error);
   }
-  if (data === undefined) throw new DriverError("timeout", `tab ${tab.tabId} is in the background and did not render a frame to capture; activate it (activate_tab) and retry`);
+  if (data === undefined)
+    throw new DriverError("timeout", `tab ${tab.tabId} is in the background and did not render a frame to capture; activate it (activate_tab) and retry`);
   const size = pngSize(data);
   if (!size) throw new DriverError("internal", "the browser returned something other than a PNG");
   const info = await tabInfo(core, tab);

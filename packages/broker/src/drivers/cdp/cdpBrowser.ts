@@ -169,7 +169,9 @@ export class CdpBrowser implements BrowserDriver {
       return { tab: await tabInfo(this.#core, tab) };
     },
 
-    "tabs.navigate": async ({ tabId, url, waitUntil = "load", timeoutMs = 20_000 }) => ({ tab: await navigate(this.#core, await this.#core.agentTab(tabId), url, waitUntil, timeoutMs) }),
+    "tabs.navigate": async ({ tabId, url, waitUntil = "load", timeoutMs = 20_000 }) => ({
+      tab: await navigate(this.#core, await this.#core.agentTab(tabId), url, waitUntil, timeoutMs),
+    }),
 
     "tabs.history": async ({ tabId, action, timeoutMs = 20_000 }) => ({ tab: await history(this.#core, await this.#core.agentTab(tabId), action, timeoutMs) }),
 
@@ -192,7 +194,11 @@ export class CdpBrowser implements BrowserDriver {
       checkScriptable(tab);
       const route = await routeOf(this.#core, tab, frameId, ref);
       // The page itself needs no snapshot, so the in-page script may not be there yet: install it for that ref.
-      return parseAnswer(elementFacts, await callInpage(this.#core, route.sessionId, route.frameId, "inspect", { ref, revision, action, value }, ref === "page"), "inspect");
+      return parseAnswer(
+        elementFacts,
+        await callInpage(this.#core, route.sessionId, route.frameId, "inspect", { ref, revision, action, value }, ref === "page"),
+        "inspect",
+      );
     },
 
     "page.act": async ({ tabId, ref, frameId = 0, revision, action, value, expect }) => {
@@ -210,7 +216,7 @@ export class CdpBrowser implements BrowserDriver {
       let windowOpens = 0;
       const stopWatching = tab.sessionId ? this.#core.client.on("Page.windowOpen", () => void windowOpens++, tab.sessionId) : () => undefined;
       const settledTabs = async (): Promise<{ newTabs?: number[] }> => {
-        for (const deadline = Date.now() + WINDOW_OPEN_WAIT_MS; (opened().newTabs?.length ?? 0) < windowOpens && Date.now() < deadline; ) {
+        for (const deadline = Date.now() + WINDOW_OPEN_WAIT_MS; (opened().newTabs?.length ?? 0) < windowOpens && Date.now() < deadline;) {
           await new Promise((r) => setTimeout(r, 10));
         }
         return opened();
@@ -221,7 +227,8 @@ export class CdpBrowser implements BrowserDriver {
           raw = await callInpage(this.#core, route.sessionId, route.frameId, "act", { ref, revision, action, value, expect }, ref === "page");
         } catch (error) {
           // The action ran and the document it ran in went away (a link, a submit): that is its effect.
-          if (error instanceof ActInterrupted) return { effects: { done: "the page navigated away as a result of the action", navigated: true, ...(await settledTabs()) } };
+          if (error instanceof ActInterrupted)
+            return { effects: { done: "the page navigated away as a result of the action", navigated: true, ...(await settledTabs()) } };
           throw error;
         }
         const outcome = parseAnswer(inpageAct, raw, "act");

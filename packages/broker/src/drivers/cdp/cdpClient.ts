@@ -154,7 +154,13 @@ export class CdpClient {
     }
     const open = options.socket ?? globalSocket();
     if (!open) {
-      return Promise.resolve({ ok: false, error: { kind: "disconnected", message: "cannot open the DevTools socket: this runtime has no global WebSocket and no socket factory was passed (CdpBrowserOptions.socket)" } });
+      return Promise.resolve({
+        ok: false,
+        error: {
+          kind: "disconnected",
+          message: "cannot open the DevTools socket: this runtime has no global WebSocket and no socket factory was passed (CdpBrowserOptions.socket)",
+        },
+      });
     }
     return new Promise((resolve) => {
       let ws: CdpSocket;
@@ -223,7 +229,10 @@ export class CdpClient {
     const id = this.#nextId++;
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => settle({ ok: false, error: { kind: "timeout", message: `the browser did not answer ${method} within ${timeoutMs} ms` } }), timeoutMs);
+      const timer = setTimeout(
+        () => settle({ ok: false, error: { kind: "timeout", message: `the browser did not answer ${method} within ${timeoutMs} ms` } }),
+        timeoutMs,
+      );
       const settle = (result: CdpResult<Record<string, unknown>>) => {
         if (!this.#pending.delete(id)) return;
         clearTimeout(timer);
@@ -351,7 +360,14 @@ export class CdpClient {
     const id = /^\{"id":(\d+)[,}]/.exec(head)?.[1];
     if (id !== undefined) {
       const pending = this.#pending.get(Number(id));
-      pending?.settle({ ok: false, error: { kind: "too_large", bytes, message: `${pending.method}: the browser's answer is ${size}, more than the ${Math.round(this.#maxPayload / 1048576)} MiB the DevTools link takes` } });
+      pending?.settle({
+        ok: false,
+        error: {
+          kind: "too_large",
+          bytes,
+          message: `${pending.method}: the browser's answer is ${size}, more than the ${Math.round(this.#maxPayload / 1048576)} MiB the DevTools link takes`,
+        },
+      });
       return;
     }
     const method = /^\{"method":"([A-Za-z]+\.[A-Za-z]+)"/.exec(head)?.[1];
@@ -363,7 +379,8 @@ export class CdpClient {
   #dropSession(sessionId: string): void {
     this.#listeners.delete(sessionId);
     for (const pending of [...this.#pending.values()]) {
-      if (pending.sessionId === sessionId) pending.settle({ ok: false, error: { kind: "detached", message: `${pending.method}: the target detached before answering` } });
+      if (pending.sessionId === sessionId)
+        pending.settle({ ok: false, error: { kind: "detached", message: `${pending.method}: the target detached before answering` } });
     }
   }
 

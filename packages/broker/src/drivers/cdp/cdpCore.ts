@@ -69,7 +69,9 @@ export class DriverError extends Error {
 
   /** The error as a DriverError naming the tab its tabs.open created. */
   static of(error: unknown, tabId: number): DriverError {
-    return error instanceof DriverError ? new DriverError(error.code, error.message, tabId) : new DriverError("internal", error instanceof Error ? error.message : String(error), tabId);
+    return error instanceof DriverError
+      ? new DriverError(error.code, error.message, tabId)
+      : new DriverError("internal", error instanceof Error ? error.message : String(error), tabId);
   }
 }
 
@@ -132,7 +134,8 @@ export interface Tab {
 }
 
 /** Protocol errors meaning the frame's document (or the frame) is gone. */
-export const GONE_CONTEXT = /Cannot find context|Execution context was destroyed|No frame for given id|Frame .*not found|Inspected target navigated or closed|Target closed|Session with given id not found|No frame with given id/i;
+export const GONE_CONTEXT =
+  /Cannot find context|Execution context was destroyed|No frame for given id|Frame .*not found|Inspected target navigated or closed|Target closed|Session with given id not found|No frame with given id/i;
 
 export const NOT_ATTACHED = /Not attached to an active page/i;
 
@@ -289,10 +292,20 @@ export class CdpCore {
       case "too_large":
         return new DriverError("frame_too_large", `${error.message}; this page's answer is too large to carry`);
       case "detached":
-        return new DriverError(gone, gone === "stale_ref" ? "the frame navigated or went away since the snapshot; call snapshot again" : "the tab went away during the call; call list_tabs");
+        return new DriverError(
+          gone,
+          gone === "stale_ref"
+            ? "the frame navigated or went away since the snapshot; call snapshot again"
+            : "the tab went away during the call; call list_tabs",
+        );
       case "protocol":
         if (GONE_CONTEXT.test(error.message)) {
-          return new DriverError(gone, gone === "stale_ref" ? "the frame navigated or went away since the snapshot; call snapshot again" : `the tab went away during the call (${error.message})`);
+          return new DriverError(
+            gone,
+            gone === "stale_ref"
+              ? "the frame navigated or went away since the snapshot; call snapshot again"
+              : `the tab went away during the call (${error.message})`,
+          );
         }
         return new DriverError("internal", error.message);
     }
@@ -310,7 +323,12 @@ export class CdpCore {
     }
   }
 
-  async must<M extends CdpMethod>(method: M, params: CdpParams<M>, sessionId?: string, options: { timeoutMs?: number; gone?: ErrorCode } = {}): Promise<CdpReturn<M>> {
+  async must<M extends CdpMethod>(
+    method: M,
+    params: CdpParams<M>,
+    sessionId?: string,
+    options: { timeoutMs?: number; gone?: ErrorCode } = {},
+  ): Promise<CdpReturn<M>> {
     const result = await this.send(method, params, sessionId, options.timeoutMs);
     if (!result.ok) throw this.failure(result.error, options.gone);
     return result.value;
@@ -330,7 +348,15 @@ export class CdpCore {
   }
 
   quickInfo(tab: Tab): TabInfo {
-    return { tabId: tab.tabId, windowId: tab.windowId, url: tab.url, title: tab.title, active: false, status: tab.loaded ? "complete" : "loading", shared: false };
+    return {
+      tabId: tab.tabId,
+      windowId: tab.windowId,
+      url: tab.url,
+      title: tab.title,
+      active: false,
+      status: tab.loaded ? "complete" : "loading",
+      shared: false,
+    };
   }
 
   /** Every frame of the tab with the session that can reach it: the page's, or an out-of-process iframe's. */
@@ -342,7 +368,9 @@ export class CdpCore {
       for (const child of node.childFrames ?? []) walk(child, sessionId);
     };
     walk((await this.must("Page.getFrameTree", {}, tab.sessionId)).frameTree, tab.sessionId);
-    const remote = await Promise.all([...tab.oopifs.values()].map(async (sessionId) => ({ sessionId, tree: await this.send("Page.getFrameTree", {}, sessionId) })));
+    const remote = await Promise.all(
+      [...tab.oopifs.values()].map(async (sessionId) => ({ sessionId, tree: await this.send("Page.getFrameTree", {}, sessionId) })),
+    );
     for (const { sessionId, tree } of remote) if (tree.ok) walk(tree.value.frameTree, sessionId);
     return [...routes.values()];
   }

@@ -83,14 +83,28 @@ export function remoteValue(answer: RemoteAnswer): unknown {
  * Calls __tabrelayInpage.<method>(args) in the frame's isolated world. With `install`, a frame without
  * the script gets it first; without, a missing script means the document changed since the snapshot.
  */
-export async function callInpage(core: CdpCore, sessionId: string, frameId: string, method: "snapshot" | "query" | "inspect" | "act" | "wait" | "rect", args: unknown, install: boolean, timeoutMs?: number): Promise<unknown> {
+export async function callInpage(
+  core: CdpCore,
+  sessionId: string,
+  frameId: string,
+  method: "snapshot" | "query" | "inspect" | "act" | "wait" | "rect",
+  args: unknown,
+  install: boolean,
+  timeoutMs?: number,
+): Promise<unknown> {
   const gone: ErrorCode = "stale_ref";
   const contextId = await isolatedWorld(core, sessionId, frameId, gone);
   const run = async () =>
     remoteValue(
       await core.must(
         "Runtime.callFunctionOn",
-        { functionDeclaration: CALL_INPAGE, executionContextId: contextId, arguments: [{ value: method }, { value: args }], awaitPromise: true, returnByValue: true },
+        {
+          functionDeclaration: CALL_INPAGE,
+          executionContextId: contextId,
+          arguments: [{ value: method }, { value: args }],
+          awaitPromise: true,
+          returnByValue: true,
+        },
         sessionId,
         { gone, ...(timeoutMs !== undefined ? { timeoutMs } : {}) },
       ),
@@ -160,7 +174,12 @@ export async function revealClosedRootsIn(core: CdpCore, sessionId: string, cont
   let adopted = 0;
   try {
     for (let round = 0, installed = false; round < MAX_SHADOW_ROUNDS; round++) {
-      const answer = await core.must("Runtime.callFunctionOn", { functionDeclaration: CALL_INPAGE, executionContextId: contextId, arguments: [{ value: "closedRootCandidates" }], objectGroup }, sessionId, { gone });
+      const answer = await core.must(
+        "Runtime.callFunctionOn",
+        { functionDeclaration: CALL_INPAGE, executionContextId: contextId, arguments: [{ value: "closedRootCandidates" }], objectGroup },
+        sessionId,
+        { gone },
+      );
       remoteValue(answer);
       const result = answer.result;
       if (result.value === INPAGE_NOT_INSTALLED) {
@@ -183,12 +202,19 @@ export async function revealClosedRootsIn(core: CdpCore, sessionId: string, cont
         const described = await Promise.all(asked.slice(i, i + SHADOW_BATCH).map((params) => core.send("DOM.describeNode", params, sessionId)));
         for (const node of described) if (node.ok) closedRootsIn(node.value.node, closed);
       }
-      const resolved = await Promise.all(closed.map((backendNodeId) => core.send("DOM.resolveNode", { backendNodeId, executionContextId: contextId, objectGroup }, sessionId)));
+      const resolved = await Promise.all(
+        closed.map((backendNodeId) => core.send("DOM.resolveNode", { backendNodeId, executionContextId: contextId, objectGroup }, sessionId)),
+      );
       const roots = resolved.map((r) => (r.ok ? r.value.object.objectId : undefined)).filter((id): id is string => id !== undefined);
       // Also with no roots found: the script marks what was described, so the next round offers the rest.
       const answered = await core.must(
         "Runtime.callFunctionOn",
-        { functionDeclaration: ADOPT_SHADOW_ROOTS, executionContextId: contextId, arguments: [{ objectId: listId }, ...roots.map((objectId) => ({ objectId }))], returnByValue: true },
+        {
+          functionDeclaration: ADOPT_SHADOW_ROOTS,
+          executionContextId: contextId,
+          arguments: [{ objectId: listId }, ...roots.map((objectId) => ({ objectId }))],
+          returnByValue: true,
+        },
         sessionId,
         { gone },
       );
@@ -215,7 +241,13 @@ export function parseAnswer<T>(schema: z.ZodType<T>, value: unknown, method: str
  * looked for after that read, and only when new ones were found is the document read again (a failed second read
  * leaves the first).
  */
-export async function readDocument(core: CdpCore, sessionId: string, contextId: number, maxChars: number, timeoutMs?: number): Promise<CdpResult<RemoteAnswer>> {
+export async function readDocument(
+  core: CdpCore,
+  sessionId: string,
+  contextId: number,
+  maxChars: number,
+  timeoutMs?: number,
+): Promise<CdpResult<RemoteAnswer>> {
   const source = await loadInpage(core);
   const expression = `${source}\n;(${CALL_INPAGE})("content", ${JSON.stringify({ maxChars, maxElements: CONTENT_MAX_ELEMENTS })})`;
   const read = () => core.send("Runtime.evaluate", { expression, contextId, returnByValue: true }, sessionId, timeoutMs);

@@ -28,10 +28,17 @@ export async function isVisible(core: CdpCore, tab: Tab, options: { quick?: bool
   if (!tab.sessionId) return false;
   const sessionId = tab.sessionId;
   const ask = (async () => {
-    const world = await core.client.send("Page.createIsolatedWorld", { frameId: tab.mainFrameId, worldName: WORLD_NAME, grantUniveralAccess: false }, sessionId, { timeoutMs: 1000 });
+    const world = await core.client.send(
+      "Page.createIsolatedWorld",
+      { frameId: tab.mainFrameId, worldName: WORLD_NAME, grantUniveralAccess: false },
+      sessionId,
+      { timeoutMs: 1000 },
+    );
     const contextId = world.ok ? world.value.executionContextId : undefined;
     if (contextId === undefined) return false;
-    const state = await core.client.send("Runtime.evaluate", { expression: "document.visibilityState", contextId, returnByValue: true }, sessionId, { timeoutMs: 1000 });
+    const state = await core.client.send("Runtime.evaluate", { expression: "document.visibilityState", contextId, returnByValue: true }, sessionId, {
+      timeoutMs: 1000,
+    });
     tab.lastVisible = state.ok && state.value.result.value === "visible";
     return tab.lastVisible;
   })();
@@ -55,7 +62,8 @@ export async function createTab(core: CdpCore, active: boolean): Promise<Tab> {
     });
   core.creating.add(creation);
   const result = await creation.finally(() => core.creating.delete(creation));
-  if (!result.ok) throw result.error.kind === "protocol" ? new DriverError("navigation_failed", `could not open a tab: ${result.error.message}`) : core.failure(result.error);
+  if (!result.ok)
+    throw result.error.kind === "protocol" ? new DriverError("navigation_failed", `could not open a tab: ${result.error.message}`) : core.failure(result.error);
   const targetId = result.value.targetId;
   const tab = await core.whenTab(targetId, 10_000);
   if (!tab) throw new DriverError("internal", "the browser created a tab but never attached it");
@@ -80,7 +88,8 @@ export async function navigate(core: CdpCore, tab: Tab & { sessionId: string }, 
       const info = await tabInfo(core, tab);
       return tab.generation === start ? { ...info, url: "" } : info;
     }
-    if (result.error.kind === "protocol" && !GONE_CONTEXT.test(result.error.message)) throw new DriverError("navigation_failed", `could not navigate to ${url}: ${result.error.message}`);
+    if (result.error.kind === "protocol" && !GONE_CONTEXT.test(result.error.message))
+      throw new DriverError("navigation_failed", `could not navigate to ${url}: ${result.error.message}`);
     throw core.failure(result.error);
   }
   const { errorText, loaderId } = result.value;
@@ -116,7 +125,8 @@ export async function waitNavigation(core: CdpCore, tab: Tab, start: number, unt
     if (tab.gone) throw new DriverError("no_such_tab", `tab ${tab.tabId} was closed while loading`);
     const committed = loaderId ? tab.commits.includes(loaderId) : tab.generation > start;
     if (committed) {
-      if (tab.errorPage !== undefined && tab.errorPage !== tab.blockedNavigation?.url) throw new DriverError("navigation_failed", `the page failed to load: Chrome could not reach ${tab.errorPage}`);
+      if (tab.errorPage !== undefined && tab.errorPage !== tab.blockedNavigation?.url)
+        throw new DriverError("navigation_failed", `the page failed to load: Chrome could not reach ${tab.errorPage}`);
       if (until === "commit" || tab.loaded) return;
     }
     const left = deadline - Date.now();
@@ -130,25 +140,42 @@ export async function history(core: CdpCore, tab: Tab & { sessionId: string }, a
   const start = tab.generation;
   if (action === "reload") {
     const reload = await core.send("Page.reload", {}, tab.sessionId);
-    if (!reload.ok) throw reload.error.kind === "protocol" ? new DriverError("navigation_failed", `cannot reload: ${reload.error.message}`) : core.failure(reload.error);
+    if (!reload.ok)
+      throw reload.error.kind === "protocol" ? new DriverError("navigation_failed", `cannot reload: ${reload.error.message}`) : core.failure(reload.error);
   } else {
     const history = await core.must("Page.getNavigationHistory", {}, tab.sessionId);
     const entryId = history.entries[history.currentIndex + (action === "back" ? -1 : 1)]?.id;
     if (entryId === undefined) {
-      throw new DriverError("navigation_failed", `cannot go ${action}: there is no page ${action === "back" ? "before" : "after"} this one in the tab's history`);
+      throw new DriverError(
+        "navigation_failed",
+        `cannot go ${action}: there is no page ${action === "back" ? "before" : "after"} this one in the tab's history`,
+      );
     }
     // Unlike the browser's back button, this is not subject to the history manipulation intervention.
     const moved = await core.send("Page.navigateToHistoryEntry", { entryId }, tab.sessionId);
-    if (!moved.ok) throw moved.error.kind === "protocol" ? new DriverError("navigation_failed", `cannot go ${action}: ${moved.error.message}`) : core.failure(moved.error);
+    if (!moved.ok)
+      throw moved.error.kind === "protocol" ? new DriverError("navigation_failed", `cannot go ${action}: ${moved.error.message}`) : core.failure(moved.error);
   }
   await waitNavigation(core, tab, start, "load", deadline);
   return tabInfo(core, tab);
 }
 
 /** One wait in the top document; the broker watches the URL and starts again after a navigation (composed.ts). */
-export async function waitFor(core: CdpCore, tab: Tab & { sessionId: string }, { text, textGone, selector, timeoutMs }: ParamsOf<"page.wait">): Promise<ResultOf<"page.wait">> {
+export async function waitFor(
+  core: CdpCore,
+  tab: Tab & { sessionId: string },
+  { text, textGone, selector, timeoutMs }: ParamsOf<"page.wait">,
+): Promise<ResultOf<"page.wait">> {
   checkScriptable(tab);
   const started = Date.now();
-  const value = await callInpage(core, tab.sessionId, tab.mainFrameId, "wait", { text, textGone, selector, timeoutMs }, true, timeoutMs + core.options.callTimeoutMs);
+  const value = await callInpage(
+    core,
+    tab.sessionId,
+    tab.mainFrameId,
+    "wait",
+    { text, textGone, selector, timeoutMs },
+    true,
+    timeoutMs + core.options.callTimeoutMs,
+  );
   return { matched: parseAnswer(waitValue, value, "wait").matched, elapsedMs: Date.now() - started };
 }

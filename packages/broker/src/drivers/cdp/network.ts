@@ -5,10 +5,14 @@ import type { Protocol } from "devtools-protocol";
 import type { CdpCore, Tab } from "./cdpCore.js";
 
 /** Every request passes the request policy; top documents are paused again at their response (downloads). */
-export const PAGE_FETCH_PATTERNS: Protocol.Fetch.RequestPattern[] = [{ urlPattern: "*" }, { urlPattern: "*", resourceType: "Document", requestStage: "Response" }];
+export const PAGE_FETCH_PATTERNS: Protocol.Fetch.RequestPattern[] = [
+  { urlPattern: "*" },
+  { urlPattern: "*", resourceType: "Document", requestStage: "Response" },
+];
 
 /** MIME types a browser shows rather than saves (beyond text/*, image/*, audio/*, video/*). */
-export const SHOWN_TYPES = /^(application\/(json|xml|xhtml\+xml|pdf|javascript|x-javascript|ecmascript|[\w.+-]+\+(xml|json))|message\/rfc822|multipart\/(x-mixed-replace|related))$/;
+export const SHOWN_TYPES =
+  /^(application\/(json|xml|xhtml\+xml|pdf|javascript|x-javascript|ecmascript|[\w.+-]+\+(xml|json))|message\/rfc822|multipart\/(x-mixed-replace|related))$/;
 
 /** Whether a document response would be saved as a file: `Content-Disposition: attachment`, or a type no tab shows. */
 export function isDownloadResponse(headers: Protocol.Fetch.HeaderEntry[] = []): boolean {

@@ -20,7 +20,9 @@ export const nodeCdpScripts: CdpScripts = {
   webmcp() {
     webmcp ??= readFile(assetPaths.webmcpScript, "utf8").catch((error: unknown) => {
       webmcp = undefined;
-      throw new Error(`the WebMCP script is not built (${assetPaths.webmcpScript}): run npm run build (${error instanceof Error ? error.message : String(error)})`);
+      throw new Error(
+        `the WebMCP script is not built (${assetPaths.webmcpScript}): run npm run build (${error instanceof Error ? error.message : String(error)})`,
+      );
     });
     return webmcp;
   },

@@ -151,7 +151,9 @@ class NodeCdpSocket implements CdpSocket {
     const code = /^HTTP\/1\.1 (\d{3})/.exec(status)?.[1];
     if (code !== "101") return `Unexpected server response: ${code ?? status.slice(0, 40)}`;
     const headers = new Map(fields.map((line) => [line.slice(0, line.indexOf(":")).trim().toLowerCase(), line.slice(line.indexOf(":") + 1).trim()]));
-    const accept = createHash("sha1").update(this.#key + GUID).digest("base64");
+    const accept = createHash("sha1")
+      .update(this.#key + GUID)
+      .digest("base64");
     if (headers.get("upgrade")?.toLowerCase() !== "websocket") return "the server did not upgrade to WebSocket";
     if (headers.get("sec-websocket-accept") !== accept) return "the server's Sec-WebSocket-Accept is wrong";
     if (headers.has("sec-websocket-extensions")) return "the server chose an extension that was not offered";

@@ -36,12 +36,20 @@ const evalAnswer = z.object({ json: z.string().optional(), unserializable: z.str
 export async function evaluate(core: CdpCore, tab: Tab & { sessionId: string }, expression: string, timeoutMs: number): Promise<ResultOf<"page.eval">> {
   checkScriptable(tab);
   const call = `(${EVAL_WRAPPER})(${JSON.stringify(expression)}, ${EVAL_MAX_CHARS})`;
-  const answer = await core.must("Runtime.evaluate", { expression: call, awaitPromise: true, returnByValue: true, timeout: timeoutMs, userGesture: false }, tab.sessionId, { timeoutMs: timeoutMs + 5000 });
+  const answer = await core.must(
+    "Runtime.evaluate",
+    { expression: call, awaitPromise: true, returnByValue: true, timeout: timeoutMs, userGesture: false },
+    tab.sessionId,
+    { timeoutMs: timeoutMs + 5000 },
+  );
   if (answer.exceptionDetails) {
     const message = answer.exceptionDetails.exception?.description ?? answer.exceptionDetails.text;
     throw new DriverError("not_actionable", `the expression threw in the page: ${String(message).split("\n")[0]?.slice(0, 500)}`);
   }
   const parsed = evalAnswer.safeParse(answer.result.value);
   if (!parsed.success) throw new DriverError("internal", "the page's answer to eval was not understood");
-  return { ...(parsed.data.json !== undefined ? { json: parsed.data.json } : {}), ...(parsed.data.unserializable !== undefined ? { unserializable: parsed.data.unserializable } : {}) };
+  return {
+    ...(parsed.data.json !== undefined ? { json: parsed.data.json } : {}),
+    ...(parsed.data.unserializable !== undefined ? { unserializable: parsed.data.unserializable } : {}),
+  };
 }

@@ -35,8 +35,14 @@ export function frameKey(core: CdpCore, tab: Tab, frameId: string): number {
   return key;
 }
 
-export async function snapshot(core: CdpCore, tab: Tab & { sessionId: string }, args: { revision: string; interactiveOnly: boolean; viewportOnly: boolean }): Promise<FrameSnapshot[]> {
-  const read = await inEveryFrame(core, tab, async (route) => parseAnswer(inpageSnapshot, await callInpage(core, route.sessionId, route.frameId, "snapshot", args, true), "snapshot"));
+export async function snapshot(
+  core: CdpCore,
+  tab: Tab & { sessionId: string },
+  args: { revision: string; interactiveOnly: boolean; viewportOnly: boolean },
+): Promise<FrameSnapshot[]> {
+  const read = await inEveryFrame(core, tab, async (route) =>
+    parseAnswer(inpageSnapshot, await callInpage(core, route.sessionId, route.frameId, "snapshot", args, true), "snapshot"),
+  );
   return read.map(({ value, frameId, parentFrameId }) => ({
     frameId,
     parentFrameId,
@@ -51,7 +57,9 @@ export async function snapshot(core: CdpCore, tab: Tab & { sessionId: string }, 
 
 /** A query in every frame, as a snapshot runs: its refs are acted on like a snapshot's. An invalid selector fails in the top document first. */
 export async function query(core: CdpCore, tab: Tab & { sessionId: string }, args: Omit<QueryParams, "tabId">): Promise<FrameQuery[]> {
-  const read = await inEveryFrame(core, tab, async (route) => parseAnswer(inpageQuery, await callInpage(core, route.sessionId, route.frameId, "query", args, true), "query"));
+  const read = await inEveryFrame(core, tab, async (route) =>
+    parseAnswer(inpageQuery, await callInpage(core, route.sessionId, route.frameId, "query", args, true), "query"),
+  );
   return read.map(({ value, frameId, parentFrameId }) => ({ ...value, frameId, parentFrameId }));
 }
 
@@ -61,7 +69,11 @@ export async function query(core: CdpCore, tab: Tab & { sessionId: string }, arg
  * that went away or cannot be scripted is left out, as the extension does. The frames' routes are recorded for the
  * refs the answers carry (routeOf).
  */
-async function inEveryFrame<T>(core: CdpCore, tab: Tab & { sessionId: string }, ask: (route: FrameRoute) => Promise<T>): Promise<{ value: T; frameId: number; parentFrameId: number }[]> {
+async function inEveryFrame<T>(
+  core: CdpCore,
+  tab: Tab & { sessionId: string },
+  ask: (route: FrameRoute) => Promise<T>,
+): Promise<{ value: T; frameId: number; parentFrameId: number }[]> {
   const frames = await core.frames(tab);
   const results = await Promise.all(
     frames.map(async (route) => {
@@ -125,7 +137,9 @@ export async function frameOffset(core: CdpCore, tab: Tab & { sessionId: string 
     const objectId = resolved.object.objectId;
     if (!objectId) throw new DriverError("stale_ref", "the frame's element is gone; call snapshot again");
     try {
-      const answer = await core.must("Runtime.callFunctionOn", { objectId, functionDeclaration: OWNER_OFFSET, returnByValue: true }, parentSession, { gone: "stale_ref" });
+      const answer = await core.must("Runtime.callFunctionOn", { objectId, functionDeclaration: OWNER_OFFSET, returnByValue: true }, parentSession, {
+        gone: "stale_ref",
+      });
       const point = parseAnswer(pointValue, remoteValue(answer), "rect");
       x += point.x;
       y += point.y;
@@ -162,7 +176,10 @@ export async function readContent(core: CdpCore, tab: Tab & { sessionId: string 
   const routes = await core.frames(tab).catch(() => []);
   const subframes = tab.generation === generation ? routes.filter((r) => r.frameId !== tab.mainFrameId) : [];
   tab.readRoutes = new Map(subframes.map((route) => [frameKey(core, tab, route.frameId), route]));
-  const listed = subframes.map((r) => ({ frameId: frameKey(core, tab, r.frameId), parentFrameId: r.parentId === undefined || r.parentId === tab.mainFrameId ? 0 : frameKey(core, tab, r.parentId) }));
+  const listed = subframes.map((r) => ({
+    frameId: frameKey(core, tab, r.frameId),
+    parentFrameId: r.parentId === undefined || r.parentId === tab.mainFrameId ? 0 : frameKey(core, tab, r.parentId),
+  }));
   return { ...page, ...(capped ? { capped } : {}), ...(listed.length ? { subframes: listed } : {}) };
 }
 

@@ -43,7 +43,10 @@ export async function isAgentTarget(core: CdpCore, targetId: string, openerId: s
   return core.created.has(targetId);
 }
 
-export async function onPageAttached(core: CdpCore, { sessionId, targetInfo, waitingForDebugger: waiting }: Protocol.Target.AttachedToTargetEvent): Promise<void> {
+export async function onPageAttached(
+  core: CdpCore,
+  { sessionId, targetInfo, waitingForDebugger: waiting }: Protocol.Target.AttachedToTargetEvent,
+): Promise<void> {
   const { targetId, openerId } = targetInfo;
   if (!sessionId || !targetId) return;
   const agent = targetInfo.type === "page" && !core.tabs.has(targetId) && (await isAgentTarget(core, targetId, openerId));
@@ -61,7 +64,11 @@ export async function onPageAttached(core: CdpCore, { sessionId, targetInfo, wai
   const announce = !core.created.has(targetId) && !core.connecting;
   tab.ready = setUpPage(core, tab, sessionId, waiting, () => {
     if (announce && !tab.gone) {
-      core.emit({ type: "event", event: "tab.created", params: { tab: core.quickInfo(tab), ...(tab.openerTabId !== undefined ? { openerTabId: tab.openerTabId } : {}) } });
+      core.emit({
+        type: "event",
+        event: "tab.created",
+        params: { tab: core.quickInfo(tab), ...(tab.openerTabId !== undefined ? { openerTabId: tab.openerTabId } : {}) },
+      });
     }
   });
   // Indexed in the same tick as its set-up starts: whoever finds the tab also finds its `ready`.
@@ -112,16 +119,24 @@ export async function setUpPage(core: CdpCore, tab: Tab, sessionId: string, wait
   client.on("Page.frameNavigated", (p) => onFrameNavigated(core, tab, p), sessionId);
   client.on("Page.navigatedWithinDocument", (p) => onSameDocument(core, tab, p), sessionId);
   client.on("Page.lifecycleEvent", (p) => onLifecycle(core, tab, p), sessionId);
-  client.on("Page.frameStoppedLoading", (p) => {
-    if (p.frameId === tab.mainFrameId) core.touch(tab, () => (tab.loaded = true));
-  }, sessionId);
+  client.on(
+    "Page.frameStoppedLoading",
+    (p) => {
+      if (p.frameId === tab.mainFrameId) core.touch(tab, () => (tab.loaded = true));
+    },
+    sessionId,
+  );
   // alert(), confirm() and prompt() stop the page's scripts, and ours with them, until answered: nobody is
   // at an agent tab to answer, so they are dismissed at once (confirm and prompt as "Cancel"); a
   // beforeunload prompt lets the agent leave the page.
-  client.on("Page.javascriptDialogOpening", (p) => {
-    const accept = p.type === "alert" || p.type === "beforeunload";
-    void core.send("Page.handleJavaScriptDialog", { accept }, sessionId);
-  }, sessionId);
+  client.on(
+    "Page.javascriptDialogOpening",
+    (p) => {
+      const accept = p.type === "alert" || p.type === "beforeunload";
+      void core.send("Page.handleJavaScriptDialog", { accept }, sessionId);
+    },
+    sessionId,
+  );
   watchChildren(core, tab, sessionId);
   try {
     await Promise.all([
@@ -163,14 +178,22 @@ export function watchChildren(core: CdpCore, tab: Tab, parentSessionId: string):
   const policy = core.options.requestPolicy;
   if (policy) client.on("Fetch.requestPaused", (p) => onRequestPaused(core, p, parentSessionId, tab), parentSessionId);
   client.on("Target.attachedToTarget", (p) => void onChildAttached(core, tab, p), parentSessionId);
-  client.on("Target.detachedFromTarget", ({ sessionId, targetId }) => {
-    if (!sessionId) return;
-    core.children.delete(sessionId);
-    if (targetId && tab.oopifs.get(targetId) === sessionId) tab.oopifs.delete(targetId);
-  }, parentSessionId);
+  client.on(
+    "Target.detachedFromTarget",
+    ({ sessionId, targetId }) => {
+      if (!sessionId) return;
+      core.children.delete(sessionId);
+      if (targetId && tab.oopifs.get(targetId) === sessionId) tab.oopifs.delete(targetId);
+    },
+    parentSessionId,
+  );
 }
 
-export async function onChildAttached(core: CdpCore, tab: Tab, { sessionId, targetInfo, waitingForDebugger: waiting }: Protocol.Target.AttachedToTargetEvent): Promise<void> {
+export async function onChildAttached(
+  core: CdpCore,
+  tab: Tab,
+  { sessionId, targetInfo, waitingForDebugger: waiting }: Protocol.Target.AttachedToTargetEvent,
+): Promise<void> {
   const targetId = targetInfo.targetId;
   if (!sessionId || !targetId) return;
   core.children.set(sessionId, tab);
@@ -214,7 +237,11 @@ export function onFrameNavigated(core: CdpCore, tab: Tab, params: Protocol.Page.
     tab.readRoutes.clear();
   });
   if (tab.webmcp) void followTopDocument(core, tab, url);
-  core.emit({ type: "event", event: "tab.committed", params: { tabId: tab.tabId, url, ...(first && tab.openerTabId !== undefined ? { openerTabId: tab.openerTabId } : {}) } });
+  core.emit({
+    type: "event",
+    event: "tab.committed",
+    params: { tabId: tab.tabId, url, ...(first && tab.openerTabId !== undefined ? { openerTabId: tab.openerTabId } : {}) },
+  });
 }
 
 export function onSameDocument(core: CdpCore, tab: Tab, { frameId, url }: Protocol.Page.NavigatedWithinDocumentEvent): void {

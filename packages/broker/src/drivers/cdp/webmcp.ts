@@ -48,9 +48,13 @@ export async function installWebMcp(core: CdpCore, tab: Tab, sessionId: string, 
     },
     sessionId,
   );
-  client.on("Runtime.executionContextDestroyed", ({ executionContextId }) => {
-    if (executionContextId === state.contextId) state.contextId = undefined;
-  }, sessionId);
+  client.on(
+    "Runtime.executionContextDestroyed",
+    ({ executionContextId }) => {
+      if (executionContextId === state.contextId) state.contextId = undefined;
+    },
+    sessionId,
+  );
   client.on("Runtime.executionContextsCleared", () => (state.contextId = undefined), sessionId);
   client.on(
     "Runtime.bindingCalled",
@@ -69,7 +73,11 @@ export async function installWebMcp(core: CdpCore, tab: Tab, sessionId: string, 
   );
   // On the origins that may offer page tools only, as through the extension (its registered content scripts); the
   // shim itself stays out of frames.
-  await core.send("Page.addScriptToEvaluateOnNewDocument", { source: `if (${JSON.stringify(origins)}.includes(location.origin)) {\n${await shimSource(core)}\n}`, runImmediately: true }, sessionId);
+  await core.send(
+    "Page.addScriptToEvaluateOnNewDocument",
+    { source: `if (${JSON.stringify(origins)}.includes(location.origin)) {\n${await shimSource(core)}\n}`, runImmediately: true },
+    sessionId,
+  );
   await followTopDocument(core, tab, tab.docUrl || tab.url);
 }
 
@@ -101,7 +109,13 @@ async function offerBinding(core: CdpCore, tab: Tab, sessionId: string, contextI
  * at most MAX_FRAME_BYTES characters; anything the page throws is caught there too, so no page-made text reaches the
  * connection but the answer itself.
  */
-export async function callWebMcp(core: CdpCore, tab: Tab & { sessionId: string }, name: string, input: string, timeoutMs: number): Promise<ResultOf<"page.webmcpCall">> {
+export async function callWebMcp(
+  core: CdpCore,
+  tab: Tab & { sessionId: string },
+  name: string,
+  input: string,
+  timeoutMs: number,
+): Promise<ResultOf<"page.webmcpCall">> {
   const contextId = tab.webmcp?.contextId;
   const gone = JSON.stringify({ ok: false, error: "this page has no WebMCP tools (it navigated)" });
   if (contextId === undefined) return { json: gone };
@@ -116,14 +130,22 @@ export async function callWebMcp(core: CdpCore, tab: Tab & { sessionId: string }
     return "\\u0000threw";
   }
 })()`;
-  const answer = await core.must("Runtime.evaluate", { expression, contextId, awaitPromise: true, returnByValue: true, timeout: timeoutMs, userGesture: false }, tab.sessionId, { timeoutMs: timeoutMs + 5000 });
+  const answer = await core.must(
+    "Runtime.evaluate",
+    { expression, contextId, awaitPromise: true, returnByValue: true, timeout: timeoutMs, userGesture: false },
+    tab.sessionId,
+    { timeoutMs: timeoutMs + 5000 },
+  );
   const value = answer.result.value;
   if (answer.exceptionDetails || typeof value !== "string" || value === "\u0000not text" || value === "\u0000threw") {
     throw new DriverError("page_tool_failed", "the page's WebMCP tool did not answer (it threw outside its execute, or the page changed its shim)");
   }
   const tooLarge = /^\u0000too large (\d+)$/.exec(value);
   if (tooLarge) {
-    throw new DriverError("frame_too_large", `the answer is ${Math.round(Number(tooLarge[1]) / 1048576)} MiB, more than the ${MAX_FRAME_BYTES / 1048576} MiB a page's answer may be; this tool's answer is too large to carry`);
+    throw new DriverError(
+      "frame_too_large",
+      `the answer is ${Math.round(Number(tooLarge[1]) / 1048576)} MiB, more than the ${MAX_FRAME_BYTES / 1048576} MiB a page's answer may be; this tool's answer is too large to carry`,
+    );
   }
   return { json: value };
 }

@@ -89,7 +89,10 @@ export class BridgeServer {
     let pending: (BridgeTranscript & { extensionVersion: string; key: string; owner: Principal }) | undefined;
     let link: SealedLink | undefined;
     let busy = false;
-    const authTimer = setTimeout(() => reject(ws, { code: "unauthorized", message: "the handshake did not finish within the time allowed" }), this.#options.helloTimeoutMs ?? 5000);
+    const authTimer = setTimeout(
+      () => reject(ws, { code: "unauthorized", message: "the handshake did not finish within the time allowed" }),
+      this.#options.helloTimeoutMs ?? 5000,
+    );
 
     const handshake = async (frame: BrowserToBroker): Promise<void> => {
       if (!pending) {
@@ -106,19 +109,33 @@ export class BridgeServer {
                 : `this extension speaks bridge protocol ${String(frame.protocol)}, newer than the broker's ${PROTOCOL_VERSION}: update tabrelay on the broker's machine`,
           });
         }
-        if (typeof frame.browserId !== "string" || !/^[\w-]{8,64}$/.test(frame.browserId) || typeof frame.nonce !== "string" || !NONCE_PATTERN.test(frame.nonce)) {
+        if (
+          typeof frame.browserId !== "string" ||
+          !/^[\w-]{8,64}$/.test(frame.browserId) ||
+          typeof frame.nonce !== "string" ||
+          !NONCE_PATTERN.test(frame.nonce)
+        ) {
           return reject(ws, { code: "invalid_params", message: "hello frame lacks a valid browserId or nonce" });
         }
         const pairingId = typeof frame.pairing === "string" ? frame.pairing : undefined;
         const pairing = await this.#options.pairingKey(pairingId);
         if (!pairing) {
           log.warn(`bridge: refused a browser whose pairing code is unknown or revoked (pairing ${JSON.stringify(pairingId?.slice(0, 40))})`);
-          return reject(ws, { code: "unauthorized", message: "this pairing code is unknown or was revoked; ask the broker's admin for a new one (`tabrelay users pair NAME`) and enter it in the extension" });
+          return reject(ws, {
+            code: "unauthorized",
+            message:
+              "this pairing code is unknown or was revoked; ask the broker's admin for a new one (`tabrelay users pair NAME`) and enter it in the extension",
+          });
         }
         const transcript = { browserNonce: frame.nonce, brokerNonce: newNonce(), browserId: frame.browserId, endpoint: provenEndpoint(frame.endpoint, own) };
         pending = { ...transcript, extensionVersion: String(frame.extensionVersion ?? "").slice(0, 40), key: pairing.key, owner: pairing.owner };
         link = new SealedLink(await frameKeys(pairing.key, transcript));
-        const challenge: ChallengeFrame = { type: "challenge", nonce: transcript.brokerNonce, endpoint: transcript.endpoint, proof: await bridgeProof(pairing.key, "broker", transcript) };
+        const challenge: ChallengeFrame = {
+          type: "challenge",
+          nonce: transcript.brokerNonce,
+          endpoint: transcript.endpoint,
+          proof: await bridgeProof(pairing.key, "broker", transcript),
+        };
         ws.send(JSON.stringify(challenge));
         return;
       }
@@ -144,9 +161,17 @@ export class BridgeServer {
       if (!registry.admits(connection.info)) {
         log.warn(`bridge: refused browser ${connection.info.browserId}: another user's browser is connected with that id`);
         connection = undefined;
-        return reject(ws, { code: "unauthorized", message: "another user's browser is connected with this browser id; reinstall the extension to get a new one" });
+        return reject(ws, {
+          code: "unauthorized",
+          message: "another user's browser is connected with this browser id; reinstall the extension to get a new one",
+        });
       }
-      const welcome: WelcomeFrame = { type: "welcome", browserId: pending.browserId, brokerVersion: this.#options.brokerVersion, navigationRules: this.#options.navigationRules(pending.owner) };
+      const welcome: WelcomeFrame = {
+        type: "welcome",
+        browserId: pending.browserId,
+        brokerVersion: this.#options.brokerVersion,
+        navigationRules: this.#options.navigationRules(pending.owner),
+      };
       sealed.send(JSON.stringify(welcome));
       registry.add(connection);
       log.info(`bridge: browser "${connection.info.label}" (${connection.info.browserId}) connected`);
@@ -165,8 +190,14 @@ export class BridgeServer {
         // After our challenge, only sealed frames: one that fails (injected, changed, replayed, out of order) ends the link.
         const opened = link.open(Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
         if (opened === undefined) {
-          log.warn(`bridge: closed a socket whose frame failed its check (not sealed by the browser that proved itself, or out of sequence)${connection ? ` (browser "${connection.info.label}")` : ""}`);
-          if (!connection) return reject(ws, { code: "unauthorized", message: "wrong pairing code (or a frame not sealed with it); run `tabrelay pair` and enter the code it prints" });
+          log.warn(
+            `bridge: closed a socket whose frame failed its check (not sealed by the browser that proved itself, or out of sequence)${connection ? ` (browser "${connection.info.label}")` : ""}`,
+          );
+          if (!connection)
+            return reject(ws, {
+              code: "unauthorized",
+              message: "wrong pairing code (or a frame not sealed with it); run `tabrelay pair` and enter the code it prints",
+            });
           ws.terminate();
           return;
         }
@@ -245,7 +276,8 @@ class SealedLink {
   open(data: Buffer): string | undefined {
     const prefix = Buffer.from(`${this.#inSeq++}.`);
     const bodyAt = FRAME_MAC_CHARS + 1;
-    if (data.length < bodyAt + prefix.length || data[FRAME_MAC_CHARS] !== 0x2e || !data.subarray(bodyAt, bodyAt + prefix.length).equals(prefix)) return undefined;
+    if (data.length < bodyAt + prefix.length || data[FRAME_MAC_CHARS] !== 0x2e || !data.subarray(bodyAt, bodyAt + prefix.length).equals(prefix))
+      return undefined;
     const given = Buffer.from(data.subarray(0, FRAME_MAC_CHARS).toString("latin1"), "base64url");
     const mac = createHmac("sha256", this.#in).update(data.subarray(bodyAt)).digest();
     if (given.length !== mac.length || !timingSafeEqual(given, mac)) return undefined;

@@ -49,7 +49,17 @@ export class BrowserConnection implements BrowserDriver {
       this.#answers.set(id, (frame) => {
         if (!frame.ok) return resolve({ ok: false, error: parseWireError(method, frame.error) });
         const parsed = parseBridgeAnswer(method, frame.result);
-        resolve(parsed.ok ? parsed : { ok: false, error: { code: "internal", message: `the browser's answer to ${method} is malformed: ${parsed.problem}; check that the extension and the broker are the same version` } });
+        resolve(
+          parsed.ok
+            ? parsed
+            : {
+                ok: false,
+                error: {
+                  code: "internal",
+                  message: `the browser's answer to ${method} is malformed: ${parsed.problem}; check that the extension and the broker are the same version`,
+                },
+              },
+        );
       });
       try {
         this.#socket.send(JSON.stringify({ type: "call", id, method, params }));
