@@ -6,6 +6,7 @@
 //   deny       specifiers refused, by name (a name ending in "/": its subpaths) or, for relative imports, by the
 //              folder they resolve to
 //   onlyFolders   relative imports must resolve inside one of these folders (typeFolders: as `import type` only)
+//   typeOnlyFolders  relative imports into these folders must be `import type` (the code is handed in at run time)
 //   except     folders below `dir` the rule does not cover (they have a rule of their own)
 //
 // The runtime-neutral core (DESIGN.md: "the core ... imports no node: module, so the same core runs in Node and on a
@@ -93,6 +94,12 @@ const rules = [
     typeFolders: [`${BROKER}/config`],
     why: "policy is pure decisions: it imports nothing but config types and util",
   },
+  ...["tools", "code", "pages"].map((folder) => ({
+    dir: `${BROKER}/${folder}`,
+    except: [`${BROKER}/tools/runner.ts`],
+    typeOnlyFolders: [`${BROKER}/gate`],
+    why: "a call meets the gate in one stage, made by the runner (tools/runner.ts) and handed to the handler as ctx.gate (gate/stage.ts): a handler takes no verdict of its own",
+  })),
   {
     dir: BROKER,
     except: [`${BROKER}/policy`, `${BROKER}/gate`, `${BROKER}/config`, `${BROKER}/index.ts`, `${BROKER}/core.ts`],
@@ -155,6 +162,7 @@ for (const rule of rules) {
         report(rel, spec, rule.typeOnly && external(spec, rule.typeOnly) ? `${rule.why}; only \`import type\` from ${spec}` : rule.why);
       }
       if (to && rule.contained && !inside(to, rule.dir)) report(rel, spec, rule.why);
+      if (to && !typeOnly && rule.typeOnlyFolders?.some((d) => inside(to, d))) report(rel, spec, `${rule.why}; only \`import type\` from ${to}`);
       if (to && rule.onlyFolders && !rule.onlyFolders.some((d) => inside(to, d)) && !(typeOnly && rule.typeFolders?.some((d) => inside(to, d)))) {
         report(rel, spec, rule.typeFolders?.some((d) => inside(to, d)) ? `${rule.why}; only \`import type\` from ${to}` : rule.why);
       }

@@ -7,7 +7,8 @@ import { build } from "esbuild";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allowYaml, connectClient, MCP_TOKEN, routePageToken, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "../harness.js";
-import { cookieOf, raw } from "../rawHttp.js";
+import { dashboardLogin } from "../dashboardLogin.js";
+import { raw } from "../rawHttp.js";
 
 const CHROMIUM = process.env["CHROME_PATH"] ?? "/usr/lib/chromium/chromium";
 const CHROMIUM_ARGS = [
@@ -34,17 +35,7 @@ let prefix: string;
 
 /** A logged-in session outside the viewer (the login form's way): its cookie and its CSRF token. */
 async function rawSession(b: TestBroker): Promise<{ cookie: string; csrf: string }> {
-  const form = await raw(`${b.url}/login`);
-  const loginCookie = cookieOf(form, "tabrelay_login_");
-  const loginCsrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1];
-  if (!loginCookie || !loginCsrf) throw new Error("the login form lacks its CSRF cookie or field");
-  const login = await raw(`${b.url}/login`, {
-    method: "POST",
-    headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: b.url, Cookie: loginCookie },
-    body: new URLSearchParams({ csrf: loginCsrf, token: MCP_TOKEN }).toString(),
-  });
-  const cookie = cookieOf(login, "tabrelay_session_");
-  if (login.status !== 303 || !cookie) throw new Error(`login failed: ${login.status}`);
+  const cookie = await dashboardLogin(b.url);
   const page = await raw(`${b.url}/`, { headers: { Cookie: cookie } });
   const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(page.body)?.[1];
   if (!csrf) throw new Error("the dashboard page has no CSRF token");

@@ -25,6 +25,8 @@ import {
   type TestSite,
 } from "../harness.js";
 import { CLI } from "../cli/run.js";
+import { dashboardLogin } from "../dashboardLogin.js";
+import { raw } from "../rawHttp.js";
 
 let site: TestSite;
 beforeAll(async () => {
@@ -181,6 +183,40 @@ describe.each(DRIVERS)("a change to config.yaml over %s", (driver) => {
         ),
       ),
     ).toEqual({ applied: [], restart: ["mcp"] });
+  }, 60_000);
+
+  it("a site taken back is shown to no one: the dashboard's preview of the agent's open tab of it is refused, then every reader is", async () => {
+    const path = join(session.broker.dataDir, "config.yaml");
+    const readable = async () => ((await call(session.client, "read_url", { url: `${site.origin}/notes` })).isError ? undefined : true);
+    writeFileSync(path, `policy:\n  read:\n    allow:\n      "127.0.0.1:${site.port}": [".*"]\n`);
+    await waitFor("the site readable", readable, 5_000);
+    // In front: the extension pictures a tab only while it is shown.
+    const opened = await call(session.client, "open_tab", { url: `${site.origin}/notes`, active: true });
+    const tab = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
+    const browserId = /id: (\S+)/.exec((await call(session.client, "list_browsers")).text)?.[1] ?? "";
+    const cookie = await dashboardLogin(session.broker.url);
+    const preview = async () =>
+      JSON.parse(
+        (await raw(`${session.broker.url}/dashboard/api/preview?browser=${encodeURIComponent(browserId)}&tab=${tab}`, { headers: { Cookie: cookie } })).body,
+      ) as {
+        ok: boolean;
+        error?: { code: string; message: string };
+      };
+    expect((await preview()).ok).toBe(true);
+    // The user takes the site back: the tab still shows it, and the preview no longer does.
+    writeFileSync(path, "policy:\n  read:\n    allow: {}\n");
+    const refused = await waitFor(
+      "the preview to refuse the page",
+      async () => {
+        const answer = await preview();
+        return answer.ok ? undefined : answer;
+      },
+      5_000,
+    );
+    expect(refused.error?.code).toBe("policy_denied");
+    expect(refused.error?.message).toMatch(new RegExp(`^tab ${tab} shows «?http://127\\.0\\.0\\.1:${site.port}/notes`));
+    const read = await call(session.client, "read_page", { tab });
+    expect(read.text).toMatch(/^policy_denied: /);
   }, 60_000);
 });
 

@@ -16,6 +16,7 @@ export { DocCache } from "./tools/docCache.js";
 export { Denials } from "./gate/tabRecord.js";
 export { enforceOnCommit, endSessionLeases } from "./gate/enforce.js";
 export { cdpPolicyOptions } from "./gate/networkPolicy.js";
+export { captureForPerson } from "./gate/stage.js";
 export type { Caller } from "./gate/decisions.js";
 // Audit records as the runner writes them (types only: the SQLite log is Node's; a host brings its own AuditSink).
 export type { AuditBegun, AuditDecision, AuditRecord, AuditSink } from "./audit/auditLog.js";

@@ -180,7 +180,6 @@ export class Broker {
             ...(this.config.pages.webmcp ? { webmcp: this.registry } : {}),
             mcpToken: this.config.mcpToken,
             allowedOrigins: this.config.pages.allowedOrigins,
-            policy: () => this.config.pages.toolPolicy,
             callTimeoutMs: this.config.pages.callTimeoutMs,
             tokenTtlSeconds: this.config.pages.tokenTtlSeconds,
             audit: this.audit,

@@ -14,6 +14,7 @@
 import {
   apiDocs,
   BrowserRegistry,
+  captureForPerson,
   DocCache,
   Denials,
   enforceOnCommit,
@@ -177,9 +178,9 @@ export function createApp(platform: Platform): App {
           },
           404,
         );
-      // What the read policy refuses to read is not shown either.
-      const verdict = settings.config.policy.check(tab.url);
-      if (!verdict.ok) {
+      // What the read policy refuses to read is not shown either: before the capture, nor what the capture showed.
+      const shot = await captureForPerson(settings.config.policy, driver, tab, true);
+      if (!shot.ok && shot.error.code === "policy_denied") {
         audit.record({
           time: Date.now(),
           browser: handleText(handle.value),
@@ -189,9 +190,8 @@ export function createApp(platform: Platform): App {
           code: "policy_denied",
           durationMs: 0,
         });
-        return json({ error: "policy_denied", message: `tab ${tab.tabId} shows a page the read policy refuses; it is not shown` }, 403);
+        return json({ error: "policy_denied", message: settings.secrets.redact(shot.error.message) }, 403);
       }
-      const shot = await driver.call("page.capture", { tabId: tab.tabId, activate: true });
       if (!shot.ok) return json({ error: shot.error.code, message: settings.secrets.redact(shot.error.message) }, 502);
       audit.record({ time: Date.now(), browser: handleText(handle.value), tab: tab.tabId, tool: "screen", decision: "allowed", durationMs: 0 });
       return new Response(base64Bytes(shot.value.png), { headers: { "Content-Type": "image/png", "Cache-Control": "no-store" } });

@@ -4,7 +4,6 @@
 // which is page content like any page text. A program sees and calls only its user's page tools: another user's tool
 // is listed nowhere, and calling its name fails as a made-up name does (both recorded by the runner).
 import { z } from "zod";
-import { runTool } from "../tools/runner.js";
 import type { Command } from "./command.js";
 import { CommandError, fail } from "./runState.js";
 
@@ -30,7 +29,7 @@ export const PAGE_TOOL_COMMANDS: readonly Command[] = [
     async run(state, [toolName, given]) {
       const tool = state.ctx.pageTools?.named(String(toolName), state.ctx.user.user);
       if (!tool) fail("page_gone", `no page offers a tool named ${JSON.stringify(String(toolName))} now; browse.pageTools() lists those on offer`);
-      const result = await runTool(tool, state.ctx, given ?? {}, state.signal, state.ctx.session, { run: state.run });
+      const result = await state.ctx.runTool(tool, given ?? {}, state.signal, { run: state.run });
       if (result.isError) throw new CommandError(result.error?.code ?? "internal", result.error?.message ?? result.text);
       return result.value;
     },

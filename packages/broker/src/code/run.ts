@@ -142,6 +142,5 @@ function tableCode(code: string): string {
 }
 
 function browserAtStart(ctx: CallContext): string | undefined {
-  const picked = ctx.registry.pick(undefined, ctx.user.user);
-  return picked.ok ? picked.value.info.browserId : undefined;
+  return ctx.browsers()[0]?.browserId;
 }

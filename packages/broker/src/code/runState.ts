@@ -2,7 +2,6 @@
 // and queries minted (each with the revision that minted it), and how a command calls a tool. Every command goes
 // through runTool, exactly as an MCP call: strict arguments, leases, the gate, its own audit record (with the run id).
 import type { ErrorCode } from "@tabrelay/protocol";
-import { runTool } from "../tools/runner.js";
 import type { CallContext, Tool } from "../tools/tool.js";
 
 /** A command's failure as the program sees it: a code from the one table and a message naming cause and next step. */
@@ -77,21 +76,14 @@ export class RunState {
    * a deadline of its own. Never throws: what it could not do is the answer's.
    */
   async after(tool: Tool, args: Record<string, unknown>): Promise<boolean> {
-    const result = await runTool(
-      tool,
-      this.ctx,
-      { ...args, ...(this.browser !== undefined ? { browser: this.browser } : {}) },
-      AbortSignal.timeout(10_000),
-      this.ctx.session,
-      { run: this.run },
-    );
+    const result = await this.ctx.runTool(tool, { ...args, ...(this.browser !== undefined ? { browser: this.browser } : {}) }, AbortSignal.timeout(10_000), {
+      run: this.run,
+    });
     return !result.isError;
   }
 
   async call(tool: Tool, args: Record<string, unknown>): Promise<unknown> {
-    const result = await runTool(tool, this.ctx, { ...args, ...(this.browser !== undefined ? { browser: this.browser } : {}) }, this.signal, this.ctx.session, {
-      run: this.run,
-    });
+    const result = await this.ctx.runTool(tool, { ...args, ...(this.browser !== undefined ? { browser: this.browser } : {}) }, this.signal, { run: this.run });
     if (result.isError) throw new CommandError(result.error?.code ?? "internal", result.error?.message ?? result.text);
     return result.value;
   }

@@ -19,6 +19,7 @@ import type { SecretRegistry } from "../util/secrets.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_USER_ID } from "../users/principal.js";
 import { configFor } from "../config/userPolicies.js";
+import { captureForPerson } from "../gate/stage.js";
 import { auditStream, type AuditSource } from "./auditStream.js";
 import { sendJson } from "./http.js";
 import type { DashboardSessions, Session } from "./sessions.js";
@@ -343,14 +344,16 @@ export class DashboardApi {
     // A tab opened since the list was cached (a moment ago, for the page's poll): asked again before saying no.
     if (tabs.ok && !tabs.value.some((t) => t.tabId === tabId)) tabs = await this.#tabs(connection, true);
     if (!tabs.ok) return { ok: false, error: tabs.error };
-    if (!tabs.value.some((t) => t.tabId === tabId)) {
+    const tab = tabs.value.find((t) => t.tabId === tabId);
+    if (!tab) {
       return { ok: false, error: { code: "no_such_tab", message: `tab ${tabId} is not one of the agent's tabs (any more)` } };
     }
-    return await this.#capture(connection, tabId);
+    return await this.#capture(connection, tab);
   }
 
   /** At most one capture a second per browser, shared by every viewer; the agent keeps the rest of Chrome's quota. */
-  #capture(connection: ConnectedBrowser, tabId: number): Promise<Preview> {
+  #capture(connection: ConnectedBrowser, tab: TabView): Promise<Preview> {
+    const tabId = tab.tabId;
     const now = Date.now();
     const last = this.#captures.get(connection);
     if (last && last.tabId === tabId && now - last.startAt < CAPTURE_INTERVAL_MS) return last.result;
@@ -360,7 +363,9 @@ export class DashboardApi {
       if (previous) await previous;
       const wait = startAt - Date.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait).unref());
-      const r = await connection.call("page.capture", { tabId, activate: false }, { timeoutMs: CAPTURE_TIMEOUT_MS });
+      // What the browser's user's read policy refuses is not shown here either (gate/stage.ts, as the Worker's /screen).
+      const policy = configFor(this.#options.config, connection.info.ownerName).policy;
+      const r = await captureForPerson(policy, connection, tab, false, { timeoutMs: CAPTURE_TIMEOUT_MS });
       if (!r.ok) return { ok: false, error: { code: r.error.code, message: String(r.error.message) } };
       const v = r.value;
       if (typeof v.png !== "string" || !/^[A-Za-z0-9+/]+={0,2}$/.test(v.png))

@@ -1,7 +1,6 @@
 // Page tools, put together for the broker: the registry of what pages offer, the /page door, page tokens, and the
 // dynamic part of the MCP tool list (tools and prompts that come and go with pages).
 import type { DynamicTools } from "../mcp/adapter.js";
-import type { PageToolPolicy } from "../gate/decisions.js";
 import type { AuditSink } from "../audit/auditLog.js";
 import type { PageToolSource } from "../tools/tool.js";
 import { TabrelayError } from "../util/errors.js";
@@ -38,7 +37,6 @@ export interface PagesOptions {
   webmcp?: BrowserRegistry | undefined;
   mcpToken: string;
   allowedOrigins: readonly string[];
-  policy: () => PageToolPolicy;
   callTimeoutMs: number;
   tokenTtlSeconds?: number;
   audit: AuditSink;
@@ -89,7 +87,7 @@ export class PageTools {
       audit: options.audit,
       log: options.log,
     });
-    const tools: PageToolsOptions = { registry: this.registry, policy: options.policy, callTimeoutMs: options.callTimeoutMs };
+    const tools: PageToolsOptions = { registry: this.registry, callTimeoutMs: options.callTimeoutMs };
     this.#tools = tools;
     const registry = this.registry;
     this.dynamic = {

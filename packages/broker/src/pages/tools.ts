@@ -8,7 +8,6 @@ import type { ErrorCode } from "@tabrelay/protocol";
 import type { PageToolInfo } from "@tabrelay/page/wire";
 import { TabrelayError } from "../util/errors.js";
 import { pageText } from "../util/pageText.js";
-import { gatePageTool, type PageToolPolicy } from "../gate/decisions.js";
 import type { Tool } from "../tools/tool.js";
 import { PAGE_LIMITS } from "./offer.js";
 import type { PageToolEntry, PageToolRegistry } from "./registry.js";
@@ -25,7 +24,6 @@ export interface PageTool extends Tool {
 
 export interface PageToolsOptions {
   registry: PageToolRegistry;
-  policy: () => PageToolPolicy;
   callTimeoutMs: number;
 }
 
@@ -65,11 +63,9 @@ export function pageToolFor(entry: PageToolEntry, options: PageToolsOptions): Pa
           `the page tool ${entry.agentName} changed its description or schema since the user approved it, so it is held; the user approves it again in the dashboard or with tabrelay pages approve ${now.origin} ${now.name}`,
         );
       }
-      // A tool of an agent tab (WebMCP) is under that tab's lease: another session's tab runs nothing of ours.
-      if (now.connection.tab) ctx.leases.useOn(now.connection.tab.browserId, now.connection.tab.tabId);
-      const verdict = gatePageTool(options.policy(), now.origin, now.name);
-      if (!verdict.ok) throw new TabrelayError("write_denied", verdict.message, verdict.rule);
-      response.audit({ rule: verdict.rule });
+      // A tool of an agent tab (WebMCP) is under that tab's lease (another session's tab runs nothing of ours), then
+      // the user's grant for the page's tools.
+      response.audit({ rule: ctx.gate.pageTool(now.origin, now.name, now.connection.tab) });
       const args = raw === undefined ? {} : raw;
       if (typeof args !== "object" || args === null || Array.isArray(args))
         throw new TabrelayError("invalid_params", `the arguments of ${entry.agentName} must be an object`);

@@ -1,12 +1,9 @@
-import type { ActEffects, ActionKind, ElementFacts, ErrorCode, TabInfo } from "@tabrelay/protocol";
+import type { ActEffects, ActionKind, ElementFacts, ErrorCode } from "@tabrelay/protocol";
 import { z } from "zod";
-import type { BrowserDriver } from "../drivers/driver.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { gateStopped, gateWrite } from "../gate/decisions.js";
-import { checkLanding } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
-import { defineTool, fields, type CallContext, type ToolContext } from "./tool.js";
+import { defineTool, fields, type CallContext } from "./tool.js";
 
 const ref = z.string().describe("From snapshot or query.");
 const revision = z.string().describe("The ref's revision.");
@@ -42,52 +39,6 @@ function canonical(value: unknown): string {
 /** How long an action's result waits for a navigation the page started to commit (or be stopped). */
 const COMMIT_WAIT_MS = 1500;
 
-/** Collects what the action caused in the browser: navigation of this tab, tabs it opened. */
-function watchEffects(ctx: ToolContext, conn: BrowserDriver, tabId: number) {
-  const opened: number[] = [];
-  const committed: string[] = [];
-  /** Top-frame navigations of the tab stopped before they were sent (outside the read policy). */
-  const stopped: string[] = [];
-  let wake: (() => void) | undefined;
-  const onEvent = (browser: BrowserDriver, frame: { event: string; params: unknown }) => {
-    // By id: the call's browser is its session's view of the registry's (gate/leases.ts leasingDriver).
-    if (browser.info.browserId !== conn.info.browserId) return;
-    if (frame.event === "tab.created") {
-      const p = frame.params as { tab: TabInfo; openerTabId?: number };
-      if (p.openerTabId === tabId && !opened.includes(p.tab.tabId)) opened.push(p.tab.tabId);
-    } else if (frame.event === "tab.blocked") {
-      const p = frame.params as { tabId: number; url: string; frame: boolean };
-      if (p.tabId === tabId && !p.frame && gateStopped(ctx.config.policy, p.url)) stopped.push(p.url);
-    } else if (frame.event === "tab.committed") {
-      const p = frame.params as { tabId: number; url: string; openerTabId?: number };
-      if (p.tabId === tabId) committed.push(p.url);
-      else if (p.openerTabId === tabId && !opened.includes(p.tabId)) opened.push(p.tabId);
-    }
-    wake?.();
-  };
-  ctx.registry.on("event", onEvent);
-  return {
-    stop: () => ctx.registry.off("event", onEvent),
-    opened,
-    committed,
-    stopped,
-    /** Resolves once the tab committed a document or had a navigation stopped, or after `timeoutMs`. */
-    async landed(timeoutMs: number): Promise<void> {
-      const deadline = Date.now() + timeoutMs;
-      while (committed.length === 0 && stopped.length === 0 && Date.now() < deadline) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-      }
-      wake = undefined;
-    },
-  };
-}
-
 /** Runs one action on a ref through the gate (also code mode's program-only gestures: tools/gestures.ts). */
 export async function perform(
   ctx: CallContext,
@@ -98,24 +49,20 @@ export async function perform(
   /** What the facts are read with, when not the action's value (an upload's files are not needed to judge it). */
   inspectWith: { value?: string } = value !== undefined ? { value } : {},
 ): Promise<void> {
-  const conn = ctx.browser();
-  const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
-  const tab = await checkLanding(ctx, conn, current, {});
-  response.audit({ tab: tab.tabId, url: tab.url });
+  const tab = await ctx.gate.tab(params.tab);
   // With the action and its value, the page also reports what the action reaches (a label's control, the form
   // an Enter submits, the option chosen), so the gate judges exactly what will happen.
-  const facts = unwrap(await conn.call("page.inspect", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, ...inspectWith }));
+  const facts = unwrap(await tab.call("page.inspect", { ref: params.ref, revision: params.revision, action, ...inspectWith }));
   response.audit({ target: target(facts) });
   // An element inside a frame is only reachable if the frame itself may be read; then the write policy decides.
-  const decision = gateWrite(ctx.config.policy, ctx.config.writePolicy, action, tab.url, facts);
-  if (!decision.ok) throw new TabrelayError(decision.code, decision.message, decision.rule);
-  if (decision.rule) response.audit({ rule: decision.rule });
-  const effects = watchEffects(ctx, conn, tab.tabId);
+  const rule = tab.judgeWrite(action, facts);
+  if (rule) response.audit({ rule });
+  const effects = tab.watch();
   let outcome: { facts?: ElementFacts; effects: ActEffects };
   try {
     response.markDispatched();
-    const expect = ctx.config.writePolicy.isStateChanging(action) ? { expect: judgedFingerprint(facts) } : {};
-    outcome = unwrap(await conn.call("page.act", { tabId: tab.tabId, ref: params.ref, revision: params.revision, action, value, ...expect }));
+    const expect = tab.isStateChanging(action) ? { expect: judgedFingerprint(facts) } : {};
+    outcome = unwrap(await tab.call("page.act", { ref: params.ref, revision: params.revision, action, value, ...expect }));
     // A navigation the page started (the drivers say so) is waited for until it commits or is stopped, so the
     // result says where the tab went; an action that started none is reported at once.
     if (outcome.effects.navigating !== undefined || outcome.effects.navigated) await effects.landed(COMMIT_WAIT_MS);
@@ -135,11 +82,11 @@ export async function perform(
     );
     result["submitStopped"] = done.submitStopped.form;
   }
-  const after = unwrap(await conn.call("tabs.get", { tabId: tab.tabId })).tab;
+  const after = await tab.current();
   const stopped = effects.stopped[effects.stopped.length - 1];
   if (stopped !== undefined) {
     // The action happened; where the page then tried to go was refused before any request left the browser.
-    const denial = ctx.denials.take(conn.info.browserId, tab.tabId);
+    const denial = tab.takeCaught();
     response.line(
       `- the page then tried to go to ${pageText(stopped, PAGE_TEXT_MAX.url)}, which the read policy does not allow: tabrelay stopped the request before it left the browser and reset the tab to about:blank${denial ? ` (rule: ${denial.rule})` : ""}`,
     );
@@ -291,14 +238,13 @@ export const waitFor = defineTool({
   async handler(ctx, params, response) {
     const conditions = [params.text, params.text_gone, params.selector, params.url_includes].filter((c) => c !== undefined);
     if (conditions.length !== 1) throw new TabrelayError("invalid_params", "give exactly one of text, text_gone, selector, url_includes");
-    const conn = ctx.browser();
-    response.audit({ tab: params.tab });
+    // The page is judged before it is watched, and again once the condition is met (it may have gone elsewhere).
+    const before = await ctx.gate.tab(params.tab);
     const timeoutMs = params.timeout_ms ?? 10_000;
     const result = unwrap(
-      await conn.call(
+      await before.call(
         "page.wait",
         {
-          tabId: params.tab,
           ...(params.text ? { text: params.text } : {}),
           ...(params.text_gone ? { textGone: params.text_gone } : {}),
           ...(params.selector ? { selector: params.selector } : {}),
@@ -308,9 +254,7 @@ export const waitFor = defineTool({
         { timeoutMs: timeoutMs + 10_000 },
       ),
     );
-    const { tab } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
-    await checkLanding(ctx, conn, tab, {});
-    response.audit({ url: tab.url });
+    const tab = await before.again();
     response.line(`Condition met after ${result.elapsedMs} ms: ${result.matched}.`);
     response.structured({ matched: result.matched, elapsedMs: result.elapsedMs, url: tab.url });
   },

@@ -11,7 +11,7 @@ export const listBrowsers = defineTool({
   async handler(ctx, _params, response) {
     // With a cluster, the user's browsers on every broker: a call names any of them and reaches it.
     const remote = ctx.cluster?.remoteBrowsers(ctx.user.user).map((b) => ({ info: b.info })) ?? [];
-    const browsers = [...ctx.registry.list(ctx.user.user), ...remote].sort((a, b) => b.info.connectedAt - a.info.connectedAt);
+    const browsers = [...ctx.browsers().map((info) => ({ info })), ...remote].sort((a, b) => b.info.connectedAt - a.info.connectedAt);
     if (browsers.length === 0) {
       response.line("No browser is connected. Ask the user to run `tabrelay launch`, or to pair their Chrome with `tabrelay pair`.");
       return;

@@ -6,8 +6,6 @@
 import { EVAL_MAX_CHARS, UPLOAD_MAX_BYTES, type DragSpec, type UploadFile } from "@tabrelay/protocol";
 import { z } from "zod";
 import { capabilitiesOf } from "../drivers/capabilities.js";
-import { gateEval } from "../gate/decisions.js";
-import { checkLanding } from "../gate/enforce.js";
 import { base64ToBytes, bytesToBase64, utf8Bytes } from "../util/bytes.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { perform } from "./act.js";
@@ -133,11 +131,8 @@ export const setViewport = defineTool({
   programOnly: true,
   errors: ["not_actionable", "policy_denied"],
   async handler(ctx, params, response) {
-    const conn = ctx.browser();
-    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
-    response.audit({ tab: current.tabId, url: current.url });
-    await checkLanding(ctx, conn, current, {});
-    const size = unwrap(await conn.call("tabs.viewport", { tabId: params.tab, width: params.width, height: params.height }));
+    const tab = await ctx.gate.tab(params.tab);
+    const size = unwrap(await tab.call("tabs.viewport", { width: params.width, height: params.height }));
     const exact = size.width === params.width && size.height === params.height;
     response.line(
       exact
@@ -165,21 +160,17 @@ export const evaluate = defineTool({
   programOnly: true,
   errors: ["write_denied", "audit_unavailable", "not_actionable", "value_not_copyable", "policy_denied", "browser_disconnected"],
   async handler(ctx, params, response) {
-    const conn = ctx.browser();
-    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
-    const tab = await checkLanding(ctx, conn, current, {});
+    const tab = await ctx.gate.tab(params.tab);
+    const conn = tab.browser;
     response.audit({
-      tab: tab.tabId,
-      url: tab.url,
       target: "expression",
       detail: `expression (${params.expression.length} characters): ${params.expression.slice(0, 300)}`,
     });
-    const decision = gateEval(ctx.config.writePolicy, tab.url);
-    if (!decision.ok) throw new TabrelayError(decision.code, decision.message, decision.rule);
-    if (decision.rule) response.audit({ rule: decision.rule });
+    const rule = tab.judgeEval();
+    if (rule) response.audit({ rule });
     response.markDispatched();
     const timeoutMs = params.timeout_ms ?? EVAL_TIMEOUT_MS;
-    const evaluated = await conn.call("page.eval", { tabId: tab.tabId, expression: params.expression, timeoutMs }, { timeoutMs: timeoutMs + 10_000 });
+    const evaluated = await tab.call("page.eval", { expression: params.expression, timeoutMs }, { timeoutMs: timeoutMs + 10_000 });
     if (
       !evaluated.ok &&
       evaluated.error.code === "not_actionable" &&

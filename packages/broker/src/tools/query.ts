@@ -3,8 +3,6 @@ import { z } from "zod";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { withThousands } from "../util/format.js";
 import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { checkLanding } from "../gate/enforce.js";
-import { judgeFrames } from "../gate/decisions.js";
 import { nextRevision } from "./snapshot.js";
 import { defineTool, fields } from "./tool.js";
 
@@ -123,20 +121,19 @@ export const query = defineTool({
     const selector = selectorOf(params);
     const offset = params.offset ?? 0;
     const limit = params.limit ?? LIMIT_DEFAULT;
-    const conn = ctx.browser();
-    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
-    const tab = await checkLanding(ctx, conn, current, {});
-    response.audit({ tab: tab.tabId, url: tab.url, target: selector });
+    const tab = await ctx.gate.tab(params.tab);
+    const conn = tab.browser;
+    response.audit({ target: selector });
     const revision = nextRevision();
-    const answer = await conn.call("page.query", { tabId: tab.tabId, revision, selector, skip: offset, upTo: offset + limit });
+    const answer = await tab.call("page.query", { revision, selector, skip: offset, upTo: offset + limit });
     // The page started the query's revision: the tab's last snapshot no longer holds (its refs are stale).
     ctx.snapshots.forget(conn.info.browserId, tab.tabId);
     const { frames } = unwrap(answer);
     // The top document was judged as the tab (checkLanding above); every frame by the gate's frame rule.
-    const verdicts = judgeFrames(ctx.config.policy, frames);
+    const verdicts = tab.judgeSnapshotFrames(frames);
     const listed: string[] = [];
     let total = 0;
-    let withheld = ctx.denials.stoppedFrames(conn.info.browserId, tab.tabId);
+    let withheld = tab.stoppedFrames();
     let searchCapped = false;
     const values: (QueryMatch & { frame?: string })[] = [];
     const ends = chainEnds(frames, (f) => verdicts.get(f.frameId)?.ok === true);
@@ -163,7 +160,7 @@ export const query = defineTool({
     const end = Math.min(total, offset + limit);
     response.structured({ tab: tab.tabId, url: tab.url, revision, total, offset, matches: values, withheldFrames: withheld, capped: searchCapped });
     response.line(`Query of tab ${tab.tabId} for ${JSON.stringify(selector)}.`);
-    response.pageText("Title", tab.title);
+    response.pageText("Title", tab.tab.title);
     response.pageText("URL", tab.url, PAGE_TEXT_MAX.url);
     response.line(`revision: ${revision} (pass it with a ref to act; it stays valid until the page changes, or you query or snapshot again)`);
     response.line(
@@ -201,15 +198,13 @@ export const describeRef = defineTool({
   programOnly: true,
   errors: ["policy_denied", "restricted_page", "no_such_tab", "stale_ref"],
   async handler(ctx, params, response) {
-    const conn = ctx.browser();
-    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
-    const tab = await checkLanding(ctx, conn, current, {});
-    response.audit({ tab: tab.tabId, url: tab.url, target: params.ref });
+    const tab = await ctx.gate.tab(params.tab);
+    response.audit({ target: params.ref });
     const frameId = Number(/^f(\d+)e/.exec(params.ref)?.[1] ?? 0);
     const own = /e\d+$/.exec(params.ref)?.[0] ?? params.ref;
-    const { frames } = unwrap(await conn.call("page.query", { tabId: tab.tabId, revision: params.revision, selector: `ref=${own}`, skip: 0, upTo: 1 }));
+    const { frames } = unwrap(await tab.call("page.query", { revision: params.revision, selector: `ref=${own}`, skip: 0, upTo: 1 }));
     const frame = frames.find((f) => f.frameId === frameId);
-    const verdict = frame && frameId !== 0 ? judgeFrames(ctx.config.policy, frames).get(frameId) : undefined;
+    const verdict = frame && frameId !== 0 ? tab.judgeSnapshotFrames(frames).get(frameId) : undefined;
     const match = frame?.matches[0];
     if (!frame || !match || verdict?.ok === false) {
       throw new TabrelayError(

@@ -1,6 +1,5 @@
-import { CONTENT_MAX_CHARS, CONTENT_MAX_ELEMENTS, type ContentCapped, type FrameContent, type TabInfo } from "@tabrelay/protocol";
+import { CONTENT_MAX_CHARS, CONTENT_MAX_ELEMENTS, type ContentCapped, type FrameContent } from "@tabrelay/protocol";
 import { z } from "zod";
-import type { BrowserDriver } from "../drivers/driver.js";
 import type { ExtractMode, Extracted, Withheld } from "../extract/extract.js";
 import { paginate, truncationMarker } from "../extract/paginate.js";
 import { convertRead } from "../extract/runner.js";
@@ -8,10 +7,9 @@ import { TabrelayError, unwrap } from "../util/errors.js";
 import { withThousands } from "../util/format.js";
 import { collectAfterHeavyWork } from "../util/memory.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { BLANK, gateFrames } from "../gate/decisions.js";
-import { checkBeforeNavigation, checkCommitted, checkLanding } from "../gate/enforce.js";
+import type { CheckedTab } from "../gate/stage.js";
 import type { ToolResponse } from "./response.js";
-import { defineTool, fields, type ToolContext } from "./tool.js";
+import { defineTool, fields } from "./tool.js";
 
 /** policy_denied also covers where a redirect or the page itself went. */
 const READ_ERRORS = ["policy_denied", "restricted_page", "navigation_failed", "not_connected", "browser_disconnected", "timeout"] as const;
@@ -28,23 +26,21 @@ const READABLE_FRAME_MIN_WORDS = 50;
  * allows follow the page's own Markdown, each under a line naming it.
  */
 async function extractTab(
-  ctx: ToolContext,
-  conn: BrowserDriver,
-  tab: TabInfo,
+  tab: CheckedTab,
   mode: ExtractMode,
   requestedUrl?: string,
   /** Runs beside the conversion, once the page is read (read_url closes its tab there). */
   whileConverting?: () => Promise<unknown>,
 ): Promise<ReadDoc> {
-  const content = unwrap(await conn.call("page.content", { tabId: tab.tabId }));
+  const content = unwrap(await tab.call("page.content", {}));
   // The document may have moved on since the tab was checked (a script navigated); judge what was read.
-  if (content.url !== tab.url) await checkLanding(ctx, conn, { ...tab, url: content.url }, { requestedUrl, closeOnDeny: false });
+  await tab.judgeRead(content.url, requestedUrl);
   const frames = content.frames ?? [];
   const allowed: { frame: FrameContent; url: string }[] = [];
   // Frames whose navigation was stopped before it was sent (outside the read policy) hold the browser's error
   // page: they are counted as withheld once, from the broker's record of them, not again as error pages here.
-  let withheld = ctx.denials.stoppedFrames(conn.info.browserId, tab.tabId);
-  gateFrames(ctx.config.policy, content.url, frames).forEach((verdict, i) => {
+  let withheld = tab.stoppedFrames();
+  tab.judgeFrames(content.url, frames).forEach((verdict, i) => {
     const frame = frames[i];
     if (verdict.ok && frame) allowed.push({ frame, url: verdict.url });
     else if (!verdict.ok && verdict.why !== "error page") withheld++;
@@ -174,8 +170,8 @@ export const readUrl = defineTool({
   kind: "read",
   errors: READ_ERRORS,
   async handler(ctx, params, response) {
-    response.audit({ url: params.url });
-    const target = checkBeforeNavigation(ctx, params.url);
+    // Judged before anything, the cache included: a part served from cache is a read of this URL too.
+    ctx.gate.judgeUrl(params.url);
     const conn = ctx.browser();
     const mode = params.mode ?? "readable";
     const offset = params.offset ?? 0;
@@ -188,36 +184,22 @@ export const readUrl = defineTool({
       render(response, cached, "Tab: none (served from cache)", offset, maxChars, how);
       return;
     }
-    const { tab: opened } = unwrap(
-      await conn.call(
-        "tabs.open",
-        { url: target, active: false, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs },
-        { timeoutMs: ctx.config.loadTimeoutMs + 10_000 },
-      ),
-    );
+    // A landing the read policy refuses, or nothing committed, closes the tab: it was opened for this read.
+    const tab = await ctx.gate.open(params.url, { active: false, forThisCall: true });
     let closed = false;
     try {
-      response.audit({ tab: opened.tabId, url: opened.url });
-      await checkCommitted(ctx, conn, opened, params.url, true).catch((error: unknown) => {
-        closed = true;
-        throw error;
-      });
-      const tab = await checkLanding(ctx, conn, opened, { requestedUrl: params.url, closeOnDeny: true }).catch((error: unknown) => {
-        closed = true;
-        throw error;
-      });
       // The tab is closed while its content is converted: the read is over once the page is read.
       const close = async () => {
-        await conn.call("tabs.close", { tabId: tab.tabId });
+        await tab.close();
         closed = true;
       };
-      const doc = await extractTab(ctx, conn, tab, mode, params.url, closeAfter ? close : undefined);
+      const doc = await extractTab(tab, mode, params.url, closeAfter ? close : undefined);
       ctx.docs.set(key, doc);
-      const status = tab.status === "complete" ? "" : " (read before the page finished loading)";
+      const status = tab.tab.status === "complete" ? "" : " (read before the page finished loading)";
       render(response, doc, closeAfter ? `Tab: ${tab.tabId} (closed)${status}` : `Tab: ${tab.tabId} (open)${status}`, offset, maxChars, how);
     } finally {
       // Never leave a tab behind on failure when the caller asked for it to be closed.
-      if (closeAfter && !closed && !conn.closed) await conn.call("tabs.close", { tabId: opened.tabId });
+      if (closeAfter && !closed && !conn.closed) await tab.close();
     }
   },
 });
@@ -234,13 +216,11 @@ export const readPage = defineTool({
     const mode = params.mode ?? "readable";
     const offset = params.offset ?? 0;
     const maxChars = params.max_chars ?? ctx.config.readMaxChars;
-    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
-    response.audit({ tab: current.tabId, url: current.url });
-    const tab = await checkLanding(ctx, conn, current, {});
-    if (tab.url === BLANK) throw new TabrelayError("navigation_failed", `tab ${tab.tabId} is blank; load a page with navigate first`);
+    const tab = await ctx.gate.tab(params.tab);
+    if (tab.url === "about:blank") throw new TabrelayError("navigation_failed", `tab ${tab.tabId} is blank; load a page with navigate first`);
     const key = `${conn.info.browserId}|tab|${tab.tabId}|${tab.url}|${mode}`;
     const how = (next: number) => `call read_page again with tab=${tab.tabId} and offset=${next}`;
-    const doc = (offset > 0 ? ctx.docs.get(key) : undefined) ?? (await extractTab(ctx, conn, tab, mode));
+    const doc = (offset > 0 ? ctx.docs.get(key) : undefined) ?? (await extractTab(tab, mode));
     ctx.docs.set(key, doc);
     render(response, doc, `Tab: ${tab.tabId}`, offset, maxChars, how);
   },

@@ -3,6 +3,7 @@ import { TabrelayError, unwrap } from "../util/errors.js";
 import type { Caller } from "../gate/decisions.js";
 import { explainByDenial } from "../gate/enforce.js";
 import { leasingDriver, tabLeases } from "../gate/leases.js";
+import { callGate } from "../gate/stage.js";
 import { ToolResponse, type AuditFacts, type RenderedResult } from "./response.js";
 import type { CallContext, Tool, ToolContext } from "./tool.js";
 import { DEFAULT_PRINCIPAL, DEFAULT_USER_ID, type Principal } from "../users/principal.js";
@@ -227,13 +228,20 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
     const verdict = leases.use(browserId, tabId, session, Date.now());
     if (!verdict.ok) throw new TabrelayError(verdict.code, verdict.message, verdict.rule);
   };
+  // The user's own policy where config `users:` gives them one (config/userPolicies.ts); the base otherwise.
+  const config = configFor(ctx.config, user.name);
+  const callBrowser = () => browser ?? unwrap(picked);
+  const gate = callGate({ ctx: { ...ctx, config }, browser: callBrowser, useTab, facts: (f) => response.audit(f) });
+  const { registry: _registry, denials: _denials, ...services } = ctx;
   const callCtx: CallContext = {
-    ...ctx,
-    // The user's own policy where config `users:` gives them one (config/userPolicies.ts); the base otherwise.
-    config: configFor(ctx.config, user.name),
+    ...services,
+    config,
     ...(session ? { session } : {}),
     user,
-    browser: () => browser ?? unwrap(picked),
+    gate,
+    browser: callBrowser,
+    browsers: () => ctx.registry.list(user.user).map((b) => b.info),
+    runTool: (other, otherArgs, otherSignal, otherOptions = {}) => runTool(other, ctx, otherArgs, otherSignal, session, { ...otherOptions, user }),
     leases: {
       use: (tabId) => useTab(unwrap(picked).info.browserId, tabId),
       useOn: useTab,
@@ -264,7 +272,8 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
   } catch (thrown) {
     // A page that went somewhere the read policy refuses while the call ran (a meta refresh, a script) leaves
     // the tab on an error page or blank: the call failed because of that, and says so.
-    const error = thrown instanceof TabrelayError && picked.ok ? (explainByDenial(callCtx, picked.value, response.auditFacts.tab, thrown) ?? thrown) : thrown;
+    const error =
+      thrown instanceof TabrelayError && picked.ok ? (explainByDenial({ ...ctx, config }, picked.value, response.auditFacts.tab, thrown) ?? thrown) : thrown;
     if (error instanceof TabrelayError) {
       code = error.code;
       rule = error.rule;

@@ -2,10 +2,8 @@ import { z } from "zod";
 import { validatePng } from "../screenshots/png.js";
 import { base64ToBytes } from "../util/bytes.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
-import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
+import { PAGE_TEXT_MAX } from "../util/pageText.js";
 import { capabilitiesOf } from "../drivers/capabilities.js";
-import { gateTab } from "../gate/decisions.js";
-import { checkLanding } from "../gate/enforce.js";
 import { defineTool, fields } from "./tool.js";
 
 export const screenshot = defineTool({
@@ -39,23 +37,18 @@ export const screenshot = defineTool({
         `${params.ref} is inside a frame, and this browser (connected through the extension) cannot capture an element inside a frame: take the screenshot without a ref (the viewport shows the frame), or use a browser attached over CDP`,
       );
     }
-    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
-    response.audit({ tab: current.tabId, url: current.url });
-    await checkLanding(ctx, conn, current, {});
-    const clip =
-      params.ref && params.revision ? unwrap(await conn.call("page.rect", { tabId: params.tab, ref: params.ref, revision: params.revision })) : undefined;
+    const tab = await ctx.gate.tab(params.tab);
+    const clip = params.ref && params.revision ? unwrap(await tab.call("page.rect", { ref: params.ref, revision: params.revision })) : undefined;
     const shot = unwrap(
-      await conn.call(
+      await tab.call(
         "page.capture",
-        { tabId: params.tab, activate: params.activate ?? true, ...(clip ? { clip } : {}), ...(params.full_page ? { fullPage: true } : {}) },
+        { activate: params.activate ?? true, ...(clip ? { clip } : {}), ...(params.full_page ? { fullPage: true } : {}) },
         { timeoutMs: 30_000 },
       ),
     );
     // The picture shows what the tab showed when it was taken: judge that URL too.
     // What was captured is judged like any document the tab shows: the page may have moved on since it was checked.
-    const shown = gateTab(ctx.config.policy, shot.url, undefined);
-    if (!shown.ok)
-      throw new TabrelayError("policy_denied", `the tab showed ${pageText(shot.url, PAGE_TEXT_MAX.url)} when captured: ${shown.message}`, shown.rule);
+    tab.judgeShown(shot.url);
     // Not base64 at all: nothing a PNG check would accept either.
     const bytes = base64ToBytes(shot.png) ?? new Uint8Array();
     const valid = validatePng(bytes, { maxBytes: settings.maxBytes, maxPixels: settings.maxPixels });

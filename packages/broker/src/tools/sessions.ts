@@ -4,7 +4,6 @@
 import type { ClusterLink } from "./clusterLink.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import type { BrowserSessions, StartedBrowser } from "../launch/sessions.js";
-import { runTool } from "./runner.js";
 import { screenshot } from "./screenshot.js";
 import { defineTool, fields, type CallContext } from "./tool.js";
 import { z } from "zod";
@@ -155,7 +154,7 @@ export const browserLiveView = defineTool({
     const tab = tabs.find((t) => t.active) ?? tabs[0];
     if (!tab) response.line(`Browser ${started.id} has no tab open yet, so there is no screenshot; open_tab with browser: "${started.id}" first.`);
     else {
-      const shot = await runTool(screenshot, ctx, { tab: tab.tabId, browser: started.id, activate: false }, signal, ctx.session);
+      const shot = await ctx.runTool(screenshot, { tab: tab.tabId, browser: started.id, activate: false }, signal);
       const link = shot.value && typeof shot.value === "object" ? Reflect.get(shot.value, "link") : undefined;
       if (typeof link === "string") {
         response.line(`Screenshot of tab ${tab.tabId} (a bearer link; do not share): ${link}`);

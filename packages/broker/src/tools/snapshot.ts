@@ -4,8 +4,7 @@ import { randomHex } from "../util/bytes.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { withThousands } from "../util/format.js";
 import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { judgeFrames, type FrameVerdict } from "../gate/decisions.js";
-import { checkLanding } from "../gate/enforce.js";
+import type { FrameVerdict } from "../gate/decisions.js";
 import { defineTool, fields } from "./tool.js";
 import type { Line } from "./snapshotCache.js";
 
@@ -123,10 +122,8 @@ export const snapshot = defineTool({
   kind: "read",
   errors: ["stale_ref", "restricted_page", "policy_denied", "no_such_tab"],
   async handler(ctx, params, response) {
-    const conn = ctx.browser();
-    const { tab: current } = unwrap(await conn.call("tabs.get", { tabId: params.tab }));
-    const tab = await checkLanding(ctx, conn, current, {});
-    response.audit({ tab: tab.tabId, url: tab.url });
+    const tab = await ctx.gate.tab(params.tab);
+    const conn = tab.browser;
     let snap = params.revision ? ctx.snapshots.get(conn.info.browserId, tab.tabId) : undefined;
     if (params.revision && snap?.revision !== params.revision) {
       throw new TabrelayError(
@@ -137,15 +134,14 @@ export const snapshot = defineTool({
     if (!snap) {
       const revision = nextRevision();
       const { frames } = unwrap(
-        await conn.call("page.snapshot", {
-          tabId: tab.tabId,
+        await tab.call("page.snapshot", {
           revision,
           interactiveOnly: params.interactive_only ?? false,
           viewportOnly: params.viewport_only ?? false,
         }),
       );
       // The top document was judged as the tab (checkLanding above); every frame by the gate's frame rule.
-      const verdicts = judgeFrames(ctx.config.policy, frames);
+      const verdicts = tab.judgeSnapshotFrames(frames);
       const shown = (frame: { frameId: number }) => verdicts.get(frame.frameId)?.ok === true;
       const { lines } = renderFrames(
         frames.map((f) => {
@@ -155,12 +151,12 @@ export const snapshot = defineTool({
         (frame) => verdicts.get(frame.frameId),
       );
       // Frames whose navigation the network rules stopped hold the browser's error page: counted, as read_url does.
-      const stopped = ctx.denials.stoppedFrames(conn.info.browserId, tab.tabId);
+      const stopped = tab.stoppedFrames();
       if (stopped > 0)
         lines.push({ text: `- ${stopped} frame${stopped === 1 ? "" : "s"} [withheld: outside the read policy, stopped before loading]`, haystack: "" });
       // Only a frame the agent is shown can make the list incomplete for it.
       const capped = frames.some((f) => f.capped === true && shown(f));
-      snap = { revision, url: tab.url, title: tab.title, lines, capped };
+      snap = { revision, url: tab.url, title: tab.tab.title, lines, capped };
       ctx.snapshots.set(conn.info.browserId, tab.tabId, snap);
     }
     const needle = params.find?.toLowerCase();
@@ -169,7 +165,7 @@ export const snapshot = defineTool({
     const limit = params.limit ?? 300;
     const page = matching.slice(offset, offset + limit);
     response.line(`Snapshot of tab ${tab.tabId}.`);
-    response.pageText("Title", tab.title);
+    response.pageText("Title", tab.tab.title);
     response.pageText("URL", tab.url, PAGE_TEXT_MAX.url);
     response.line(`revision: ${snap.revision} (pass it with a ref to act; it stays valid until the page changes or you snapshot again)`);
     response.pageContent(page.map((l) => l.text).join("\n") || (needle ? `(nothing matches ${quote(params.find ?? "")})` : "(no actionable elements)"));
@@ -182,7 +178,7 @@ export const snapshot = defineTool({
     response.structured({
       tab: tab.tabId,
       url: tab.url,
-      title: tab.title,
+      title: tab.tab.title,
       revision: snap.revision,
       lines: page.map((l): SnapshotLineValue => ({
         text: l.text,

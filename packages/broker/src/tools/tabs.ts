@@ -2,7 +2,6 @@ import type { TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import { unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { checkBeforeNavigation, checkCommitted, checkLanding } from "../gate/enforce.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields } from "./tool.js";
 
@@ -70,19 +69,9 @@ export const openTab = defineTool({
   kind: "read",
   errors: ["policy_denied", "navigation_failed", ...BROWSER_ERRORS],
   async handler(ctx, { url, active, keep }, response) {
-    response.audit({ url });
-    const target = checkBeforeNavigation(ctx, url);
-    const conn = ctx.browser();
-    const { tab } = unwrap(
-      await conn.call(
-        "tabs.open",
-        { url: target, active: active ?? false, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs },
-        { timeoutMs: ctx.config.loadTimeoutMs + 10_000 },
-      ),
-    );
-    if (keep) ctx.leases.keep(tab.tabId);
-    await checkCommitted(ctx, conn, tab, url, false);
-    reportTab(response, "Opened", await checkLanding(ctx, conn, tab, { requestedUrl: url }));
+    const opened = await ctx.gate.open(url, { active: active ?? false });
+    if (keep) ctx.leases.keep(opened.tabId);
+    reportTab(response, "Opened", opened.tab);
   },
 });
 
@@ -94,19 +83,7 @@ export const navigate = defineTool({
   kind: "read",
   errors: ["policy_denied", "navigation_failed", ...TAB_ERRORS],
   async handler(ctx, { tab: tabId, url }, response) {
-    response.audit({ url });
-    const target = checkBeforeNavigation(ctx, url);
-    const conn = ctx.browser();
-    ctx.denials.forget(conn.info.browserId, tabId);
-    const { tab } = unwrap(
-      await conn.call(
-        "tabs.navigate",
-        { tabId, url: target, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs },
-        { timeoutMs: ctx.config.loadTimeoutMs + 10_000 },
-      ),
-    );
-    await checkCommitted(ctx, conn, tab, url, false);
-    reportTab(response, "Navigated", await checkLanding(ctx, conn, tab, { requestedUrl: url }));
+    reportTab(response, "Navigated", (await ctx.gate.navigate(tabId, url)).tab);
   },
 });
 
@@ -118,12 +95,7 @@ export const history = defineTool({
   kind: "read",
   errors: ["navigation_failed", "policy_denied", ...TAB_ERRORS],
   async handler(ctx, { tab: tabId, action }, response) {
-    const conn = ctx.browser();
-    ctx.denials.forget(conn.info.browserId, tabId);
-    const { tab } = unwrap(
-      await conn.call("tabs.history", { tabId, action, timeoutMs: ctx.config.loadTimeoutMs }, { timeoutMs: ctx.config.loadTimeoutMs + 10_000 }),
-    );
-    reportTab(response, action === "reload" ? "Reloaded" : `Went ${action} in`, await checkLanding(ctx, conn, tab, {}));
+    reportTab(response, action === "reload" ? "Reloaded" : `Went ${action} in`, (await ctx.gate.history(tabId, action)).tab);
   },
 });
 
@@ -135,10 +107,7 @@ export const closeTab = defineTool({
   kind: "read",
   errors: TAB_ERRORS,
   async handler(ctx, { tab }, response) {
-    const conn = ctx.browser();
-    unwrap(await conn.call("tabs.close", { tabId: tab }));
-    ctx.denials.forget(conn.info.browserId, tab);
-    ctx.registry.emit("tabClosed", conn, tab);
+    await ctx.gate.close(tab);
     response.line(`Closed tab ${tab}.`);
     response.structured({ closed: tab });
   },

@@ -2,7 +2,8 @@ import { type ErrorCode, type TabInfo } from "@tabrelay/protocol";
 import type { HostAnswer, HostCall, RunRequest, RunResult } from "@tabrelay/sandbox";
 import { z } from "zod";
 import type { AuditSink } from "../audit/auditLog.js";
-import type { BrowserDriver } from "../drivers/driver.js";
+import type { BrowserInfo } from "../drivers/driver.js";
+import type { BrowserHandle, CallGate } from "../gate/stage.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
 import type { BrokerConfig } from "../config/config.js";
 import type { Logger } from "../util/log.js";
@@ -11,7 +12,7 @@ import { parseArgs } from "./args.js";
 import type { DocCache } from "./docCache.js";
 import type { Caller } from "../gate/decisions.js";
 import type { Denials } from "../gate/tabRecord.js";
-import type { ToolResponse } from "./response.js";
+import type { RenderedResult, ToolResponse } from "./response.js";
 import type { ScreenshotStore } from "../screenshots/store.js";
 import type { SnapshotCache } from "./snapshotCache.js";
 import type { BrowserSessions } from "../launch/sessions.js";
@@ -61,18 +62,30 @@ export interface PageToolSource {
 export type ToolKind = "read" | "write";
 
 /**
- * One call's context: the broker's, plus the browser the call is for, resolved once by the runner (from the
- * call's `browser` argument, or the newest) and the same for the whole call. Throws the registry's error
- * (not_connected, unknown_browser) for a tool that needs a browser when there is none.
+ * One call's context: the broker's services, the call's gate (gate/stage.ts), and who calls. The browser the call is
+ * for is resolved once by the runner (from the call's `browser` argument, or the newest) and is the same for the
+ * whole call; a handler reaches it through `gate` alone: tabs come as CheckedTabs, judged by the gate as they are
+ * handed over, and only they reach a page. The browsers' registry and the record of caught navigations are the
+ * gate's, not the handler's.
  */
-export interface CallContext extends ToolContext {
-  browser(): BrowserDriver;
+export interface CallContext extends Omit<ToolContext, "registry" | "denials"> {
+  /** Every tab, page and verdict of the call (throws not_connected, unknown_browser when it has no browser). */
+  gate: CallGate;
+  /** The call's browser, for what shows nothing of a page (gate.browser()). */
+  browser(): BrowserHandle;
+  /** The user's browsers connected to this broker, newest first. */
+  browsers(): BrowserInfo[];
   /** The MCP session the call comes from (its id and clientInfo.name), set by the adapter. */
   session?: Caller;
   /** The user the call acts for: it reaches only that user's browsers (the implicit user without a session's). */
   user: Principal;
   /** The tabs this call's session leases (gate/leases.ts), for this call's browser. */
   leases: CallLeases;
+  /**
+   * Runs another tool as a call of its own, for the same session and user (code mode's commands, a browser's picture):
+   * its own gate, leases and audit record. `run`: the code-mode run it is a command of.
+   */
+  runTool(tool: Tool, args: unknown, signal: AbortSignal, options?: { run?: string }): Promise<RenderedResult>;
 }
 
 /**
