@@ -9,7 +9,8 @@
 // The tool table, its runner and what a call's context is made of.
 export { tools, toolsFor, programTools } from "./catalog.js";
 export { runTool, type RunOptions } from "./tools/runner.js";
-export type { CallContext, PageToolSource, SandboxRunner, Tool, ToolContext, ToolKind } from "./tools/tool.js";
+export type { CallContext, PageToolSource, Tool, ToolContext, ToolKind } from "./tools/tool.js";
+export type { SandboxRunner, StartedBrowsers } from "./tools/services.js";
 export type { RenderedResult } from "./tools/response.js";
 export { SnapshotCache } from "./tools/snapshotCache.js";
 export { DocCache } from "./tools/docCache.js";

@@ -1,7 +1,7 @@
 // The broker's sandbox pool (@tabrelay/sandbox: QuickJS in warm worker threads, with a watchdog), started by the
 // first browser_run so a broker that never runs a program never starts one, and closed with the broker.
 import type { HostAnswer, HostCall, RunRequest, RunResult } from "@tabrelay/sandbox";
-import type { SandboxRunner } from "../tools/tool.js";
+import type { SandboxRunner } from "../tools/services.js";
 
 export function lazySandbox(create: () => Promise<SandboxRunner> = createPool): SandboxRunner {
   let pool: Promise<SandboxRunner> | undefined;

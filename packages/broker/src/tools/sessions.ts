@@ -3,13 +3,14 @@
 // connect URL. The provider's live-view URL is the one credential a result carries, revealed on purpose for the user.
 import type { ClusterLink } from "./clusterLink.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
-import type { BrowserSessions, StartedBrowser } from "../launch/sessions.js";
+import type { StartedBrowser } from "../launch/sessions.js";
+import type { StartedBrowsers } from "./services.js";
 import { screenshot } from "./screenshot.js";
 import { defineTool, fields, type CallContext } from "./tool.js";
 import { z } from "zod";
 
 /** The started-browsers table, or no_browser_source naming the config that adds one. */
-export function sessionsOf(ctx: { sessions?: BrowserSessions }): BrowserSessions {
+export function sessionsOf(ctx: { sessions?: StartedBrowsers }): StartedBrowsers {
   if (ctx.sessions) return ctx.sessions;
   throw new TabrelayError(
     "no_browser_source",
@@ -27,7 +28,7 @@ function startedHere(ctx: CallContext, browser: string): StartedBrowser {
   );
 }
 
-function idleFor(sessions: BrowserSessions, started: StartedBrowser, now: number): number {
+function idleFor(sessions: StartedBrowsers, started: StartedBrowser, now: number): number {
   return Math.max(0, Math.round((now - (sessions.lastUsed(started.id) ?? now)) / 1000));
 }
 
@@ -46,7 +47,7 @@ interface StartedView {
 const STARTED_TOPIC = "sessions.started";
 const PEER_TIMEOUT_MS = 2_000;
 
-function viewsOf(sessions: BrowserSessions, user: string): StartedView[] {
+function viewsOf(sessions: StartedBrowsers, user: string): StartedView[] {
   const now = Date.now();
   return sessions
     .list(user)
@@ -54,7 +55,7 @@ function viewsOf(sessions: BrowserSessions, user: string): StartedView[] {
 }
 
 /** A cluster member answers the others' browser_list_sessions with the browsers it started for that user. */
-export function answerStartedBrowsers(link: ClusterLink, sessions: BrowserSessions): void {
+export function answerStartedBrowsers(link: ClusterLink, sessions: StartedBrowsers): void {
   link.answer(STARTED_TOPIC, async (body) => {
     const user = body && typeof body === "object" ? Reflect.get(body, "user") : undefined;
     return typeof user === "string" && user !== "" ? viewsOf(sessions, user) : undefined;

@@ -1,5 +1,4 @@
 import { type ErrorCode, type TabInfo } from "@tabrelay/protocol";
-import type { HostAnswer, HostCall, RunRequest, RunResult } from "@tabrelay/sandbox";
 import { z } from "zod";
 import type { AuditSink } from "../audit/auditLog.js";
 import type { BrowserInfo } from "../drivers/driver.js";
@@ -15,17 +14,10 @@ import type { Denials } from "../gate/tabRecord.js";
 import type { RenderedResult, ToolResponse } from "./response.js";
 import type { ScreenshotStore } from "../screenshots/store.js";
 import type { SnapshotCache } from "./snapshotCache.js";
-import type { BrowserSessions } from "../launch/sessions.js";
 import type { Principal } from "../users/principal.js";
 import { IDEMPOTENCY_FIELD, IDEMPOTENCY_KEY_PATTERN, type Idempotency } from "./idempotency.js";
 import type { ClusterLink } from "./clusterLink.js";
-
-/** What runs programs (code mode): the sandbox pool (@tabrelay/sandbox), created by the broker on first use. */
-export interface SandboxRunner {
-  /** `owner` is whose turn it is in the pool's fair queue: the MCP session (runs of one session never starve another's). */
-  run(request: RunRequest, call: (c: HostCall) => Promise<HostAnswer>, signal?: AbortSignal, owner?: string): Promise<RunResult>;
-  close(): Promise<void>;
-}
+import type { SandboxRunner, StartedBrowsers } from "./services.js";
 
 export interface ToolContext {
   registry: BrowserRegistry;
@@ -42,7 +34,7 @@ export interface ToolContext {
   /** Runs code-mode programs (browser_run); absent where no sandbox is available. */
   sandbox?: SandboxRunner;
   /** Browsers the model starts (browser_start, browser_run's browser "new"); present when config names a source. */
-  sessions?: BrowserSessions;
+  sessions?: StartedBrowsers;
   /** The tools web pages offer (pages/): present when config names pages.allowed_origins. */
   pageTools?: PageToolSource;
   /** Remembers write calls' idempotency keys (tools/idempotency.ts); without it a call with a key is refused. */
