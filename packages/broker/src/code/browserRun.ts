@@ -84,13 +84,13 @@ export const browserRun = defineTool({
     if (params.browser === "new" && params.tab !== undefined)
       throw new TabrelayError("invalid_params", "a new browser has no tabs yet: drop tab and browse.open(url) first");
     // From here the program may act: the run is recorded before it starts, and an idempotency key is spent.
-    response.markDispatched();
+    ctx.record.dispatching();
     let result: Awaited<ReturnType<typeof go>>;
     if (params.browser === "new") {
       // A temporary browser from the configured source, stopped whatever happens to the run or the connection.
       const sessions = sessionsOf(ctx);
       const temp = await sessions.start({ temporary: true, owner: ctx.user });
-      response.audit({ target: temp.id });
+      ctx.record.note({ target: temp.id });
       try {
         result = await go(temp.id, true);
       } finally {
@@ -101,7 +101,7 @@ export const browserRun = defineTool({
     // The whole output when what the agent got was cut (bounded by the run's output budget): `tabrelay audit --run`.
     if (cut)
       ctx.audit.saveRunOutput?.(run, ctx.user.name, JSON.stringify({ ...(result.value !== undefined ? { value: result.value } : {}), logs: result.logs }));
-    response.audit({
+    ctx.record.note({
       run,
       detail: JSON.stringify({
         program_sha256: programSha256,

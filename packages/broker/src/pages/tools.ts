@@ -51,7 +51,7 @@ export function pageToolFor(entry: PageToolEntry, options: PageToolsOptions): Pa
       if (ctx.user.user !== entry.owner) throw noSuchPageTool(entry.agentName);
       // Looked up again: the page may have gone, reloaded or changed the tool since the agent listed it.
       const now = options.registry.tool(entry.agentName, entry.owner);
-      response.audit({ url: entry.origin, target: `page tool ${entry.name}` });
+      ctx.record.note({ url: entry.origin, target: `page tool ${entry.name}` });
       if (!now)
         throw new TabrelayError(
           "page_gone",
@@ -65,11 +65,11 @@ export function pageToolFor(entry: PageToolEntry, options: PageToolsOptions): Pa
       }
       // A tool of an agent tab (WebMCP) is under that tab's lease (another session's tab runs nothing of ours), then
       // the user's grant for the page's tools.
-      response.audit({ rule: ctx.gate.pageTool(now.origin, now.name, now.connection.tab) });
+      ctx.record.note({ rule: ctx.gate.pageTool(now.origin, now.name, now.connection.tab) });
       const args = raw === undefined ? {} : raw;
       if (typeof args !== "object" || args === null || Array.isArray(args))
         throw new TabrelayError("invalid_params", `the arguments of ${entry.agentName} must be an object`);
-      response.markDispatched();
+      ctx.record.dispatching();
       const result = await now.connection.callTool(now.name, args as Record<string, unknown>, signal, options.callTimeoutMs);
       const size = JSON.stringify(result ?? null).length;
       if (size > PAGE_LIMITS.result)

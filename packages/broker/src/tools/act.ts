@@ -53,14 +53,14 @@ export async function perform(
   // With the action and its value, the page also reports what the action reaches (a label's control, the form
   // an Enter submits, the option chosen), so the gate judges exactly what will happen.
   const facts = unwrap(await tab.call("page.inspect", { ref: params.ref, revision: params.revision, action, ...inspectWith }));
-  response.audit({ target: target(facts) });
+  ctx.record.note({ target: target(facts) });
   // An element inside a frame is only reachable if the frame itself may be read; then the write policy decides.
   const rule = tab.judgeWrite(action, facts);
-  if (rule) response.audit({ rule });
+  if (rule) ctx.record.note({ rule });
   const effects = tab.watch();
   let outcome: { facts?: ElementFacts; effects: ActEffects };
   try {
-    response.markDispatched();
+    ctx.record.dispatching();
     const expect = tab.isStateChanging(action) ? { expect: judgedFingerprint(facts) } : {};
     outcome = unwrap(await tab.call("page.act", { ref: params.ref, revision: params.revision, action, value, ...expect }));
     // A navigation the page started (the drivers say so) is waited for until it commits or is stopped, so the

@@ -107,7 +107,7 @@ export const upload = defineTool({
       }
       return { name: f.name, base64: bytesToBase64(bytes), type: f.type ?? "application/octet-stream" };
     });
-    response.audit({ detail: `files: ${files.map((f, i) => `${JSON.stringify(f.name)} (${sizes[i] ?? 0} bytes)`).join(", ")}`.slice(0, 1000) });
+    ctx.record.note({ detail: `files: ${files.map((f, i) => `${JSON.stringify(f.name)} (${sizes[i] ?? 0} bytes)`).join(", ")}`.slice(0, 1000) });
     await perform(ctx, response, params, "upload", JSON.stringify(files), {});
   },
 });
@@ -162,13 +162,13 @@ export const evaluate = defineTool({
   async handler(ctx, params, response) {
     const tab = await ctx.gate.tab(params.tab);
     const conn = tab.browser;
-    response.audit({
+    ctx.record.note({
       target: "expression",
       detail: `expression (${params.expression.length} characters): ${params.expression.slice(0, 300)}`,
     });
     const rule = tab.judgeEval();
-    if (rule) response.audit({ rule });
-    response.markDispatched();
+    if (rule) ctx.record.note({ rule });
+    ctx.record.dispatching();
     const timeoutMs = params.timeout_ms ?? EVAL_TIMEOUT_MS;
     const evaluated = await tab.call("page.eval", { expression: params.expression, timeoutMs }, { timeoutMs: timeoutMs + 10_000 });
     if (

@@ -123,7 +123,7 @@ export const query = defineTool({
     const limit = params.limit ?? LIMIT_DEFAULT;
     const tab = await ctx.gate.tab(params.tab);
     const conn = tab.browser;
-    response.audit({ target: selector });
+    ctx.record.note({ target: selector });
     const revision = nextRevision();
     const answer = await tab.call("page.query", { revision, selector, skip: offset, upTo: offset + limit });
     // The page started the query's revision: the tab's last snapshot no longer holds (its refs are stale).
@@ -199,7 +199,7 @@ export const describeRef = defineTool({
   errors: ["policy_denied", "restricted_page", "no_such_tab", "stale_ref"],
   async handler(ctx, params, response) {
     const tab = await ctx.gate.tab(params.tab);
-    response.audit({ target: params.ref });
+    ctx.record.note({ target: params.ref });
     const frameId = Number(/^f(\d+)e/.exec(params.ref)?.[1] ?? 0);
     const own = /e\d+$/.exec(params.ref)?.[0] ?? params.ref;
     const { frames } = unwrap(await tab.call("page.query", { revision: params.revision, selector: `ref=${own}`, skip: 0, upTo: 1 }));

@@ -24,28 +24,13 @@ export interface RenderedResult {
  * Handlers fill this; they never build an MCP result by hand. It renders fixed sections, fences page
  * content with a per-response nonce (so a page cannot fake the end of its own content), and redacts secrets.
  */
-/** What the audit record of this call should say beyond tool, decision and duration. */
-export interface AuditFacts {
-  tab?: number;
-  url?: string;
-  target?: string;
-  rule?: string;
-  /** A code-mode run's id (browser_run's own record; its commands get it from the runner). */
-  run?: string;
-  /** What else the record says, as JSON (a run's program hash, status and usage). */
-  detail?: string;
-}
-
 export class ToolResponse {
   readonly #lines: string[] = [];
   readonly #images: { data: string; mimeType: string }[] = [];
   readonly #secrets: Redactor;
-  readonly auditFacts: AuditFacts = {};
-  #dispatched = false;
   #value: unknown;
   #structuredContent: Record<string, unknown> | undefined;
   #failed: { code: string; message: string } | undefined;
-  #beforeDispatch: (() => void) | undefined;
   /** Registered secrets this result hands to the user on purpose (a live-view URL): kept, all else redacted. */
   readonly #revealed: string[] = [];
 
@@ -56,26 +41,6 @@ export class ToolResponse {
    */
   constructor(secrets: Redactor | readonly string[]) {
     this.#secrets = isRedactor(secrets) ? secrets : SecretRegistry.of(secrets, "secret");
-  }
-
-  audit(facts: AuditFacts): this {
-    Object.assign(this.auditFacts, facts);
-    return this;
-  }
-
-  /** Runs (and may throw, refusing the action) just before the action is sent; the runner installs it for writes. */
-  beforeDispatch(hook: () => void): void {
-    this.#beforeDispatch = hook;
-  }
-
-  /** Call right before the action is sent to the browser: a lost answer now means the outcome is unknown. Throws to refuse it. */
-  markDispatched(): void {
-    this.#beforeDispatch?.();
-    this.#dispatched = true;
-  }
-
-  get dispatched(): boolean {
-    return this.#dispatched;
   }
 
   /**

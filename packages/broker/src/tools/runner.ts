@@ -4,7 +4,8 @@ import type { Caller } from "../gate/decisions.js";
 import { explainByDenial } from "../gate/enforce.js";
 import { leasingDriver, tabLeases } from "../gate/leases.js";
 import { callGate } from "../gate/stage.js";
-import { ToolResponse, type AuditFacts, type RenderedResult } from "./response.js";
+import { CallRecord, type AuditFacts } from "./callRecord.js";
+import { ToolResponse, type RenderedResult } from "./response.js";
 import type { CallContext, Tool, ToolContext } from "./tool.js";
 import { DEFAULT_PRINCIPAL, DEFAULT_USER_ID, type Principal } from "../users/principal.js";
 import { configFor } from "../config/userPolicies.js";
@@ -221,17 +222,34 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
     picked = ambiguousBrowser(selector);
   const browserHint = picked.ok ? `${picked.value.info.label} (${picked.value.info.browserId})` : undefined;
   const response = new ToolResponse(ctx.secrets);
+  const client = callerFields(user, session, options);
+  // A write's record is begun just before its action is sent, with what the call knew then; without it, no action.
+  let begun: number | undefined;
+  const record = new CallRecord(
+    tool.kind === "write"
+      ? () => {
+          const pre = ctx.audit.begin({ time: started, tool: tool.name, ...client, ...factFields(browserHint, record.facts) });
+          if (!pre.ok) {
+            throw new TabrelayError(
+              "audit_unavailable",
+              `the audit log cannot be written (${pre.error}); tabrelay records every write before it runs, so this ${tool.name} was not sent to the browser. Tell the user to free disk space or fix the data dir (GET /health shows the audit status); reads still work; retry once /health says the audit log is ok`,
+            );
+          }
+          begun = pre.id;
+        }
+      : undefined,
+  );
   const leases = tabLeases(ctx.registry, ctx.config);
   const browser = picked.ok ? leasingDriver(picked.value, leases, session) : undefined;
   const useTab = (browserId: string, tabId: number): void => {
-    response.audit({ tab: tabId });
+    record.note({ tab: tabId });
     const verdict = leases.use(browserId, tabId, session, Date.now());
     if (!verdict.ok) throw new TabrelayError(verdict.code, verdict.message, verdict.rule);
   };
   // The user's own policy where config `users:` gives them one (config/userPolicies.ts); the base otherwise.
   const config = configFor(ctx.config, user.name);
   const callBrowser = () => browser ?? unwrap(picked);
-  const gate = callGate({ ctx: { ...ctx, config }, browser: callBrowser, useTab, facts: (f) => response.audit(f) });
+  const gate = callGate({ ctx: { ...ctx, config }, browser: callBrowser, useTab, facts: (f) => record.note(f) });
   const { registry: _registry, denials: _denials, ...services } = ctx;
   const callCtx: CallContext = {
     ...services,
@@ -239,6 +257,7 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
     ...(session ? { session } : {}),
     user,
     gate,
+    record,
     browser: callBrowser,
     browsers: () => ctx.registry.list(user.user).map((b) => b.info),
     runTool: (other, otherArgs, otherSignal, otherOptions = {}) => runTool(other, ctx, otherArgs, otherSignal, session, { ...otherOptions, user }),
@@ -249,23 +268,9 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
       visible: (tabs, askedAt) => leases.visible(unwrap(picked).info.browserId, tabs, session, Date.now(), askedAt),
     },
   };
-  const client = callerFields(user, session, options);
   let result: RenderedResult;
   let code: string | undefined;
   let rule: string | undefined;
-  let begun: number | undefined;
-  if (tool.kind === "write") {
-    response.beforeDispatch(() => {
-      const pre = ctx.audit.begin({ time: started, tool: tool.name, ...client, ...factFields(browserHint, response.auditFacts) });
-      if (!pre.ok) {
-        throw new TabrelayError(
-          "audit_unavailable",
-          `the audit log cannot be written (${pre.error}); tabrelay records every write before it runs, so this ${tool.name} was not sent to the browser. Tell the user to free disk space or fix the data dir (GET /health shows the audit status); reads still work; retry once /health says the audit log is ok`,
-        );
-      }
-      begun = pre.id;
-    });
-  }
   try {
     await tool.run(callCtx, args, response, signal);
     result = response.render();
@@ -273,7 +278,7 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
     // A page that went somewhere the read policy refuses while the call ran (a meta refresh, a script) leaves
     // the tab on an error page or blank: the call failed because of that, and says so.
     const error =
-      thrown instanceof TabrelayError && picked.ok ? (explainByDenial({ ...ctx, config }, picked.value, response.auditFacts.tab, thrown) ?? thrown) : thrown;
+      thrown instanceof TabrelayError && picked.ok ? (explainByDenial({ ...ctx, config }, picked.value, record.facts.tab, thrown) ?? thrown) : thrown;
     if (error instanceof TabrelayError) {
       code = error.code;
       rule = error.rule;
@@ -286,15 +291,15 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
   }
   // A call that ran to its end with a failed outcome (a program that threw) is audited with its code.
   if (code === undefined && result.isError && result.error) code = result.error.code;
-  const facts = response.auditFacts;
-  const decision = code === undefined ? "allowed" : REFUSALS.has(code) ? "refused" : response.dispatched && LOST.has(code) ? "outcome_unknown" : "failed";
+  const facts = record.facts;
+  const decision = code === undefined ? "allowed" : REFUSALS.has(code) ? "refused" : record.dispatched && LOST.has(code) ? "outcome_unknown" : "failed";
   if (decision === "outcome_unknown") {
     result = {
       isError: true,
       text: `${result.text}\nThe action had been sent to the browser when it stopped answering, so whether it happened is unknown; it was not retried. Take a snapshot to see the page before doing anything else.`,
     };
   }
-  const record: AuditRecord = {
+  const written: AuditRecord = {
     time: started,
     tool: tool.name,
     ...client,
@@ -303,9 +308,9 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
     ...factFields(browserHint, { ...facts, ...(rule ? { rule } : {}) }),
     ...(code ? { code } : {}),
   };
-  if (begun === undefined) ctx.audit.record(record);
-  else ctx.audit.complete(begun, record);
-  return { result, dispatched: response.dispatched, unknown: decision === "outcome_unknown" };
+  if (begun === undefined) ctx.audit.record(written);
+  else ctx.audit.complete(begun, written);
+  return { result, dispatched: record.dispatched, unknown: decision === "outcome_unknown" };
 }
 
 /** Who made a call, as its audit record says it. The implicit user's records name no user: a single-user broker's log reads as it always did. */

@@ -80,10 +80,10 @@ export const browserStart = defineTool({
   errors: ["session_limit", "browser_start_failed"],
   async handler(ctx, _params, response) {
     const sessions = sessionsOf(ctx);
-    response.markDispatched();
+    ctx.record.dispatching();
     const started = await sessions.start({ owner: ctx.user });
     const minutes = Math.round(sessions.settings.idleMs / 60_000);
-    response.audit({ target: started.id, detail: JSON.stringify({ source: started.source }) });
+    ctx.record.note({ target: started.id, detail: JSON.stringify({ source: started.source }) });
     response.line(
       `Started browser ${started.id} (${started.label}, source ${started.source}). Pass browser: "${started.id}" to the tools; stop it with browser_stop when done (it stops by itself after ${minutes} min without a call).`,
     );
@@ -102,8 +102,8 @@ export const browserStop = defineTool({
     const sessions = sessionsOf(ctx);
     const known = sessions.get(params.browser, ctx.user.user) ?? sessions.list(ctx.user.user).find((s) => s.label === params.browser);
     const id = known?.id ?? params.browser;
-    response.audit({ target: id });
-    response.markDispatched();
+    ctx.record.note({ target: id });
+    ctx.record.dispatching();
     const outcome = await sessions.stop(id, "stopped", ctx.user.user);
     if (outcome === undefined) startedHere(ctx, params.browser); // throws not_started_here
     response.line(outcome === "stopped" ? `Stopped browser ${id}.` : `Browser ${id} was already stopped.`);
@@ -147,7 +147,7 @@ export const browserLiveView = defineTool({
   errors: ["not_started_here", "screenshots_disabled", "browser_start_failed"],
   async handler(ctx, params, response, signal) {
     const started = startedHere(ctx, params.browser);
-    response.audit({ target: started.id });
+    ctx.record.note({ target: started.id });
     const sessions = sessionsOf(ctx);
     const out: Record<string, unknown> = { browser: started.id };
     // The picture: the active tab (or the first) through the screenshot tool, so its gate, leases and audit apply.

@@ -22,7 +22,6 @@ export function tabValue(tab: TabInfo): { id: number; url: string; title: string
 }
 
 function reportTab(response: ToolResponse, verb: string, tab: TabInfo): void {
-  response.audit({ tab: tab.tabId, url: tab.url });
   response.structured(tabValue(tab));
   response.line(`${verb} tab ${tab.tabId}.`);
   response.pageText("URL", tab.url, PAGE_TEXT_MAX.url);
@@ -123,6 +122,7 @@ export const activateTab = defineTool({
   async handler(ctx, { tab: tabId }, response) {
     const conn = ctx.browser();
     const { tab } = unwrap(await conn.call("tabs.activate", { tabId }));
+    ctx.record.note({ url: tab.url });
     reportTab(response, "Activated", tab);
   },
 });

@@ -16,6 +16,7 @@ import type { ScreenshotStore } from "../screenshots/store.js";
 import type { SnapshotCache } from "./snapshotCache.js";
 import type { Principal } from "../users/principal.js";
 import { IDEMPOTENCY_FIELD, IDEMPOTENCY_KEY_PATTERN, type Idempotency } from "./idempotency.js";
+import type { CallRecord } from "./callRecord.js";
 import type { ClusterLink } from "./clusterLink.js";
 import type { SandboxRunner, StartedBrowsers } from "./services.js";
 
@@ -63,6 +64,8 @@ export type ToolKind = "read" | "write";
 export interface CallContext extends Omit<ToolContext, "registry" | "denials"> {
   /** Every tab, page and verdict of the call (throws not_connected, unknown_browser when it has no browser). */
   gate: CallGate;
+  /** What the call's audit record says (tools/callRecord.ts); `dispatching()` right before an action is sent. */
+  record: CallRecord;
   /** The call's browser, for what shows nothing of a page (gate.browser()). */
   browser(): BrowserHandle;
   /** The user's browsers connected to this broker, newest first. */
