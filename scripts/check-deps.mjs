@@ -271,7 +271,7 @@ const FLOORS = [
   { floor: ["catalog", "mcp"], why: "every tool offered, in order; MCP served over the tools" },
   { floor: ["pages"], why: "the tools web pages offer (page tools, WebMCP), served as MCP tools" },
   { floor: ["dashboard"], why: "the user's view of it all" },
-  { floor: ["app", "core"], why: "the HTTP app; the runtime-neutral core" },
+  { floor: ["app", "core", "cdpAttach"], why: "the HTTP app; the runtime-neutral core; browsers attached over CDP" },
   { floor: ["server"], why: "the Node broker, assembled" },
   { floor: ["index"], why: "the package's entry" },
 ];

@@ -77,11 +77,12 @@ beforeAll(async () => {
     .browserId;
   const bobId = (await waitFor("bob's browser", () => brokers[1]!.broker.registry.list().find((x) => x.info.label === "bob chromium"), 30_000)).info.browserId;
   nginx = await startNginx(brokers.map((x) => x.port));
-  // Every other broker knows each browser before the agents start.
+  // Every other broker knows each browser before the agents start (alice's dials broker 0, bob's broker 1).
   await waitFor("presence on every broker", () =>
     brokers[1]!.broker.context.cluster?.remoteBrowsers(a.user.id).length === 1 &&
     brokers[2]!.broker.context.cluster?.remoteBrowsers(a.user.id).length === 1 &&
-    brokers[0]!.broker.context.cluster?.remoteBrowsers(b.user.id).length === 1
+    brokers[0]!.broker.context.cluster?.remoteBrowsers(b.user.id).length === 1 &&
+    brokers[2]!.broker.context.cluster?.remoteBrowsers(b.user.id).length === 1
       ? true
       : undefined,
   );

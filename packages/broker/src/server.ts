@@ -23,7 +23,7 @@ import { Forwarding } from "./http/forwarded.js";
 import { registerBrowser } from "./http/registerBrowser.js";
 import { OAuthResource } from "./auth/oauth.js";
 import { Users } from "./users/users.js";
-import { DEFAULT_USER_ID, ownerOf, type Principal } from "./users/principal.js";
+import { DEFAULT_USER_ID, ownerOf } from "./users/principal.js";
 import type { User } from "./store/store.js";
 import { LocalScreenshotStore, S3ScreenshotStore, type ScreenshotStore } from "./screenshots/store.js";
 import { DocCache } from "./tools/docCache.js";
@@ -51,8 +51,7 @@ import { PROVIDER_KEY_VARS } from "./launch/providers.js";
 import { CHAT_KEY_VARS } from "./config/chat.js";
 import { BrowserSessions } from "./launch/sessions.js";
 import { VERSION } from "./version.js";
-import { cdpPolicyOptions } from "./gate/networkPolicy.js";
-import { resolveCdpEndpoint } from "./drivers/cdp/endpoint.js";
+import { CdpAttacher, type CdpAttachOptions } from "./cdpAttach.js";
 
 /** How often the broker looks for users revoked outside it (their browsers are then disconnected). */
 /** How soon the open streams and browsers of a user revoked elsewhere are ended (a request of theirs is refused at once). */
@@ -94,7 +93,7 @@ export class Broker {
   readonly #screenshots: ScreenshotStore | undefined;
   readonly #localShots: LocalScreenshotStore | undefined;
   /** CDP endpoints attached or being attached: the same endpoint twice is the same browser. */
-  readonly #cdpEndpoints = new Map<string, Promise<BrowserDriver>>();
+  readonly #cdp: CdpAttacher;
   readonly #answering = new Answering();
   /** Code mode's sandbox pool: started by the first browser_run, closed with the broker. */
   readonly #sandbox = lazySandbox();
@@ -131,6 +130,14 @@ export class Broker {
     for (const name of CHAT_KEY_VARS) this.secrets.register(process.env[name]?.trim(), "model key");
     this.#log = redactingLogger(options.log ?? createLogger(), this.secrets);
     this.audit = AuditLog.open(this.config.dataDir, this.secrets);
+    this.#cdp = new CdpAttacher({
+      registry: this.registry,
+      config: () => this.config,
+      secrets: this.secrets,
+      log: this.#log,
+      webmcp: () => this.config.pages.webmcp && this.pages !== undefined,
+      closing: () => this.#closing,
+    });
     this.secrets.register(this.config.store.postgresUrl, "secret");
     this.secrets.register(this.config.cluster.redisUrl, "secret");
     this.users = new Users({ store: openStore(this.config), mcpToken: this.config.mcpToken, pairingToken: this.config.pairingToken, secrets: this.secrets });
@@ -260,7 +267,7 @@ export class Broker {
               : this.#closing
                 ? { code: "not_connected", message: "the broker is shutting down" }
                 : undefined,
-          known: (endpoint) => this.#cdpEndpoints.has(endpoint),
+          known: (endpoint) => this.#cdp.known(endpoint),
           attach: (endpoint, options) => this.attachCdp(endpoint, { ...options, ownsBrowser: false }),
         }),
       pageTokens: this.pages?.answerTokenRequest.bind(this.pages),
@@ -389,78 +396,11 @@ export class Broker {
   }
 
   /**
-   * Drives a browser over the DevTools protocol (a local Chromium we launched, or an attached endpoint).
-   * The endpoint is a credential: it is never logged nor shown to the model. Attaching an endpoint that is
-   * already attached (or being attached) gives the same browser, never a second entry for it.
+   * Drives a browser over the DevTools protocol (a local Chromium we launched, or an attached endpoint): cdpAttach.ts.
    */
-  attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean; owner?: Principal }): Promise<BrowserDriver> {
+  attachCdp(endpoint: string, options: CdpAttachOptions): Promise<BrowserDriver> {
     if (this.#closing) return Promise.reject(new TabrelayError("not_connected", "the broker is shutting down"));
-    // Registered before anything can quote it (an error from the connect, a log line), and kept after the
-    // browser detaches: an endpoint left running still opens that browser.
-    this.secrets.register(endpoint, "cdp endpoint");
-    const pending = this.#cdpEndpoints.get(endpoint);
-    // The same endpoint is the same browser, for the user who attached it: another user is refused, not handed it.
-    if (pending)
-      return pending.then((driver) =>
-        ownerOf(driver.info) === (options.owner?.user ?? DEFAULT_USER_ID)
-          ? driver
-          : Promise.reject(new TabrelayError("unknown_browser", "that browser is attached for another user of this broker")),
-      );
-    const attach = this.#attachCdp(endpoint, options);
-    this.#cdpEndpoints.set(endpoint, attach);
-    attach.then(
-      (driver) => {
-        // Gone already (its browser closed during the attach): a later attach starts afresh.
-        if (!this.registry.list().includes(driver)) this.#cdpEndpoints.delete(endpoint);
-      },
-      () => this.#cdpEndpoints.delete(endpoint),
-    );
-    return attach;
-  }
-
-  async #attachCdp(endpoint: string, options: { label: string; ownsBrowser: boolean; owner?: Principal }): Promise<BrowserDriver> {
-    const holder: { driver?: BrowserDriver } = {};
-    // Loaded on first use: a broker serving only the extension never pays for the CDP driver's memory.
-    const [{ CdpBrowser }, { nodeCdpSocket }, { nodeCdpScripts }] = await Promise.all([
-      import("./drivers/cdp/cdpBrowser.js"),
-      import("./drivers/cdp/nodeSocket.js"),
-      import("./drivers/cdp/nodeScripts.js"),
-    ]);
-    const socketUrl = await resolveCdpEndpoint(endpoint);
-    this.secrets.register(socketUrl, "cdp endpoint");
-    const config = this.config;
-    const ownerName = options.owner?.name;
-    const driver = await CdpBrowser.connect(socketUrl, {
-      socket: nodeCdpSocket,
-      scripts: nodeCdpScripts,
-      label: options.label,
-      ownsBrowser: options.ownsBrowser,
-      ...(options.owner !== undefined && options.owner.user !== DEFAULT_USER_ID ? { owner: options.owner.user, ownerName: options.owner.name } : {}),
-      callTimeoutMs: this.config.callTimeoutMs,
-      // Held to its user's read policy at the network layer, as an extension browser is by its welcome's rules.
-      // Read at each request, so a config.yaml change applied live (config/reload.ts) holds it at once.
-      ...cdpPolicyOptions({
-        get policy() {
-          return configFor(config, ownerName).policy;
-        },
-      }),
-      ...(this.config.pages.webmcp && this.pages ? { webmcpOrigins: this.config.pages.allowedOrigins } : {}),
-      onEvent: (frame) => {
-        if (holder.driver) this.registry.emit("event", holder.driver, frame);
-      },
-      onClose: () => {
-        this.#cdpEndpoints.delete(endpoint);
-        if (holder.driver) this.registry.remove(holder.driver);
-      },
-    });
-    if (this.#closing) {
-      driver.close("the broker is shutting down");
-      throw new TabrelayError("not_connected", "the broker is shutting down");
-    }
-    holder.driver = driver;
-    this.registry.add(driver);
-    this.#log.info(`cdp: browser "${options.label}" attached${options.ownsBrowser ? "" : " (left running when tabrelay stops)"}`);
-    return driver;
+    return this.#cdp.attach(endpoint, options);
   }
 
   /**

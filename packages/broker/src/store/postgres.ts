@@ -4,6 +4,20 @@
 import pg from "pg";
 import { auditParams, sharedAuditOf } from "./auditRows.js";
 import {
+  idempotencyOf,
+  joinedUserOf,
+  leaseOf,
+  pairingOf,
+  tokenOf,
+  userOf,
+  type IdempotencyRow,
+  type JoinedUser,
+  type LeaseRow,
+  type PairingRow,
+  type TokenRow,
+  type UserRow,
+} from "./postgresRows.js";
+import {
   STORE_SCHEMA_VERSION,
   StoreConflict,
   type IdempotencyRecord,
@@ -89,25 +103,6 @@ const MIGRATIONS: readonly string[] = [
 const MIGRATION_LOCK = "8386090797034922361";
 /** A server that does not answer (a dropped SYN) fails the start-up after this long instead of hanging it. */
 const CONNECT_TIMEOUT_MS = 10_000;
-
-// BIGINT (int8) arrives as a string: pg does not guess whether it fits a number. Epoch ms always do.
-type Ms = string;
-type UserRow = { id: string; name: string; role: string; subject: string | null; created_at: Ms; revoked_at: Ms | null };
-type TokenRow = { id: string; user_id: string; name: string; created_at: Ms; last_used_at: Ms | null; revoked_at: Ms | null };
-type PairingRow = { id: string; user_id: string; secret: string; created_at: Ms; revoked_at: Ms | null };
-type IdempotencyRow = {
-  user_id: string;
-  key: string;
-  tool: string;
-  args_hash: string;
-  session: string;
-  client: string;
-  state: string;
-  result: string | null;
-  created_at: Ms;
-  expires_at: Ms;
-};
-type JoinedUser = { u_name: string; u_role: string; u_subject: string | null; u_created_at: Ms };
 
 const USER_COLUMNS = "u.name AS u_name, u.role AS u_role, u.subject AS u_subject, u.created_at AS u_created_at";
 
@@ -468,83 +463,4 @@ function codeOf(error: unknown): unknown {
 
 function conflict(error: unknown, message: string): unknown {
   return codeOf(error) === "23505" ? new StoreConflict(message) : error;
-}
-
-function ms(value: Ms): number {
-  return Number(value);
-}
-
-function idempotencyOf(row: IdempotencyRow): IdempotencyRecord {
-  return {
-    userId: row.user_id,
-    key: row.key,
-    tool: row.tool,
-    argsHash: row.args_hash,
-    session: row.session,
-    client: row.client,
-    state: row.state as IdempotencyRecord["state"],
-    ...(row.result !== null ? { result: row.result } : {}),
-    createdAt: ms(row.created_at),
-    expiresAt: ms(row.expires_at),
-  };
-}
-
-function userOf(row: UserRow): User {
-  return {
-    id: row.id,
-    name: row.name,
-    role: row.role === "admin" ? "admin" : "member",
-    ...(row.subject !== null ? { subject: row.subject } : {}),
-    createdAt: ms(row.created_at),
-    ...(row.revoked_at !== null ? { revokedAt: ms(row.revoked_at) } : {}),
-  };
-}
-
-function joinedUserOf(id: string, row: JoinedUser): User {
-  return userOf({ id, name: row.u_name, role: row.u_role, subject: row.u_subject, created_at: row.u_created_at, revoked_at: null });
-}
-
-function tokenOf(row: TokenRow): TokenInfo {
-  return {
-    id: row.id,
-    userId: row.user_id,
-    name: row.name,
-    createdAt: ms(row.created_at),
-    ...(row.last_used_at !== null ? { lastUsedAt: ms(row.last_used_at) } : {}),
-    ...(row.revoked_at !== null ? { revokedAt: ms(row.revoked_at) } : {}),
-  };
-}
-
-function pairingOf(row: PairingRow): Pairing {
-  return {
-    id: row.id,
-    userId: row.user_id,
-    secret: row.secret,
-    createdAt: ms(row.created_at),
-    ...(row.revoked_at !== null ? { revokedAt: ms(row.revoked_at) } : {}),
-  };
-}
-
-type LeaseRow = {
-  browser_id: string;
-  tab_id: string | number;
-  session: string;
-  client: string;
-  since: string | number;
-  last_used: string | number;
-  opened: boolean;
-  keep: boolean;
-};
-
-function leaseOf(row: LeaseRow): LeaseRecord {
-  return {
-    browserId: row.browser_id,
-    tabId: Number(row.tab_id),
-    session: row.session,
-    client: row.client,
-    since: Number(row.since),
-    lastUsed: Number(row.last_used),
-    opened: row.opened,
-    keep: row.keep,
-  };
 }
