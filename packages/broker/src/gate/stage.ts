@@ -1,7 +1,7 @@
 // The gate's stage: everything a tool call reaches of its browser, each step through the gate. The runner makes one
 // per call (tools/runner.ts) and hands it to the handler as ctx.gate; nothing else gives a handler a tab.
 //
-// A handler gets a tab only as a CheckedTab: leased to its session (the runner, before the handler ran), the document
+// A handler gets a tab only as a CheckedTab: leased to its session (taken or checked as it is handed over), the document
 // it shows judged by the read policy when it was handed over (gate.tab, or gate.open / navigate / history, which judge
 // the URL before the browser goes and the landing after). The page methods (page.*, tabs.viewport) are reached only
 // through a CheckedTab; the browser handle a handler holds has no page method. The write, eval and frame verdicts
@@ -42,7 +42,10 @@ export interface OpenOptions {
 export interface CallGate {
   /** The call's browser (throws not_connected / unknown_browser when the call has none). */
   browser(): BrowserHandle;
-  /** A tab this call may use, as it is now: its document allowed by the read policy (an off-policy one is reset and refused). */
+  /**
+   * A tab this call may use, as it is now: its session's lease taken or checked (tab_leased), its document allowed by
+   * the read policy (an off-policy one is reset and refused).
+   */
   tab(tabId: number): Promise<CheckedTab>;
   /**
    * Judges a URL the call would load, without loading it (what a cached read of it may be served under): throws the
@@ -86,6 +89,7 @@ export function callGate(setup: StageSetup): CallGate {
     browser: () => setup.browser(),
     async tab(tabId) {
       const browser = setup.browser();
+      setup.useTab(browser.info.browserId, tabId);
       const { tab: current } = unwrap(await browser.call("tabs.get", { tabId }));
       facts({ tab: current.tabId, url: current.url });
       return handed(browser, await checkLanding(ctx, browser, current, {}));
@@ -108,6 +112,7 @@ export function callGate(setup: StageSetup): CallGate {
       facts({ url });
       const target = checkBeforeNavigation(ctx, url);
       const browser = setup.browser();
+      setup.useTab(browser.info.browserId, tabId);
       ctx.denials.forget(browser.info.browserId, tabId);
       const { tab } = unwrap(
         await browser.call("tabs.navigate", { tabId, url: target, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, loadTimeouts()),
@@ -116,12 +121,14 @@ export function callGate(setup: StageSetup): CallGate {
     },
     async history(tabId, action) {
       const browser = setup.browser();
+      setup.useTab(browser.info.browserId, tabId);
       ctx.denials.forget(browser.info.browserId, tabId);
       const { tab } = unwrap(await browser.call("tabs.history", { tabId, action, timeoutMs: ctx.config.loadTimeoutMs }, loadTimeouts()));
       return handed(browser, await checkLanding(ctx, browser, tab, {}));
     },
     async close(tabId) {
       const browser = setup.browser();
+      setup.useTab(browser.info.browserId, tabId);
       unwrap(await browser.call("tabs.close", { tabId }));
       ctx.denials.forget(browser.info.browserId, tabId);
       ctx.registry.emit("tabClosed", browser, tabId);
