@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findChromium, launchLocalChromium } from "../../packages/broker/src/index.js";
-import { call, closedPort, connectClient, MCP_TOKEN, presetDownloadFolder, startBroker, startSite, waitFor, type TestSite } from "../harness.js";
+import { auditRows, call, closedPort, connectClient, MCP_TOKEN, presetDownloadFolder, startBroker, startSite, waitFor, type TestSite } from "../harness.js";
 
 const CLI = fileURLToPath(new URL("../../packages/cli/bin/tabrelay.js", import.meta.url));
 
@@ -41,6 +41,8 @@ interface RunningCli {
   client: Client;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stderr(): string;
+  /** Its data dir (removed when it exits). */
+  dataDir: string;
 }
 
 async function startCli(args: string[]): Promise<RunningCli> {
@@ -60,7 +62,7 @@ async function startCli(args: string[]): Promise<RunningCli> {
   );
   try {
     const url = await waitFor("the MCP endpoint on stderr", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1], 30_000);
-    return { child, client: await connectClient(url), exited, stderr: () => stderr };
+    return { child, client: await connectClient(url), exited, stderr: () => stderr, dataDir };
   } catch (error) {
     child.kill("SIGKILL");
     throw new Error(`${error instanceof Error ? error.message : String(error)}\n${stderr.slice(-1500)}`, { cause: error });
@@ -244,6 +246,10 @@ describe("tabrelay serve --cdp-url", () => {
       // The user's own download in the same browser still lands where the user's downloads go.
       await fetch(`http://127.0.0.1:${port}/json/new?${site.origin}/download`, { method: "PUT" });
       await waitFor("the user's download to be saved", () => (readdirSync(downloads).includes("report.bin") ? true : undefined), 10_000);
+      // The agent's stopped download is in the audit log; the user's is not.
+      const records = auditRows({ dataDir: cli.dataDir }, "download");
+      expect(records).toHaveLength(1);
+      expect(records[0]).toMatchObject({ decision: "refused", origin: site.origin, target: "download stopped before it began: nothing saved" });
     } finally {
       cli.child.kill("SIGTERM");
       await cli.exited;

@@ -8,6 +8,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   allowYaml,
+  auditRows,
   article,
   attachBrowser,
   call,
@@ -16,6 +17,7 @@ import {
   DRIVERS,
   startBroker,
   startSite,
+  waitFor,
   type AttachedBrowser,
   type TestBroker,
   type TestSite,
@@ -173,7 +175,8 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
   });
 
   describe("failures a user would hit", () => {
-    it("a URL that downloads a file is named as such, saves nothing, and leaves no tab behind", async () => {
+    it("a URL that downloads a file is named as such, saves nothing, leaves no tab behind, and is in the audit log", async () => {
+      const before = auditRows(broker, "download").length;
       const result = await call(client, "read_url", { url: `${site.origin}/download` });
       expect(result.isError).toBe(true);
       expect(result.text).toMatch(/^navigation_failed: .*download/);
@@ -184,6 +187,14 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
         await new Promise((r) => setTimeout(r, 1500));
         expect(readdirSync(dir)).toEqual([]);
       }
+      // Whichever browser stopped it (the extension cancels the download, the CDP driver stops the response), the
+      // broker records it once, the same way.
+      const records = await waitFor("the download's audit record", () => {
+        const rows = auditRows(broker, "download").slice(before);
+        return rows.length > 0 ? rows : undefined;
+      });
+      expect(records[0]).toMatchObject({ decision: "refused", origin: site.origin, rule: "downloads" });
+      expect(String(records[0]?.["target"])).toMatch(/nothing saved|its file was deleted/);
     });
 
     it("a page that keeps replacing its document (a refresh loop) is still read", async () => {

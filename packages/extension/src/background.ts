@@ -4,7 +4,7 @@
 import "./navigationRules.js";
 import "./frames.js";
 import "./httpStatus.js";
-import "./downloads.js";
+import "./downloadWatch.js";
 import "./events.js";
 import "./webmcpEvents.js";
 import "./popupMessages.js";

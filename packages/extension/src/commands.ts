@@ -10,7 +10,7 @@ import {
 } from "@tabrelay/protocol";
 import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
-import { noteAgentRequest } from "./downloads.js";
+import { noteAgentRequest, noteAgentRequestTab } from "./downloads.js";
 import { readDocument } from "./frames.js";
 import { callInpage, injectInpage, runInFrame, scriptingError, type InpageResult } from "./inpageScript.js";
 import { watchNavigation } from "./navigation.js";
@@ -56,7 +56,10 @@ export const handlers: Handlers = {
         tab = await chrome.tabs.create({ url, active }).catch((error: unknown) => {
           throw new CommandError("navigation_failed", `could not open a tab for ${url}: ${String(error)}`);
         });
-        if (tab.id !== undefined) agentTabs.add(tab.id);
+        if (tab.id !== undefined) {
+          agentTabs.add(tab.id);
+          noteAgentRequestTab(url, tab.id);
+        }
       } finally {
         endScope();
         await saveTabs();
@@ -94,7 +97,7 @@ export const handlers: Handlers = {
 
   "tabs.navigate": async ({ tabId, url, waitUntil = "load", timeoutMs = 20_000 }) => {
     await agentTab(tabId);
-    const settled = noteAgentRequest(url);
+    const settled = noteAgentRequest(url, tabId);
     const nav = watchNavigation();
     try {
       await chrome.tabs.update(tabId, { url }).catch((error: unknown) => {

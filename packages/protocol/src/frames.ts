@@ -77,6 +77,13 @@ export interface BridgeEvents {
   "tab.blocked": { tabId: number; url: string; frame: boolean };
   /** The page opened a new tab from an agent tab; it is the agent's too. */
   "tab.created": { tab: TabInfo; openerTabId?: number };
+  /**
+   * A file an agent tab (or the agent's navigation) would have saved. `outcome`: "stopped", its response was stopped
+   * before a download began; "cancelled", the download was cancelled as it began and erased; "deleted", it finished
+   * before the cancel and its file was deleted; "left", it finished first and, not surely the agent's, was left.
+   * `tabId`: the agent tab it came from, when the browser says so. The broker records it in the audit log.
+   */
+  "tab.download": { tabId?: number; url: string; outcome: "stopped" | "cancelled" | "deleted" | "left" };
   "tab.removed": { tabId: number };
   /**
    * The response that brings a top document of an agent tab started: its HTTP status. The broker holds it until

@@ -96,6 +96,14 @@ export function explainByDenial(ctx: GateContext, browser: BrowserDriver, tabId:
   return new TabrelayError("policy_denied", `${what}; nothing from that page was read and the tab no longer shows it. ${caught.message}`, caught.rule);
 }
 
+/** What became of a download an agent tab started, as its audit record says it. */
+const DOWNLOAD_OUTCOMES: Record<string, string> = {
+  stopped: "download stopped before it began: nothing saved",
+  cancelled: "download cancelled as it began: nothing saved",
+  deleted: "download finished before the cancel: its file was deleted",
+  left: "download finished before the cancel and was not surely the agent's: left in the user's downloads",
+};
+
 /** At most this many stopped navigations of one tab are audited per window; a page looping on them is summarised. */
 const AUDIT_BLOCKED_MAX = 10;
 const AUDIT_BLOCKED_WINDOW_MS = 10_000;
@@ -149,6 +157,36 @@ export function enforceOnCommit(ctx: GateContext): void {
       ctx.log.warn(
         `policy: stopped a navigation request of tab ${tabId}${inFrame ? " (a frame)" : ""} to ${originOf(url)} before it was sent (${decision.rule})`,
       );
+      return;
+    }
+    if (frame.event === "tab.download") {
+      const { tabId, url, outcome } = frame.params;
+      const key = `download:${browser.info.browserId}:${tabId ?? "?"}`;
+      const now = Date.now();
+      const seen = audited.get(key);
+      const span = seen && now - seen.since < AUDIT_BLOCKED_WINDOW_MS ? seen : { since: now, count: 0 };
+      span.count++;
+      audited.set(key, span);
+      if (audited.size > 1000) audited.clear();
+      if (span.count > AUDIT_BLOCKED_MAX) return;
+      // Read-only saves nothing: a file an agent tab would have saved is recorded, with what became of it.
+      const what = DOWNLOAD_OUTCOMES[outcome] ?? outcome;
+      ctx.audit.record({
+        time: now,
+        tool: "download",
+        browser: `${browser.info.label} (${browser.info.browserId})`,
+        ...(tabId !== undefined ? { tab: tabId } : {}),
+        origin: originOf(url),
+        target:
+          span.count === AUDIT_BLOCKED_MAX ? `${what} (further downloads of this tab in the next ${AUDIT_BLOCKED_WINDOW_MS / 1000} s are not recorded)` : what,
+        decision: outcome === "left" ? "failed" : "refused",
+        rule: "downloads",
+        durationMs: 0,
+      });
+      if (outcome === "left")
+        ctx.log.warn(
+          `downloads: a download an agent tab started finished before it could be cancelled and was left in the user's downloads (${originOf(url)})`,
+        );
       return;
     }
     if (frame.event !== "tab.committed") return;

@@ -24,7 +24,7 @@ export function isDownloadResponse(headers: Protocol.Fetch.HeaderEntry[] = []): 
 }
 
 /** A download started in any frame of an agent tab is cancelled (in a browser of our own it is refused anyway). */
-export async function onDownload(core: CdpCore, { frameId, guid }: Protocol.Browser.DownloadWillBeginEvent): Promise<void> {
+export async function onDownload(core: CdpCore, { frameId, guid, url }: Protocol.Browser.DownloadWillBeginEvent): Promise<void> {
   if (!frameId || !guid) return;
   for (const tab of core.tabs.values()) {
     let ours = tab.targetId === frameId || tab.mainFrameId === frameId;
@@ -34,6 +34,7 @@ export async function onDownload(core: CdpCore, { frameId, guid }: Protocol.Brow
     }
     if (ours) {
       await core.send("Browser.cancelDownload", { guid });
+      core.emit({ type: "event", event: "tab.download", params: { tabId: tab.tabId, url, outcome: "cancelled" } });
       return;
     }
   }
@@ -51,6 +52,7 @@ export function onRequestPaused(core: CdpCore, params: Protocol.Fetch.RequestPau
     if (tab && status >= 200 && status < 300 && isDownloadResponse(params.responseHeaders)) {
       if (frameId === tab.mainFrameId) tab.blockedDownload = url;
       void core.client.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }, sessionId);
+      core.emit({ type: "event", event: "tab.download", params: { tabId: tab.tabId, url, outcome: "stopped" } });
     } else {
       void core.client.send("Fetch.continueRequest", { requestId }, sessionId);
     }
