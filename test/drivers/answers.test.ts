@@ -16,6 +16,7 @@ import {
 } from "../../packages/broker/src/drivers/answers.js";
 import { CdpBrowser } from "../../packages/broker/src/drivers/cdp/cdpBrowser.js";
 import { nodeCdpScripts } from "../../packages/broker/src/drivers/cdp/nodeScripts.js";
+import { gateNewTab } from "../../packages/broker/src/gate/decisions.js";
 import { nodeCdpSocket } from "../../packages/broker/src/drivers/cdp/nodeSocket.js";
 import { launchLocalChromium, type LaunchedCdpBrowser } from "../../packages/broker/src/launch/cdpChromium.js";
 import { findChromium } from "../../packages/broker/src/launch/chromium.js";
@@ -23,7 +24,8 @@ import { judgedFingerprint } from "../../packages/broker/src/tools/act.js";
 import { decodeNodes } from "../../packages/broker/src/tools/snapshot.js";
 
 /** What a Node host passes the CDP driver: the socket over ws, the in-page scripts read from disk. */
-const NODE_CDP = { socket: nodeCdpSocket, scripts: nodeCdpScripts };
+// Whose a new page is: the broker's rule, as it hands it to the driver.
+const NODE_CDP = { socket: nodeCdpSocket, scripts: nodeCdpScripts, agentTab: gateNewTab };
 
 function problem(method: BridgeMethod, value: unknown): string {
   const parsed = parseBridgeAnswer(method, value);

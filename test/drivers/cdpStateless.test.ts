@@ -10,6 +10,7 @@ import { CdpBrowser, type CdpBrowserOptions } from "../../packages/broker/src/dr
 import { CdpClient } from "../../packages/broker/src/drivers/cdp/cdpClient.js";
 import { TAB_ID_MAX } from "../../packages/broker/src/drivers/cdp/cdpCore.js";
 import { nodeCdpScripts } from "../../packages/broker/src/drivers/cdp/nodeScripts.js";
+import { gateNewTab } from "../../packages/broker/src/gate/decisions.js";
 import { nodeCdpSocket } from "../../packages/broker/src/drivers/cdp/nodeSocket.js";
 import { launchLocalChromium, type LaunchedCdpBrowser } from "../../packages/broker/src/launch/cdpChromium.js";
 import { findChromium } from "../../packages/broker/src/launch/chromium.js";
@@ -64,6 +65,7 @@ function connect(label: string, extra: Partial<CdpBrowserOptions> = {}): Promise
     label,
     ownsBrowser: false,
     stateless: true,
+    agentTab: gateNewTab,
     requestPolicy: () => true,
     onEvent: () => undefined,
     callTimeoutMs: 30_000,

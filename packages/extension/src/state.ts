@@ -32,7 +32,11 @@ export const bridge: {
   impostor: "",
 };
 
-/** Tabs the agent opened (or that its pages opened) and tabs the user shared. Survive worker restarts. */
+/**
+ * Tabs the agent opened (or that its pages opened) and tabs the user shared. Survive worker restarts. Whose a new tab
+ * is follows the broker's rule (gate/decisions.ts gateNewTab, which the CDP driver is handed), applied here at once:
+ * a popup's first request leaves before the broker could answer.
+ */
 export const agentTabs = new Set<number>();
 export const sharedTabs = new Set<number>();
 export const tabsLoaded = (async () => {

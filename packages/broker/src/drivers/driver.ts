@@ -41,3 +41,13 @@ export interface CallOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
 }
+
+/** What a driver saw of a tab that appeared, for the broker to say whose it is (gate/decisions.ts gateNewTab). */
+export interface NewTabFacts {
+  /** It was opened through tabs.open. */
+  openedByAgent: boolean;
+  /** The tab that opened it (its opener) is the agent's: a page's window.open or target=_blank link. */
+  openerIsAgent: boolean;
+  /** The whole browser is the agent's (one tabrelay launched, or a stateless host's). */
+  agentBrowser: boolean;
+}

@@ -9,6 +9,7 @@
 // - gateEval:       an expression run in a tab's top document (code mode's eval): the write policy's eval grant.
 // - judgeFrames:    gateFrame over a snapshot's frames, each judged through the frames holding it.
 // - gatePageTool:   a page tool (WebMCP, @tabrelay/page): the user's policy.write.page_tools grant for its origin.
+// - gateNewTab:     whose a tab that appeared is (the agent's, or the user's).
 // - gateStopped:    a navigation request the network rules stopped: tabrelay's refusal, or someone else's.
 // - gateLease:      whether an MCP session may use a tab another session may hold (gate/leases.ts keeps the leases).
 import type { ActionKind, ElementFacts, FrameSnapshot } from "@tabrelay/protocol";
@@ -16,6 +17,7 @@ import { canonicalizeUrl } from "../policy/canonicalUrl.js";
 import type { CompiledReadPolicy } from "../policy/readPolicy.js";
 import type { CompiledWritePolicy } from "../policy/writePolicy.js";
 import type { PageToolPolicy, PageToolVerdict } from "../policy/pageToolPolicy.js";
+import type { NewTabFacts } from "../drivers/driver.js";
 import type { Principal } from "../users/principal.js";
 
 export type { CompiledReadPolicy, PageToolPolicy };
@@ -135,6 +137,16 @@ export function gateEval(write: CompiledWritePolicy, tabUrl: string): Verdict {
 /** A page tool `name` offered by `origin`: only with a grant (a page tool runs with the user's session: a write). */
 export function gatePageTool(policy: PageToolPolicy, origin: string, name: string): PageToolVerdict {
   return policy.check(origin, name);
+}
+
+/**
+ * Whose a tab that appeared is: the agent's when the agent opened it, when one of its tabs opened it (a popup), or
+ * when the whole browser is the agent's; every other tab is the user's, never read, acted on or policed. The CDP
+ * driver asks it of each new target (it is handed the rule); the extension applies the same rule in the browser, at
+ * once (navigationRules.ts: a popup's first request leaves before a broker could answer).
+ */
+export function gateNewTab(facts: NewTabFacts): boolean {
+  return facts.agentBrowser || facts.openedByAgent || facts.openerIsAgent;
 }
 
 /** A navigation request the network rules stopped: tabrelay's refusal when the read policy refuses the URL. */

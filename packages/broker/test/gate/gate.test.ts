@@ -3,6 +3,7 @@
 import type { ElementFacts } from "@tabrelay/protocol";
 import { describe, expect, it } from "vitest";
 import {
+  gateNewTab,
   BLANK,
   gateFrame,
   gateFrames,
@@ -195,5 +196,15 @@ describe("gateLease: which MCP session may use a tab", () => {
 
   it("has nobody to refuse for a caller that is no MCP session", () => {
     expect(gateLease(held(), undefined, 7, since, IDLE)).toEqual({ ok: true, claim: false });
+  });
+});
+
+describe("gateNewTab: whose a tab that appeared is", () => {
+  const facts = { openedByAgent: false, openerIsAgent: false, agentBrowser: false };
+  it("is the user's unless the agent, one of its tabs or the browser itself makes it the agent's", () => {
+    expect(gateNewTab(facts)).toBe(false);
+    expect(gateNewTab({ ...facts, openedByAgent: true })).toBe(true);
+    expect(gateNewTab({ ...facts, openerIsAgent: true })).toBe(true);
+    expect(gateNewTab({ ...facts, agentBrowser: true })).toBe(true);
   });
 });

@@ -5,7 +5,7 @@
 // package exports only CdpBrowser).
 import { type BridgeEvent, type ErrorCode, type TabInfo, type WireError } from "@tabrelay/protocol";
 import type { Protocol } from "devtools-protocol";
-import type { BrowserInfo } from "../driver.js";
+import type { BrowserInfo, NewTabFacts } from "../driver.js";
 import { DocumentStatus } from "../documentStatus.js";
 import { disconnected, PendingCalls } from "../pendingCalls.js";
 import { readUint32, utf8Bytes } from "../../util/bytes.js";
@@ -45,6 +45,8 @@ export interface CdpBrowserOptions {
   socket?: CdpSocketFactory;
   scripts: CdpScripts;
   onEvent: (frame: BridgeEvent) => void;
+  /** Whose a new page is (gate/decisions.ts gateNewTab, handed down): the agent's are attached and policed, the user's let go. */
+  agentTab: (facts: NewTabFacts) => boolean;
   /** Network-layer policy: requests whose URL this refuses fail with BlockedByClient (subresources too). */
   requestPolicy?: (url: string, kind: "navigation" | "subresource") => boolean;
   /** WebMCP (pages.webmcp): agent tabs' pages of these origins get document.modelContext; their tools are reported (page.webmcp). */

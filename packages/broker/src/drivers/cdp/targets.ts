@@ -35,12 +35,13 @@ export async function startUp(core: CdpCore): Promise<CdpResult<void>> {
   return { ok: true, value: undefined };
 }
 
+/** Whose a new page is: the driver gathers the facts, the broker's rule (options.agentTab) decides. */
 export async function isAgentTarget(core: CdpCore, targetId: string, openerId: string | undefined): Promise<boolean> {
-  if (core.allPagesAgents) return true;
-  if (openerId !== undefined && core.tabOf(openerId)) return true;
+  const agentBrowser = core.allPagesAgents;
+  const openerIsAgent = openerId !== undefined && core.tabOf(openerId) !== undefined;
   // A target we are creating may be attached before Target.createTarget answers.
-  while (core.creating.size > 0 && !core.created.has(targetId)) await Promise.allSettled([...core.creating]);
-  return core.created.has(targetId);
+  if (!agentBrowser && !openerIsAgent) while (core.creating.size > 0 && !core.created.has(targetId)) await Promise.allSettled([...core.creating]);
+  return core.options.agentTab({ agentBrowser, openerIsAgent, openedByAgent: core.created.has(targetId) });
 }
 
 export async function onPageAttached(
