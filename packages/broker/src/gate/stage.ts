@@ -7,7 +7,18 @@
 // through a CheckedTab; the browser handle a handler holds has no page method. The write, eval and frame verdicts
 // are the CheckedTab's too, on the facts the handler supplies. Every verdict is a function of gate/decisions.ts;
 // what one does to a tab (reset, close, record) is gate/enforce.ts.
-import type { ActionKind, BridgeMethod, CaptureResult, ElementFacts, FrameSnapshot, ParamsOf, Result, ResultOf, TabInfo } from "@tabrelay/protocol";
+import type {
+  ActionKind,
+  BridgeEvent,
+  BridgeMethod,
+  CaptureResult,
+  ElementFacts,
+  FrameSnapshot,
+  ParamsOf,
+  Result,
+  ResultOf,
+  TabInfo,
+} from "@tabrelay/protocol";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../drivers/driver.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
@@ -278,17 +289,17 @@ function watchEffects(ctx: GateContext, conn: BrowserDriver, tabId: number): Eff
   const committed: string[] = [];
   const stopped: string[] = [];
   let wake: (() => void) | undefined;
-  const onEvent = (browser: BrowserDriver, frame: { event: string; params: unknown }) => {
+  const onEvent = (browser: BrowserDriver, frame: BridgeEvent) => {
     // By id: the call's browser is its session's view of the registry's (gate/leases.ts leasingDriver).
     if (browser.info.browserId !== conn.info.browserId) return;
     if (frame.event === "tab.created") {
-      const p = frame.params as { tab: TabInfo; openerTabId?: number };
+      const p = frame.params;
       if (p.openerTabId === tabId && !opened.includes(p.tab.tabId)) opened.push(p.tab.tabId);
     } else if (frame.event === "tab.blocked") {
-      const p = frame.params as { tabId: number; url: string; frame: boolean };
+      const p = frame.params;
       if (p.tabId === tabId && !p.frame && gateStopped(ctx.config.policy, p.url)) stopped.push(p.url);
     } else if (frame.event === "tab.committed") {
-      const p = frame.params as { tabId: number; url: string; openerTabId?: number };
+      const p = frame.params;
       if (p.tabId === tabId) committed.push(p.url);
       else if (p.openerTabId === tabId && !opened.includes(p.tabId)) opened.push(p.tabId);
     }
