@@ -279,8 +279,10 @@ return { first, second, page: await browse.get("text", "#size"), caught };`,
       client,
       `await browse.open(${JSON.stringify(`${site.origin}/upload`)});
 await browse.upload("#cv", [{ name: "cv.txt", content: "Ada Lovelace, engineer", type: "text/plain" }]);
+await browse.waitFor({ text: "cv.txt" }); // the page reads the file with FileReader, after the change event
 const plain = await browse.get("text", "#out");
 await browse.upload("#cv", [{ name: "b.txt", content: "aGVsbG8gd29ybGQ=", encoding: "base64" }]);
+await browse.waitFor({ text: "b.txt" });
 const binary = await browse.get("text", "#out");
 let denied;
 try { await browse.upload("#av", [{ name: "me.png", content: "x" }]); } catch (e) { denied = { code: e.code, message: e.message }; }
