@@ -217,6 +217,9 @@ describe.each(DRIVERS)("a change to config.yaml over %s", (driver) => {
     expect(refused.error?.message).toMatch(new RegExp(`^tab ${tab} shows «?http://127\\.0\\.0\\.1:${site.port}/notes`));
     const read = await call(session.client, "read_page", { tab });
     expect(read.text).toMatch(/^policy_denied: /);
+    // Nor from the broker's cache of the read made while it was allowed: a further part of it is refused too.
+    const cached = await call(session.client, "read_url", { url: `${site.origin}/notes`, offset: 5 });
+    expect(cached.text).toMatch(/^policy_denied: /);
   }, 60_000);
 });
 

@@ -496,6 +496,34 @@ describe("a hosted provider (Browserbase's documented API, played by a local ser
     expect(worker.output()).not.toContain(chromium.endpoint);
   });
 
+  it("POST /screen pictures a tab the read policy allows, and refuses one it does not (a page opened outside tabrelay)", async () => {
+    const auth = { Authorization: `Bearer ${TOKEN}` };
+    const { browser } = (await (await fetch(`${worker.url}/browser`, { method: "POST", headers: auth })).json()) as { browser: string };
+    const client = await connect(worker.url, { "X-Tabrelay-Browser": browser });
+    const opened = await call(client, "open_tab", { url: `${site.origin}/shop` });
+    const tab = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
+    await client.close();
+    const screen = (body: unknown) =>
+      fetch(`${worker.url}/screen`, { method: "POST", headers: { ...auth, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const shot = await screen({ browser, tab });
+    expect(shot.status).toBe(200);
+    expect(shot.headers.get("content-type")).toBe("image/png");
+    expect([...new Uint8Array(await shot.arrayBuffer()).slice(1, 4)]).toEqual([0x50, 0x4e, 0x47]); // "PNG"
+    // A page the browser shows that the policy refuses (localhost is not 127.0.0.1 to the allowlist): not shown.
+    await fetch(`http://127.0.0.1:${new URL(chromium.endpoint).port}/json/new?http://localhost:${new URL(site.origin).port}/shop`, { method: "PUT" });
+    const listed = (await (await fetch(`${worker.url}/browser?browser=${encodeURIComponent(browser)}`, { headers: auth })).json()) as {
+      tabs: { id: number; url: string }[];
+    };
+    const refusedTab = listed.tabs.find((t) => t.url.startsWith("http://localhost:"));
+    expect(refusedTab, JSON.stringify(listed)).toBeDefined();
+    const refused = await screen({ browser, tab: refusedTab?.id });
+    expect(refused.status).toBe(403);
+    const answer = (await refused.json()) as { error: string; message: string };
+    expect(answer.error).toBe("policy_denied");
+    expect(answer.message).toMatch(/shows «?http:\/\/localhost:\d+\/shop.*read policy refuses/);
+    await fetch(`${worker.url}/browser?browser=${encodeURIComponent(browser)}`, { method: "DELETE", headers: auth });
+  });
+
   it("browser_run without a browser runs on a temporary session, released once the run ends", async () => {
     const client = await connect(worker.url);
     const before = made;
