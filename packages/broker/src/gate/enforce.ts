@@ -116,6 +116,15 @@ export function enforceOnCommit(ctx: GateContext): void {
   // The leases follow the same events from the start (a popup of a leased tab is leased too).
   tabLeases(ctx.registry, ctx.config);
   const audited = new Map<string, { since: number; count: number }>();
+  /** How many records of this kind, for this tab, the current window holds, this one counted. */
+  const countAudited = (key: string, now: number): { count: number } => {
+    const seen = audited.get(key);
+    const span = seen && now - seen.since < AUDIT_BLOCKED_WINDOW_MS ? seen : { since: now, count: 0 };
+    span.count++;
+    audited.set(key, span);
+    if (audited.size > 1000) audited.clear();
+    return span;
+  };
   ctx.registry.on("event", (browser, frame) => {
     if (frame.event === "tab.blocked") {
       const { tabId, url, frame: inFrame } = frame.params;
@@ -131,11 +140,7 @@ export function enforceOnCommit(ctx: GateContext): void {
       }
       const key = `${browser.info.browserId}:${tabId}`;
       const now = Date.now();
-      const seen = audited.get(key);
-      const span = seen && now - seen.since < AUDIT_BLOCKED_WINDOW_MS ? seen : { since: now, count: 0 };
-      span.count++;
-      audited.set(key, span);
-      if (audited.size > 1000) audited.clear();
+      const span = countAudited(key, now);
       if (span.count > AUDIT_BLOCKED_MAX) return;
       ctx.audit.record({
         time: now,
@@ -163,11 +168,7 @@ export function enforceOnCommit(ctx: GateContext): void {
       const { tabId, url, outcome } = frame.params;
       const key = `download:${browser.info.browserId}:${tabId ?? "?"}`;
       const now = Date.now();
-      const seen = audited.get(key);
-      const span = seen && now - seen.since < AUDIT_BLOCKED_WINDOW_MS ? seen : { since: now, count: 0 };
-      span.count++;
-      audited.set(key, span);
-      if (audited.size > 1000) audited.clear();
+      const span = countAudited(key, now);
       if (span.count > AUDIT_BLOCKED_MAX) return;
       // Read-only saves nothing: a file an agent tab would have saved is recorded, with what became of it.
       const what = DOWNLOAD_OUTCOMES[outcome] ?? outcome;
