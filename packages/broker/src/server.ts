@@ -34,6 +34,9 @@ import { useNodeExtractRunner } from "./extract/nodeRunner.js";
 import { enforceOnCommit } from "./gate/enforce.js";
 import { tabLeases } from "./gate/leases.js";
 import { Denials } from "./gate/tabRecord.js";
+import { AskDesk } from "./gate/asks.js";
+import { grantWrite } from "./config/edit.js";
+import { editConfigFile } from "./config/editFile.js";
 import { SnapshotCache } from "./tools/snapshotCache.js";
 import { answerStartedBrowsers } from "./tools/sessions.js";
 import type { ToolContext } from "./tools/tool.js";
@@ -73,6 +76,8 @@ export class Broker {
   readonly registry = new BrowserRegistry();
   readonly context: ToolContext;
   readonly audit: AuditLog;
+  /** The questions put to the user (policy.ask), answered from the dashboard or `tabrelay ask`. */
+  readonly asks: AskDesk;
   /** Who the MCP tokens and pairing codes belong to (the implicit user, and a team's users in the store). */
   readonly users: Users;
   /** Whose forwarded headers are believed: mcp.trusted_proxies (http/forwarded.ts), one rule for the door and the dashboard. */
@@ -193,9 +198,20 @@ export class Broker {
             log: this.#log,
           })
         : undefined;
+    // The questions put to the user (policy.ask): "Always" writes the narrow grant as `tabrelay policy grant` would,
+    // into the asking user's own section for a team's user (the reload applies it within a second).
+    this.asks = new AskDesk({
+      grant: async (question, grant) =>
+        editConfigFile(this.config, (text) =>
+          grantWrite(text, grant.kind, grant.host, grant.label, undefined, question.user === DEFAULT_USER_ID ? undefined : question.userName),
+        ).said,
+      audit: this.audit,
+      log: this.#log,
+    });
     this.context = {
       registry: this.registry,
       config: this.config,
+      asks: this.asks,
       docs: new DocCache(),
       denials: new Denials(),
       snapshots: new SnapshotCache(),
@@ -250,6 +266,7 @@ export class Broker {
         revoke: async (name) => ({ name: (await this.revokeUser(name)).name }),
       }),
       configStatus: () => this.#reloader?.status(),
+      asks: this.asks,
     });
     this.app = createHttpApp({
       authenticate: (headers, peerAddress) => this.#door.authenticate(headers, peerAddress),

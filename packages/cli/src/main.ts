@@ -1,6 +1,7 @@
 // The `tabrelay` command: dispatches to one module per command (commands/) and maps errors to exit codes.
 import { ConfigError, LaunchError, VERSION } from "@tabrelay/broker";
 import { AUDIT_HELP, cmdAudit } from "./audit.js";
+import { ASK_HELP, cmdAsk } from "./commands/ask.js";
 import { DOCTOR_HELP, cmdDoctor } from "./commands/doctor.js";
 import { EXTENSION_HELP, cmdExtension } from "./commands/extension.js";
 import { LAUNCH_HELP, cmdLaunch } from "./commands/launch.js";
@@ -35,6 +36,8 @@ Commands:
   policy allow-read HOST[/PATH] | grant click|type|upload|keys HOST --label RE | update-sites --url URL
                           change what agents may read and do (config.yaml, applied live), or the
                           top-sites ranking
+  ask list | allow ID [--always] | deny ID
+                          the questions the broker puts to you (policy.ask), answered from this machine
   audit [--tail] [--limit N] [--json]
                           print the audit log: every tool call, allowed or refused
   service install|uninstall|status [--port P] [--data-dir DIR] [--name NAME]
@@ -66,6 +69,7 @@ const HELP: Record<string, string> = {
   pair: PAIR_HELP,
   extension: EXTENSION_HELP,
   audit: AUDIT_HELP,
+  ask: ASK_HELP,
   policy: POLICY_HELP,
   "mcp-config": MCP_CONFIG_HELP,
   setup: SETUP_HELP,
@@ -105,6 +109,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return cmdPolicy(rest);
     case "audit":
       return cmdAudit(rest);
+    case "ask":
+      return cmdAsk(rest);
     case "service":
       return cmdService(rest);
     case "doctor":

@@ -148,6 +148,12 @@ export const ERRORS = [
     next: "list the tools again; reopen the page if the tool is needed",
   },
   {
+    code: "ask_timeout",
+    meaning: "the write needed the user's answer (policy.ask) and none came in time: the call was held for policy.ask.timeout_s, then refused; nothing was done",
+    next: "tell the user what you wanted to do; retry when they are there to answer, or ask them to grant it",
+    hint: REFUSED,
+  },
+  {
     code: "page_tool_changed",
     meaning: "the page tool's description or schema changed since the user approved it, so it is held",
     next: "tell the user: they approve it again in the dashboard or with `tabrelay pages approve`",

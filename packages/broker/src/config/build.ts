@@ -7,6 +7,7 @@ import { z } from "zod";
 import { compileReadPolicy, type CompiledReadPolicy, type ReadPolicyInput } from "../policy/readPolicy.js";
 import { patternProblem } from "../policy/text.js";
 import { compileWritePolicy, type CompiledWritePolicy, type WritePolicyInput } from "../policy/writePolicy.js";
+import { compileAskPolicy, type CompiledAskPolicy } from "../policy/askPolicy.js";
 import { compileUserPolicies, userPoliciesSchema, type UserPolicy } from "./userPolicies.js";
 import { COMMAND_NAMES } from "./commandNames.js";
 import { codeModeFileSchema, codeModeSettings, type CodeModeSettings } from "./codeMode.js";
@@ -109,6 +110,14 @@ const fileSchema = z
           .extend({
             // Tools web pages offer (page tools, pages/): which of an origin's tools agents may call.
             page_tools: pageToolGrantsSchema.optional(),
+          })
+          .strict()
+          .optional(),
+        // Where a write no grant allows is asked of the user instead of refused (policy/askPolicy.ts).
+        ask: z
+          .object({
+            timeout_s: z.number().int().min(5).max(600).optional(),
+            write: z.array(z.string()).optional(),
           })
           .strict()
           .optional(),
@@ -216,6 +225,8 @@ export interface BrokerConfig {
   loadTimeoutMs: number;
   policy: CompiledReadPolicy;
   writePolicy: CompiledWritePolicy;
+  /** policy.ask: where a write without a grant is asked of the user, and for how long. */
+  ask: CompiledAskPolicy;
   /** Users whose policy differs from the base (config `users:`), by name: use configFor (config/userPolicies.ts). */
   userPolicies: ReadonlyMap<string, UserPolicy>;
   rankingPath: string;
@@ -360,6 +371,12 @@ export function compileSettings(file: ConfigFile, source: string, rankingDomains
   } catch (error) {
     throw new ConfigError(`${source}: policy.write: ${error instanceof Error ? error.message : String(error)}`);
   }
+  let ask: CompiledAskPolicy;
+  try {
+    ask = compileAskPolicy(file.policy?.ask);
+  } catch (error) {
+    throw new ConfigError(`${source}: ${error instanceof Error ? error.message : String(error)}`);
+  }
   let userPolicies: ReadonlyMap<string, UserPolicy>;
   try {
     userPolicies = compileUserPolicies(file.users ?? {}, { read: readInput, write: writeInput }, rankingDomains);
@@ -395,6 +412,7 @@ export function compileSettings(file: ConfigFile, source: string, rankingDomains
     loadTimeoutMs: file.read?.load_timeout_ms ?? 20_000,
     policy,
     writePolicy,
+    ask,
     userPolicies,
     codeMode,
     ...(file.browsers ? { browserSource: browserSourceSettings(file.browsers) } : {}),

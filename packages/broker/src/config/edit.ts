@@ -38,19 +38,23 @@ export function allowRead(text: string, target: string): Edited {
   return { text: doc.toString(), said: `added ${JSON.stringify(host)}: ${JSON.stringify([...paths, pattern])} under policy.read.allow` };
 }
 
-/** Sets policy.write.KIND[HOST] to { label } ({ keys, label } for keys); an earlier grant for that host is replaced and named. */
-export function grantWrite(text: string, kind: GrantKind, host: string, label: string, keys?: string): Edited {
+/**
+ * Sets policy.write.KIND[HOST] to { label } ({ keys, label } for keys); an earlier grant for that host is replaced and
+ * named. With `user`, the grant is that user's alone: users.USER.policy.write.KIND[HOST].
+ */
+export function grantWrite(text: string, kind: GrantKind, host: string, label: string, keys?: string, user?: string): Edited {
   const name = host.trim().toLowerCase();
   if (!/^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(name)) throw new Error(`${JSON.stringify(host)} is not a host name (HOST, HOST:PORT or *.HOST)`);
   if (kind === "keys" && keys === undefined) throw new Error('a keys grant needs --keys REGEX, the key combos allowed (e.g. "^Enter$")');
   refuseSuffixWildcard(name);
   const doc = parseDocument(text);
-  const at = ["policy", "write", kind, name];
+  const at = [...(user === undefined ? [] : ["users", user]), "policy", "write", kind, name];
   const before: unknown = doc.getIn(at);
   const grant = kind === "keys" ? { keys, label } : { label };
   setIn(doc, at, grant);
   const was = before === undefined ? "" : ` (it replaced ${JSON.stringify(toJs(before))})`;
-  return { text: doc.toString(), said: `set policy.write.${kind}[${JSON.stringify(name)}] to ${JSON.stringify(grant)}${was}` };
+  const where = user === undefined ? "policy" : `users.${user}.policy`;
+  return { text: doc.toString(), said: `set ${where}.write.${kind}[${JSON.stringify(name)}] to ${JSON.stringify(grant)}${was}` };
 }
 
 function setIn(doc: Document, path: string[], value: unknown): void {

@@ -129,6 +129,7 @@ export class ConfigReloader {
     if (changed.includes("policy") || changed.includes("users")) {
       config.policy = next.policy;
       config.writePolicy = next.writePolicy;
+      config.ask = next.ask;
       config.userPolicies = next.userPolicies;
       config.pages = { ...config.pages, toolPolicy: next.pages.toolPolicy };
     }

@@ -31,6 +31,9 @@ export const CONFIG_TEMPLATE = `# tabrelay's configuration. Every setting is sho
 #     upload: { "forms.example": { label: "^Attachment$" } }          # code mode's browse.upload
 #     eval: { "app.example": {} }                                      # code mode's browse.eval on that host
 #     page_tools: { "https://app.example": { tools: "^(search_orders)$" } }   # which page tools agents may call
+#   ask:                                   # ask you instead of refusing a write that has no grant (dashboard, tabrelay ask)
+#     timeout_s: 60                        # how long the agent's call waits for your answer (5-600)
+#     write: ["shop.example"]              # the sites where you are asked
 
 # A team's broker: per-user policy on top of the above (more deny entries, more write grants of the same kinds).
 # users:

@@ -21,6 +21,9 @@ import { DEFAULT_USER_ID } from "../users/principal.js";
 import { configFor } from "../config/userPolicies.js";
 import { captureForPerson } from "../gate/stage.js";
 import { auditStream, type AuditSource } from "./auditStream.js";
+import { answerQuestion, listQuestions } from "./asksApi.js";
+import type { Answerer, AskDesk } from "../gate/asks.js";
+import type { Principal } from "../users/principal.js";
 import { sendJson } from "./http.js";
 import type { DashboardSessions, Session } from "./sessions.js";
 
@@ -78,6 +81,8 @@ export interface DashboardApiOptions {
   users: DashboardUsers;
   /** config.yaml as the broker last read it (config/reload.ts); undefined where nothing watches a file. */
   configStatus: () => ConfigStatus | undefined;
+  /** The questions put to the user (policy.ask, gate/asks.ts). */
+  asks: AskDesk;
 }
 
 /** The team's users as an admin's dashboard manages them (the broker implements it over users/users.ts). */
@@ -165,8 +170,20 @@ export class DashboardApi {
         return this.#json(200, await this.#options.resume());
       case "/dashboard/api/pages/approve":
         return this.#approvePageTool(form ?? new URLSearchParams());
+      case "/dashboard/api/asks":
+      case "/dashboard/api/asks/answer":
+        return await this.asks(path, session.principal, form, "dashboard");
     }
     return undefined;
+  }
+
+  /** The questions put to the user (asksApi.ts): listed, or answered, through a person's door. */
+  async asks(path: string, principal: Principal, form: URLSearchParams | undefined, via: Answerer["via"]): Promise<Response | undefined> {
+    const { asks, log } = this.#options;
+    if (path === "/dashboard/api/asks") return this.#json(200, listQuestions(asks, principal));
+    if (path !== "/dashboard/api/asks/answer") return undefined;
+    const answered = await answerQuestion(asks, principal, form ?? new URLSearchParams(), via, log);
+    return this.#json(answered.status, answered.body);
   }
 
   /** Every JSON answer goes through the secrets registry: tab titles, URLs and errors come from pages and browsers. */

@@ -20,6 +20,7 @@ import { clearCookie, fetchSiteOk, readForm, redirect, sameOrigin, send, sendJso
 import { CLIENT_ASSETS, dashboardPage } from "./page.js";
 import { DashboardSessions, type Peer } from "./sessions.js";
 import type { Principal } from "../users/principal.js";
+import type { AskDesk } from "../gate/asks.js";
 import type { DashboardUsers } from "./api.js";
 
 export type { Peer } from "./sessions.js";
@@ -49,6 +50,8 @@ export interface DashboardOptions {
   users: DashboardUsers;
   /** config.yaml as the broker last read it; undefined where nothing watches a file. */
   configStatus: () => ConfigStatus | undefined;
+  /** The questions put to the user (policy.ask): shown and answered here. */
+  asks: AskDesk;
 }
 
 export class Dashboard {
@@ -92,6 +95,7 @@ export class Dashboard {
       resume: () => this.#resume(),
       users: options.users,
       configStatus: options.configStatus,
+      asks: options.asks,
       ...(options.pages ? { pages: { registry: options.pages.registry, policy: () => options.config.pages.toolPolicy } } : {}),
     });
     this.#chat = new ChatRoutes({ config: options.config, log: options.log, secrets: options.secrets });
@@ -161,6 +165,8 @@ export class Dashboard {
     }
     const asset = CLIENT_ASSETS.get(path);
     if (asset) return send(200, asset.type, asset.body, { "Cache-Control": "no-cache" });
+    // `tabrelay ask` on the broker's machine: the dashboard credential as a bearer header, no cookie, no session.
+    if (route.bearer && req.headers.has("authorization") && !req.headers.has("cookie")) return await this.#bearer(req, peer, path, checked);
 
     // Behind a TLS load balancer (deploy/nginx.conf) the broker is reached over plain HTTP: the balancer's
     // X-Forwarded-Proto and -Host say what the browser used, for the Origin check and the cookies' Secure flag, and
@@ -214,6 +220,20 @@ export class Dashboard {
 
   #json(status: number, value: unknown): Response {
     return sendJson(status, this.#secrets.redactValue(value));
+  }
+
+  /** A bearer request to a route that takes one (the questions, for `tabrelay ask`), answered as the session's would be. */
+  async #bearer(req: Request, peer: Peer, path: string, host: string): Promise<Response> {
+    const arrival = this.#forwarding.arrival(req.headers, peer.remoteAddress, host);
+    const principal = await this.#sessions.bearer(req, { remoteAddress: arrival.client ?? peer.remoteAddress });
+    if (!("user" in principal)) return sendJson(principal.status, { error: principal.message });
+    let form: URLSearchParams | undefined;
+    if (req.method === "POST") {
+      const read = await readForm(req);
+      if (read instanceof Response) return read;
+      form = read;
+    }
+    return (await this.#api.asks(path, principal, form, "cli")) ?? this.#json(404, { error: "not found" });
   }
 
   /** The Host header, lower-cased, if it names this broker (the same rule as /mcp's DNS-rebinding check). */
@@ -297,6 +317,8 @@ interface Route {
   path: string;
   methods: readonly string[];
   kind: "page" | "asset" | "api";
+  /** Also reached with the dashboard credential as a bearer header (`tabrelay ask`), without a session. */
+  bearer?: true;
 }
 
 const ROUTES: readonly Route[] = [
@@ -316,6 +338,8 @@ const ROUTES: readonly Route[] = [
   { path: "/dashboard/api/chat/reset", methods: ["POST"], kind: "api" },
   { path: "/dashboard/api/users", methods: ["GET"], kind: "api" },
   { path: "/dashboard/api/users/revoke", methods: ["POST"], kind: "api" },
+  { path: "/dashboard/api/asks", methods: ["GET"], kind: "api", bearer: true },
+  { path: "/dashboard/api/asks/answer", methods: ["POST"], kind: "api", bearer: true },
 ];
 
 const ADMIN_ONLY = new Set([

@@ -89,6 +89,12 @@ export function dashboardPage(options: { csrf: string; version: string }): strin
 <p id="stop-result" role="status" aria-live="polite"></p>
 </section>
 
+<section id="asks-section" class="asks" aria-labelledby="asks-heading" hidden>
+<h2 id="asks-heading">Questions for you <span id="asks-count" class="count"></span></h2>
+<p class="meta">An agent wants to do something no grant allows, on a site where you asked to be asked (policy.ask). Its call waits for your answer. Labels and addresses are the page's own words.</p>
+<ol id="asks-list" aria-live="polite"></ol>
+</section>
+
 <section aria-labelledby="browsers-heading">
 <h2 id="browsers-heading">Browsers <span id="browser-count" class="count"></span></h2>
 <p id="browsers-empty">Waiting for the broker…</p>
@@ -214,10 +220,9 @@ export const CLIENT_ASSETS: ReadonlyMap<string, { type: string; body: string }> 
       }),
     },
   ],
-  ...["api.js", "browsers.js", "pages.js", "preview.js", "audit.js", "controls.js", "chat.js"].map((file): [string, { type: string; body: string }] => [
-    `/dashboard/${file}`,
-    { type: JS_TYPE, body: client(file) },
-  ]),
+  ...["api.js", "browsers.js", "pages.js", "preview.js", "audit.js", "controls.js", "chat.js", "asks.js"].map(
+    (file): [string, { type: string; body: string }] => [`/dashboard/${file}`, { type: JS_TYPE, body: client(file) }],
+  ),
 ]);
 
 function fillIn(source: string, values: Record<string, string>): string {

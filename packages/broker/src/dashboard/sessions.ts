@@ -161,6 +161,31 @@ export class DashboardSessions {
     ]);
   }
 
+  /**
+   * A person's command on the broker's machine (`tabrelay ask`) calling an API route with the dashboard credential as
+   * a bearer header: the same credential and the same throttle as the login form, no session (nothing ambient for
+   * another site to ride, so no CSRF token). Returns the principal, or the answer refusing it.
+   */
+  async bearer(req: Request, peer: Peer): Promise<Principal | { status: number; message: string; headers?: Record<string, string> }> {
+    const address = remoteAddress(peer);
+    const now = Date.now();
+    const limit = this.#loginThrottle.check({ address }, now);
+    if (!limit.ok) {
+      const seconds = Math.ceil(limit.waitMs / 1000);
+      return { status: 429, message: `${LIMITED_BECAUSE[limit.scope]} Wait ${seconds} s, then try again.`, headers: { "Retry-After": String(seconds) } };
+    }
+    const header = req.headers.get("authorization") ?? "";
+    const token = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+    const principal = token ? await this.#authenticate(token) : undefined;
+    if (!principal) {
+      this.#loginThrottle.failed({ address }, now);
+      this.#link?.broadcast(LOGIN_FAILED, { address, at: now });
+      this.#log.warn(`dashboard: refused a bearer request from ${address} (not the dashboard credential)`);
+      return { status: 401, message: "that is not the dashboard credential (the dashboard-token file in the data dir); an MCP token is refused here" };
+    }
+    return principal;
+  }
+
   /** The login page, with a fresh signed nonce in its form and the matching cookie. */
   loginForm(port: number | undefined, tls: boolean, status: number, error?: string, headers: Record<string, string> = {}): Response {
     const nonce = randomBytes(24).toString("base64url");

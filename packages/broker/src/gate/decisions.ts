@@ -16,6 +16,7 @@ import type { ActionKind, ElementFacts, FrameSnapshot } from "@tabrelay/protocol
 import { canonicalizeUrl } from "../policy/canonicalUrl.js";
 import type { CompiledReadPolicy } from "../policy/readPolicy.js";
 import type { CompiledWritePolicy } from "../policy/writePolicy.js";
+import type { AskGrant } from "../policy/writeRules.js";
 import type { PageToolPolicy, PageToolVerdict } from "../policy/pageToolPolicy.js";
 import type { NewTabFacts } from "../drivers/driver.js";
 import type { Principal } from "../users/principal.js";
@@ -30,6 +31,8 @@ export interface Refusal {
   code: "policy_denied" | "write_denied";
   rule: string;
   message: string;
+  /** A write refusal exactly this narrow grant would lift: the user may be asked for it (policy.ask; policy/writeRules.ts). */
+  ask?: AskGrant;
 }
 
 /** Before the browser goes anywhere: the URL as the server will read it, the canonical form to load. */

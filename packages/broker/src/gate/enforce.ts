@@ -2,6 +2,7 @@
 // opened for this call) and the call refused; a failure caused by the page going off-policy mid-call is reported as
 // that; the browser's commit and stopped-request events are judged as they arrive, recorded (tabRecord.ts) and
 // audited. The decisions themselves are decisions.ts; nothing here decides on its own.
+import type { AskDesk } from "./asks.js";
 import type { TabInfo } from "@tabrelay/protocol";
 import type { BrowserDriver } from "../drivers/driver.js";
 import type { AuditSink } from "../audit/auditLog.js";
@@ -22,6 +23,8 @@ export interface GateContext {
   denials: Denials;
   audit: AuditSink;
   log: Logger;
+  /** The questions put to the user (policy.ask); absent where no person can answer (the stateless Worker). */
+  asks?: AskDesk;
 }
 
 /**

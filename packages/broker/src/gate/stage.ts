@@ -25,6 +25,7 @@ import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import { gateEval, gateFrames, gatePageTool, gateStopped, gateTab, gateWrite, judgeFrames, type FrameFacts, type FrameVerdict } from "./decisions.js";
 import { checkBeforeNavigation, checkCommitted, checkLanding, type GateContext } from "./enforce.js";
 import type { CaughtNavigation, CompiledReadPolicy } from "./decisions.js";
+import { askWrite, type Asking } from "./askWrite.js";
 
 /** What reads or acts on a page: only through a CheckedTab, whose document the gate judged. */
 export type PageMethod =
@@ -86,11 +87,13 @@ export interface StageSetup {
   /** Takes (or checks) the session's lease of a tab of a browser; throws tab_leased. */
   useTab: (browserId: string, tabId: number) => void;
   facts: AuditFactsSink;
+  /** Who the user would be asked for, when a write on a site of policy.ask has no grant (absent: never asked). */
+  asking?: Asking;
 }
 
 export function callGate(setup: StageSetup): CallGate {
   const { ctx, facts } = setup;
-  const handed = (browser: BrowserDriver, tab: TabInfo) => new CheckedTab(ctx, browser, tab, facts);
+  const handed = (browser: BrowserDriver, tab: TabInfo) => new CheckedTab(ctx, browser, tab, facts, setup.asking);
   const landed = async (browser: BrowserDriver, tab: TabInfo, requestedUrl: string, closeOnDeny: boolean) => {
     await checkCommitted(ctx, browser, tab, requestedUrl, closeOnDeny);
     return handed(browser, await checkLanding(ctx, browser, tab, { requestedUrl, closeOnDeny }));
@@ -162,14 +165,16 @@ class CheckedTab {
   readonly #ctx: GateContext;
   readonly #browser: BrowserDriver;
   readonly #facts: AuditFactsSink;
+  readonly #asking: Asking | undefined;
   /** The tab as it was judged. */
   readonly tab: TabInfo;
 
-  constructor(ctx: GateContext, browser: BrowserDriver, tab: TabInfo, facts: AuditFactsSink) {
+  constructor(ctx: GateContext, browser: BrowserDriver, tab: TabInfo, facts: AuditFactsSink, asking: Asking | undefined) {
     this.#ctx = ctx;
     this.#browser = browser;
     this.tab = tab;
     this.#facts = facts;
+    this.#asking = asking;
     facts({ tab: tab.tabId, url: tab.url });
   }
 
@@ -219,12 +224,27 @@ class CheckedTab {
 
   /**
    * The write verdict on an action at the element the page described (`facts`, from page.inspect): its frame must be
-   * readable, then the write policy decides. Returns the granting rule (if any); throws the refusal.
+   * readable, then the write policy decides. A refusal only a grant would lift, on a site of policy.ask, is asked of
+   * the user (the element highlighted in the tab while they decide: `at`), and the call waits for the answer.
+   * Returns the granting rule (or the answer); throws the refusal.
    */
-  judgeWrite(action: ActionKind, facts: ElementFacts): string | undefined {
+  async judgeWrite(action: ActionKind, facts: ElementFacts, at?: { ref: string; revision: string; value?: string | undefined }): Promise<string | undefined> {
     const decision = gateWrite(this.#ctx.config.policy, this.#ctx.config.writePolicy, action, this.tab.url, facts);
-    if (!decision.ok) throw new TabrelayError(decision.code, decision.message, decision.rule);
-    return decision.rule;
+    if (decision.ok) return decision.rule;
+    if (decision.ask === undefined || !this.#asking || !this.#ctx.asks || !this.#ctx.config.ask.asksWrite(this.tab.url)) {
+      throw new TabrelayError(decision.code, decision.message, decision.rule);
+    }
+    const highlight = at
+      ? () => void this.call("page.act", { ref: at.ref, revision: at.revision, action: "highlight", value: "4000" }).catch(() => undefined)
+      : undefined;
+    return await askWrite(this.#ctx.asks, this.#ctx.config.ask.timeoutMs, this.#asking, {
+      action,
+      facts,
+      grant: decision.ask,
+      tab: { url: this.tab.url, tabId: this.tab.tabId, browserId: this.#browser.info.browserId },
+      ...(at?.value !== undefined && action === "press" ? { keys: at.value } : {}),
+      ...(highlight ? { highlight } : {}),
+    });
   }
 
   /** Whether the action changes state, so the page must find the element as judged before it acts. */
@@ -252,7 +272,7 @@ class CheckedTab {
 
   /** The tab judged again, as it is now (after a wait the page may have gone elsewhere). */
   async again(): Promise<CheckedTab> {
-    return new CheckedTab(this.#ctx, this.#browser, await checkLanding(this.#ctx, this.#browser, await this.current(), {}), this.#facts);
+    return new CheckedTab(this.#ctx, this.#browser, await checkLanding(this.#ctx, this.#browser, await this.current(), {}), this.#facts, this.#asking);
   }
 
   /** What the broker caught this tab doing (a navigation stopped or reset), taken: the call reports it. */

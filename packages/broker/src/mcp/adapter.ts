@@ -153,7 +153,18 @@ export function createMcpServer(
       throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(request.params.name)}; tools/list names the tools`);
     }
     inUse?.begin();
-    const result = await runTool(tool, ctx, request.params.arguments, extra.signal, session).finally(() => inUse?.end());
+    // A call held for the user's answer (policy.ask) tells a client that asked for progress how long it has waited.
+    const token = request.params._meta?.progressToken;
+    const progress =
+      token === undefined
+        ? {}
+        : {
+            progress: (progress: number, total: number, message: string) =>
+              void extra
+                .sendNotification({ method: "notifications/progress", params: { progressToken: token, progress, total, message } })
+                .catch(() => undefined),
+          };
+    const result = await runTool(tool, ctx, request.params.arguments, extra.signal, session, progress).finally(() => inUse?.end());
     const images = (result.images ?? []).map((i) => ({ type: "image" as const, data: i.data, mimeType: i.mimeType }));
     return {
       content: [{ type: "text" as const, text: result.text }, ...images],

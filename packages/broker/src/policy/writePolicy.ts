@@ -54,17 +54,20 @@
 
 import type { ActionKind, ElementFacts } from "@tabrelay/protocol";
 import { canonicalizeUrlDetailed } from "./canonicalUrl.js";
+import { normalizeLabel } from "./decoy.js";
 import { errorText, shown } from "./text.js";
 import { evaluatePress } from "./writeKeys.js";
 import {
   compileWriteRules,
   describeWriteRules,
+  askable,
   exampleKey,
   grantsFor,
   hostOf,
   isPair,
   refuse,
   ruleOf,
+  type AskGrant,
   type GrantKind,
   type WriteAction,
   type WriteDecision,
@@ -113,8 +116,30 @@ function isWriteAction(action: ActionKind): action is WriteAction {
  * Compiles the policy section of the config into a checker. A missing or empty `write` section
  * grants nothing. Throws an Error naming the config key on a bad host key, bad regex or bad value.
  */
-export function compileWritePolicy(input: WritePolicyInput): CompiledWritePolicy {
+export function compileWritePolicy(input: WritePolicyInput, options: { asking?: boolean } = {}): CompiledWritePolicy {
   const rules = compileWriteRules(input);
+  const asking = options.asking ?? true;
+
+  /**
+   * A refusal the absence of a grant caused is askable when the narrowest grant would allow exactly this write, every
+   * other check included (judged by this policy with that grant added): "allow once" is then that grant for one call,
+   * "always" that grant written. Anything else the narrow grant would not lift stays a plain refusal.
+   */
+  function withAsk(decision: WriteDecision, action: ActionKind, tabUrl: string, facts: ElementFacts): WriteDecision {
+    if (decision.ok || decision.askable === undefined) return decision;
+    const { askable: kind, ...refusal } = decision;
+    if (!asking || (kind !== "click" && kind !== "type" && kind !== "upload")) return refusal;
+    const tab = canonicalizeUrlDetailed(tabUrl);
+    const label = narrowLabel(facts);
+    if (!tab.ok || label === undefined) return refusal;
+    const grant: AskGrant = { kind, host: hostOf(tab.url), label };
+    const write = input.write ?? {};
+    const lifted = compileWritePolicy(
+      { ...input, write: { ...write, [kind]: { ...(write[kind] ?? {}), [grant.host]: { label: grant.label } } } },
+      { asking: false },
+    );
+    return lifted.check(action, tabUrl, facts).ok ? { ...refusal, ask: grant } : refusal;
+  }
 
   function evaluate(action: ActionKind, tabUrl: string, facts: ElementFacts): WriteDecision {
     if (!isActionKind(action)) {
@@ -135,12 +160,13 @@ export function compileWritePolicy(input: WritePolicyInput): CompiledWritePolicy
     const subject = `${VERB[action]} ${target} ${onWhere}`;
 
     if (!rules.anyGrant) {
-      return refuse(
+      const none = refuse(
         subject,
         "tabrelay is read-only by default and no policy.write grants are configured",
         "default: no write grants",
         `Ask the user to add ${exampleKey(tab.ok ? tab.url : undefined)} under policy.write.${kind} in ${rules.configName} if this action is intended.`,
       );
+      return factsProblem === undefined ? askable(none, kind) : none;
     }
     if (factsProblem !== undefined) {
       return refuse(subject, factsProblem, "default: invalid element facts", "Take a new snapshot and try again.");
@@ -188,7 +214,7 @@ export function compileWritePolicy(input: WritePolicyInput): CompiledWritePolicy
   const compiled: CompiledWritePolicy = {
     check(action: ActionKind, tabUrl: string, facts: ElementFacts): WriteDecision {
       try {
-        return evaluate(action, tabUrl, facts);
+        return withAsk(evaluate(action, tabUrl, facts), action, tabUrl, facts);
       } catch (error) {
         return refuse("the action", `the write policy check failed (${errorText(error)})`, "default: policy error", "Report this to the user.");
       }
@@ -208,4 +234,16 @@ export function compileWritePolicy(input: WritePolicyInput): CompiledWritePolicy
     },
   };
   return Object.freeze(compiled);
+}
+
+/**
+ * A label regex matching this element's visible text and accessible name literally (a grant's label must match both:
+ * writeTarget.ts); undefined when either is empty (nothing narrow to grant).
+ */
+function narrowLabel(facts: ElementFacts): string | undefined {
+  if (typeof facts.visibleText !== "string" || typeof facts.name !== "string") return undefined;
+  const labels = [...new Set([normalizeLabel(facts.visibleText), normalizeLabel(facts.name)])];
+  if (labels.some((l) => l === "")) return undefined;
+  const literal = labels.map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  return literal.length === 1 ? `^${literal[0]}$` : `^(?:${literal.join("|")})$`;
 }

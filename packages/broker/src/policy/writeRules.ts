@@ -22,7 +22,32 @@ export interface WritePolicyInput {
   };
 }
 
-export type WriteDecision = { ok: true; rule: string } | { ok: false; code: "write_denied"; rule: string; message: string };
+/**
+ * A write verdict. A refusal that only the absence of a grant caused, and that the narrowest grant (the page's exact
+ * host, the element's literal label) would lift with every other check passing, carries that grant as `ask`: the
+ * user may be asked for this one write (policy.ask.write). A refusal for any other reason (a deny entry, a scheme,
+ * facts the page could not give, a disabled or decoy element, something else the action would reach, an element in
+ * another site's frame) has none.
+ */
+export type WriteDecision =
+  | { ok: true; rule: string }
+  | {
+      ok: false;
+      code: "write_denied";
+      rule: string;
+      message: string;
+      /** Inside the policy: the grant kind whose absence refused it (CompiledWritePolicy.check turns it into `ask`). */
+      askable?: GrantKind;
+      /** The narrow grant that would allow exactly this write (the user may be asked for it: policy.ask). */
+      ask?: AskGrant;
+    };
+
+/** policy.write.KIND[host] = { label }: the exact host, and the element's own label (and name) as literals. */
+export interface AskGrant {
+  kind: "click" | "type" | "upload";
+  host: string;
+  label: string;
+}
 
 export type GrantKind = "click" | "type" | "keys" | "upload" | "eval";
 export type WriteAction = Exclude<ActionKind, "hover" | "scroll" | "highlight">;
@@ -100,6 +125,11 @@ export function refuse(subject: string, cause: string, rule: string, next: strin
     rule,
     message: `write_denied: ${subject} is not allowed: ${cause} (rule: ${rule}). ${next}`,
   };
+}
+
+/** A refusal a grant of `kind` would lift (see WriteDecision). */
+export function askable(decision: WriteDecision, kind: GrantKind): WriteDecision {
+  return decision.ok ? decision : { ...decision, askable: kind };
 }
 
 /**
@@ -278,11 +308,14 @@ function grantForUrl(
       : `${reason}${host} (${whose}) has no policy.write.${kind} grant${role === "frame" ? " (elements inside frames need a grant for the frame's host as well as the page's)" : ""}`;
   return {
     ok: false,
-    decision: refuse(
-      subject,
-      cause,
-      `default: no write.${kind} grant`,
-      `Ask the user to add ${exampleKey(url)} under policy.write.${kind} in ${rules.configName} if this action is intended.`,
+    decision: askable(
+      refuse(
+        subject,
+        cause,
+        `default: no write.${kind} grant`,
+        `Ask the user to add ${exampleKey(url)} under policy.write.${kind} in ${rules.configName} if this action is intended.`,
+      ),
+      kind,
     ),
   };
 }

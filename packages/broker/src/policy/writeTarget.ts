@@ -5,7 +5,7 @@
 import type { ElementFacts, ReachedElement } from "@tabrelay/protocol";
 import { looksLikeDecoy, normalizeLabel } from "./decoy.js";
 import { shown } from "./text.js";
-import { isRecord, refuse, type Grant, type WriteAction, type WriteDecision } from "./writeRules.js";
+import { askable, isRecord, refuse, type Grant, type WriteAction, type WriteDecision } from "./writeRules.js";
 
 export const VERB: Readonly<Record<WriteAction, string>> = {
   click: "clicking",
@@ -107,15 +107,22 @@ export function labelMismatch(grant: Grant, rawText: string, rawName: string, su
       "Target the control itself rather than a large container.",
     );
   }
+  // The element's own label not matching is what a narrow grant lifts (the user may be asked); a label another
+  // element carries (`owner`: what an action would reach) is not.
+  const mismatch = (decision: WriteDecision) => (owner === undefined ? askable(decision, grant.kind) : decision);
   if (!grant.label.test(text)) {
-    return refuse(subject, `${whose} visible text ${text === "" ? "(empty)" : shown(text, 80)} does not match ${regexText}`, `${grant.rule}.label`, next);
+    return mismatch(
+      refuse(subject, `${whose} visible text ${text === "" ? "(empty)" : shown(text, 80)} does not match ${regexText}`, `${grant.rule}.label`, next),
+    );
   }
   if (!grant.label.test(name)) {
-    return refuse(
-      subject,
-      `${whose} accessible name ${name === "" ? "(empty)" : shown(name, 80)} does not match ${regexText} (its visible text does; both must match)`,
-      `${grant.rule}.label`,
-      next,
+    return mismatch(
+      refuse(
+        subject,
+        `${whose} accessible name ${name === "" ? "(empty)" : shown(name, 80)} does not match ${regexText} (its visible text does; both must match)`,
+        `${grant.rule}.label`,
+        next,
+      ),
     );
   }
   return undefined;

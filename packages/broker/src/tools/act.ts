@@ -11,7 +11,7 @@ const revision = z.string().describe("The ref's revision.");
 /** What hover and scroll can return: they need no write grant, so the write policy never refuses them. */
 const ACT_ERRORS = ["stale_ref", "not_actionable", "policy_denied", "browser_disconnected"] as const;
 /** Writes can also be refused by the write policy, or because their audit record cannot be written first. */
-const WRITE_ERRORS = ["stale_ref", "write_denied", "audit_unavailable", "not_actionable", "policy_denied", "browser_disconnected"] as const;
+const WRITE_ERRORS = ["stale_ref", "write_denied", "ask_timeout", "audit_unavailable", "not_actionable", "policy_denied", "browser_disconnected"] as const;
 
 function target(facts: ElementFacts): string {
   return `${facts.role} ${JSON.stringify(facts.name)}`;
@@ -55,7 +55,7 @@ export async function perform(
   const facts = unwrap(await tab.call("page.inspect", { ref: params.ref, revision: params.revision, action, ...inspectWith }));
   ctx.record.note({ target: target(facts) });
   // An element inside a frame is only reachable if the frame itself may be read; then the write policy decides.
-  const rule = tab.judgeWrite(action, facts);
+  const rule = await tab.judgeWrite(action, facts, { ref: params.ref, revision: params.revision, value });
   if (rule) ctx.record.note({ rule });
   const effects = tab.watch();
   let outcome: { facts?: ElementFacts; effects: ActEffects };

@@ -19,9 +19,14 @@ export interface RunOptions {
   run?: string;
   /** Who calls when there is no MCP session (a call forwarded from another broker, in-process tools). */
   user?: Principal;
+  /** Told while the call waits for the user (policy.ask): the MCP adapter sends progress notifications. */
+  progress?: Progress;
 }
 
-const REFUSALS = new Set(["policy_denied", "write_denied", "audit_unavailable", "tab_leased"]);
+/** A call's progress, as MCP's notifications/progress carries it. */
+export type Progress = (progress: number, total: number, message: string) => void;
+
+const REFUSALS = new Set(["policy_denied", "write_denied", "audit_unavailable", "tab_leased", "ask_timeout"]);
 const LOST = new Set(["browser_disconnected", "timeout"]);
 
 /**
@@ -249,7 +254,16 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
   // The user's own policy where config `users:` gives them one (config/userPolicies.ts); the base otherwise.
   const config = configFor(ctx.config, user.name);
   const callBrowser = () => browser ?? unwrap(picked);
-  const gate = callGate({ ctx: { ...ctx, config }, browser: callBrowser, useTab, facts: (f) => record.note(f) });
+  // The user is asked only for a call an agent made through a session (its client named in the question).
+  const asking = session
+    ? {
+        user,
+        client: session.client,
+        signal,
+        ...(options.progress ? { waiting: (waited: number, total: number, message: string) => options.progress?.(waited, total, message) } : {}),
+      }
+    : undefined;
+  const gate = callGate({ ctx: { ...ctx, config }, browser: callBrowser, useTab, facts: (f) => record.note(f), ...(asking ? { asking } : {}) });
   const { registry: _registry, denials: _denials, ...services } = ctx;
   const callCtx: CallContext = {
     ...services,
@@ -260,7 +274,8 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
     record,
     browser: callBrowser,
     browsers: () => ctx.registry.list(user.user).map((b) => b.info),
-    runTool: (other, otherArgs, otherSignal, otherOptions = {}) => runTool(other, ctx, otherArgs, otherSignal, session, { ...otherOptions, user }),
+    runTool: (other, otherArgs, otherSignal, otherOptions = {}) =>
+      runTool(other, ctx, otherArgs, otherSignal, session, { ...otherOptions, user, ...(options.progress ? { progress: options.progress } : {}) }),
     leases: {
       use: (tabId) => useTab(unwrap(picked).info.browserId, tabId),
       useOn: useTab,

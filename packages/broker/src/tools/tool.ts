@@ -1,5 +1,6 @@
 import { type ErrorCode, type TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
+import type { AskDesk } from "../gate/asks.js";
 import type { AuditSink } from "../audit/auditLog.js";
 import type { BrowserInfo } from "../drivers/driver.js";
 import type { BrowserHandle, CallGate } from "../gate/stage.js";
@@ -42,6 +43,8 @@ export interface ToolContext {
   idempotency?: Idempotency;
   /** The other brokers of a cluster (tools/clusterLink.ts): calls for their browsers are forwarded to them. */
   cluster?: ClusterLink;
+  /** The questions put to the user (policy.ask); absent where no person can answer (the stateless Worker). */
+  asks?: AskDesk;
 }
 
 /** What code mode (browse.pageTools, browse.callPageTool) reaches of the page tools on offer. */

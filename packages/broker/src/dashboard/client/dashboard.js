@@ -9,7 +9,9 @@
 //   preview.js   the live view of the watched tab
 //   audit.js     the activity table, from the audit stream
 //   controls.js  emergency stop and resume, approving a changed page tool, log out, policy and pairing
+//   asks.js      the questions put to you (policy.ask): allow once, always, or deny
 //   chat.js      the chat panel: a task for the model, its programs, their results, refusals and the answer, streamed
+import { pollAsks } from "./asks.js";
 import { startAudit } from "./audit.js";
 import { pollState } from "./browsers.js";
 import { startChat } from "./chat.js";
@@ -17,6 +19,7 @@ import { loadConfig } from "./controls.js";
 import { schedulePreview } from "./preview.js";
 
 void pollState();
+void pollAsks();
 schedulePreview(300);
 startAudit();
 void loadConfig();

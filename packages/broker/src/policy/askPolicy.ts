@@ -1,0 +1,45 @@
+// policy.ask: the sites where a write the policy would refuse for want of a grant is asked of the user instead, and how
+// long a call waits for the answer. A pure rule like the others: the gate decides when to ask (gate/asks.ts holds the
+// question), this module only says whether a tab's site is on the list.
+//
+// @example
+//   policy:
+//     ask:
+//       timeout_s: 60
+//       write: ["shop.example", "*.intranet.example"]
+import { canonicalizeUrl } from "./canonicalUrl.js";
+import { describeHost, hostMatches, parseHostKey, type HostPattern } from "./hostPattern.js";
+
+export interface AskPolicyInput {
+  timeout_s?: number | undefined;
+  write?: readonly string[] | undefined;
+}
+
+export interface CompiledAskPolicy {
+  /** How long a call is held for the user's answer. */
+  readonly timeoutMs: number;
+  /** Whether a write on a page at `url` that no grant allows is asked of the user. */
+  asksWrite(url: string): boolean;
+  describe(): string[];
+}
+
+export const ASK_TIMEOUT_S = 60;
+
+/** Compiles policy.ask; throws an Error naming the key on a bad host. */
+export function compileAskPolicy(input: AskPolicyInput | undefined): CompiledAskPolicy {
+  const write: HostPattern[] = (input?.write ?? []).map((host, i) => parseHostKey(host, `policy.ask.write[${i}]`, false));
+  const timeoutMs = (input?.timeout_s ?? ASK_TIMEOUT_S) * 1000;
+  return Object.freeze({
+    timeoutMs,
+    asksWrite(url: string): boolean {
+      const parsed = canonicalizeUrl(url);
+      return parsed.ok && write.some((pattern) => hostMatches(pattern, parsed.url));
+    },
+    describe(): string[] {
+      if (write.length === 0) return ["no site is on the ask list: a write without a grant is refused"];
+      return [
+        `writes without a grant are asked of the user (for ${timeoutMs / 1000} s) on ${write.map((p) => describeHost(p, "and its subdomains")).join(", ")}`,
+      ];
+    },
+  });
+}

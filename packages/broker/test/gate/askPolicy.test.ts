@@ -1,0 +1,103 @@
+// Which write refusals the user may be asked about (policy.ask): exactly those the narrowest grant (the page's exact
+// host, the element's literal label) would lift with every other check passing, and the ask list's hosts.
+import { describe, expect, it } from "vitest";
+import type { ElementFacts, ReachedElement } from "@tabrelay/protocol";
+import { compileAskPolicy } from "../../src/policy/askPolicy.js";
+import { compileWritePolicy, type WriteDecision } from "../../src/policy/writePolicy.js";
+
+const SHOP = "https://shop.example:8443/cart";
+
+function facts(overrides: Partial<ElementFacts> = {}): ElementFacts {
+  const label = overrides.visibleText ?? "Add to cart";
+  return {
+    ref: "e1",
+    role: "button",
+    name: label,
+    visibleText: label,
+    tag: "button",
+    disabled: false,
+    editable: false,
+    attributeText: "",
+    frameUrl: SHOP,
+    activates: [],
+    ...overrides,
+  };
+}
+
+function ask(decision: WriteDecision): unknown {
+  return decision.ok ? "allowed" : (decision.ask ?? "not askable");
+}
+
+describe("the narrow grant a refusal offers to ask for", () => {
+  const none = compileWritePolicy({ deny: [], write: {} });
+
+  it("offers the exact host (with its port) and the literal label, for a write no grant allows", () => {
+    expect(ask(none.check("click", SHOP, facts()))).toEqual({ kind: "click", host: "shop.example:8443", label: "^Add to cart$" });
+    expect(ask(none.check("fill", SHOP, facts({ role: "textbox", visibleText: "Search", editable: true })))).toEqual({
+      kind: "type",
+      host: "shop.example:8443",
+      label: "^Search$",
+    });
+  });
+
+  it("escapes a label that looks like a pattern: `.*` and `Buy|Delete` grant only themselves", () => {
+    const wild = none.check("click", SHOP, facts({ visibleText: ".*" }));
+    expect(ask(wild)).toMatchObject({ label: "^\\.\\*$" });
+    const either = none.check("click", SHOP, facts({ visibleText: "Buy|Delete" }));
+    const grant = (either as { ask: { label: string } }).ask;
+    const lifted = compileWritePolicy({ deny: [], write: { click: { "shop.example:8443": { label: grant.label } } } });
+    expect(lifted.check("click", SHOP, facts({ visibleText: "Buy|Delete" })).ok).toBe(true);
+    expect(lifted.check("click", SHOP, facts({ visibleText: "Buy" })).ok).toBe(false);
+    expect(lifted.check("click", SHOP, facts({ visibleText: "Delete" })).ok).toBe(false);
+  });
+
+  it("matches both the visible text and the accessible name when they differ", () => {
+    const d = none.check("click", SHOP, facts({ visibleText: "X", name: "Close dialog" }));
+    expect(ask(d)).toMatchObject({ label: "^(?:X|Close dialog)$" });
+  });
+
+  it("offers one where a grant exists for other labels, replacing nothing the user wrote", () => {
+    const some = compileWritePolicy({ deny: [], write: { click: { "*.example": { label: "^Remove$" } } } });
+    expect(ask(some.check("click", SHOP, facts()))).toEqual({ kind: "click", host: "shop.example:8443", label: "^Add to cart$" });
+  });
+
+  it("offers none where the grant would not be enough: disabled, a deny entry, another site's frame, a reached element, a key combo", () => {
+    expect(ask(none.check("click", SHOP, facts({ disabled: true })))).toBe("not askable");
+    const denied = compileWritePolicy({ deny: [{ host: "shop.example", path: ".*" }], write: {} });
+    expect(ask(denied.check("click", SHOP, facts()))).toBe("not askable");
+    expect(ask(none.check("click", SHOP, facts({ frameUrl: "https://pay.example/frame" })))).toBe("not askable");
+    const submits: ReachedElement = {
+      via: "the form's default button",
+      role: "button",
+      name: "Delete account",
+      visibleText: "Delete account",
+      tag: "button",
+      disabled: false,
+      attributeText: "",
+    };
+    expect(ask(none.check("click", SHOP, facts({ activates: [submits] })))).toBe("not askable");
+    expect(ask(none.check("press", SHOP, facts({ role: "textbox", editable: true, visibleText: "Message" })))).not.toMatchObject({ kind: "keys" });
+  });
+
+  it("offers none for an empty label (nothing narrow to grant)", () => {
+    expect(ask(none.check("click", SHOP, facts({ visibleText: "", name: "" })))).toBe("not askable");
+  });
+});
+
+describe("policy.ask's list", () => {
+  it("asks on the hosts named (a port when given, subdomains with *.), nowhere else", () => {
+    const policy = compileAskPolicy({ write: ["shop.example", "*.intra.example", "127.0.0.1:3000"] });
+    expect(policy.timeoutMs).toBe(60_000);
+    expect(policy.asksWrite("https://shop.example/cart")).toBe(true);
+    expect(policy.asksWrite("https://www.shop.example/cart")).toBe(false);
+    expect(policy.asksWrite("https://a.intra.example/x")).toBe(true);
+    expect(policy.asksWrite("http://127.0.0.1:3000/")).toBe(true);
+    expect(policy.asksWrite("http://127.0.0.1:3001/")).toBe(false);
+    expect(policy.asksWrite("not a url")).toBe(false);
+    expect(compileAskPolicy({ timeout_s: 5 }).asksWrite("https://shop.example/")).toBe(false);
+  });
+
+  it("refuses a bad host with its key", () => {
+    expect(() => compileAskPolicy({ write: ["https://shop.example/"] })).toThrow(/policy\.ask\.write\[0\]/);
+  });
+});
