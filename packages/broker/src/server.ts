@@ -15,6 +15,7 @@ import { brokerIdentity } from "./cluster/identity.js";
 import { getRequestListener } from "@hono/node-server";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
+import { BrowserDoor } from "./dashboard/browserDoor.js";
 import type { DashboardChat } from "./dashboard/chat.js";
 import { createHttpApp, type HttpApp } from "./app.js";
 import { dashboardTeam } from "./dashboard/team.js";
@@ -208,6 +209,8 @@ export class Broker {
       audit: this.audit,
       log: this.#log,
     });
+    // The extension's notifications and popup: questions pushed, answers, Stop and a tab's state taken back.
+    new BrowserDoor({ registry: this.registry, asks: this.asks, audit: this.audit, config: this.config, log: this.#log });
     this.context = {
       registry: this.registry,
       config: this.config,

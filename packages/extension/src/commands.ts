@@ -8,6 +8,7 @@ import {
   type ElementFacts,
   type InpageQuery,
 } from "@tabrelay/protocol";
+import { setTabState, showQuestions } from "./asks.js";
 import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
 import { noteAgentRequest, noteAgentRequestTab } from "./downloads.js";
@@ -31,6 +32,13 @@ export const handlers: Handlers = {
   "browser.rules": async ({ navigationRules }) => {
     await setNavigationRules(navigationRules);
     return { installed: Array.isArray(navigationRules) ? navigationRules.length : 0 };
+  },
+
+  // The questions the broker puts to this browser's user (policy.ask), and the popup's view of a tab.
+  "browser.asks": async ({ questions }) => ({ shown: await showQuestions(Array.isArray(questions) ? questions : []) }),
+  "browser.tabState": async (view) => {
+    setTabState(view);
+    return {};
   },
 
   "tabs.list": async () => {

@@ -1,3 +1,5 @@
+import type { AskNotice, TabStateView } from "@tabrelay/protocol";
+
 interface Status {
   state: string;
   lastError: string;
@@ -5,6 +7,9 @@ interface Status {
   browserId: string;
   label: string;
   sharedTabs: number[];
+  /** The tab the popup is about (the active one, or ?tab= when opened from a notification). */
+  tab?: { tabId: number; agents: boolean; shared: boolean; state: TabStateView | null };
+  questions: AskNotice[];
 }
 
 const $ = <T extends HTMLElement>(id: string): T => {
@@ -41,6 +46,74 @@ function render(status: Status): void {
   if (!url.value) url.value = status.brokerUrl || DEFAULT_BRIDGE;
   showWhere();
   $("browser").textContent = `This browser: ${status.label} (${status.browserId})`;
+  renderTab(status);
+  renderQuestions(status.questions ?? []);
+}
+
+const el = (tag: string, text?: string, className?: string): HTMLElement => {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = text;
+  if (className) node.className = className;
+  return node;
+};
+
+/** Who holds the tab, what the agent did there, the site's policy, and Stop. Every string reaches the DOM as text. */
+function renderTab(status: Status): void {
+  const tab = status.tab;
+  const view = tab?.state ?? null;
+  const holder = $("tab-holder");
+  if (!tab) holder.textContent = "No tab.";
+  else if (view?.takenBack) holder.textContent = "You took this tab back: agents' calls on it are refused.";
+  else if (view?.holder) holder.textContent = `${view.holder.client} is working in this tab (since ${new Date(view.holder.since).toLocaleTimeString()}).`;
+  else if (tab.agents) holder.textContent = tab.shared ? "Shared with agents; no agent holds it now." : "An agent's tab; no agent holds it now.";
+  else holder.textContent = "Not an agent's tab: agents neither see nor use it.";
+  $("stop").hidden = !tab || !(tab.agents || view?.holder);
+  const recent = view?.recent ?? [];
+  $("recent-none").hidden = !tab?.agents || recent.length > 0;
+  $("recent").replaceChildren(
+    ...recent.map((r) => el("li", `${new Date(r.time).toLocaleTimeString()} ${r.tool}${r.target ? ` ${r.target}` : ""}: ${r.decision}${r.code ? ` (${r.code})` : ""}`)),
+  );
+  const policy = view?.policy ?? [];
+  $("policy-heading").hidden = policy.length === 0;
+  $("policy").replaceChildren(...policy.map((line) => el("li", line)));
+}
+
+let shownQuestions = "";
+
+function renderQuestions(questions: AskNotice[]): void {
+  $("questions").hidden = questions.length === 0;
+  const key = questions.map((q) => q.id).join(",");
+  if (key === shownQuestions) return;
+  shownQuestions = key;
+  $("question-list").replaceChildren(
+    ...questions.map((q) => {
+      const item = el("li", undefined, "question");
+      item.dataset["question"] = q.id;
+      item.append(el("div", `May ${q.client} ${q.text}?`), el("div", `Tab ${q.tabId}: ${q.url}`, "muted"));
+      if (q.always) item.append(el("div", `Always writes ${q.always}`, "muted"));
+      type Choice = ["once" | "always" | "deny", string, string | undefined];
+      const always: Choice[] = q.always ? [["always", "Always allow", undefined]] : [];
+      const buttons: Choice[] = [["once", "Allow once", undefined], ...always, ["deny", "Deny", "danger"]];
+      for (const [answer, label, className] of buttons) {
+        const button = el("button", label, className) as HTMLButtonElement;
+        button.type = "button";
+        button.dataset["answer"] = answer;
+        button.addEventListener("click", () => {
+          item.querySelectorAll("button").forEach((b) => (b.disabled = true));
+          void ask({ type: "answer", id: q.id, answer, ...tabField() }).then(render);
+        });
+        item.append(button);
+      }
+      return item;
+    }),
+  );
+}
+
+/** The tab this popup is about: ?tab=N (opened from a notification), else the active tab of the window. */
+let aboutTab: number | undefined;
+
+function tabField(): { tabId?: number } {
+  return aboutTab === undefined ? {} : { tabId: aboutTab };
 }
 
 async function ask(message: unknown): Promise<Status> {
@@ -62,12 +135,25 @@ $("pair").addEventListener("submit", (event) => {
 });
 
 async function shareActiveTab(type: "share" | "unshare"): Promise<void> {
-  const tabId = await activeTabId();
+  const tabId = aboutTab ?? (await activeTabId());
   if (tabId !== undefined) render(await ask({ type, tabId }));
 }
 
 $("url").addEventListener("input", showWhere);
 $("share").addEventListener("click", () => void shareActiveTab("share"));
 $("unshare").addEventListener("click", () => void shareActiveTab("unshare"));
+$("stop").addEventListener("click", () => {
+  if (aboutTab !== undefined) void ask({ type: "stop", tabId: aboutTab }).then(render);
+});
 
-void ask({ type: "status" }).then(render);
+/** Asks again every second while the popup is open: the broker's answer about the tab, new questions. */
+async function poll(): Promise<void> {
+  render(await ask({ type: "status", ...tabField() }));
+  setTimeout(() => void poll(), 1000);
+}
+
+void (async () => {
+  const fromNotification = Number(new URLSearchParams(location.search).get("tab"));
+  aboutTab = Number.isInteger(fromNotification) && fromNotification > 0 ? fromNotification : await activeTabId();
+  await poll();
+})();

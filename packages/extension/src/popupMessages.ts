@@ -1,14 +1,26 @@
-// The popup's requests (popup.ts): status, pairing, sharing the active tab.
+// The popup's requests (popup.ts): status, pairing, sharing the active tab, the tab's state from the broker (who holds
+// it, what the agent did there, the site's policy), answering the broker's questions, and Stop. Taken only from the
+// extension's own popup page: a content script runs in web pages with this extension's id, and a page must never be
+// able to answer a question or take a tab back.
 import { dialUrl } from "@tabrelay/protocol";
-import { reconnectNow } from "./connection.js";
+import { answer, askTabState, openQuestions, tabState } from "./asks.js";
+import { emit, reconnectNow } from "./connection.js";
 import { navigationRulesError } from "./navigationRules.js";
 import { loadSettings, plainRemoteRefusal, type Settings } from "./settings.js";
-import { bridge, saveTabs, sharedTabs, tabsLoaded } from "./state.js";
+import { agentTabs, bridge, isVisibleToAgent, saveTabs, sharedTabs, tabsLoaded } from "./state.js";
 
-type PopupMessage = { type: "status" } | { type: "pair"; url: string; token: string } | { type: "share"; tabId: number } | { type: "unshare"; tabId: number };
+type PopupMessage =
+  | { type: "status"; tabId?: number }
+  | { type: "pair"; url: string; token: string }
+  | { type: "share"; tabId: number }
+  | { type: "unshare"; tabId: number }
+  | { type: "answer"; id: string; answer: "once" | "always" | "deny"; tabId?: number }
+  | { type: "stop"; tabId: number };
+
+const POPUP_PAGE = chrome.runtime.getURL("popup.html");
 
 chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendResponse) => {
-  if (sender.id !== chrome.runtime.id) return false;
+  if (sender.id !== chrome.runtime.id || !sender.url?.startsWith(POPUP_PAGE)) return false;
   void (async () => {
     await tabsLoaded;
     const settings = await loadSettings();
@@ -27,14 +39,34 @@ chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendRespons
     } else if (message.type === "unshare") {
       sharedTabs.delete(message.tabId);
       await saveTabs("later");
+    } else if (message.type === "answer") {
+      answer(message.id, message.answer, "popup");
+    } else if (message.type === "stop") {
+      await takeBack(message.tabId);
     }
-    sendResponse(status(await loadSettings()));
+    const tabId = "tabId" in message ? message.tabId : undefined;
+    // Each look at a tab asks the broker again; its answer (browser.tabState) is there by the popup's next poll.
+    if (message.type === "status" && tabId !== undefined) await askTabState(tabId);
+    sendResponse(status(await loadSettings(), tabId));
   })();
   // Keep the message channel open for the async sendResponse above.
   return true;
 });
 
-function status(settings: Settings) {
+/**
+ * Stop: the tab is the user's again. It leaves the agent's tabs (no rule polices it, no call reaches it), and the
+ * broker ends the agent's lease and refuses its next call there with tab_taken_back.
+ */
+async function takeBack(tabId: number): Promise<void> {
+  const was = isVisibleToAgent(tabId);
+  agentTabs.delete(tabId);
+  sharedTabs.delete(tabId);
+  await saveTabs();
+  if (was) await chrome.tabs.ungroup(tabId).catch(() => undefined);
+  emit({ type: "event", event: "tab.stop", params: { tabId } });
+}
+
+function status(settings: Settings, tabId?: number) {
   // A listener that failed to prove itself stays on the popup until a real broker welcomes this browser.
   const lastError = [...new Set([bridge.lastError, bridge.impostor, navigationRulesError()])].filter(Boolean).join("; ");
   return {
@@ -44,5 +76,7 @@ function status(settings: Settings) {
     browserId: settings.browserId,
     label: settings.label,
     sharedTabs: [...sharedTabs],
+    ...(tabId !== undefined ? { tab: { tabId, agents: isVisibleToAgent(tabId), shared: sharedTabs.has(tabId), state: tabState(tabId) ?? null } } : {}),
+    questions: openQuestions(),
   };
 }

@@ -437,6 +437,43 @@ export interface BridgeMethods {
    * pages.webmcp); the broker says so once the browser connected. Only agent tabs' tools reach the broker.
    */
   "page.webmcpWatch": { params: { enabled: boolean; origins: string[] }; result: Record<string, never> };
+  /**
+   * The questions the broker puts to this browser's user now (policy.ask): the extension shows each new one as a
+   * notification, keeps the list for its popup, and clears the notifications of those no longer listed.
+   */
+  "browser.asks": { params: { questions: AskNotice[] }; result: { shown: number } };
+  /** What the popup shows of a tab (answering the popup's `popup.opened`): who holds it, what it did, the site's policy. */
+  "browser.tabState": { params: TabStateView; result: Record<string, never> };
+}
+
+/**
+ * A question as the extension shows it (broker gate/asks.ts). `text` is the broker's words with the page's label in
+ * them: the extension shows it as text, never as markup.
+ */
+export interface AskNotice {
+  id: string;
+  /** "click button «Add to cart» on shop.example" */
+  text: string;
+  /** The agent's MCP client. */
+  client: string;
+  tabId: number;
+  url: string;
+  expiresAt: number;
+  /** The grant "Always" writes, in the config's words; null where only once or deny can be answered. */
+  always: string | null;
+}
+
+/** The popup's view of one tab, from the broker. */
+export interface TabStateView {
+  tabId: number;
+  /** The agent session holding the tab: its client and since when; null when no agent holds it. */
+  holder: { client: string; since: number } | null;
+  /** Whether the user took the tab back from the agents (Stop): their calls on it are refused. */
+  takenBack: boolean;
+  /** The last actions on the tab, newest first: tool, target, decision, time. */
+  recent: Array<{ time: number; tool: string; target: string; decision: string; code?: string }>;
+  /** The read and write policy for the tab's site, in words. */
+  policy: string[];
 }
 
 export interface CaptureParams {

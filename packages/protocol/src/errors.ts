@@ -51,6 +51,12 @@ export const ERRORS = [
     next: "use your own tabs (`list_tabs` shows only yours and free ones), or `open_tab`",
     hint: "list_tabs",
   },
+  {
+    code: "tab_taken_back",
+    meaning: "the user took the tab back from the agent (Stop in the tabrelay popup): it is theirs now, and calls on it are refused",
+    next: "leave that tab alone and tell the user what you were doing; use `open_tab` for a tab of your own if the task goes on",
+    hint: REFUSED,
+  },
   { code: "navigation_failed", meaning: "the page did not load (DNS, refused, no history, a blank tab)", next: "check the URL" },
   {
     code: "stale_ref",

@@ -95,6 +95,15 @@ export interface BridgeEvents {
    * the page reported them: page content, judged by the broker like any page tool. An empty list: none (any more).
    */
   "page.webmcp": { tabId: number; url: string; tools: unknown[] };
+  /** The user answered a question (browser.asks) in a notification or the popup. */
+  "ask.answer": { id: string; answer: "once" | "always" | "deny"; via: "notification" | "popup" };
+  /**
+   * The user pressed Stop in the popup: the tab is theirs again. The agent's lease ends, and its next call on the tab
+   * is refused (tab_taken_back); the extension no longer treats the tab as an agent tab.
+   */
+  "tab.stop": { tabId: number };
+  /** The popup opened on this tab: the broker answers with browser.tabState. */
+  "popup.opened": { tabId: number; url: string };
 }
 
 export type BridgeEventName = keyof BridgeEvents;

@@ -233,6 +233,8 @@ export const bridgeAnswers = {
   "page.eval": exactly<ResultOf<"page.eval">>()(z.object({ json: z.string().optional(), unserializable: z.string().optional() })),
   "page.webmcpCall": exactly<ResultOf<"page.webmcpCall">>()(z.object({ json: z.string() })),
   "page.webmcpWatch": exactly<ResultOf<"page.webmcpWatch">>()(z.object({}).strict()),
+  "browser.asks": exactly<ResultOf<"browser.asks">>()(z.object({ shown: z.number() })),
+  "browser.tabState": exactly<ResultOf<"browser.tabState">>()(z.object({}).strict()),
 } satisfies AnswerSchemas;
 
 /** Where and how an answer is wrong, in words: `frames[0].nodes must be a string`. */

@@ -15,7 +15,7 @@ export type AskAnswer = "once" | "always" | "deny";
 
 /** Through what a person answered, and who they are (the dashboard user's name; the data dir's owner for the CLI). */
 export interface Answerer {
-  via: "dashboard" | "cli";
+  via: "dashboard" | "cli" | "extension";
   who: string;
 }
 
@@ -167,6 +167,13 @@ export class AskDesk {
     }
     open.settle({ answer, by });
     return { ok: true, question: open.question, ...(said ? { said } : {}) };
+  }
+
+  /** The user took a tab back (Stop): its open questions are answered no, by that. */
+  withdraw(browserId: string, tabId: number, by: Answerer): number {
+    const mine = [...this.#open.values()].filter((o) => o.question.browserId === browserId && o.question.tabId === tabId && !o.answering);
+    for (const open of mine) open.settle({ answer: "deny", by });
+    return mine.length;
   }
 
   /** Told of each question asked and closed (the dashboard's stream); returns the unsubscribe. */

@@ -177,7 +177,7 @@ export interface Caller {
   user?: Principal;
 }
 
-export type LeaseVerdict = { ok: true; claim: boolean } | { ok: false; code: "tab_leased"; rule: string; message: string };
+export type LeaseVerdict = { ok: true; claim: boolean } | { ok: false; code: "tab_leased" | "tab_taken_back"; rule: string; message: string };
 
 /** Whether a lease still holds: one its session has not used for `idleMs` has ended (the tab stays open, free). */
 export function leaseHolds(lease: LeaseFacts | undefined, now: number, idleMs: number): lease is LeaseFacts {

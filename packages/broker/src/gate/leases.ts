@@ -43,8 +43,34 @@ export class TabLeases {
   /** When each shared lease's use was last written (a use is written again once a tenth of the idle time passed). */
   readonly #written = new Map<string, number>();
 
+  /** Tabs the user took back (Stop in the popup), with the session that held each: its next call there is refused. */
+  readonly #takenBack = new Map<string, string | undefined>();
+
   constructor(idleMs: number) {
     this.idleMs = idleMs;
+  }
+
+  /**
+   * The user took the tab back (Stop): the lease ends, and the session that held it is told so at its next call on
+   * the tab (tab_taken_back), once; after that the tab is the user's like any other (the browser refuses it as not
+   * the agent's). Returns the session that held it, if one did.
+   */
+  takeBack(browserId: string, tabId: number, now: number): string | undefined {
+    const holder = this.holder(browserId, tabId, now);
+    this.release(browserId, tabId);
+    this.#takenBack.set(key(browserId, tabId), holder?.session);
+    // A tab taken back leaves the agent's tabs, so the browser may never say it went away: the oldest go first.
+    while (this.#takenBack.size > ORPHANS_MAX) {
+      const oldest = this.#takenBack.keys().next().value;
+      if (oldest === undefined) break;
+      this.#takenBack.delete(oldest);
+    }
+    return holder?.session;
+  }
+
+  /** Whether the user took the tab back and its agent has not been told yet. */
+  takenBack(browserId: string, tabId: number): boolean {
+    return this.#takenBack.has(key(browserId, tabId));
   }
 
   /** The lease that holds the tab now (none once idle past `idleMs`). */
@@ -59,6 +85,17 @@ export class TabLeases {
    */
   use(browserId: string, tabId: number, caller: Caller | undefined, now: number): LeaseVerdict {
     const k = key(browserId, tabId);
+    if (this.#takenBack.has(k)) {
+      const held = this.#takenBack.get(k);
+      // Told once, to the session that held it (or to the first caller, when none did).
+      if (held === undefined || held === caller?.session) this.#takenBack.delete(k);
+      return {
+        ok: false,
+        code: "tab_taken_back",
+        rule: "the user took the tab back",
+        message: `the user took tab ${tabId} back (Stop in the tabrelay popup): it is theirs now, and tabrelay refuses calls on it. Do not use it again; tell the user where you were in the task, and use open_tab for a tab of your own if it goes on`,
+      };
+    }
     const lease = this.#byTab.get(k);
     const verdict = gateLease(lease, caller, tabId, now, this.idleMs);
     if (!verdict.ok || !caller) return verdict;
@@ -196,6 +233,7 @@ export class TabLeases {
     const browserId = browser.info.browserId;
     if (frame.event === "tab.removed") {
       this.release(browserId, frame.params.tabId);
+      this.#takenBack.delete(key(browserId, frame.params.tabId));
       return;
     }
     const popup = frame.event === "tab.created" ? frame.params.tab.tabId : frame.event === "tab.committed" ? frame.params.tabId : undefined;

@@ -26,7 +26,7 @@ export interface RunOptions {
 /** A call's progress, as MCP's notifications/progress carries it. */
 export type Progress = (progress: number, total: number, message: string) => void;
 
-const REFUSALS = new Set(["policy_denied", "write_denied", "audit_unavailable", "tab_leased", "ask_timeout"]);
+const REFUSALS = new Set(["policy_denied", "write_denied", "audit_unavailable", "tab_leased", "ask_timeout", "tab_taken_back"]);
 const LOST = new Set(["browser_disconnected", "timeout"]);
 
 /**

@@ -258,6 +258,9 @@ export class CdpBrowser implements BrowserDriver {
     "page.webmcpCall": async ({ tabId, name, input, timeoutMs }) => callWebMcp(this.#core, await this.#core.agentTab(tabId), name, input, timeoutMs),
     // Over CDP the driver's own option says it (CdpBrowserOptions.webmcp), set when the browser is attached.
     "page.webmcpWatch": async () => ({}),
+    // A CDP browser has no popup and no notifications: its user answers in the dashboard or with tabrelay ask.
+    "browser.asks": async () => ({ shown: 0 }),
+    "browser.tabState": async () => ({}),
   };
 
   #dispatch<M extends BridgeMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {

@@ -1,0 +1,154 @@
+// The person's door in their own browser: the extension's notifications and popup. The broker pushes each user's open
+// questions (policy.ask, gate/asks.ts) to every extension browser of theirs (browser.asks) as they change, and takes
+// back what the person does there: an answer (ask.answer), Stop on a tab (tab.stop: the lease ends, the agent's next
+// call there is refused with tab_taken_back, the tab's open questions are answered no), and a look at a tab
+// (popup.opened, answered with browser.tabState: who holds it, what agents did there, the site's policy).
+//
+// What trusts what: these events come only over a paired, mutually authenticated bridge (drivers/extension/), from
+// the user's own browser; inside it, only the extension's popup and notifications send them (the extension's
+// popupMessages.ts refuses content scripts). A CDP browser has no popup: it neither gets questions nor sends answers.
+import type { AskNotice, BridgeEvent, TabStateView } from "@tabrelay/protocol";
+import type { AuditLog } from "../audit/auditLog.js";
+import type { BrokerConfig } from "../config/config.js";
+import { configFor } from "../config/userPolicies.js";
+import type { BrowserDriver } from "../drivers/driver.js";
+import type { BrowserRegistry } from "../drivers/registry.js";
+import { describeQuestion, type AskDesk, type Question } from "../gate/asks.js";
+import { tabLeases } from "../gate/leases.js";
+import type { Logger } from "../util/log.js";
+import { plainLine } from "../util/pageText.js";
+import { DEFAULT_USER_ID, ownerOf } from "../users/principal.js";
+
+export interface BrowserDoorOptions {
+  registry: BrowserRegistry;
+  asks: AskDesk;
+  audit: AuditLog;
+  config: BrokerConfig;
+  log: Logger;
+}
+
+const RECENT_SHOWN = 6;
+/** How far back the popup looks for a tab's actions (records of every tab of the user). */
+const RECENT_SCANNED = 400;
+const PUSH_TIMEOUT_MS = 5_000;
+
+export class BrowserDoor {
+  readonly #options: BrowserDoorOptions;
+
+  constructor(options: BrowserDoorOptions) {
+    this.#options = options;
+    const { registry, asks } = options;
+    asks.subscribe((change) => this.#push(change.question.user));
+    registry.on("connected", (browser) => {
+      if (browser.info.kind === "extension") void this.#pushTo(browser);
+    });
+    registry.on("event", (browser, frame) => this.#onEvent(browser, frame));
+  }
+
+  /** Every extension browser of the user gets the user's open questions. */
+  #push(user: string): void {
+    for (const browser of this.#options.registry.list(user)) if (browser.info.kind === "extension") void this.#pushTo(browser);
+  }
+
+  async #pushTo(browser: BrowserDriver): Promise<void> {
+    const questions = this.#options.asks.pending(ownerOf(browser.info)).map(notice);
+    const sent = await browser.call("browser.asks", { questions }, { timeoutMs: PUSH_TIMEOUT_MS });
+    // An extension older than the broker does not know the command: its user answers in the dashboard or the CLI.
+    if (!sent.ok && sent.error.code !== "browser_disconnected") this.#options.log.warn(`asks: browser "${browser.info.label}" was not told: ${sent.error.message}`);
+  }
+
+  #onEvent(browser: BrowserDriver, frame: BridgeEvent): void {
+    if (browser.info.kind !== "extension") return;
+    const owner = ownerOf(browser.info);
+    const who = `${browser.info.ownerName ?? (owner === DEFAULT_USER_ID ? "default" : owner)} in browser ${plainLine(browser.info.label)}`;
+    if (frame.event === "ask.answer") {
+      const { id, answer } = frame.params;
+      if (typeof id !== "string" || (answer !== "once" && answer !== "always" && answer !== "deny")) return;
+      void this.#options.asks.answer(id, answer, { via: "extension", who }, owner).then((result) => {
+        if (result.ok) this.#options.log.info(`ask ${id}: ${who} answered ${answer} (${frame.params.via})`);
+        else this.#options.log.warn(`ask ${id}: an answer from ${who} changed nothing: ${result.message}`);
+        // A refused answer (late, or "always" failing to write) leaves the browser's list to be set right.
+        if (!result.ok) void this.#pushTo(browser);
+      });
+    } else if (frame.event === "tab.stop") {
+      const tabId = frame.params.tabId;
+      if (!Number.isInteger(tabId)) return;
+      const session = tabLeases(this.#options.registry, this.#options.config).takeBack(browser.info.browserId, tabId, Date.now());
+      const withdrawn = this.#options.asks.withdraw(browser.info.browserId, tabId, { via: "extension", who: `${who} (Stop)` });
+      this.#options.audit.record({
+        time: Date.now(),
+        tool: "stop",
+        ...(browser.info.ownerName && owner !== DEFAULT_USER_ID ? { user: browser.info.ownerName } : {}),
+        browser: `${browser.info.label} (${browser.info.browserId})`,
+        tab: tabId,
+        decision: "allowed",
+        rule: "the user took the tab back",
+        durationMs: 0,
+        detail: JSON.stringify({ by: who, hadLease: session !== undefined, questionsDenied: withdrawn }),
+      });
+      this.#options.log.info(`stop: ${who} took tab ${tabId} back${session ? " from its agent" : ""}`);
+    } else if (frame.event === "popup.opened") {
+      const { tabId, url } = frame.params;
+      if (!Number.isInteger(tabId) || typeof url !== "string") return;
+      void browser.call("browser.tabState", this.#tabState(browser, tabId, url), { timeoutMs: PUSH_TIMEOUT_MS });
+    }
+  }
+
+  /** What the popup shows of a tab: its holder, the agents' last actions there, and the site's policy in words. */
+  #tabState(browser: BrowserDriver, tabId: number, url: string): TabStateView {
+    const { registry, config, audit } = this.#options;
+    const leases = tabLeases(registry, config);
+    const lease = leases.holder(browser.info.browserId, tabId, Date.now());
+    const owner = ownerOf(browser.info);
+    const name = browser.info.ownerName ?? "default";
+    const recent = audit
+      .list({ limit: RECENT_SCANNED, user: owner === DEFAULT_USER_ID ? "default" : name })
+      .filter((r) => r.tab === tabId && (r.browser ?? "").includes(browser.info.browserId))
+      .slice(-RECENT_SHOWN)
+      .reverse()
+      .map((r) => ({
+        time: r.time,
+        tool: r.tool,
+        target: plainLine(r.target ?? r.origin ?? ""),
+        decision: r.decision,
+        ...(r.code ? { code: r.code } : {}),
+      }));
+    return {
+      tabId,
+      holder: lease ? { client: plainLine(lease.client), since: lease.since } : null,
+      takenBack: leases.takenBack(browser.info.browserId, tabId),
+      recent,
+      policy: sitePolicy(configFor(config, owner === DEFAULT_USER_ID ? undefined : name), url),
+    };
+  }
+}
+
+/** The read and write policy for one page's site, in a person's words. */
+function sitePolicy(config: BrokerConfig, url: string): string[] {
+  let host: string;
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return ["Agents cannot use this page (not http or https)."];
+    host = parsed.host;
+  } catch {
+    return [];
+  }
+  const read = config.policy.check(url);
+  const lines = [read.ok ? `Reading ${host}: allowed (${read.rule}).` : `Reading ${host}: refused (${read.rule}).`];
+  const writes = config.writePolicy.describe().filter((line) => line.includes(host.replace(/:\d+$/, "")));
+  lines.push(...(writes.length > 0 ? writes : [`Writing on ${host}: nothing is granted.`]));
+  if (config.ask.asksWrite(url)) lines.push(`A write without a grant here is asked of you (policy.ask, ${config.ask.timeoutMs / 1000} s).`);
+  return lines;
+}
+
+function notice(q: Question): AskNotice {
+  return {
+    id: q.id,
+    text: describeQuestion(q),
+    client: plainLine(q.client),
+    tabId: q.tabId,
+    url: plainLine(q.url),
+    expiresAt: q.expiresAt,
+    always: q.grant ? `policy.write.${q.grant.kind}[${JSON.stringify(q.grant.host)}] = { label: ${JSON.stringify(q.grant.label)} }` : null,
+  };
+}

@@ -1,0 +1,219 @@
+// The user decides from the browser itself (issue 27 §1-§2), with the real extension in a real Chromium: a question
+// shows as the extension's notification and in its popup, where Allow once, Always and Deny answer it (the first
+// answer anywhere wins, the others close); the popup shows who holds the tab, what the agent did there and the site's
+// policy; Stop takes the tab back mid-task (the pending question is answered no, the agent's next call is refused with
+// tab_taken_back, and the tab is the user's again). A page cannot reach any of it. The popup and the notifications are
+// driven through the browser's DevTools port, as a person's clicks (headless Chromium draws no notification).
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findChromium, launchChromium, prepareExtension, type LaunchedBrowser } from "../../packages/broker/src/index.js";
+import {
+  PAIRING_TOKEN,
+  browserConnected,
+  call,
+  connectClient,
+  openTab,
+  page,
+  removeProfile,
+  snapshotOf,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestSite,
+} from "../harness.js";
+import { dashboardLogin } from "../dashboardLogin.js";
+import { ExtensionUi } from "../extensionUi.js";
+import { raw } from "../rawHttp.js";
+
+const SHOP = page(
+  "Shop",
+  `<button onclick="document.getElementById('out').textContent = 'Added ' + (++window.n || (window.n = 1))">Add to cart</button>
+   <button onclick="document.getElementById('out').textContent = 'Deleted'">Delete account</button>
+   <p id="out">nothing yet</p>`,
+);
+
+/** A page that tries every way a page has to reach the extension's answer paths, and writes what happened. */
+const HOSTILE = page(
+  "Hostile",
+  `<p id="out">trying</p>
+   <script>
+     (async () => {
+       const tried = [];
+       tried.push("runtime:" + (typeof chrome === "undefined" || !chrome.runtime ? "absent" : typeof chrome.runtime.sendMessage));
+       try { await fetch("chrome-extension://bkcjhkpmfjmfjkljdlooigoilajjfhpb/popup.html"); tried.push("fetch:ok"); } catch { tried.push("fetch:refused"); }
+       const frame = document.createElement("iframe");
+       frame.src = "chrome-extension://bkcjhkpmfjmfjkljdlooigoilajjfhpb/popup.html?tab=1";
+       document.body.append(frame);
+       await new Promise((r) => setTimeout(r, 500));
+       try { tried.push("frame:" + (frame.contentDocument ? frame.contentDocument.querySelectorAll("button").length : "closed")); } catch { tried.push("frame:closed"); }
+       window.postMessage({ type: "answer", answer: "always" }, "*");
+       document.getElementById("out").textContent = "tried " + tried.join(" ");
+     })();
+   </script>`,
+);
+
+describe("the user decides from the browser: notifications, the popup, Stop (extension)", () => {
+  let site: TestSite;
+  let broker: TestBroker;
+  let browser: LaunchedBrowser;
+  let profileDir: string;
+  let ui: ExtensionUi;
+  let agent: Client;
+
+  beforeAll(async () => {
+    site = await startSite();
+    site.route("/shop", SHOP);
+    site.route("/hostile", HOSTILE);
+    broker = await startBroker({
+      yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n  ask:\n    timeout_s: 30\n    write: ["127.0.0.1"]\n`,
+    });
+    profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
+    const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${broker.port}/bridge`, PAIRING_TOKEN, "test chromium");
+    browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--remote-debugging-port=0"] });
+    await browserConnected(broker);
+    ui = await ExtensionUi.open(profileDir);
+    agent = await connectClient(broker.url);
+  }, 60_000);
+
+  afterAll(async () => {
+    await agent?.close();
+    ui?.close();
+    await browser?.kill();
+    await broker?.close();
+    await site?.close();
+    if (profileDir) await removeProfile(profileDir);
+  });
+
+  async function pendingClick(label: string): Promise<{ tab: number; click: ReturnType<typeof call>; id: string }> {
+    const tab = await openTab(agent, `${site.origin}/shop`);
+    const snap = await snapshotOf(agent, tab);
+    const click = call(agent, "click", { tab, ref: snap.ref(label, "button"), revision: snap.revision });
+    const id = await waitFor(`the question about «${label}»`, () => broker.broker.asks.pending().find((q) => q.label === label)?.id);
+    return { tab, click, id };
+  }
+
+  /** Clicks the popup's button `answer` for question `id`, as a person would. */
+  const clickAnswer = (id: string, answer: "once" | "always" | "deny") =>
+    `(() => { const b = document.querySelector('[data-question="${id}"] button[data-answer="${answer}"]'); if (!b) return "no button"; b.click(); return "clicked"; })()`;
+
+  it("shows the question as a notification and in the popup; Allow once there lets the click pass, and the notification closes", async () => {
+    const { tab, click, id } = await pendingClick("Add to cart");
+    await waitFor("the notification", async () => ((await ui.notificationIds()).includes(id) ? true : undefined));
+    const popup = await ui.popup(tab);
+    try {
+      const text = String(
+        await waitFor("the question in the popup", async () => {
+          const t = String(await popup.eval("document.getElementById('question-list').textContent"));
+          return t.includes("Add to cart") ? t : undefined;
+        }),
+      );
+      expect(text).toContain(`May tabrelay-test click button «Add to cart» on 127.0.0.1:${site.port}?`);
+      expect(text).toContain('Always writes policy.write.click["127.0.0.1:' + site.port + '"]');
+      expect(await popup.eval(clickAnswer(id, "once"))).toBe("clicked");
+      const done = await click;
+      expect(done.isError, done.text).toBe(false);
+      await waitFor("the notification to close", async () => (!(await ui.notificationIds()).includes(id) ? true : undefined));
+
+      // The popup shows who holds the tab, what the agent did there, and the site's policy.
+      const holder = await waitFor("the tab's state", async () => {
+        const t = String(await popup.eval("document.getElementById('tab-holder').textContent"));
+        return t.includes("tabrelay-test") ? t : undefined;
+      });
+      expect(holder).toContain("tabrelay-test is working in this tab");
+      const recent = await waitFor("the click in the tab's recent actions", async () => {
+        const t = String(await popup.eval("document.getElementById('recent').textContent"));
+        return t.includes("click") ? t : undefined;
+      });
+      expect(recent).toContain('click button "Add to cart": allowed');
+      const policy = String(await popup.eval("document.getElementById('policy').textContent"));
+      expect(policy).toContain("Reading 127.0.0.1:");
+      expect(policy).toContain("is asked of you");
+    } finally {
+      await popup.close();
+    }
+    const asks = JSON.parse(String((broker.broker.audit.list().find((r) => r.tool === "ask") ?? { detail: "{}" }).detail)) as { via?: string };
+    expect(asks.via).toBe("extension");
+  }, 90_000);
+
+  it("Always from the popup writes the narrow grant; an answer in the dashboard closes the browser's question", async () => {
+    const first = await pendingClick("Add to cart");
+    const popup = await ui.popup(first.tab);
+    try {
+      await waitFor("the Always button", async () => ((await popup.eval(clickAnswer(first.id, "always"))) === "clicked" ? true : undefined));
+    } finally {
+      await popup.close();
+    }
+    expect((await first.click).isError).toBe(false);
+    await waitFor("the grant in config.yaml", () => (readFileSync(join(broker.dataDir, "config.yaml"), "utf8").includes("^Add to cart$") ? true : undefined));
+
+    // The same question's other places close when one answers: the dashboard answers, the notification goes.
+    const second = await pendingClick("Delete account");
+    await waitFor("the notification", async () => ((await ui.notificationIds()).includes(second.id) ? true : undefined));
+    const cookie = await dashboardLogin(broker.url);
+    const home = await raw(`${broker.url}/`, { headers: { Cookie: cookie } });
+    const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(home.body)?.[1] ?? "";
+    const answered = await raw(`${broker.url}/dashboard/api/asks/answer`, {
+      method: "POST",
+      headers: { Cookie: cookie, Origin: broker.url, "X-CSRF-Token": csrf, "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ id: second.id, answer: "deny" }).toString(),
+    });
+    expect(answered.status, answered.body).toBe(200);
+    expect((await second.click).text).toContain("the user declined");
+    await waitFor("the notification to close", async () => (!(await ui.notificationIds()).includes(second.id) ? true : undefined));
+  }, 90_000);
+
+  it("a page cannot reach the notification, the popup or the answer path", async () => {
+    const { tab: shop, click, id } = await pendingClick("Delete account");
+    const hostile = await openTab(agent, `${site.origin}/hostile`);
+    const tried = await waitFor("the page's attempts", async () => {
+      const text = (await call(agent, "read_page", { tab: hostile, mode: "full" })).text;
+      return text.includes("tried ") ? text : undefined;
+    });
+    expect(tried).toContain("runtime:absent");
+    expect(tried).toContain("fetch:refused");
+    expect(tried).not.toMatch(/frame:\d/);
+    // The question is still open, unanswered.
+    expect(broker.broker.asks.pending().map((q) => q.id)).toContain(id);
+    const popup = await ui.popup(shop);
+    try {
+      await waitFor("the Deny button", async () => ((await popup.eval(clickAnswer(id, "deny"))) === "clicked" ? true : undefined));
+    } finally {
+      await popup.close();
+    }
+    expect((await click).text).toContain("the user declined");
+  }, 90_000);
+
+  it("Stop takes the tab back mid-task: the open question is answered no, the next call is tab_taken_back, then the tab is the user's", async () => {
+    const { tab, click, id } = await pendingClick("Delete account");
+    const popup = await ui.popup(tab);
+    try {
+      await waitFor("the Stop button", async () => ((await popup.eval("document.getElementById('stop').hidden")) === false ? true : undefined));
+      await popup.eval("document.getElementById('stop').click()");
+      const refused = await click;
+      expect(refused.isError).toBe(true);
+      expect(refused.text).toContain("the user declined");
+      expect(broker.broker.asks.pending().map((q) => q.id)).not.toContain(id);
+      const next = await call(agent, "snapshot", { tab });
+      expect(next.isError).toBe(true);
+      expect(next.text).toContain("tab_taken_back");
+      const after = await call(agent, "snapshot", { tab });
+      expect(after.isError).toBe(true);
+      expect(after.text).toContain("not_agent_tab");
+      const listed = (await call(agent, "list_tabs")).text;
+      expect(listed).not.toContain(`- tab ${tab}:`);
+      const holder = await waitFor("the popup to say the tab is the user's", async () => {
+        const t = String(await popup.eval("document.getElementById('tab-holder').textContent"));
+        return t.includes("Not an agent's tab") ? t : undefined;
+      });
+      expect(holder).toContain("agents neither see nor use it");
+    } finally {
+      await popup.close();
+    }
+    const stops = broker.broker.audit.list().filter((r) => r.tool === "stop");
+    expect(stops.map((r) => r.tab)).toEqual([tab]);
+  }, 90_000);
+});
