@@ -6,7 +6,9 @@
 // and the doors an agent holds (its MCP token, a replayed or late answer) change nothing.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   DRIVERS,
@@ -296,4 +298,88 @@ describe("policy.ask: answering from the machine (tabrelay ask), Always, and the
     expect(refused.text).toContain("the user declined");
     expect(readFileSync(join(broker.dataDir, "config.yaml"), "utf8")).not.toContain("Delete account");
   }, 60_000);
+});
+
+describe("policy.ask.elicit: the agent's own client as one more place to ask (off by default)", () => {
+  let site: TestSite;
+  let browser: AttachedBrowser;
+  const brokers: TestBroker[] = [];
+
+  beforeAll(async () => {
+    site = await startSite();
+    site.route("/shop", SHOP);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    for (const b of brokers) await b.close();
+    await site?.close();
+  });
+
+  /** An MCP client that takes elicitations, answering each with `answer` and keeping what it was asked. */
+  async function elicitingClient(url: string, answer: "once" | "deny"): Promise<{ client: Client; asked: string[] }> {
+    const asked: string[] = [];
+    const client = new Client({ name: "eliciting-client", version: "0" }, { capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(String(request.params.message));
+      return { action: "accept", content: { answer } };
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${MCP_TOKEN}` } } }));
+    return { client, asked };
+  }
+
+  async function clickAdd(client: Client): Promise<{ text: string; isError: boolean }> {
+    const tab = await openTab(client, `${site.origin}/shop`);
+    const snap = await snapshotOf(client, tab);
+    return await call(client, "click", { tab, ref: snap.ref("Add to cart", "button"), revision: snap.revision });
+  }
+
+  it("asks the client, and its answer is the user's: once passes, deny refuses; audited as through elicitation", async () => {
+    const broker = await startBroker({
+      yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n  ask:\n    timeout_s: 20\n    write: ["127.0.0.1"]\n    elicit: true\n`,
+    });
+    brokers.push(broker);
+    browser = await attachBrowser(broker, "extension");
+    const yes = await elicitingClient(broker.url, "once");
+    try {
+      const passed = await clickAdd(yes.client);
+      expect(passed.isError, passed.text).toBe(false);
+      expect(yes.asked).toEqual([`tabrelay asks: may eliciting-client click button «Add to cart» on 127.0.0.1:${site.port}? (page: ${site.origin}/shop)`]);
+    } finally {
+      await yes.client.close();
+    }
+    const no = await elicitingClient(broker.url, "deny");
+    try {
+      const refused = await clickAdd(no.client);
+      expect(refused.text).toContain("the user declined");
+    } finally {
+      await no.client.close();
+    }
+    expect(auditRows(broker, "ask").map((r) => [r.decision, JSON.parse(String(r.detail)).via])).toEqual([
+      ["allowed", "elicitation"],
+      ["refused", "elicitation"],
+    ]);
+    await browser.close();
+  }, 90_000);
+
+  it("is off by default: a client that takes elicitations is not asked, the person is", async () => {
+    const broker = await startBroker({
+      yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n  ask:\n    timeout_s: 20\n    write: ["127.0.0.1"]\n`,
+    });
+    brokers.push(broker);
+    browser = await attachBrowser(broker, "cdp");
+    const agent = await elicitingClient(broker.url, "once");
+    try {
+      const tab = await openTab(agent.client, `${site.origin}/shop`);
+      const snap = await snapshotOf(agent.client, tab);
+      const click = call(agent.client, "click", { tab, ref: snap.ref("Add to cart", "button"), revision: snap.revision });
+      const person = await Person.login(broker.url);
+      const q = await person.question("Add to cart");
+      expect((await person.answer(q.id, "deny")).status).toBe(200);
+      expect((await click).text).toContain("the user declined");
+      expect(agent.asked).toEqual([]);
+    } finally {
+      await agent.client.close();
+    }
+  }, 90_000);
 });

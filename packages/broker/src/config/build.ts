@@ -118,6 +118,7 @@ const fileSchema = z
           .object({
             timeout_s: z.number().int().min(5).max(600).optional(),
             write: z.array(z.string()).optional(),
+            elicit: z.boolean().optional(),
           })
           .strict()
           .optional(),

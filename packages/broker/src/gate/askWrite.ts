@@ -8,7 +8,7 @@ import type { AskGrant } from "../policy/writeRules.js";
 import { TabrelayError } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import type { Principal } from "../users/principal.js";
-import type { AskDesk, Question } from "./asks.js";
+import { describeQuestion, type AskDesk, type Question } from "./asks.js";
 
 /** Who asks: the call's user and client, the call's end, and where its waiting is told (progress notifications). */
 export interface Asking {
@@ -16,6 +16,11 @@ export interface Asking {
   client: string;
   signal: AbortSignal;
   waiting?: (waitedMs: number, totalMs: number, message: string) => void;
+  /**
+   * Asks through the agent's own MCP client (an elicitation), where the client supports it: resolves with the user's
+   * answer there, or undefined when they dismissed it. Used only with policy.ask.elicit.
+   */
+  elicit?: (message: string, signal: AbortSignal) => Promise<"once" | "deny" | undefined>;
 }
 
 export interface WriteInQuestion {
@@ -30,7 +35,7 @@ export interface WriteInQuestion {
 }
 
 /** Asks the user about one write; returns the rule the call passes under, or throws the answer's refusal. */
-export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking, write: WriteInQuestion): Promise<string> {
+export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking, write: WriteInQuestion, useElicitation = false): Promise<string> {
   const url = canonicalizeUrl(write.tab.url);
   const label = normalizeLabel(write.facts.visibleText || write.facts.name);
   const { grant } = write;
@@ -52,12 +57,23 @@ export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking,
   const what = about.action === "press" && about.keys ? `press ${pageText(about.keys, 40)} in` : about.action;
   const said = `${what} ${about.role} ${pageText(label, PAGE_TEXT_MAX.name)} on ${grant.host}`;
   write.highlight?.();
+  // One more place to ask (policy.ask.elicit): the agent's client, whose answer is one more door's; closed once any
+  // answer came.
+  const elicitation = new AbortController();
+  const elicit = useElicitation && asking.elicit;
   const outcome = await desk.ask(about, timeoutMs, asking.signal, (waited, question) => {
+    if (waited === 0 && elicit) {
+      void elicit(`tabrelay asks: may ${asking.client} ${describeQuestion(question)}? (page: ${question.url})`, elicitation.signal).then(
+        (answer) => (answer ? desk.answer(question.id, answer, { via: "elicitation", who: asking.client }) : undefined),
+        () => undefined,
+      );
+    }
     const left = Math.max(0, Math.round((question.expiresAt - question.askedAt - waited) / 1000));
     asking.waiting?.(waited, timeoutMs, `waiting for the user to answer: may ${asking.client} ${said}? (${left} s left)`);
     // The outline fades: drawn again while the question is open.
     if (waited > 0) write.highlight?.();
   });
+  elicitation.abort();
   switch (outcome.answer) {
     case "once":
     case "always":

@@ -15,7 +15,7 @@ export type AskAnswer = "once" | "always" | "deny";
 
 /** Through what a person answered, and who they are (the dashboard user's name; the data dir's owner for the CLI). */
 export interface Answerer {
-  via: "dashboard" | "cli" | "extension";
+  via: "dashboard" | "cli" | "extension" | "elicitation";
   who: string;
 }
 

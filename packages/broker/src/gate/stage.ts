@@ -244,7 +244,7 @@ class CheckedTab {
       tab: { url: this.tab.url, tabId: this.tab.tabId, browserId: this.#browser.info.browserId },
       ...(at?.value !== undefined && action === "press" ? { keys: at.value } : {}),
       ...(highlight ? { highlight } : {}),
-    });
+    }, this.#ctx.config.ask.elicit);
   }
 
   /** Whether the action changes state, so the page must find the element as judged before it acts. */

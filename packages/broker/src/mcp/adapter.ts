@@ -7,6 +7,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import {
   CallToolRequestSchema,
+  ElicitResultSchema,
   ErrorCode,
   GetPromptRequestSchema,
   InitializeRequestSchema,
@@ -164,7 +165,33 @@ export function createMcpServer(
                 .sendNotification({ method: "notifications/progress", params: { progressToken: token, progress, total, message } })
                 .catch(() => undefined),
           };
-    const result = await runTool(tool, ctx, request.params.arguments, extra.signal, session, progress).finally(() => inUse?.end());
+    // One more place to ask the user (policy.ask.elicit), where the client takes elicitations (form mode).
+    const elicit = server.getClientCapabilities()?.elicitation
+      ? {
+          elicit: async (message: string, signal: AbortSignal): Promise<"once" | "deny" | undefined> => {
+            const answer = await extra.sendRequest(
+              {
+                method: "elicitation/create",
+                params: {
+                  message,
+                  requestedSchema: {
+                    type: "object",
+                    properties: { answer: { type: "string", title: "Your answer", enum: ["once", "deny"], description: "once: allow this one action; deny: refuse it" } },
+                    required: ["answer"],
+                  },
+                },
+              },
+              ElicitResultSchema,
+              { signal },
+            );
+            if (answer.action === "decline") return "deny";
+            if (answer.action !== "accept") return undefined;
+            const chosen = answer.content?.["answer"];
+            return chosen === "once" || chosen === "deny" ? chosen : undefined;
+          },
+        }
+      : {};
+    const result = await runTool(tool, ctx, request.params.arguments, extra.signal, session, { ...progress, ...elicit }).finally(() => inUse?.end());
     const images = (result.images ?? []).map((i) => ({ type: "image" as const, data: i.data, mimeType: i.mimeType }));
     return {
       content: [{ type: "text" as const, text: result.text }, ...images],

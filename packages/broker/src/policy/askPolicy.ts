@@ -13,6 +13,7 @@ import { describeHost, hostMatches, parseHostKey, type HostPattern } from "./hos
 export interface AskPolicyInput {
   timeout_s?: number | undefined;
   write?: readonly string[] | undefined;
+  elicit?: boolean | undefined;
 }
 
 export interface CompiledAskPolicy {
@@ -20,6 +21,11 @@ export interface CompiledAskPolicy {
   readonly timeoutMs: number;
   /** Whether a write on a page at `url` that no grant allows is asked of the user. */
   asksWrite(url: string): boolean;
+  /**
+   * The question also goes to the agent's MCP client as an elicitation, for clients that show it to their user. Off
+   * by default: it trusts that client not to answer for the user.
+   */
+  readonly elicit: boolean;
   describe(): string[];
 }
 
@@ -31,6 +37,7 @@ export function compileAskPolicy(input: AskPolicyInput | undefined): CompiledAsk
   const timeoutMs = (input?.timeout_s ?? ASK_TIMEOUT_S) * 1000;
   return Object.freeze({
     timeoutMs,
+    elicit: input?.elicit === true,
     asksWrite(url: string): boolean {
       const parsed = canonicalizeUrl(url);
       return parsed.ok && write.some((pattern) => hostMatches(pattern, parsed.url));

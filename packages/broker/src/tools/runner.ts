@@ -21,7 +21,12 @@ export interface RunOptions {
   user?: Principal;
   /** Told while the call waits for the user (policy.ask): the MCP adapter sends progress notifications. */
   progress?: Progress;
+  /** The agent's client, where it takes elicitations: one more place to ask the user (policy.ask.elicit). */
+  elicit?: Elicit;
 }
+
+/** An elicitation through the call's MCP client: the user's answer there, or undefined when dismissed. */
+export type Elicit = (message: string, signal: AbortSignal) => Promise<"once" | "deny" | undefined>;
 
 /** A call's progress, as MCP's notifications/progress carries it. */
 export type Progress = (progress: number, total: number, message: string) => void;
@@ -261,6 +266,7 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
         client: session.client,
         signal,
         ...(options.progress ? { waiting: (waited: number, total: number, message: string) => options.progress?.(waited, total, message) } : {}),
+        ...(options.elicit ? { elicit: options.elicit } : {}),
       }
     : undefined;
   const gate = callGate({ ctx: { ...ctx, config }, browser: callBrowser, useTab, facts: (f) => record.note(f), ...(asking ? { asking } : {}) });
@@ -275,7 +281,12 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
     browser: callBrowser,
     browsers: () => ctx.registry.list(user.user).map((b) => b.info),
     runTool: (other, otherArgs, otherSignal, otherOptions = {}) =>
-      runTool(other, ctx, otherArgs, otherSignal, session, { ...otherOptions, user, ...(options.progress ? { progress: options.progress } : {}) }),
+      runTool(other, ctx, otherArgs, otherSignal, session, {
+        ...otherOptions,
+        user,
+        ...(options.progress ? { progress: options.progress } : {}),
+        ...(options.elicit ? { elicit: options.elicit } : {}),
+      }),
     leases: {
       use: (tabId) => useTab(unwrap(picked).info.browserId, tabId),
       useOn: useTab,
