@@ -186,9 +186,9 @@ function withLeaseError(codes: readonly ErrorCode[]): readonly ErrorCode[] {
 export const COMMON_ERRORS = {
   every: EVERY_TOOL_ERRORS,
   browser: ["not_connected", "unknown_browser", "browser_disconnected", "timeout"],
-  tab: ["no_such_tab", "tab_leased"],
+  tab: ["no_such_tab", "tab_leased", "tab_taken_back"],
   ref: ["stale_ref", "not_actionable", "policy_denied"],
-  write: ["write_denied", "audit_unavailable", "idempotency_conflict"],
+  write: ["write_denied", "ask_timeout", "audit_unavailable", "idempotency_conflict"],
 } as const satisfies Record<string, readonly ErrorCode[]>;
 
 /** What a tool takes and does, as far as the common codes go. */

@@ -193,6 +193,7 @@ describe("broker HTTP app", () => {
     expect([...seen].sort()).toEqual([
       "/dashboard/api.js",
       "/dashboard/app.js",
+      "/dashboard/asks.js",
       "/dashboard/audit.js",
       "/dashboard/browsers.js",
       "/dashboard/chat.js",
