@@ -146,7 +146,11 @@ function deepRedact(value: unknown, redactor: Redactor): unknown {
   return value;
 }
 
-/** The secret as written, URL-encoded once and twice (a URL inside a URL's query), and percent-decoded. */
+/**
+ * The secret as written, URL-encoded once and twice (a URL inside a URL's query), percent-decoded, and as a page's
+ * text reads once converted to Markdown: turndown escapes `_` (and `*`, `` ` ``, `[`, `]`, `\`), so a `trt_`
+ * token quoted by a page would otherwise go out as `trt\_…`, which no other form matches.
+ */
 function encodings(secret: string): string[] {
   const once = encodeURIComponent(secret);
   let decoded = secret;
@@ -155,7 +159,7 @@ function encodings(secret: string): string[] {
   } catch {
     // not percent-encoded text
   }
-  return [secret, once, encodeURIComponent(once), encodeURI(secret), decoded];
+  return [secret, once, encodeURIComponent(once), encodeURI(secret), decoded, secret.replace(/[\\*_`[\]]/g, "\\$&")];
 }
 
 /**
