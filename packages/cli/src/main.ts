@@ -1,6 +1,7 @@
 // The `tabrelay` command: dispatches to one module per command (commands/) and maps errors to exit codes.
 import { ConfigError, LaunchError, VERSION } from "@tabrelay/broker";
 import { AUDIT_HELP, cmdAudit } from "./audit.js";
+import { DASHBOARD_TOKEN_HELP, cmdDashboardToken } from "./commands/dashboardToken.js";
 import { DOCTOR_HELP, cmdDoctor } from "./commands/doctor.js";
 import { EXTENSION_HELP, cmdExtension } from "./commands/extension.js";
 import { LAUNCH_HELP, cmdLaunch } from "./commands/launch.js";
@@ -37,6 +38,7 @@ Commands:
                           top-sites ranking
   audit [--tail] [--limit N] [--json]
                           print the audit log: every tool call, allowed or refused
+  dashboard-token         the token the dashboard's login takes (not the MCP token: agents never get it)
   service install|uninstall|status [--port P] [--data-dir DIR] [--name NAME]
                           run \`tabrelay serve\` as a user service (systemd on Linux, launchd on macOS;
                           on Windows: prints the Task Scheduler command)
@@ -46,7 +48,7 @@ Commands:
                           a short-lived token for a web page of that origin to offer its tools (/page)
   pages list | approve ORIGIN NAME
                           the page tools seen, and approving one whose description or schema changed
-  users add|list|token|pair|revoke NAME
+  users add|list|token|dashboard-token|pair|revoke NAME
                           a team's broker: users with their own tokens, pairing codes and browsers
   setup [--client NAME]... [--stdio] [--service]
                           add tabrelay to your MCP clients with your token (their other servers
@@ -66,6 +68,7 @@ const HELP: Record<string, string> = {
   pair: PAIR_HELP,
   extension: EXTENSION_HELP,
   audit: AUDIT_HELP,
+  "dashboard-token": DASHBOARD_TOKEN_HELP,
   policy: POLICY_HELP,
   "mcp-config": MCP_CONFIG_HELP,
   setup: SETUP_HELP,
@@ -105,6 +108,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return cmdPolicy(rest);
     case "audit":
       return cmdAudit(rest);
+    case "dashboard-token":
+      return cmdDashboardToken(rest);
     case "service":
       return cmdService(rest);
     case "doctor":
