@@ -20,8 +20,8 @@ import {
   loadConfig,
   prepareExtension,
   silentLogger,
-  type BrokerConfig,
   type LaunchedBrowser,
+  type NodeBrokerConfig,
 } from "../packages/broker/src/index.js";
 import { AUDIT_DB_FILE } from "../packages/broker/src/audit/auditLog.js";
 
@@ -71,7 +71,7 @@ export async function startSite(host = "127.0.0.1"): Promise<TestSite> {
 
 export interface TestBroker {
   broker: Broker;
-  config: BrokerConfig;
+  config: NodeBrokerConfig;
   url: string;
   port: number;
   dataDir: string;
@@ -80,6 +80,10 @@ export interface TestBroker {
 
 export const MCP_TOKEN = "test-mcp-token-0123456789abcdef";
 export const PAIRING_TOKEN = "test-pairing-token-0123456789abcdef";
+/** The dashboard's login token (the implicit user's): never the MCP token, which agents hold. */
+export const DASHBOARD_TOKEN = "test-dashboard-token-0123456789abcdef";
+/** The environment a broker of the tests starts with: its three tokens. */
+export const TOKEN_ENV = { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN, TABRELAY_DASHBOARD_TOKEN: DASHBOARD_TOKEN } as const;
 
 export function makeDataDir(yaml: string): string {
   const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-test-"));
@@ -96,7 +100,7 @@ export async function startBroker(options: { yaml?: string; port?: number; dataD
   const config = loadConfig({
     dataDir,
     port: options.port ?? 0,
-    env: { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN },
+    env: TOKEN_ENV,
   });
   const broker = new Broker({ config, log: silentLogger, ...(options.helloTimeoutMs ? { helloTimeoutMs: options.helloTimeoutMs } : {}) });
   const { port, url } = await broker.listen();

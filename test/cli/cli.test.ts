@@ -9,6 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { describe, expect, it } from "vitest";
 import { article, call, closedPort, connectClient, MCP_TOKEN, PAIRING_TOKEN, startSite, waitFor } from "../harness.js";
+import { postLogin } from "../dashboardLogin.js";
 import { StubExtension } from "../stubExtension.js";
 
 const CLI = fileURLToPath(new URL("../../packages/cli/bin/tabrelay.js", import.meta.url));
@@ -42,7 +43,7 @@ describe("help and version", () => {
   });
 
   it("has --help for every command", () => {
-    for (const command of ["serve", "stdio", "launch", "start", "pair", "policy"]) {
+    for (const command of ["serve", "stdio", "launch", "start", "pair", "policy", "dashboard-token"]) {
       const { code, stdout } = run([command, "--help"]);
       expect(code, command).toBe(0);
       expect(stdout, command).toContain(`tabrelay ${command}`);
@@ -100,12 +101,13 @@ describe("tokens", () => {
     const dir = dataDir();
     const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data-dir", dir], {
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, TABRELAY_MCP_TOKEN: "", TABRELAY_PAIRING_TOKEN: "" },
+      env: { ...process.env, TABRELAY_MCP_TOKEN: "", TABRELAY_PAIRING_TOKEN: "", TABRELAY_DASHBOARD_TOKEN: "" },
     });
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     try {
       const url = await waitFor("the MCP URL", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1]);
+      await waitFor("the dashboard's line", () => (stderr.includes("Dashboard:") ? true : undefined));
       const token = readFileSync(join(dir, "mcp-token"), "utf8").trim();
       expect(Buffer.from(token, "base64url").length).toBeGreaterThanOrEqual(16);
       expect(statSync(join(dir, "mcp-token")).mode & 0o777).toBe(0o600);
@@ -117,12 +119,62 @@ describe("tokens", () => {
       // The health endpoint never shows them.
       const health = await (await fetch(`${url}/health`)).text();
       expect(health).not.toContain(token);
+
+      // The dashboard has a token of its own: the start-up lines say where it is and never print it (they end up in
+      // service logs, and with agents that start tabrelay); `tabrelay dashboard-token` prints it.
+      const tokenFile = join(dir, "dashboard-token");
+      const dashboardToken = readFileSync(tokenFile, "utf8").trim();
+      expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+      expect(Buffer.from(dashboardToken, "base64url").length).toBeGreaterThanOrEqual(16);
+      expect(dashboardToken).not.toBe(token);
+      expect(stderr).toContain(
+        `Dashboard:      ${url}/  (log in with the dashboard token: \`tabrelay dashboard-token --data-dir ${dir}\` prints it (the file ${tokenFile}))`,
+      );
+      expect(stderr).not.toContain(dashboardToken);
+      const printed = run(["dashboard-token", "--data-dir", dir], { TABRELAY_DASHBOARD_TOKEN: "" });
+      expect(printed.code, printed.stderr).toBe(0);
+      expect(printed.stdout).toBe(`${dashboardToken}\n`);
+      expect(printed.stderr).toContain("the dashboard's login token; log in at http://127.0.0.1:");
+      expect((await postLogin(url, dashboardToken)).status).toBe(303);
+      expect((await postLogin(url, token)).status).toBe(401);
+      // What agents are given (the MCP config block) holds the MCP token, never the dashboard's.
+      const block = run(["mcp-config", "--client", "claude-code", "--data-dir", dir], { TABRELAY_MCP_TOKEN: "", TABRELAY_DASHBOARD_TOKEN: "" });
+      expect(block.stdout).toContain(token);
+      expect(block.stdout).not.toContain(dashboardToken);
     } finally {
       child.kill("SIGTERM");
       await new Promise((r) => child.once("exit", r));
     }
     const again = spawnSync(process.execPath, [CLI, "pair", "--data-dir", dir], { encoding: "utf8" });
     expect(again.stdout).toContain(readFileSync(join(dir, "pairing-token"), "utf8").trim());
+  });
+});
+
+describe("dashboard-token", () => {
+  it("on a data dir no broker has started on yet: exit 3 saying to start tabrelay once, and nothing is created", () => {
+    const dir = dataDir();
+    const { code, stdout, stderr } = run(["dashboard-token", "--data-dir", dir], { TABRELAY_MCP_TOKEN: "", TABRELAY_DASHBOARD_TOKEN: "" });
+    expect(code).toBe(3);
+    expect(stdout).toBe("");
+    expect(stderr).toContain(`no mcp-token in ${dir} yet: start tabrelay once`);
+    expect(existsSync(join(dir, "dashboard-token"))).toBe(false);
+  });
+
+  it("on a data dir of an older tabrelay (an mcp-token, no dashboard-token): exit 3 saying a start creates it", () => {
+    const dir = dataDir();
+    writeFileSync(join(dir, "mcp-token"), `${MCP_TOKEN}\n`, { mode: 0o600 });
+    const { code, stderr } = run(["dashboard-token", "--data-dir", dir], { TABRELAY_MCP_TOKEN: "", TABRELAY_DASHBOARD_TOKEN: "" });
+    expect(code).toBe(3);
+    expect(stderr).toContain(`no dashboard-token in ${dir} yet: start tabrelay once (tabrelay start, or tabrelay serve) and it creates one`);
+    expect(existsSync(join(dir, "dashboard-token"))).toBe(false);
+  });
+
+  it("refuses a dashboard token that is the MCP token: one secret for both doors would let an agent in", () => {
+    const dir = dataDir();
+    const { code, stderr } = run(["serve", "--port", "0", "--data-dir", dir], { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_DASHBOARD_TOKEN: MCP_TOKEN });
+    expect(code).toBe(3);
+    expect(stderr).toContain("TABRELAY_DASHBOARD_TOKEN holds the MCP token: the dashboard needs a token of its own");
+    expect(stderr).not.toContain(MCP_TOKEN);
   });
 });
 

@@ -103,7 +103,8 @@ describe("tabrelay doctor against a running broker", () => {
     expect(line(result.stdout, "token")).toMatch(/^ok +token: the broker at .* knows this data dir's MCP token/);
     expect(line(result.stdout, "browsers")).toBe("ok    browsers: 1 connected");
     expect(line(result.stdout, "connected")).toMatch(/^(ok|warn) +connected: doctor's stub: /);
-    for (const label of ["node", "extension", "config", "data dir", "mcp token", "pairing token"]) expect(line(result.stdout, label)).toMatch(/^(ok|warn) /);
+    for (const label of ["node", "extension", "config", "data dir", "mcp token", "pairing token", "dashboard token"])
+      expect(line(result.stdout, label)).toMatch(/^(ok|warn) /);
   });
 
   it("says so when the broker runs with another data dir's token", async () => {

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   call,
   connectClient,
+  DASHBOARD_TOKEN,
   launchBrowser,
   MCP_TOKEN,
   openTab,
@@ -50,8 +51,8 @@ const brokers: TestBroker[] = [];
 let nginx: TestNginx;
 let certDir: string;
 let viewer: Browser;
-let alice: { token: string; browser: TestBrowser; browserId: string; client: Client };
-let bob: { token: string; browser: TestBrowser; browserId: string };
+let alice: { token: string; dashboardToken: string; browser: TestBrowser; browserId: string; client: Client };
+let bob: { token: string; dashboardToken: string; browser: TestBrowser; browserId: string };
 
 const yaml = () => `policy:
   read:
@@ -211,8 +212,14 @@ beforeAll(async () => {
       ? true
       : undefined,
   );
-  alice = { token: a.token, browser: aliceBrowser, browserId: aliceId, client: await connectClient(brokers[2]!.url, a.token) };
-  bob = { token: b.token, browser: bobBrowser, browserId: bobId };
+  alice = {
+    token: a.token,
+    dashboardToken: a.dashboardToken,
+    browser: aliceBrowser,
+    browserId: aliceId,
+    client: await connectClient(brokers[2]!.url, a.token),
+  };
+  bob = { token: b.token, dashboardToken: b.dashboardToken, browser: bobBrowser, browserId: bobId };
   viewer = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
 }, 120_000);
 
@@ -234,7 +241,7 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
     try {
       const page = await context.newPage();
       // The form is served by one broker and posted (over https, Origin with nginx's port) to the next one.
-      await loggedIn(page, alice.token);
+      await loggedIn(page, alice.dashboardToken);
       // Six loads: two on each broker. Each shows Alice's browser (connected to broker 0) with her agent's tab.
       for (let i = 0; i < 6; i++) {
         await page.goto(`${nginx.url}/`);
@@ -253,8 +260,8 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
   });
 
   it("takes a login form from one broker and its post on another; each broker shows a member only their own browsers, an admin everyone's with the broker holding each", async () => {
-    const member = await loginAcross(brokers[0]!, brokers[2]!, alice.token);
-    const admin = await loginAcross(brokers[1]!, brokers[0]!, MCP_TOKEN);
+    const member = await loginAcross(brokers[0]!, brokers[2]!, alice.dashboardToken);
+    const admin = await loginAcross(brokers[1]!, brokers[0]!, DASHBOARD_TOKEN);
     for (const b of brokers) {
       const theirs = await stateOn(b, member.cookie);
       expect(theirs.status).toBe(200);
@@ -281,7 +288,7 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
   });
 
   it("asks the broker holding a browser for a picture of its tab; another user's browser is unknown on every broker, as a made-up one", async () => {
-    const member = await loginAcross(brokers[2]!, brokers[1]!, alice.token);
+    const member = await loginAcross(brokers[2]!, brokers[1]!, alice.dashboardToken);
     const opened = await call(alice.client, "open_tab", { url: `${site.origin}/shop`, active: true });
     const tab = Number(/Opened tab (\d+)/.exec(opened.text)?.[1]);
     for (const b of [brokers[1]!, brokers[2]!]) {
@@ -308,7 +315,7 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
   });
 
   it("streams every broker's audit records into the activity view, a member's own only, whichever broker serves the stream", async () => {
-    const member = await loginAcross(brokers[1]!, brokers[2]!, alice.token);
+    const member = await loginAcross(brokers[1]!, brokers[2]!, alice.dashboardToken);
     // Alice's calls run and are recorded on broker 0 (her browser's); her stream is served by broker 2.
     const since = Date.now();
     const fresh = (r: Record<string, unknown>) => r["tool"] === "open_tab" && Number(r["time"]) >= since;
@@ -321,7 +328,7 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
   });
 
   it("a logout on one broker ends the login on every broker", async () => {
-    const member = await loginAcross(brokers[0]!, brokers[1]!, alice.token);
+    const member = await loginAcross(brokers[0]!, brokers[1]!, alice.dashboardToken);
     for (const b of brokers) expect((await stateOn(b, member.cookie)).status).toBe(200);
     const out = await raw(`${brokers[2]!.url}/logout`, {
       method: "POST",
@@ -334,7 +341,7 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
 
   it("a user revoked in the store (as `tabrelay users revoke` does) is logged out of every broker, one that had not seen the login yet included", async () => {
     const carol = await brokers[0]!.broker.users.add("carol");
-    const member = await loginAcross(brokers[0]!, brokers[1]!, carol.token);
+    const member = await loginAcross(brokers[0]!, brokers[1]!, carol.dashboardToken);
     expect((await stateOn(brokers[1]!, member.cookie)).status).toBe(200);
     // The store alone learns it: no broker is told.
     await brokers[0]!.broker.users.revoke("carol");
@@ -349,7 +356,7 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
   });
 
   it("an emergency stop pressed on a broker holding no browser disconnects the browsers of every broker and keeps them out of all of them, a broker started meanwhile included, until resumed", async () => {
-    const admin = await loginAcross(brokers[2]!, brokers[2]!, MCP_TOKEN);
+    const admin = await loginAcross(brokers[2]!, brokers[2]!, DASHBOARD_TOKEN);
     const post = (b: TestBroker, path: string) =>
       raw(`${b.url}${path}`, {
         method: "POST",
@@ -413,11 +420,11 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
     for (let i = 0; i < 5; i++) expect((await proxiedLogin(brokers[i % 3]!, "wrong-token-wrong-token-wrong", "203.0.113.7")).status).toBe(401);
     // Each broker saw at most two of them; the cluster saw five (told over Redis pub/sub: within milliseconds).
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const held = await proxiedLogin(brokers[2]!, alice.token, "203.0.113.7");
+    const held = await proxiedLogin(brokers[2]!, alice.dashboardToken, "203.0.113.7");
     expect(held.status).toBe(429);
     expect(held.body).toContain("Too many wrong tokens from this address.");
     // Another client behind the same load balancer is not held back.
-    const other = await proxiedLogin(brokers[1]!, alice.token, "203.0.113.8");
+    const other = await proxiedLogin(brokers[1]!, alice.dashboardToken, "203.0.113.8");
     expect(other.status).toBe(303);
     // From a client that is not the load balancer (mcp.trusted_proxies names 127.0.0.1 only), X-Real-IP is not
     // believed, even with the public name as Host: every guess is counted by its own address, this machine.
@@ -434,7 +441,7 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
         ).status,
       ).toBe(401);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const machine = await formLogin(brokers[0]!, alice.token, { Host: "127.0.0.1", "X-Real-IP": "198.51.100.99" }, "http://127.0.0.1", "127.0.0.2");
+    const machine = await formLogin(brokers[0]!, alice.dashboardToken, { Host: "127.0.0.1", "X-Real-IP": "198.51.100.99" }, "http://127.0.0.1", "127.0.0.2");
     expect(machine.status).toBe(429);
     expect(machine.body).toContain("Too many wrong tokens from this machine.");
   });

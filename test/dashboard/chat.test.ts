@@ -5,7 +5,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mountDashboardChat } from "../../packages/chat/src/index.js";
 import { fakeAnthropic, fakeOpenAi, turnOf, type FakeModelApi, type Reply, type SeenRequest } from "../fakeModelApi.js";
-import { allowYaml, attachBrowser, MCP_TOKEN, startBroker, startSite, waitFor, type AttachedBrowser, type TestBroker, type TestSite } from "../harness.js";
+import {
+  allowYaml,
+  attachBrowser,
+  DASHBOARD_TOKEN,
+  startBroker,
+  startSite,
+  waitFor,
+  type AttachedBrowser,
+  type TestBroker,
+  type TestSite,
+} from "../harness.js";
 import { raw, setCookies, type RawResponse } from "../rawHttp.js";
 
 const ANTHROPIC_KEY = "sk-ant-test-7f3c9a1e5b2d4f608e1a3c5b7d9f1e2a";
@@ -23,7 +33,7 @@ async function login(b: TestBroker): Promise<{ cookie: string; csrf: string }> {
   const posted = await raw(`${b.url}/login`, {
     method: "POST",
     headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: b.url, Cookie: loginCookie },
-    body: new URLSearchParams({ csrf: formCsrf, token: MCP_TOKEN }).toString(),
+    body: new URLSearchParams({ csrf: formCsrf, token: DASHBOARD_TOKEN }).toString(),
   });
   const cookie = setCookies(posted)
     .find((c) => c.startsWith("tabrelay_session_"))

@@ -8,7 +8,19 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fakeAnthropic, turnOf, type FakeModelApi, type Reply, type SeenRequest } from "../fakeModelApi.js";
-import { allowYaml, launchBrowser, makeDataDir, MCP_TOKEN, PAIRING_TOKEN, startSite, waitFor, type TestBrowser, type TestSite } from "../harness.js";
+import {
+  allowYaml,
+  DASHBOARD_TOKEN,
+  launchBrowser,
+  makeDataDir,
+  MCP_TOKEN,
+  PAIRING_TOKEN,
+  startSite,
+  TOKEN_ENV,
+  waitFor,
+  type TestBrowser,
+  type TestSite,
+} from "../harness.js";
 
 const CLI = fileURLToPath(new URL("../../packages/cli/bin/tabrelay.js", import.meta.url));
 const CHROMIUM = process.env["CHROME_PATH"] ?? "/usr/lib/chromium/chromium";
@@ -29,7 +41,7 @@ async function serve(env: Record<string, string>): Promise<Serve> {
   const dataDir = makeDataDir(allowYaml("chat:\n  max_steps: 4\n"));
   const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data-dir", dataDir], {
     stdio: ["ignore", "pipe", "pipe"],
-    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "", TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN, ...env },
+    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "", ...TOKEN_ENV, ...env },
   });
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -80,7 +92,7 @@ const received: string[] = [];
 
 async function logIn(p: Page, url: string): Promise<void> {
   await p.goto(`${url}/login`);
-  await p.fill("#token", MCP_TOKEN);
+  await p.fill("#token", DASHBOARD_TOKEN);
   await Promise.all([p.waitForURL(`${url}/`), p.click("button[type=submit]")]);
 }
 

@@ -9,6 +9,7 @@ import {
   article,
   call,
   connectClient,
+  DASHBOARD_TOKEN,
   launchBrowser,
   MCP_TOKEN,
   PAIRING_TOKEN,
@@ -54,7 +55,7 @@ async function rawLogin(b: TestBroker, token: string, localAddress?: string): Pr
 
 /** A logged-in session outside the viewer: its cookie and its CSRF token. */
 async function rawSession(b: TestBroker): Promise<{ cookie: string; csrf: string }> {
-  const login = await rawLogin(b, MCP_TOKEN);
+  const login = await rawLogin(b, DASHBOARD_TOKEN);
   const cookie = cookieOf(login, "tabrelay_session_");
   if (login.status !== 303 || !cookie) throw new Error(`login failed: ${login.status}`);
   const page = await raw(`${b.url}/`, { headers: { Cookie: cookie } });
@@ -98,13 +99,13 @@ describe("the dashboard's door", () => {
   it("sends a visitor without a session to /login; its API answers 401", async () => {
     await page.goto(`${broker.url}/`);
     expect(new URL(page.url()).pathname).toBe("/login");
-    await expect(page.getByLabel("Access token").isVisible()).resolves.toBe(true);
+    await expect(page.getByLabel("Dashboard token").isVisible()).resolves.toBe(true);
     expect((await raw(`${broker.url}/dashboard/api/state`)).status).toBe(401);
     expect((await raw(`${broker.url}/dashboard/api/audit`)).status).toBe(401);
   });
 
   it("refuses a wrong token and sets no session cookie", async () => {
-    await page.getByLabel("Access token").fill("wrong-token-wrong-token-wrong");
+    await page.getByLabel("Dashboard token").fill("wrong-token-wrong-token-wrong");
     const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.getByRole("button", { name: "Log in" }).click()]);
     expect(response.status()).toBe(401);
     await expect(page.getByRole("alert").textContent()).resolves.toContain("not accepted");
@@ -112,8 +113,8 @@ describe("the dashboard's door", () => {
     expect((await context.cookies()).some((c) => c.name.startsWith("tabrelay_session_"))).toBe(false);
   });
 
-  it("logs in with the MCP token; the session cookie is HttpOnly and SameSite=Strict", async () => {
-    await page.getByLabel("Access token").fill(MCP_TOKEN);
+  it("logs in with the dashboard token; the session cookie is HttpOnly and SameSite=Strict", async () => {
+    await page.getByLabel("Dashboard token").fill(DASHBOARD_TOKEN);
     await Promise.all([page.waitForURL(`${broker.url}/`), page.getByRole("button", { name: "Log in" }).click()]);
     await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toContain("tabrelay");
     const session = (await context.cookies()).find((c) => c.name === `tabrelay_session_${broker.port}`);
@@ -122,7 +123,7 @@ describe("the dashboard's door", () => {
     expect(session?.path).toBe("/");
     expect(session?.value).toMatch(/^[\w-]{43}$/); // 256 random bits
     expect(await page.evaluate("document.cookie")).toBe(""); // not readable by scripts
-    const full = setCookies(await rawLogin(broker, MCP_TOKEN)).find((c) => c.startsWith("tabrelay_session_")) ?? "";
+    const full = setCookies(await rawLogin(broker, DASHBOARD_TOKEN)).find((c) => c.startsWith("tabrelay_session_")) ?? "";
     expect(full).toMatch(/; HttpOnly; SameSite=Strict; Path=\/; Max-Age=43200$/);
   });
 
@@ -323,12 +324,61 @@ describe("state-changing requests", () => {
   });
 });
 
+// The dashboard will answer approvals for the person (issue 27): no credential an agent holds may log in there, and the
+// dashboard's own token opens no agent's door.
+describe("the dashboard's own token", () => {
+  /** The login page an answer carries, its per-form CSRF value left out. */
+  const loginPageOf = (res: RawResponse) => res.body.replace(/name="csrf" value="[^"]+"/, "");
+  const initialize = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "tabrelay-test", version: "0.0.0" } },
+  });
+  const mcpWith = (b: TestBroker, token: string) =>
+    raw(`${b.url}/mcp`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+      body: initialize,
+    });
+
+  it("the login refuses the MCP token (the agents' credential) as it refuses any wrong token, and says which token it wants", async () => {
+    const own = await startBroker();
+    try {
+      const refused = await rawLogin(own, MCP_TOKEN);
+      expect(refused.status).toBe(401);
+      expect(cookieOf(refused, "tabrelay_session_")).toBeUndefined();
+      expect(refused.body).toContain("That token was not accepted.");
+      // Word for word the page a made-up token gets: the login tells a guesser nothing about an MCP token.
+      expect(loginPageOf(refused)).toBe(loginPageOf(await rawLogin(own, "wrong-token-wrong-token-wrong")));
+      expect(refused.body).toContain('<label for="token">Dashboard token</label>');
+      expect(refused.body).toContain("<code>tabrelay dashboard-token</code> prints it");
+      expect((await rawLogin(own, DASHBOARD_TOKEN)).status).toBe(303);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("/mcp refuses the dashboard token (401) and still takes the MCP token", async () => {
+    const own = await startBroker();
+    try {
+      const refused = await mcpWith(own, DASHBOARD_TOKEN);
+      expect(refused.status).toBe(401);
+      expect(refused.body).toContain("missing or wrong bearer token");
+      await expect(connectClient(own.url, DASHBOARD_TOKEN)).rejects.toThrow();
+      expect((await mcpWith(own, MCP_TOKEN)).status).toBe(200);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe("login attempts", () => {
   it("are limited to five wrong tokens a minute per address; then even the right one is refused", async () => {
     const own = await startBroker();
     try {
       for (let i = 0; i < 5; i++) expect((await rawLogin(own, `wrong-token-number-${i}-xxxxxxxx`)).status).toBe(401);
-      const limited = await rawLogin(own, MCP_TOKEN);
+      const limited = await rawLogin(own, DASHBOARD_TOKEN);
       expect(limited.status).toBe(429);
       expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
       expect(cookieOf(limited, "tabrelay_session_")).toBeUndefined();
@@ -355,7 +405,7 @@ describe("login attempts", () => {
       for (let i = 0; i < 100; i++) statuses.push((await rawLogin(own, `wrong-token-number-${i}-xxxxxxxx`, `127.0.0.${2 + (i % 20)}`)).status);
       expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
       expect(statuses.slice(5).every((status) => status === 429)).toBe(true);
-      const limited = await rawLogin(own, MCP_TOKEN, "127.0.0.22");
+      const limited = await rawLogin(own, DASHBOARD_TOKEN, "127.0.0.22");
       expect(limited.status).toBe(429);
       expect(limited.body).toContain("Too many wrong tokens from this machine. Wait ");
       const wait = Number(limited.headers["retry-after"]);
@@ -363,7 +413,7 @@ describe("login attempts", () => {
       expect(wait).toBeLessThanOrEqual(60);
       expect(limited.body).toContain(`Wait ${wait} s`);
       expect(cookieOf(limited, "tabrelay_session_")).toBeUndefined();
-      expect((await rawLogin(own, MCP_TOKEN, "127.0.0.1")).status).toBe(429);
+      expect((await rawLogin(own, DASHBOARD_TOKEN, "127.0.0.1")).status).toBe(429);
     } finally {
       await own.close();
     }
@@ -379,10 +429,10 @@ describe("login attempts", () => {
         headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
         body: new URLSearchParams(fields).toString(),
       });
-    expect((await post({ Origin: "https://evil.example", Cookie: loginCookie }, { csrf, token: MCP_TOKEN })).status).toBe(403);
-    expect((await post({ Origin: broker.url }, { csrf, token: MCP_TOKEN })).status).toBe(403);
+    expect((await post({ Origin: "https://evil.example", Cookie: loginCookie }, { csrf, token: DASHBOARD_TOKEN })).status).toBe(403);
+    expect((await post({ Origin: broker.url }, { csrf, token: DASHBOARD_TOKEN })).status).toBe(403);
     // A cookie planted by another page on this host cannot go with a field it cannot sign.
-    expect((await post({ Origin: broker.url, Cookie: `tabrelay_login_${broker.port}=planted` }, { csrf: "planted", token: MCP_TOKEN })).status).toBe(403);
-    expect((await post({ Origin: broker.url, Cookie: loginCookie }, { csrf, token: MCP_TOKEN })).status).toBe(303);
+    expect((await post({ Origin: broker.url, Cookie: `tabrelay_login_${broker.port}=planted` }, { csrf: "planted", token: DASHBOARD_TOKEN })).status).toBe(403);
+    expect((await post({ Origin: broker.url, Cookie: loginCookie }, { csrf, token: DASHBOARD_TOKEN })).status).toBe(303);
   });
 });

@@ -6,7 +6,18 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { build } from "esbuild";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allowYaml, connectClient, MCP_TOKEN, routePageToken, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "../harness.js";
+import {
+  allowYaml,
+  connectClient,
+  DASHBOARD_TOKEN,
+  MCP_TOKEN,
+  routePageToken,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestSite,
+} from "../harness.js";
 import { dashboardLogin } from "../dashboardLogin.js";
 import { raw } from "../rawHttp.js";
 
@@ -112,7 +123,7 @@ window.offer("list_invoices", ${JSON.stringify(HOSTILE_DESCRIPTION)});
   dashboard = await viewer.newContext();
   board = await dashboard.newPage();
   await board.goto(`${broker.url}/login`);
-  await board.getByLabel("Access token").fill(MCP_TOKEN);
+  await board.getByLabel("Dashboard token").fill(DASHBOARD_TOKEN);
   await Promise.all([board.waitForURL(`${broker.url}/`), board.getByRole("button", { name: "Log in" }).click()]);
 }, 60_000);
 

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allowYaml, auditRows, call, MCP_TOKEN, startSession, startSite, type TestBroker, type TestSite } from "../harness.js";
+import { allowYaml, auditRows, call, DASHBOARD_TOKEN, startSession, startSite, type TestBroker, type TestSite } from "../harness.js";
 
 const CHROMIUM = process.env["CHROME_PATH"] ?? "/usr/lib/chromium/chromium";
 const YAML = allowYaml(`  write:\n    click:\n      "127.0.0.1": { label: "^Buy now$" }\n`);
@@ -200,7 +200,7 @@ describe.each(["cdp", "extension"] as const)("the audit log on a full disk, %s d
       try {
         const page = await viewer.newPage();
         await page.goto(`${broker.url}/login`);
-        await page.getByLabel("Access token").fill(MCP_TOKEN);
+        await page.getByLabel("Dashboard token").fill(DASHBOARD_TOKEN);
         await Promise.all([page.waitForURL(`${broker.url}/`), page.getByRole("button", { name: "Log in" }).click()]);
         const banner = page.locator("#audit-alert");
         await banner.waitFor({ state: "visible", timeout: 10_000 });

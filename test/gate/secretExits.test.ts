@@ -1,5 +1,5 @@
 // Secrets at every exit (issue 11, item 4): a real broker with a real Chromium attached over CDP (so a real
-// DevTools endpoint is registered), a hosted provider's key in the environment, and the two tokens. Each kind
+// DevTools endpoint is registered), a hosted provider's key in the environment, and the three tokens. Each kind
 // of secret is planted where it could leak (page titles, text and URLs, the browser's label, an element's name
 // that lands in the audit target, a tool error, the browser's own /json/version), then looked for at every
 // exit: tool results (text and the whole result object), audit.db rows, log lines, /health and the dashboard's
@@ -9,7 +9,19 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LaunchedCdpBrowser } from "../../packages/broker/src/launch/cdpChromium.js";
 import { Broker, findChromium, launchLocalChromium, loadConfig, type Logger } from "../../packages/broker/src/index.js";
-import { allowYaml, auditRows, closedPort, connectClient, makeDataDir, MCP_TOKEN, PAIRING_TOKEN, startSite, type TestSite } from "../harness.js";
+import {
+  allowYaml,
+  auditRows,
+  closedPort,
+  connectClient,
+  DASHBOARD_TOKEN,
+  makeDataDir,
+  MCP_TOKEN,
+  PAIRING_TOKEN,
+  startSite,
+  TOKEN_ENV,
+  type TestSite,
+} from "../harness.js";
 import { cookieOf, raw } from "../rawHttp.js";
 
 const PROVIDER_KEY = "kernel-api-key-5c9e1b7d3f2a4e6c8b0d";
@@ -29,6 +41,7 @@ function secrets(): Record<string, string> {
   const guid = endpoint.pathname.split("/").pop() ?? "";
   return {
     "MCP token": MCP_TOKEN,
+    "dashboard token": DASHBOARD_TOKEN,
     "pairing token": PAIRING_TOKEN,
     "CDP endpoint": chromium.endpoint,
     "CDP endpoint, URL-encoded": encodeURIComponent(chromium.endpoint),
@@ -47,15 +60,15 @@ function expectClean(exit: string, text: string, except: readonly string[] = [])
   }
 }
 
-/** The page that quotes every secret in its title, text and links, and names a button after the MCP token. */
+/** The page that quotes every secret in its title, text and links, and names a button after the MCP and dashboard tokens. */
 function plantedPage(): string {
   const s = secrets();
-  return `<!doctype html><html><head><title>T ${MCP_TOKEN} ${PAIRING_TOKEN} ${PROVIDER_KEY}</title></head><body>
+  return `<!doctype html><html><head><title>T ${MCP_TOKEN} ${DASHBOARD_TOKEN} ${PAIRING_TOKEN} ${PROVIDER_KEY}</title></head><body>
 <h1>Planted</h1>
-<p>mcp ${MCP_TOKEN}, pairing ${PAIRING_TOKEN}, provider ${PROVIDER_KEY}</p>
+<p>mcp ${MCP_TOKEN}, dashboard ${DASHBOARD_TOKEN}, pairing ${PAIRING_TOKEN}, provider ${PROVIDER_KEY}</p>
 <p>endpoint ${s["CDP endpoint"]}, encoded ${s["CDP endpoint, URL-encoded"]}, id ${s["CDP endpoint's GUID"]}</p>
-<p><a href="/next?t=${MCP_TOKEN}&e=${encodeURIComponent(chromium.endpoint)}">next ${PAIRING_TOKEN}</a></p>
-<button>Send ${MCP_TOKEN}</button>
+<p><a href="/next?t=${MCP_TOKEN}&d=${DASHBOARD_TOKEN}&e=${encodeURIComponent(chromium.endpoint)}">next ${PAIRING_TOKEN}</a></p>
+<button>Send ${MCP_TOKEN} ${DASHBOARD_TOKEN}</button>
 </body></html>`;
 }
 
@@ -75,7 +88,7 @@ async function dashboardSession(): Promise<string> {
   const login = await raw(`${brokerUrl}/login`, {
     method: "POST",
     headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: brokerUrl, Cookie: loginCookie },
-    body: new URLSearchParams({ csrf, token: MCP_TOKEN }).toString(),
+    body: new URLSearchParams({ csrf, token: DASHBOARD_TOKEN }).toString(),
   });
   const cookie = cookieOf(login, "tabrelay_session_");
   if (login.status !== 303 || !cookie) throw new Error(`login failed: ${login.status}`);
@@ -110,7 +123,7 @@ beforeAll(async () => {
   });
   chromium = await launchLocalChromium({ chromiumPath: findChromium(), headless: true });
   dataDir = makeDataDir(allowYaml());
-  const config = loadConfig({ dataDir, port: 0, env: { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } });
+  const config = loadConfig({ dataDir, port: 0, env: TOKEN_ENV });
   const capture: Logger = { info: (m) => logLines.push(`info ${m}`), warn: (m) => logLines.push(`warn ${m}`), error: (m) => logLines.push(`error ${m}`) };
   broker = new Broker({ config, log: capture });
   brokerUrl = (await broker.listen()).url;
@@ -129,7 +142,7 @@ afterAll(async () => {
 });
 
 describe("secrets at every exit", () => {
-  const plantedUrl = () => `${site.origin}/planted?t=${MCP_TOKEN}&p=${PAIRING_TOKEN}&e=${encodeURIComponent(chromium.endpoint)}`;
+  const plantedUrl = () => `${site.origin}/planted?t=${MCP_TOKEN}&d=${DASHBOARD_TOKEN}&p=${PAIRING_TOKEN}&e=${encodeURIComponent(chromium.endpoint)}`;
   let tab = 0;
 
   it("tool results: a page quoting every secret in its title, text, links and URL (read_url, open_tab, list_tabs, snapshot, read_page)", async () => {
@@ -137,7 +150,8 @@ describe("secrets at every exit", () => {
     expect(read.isError, read.text).toBe(false);
     // The page was read, and the secrets in it were replaced by markers naming them.
     expect(read.text).toContain("Planted");
-    for (const marker of ["mcp token", "pairing token", "cdp endpoint", "provider key"]) expect(read.text).toContain(`[redacted: ${marker}]`);
+    for (const marker of ["mcp token", "dashboard token", "pairing token", "cdp endpoint", "provider key"])
+      expect(read.text).toContain(`[redacted: ${marker}]`);
     expectClean("read_url", read.raw);
 
     const opened = await callTool("open_tab", { url: plantedUrl() });
@@ -169,7 +183,7 @@ describe("secrets at every exit", () => {
     expectClean("a tool error", result.raw);
   });
 
-  it("audit records: an element named after the MCP token (the target) and the URLs the calls used", async () => {
+  it("audit records: an element named after the MCP and dashboard tokens (the target) and the URLs the calls used", async () => {
     const snap = await callTool("snapshot", { tab });
     const line = snap.text.split("\n").find((l) => l.includes("button") && l.includes("[ref="));
     const ref = line ? /\[ref=([^\]]+)\]/.exec(line)?.[1] : undefined;
@@ -183,7 +197,7 @@ describe("secrets at every exit", () => {
 
     const rows = auditRows({ dataDir });
     const clicked = rows.find((r) => r.tool === "click");
-    expect(JSON.stringify(clicked)).toContain('button \\"Send [redacted: mcp token]\\"');
+    expect(JSON.stringify(clicked)).toContain('button \\"Send [redacted: mcp token] [redacted: dashboard token]\\"');
     expectClean("audit.db", JSON.stringify(rows));
     expectClean("AuditLog.list", JSON.stringify(broker.audit.list()));
   });
@@ -248,7 +262,7 @@ describe("secrets of a browser the model started", () => {
     const log: Logger = { info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) };
     const dir = makeDataDir(allowYaml("screenshots:\n  enabled: true\nbrowsers:\n  source: local\n"));
     const own = new Broker({
-      config: loadConfig({ dataDir: dir, port: 0, env: { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN } }),
+      config: loadConfig({ dataDir: dir, port: 0, env: TOKEN_ENV }),
       log,
     });
     const url = (await own.listen()).url;

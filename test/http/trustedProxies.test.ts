@@ -6,7 +6,7 @@
 // Loopback stands in for the network: the broker listens on 127.0.0.1; the load balancer is 127.0.0.5, an attacker
 // on the same network 127.0.0.9 (Linux sends from any 127/8 address).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MCP_TOKEN, startBroker, type TestBroker } from "../harness.js";
+import { DASHBOARD_TOKEN, MCP_TOKEN, startBroker, type TestBroker } from "../harness.js";
 import { cookieOf, raw, setCookies, type RawResponse } from "../rawHttp.js";
 
 const PUBLIC = "tabrelay.example";
@@ -44,7 +44,7 @@ describe("the dashboard's login behind a load balancer", () => {
   it("counts a client that is not the load balancer by its own address, whatever X-Real-IP it sends", async () => {
     for (let i = 0; i < 5; i++) expect((await login(OTHER, WRONG, { "X-Real-IP": `198.51.100.${i}` }, `http://${PUBLIC}`)).status).toBe(401);
     // Five guesses, five made-up addresses: all were this machine's (loopback is one source), so the sixth is held back.
-    const held = await login(OTHER, MCP_TOKEN, { "X-Real-IP": "198.51.100.77" }, `http://${PUBLIC}`);
+    const held = await login(OTHER, DASHBOARD_TOKEN, { "X-Real-IP": "198.51.100.77" }, `http://${PUBLIC}`);
     expect(held.status).toBe(429);
     expect(held.body).toContain("Too many wrong tokens from this machine.");
   });
@@ -52,10 +52,10 @@ describe("the dashboard's login behind a load balancer", () => {
   it("counts clients behind the load balancer by its X-Real-IP, an IPv6 client by its /64, however it is written", async () => {
     // The proxy's clients are sources of their own, apart from this machine's bucket the test above filled.
     for (let i = 1; i <= 5; i++) expect((await login(PROXY, WRONG, viaProxy(`2001:db8::${i}`), `https://${PUBLIC}`)).status).toBe(401);
-    const sameBlock = await login(PROXY, MCP_TOKEN, viaProxy("2001:DB8:0:0:ffff:0:0:9"), `https://${PUBLIC}`);
+    const sameBlock = await login(PROXY, DASHBOARD_TOKEN, viaProxy("2001:DB8:0:0:ffff:0:0:9"), `https://${PUBLIC}`);
     expect(sameBlock.status).toBe(429);
     expect(sameBlock.body).toContain("Too many wrong tokens from this address.");
-    const otherBlock = await login(PROXY, MCP_TOKEN, viaProxy("2001:db8:0:1::9"), `https://${PUBLIC}`);
+    const otherBlock = await login(PROXY, DASHBOARD_TOKEN, viaProxy("2001:db8:0:1::9"), `https://${PUBLIC}`);
     expect(otherBlock.status).toBe(303);
     // The browser used https through the balancer: the cookie is Secure, named for port 443.
     expect(setCookies(otherBlock).find((c) => c.startsWith("tabrelay_session_443="))).toMatch(/; Secure/i);

@@ -12,6 +12,7 @@ import {
   allowYaml,
   attachBrowser,
   call,
+  DASHBOARD_TOKEN,
   DRIVERS,
   MCP_TOKEN,
   openTab,
@@ -318,7 +319,7 @@ async function dashboardCookie(b: TestBroker): Promise<Record<string, string>> {
     method: "POST",
     redirect: "manual",
     headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: b.url, Cookie: loginCookie },
-    body: new URLSearchParams({ csrf, token: MCP_TOKEN }).toString(),
+    body: new URLSearchParams({ csrf, token: DASHBOARD_TOKEN }).toString(),
   });
   const cookie = login.headers
     .getSetCookie()

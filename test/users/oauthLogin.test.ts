@@ -29,6 +29,7 @@ describe("OAuth: access tokens from the configured issuer act as the user with t
   let resource: string;
   let metadataUrl: string;
   let aliceStatic: string;
+  let aliceDashboard: string;
   let aliceToken: string;
   const stubs: StubExtension[] = [];
   const clients: Client[] = [];
@@ -67,7 +68,7 @@ describe("OAuth: access tokens from the configured issuer act as the user with t
     broker = await startBroker({ port, yaml: allowYaml(`auth:\n  oauth:\n    issuer: "${idp.issuer}"\n    resource: "${resource}"\n    scopes: [browse]\n`) });
     for (const name of ["alice", "bob", "carol"]) {
       const added = await broker.broker.users.add(name, { subject: name });
-      if (name === "alice") aliceStatic = added.token;
+      if (name === "alice") [aliceStatic, aliceDashboard] = [added.token, added.dashboardToken];
       if (name === "carol") continue;
       const stub = new StubExtension({ port: broker.port, browserId: `${name}-browser-0001`, token: added.pairingCode, label: `${name} stub` });
       stubs.push(stub);
@@ -180,7 +181,7 @@ describe("OAuth: access tokens from the configured issuer act as the user with t
     await expect(call(carol, "list_browsers")).rejects.toThrow(/was revoked/);
   });
 
-  it("signs the dashboard in with what /mcp takes: a user's access token, not an unknown subject's", async () => {
+  it("signs the dashboard in with the user's own dashboard token, never with an access token (an agent holds those)", async () => {
     const login = async (token: string) => {
       const form = await fetch(`${broker.url}/login`);
       const cookie = (form.headers.getSetCookie().find((c) => c.startsWith("tabrelay_login_")) ?? "").split(";")[0] ?? "";
@@ -194,8 +195,10 @@ describe("OAuth: access tokens from the configured issuer act as the user with t
       await res.body?.cancel();
       return res.status;
     };
-    expect(await login(aliceToken)).toBe(303);
+    // Alice's access token works at /mcp (above) but the dashboard will answer for her: it is refused there.
+    expect(await login(aliceToken)).toBe(401);
     expect(await login(await userToken(idp, "mallory", "browse", { resource }))).toBe(401);
+    expect(await login(aliceDashboard)).toBe(303);
   });
 });
 

@@ -9,12 +9,14 @@ import {
   allowYaml,
   call,
   connectClient,
+  DASHBOARD_TOKEN,
   launchBrowser,
   MCP_TOKEN,
   openTab,
   page,
   startBroker,
   startSite,
+  TOKEN_ENV,
   waitFor,
   type TestBroker,
   type TestBrowser,
@@ -24,6 +26,7 @@ import { StubExtension } from "../stubExtension.js";
 
 interface Member {
   token: string;
+  dashboardToken: string;
   pairingCode: string;
   client: Client;
   browser: TestBrowser;
@@ -48,6 +51,7 @@ describe("users: each agent reaches only its own user's browsers", () => {
       const connected = await waitFor(`${name}'s browser`, () => broker.broker.registry.list().find((b) => b.info.label === `${name} chromium`), 30_000);
       return {
         token: added.token,
+        dashboardToken: added.dashboardToken,
         pairingCode: added.pairingCode,
         client: await connectClient(broker.url, added.token),
         browser,
@@ -169,8 +173,8 @@ describe("users: each agent reaches only its own user's browsers", () => {
     expect(wrong.brokerProved).toBe(false);
   });
 
-  it("opens the dashboard to a user's own token, showing a member their own browsers and records only", async () => {
-    const dash = await dashboardLogin(broker, alice.token);
+  it("opens the dashboard to a user's own dashboard token, showing a member their own browsers and records only", async () => {
+    const dash = await dashboardLogin(broker, alice.dashboardToken);
     const state = (await dash.get("/dashboard/api/state")) as { browsers: Array<{ id: string; label: string }>; pages: unknown };
     expect(state.browsers.map((b) => b.label)).toEqual(["alice chromium"]);
     const config = (await dash.get("/dashboard/api/config")) as { pairingToken: string | null };
@@ -191,7 +195,7 @@ describe("users: each agent reaches only its own user's browsers", () => {
     const frank = await broker.broker.users.add("frank");
     const stub = new StubExtension({ port: broker.port, browserId: "frank-browser-0001", token: frank.pairingCode, label: "frank stub" });
     await stub.welcomed;
-    const dash = await dashboardLogin(broker, erin.token);
+    const dash = await dashboardLogin(broker, erin.dashboardToken);
     const state = (await dash.get("/dashboard/api/state")) as { browsers: Array<{ label: string; owner: string }> };
     expect(state.browsers.map((b) => b.label).sort()).toEqual(expect.arrayContaining(["alice chromium", "bob chromium", "frank stub"]));
     const users = (await dash.get("/dashboard/api/users")) as { users: Array<{ name: string; role: string; browsers: number }> };
@@ -204,6 +208,40 @@ describe("users: each agent reaches only its own user's browsers", () => {
     await expect(frankClient).rejects.toThrow(/401|bearer token/);
     // Alice and Bob are untouched.
     expect((await call(alice.client, "list_browsers")).text).toContain("alice chromium");
+  });
+
+  it("never opens the dashboard to a user's MCP token, which their agents hold; a user's dashboard token opens no /mcp", async () => {
+    // An admin's MCP token would be worst: it would let their agent answer for everyone.
+    const gina = await broker.broker.users.add("gina", { role: "admin" });
+    expect((await loginWith(broker, gina.token)).status).toBe(401);
+    expect((await loginWith(broker, alice.token)).status).toBe(401);
+    await expect(connectClient(broker.url, gina.dashboardToken)).rejects.toThrow(/401|bearer token/);
+    await expect(connectClient(broker.url, alice.dashboardToken)).rejects.toThrow(/401|bearer token/);
+    // Nor the broker's own tokens across their doors.
+    expect((await loginWith(broker, MCP_TOKEN)).status).toBe(401);
+    await expect(connectClient(broker.url, DASHBOARD_TOKEN)).rejects.toThrow(/401|bearer token/);
+    expect((await loginWith(broker, gina.dashboardToken)).status).toBe(303);
+  });
+
+  it("redacts a user's dashboard token once it logged in: a page quoting it reads redacted, and so does the audit record", async () => {
+    await dashboardLogin(broker, bob.dashboardToken);
+    site.route("/quoting", page("Quoting", `<p>The token is ${bob.dashboardToken}.</p><button>Approve ${bob.dashboardToken}</button>`));
+    const tab = await openTab(bob.client, `${site.origin}/quoting`);
+    const read = await call(bob.client, "read_page", { tab, mode: "full" });
+    expect(read.text).toContain("The token is [redacted: dashboard token].");
+    expect(read.text).not.toContain(bob.dashboardToken);
+    // A click on the button named after it (refused: no write grant) is recorded with that name as its target.
+    const snap = await call(bob.client, "snapshot", { tab });
+    const line = snap.text.split("\n").find((l) => l.includes("button") && l.includes("[ref="));
+    expect(line).toContain("Approve [redacted: dashboard token]");
+    const ref = line ? /\[ref=([^\]]+)\]/.exec(line)?.[1] : undefined;
+    const revision = /revision: (\S+)/.exec(snap.text)?.[1];
+    expect(ref, snap.text).toBeDefined();
+    expect((await call(bob.client, "click", { tab, ref, revision })).isError).toBe(true);
+    const records = JSON.stringify(broker.broker.audit.list({ user: "bob" }));
+    expect(records).toContain('button \\"Approve [redacted: dashboard token]\\"');
+    expect(records).not.toContain(bob.dashboardToken);
+    await call(bob.client, "close_tab", { tab });
   });
 
   it("revoking a user locks out their token at the next request and disconnects their browser", async () => {
@@ -229,7 +267,7 @@ const CLI = fileURLToPath(new URL("../../packages/cli/bin/tabrelay.js", import.m
 function tabrelay(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [CLI, ...args], {
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: "test-pairing-token-0123456789abcdef" },
+    env: { ...process.env, ...TOKEN_ENV },
   });
   let stdout = "";
   let stderr = "";
@@ -249,13 +287,16 @@ describe("tabrelay users: managing a running broker's users from the command lin
     await broker?.close();
   });
 
-  it("adds a user whose printed token and pairing code work at once, lists them, and revokes them", async () => {
+  it("adds a user whose printed tokens and pairing code work at once, lists them, and revokes them", async () => {
     const added = await tabrelay(["users", "add", "Dave", "--data-dir", broker.dataDir]);
     expect(added.code, added.stderr).toBe(0);
     const token = /^\s+(trt_\S+)$/m.exec(added.stdout)?.[1];
+    const dashboardToken = /^\s+(trd_\S+)$/m.exec(added.stdout)?.[1];
     const code = /^\s+(p_[a-z0-9]{12}\.\S+)$/m.exec(added.stdout)?.[1];
     expect(token).toBeTruthy();
+    expect(dashboardToken).toBeTruthy();
     expect(code).toBeTruthy();
+    expect(added.stdout).toContain("Dashboard token (shown once; for dave alone, to log in to the dashboard; never give it to an agent):");
     expect(added.stdout).toContain("Added user dave");
 
     const stub = new StubExtension({ port: broker.port, browserId: "dave-browser-0001", token: code!, label: "dave stub" });
@@ -266,8 +307,10 @@ describe("tabrelay users: managing a running broker's users from the command lin
     const listed = await tabrelay(["users", "list", "--data-dir", broker.dataDir]);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toMatch(/^dave {2}member {2}active/m);
-    expect(listed.stdout).toMatch(/token t_[a-z0-9]{16} {2}"first token" {2}created \S+ {2}last used 20/);
+    expect(listed.stdout).toMatch(/ {2}token t_[a-z0-9]{16} {2}"first token" {2}created \S+ {2}last used 20/);
+    expect(listed.stdout).toMatch(/ {2}dashboard token d_[a-z0-9]{16} {2}"dashboard" {2}created \S+ {2}last used never/);
     expect(listed.stdout).not.toContain(token!);
+    expect(listed.stdout).not.toContain(dashboardToken!);
 
     const again = await tabrelay(["users", "add", "dave", "--data-dir", broker.dataDir]);
     expect(again.code).toBe(2);
@@ -276,8 +319,20 @@ describe("tabrelay users: managing a running broker's users from the command lin
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("is not a user name");
 
-    const dash = await dashboardLogin(broker, token!);
+    // The dashboard takes the dashboard token, never the MCP token printed beside it.
+    expect((await loginWith(broker, token!)).status).toBe(401);
+    const dash = await dashboardLogin(broker, dashboardToken!);
     expect((await dash.raw("/dashboard/api/state")).status).toBe(200);
+
+    // A new dashboard token (the old one lost or seen): printed once, and the old one no longer logs in.
+    const renewed = await tabrelay(["users", "dashboard-token", "dave", "--data-dir", broker.dataDir]);
+    expect(renewed.code, renewed.stderr).toBe(0);
+    expect(renewed.stdout).toMatch(/^trd_\S+\n$/);
+    expect(renewed.stderr).toContain("the one it replaces no longer logs in");
+    expect((await loginWith(broker, dashboardToken!)).status).toBe(401);
+    expect((await loginWith(broker, renewed.stdout.trim())).status).toBe(303);
+    // The agents' token is untouched.
+    expect((await call(client, "list_browsers")).text).toContain("dave stub");
 
     const revoked = await tabrelay(["users", "revoke", "dave", "--data-dir", broker.dataDir]);
     expect(revoked.code, revoked.stderr).toBe(0);
@@ -291,17 +346,22 @@ describe("tabrelay users: managing a running broker's users from the command lin
   }, 60_000);
 });
 
-/** A dashboard session opened the way the login form does, and the calls its page makes. */
-async function dashboardLogin(b: TestBroker, token: string) {
+/** The login form fetched and posted with `token`, as a person does: the answer to the post. */
+async function loginWith(b: TestBroker, token: string): Promise<Response> {
   const form = await fetch(`${b.url}/login`);
   const loginCookie = (form.headers.getSetCookie().find((c) => c.startsWith("tabrelay_login_")) ?? "").split(";")[0]!;
   const csrfField = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? "";
-  const login = await fetch(`${b.url}/login`, {
+  return fetch(`${b.url}/login`, {
     method: "POST",
     redirect: "manual",
     headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: b.url, Cookie: loginCookie },
     body: new URLSearchParams({ csrf: csrfField, token }).toString(),
   });
+}
+
+/** A dashboard session opened the way the login form does, and the calls its page makes. */
+async function dashboardLogin(b: TestBroker, token: string) {
+  const login = await loginWith(b, token);
   expect(login.status).toBe(303);
   const cookie = (login.headers.getSetCookie().find((c) => c.startsWith("tabrelay_session_")) ?? "").split(";")[0]!;
   const home = await fetch(`${b.url}/`, { headers: { Cookie: cookie } });

@@ -26,6 +26,8 @@ interface Member {
   name: string;
   id: string;
   token: string;
+  /** Their own login to the dashboard (never the MCP token, which their agent holds). */
+  dashboardToken: string;
   client: Client;
   browser: TestBrowser;
   listChanges: number;
@@ -115,7 +117,15 @@ beforeAll(async () => {
     tokens.set(name, added.token);
     const browser = await launchBrowser(broker.port, added.pairingCode, `${name} chromium`);
     await waitFor(`${name}'s browser`, () => broker.broker.registry.list().find((b) => b.info.label === `${name} chromium`), 30_000);
-    const member: Member = { name, id: added.user.id, token: added.token, client: await connectClient(broker.url, added.token), browser, listChanges: 0 };
+    const member: Member = {
+      name,
+      id: added.user.id,
+      token: added.token,
+      dashboardToken: added.dashboardToken,
+      client: await connectClient(broker.url, added.token),
+      browser,
+      listChanges: 0,
+    };
     member.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       member.listChanges++;
     });
@@ -239,13 +249,13 @@ return { names, own: await attempt(${JSON.stringify(`${prefix}bob_notes`)}), the
   });
 
   it("Bob's dashboard shows him no page tools and his own attempts only; Alice's shows none of his", async () => {
-    const bobs = await dashboardLogin(broker, bob.token);
+    const bobs = await dashboardLogin(broker, bob.dashboardToken);
     const state = (await bobs.get("/dashboard/api/state")) as { pages: unknown };
     expect(state.pages).toBeNull();
     const bobEvents = await bobs.events("/dashboard/api/audit");
     expect(bobEvents.some((r) => r.tool === `${prefix}alice_notes`)).toBe(true);
     expect(bobEvents.every((r) => r.user === "bob")).toBe(true);
-    const alices = await dashboardLogin(broker, alice.token);
+    const alices = await dashboardLogin(broker, alice.dashboardToken);
     const aliceEvents = await alices.events("/dashboard/api/audit");
     expect(aliceEvents.length).toBeGreaterThan(0);
     expect(aliceEvents.every((r) => r.user === "alice")).toBe(true);

@@ -1,13 +1,22 @@
 export { Broker, type BrokerOptions } from "./server.js";
 export { openUsers } from "./users/open.js";
-export { Users, UserError, TOKEN_PREFIX } from "./users/users.js";
+export { Users, UserError, TOKEN_PREFIX, DASHBOARD_TOKEN_PREFIX, isDashboardToken } from "./users/users.js";
 export type { Principal } from "./users/principal.js";
 export type { Store, User, TokenInfo, Role } from "./store/store.js";
 export { BrowserRegistry } from "./drivers/registry.js";
 export { BrowserConnection } from "./drivers/extension/connection.js";
 export type { BrowserDriver, BrowserInfo } from "./drivers/driver.js";
 export { launchLocalChromium } from "./launch/cdpChromium.js";
-export { loadConfig, ConfigError, defaultDataDir, rankingFile, isLoopback, BUILTIN_EXTENSION_ID, type BrokerConfig } from "./config/config.js";
+export {
+  loadConfig,
+  ConfigError,
+  defaultDataDir,
+  rankingFile,
+  isLoopback,
+  BUILTIN_EXTENSION_ID,
+  type BrokerConfig,
+  type NodeBrokerConfig,
+} from "./config/config.js";
 export { connectHttpClient } from "./mcp/adapter.js";
 export { checkBroker, BrokerNotProven, BrokerUnreachable } from "./mcp/brokerProof.js";
 export { Relay, type RelayOptions } from "./mcp/relay.js";

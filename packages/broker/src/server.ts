@@ -6,7 +6,7 @@ import { BridgeServer } from "./drivers/extension/bridgeServer.js";
 import { PageTools } from "./pages/index.js";
 import type { BrowserDriver } from "./drivers/driver.js";
 import { BrowserRegistry } from "./drivers/registry.js";
-import { isLoopback, type BrokerConfig } from "./config/config.js";
+import { isLoopback, type NodeBrokerConfig } from "./config/config.js";
 import { HttpSessions } from "./mcp/httpSessions.js";
 import { Answering } from "./http/answering.js";
 import type { Cluster } from "./cluster/cluster.js";
@@ -63,7 +63,7 @@ const USER_SWEEP_MS = 1000;
 /** Where RFC 9728 metadata is looked for: the path-suffixed URL for /mcp, and the root one some clients try first. */
 
 export interface BrokerOptions {
-  config: BrokerConfig;
+  config: NodeBrokerConfig;
   log?: Logger;
   /** Tests shorten the unauthenticated-socket timeout. */
   helloTimeoutMs?: number;
@@ -73,7 +73,7 @@ export interface BrokerOptions {
 
 /** The broker: /mcp for agents, /bridge for browsers, /health for humans and scripts. */
 export class Broker {
-  readonly config: BrokerConfig;
+  readonly config: NodeBrokerConfig;
   readonly registry = new BrowserRegistry();
   readonly context: ToolContext;
   readonly audit: AuditLog;
@@ -83,7 +83,7 @@ export class Broker {
   readonly users: Users;
   /** Whose forwarded headers are believed: mcp.trusted_proxies (http/forwarded.ts), one rule for the door and the dashboard. */
   readonly #forwarding: Forwarding;
-  /** Who may come in through /mcp, /browsers, /page-tokens and the dashboard's login (http/door.ts). */
+  /** Who may come in through /mcp, /browsers and /page-tokens (http/door.ts); the dashboard's login has its own token. */
   readonly #door: Door;
   /** Every exit (tool results, audit records, log lines, the dashboard, /health, /browsers) redacts through it. */
   readonly secrets = new SecretRegistry();
@@ -130,6 +130,7 @@ export class Broker {
     // Reads convert on worker threads, which the runtime-neutral core cannot choose itself.
     useNodeExtractRunner();
     this.secrets.register(this.config.mcpToken, "mcp token");
+    this.secrets.register(this.config.dashboardToken, "dashboard token");
     this.secrets.register(this.config.pairingToken, "pairing token");
     // A hosted provider's key is a secret whether or not this broker creates the session (the CLI does).
     for (const name of PROVIDER_KEY_VARS) this.secrets.register(process.env[name]?.trim(), "provider key");
@@ -146,7 +147,13 @@ export class Broker {
     });
     this.secrets.register(this.config.store.postgresUrl, "secret");
     this.secrets.register(this.config.cluster.redisUrl, "secret");
-    this.users = new Users({ store: openStore(this.config), mcpToken: this.config.mcpToken, pairingToken: this.config.pairingToken, secrets: this.secrets });
+    this.users = new Users({
+      store: openStore(this.config),
+      mcpToken: this.config.mcpToken,
+      dashboardToken: this.config.dashboardToken,
+      pairingToken: this.config.pairingToken,
+      secrets: this.secrets,
+    });
     this.#forwarding = new Forwarding(this.config.trustedProxies, this.#log);
     this.#door = new Door({
       users: this.users,
@@ -250,12 +257,10 @@ export class Broker {
       port: () => this.#port,
       pages: this.pages,
       forwarding: this.#forwarding,
-      // The dashboard takes what /mcp takes: a static token or, in OAuth mode, an access token of a known user.
-      authenticate: async (token) => {
-        const admission = await this.#door.admit(token);
-        return admission.ok ? admission.principal : undefined;
-      },
-      // Derived from the MCP token every broker of a cluster shares (/ready names one that differs).
+      // A dashboard token only: never what /mcp takes (an MCP token, an OAuth access token), which agents hold.
+      authenticate: (token) => this.users.authenticateDashboard(token),
+      // Derived from the MCP token every broker of a cluster shares (/ready names one that differs). An agent that holds
+      // it can sign a login form, no more: the login itself takes a dashboard token.
       loginKey: createHmac("sha256", this.config.mcpToken).update("tabrelay dashboard login form").digest(),
       stillValid: async (principal) => {
         if (principal.user === DEFAULT_USER_ID) return true;

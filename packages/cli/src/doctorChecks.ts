@@ -141,7 +141,8 @@ function octal(mode: number): string {
   return `0${(mode & 0o777).toString(8).padStart(3, "0")}`;
 }
 
-function quote(path: string): string {
+/** A path as a shell takes it (quoted only when it must be). */
+export function quote(path: string): string {
   return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replace(/'/g, "'\\''")}'`;
 }
 

@@ -2,6 +2,7 @@
 import { ConfigError, LaunchError, VERSION } from "@tabrelay/broker";
 import { AUDIT_HELP, cmdAudit } from "./audit.js";
 import { ASK_HELP, cmdAsk } from "./commands/ask.js";
+import { DASHBOARD_TOKEN_HELP, cmdDashboardToken } from "./commands/dashboardToken.js";
 import { DOCTOR_HELP, cmdDoctor } from "./commands/doctor.js";
 import { EXTENSION_HELP, cmdExtension } from "./commands/extension.js";
 import { LAUNCH_HELP, cmdLaunch } from "./commands/launch.js";
@@ -40,6 +41,7 @@ Commands:
                           the questions the broker puts to you (policy.ask), answered from this machine
   audit [--tail] [--limit N] [--json]
                           print the audit log: every tool call, allowed or refused
+  dashboard-token         the token the dashboard's login takes (not the MCP token: agents never get it)
   service install|uninstall|status [--port P] [--data-dir DIR] [--name NAME]
                           run \`tabrelay serve\` as a user service (systemd on Linux, launchd on macOS;
                           on Windows: prints the Task Scheduler command)
@@ -49,7 +51,7 @@ Commands:
                           a short-lived token for a web page of that origin to offer its tools (/page)
   pages list | approve ORIGIN NAME
                           the page tools seen, and approving one whose description or schema changed
-  users add|list|token|pair|revoke NAME
+  users add|list|token|dashboard-token|pair|revoke NAME
                           a team's broker: users with their own tokens, pairing codes and browsers
   setup [--client NAME]... [--stdio] [--service]
                           add tabrelay to your MCP clients with your token (their other servers
@@ -70,6 +72,7 @@ const HELP: Record<string, string> = {
   extension: EXTENSION_HELP,
   audit: AUDIT_HELP,
   ask: ASK_HELP,
+  "dashboard-token": DASHBOARD_TOKEN_HELP,
   policy: POLICY_HELP,
   "mcp-config": MCP_CONFIG_HELP,
   setup: SETUP_HELP,
@@ -111,6 +114,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return cmdAudit(rest);
     case "ask":
       return cmdAsk(rest);
+    case "dashboard-token":
+      return cmdDashboardToken(rest);
     case "service":
       return cmdService(rest);
     case "doctor":

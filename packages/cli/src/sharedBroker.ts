@@ -4,7 +4,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Broker, VERSION, createLogger, type BrokerConfig } from "@tabrelay/broker";
+import { Broker, VERSION, createLogger, type BrokerConfig, type NodeBrokerConfig } from "@tabrelay/broker";
 import { EXIT, EnvironmentError, isAddressInUse, onShutdown } from "./commands/shared.js";
 
 export const SHARED_MARKER = "shared-broker.json";
@@ -46,7 +46,7 @@ function alive(pid: number): boolean {
 }
 
 /** `tabrelay stdio --shared-broker`: the broker alone, until no agent has used it for SHARED_IDLE_MS. */
-export async function runSharedBroker(config: BrokerConfig): Promise<number | undefined> {
+export async function runSharedBroker(config: NodeBrokerConfig): Promise<number | undefined> {
   const broker = new Broker({ config, log: createLogger() });
   try {
     await broker.listen();

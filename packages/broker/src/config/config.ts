@@ -30,6 +30,16 @@ export {
   type TextConfigOptions,
 } from "./build.js";
 
+/**
+ * The Node broker's config: what every host compiles (build.ts) and the dashboard's token, which only the Node broker
+ * needs (a stateless host serves no dashboard). The implicit user logs in to the dashboard with it, never with the MCP
+ * token: that one is what agents hold (written into their config files), and the dashboard answers for the person.
+ */
+export interface NodeBrokerConfig extends BrokerConfig {
+  /** `<data-dir>/dashboard-token` or TABRELAY_DASHBOARD_TOKEN; empty when a look-only load found none. */
+  dashboardToken: string;
+}
+
 export interface ConfigOptions {
   host?: string;
   port?: number;
@@ -113,7 +123,7 @@ export function rankingFile(dataDir: string): string {
   return join(dataDir, "top-sites.csv");
 }
 
-export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
+export function loadConfig(options: ConfigOptions = {}): NodeBrokerConfig {
   const env = options.env ?? process.env;
   const warn = options.warn ?? stderrWarning;
   const create = options.create ?? true;
@@ -153,6 +163,21 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
     create || env["TABRELAY_PAIRING_TOKEN"] || existsSync(join(dataDir, "pairing-token"))
       ? loadOrCreateToken(dataDir, "pairing-token", "TABRELAY_PAIRING_TOKEN", env, warn, create)
       : "";
+  // The same for the dashboard's token (an older data dir has none until the broker's next start creates it).
+  const dashboardToken =
+    create || env["TABRELAY_DASHBOARD_TOKEN"] || existsSync(join(dataDir, "dashboard-token"))
+      ? loadOrCreateToken(dataDir, "dashboard-token", "TABRELAY_DASHBOARD_TOKEN", env, warn, create)
+      : "";
+  // One secret for both doors would let an agent, which holds the MCP token, log in where the person answers for it.
+  if (dashboardToken && (dashboardToken === mcpToken || dashboardToken === pairingToken)) {
+    const path = join(dataDir, "dashboard-token");
+    const [from, fix] = env["TABRELAY_DASHBOARD_TOKEN"]
+      ? ["TABRELAY_DASHBOARD_TOKEN", TOKEN_ADVICE]
+      : [`the token file ${path}`, `delete it (rm ${path}) and tabrelay creates a new one`];
+    throw new ConfigError(
+      `${from} holds the ${dashboardToken === mcpToken ? "MCP token" : "pairing code"}: the dashboard needs a token of its own (agents hold the MCP token); ${fix}`,
+    );
+  }
   // The database URL carries a password: from the environment it never needs to sit in config.yaml.
   const postgresUrl = env["TABRELAY_POSTGRES_URL"]?.trim();
   if (postgresUrl) {
@@ -172,5 +197,5 @@ export function loadConfig(options: ConfigOptions = {}): BrokerConfig {
       `${configPath}: screenshots: in a cluster (cluster.redis_url) screenshots need screenshots.s3, shared by every broker: a link must work on whichever broker it reaches; add screenshots.s3 or turn screenshots off`,
     );
   }
-  return { host, port, dataDir, configPath, mcpToken, pairingToken, rankingPath, ...settings };
+  return { host, port, dataDir, configPath, mcpToken, pairingToken, dashboardToken, rankingPath, ...settings };
 }

@@ -1,6 +1,7 @@
 // The dashboard: a page at `/` where the user sees what the agent does (browsers, tabs, a live picture, the
-// audit log, the policy) and can pull the emergency stop. Behind a login that takes the access token; the
-// session cookie opens only the dashboard, never /mcp (that door takes the bearer header alone).
+// audit log, the policy) and can pull the emergency stop. Behind a login that takes a dashboard token, never an MCP
+// token (an agent holds that one); the session cookie opens only the dashboard, never /mcp (that door takes the
+// bearer header alone).
 // This module holds the routes and their door checks, and the emergency stop; the login and sessions are in
 // sessions.ts, the API the page calls in api.ts (its audit stream in auditStream.ts), the HTML in page.ts.
 import type { AuditLog } from "../audit/auditLog.js";
@@ -40,7 +41,7 @@ export interface DashboardOptions {
   pages?: { registry: PageToolRegistry } | undefined;
   /** Whose forwarded headers are believed (mcp.trusted_proxies): the load balancer's scheme, host and client address. */
   forwarding: Forwarding;
-  /** Whose an access token is (users/users.ts): the login takes the broker's own MCP token or a user's. */
+  /** Whose a dashboard token is (users/users.ts authenticateDashboard): the broker's own dashboard token or a user's. */
   authenticate: (token: string) => Promise<Principal | undefined>;
   /** Signs the login form's nonce (sessions.ts): the same on every broker of a cluster. */
   loginKey: Uint8Array;

@@ -36,9 +36,9 @@ export function loginPage(options: { csrf: string; error?: string }): string {
 <p>This dashboard shows what the agent does in your browser and lets you stop it.</p>
 ${error}<form method="post" action="/login">
 <input type="hidden" name="csrf" value="${escapeHtml(options.csrf)}">
-<label for="token">Access token</label>
+<label for="token">Dashboard token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" spellcheck="false" required autofocus aria-describedby="${describedBy}">
-<p id="token-help" class="help">The MCP token that <code>tabrelay serve</code> printed (the <code>mcp-token</code> file in your tabrelay data folder, <code>~/.tabrelay</code> by default).</p>
+<p id="token-help" class="help">The dashboard token, not the MCP token your agents hold: <code>tabrelay dashboard-token</code> prints it on the broker's machine (it is the <code>dashboard-token</code> file in your tabrelay data folder, <code>~/.tabrelay</code> by default). On a team's broker, your own starts with <code>trd_</code>: your admin gives you one (<code>tabrelay users dashboard-token NAME</code>).</p>
 <button type="submit">Log in</button>
 </form>
 </main>

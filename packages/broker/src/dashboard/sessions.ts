@@ -1,4 +1,4 @@
-// The dashboard's door: the login form (the access token, a signed CSRF nonce, the login throttle) and the sessions
+// The dashboard's door: the login form (the dashboard token, a signed CSRF nonce, the login throttle) and the sessions
 // it opens (a cookie naming a session the broker keeps in memory, its CSRF token, the audit streams it holds open).
 // In a cluster (tools/clusterLink.ts) a login is also kept in the cluster's directory, so that whichever broker the load
 // balancer picks for the next request knows it, and a logout on one broker ends it on all.
@@ -44,7 +44,10 @@ export interface SharedLogin {
 
 export interface DashboardSessionsOptions {
   log: Logger;
-  /** Says whose an access token is (the broker's own MCP token, or a user's: users/users.ts). */
+  /**
+   * Says whose a dashboard token is (the broker's own dashboard token, or a user's `trd_`: users/users.ts). Never an
+   * MCP token nor an OAuth access token: agents hold those, and the dashboard is where the person answers for them.
+   */
   authenticate: (token: string) => Promise<Principal | undefined>;
   /**
    * Signs the login form's CSRF nonce. The brokers of a cluster share it (derived from the secrets they share), so a
@@ -126,7 +129,8 @@ export class DashboardSessions {
       this.#loginThrottle.failed({ address }, now);
       this.#link?.broadcast(LOGIN_FAILED, { address, at: now });
       this.#log.warn(`dashboard: refused a login from ${address} (wrong token)`);
-      return this.loginForm(port, tls, 401, "That token was not accepted.");
+      // The same words for every wrong token (an MCP token included): the answer tells a guesser nothing.
+      return this.loginForm(port, tls, 401, "That token was not accepted. The dashboard takes a dashboard token, not an MCP token.");
     }
     const id = randomBytes(32).toString("base64url");
     this.#prune(now);

@@ -1,7 +1,8 @@
-// The broker's door: who may come in through /mcp, /browsers and /page-tokens (and log in to the dashboard). Checked
-// in this order, before any body is read: DNS rebinding (the Host header names this broker), cross-site pages (the
-// Origin is this broker's or one config trusts), then whose the bearer token is: a static token (the broker's own, or
-// a user's from the store) or, in OAuth mode, an access token of the configured issuer acting as its subject's user.
+// The broker's door: who may come in through /mcp, /browsers and /page-tokens (not the dashboard: its login takes a
+// dashboard token, which no agent holds; users/users.ts authenticateDashboard). Checked in this order, before any body
+// is read: DNS rebinding (the Host header names this broker), cross-site pages (the Origin is this broker's or one
+// config trusts), then whose the bearer token is: a static token (the broker's own, or a user's from the store) or, in
+// OAuth mode, an access token of the configured issuer acting as its subject's user.
 import type { OAuthResource } from "../auth/oauth.js";
 import type { Users } from "../users/users.js";
 import type { Logger } from "../util/log.js";
@@ -49,7 +50,7 @@ export class Door {
     const refusal = this.#doorChecks(headers, peerAddress);
     if (refusal) return { ok: false, refusal };
     const match = /^Bearer (.+)$/i.exec(headers.get("authorization") ?? "");
-    return this.admit(match?.[1]);
+    return this.#admit(match?.[1]);
   }
 
   /**
@@ -57,7 +58,7 @@ export class Door {
    * only, an access token from the configured issuer, for this broker, acting as the live user with its subject.
    * The token itself never appears in a refusal nor in the log.
    */
-  async admit(token: string | undefined): Promise<Admission> {
+  async #admit(token: string | undefined): Promise<Admission> {
     const principal = token ? await this.#users.authenticate(token) : undefined;
     if (principal) return { ok: true, principal };
     const oauth = this.#options.oauth;

@@ -2,8 +2,9 @@
 // they move here: the audit log), and idempotency records. One interface, two engines: SQLite in the data dir (the
 // embedded default, store/sqlite.ts) and PostgreSQL (`store.postgres_url`, store/postgres.ts). Every method is
 // async so that either engine serves it; the same contract test (test/store/store.test.ts) runs against both.
-// Secrets: an MCP token is stored only as its SHA-256 (it is a bearer credential, checked by hash); a pairing
-// code's secret is stored as it is, because the broker proves it knows it (an HMAC key, protocol handshake.ts).
+// Secrets: an MCP token (and a dashboard token, in the same table) is stored only as its SHA-256 (it is a bearer
+// credential, checked by hash); a pairing code's secret is stored as it is, because the broker proves it knows it (an
+// HMAC key, protocol handshake.ts).
 
 export type Role = "admin" | "member";
 
@@ -22,7 +23,10 @@ export interface User {
 }
 
 export interface TokenInfo {
-  /** `t_` + 16 lowercase letters and digits; names the token in lists and revocations, never authenticates. */
+  /**
+   * `t_` (an MCP token) or `d_` (a dashboard token) + 16 lowercase letters and digits; names the token in lists and
+   * revocations, never authenticates.
+   */
   id: string;
   userId: string;
   /** What the user called it ("laptop claude", "ci"). */

@@ -13,7 +13,7 @@ export interface Principal {
 
 export const DEFAULT_USER_ID = "default";
 
-/** The implicit user: whoever holds the broker's own token file (mcp-token) and pairing code (pairing-token). */
+/** The implicit user: whoever holds the broker's own token files (mcp-token, dashboard-token) and pairing code (pairing-token). */
 export const DEFAULT_PRINCIPAL: Principal = Object.freeze({ user: DEFAULT_USER_ID, name: "default", role: "admin" });
 
 /** The user a browser belongs to: the one whose pairing code it used, or who attached it. */

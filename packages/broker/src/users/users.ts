@@ -4,6 +4,9 @@
 // next request, on every broker sharing the store.
 // The implicit user (users/principal.ts) is not in the store: it is whoever holds the broker's token files, and it
 // cannot be revoked here (replace the files to lock it out).
+// Two doors, two kinds of token: an MCP token (`trt_`, or the broker's mcp-token) opens /mcp and is what an agent
+// holds; a dashboard token (`trd_`, or the broker's dashboard-token) opens the dashboard, where the person answers for
+// the agent. Neither door takes the other's: an agent must never be able to approve its own actions.
 import { PAIRING_ID_PATTERN } from "@tabrelay/protocol";
 import { StoreConflict, type Pairing, type Role, type Store, type TokenInfo, type User } from "../store/store.js";
 import { sha256 } from "../util/sha256.js";
@@ -13,6 +16,13 @@ import { DEFAULT_PRINCIPAL, DEFAULT_USER_ID, type Principal } from "./principal.
 
 /** A per-user MCP token: `trt_` and 192 random bits. The prefix lets a secret scanner recognise one. */
 export const TOKEN_PREFIX = "trt_";
+/**
+ * A per-user dashboard token: `trd_` and 192 random bits, in the same table as MCP tokens. The prefix is part of the
+ * hashed string, so an MCP token's hash can never name one; their ids differ too (`d_`, not `t_`).
+ */
+export const DASHBOARD_TOKEN_PREFIX = "trd_";
+/** What a dashboard token is called in lists (`tabrelay users list`, the dashboard's users view). */
+const DASHBOARD_TOKEN_NAME = "dashboard";
 const NAME = /^[a-z0-9][a-z0-9._-]{0,39}$/;
 /** A token's last use is written at most this often (a busy agent would otherwise write on every call). */
 const TOUCH_EVERY_MS = 60_000;
@@ -29,6 +39,8 @@ export interface UsersOptions {
   store: Store | Promise<Store>;
   /** The broker's own MCP token (mcp-token): the implicit user's. */
   mcpToken: string;
+  /** The broker's own dashboard token (dashboard-token): the implicit user's dashboard login; none without one. */
+  dashboardToken?: string;
   /** The broker's own pairing code (pairing-token): the implicit user's. */
   pairingToken: string;
   /** Tokens and pairing codes are registered here as they are used, so that every exit redacts them. */
@@ -57,13 +69,28 @@ export class Users {
     return this.#options.now?.() ?? Date.now();
   }
 
-  /** The user a bearer token belongs to, or undefined (unknown, revoked, or a revoked user's). */
+  /** The user an MCP bearer token belongs to, or undefined (unknown, revoked, a revoked user's, or a dashboard token). */
   async authenticate(token: string): Promise<Principal | undefined> {
     if (safeEqual(token, this.#options.mcpToken)) return DEFAULT_PRINCIPAL;
-    if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return undefined;
+    return this.#byStoredToken(token, TOKEN_PREFIX, "t_", "mcp token");
+  }
+
+  /**
+   * The user a dashboard login's token belongs to: the broker's own dashboard token, or a user's `trd_` token. Never
+   * an MCP token nor an OAuth access token: an agent holds those, and the dashboard answers for the person.
+   */
+  async authenticateDashboard(token: string): Promise<Principal | undefined> {
+    const own = this.#options.dashboardToken;
+    if (own && safeEqual(token, own)) return DEFAULT_PRINCIPAL;
+    return this.#byStoredToken(token, DASHBOARD_TOKEN_PREFIX, "d_", "dashboard token");
+  }
+
+  /** A live token of the store of one kind (its prefix, and its id's, checked both), its use recorded. */
+  async #byStoredToken(token: string, prefix: string, idPrefix: string, kind: "mcp token" | "dashboard token"): Promise<Principal | undefined> {
+    if (!token.startsWith(prefix) || token.length > 200) return undefined;
     const found = await (await this.#store).tokenByHash(tokenHash(token));
-    if (!found) return undefined;
-    this.#options.secrets?.register(token, "mcp token");
+    if (!found?.token.id.startsWith(idPrefix)) return undefined;
+    this.#options.secrets?.register(token, kind);
     const now = this.#now();
     if (now - (this.#touched.get(found.token.id) ?? 0) >= TOUCH_EVERY_MS) {
       this.#touched.set(found.token.id, now);
@@ -92,8 +119,11 @@ export class Users {
     return { key, owner: principalOf(found.user) };
   }
 
-  /** Adds a user with a first token and a pairing code, each shown only now. */
-  async add(name: string, options: { role?: Role; subject?: string; tokenName?: string } = {}): Promise<{ user: User; token: string; pairingCode: string }> {
+  /** Adds a user with a first MCP token, a dashboard token and a pairing code, each shown only now. */
+  async add(
+    name: string,
+    options: { role?: Role; subject?: string; tokenName?: string } = {},
+  ): Promise<{ user: User; token: string; dashboardToken: string; pairingCode: string }> {
     const clean = name.trim().toLowerCase();
     if (!NAME.test(clean))
       throw new UserError(`"${name}" is not a user name: use 1 to 40 lowercase letters, digits, dots, dashes or underscores, starting with a letter or digit`);
@@ -112,8 +142,9 @@ export class Users {
       throw error;
     }
     const { token } = await this.issueToken(user.id, options.tokenName ?? "first token");
+    const { token: dashboardToken } = await this.issueDashboardToken(user.id);
     const pairingCode = await this.issuePairing(user.id);
-    return { user, token, pairingCode };
+    return { user, token, dashboardToken, pairingCode };
   }
 
   /** A live user by id or name, or a UserError naming the next step. */
@@ -134,6 +165,21 @@ export class Users {
     return { token, info };
   }
 
+  /**
+   * A new dashboard token for a user (shown only now; stored as its SHA-256). It replaces the one they had: a person
+   * logs in with one, and asks for a new one when it is lost or seen (a dashboard open already stays logged in).
+   */
+  async issueDashboardToken(idOrName: string): Promise<{ token: string; info: TokenInfo; replaced: number }> {
+    const user = await this.live(idOrName);
+    const store = await this.#store;
+    const token = `${DASHBOARD_TOKEN_PREFIX}${randomToken(24)}`;
+    const info = await store.addToken({ id: randomId("d_", 16), userId: user.id, name: DASHBOARD_TOKEN_NAME, hash: tokenHash(token), createdAt: this.#now() });
+    let replaced = 0;
+    for (const old of await store.tokens(user.id))
+      if (isDashboardToken(old) && old.id !== info.id && old.revokedAt === undefined && (await store.revokeToken(old.id, this.#now()))) replaced++;
+    return { token, info, replaced };
+  }
+
   /** A new pairing code for a user: `<id>.<secret>`, entered in the extension's popup like the broker's own. */
   async issuePairing(idOrName: string): Promise<string> {
     const user = await this.live(idOrName);
@@ -151,6 +197,11 @@ export class Users {
   async revokeToken(id: string): Promise<boolean> {
     return (await this.#store).revokeToken(id.trim(), this.#now());
   }
+}
+
+/** Whether a token of the store is a dashboard token (by its id: the store keeps only the secret's hash). */
+export function isDashboardToken(token: TokenInfo): boolean {
+  return token.id.startsWith("d_");
 }
 
 export function principalOf(user: User): Principal {

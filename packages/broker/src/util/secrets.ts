@@ -46,7 +46,7 @@ export function weakTokenReason(token: string): string | undefined {
 }
 
 /** What a secret is, as its redaction marker names it: `[redacted: cdp endpoint]`. */
-export type SecretKind = "mcp token" | "pairing token" | "cdp endpoint" | "provider key" | "provider session" | "model key" | "secret";
+export type SecretKind = "mcp token" | "dashboard token" | "pairing token" | "cdp endpoint" | "provider key" | "provider session" | "model key" | "secret";
 
 /** Anything that removes secrets from a text: the registry, or a stand-in in unit tests. */
 export interface Redactor {
@@ -146,7 +146,11 @@ function deepRedact(value: unknown, redactor: Redactor): unknown {
   return value;
 }
 
-/** The secret as written, URL-encoded once and twice (a URL inside a URL's query), and percent-decoded. */
+/**
+ * The secret as written, URL-encoded once and twice (a URL inside a URL's query), percent-decoded, and as a page's
+ * text reads once converted to Markdown: turndown escapes `_` (and `*`, `` ` ``, `[`, `]`, `\`), so a `trt_` or
+ * `trd_` token quoted by a page would otherwise go out as `trt\_…`, which no other form matches.
+ */
 function encodings(secret: string): string[] {
   const once = encodeURIComponent(secret);
   let decoded = secret;
@@ -155,7 +159,7 @@ function encodings(secret: string): string[] {
   } catch {
     // not percent-encoded text
   }
-  return [secret, once, encodeURIComponent(once), encodeURI(secret), decoded];
+  return [secret, once, encodeURIComponent(once), encodeURI(secret), decoded, secret.replace(/[\\*_`[\]]/g, "\\$&")];
 }
 
 /**

@@ -62,7 +62,7 @@ describe("the runtime-neutral core", () => {
     // Where the config lives is each one's own: refusals name the file there, the binding here.
     expect(node.configName).toBe(join(dataDir, "config.yaml")); // the file's path: where a person goes to change it
     expect(neutral.configName).toBe("the TABRELAY_CONFIG binding");
-    const plain = (c: typeof node) =>
+    const plain = (c: typeof neutral) =>
       JSON.parse(
         JSON.stringify({
           ...c,
@@ -73,8 +73,11 @@ describe("the runtime-neutral core", () => {
           pages: { ...c.pages, toolPolicy: undefined },
         }),
       );
+    // The dashboard's token is the Node broker's alone: a stateless host serves no dashboard.
+    expect(node.dashboardToken).not.toBe("");
     expect({ ...plain(neutral), host: 0, port: 0, dataDir: 0, configPath: 0, pairingToken: 0, rankingPath: 0 }).toEqual({
       ...plain(node),
+      dashboardToken: undefined,
       host: 0,
       port: 0,
       dataDir: 0,

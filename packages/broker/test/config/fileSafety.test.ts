@@ -282,6 +282,31 @@ describe("loadConfig", () => {
     expect(loadConfig({ dataDir: dir, env: strongEnv }).policy.check("https://attacker.example/").ok).toBe(true);
   });
 
+  it("creates the dashboard's own token beside the MCP token (0600), and takes TABRELAY_DASHBOARD_TOKEN as the others", () => {
+    const dir = tempDir();
+    const config = loadConfig({ dataDir: dir, env: {} });
+    const path = join(dir, "dashboard-token");
+    expect(config.dashboardToken).toMatch(/^[\w-]{32}$/);
+    expect(config.dashboardToken).not.toBe(config.mcpToken);
+    expect(readFileSync(path, "utf8")).toBe(`${config.dashboardToken}\n`);
+    expect(modeOf(path)).toBe(0o600);
+    expect(loadConfig({ dataDir: tempDir(), env: { ...strongEnv, TABRELAY_DASHBOARD_TOKEN: STRONG.toUpperCase() } }).dashboardToken).toBe(STRONG.toUpperCase());
+    expect(() => loadConfig({ dataDir: tempDir(), env: { ...strongEnv, TABRELAY_DASHBOARD_TOKEN: "dashboarddashboard" } })).toThrow(
+      /TABRELAY_DASHBOARD_TOKEN is too weak/,
+    );
+  });
+
+  it("refuses a dashboard token that is the MCP token or the pairing code: agents hold the MCP token", () => {
+    expect(() => loadConfig({ dataDir: tempDir(), env: { ...strongEnv, TABRELAY_DASHBOARD_TOKEN: STRONG } })).toThrow(
+      /TABRELAY_DASHBOARD_TOKEN holds the MCP token: the dashboard needs a token of its own/,
+    );
+    const dir = tempDir();
+    file(dir, "dashboard-token", `${strongEnv.TABRELAY_PAIRING_TOKEN}\n`, 0o600);
+    expect(() => loadConfig({ dataDir: dir, env: strongEnv })).toThrow(
+      `the token file ${join(dir, "dashboard-token")} holds the pairing code: the dashboard needs a token of its own (agents hold the MCP token); delete it`,
+    );
+  });
+
   it("reports what it fixed through warn", () => {
     const dir = tempDir();
     chmodSync(dir, 0o777);

@@ -43,6 +43,13 @@ describe("SecretRegistry", () => {
     expect(secrets.redact(`?u=${once.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())}`)).toBe("?u=[redacted: cdp endpoint]");
   });
 
+  it("replaces a token with underscores as a page read as Markdown shows it (turndown escapes each `_`)", () => {
+    const secrets = new SecretRegistry();
+    secrets.register("trt_3R6rOPM4xFMIWi4S6Izy_66jH", "mcp token");
+    expect(secrets.redact("The token is trt\\_3R6rOPM4xFMIWi4S6Izy\\_66jH.")).toBe("The token is [redacted: mcp token].");
+    expect(secrets.redact("as written trt_3R6rOPM4xFMIWi4S6Izy_66jH")).toBe("as written [redacted: mcp token]");
+  });
+
   it("treats an http://host:port DevTools address as a credential as a whole", () => {
     const secrets = new SecretRegistry();
     secrets.register("http://127.0.0.1:9222", "cdp endpoint");

@@ -42,7 +42,7 @@ export async function cmdAsk(args: string[]): Promise<number> {
     try {
       response = await fetch(`${base}${path}`, {
         method: form ? "POST" : "GET",
-        headers: { Authorization: `Bearer ${(config as { dashboardToken?: string }).dashboardToken ?? ""}`, Accept: "application/json" },
+        headers: { Authorization: `Bearer ${config.dashboardToken}`, Accept: "application/json" },
         ...(form ? { body: new URLSearchParams(form) } : {}),
         redirect: "error",
         signal: AbortSignal.timeout(10_000),

@@ -39,6 +39,8 @@ extension's version. Changes nothing. Exit 0 when nothing fails, 1 otherwise.`;
 
 /** Tokens handed to the config loader in place of a token file it would have to create or fix (never used). */
 const STAND_IN = "doctor-stand-in-token-0123456789abcdef";
+/** The dashboard's stand-in differs from the others: the loader refuses a dashboard token equal to the MCP token. */
+const DASHBOARD_STAND_IN = "doctor-stand-in-dashboard-token-0123456789abcdef";
 
 /** lstat's view of a file; `follow`: stat's, for the data dir (a symlinked data dir is followed, as the broker does). */
 function facts(path: string, follow = false): FileFacts {
@@ -146,6 +148,7 @@ function fileLines(options: Options, me: number | undefined): { checks: Check[];
   for (const [file, label] of [
     ["mcp-token", "mcp token"],
     ["pairing-token", "pairing token"],
+    ["dashboard-token", "dashboard token"],
   ] as const) {
     const path = join(options.dataDir, file);
     const f = facts(path);
@@ -166,6 +169,7 @@ function configLine(
   const tokenEnv: NodeJS.ProcessEnv = { ...env };
   if (!env["TABRELAY_MCP_TOKEN"] && !cleanTokens.has("mcp-token")) tokenEnv["TABRELAY_MCP_TOKEN"] = STAND_IN;
   if (!env["TABRELAY_PAIRING_TOKEN"] && !cleanTokens.has("pairing-token")) tokenEnv["TABRELAY_PAIRING_TOKEN"] = STAND_IN;
+  if (!env["TABRELAY_DASHBOARD_TOKEN"] && !cleanTokens.has("dashboard-token")) tokenEnv["TABRELAY_DASHBOARD_TOKEN"] = DASHBOARD_STAND_IN;
   // A data dir the loader would create or fix: validate the same config file against a scratch data dir instead.
   const scratch = dirClean ? undefined : mkdtempSync(join(tmpdir(), "tabrelay-doctor-"));
   const ownConfig = join(options.dataDir, "config.yaml");

@@ -5,12 +5,13 @@ import { COMMON_OPTIONS, EnvironmentError, UsageError, configFrom, onShutdown, p
 
 export const SERVE_HELP = `Usage: tabrelay serve [--host 127.0.0.1] [--port 9333] [--config FILE] [--data-dir DIR] [--cdp-url URL]
 
-Runs the broker. Prints the MCP config block to paste into your agent (on stderr).
+Runs the broker. Prints the MCP config block to paste into your agent, and the dashboard's URL with where its
+own token is (tabrelay dashboard-token prints it; never give it to an agent), on stderr.
 --cdp-url attaches a browser that is already running with remote debugging (ws:// endpoint or
 http://host:port); it is left running when tabrelay stops. The URL is a credential: it is never logged.
 --provider browserbase|kernel creates a hosted browser session (BROWSERBASE_API_KEY [+ BROWSERBASE_PROJECT_ID],
 or KERNEL_API_KEY) and releases it when tabrelay stops.
-Environment: TABRELAY_MCP_TOKEN, TABRELAY_PAIRING_TOKEN, TABRELAY_DATA_DIR, TABRELAY_CDP_URL.`;
+Environment: TABRELAY_MCP_TOKEN, TABRELAY_PAIRING_TOKEN, TABRELAY_DASHBOARD_TOKEN, TABRELAY_DATA_DIR, TABRELAY_CDP_URL.`;
 
 export async function cmdServe(args: string[]): Promise<number | undefined> {
   const { values } = parse(args, { ...COMMON_OPTIONS, "cdp-url": { type: "string" }, provider: { type: "string" } });
@@ -25,7 +26,7 @@ export async function cmdServe(args: string[]): Promise<number | undefined> {
       [
         "",
         `tabrelay: WARNING: serving on ${config.host}, beyond this machine, over PLAIN HTTP.`,
-        "  The MCP token, the pairing token and every page the agent reads cross the network in clear:",
+        "  The MCP token, the pairing token, the dashboard token and every page the agent reads cross the network in clear:",
         "  anyone on the path can read them and take over the browser.",
         "  Put TLS in front: keep tabrelay on 127.0.0.1 and let a reverse proxy terminate TLS and forward to it,",
         `  WebSocket upgrades included (e.g. caddy reverse-proxy --from HOST --to 127.0.0.1:${config.port}, or nginx);`,

@@ -8,7 +8,7 @@ import { VERSION, defaultDataDir, type BrokerConfig } from "@tabrelay/broker";
 import { nodeLaunch } from "../install.js";
 import { isOurs, launchdPlist, logFile, schtasksCommands, serviceFile, systemdUnit, type ServicePlatform, type ServiceSpec } from "../serviceFiles.js";
 import { mcpTarget } from "./mcpConfig.js";
-import { EXIT, EnvironmentError, UsageError, configFrom, parse, printHelp } from "./shared.js";
+import { EXIT, EnvironmentError, UsageError, configFrom, dashboardTokenHint, parse, printHelp } from "./shared.js";
 
 export const SERVICE_HELP = `Usage: tabrelay service install|uninstall|status [--port P] [--data-dir DIR] [--name tabrelay]
 
@@ -89,7 +89,7 @@ function contextFrom(values: { port?: string | undefined; "data-dir"?: string | 
   const serveArgs = ["serve", "--data-dir", dataDir, ...(values.port !== undefined ? ["--port", values.port] : [])];
   // The service starts without this shell's environment: its tokens are the data dir's files, so those are the
   // ones the printed block must hold.
-  const ignored = ["TABRELAY_MCP_TOKEN", "TABRELAY_PAIRING_TOKEN"].filter((key) => env[key]);
+  const ignored = ["TABRELAY_MCP_TOKEN", "TABRELAY_PAIRING_TOKEN", "TABRELAY_DASHBOARD_TOKEN"].filter((key) => env[key]);
   for (const key of ignored) delete env[key];
   const config = configFrom({ ...(values.port !== undefined ? { port: values.port } : {}), "data-dir": dataDir });
   return { platform, spec: { name, home, launch: nodeLaunch(), serveArgs }, config, values, ignored };
@@ -118,11 +118,18 @@ function clientBlock(ctx: Context): string[] {
   const target = mcpTarget(ctx.config, ctx.values);
   const note = ctx.ignored.length
     ? [
-        `${ctx.ignored.join(" and ")} ${ctx.ignored.length === 1 ? "is" : "are"} set in this shell, but the service does not inherit ${ctx.ignored.length === 1 ? "it" : "them"}: it uses the tokens in ${ctx.config.dataDir}, which the block below holds.`,
+        `${ctx.ignored.join(" and ")} ${ctx.ignored.length === 1 ? "is" : "are"} set in this shell, but the service does not inherit ${ctx.ignored.length === 1 ? "it" : "them"}: it uses the tokens in ${ctx.config.dataDir} (the block below holds its MCP token).`,
       ]
     : [];
   const block = { mcpServers: { tabrelay: { type: "http", url: target.url, headers: { Authorization: `Bearer ${target.token}` } } } };
-  return ["", ...note, "Add this to your MCP client (or run `tabrelay mcp-config --client NAME` for yours):", JSON.stringify(block, null, 2)];
+  const dashboard = new URL("/", target.url).href;
+  return [
+    "",
+    ...note,
+    "Add this to your MCP client (or run `tabrelay mcp-config --client NAME` for yours):",
+    JSON.stringify(block, null, 2),
+    `Dashboard: ${dashboard} (${dashboardTokenHint(ctx.config.dataDir)})`,
+  ];
 }
 
 async function install(ctx: Context): Promise<number> {

@@ -1,7 +1,9 @@
 // What every command shares: exit codes, the error classes the dispatcher maps to them, option parsing, the
 // broker's config from the common options, and the lines printed when a broker is up.
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { Broker, VERSION, createLogger, loadConfig, type BrokerConfig } from "@tabrelay/broker";
+import { join } from "node:path";
+import { Broker, VERSION, createLogger, defaultDataDir, loadConfig, type BrokerConfig, type NodeBrokerConfig } from "@tabrelay/broker";
+import { quote } from "../doctorChecks.js";
 
 /** Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 bad configuration, 4 environment (port taken, no browser). */
 export const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, environment: 4 } as const;
@@ -52,7 +54,10 @@ function portOf(value: string | undefined): number | undefined {
 }
 
 /** The broker's config from the common options; `create: false` for commands that only look (nothing is written). */
-export function configFrom(values: { host?: string; port?: string; config?: string; "data-dir"?: string }, options: { create?: boolean } = {}): BrokerConfig {
+export function configFrom(
+  values: { host?: string; port?: string; config?: string; "data-dir"?: string },
+  options: { create?: boolean } = {},
+): NodeBrokerConfig {
   const config = loadConfig({
     ...(options.create === false ? { create: false } : {}),
     ...(values.host ? { host: values.host } : {}),
@@ -65,9 +70,28 @@ export function configFrom(values: { host?: string; port?: string; config?: stri
   return config.host.toLowerCase() === "localhost" ? { ...config, host: "127.0.0.1" } : config;
 }
 
-export function bridgeUrlOf(config: BrokerConfig, port = config.port): string {
+/** host:port as a client on this machine dials the broker (a wildcard address is dialled on loopback). */
+function dialAddress(config: BrokerConfig, port: number): string {
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host.includes(":") ? `[${config.host}]` : config.host;
-  return `ws://${host}:${port}/bridge`;
+  return `${host}:${port}`;
+}
+
+export function bridgeUrlOf(config: BrokerConfig, port = config.port): string {
+  return `ws://${dialAddress(config, port)}/bridge`;
+}
+
+export function dashboardUrlOf(config: BrokerConfig, port = config.port): string {
+  return `http://${dialAddress(config, port)}/`;
+}
+
+/**
+ * Where the person finds the dashboard's token: the command that prints it (for this data dir), and the file. The
+ * token itself is not printed: this output ends up in service logs and in the hands of agents that start tabrelay.
+ */
+export function dashboardTokenHint(dataDir: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (env["TABRELAY_DASHBOARD_TOKEN"]) return "log in with the dashboard token in TABRELAY_DASHBOARD_TOKEN";
+  const command = `tabrelay dashboard-token${dataDir === defaultDataDir(env) ? "" : ` --data-dir ${quote(dataDir)}`}`;
+  return `log in with the dashboard token: \`${command}\` prints it (the file ${join(dataDir, "dashboard-token")})`;
 }
 
 export function printClientConfig(url: string, config: BrokerConfig): void {
@@ -79,6 +103,7 @@ export function printClientConfig(url: string, config: BrokerConfig): void {
       `  MCP endpoint:   ${url}/mcp`,
       `  Browser bridge: ${bridgeUrlOf(config, Number(new URL(url).port))}`,
       `  Data dir:       ${config.dataDir}`,
+      `  Dashboard:      ${url}/  (${dashboardTokenHint(config.dataDir)})`,
       "",
       'Add this to your MCP client (Claude Code: .mcp.json; Cursor: ~/.cursor/mcp.json; VS Code: use "servers" in .vscode/mcp.json):',
       JSON.stringify(block, null, 2),
@@ -87,7 +112,7 @@ export function printClientConfig(url: string, config: BrokerConfig): void {
   );
 }
 
-export async function startBroker(config: BrokerConfig): Promise<{ broker: Broker; url: string }> {
+export async function startBroker(config: NodeBrokerConfig): Promise<{ broker: Broker; url: string }> {
   const log = createLogger();
   const broker = new Broker({ config, log });
   try {

@@ -1,27 +1,33 @@
-// `tabrelay users`: a team's broker. Each user has their own MCP tokens and pairing codes; a browser paired with a
-// user's code is theirs alone, and their agents reach only their browsers. Works on the store the config names
+// `tabrelay users`: a team's broker. Each user has their own MCP tokens (for their agents), dashboard token (for
+// themselves: no agent's token logs in to the dashboard) and pairing codes; a browser paired with a user's code is
+// theirs alone, and their agents reach only their browsers. Works on the store the config names
 // (<data-dir>/store.db, or PostgreSQL), whether or not the broker runs: a running broker sees a new user at once and
 // disconnects a revoked user's browsers within seconds.
-import { loadConfig, openUsers, UserError, type Users } from "@tabrelay/broker";
+import { isDashboardToken, loadConfig, openUsers, UserError, type Users } from "@tabrelay/broker";
 import { COMMON_OPTIONS, EXIT, UsageError, parse, printHelp } from "./shared.js";
 
 export const USERS_HELP = `Usage: tabrelay users add NAME [--admin] [--subject SUB]
        tabrelay users list [--json]
        tabrelay users token NAME [--name LABEL]
+       tabrelay users dashboard-token NAME
        tabrelay users pair NAME
        tabrelay users revoke NAME
        tabrelay users revoke-token TOKEN_ID
        (each also takes --data-dir DIR and --config FILE)
 
-add: a user, with a first MCP token and a pairing code, printed once (the broker keeps only the token's hash).
+add: a user, with a first MCP token, a dashboard token and a pairing code, printed once (the broker keeps only
+  the tokens' hashes). The MCP token is for their agents; the dashboard token (trd_...) is for them alone, to log in
+  to the dashboard: an agent's token never logs in there.
   --admin lets them see every user's browsers and audit records in the dashboard and revoke users there;
   --subject names the OAuth subject (sub) whose access tokens act as them when auth.oauth is configured.
 list: users, their role and state, and their tokens (id, name, last use).
 token: another MCP token for a user (printed once). pair: another pairing code for a user's next browser.
+dashboard-token: a new dashboard token for a user (printed once); the one they had stops logging in.
 revoke: a user's tokens, pairing codes and OAuth access stop working; their browsers are disconnected.
 revoke-token: one token (its id from \`tabrelay users list\`).
 
-Without users the broker has one implicit user, the holder of its own token files (tabrelay serve prints them).`;
+Without users the broker has one implicit user, the holder of its own token files (tabrelay serve says where they
+are; tabrelay dashboard-token prints its dashboard token).`;
 
 export async function cmdUsers(args: string[]): Promise<number> {
   const { values, positionals } = parse(args, {
@@ -33,7 +39,7 @@ export async function cmdUsers(args: string[]): Promise<number> {
   });
   if (values.help) return printHelp(USERS_HELP);
   const [verb, target] = positionals;
-  if (!verb) throw new UsageError("users needs a command: add, list, token, pair, revoke or revoke-token (tabrelay users --help)");
+  if (!verb) throw new UsageError("users needs a command: add, list, token, dashboard-token, pair, revoke or revoke-token (tabrelay users --help)");
   const needsTarget = (what: string): string => {
     if (!target) throw new UsageError(`users ${verb} needs ${what}`);
     return target;
@@ -51,6 +57,8 @@ export async function cmdUsers(args: string[]): Promise<number> {
         out(`Added ${added.user.role === "admin" ? "admin" : "user"} ${added.user.name} (${added.user.id}).`);
         out(`MCP token (shown once; give it to ${added.user.name}'s agents as "Authorization: Bearer <token>"):`);
         out(`  ${added.token}`);
+        out(`Dashboard token (shown once; for ${added.user.name} alone, to log in to the dashboard; never give it to an agent):`);
+        out(`  ${added.dashboardToken}`);
         out(`Pairing code (enter it in the extension's popup of ${added.user.name}'s Chrome, with this broker's URL):`);
         out(`  ${added.pairingCode}`);
         return EXIT.ok;
@@ -61,6 +69,14 @@ export async function cmdUsers(args: string[]): Promise<number> {
         const issued = await users.issueToken(needsTarget("a NAME"), values.name ?? "token");
         out(issued.token);
         process.stderr.write(`tabrelay: a new MCP token ${issued.info.id} ("${issued.info.name}"); shown once\n`);
+        return EXIT.ok;
+      }
+      case "dashboard-token": {
+        const issued = await users.issueDashboardToken(needsTarget("a NAME"));
+        out(issued.token);
+        process.stderr.write(
+          `tabrelay: a new dashboard token ${issued.info.id}; shown once${issued.replaced > 0 ? "; the one it replaces no longer logs in" : ""}\n`,
+        );
         return EXIT.ok;
       }
       case "pair": {
@@ -81,7 +97,7 @@ export async function cmdUsers(args: string[]): Promise<number> {
         return EXIT.ok;
       }
       default:
-        throw new UsageError(`unknown users command ${JSON.stringify(verb)}; try add, list, token, pair, revoke or revoke-token`);
+        throw new UsageError(`unknown users command ${JSON.stringify(verb)}; try add, list, token, dashboard-token, pair, revoke or revoke-token`);
     }
   } catch (error) {
     if (error instanceof UserError) throw new UsageError(error.message);
@@ -115,7 +131,7 @@ async function list(users: Users, json: boolean, out: (text: string) => void): P
     );
     for (const token of tokens.filter((t) => t.userId === user.id)) {
       out(
-        `  token ${token.id}  "${token.name}"  created ${when(token.createdAt)}  last used ${when(token.lastUsedAt)}${token.revokedAt !== undefined ? `  revoked ${when(token.revokedAt)}` : ""}`,
+        `  ${isDashboardToken(token) ? "dashboard token" : "token"} ${token.id}  "${token.name}"  created ${when(token.createdAt)}  last used ${when(token.lastUsedAt)}${token.revokedAt !== undefined ? `  revoked ${when(token.revokedAt)}` : ""}`,
       );
     }
   }
