@@ -39,6 +39,8 @@
 //  16. code mode: sandbox start to first command (bench/sandbox.mjs). `--only=codemode` runs 15 and 16 alone.
 //  17. page tools: one page tool call through the broker to a real page and back, beside a built-in call; the page
 //      library's gzipped bundle (bench/lib/pages.mjs). `--only=pages` runs it alone.
+//  21. ask instead of refuse (policy.ask): from the user's "allow once" to the click's result (bench/lib/ask.mjs);
+//      `--only=ask` runs it alone. No peer asks.
 //  19. memory per idle connected browser on one broker (1,000 simulated browsers); 20. three brokers sharing Redis
 //      behind nginx under list_tabs load (bench/lib/cluster.mjs). Not in the full run: `--only=cluster` runs both,
 //      `--only=idle-memory` 19 alone; no peer has either.
@@ -80,6 +82,7 @@ import { benchFairness, benchSandbox, fairnessRows } from "./sandbox.mjs";
 import { STALL, benchStall, stallRows } from "./lib/stall.mjs";
 import { benchWorker, workerRows } from "./lib/worker.mjs";
 import { benchExtract, benchInProcess, benchTabrelayServe } from "./lib/tabrelay.mjs";
+import { askRows, benchAsk } from "./lib/ask.mjs";
 import { installPackage } from "./lib/installed.mjs";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -189,6 +192,15 @@ async function main() {
     writeFileSync(join(BENCH, "results", "worker.json"), `${JSON.stringify(worker, null, 2)}\n`);
     return;
   }
+  if (process.argv.includes("--only=ask")) {
+    // Figure 21 alone (policy.ask: the user's answer to the write landing): `node bench/run.mjs --only=ask`.
+    log("21: ask: the user's answer to the write landing ...");
+    const ask = await benchAsk(lib, site).catch((error) => ({ error: message(error) }));
+    printTable(askRows(ask));
+    mkdirSync(join(BENCH, "results"), { recursive: true });
+    writeFileSync(join(BENCH, "results", "ask.json"), `${JSON.stringify(ask, null, 2)}\n`);
+    return;
+  }
   if (process.argv.includes("--only=stall")) {
     // Figure 14 alone (fresh processes; no peers): `node bench/run.mjs --only=stall`.
     log("14: cheap calls while another session reads a hostile page ...");
@@ -276,6 +288,9 @@ async function main() {
   await runCleanupsExceptSite();
   log("18: the Worker under workerd: cold start, navigate + snapshot ...");
   results.worker = await benchWorker(lib, site).catch((error) => ({ error: message(error) }));
+  await runCleanupsExceptSite();
+  log("21: ask: the user's answer to the write landing ...");
+  results.ask = await benchAsk(lib, site).catch((error) => ({ error: message(error) }));
   await runCleanupsExceptSite();
 
   // ------------------------------------------------------------------ the table
@@ -404,6 +419,7 @@ async function main() {
     ...pageToolRows(results.pages),
     ...(results.webmcp ? webMcpRows(results.webmcp) : []),
     ...workerRows(results.worker),
+    ...askRows(results.ask),
   ];
 
   const meta = {

@@ -166,11 +166,11 @@ export function spawnTabrelay(args, env, dataDir, chromiumExtra = [], bin = CLI)
  * `tabrelay serve` with config `yaml`, a headless Chromium carrying the extension paired to it, and an MCP client,
  * once the extension answers; `onListening(server)` hears the broker listening, before the browser starts.
  */
-export async function startServe(lib, { yaml, onListening = () => {} }) {
+export async function startServe(lib, { yaml, onListening = () => {}, env = {} }) {
   const { prepareExtension, launchChromium } = lib.broker;
   const dataDir = tempDir("serve");
   writeFileSync(join(dataDir, "config.yaml"), yaml);
-  const server = spawnTabrelay(["serve"], { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN }, dataDir);
+  const server = spawnTabrelay(["serve"], { TABRELAY_MCP_TOKEN: MCP_TOKEN, TABRELAY_PAIRING_TOKEN: PAIRING_TOKEN, ...env }, dataDir);
   cleanups.push(server.stop);
   const { mcpUrl } = await withTimeout(server.urlPromise, 15_000, "tabrelay serve start-up");
   onListening(server);
@@ -190,7 +190,7 @@ export async function startServe(lib, { yaml, onListening = () => {} }) {
     if (Date.now() > deadline) throw new Error(`the extension did not connect to tabrelay serve: ${textOf(result)}`);
     await sleep(50);
   }
-  return { server, client, browser, toolsListChars };
+  return { server, client, browser, toolsListChars, mcpUrl };
 }
 
 export async function benchTabrelayServe(lib, site) {
