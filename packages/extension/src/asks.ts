@@ -24,7 +24,7 @@ export async function showQuestions(list: readonly AskNotice[]): Promise<number>
   for (const q of questions) {
     if (notified.has(q.id)) continue;
     notified.add(q.id);
-    chrome.notifications.create(q.id, {
+    void chrome.notifications.create(q.id, {
       type: "basic",
       iconUrl: chrome.runtime.getURL("icons/icon-128.png"),
       title: `May ${q.client} do this?`,
