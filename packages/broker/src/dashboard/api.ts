@@ -21,6 +21,7 @@ import { DEFAULT_USER_ID } from "../users/principal.js";
 import { configFor } from "../config/userPolicies.js";
 import { captureForPerson } from "../gate/stage.js";
 import { auditStream, type AuditSource } from "./auditStream.js";
+import { policyEdit, policyView } from "./policyApi.js";
 import { sendJson } from "./http.js";
 import type { DashboardSessions, Session } from "./sessions.js";
 
@@ -139,6 +140,7 @@ export class DashboardApi {
         return sendJson(200, {
           ...secrets.redactValue(this.#configView(port, session.principal.name)),
           pairingToken: session.principal.user === DEFAULT_USER_ID ? config.pairingToken : null,
+          policy: session.principal.role === "admin" ? secrets.redactValue(policyView(config)) : null,
         });
       case "/dashboard/api/preview":
         return await this.#preview(query, scope?.user);
@@ -165,6 +167,8 @@ export class DashboardApi {
         return this.#json(200, await this.#options.resume());
       case "/dashboard/api/pages/approve":
         return this.#approvePageTool(form ?? new URLSearchParams());
+      case "/dashboard/api/policy":
+        return policyEdit(this.#options, form ?? new URLSearchParams(), session.principal);
     }
     return undefined;
   }

@@ -316,6 +316,7 @@ const ROUTES: readonly Route[] = [
   { path: "/dashboard/api/chat/reset", methods: ["POST"], kind: "api" },
   { path: "/dashboard/api/users", methods: ["GET"], kind: "api" },
   { path: "/dashboard/api/users/revoke", methods: ["POST"], kind: "api" },
+  { path: "/dashboard/api/policy", methods: ["POST"], kind: "api" },
 ];
 
 const ADMIN_ONLY = new Set([
@@ -324,4 +325,5 @@ const ADMIN_ONLY = new Set([
   "/dashboard/api/pages/approve",
   "/dashboard/api/users",
   "/dashboard/api/users/revoke",
+  "/dashboard/api/policy",
 ]);

@@ -9,6 +9,7 @@
 //   preview.js   the live view of the watched tab
 //   audit.js     the activity table, from the audit stream
 //   controls.js  emergency stop and resume, approving a changed page tool, log out, policy and pairing
+//   policy.js    changing the policy (an admin's): the policy section's forms and Remove buttons, the activity's offers
 //   chat.js      the chat panel: a task for the model, its programs, their results, refusals and the answer, streamed
 import { startAudit } from "./audit.js";
 import { pollState } from "./browsers.js";
