@@ -8,7 +8,7 @@ import {
   type ElementFacts,
   type InpageQuery,
 } from "@tabrelay/protocol";
-import { setTabState, showQuestions } from "./asks.js";
+import { setTabState, showQuestions } from "./askState.js";
 import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
 import { noteAgentRequest, noteAgentRequestTab } from "./downloads.js";

@@ -3,7 +3,8 @@
 // extension's own popup page: a content script runs in web pages with this extension's id, and a page must never be
 // able to answer a question or take a tab back.
 import { dialUrl } from "@tabrelay/protocol";
-import { answer, askTabState, openQuestions, tabState } from "./asks.js";
+import { answer, askTabState } from "./asks.js";
+import { openQuestions, tabState } from "./askState.js";
 import { emit, reconnectNow } from "./connection.js";
 import { navigationRulesError } from "./navigationRules.js";
 import { loadSettings, plainRemoteRefusal, type Settings } from "./settings.js";

@@ -24,6 +24,7 @@ import { auditStream, type AuditSource } from "./auditStream.js";
 import { answerQuestion, listQuestions } from "./asksApi.js";
 import type { Answerer, AskDesk } from "../gate/asks.js";
 import type { Principal } from "../users/principal.js";
+import { policyEdit, policyView } from "./policyApi.js";
 import { sendJson } from "./http.js";
 import type { DashboardSessions, Session } from "./sessions.js";
 
@@ -144,6 +145,7 @@ export class DashboardApi {
         return sendJson(200, {
           ...secrets.redactValue(this.#configView(port, session.principal.name)),
           pairingToken: session.principal.user === DEFAULT_USER_ID ? config.pairingToken : null,
+          policy: session.principal.role === "admin" ? secrets.redactValue(policyView(config)) : null,
         });
       case "/dashboard/api/preview":
         return await this.#preview(query, scope?.user);
@@ -173,6 +175,8 @@ export class DashboardApi {
       case "/dashboard/api/asks":
       case "/dashboard/api/asks/answer":
         return await this.asks(path, session.principal, form, "dashboard");
+      case "/dashboard/api/policy":
+        return policyEdit(this.#options, form ?? new URLSearchParams(), session.principal);
     }
     return undefined;
   }

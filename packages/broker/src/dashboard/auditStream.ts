@@ -2,10 +2,14 @@
 // they are written, each batch redacted. A stream belongs to a session and ends with it. A cluster on PostgreSQL
 // streams the shared copy of every broker's records (audit/shipper.ts) instead of this broker's own log: its ids are
 // the store's, so a stream that reconnects through the load balancer to another broker resumes where it was.
+// An admin's stream carries, with each refused call, the grant that would have allowed it (policyApi.ts), which the
+// page offers to write.
 import type { AuditLog } from "../audit/auditLog.js";
+import type { BrokerConfig } from "../config/config.js";
 import type { Logger } from "../util/log.js";
 import type { SecretRegistry } from "../util/secrets.js";
 import { SECURITY_HEADERS } from "./http.js";
+import { withSuggestion } from "./policyApi.js";
 import type { DashboardSessions, Session, Stream } from "./sessions.js";
 
 const AUDIT_POLL_MS = 500;
@@ -24,6 +28,8 @@ export interface AuditStreamDeps {
   sessions: DashboardSessions;
   secrets: SecretRegistry;
   log: Logger;
+  /** The running config: the policy a suggestion is weighed against. */
+  config: BrokerConfig;
 }
 
 /** Server-Sent Events: the audit records after `after` (or Last-Event-ID), then new ones as they are written. */
@@ -78,7 +84,9 @@ export function auditStream(deps: AuditStreamDeps, req: Request, query: URLSearc
     const last = records[records.length - 1];
     if (last) afterId = last.id;
     else afterId ??= 0;
-    if (records.length > 0) write(`event: audit\nid: ${afterId}\ndata: ${JSON.stringify(deps.secrets.redactValue(records))}\n\n`);
+    // Only an admin may change the policy: a member's records carry no offer.
+    const shown = session.principal.role === "admin" ? records.map((r) => withSuggestion(deps.config, r)) : records;
+    if (records.length > 0) write(`event: audit\nid: ${afterId}\ndata: ${JSON.stringify(deps.secrets.redactValue(shown))}\n\n`);
   };
   const body = new ReadableStream<Uint8Array>({
     start: (c) => {

@@ -341,6 +341,7 @@ const ROUTES: readonly Route[] = [
   { path: "/dashboard/api/users/revoke", methods: ["POST"], kind: "api" },
   { path: "/dashboard/api/asks", methods: ["GET"], kind: "api", bearer: true },
   { path: "/dashboard/api/asks/answer", methods: ["POST"], kind: "api", bearer: true },
+  { path: "/dashboard/api/policy", methods: ["POST"], kind: "api" },
 ];
 
 const ADMIN_ONLY = new Set([
@@ -349,4 +350,5 @@ const ADMIN_ONLY = new Set([
   "/dashboard/api/pages/approve",
   "/dashboard/api/users",
   "/dashboard/api/users/revoke",
+  "/dashboard/api/policy",
 ]);

@@ -177,6 +177,44 @@ export function dashboardPage(options: { csrf: string; version: string }): strin
 <ul id="read-policy" class="rules"></ul>
 <h3>Writing (click, type)</h3>
 <ul id="write-policy" class="rules"></ul>
+<div id="policy-edit" hidden>
+<h3>Entries in config.yaml</h3>
+<p class="meta">What you change here is written to config.yaml as <code>tabrelay policy</code> writes it (its comments stay), after you confirm what it will write; tabrelay applies it within a second.</p>
+<ul id="policy-entries" class="rules"></ul>
+<p id="policy-entries-empty">The policy section of config.yaml has no entries.</p>
+<h3>Change the policy</h3>
+<form class="policy-form" data-action="allow-read">
+<label for="allow-read-target">Allow reading a host (HOST, HOST:PORT or *.HOST), at an optional /PATH</label>
+<input id="allow-read-target" name="target" required spellcheck="false" autocomplete="off">
+<button type="submit">Preview</button>
+</form>
+<form class="policy-form" data-action="deny">
+<label for="deny-host">Deny a host and its subdomains (to read and to write, whatever the grants)</label>
+<input id="deny-host" name="host" required spellcheck="false" autocomplete="off">
+<label for="deny-path">at paths matching (a regex; empty: every path)</label>
+<input id="deny-path" name="path" spellcheck="false" autocomplete="off">
+<button type="submit">Preview</button>
+</form>
+<form class="policy-form" data-action="grant">
+<label for="grant-kind">Grant</label>
+<select id="grant-kind" name="kind"><option value="click">click (click, check, select)</option><option value="type">type (fill, text keys)</option><option value="upload">upload</option><option value="keys">keys (chords, Escape, …)</option></select>
+<label for="grant-host">on the host</label>
+<input id="grant-host" name="host" required spellcheck="false" autocomplete="off">
+<label for="grant-label">for labels matching (a regex over the whole label: ^Add to cart$)</label>
+<input id="grant-label" name="label" required spellcheck="false" autocomplete="off">
+<label for="grant-keys">keys matching (keys grants only: ^Control\\+Enter$)</label>
+<input id="grant-keys" name="keys" spellcheck="false" autocomplete="off">
+<button type="submit">Preview</button>
+</form>
+<form class="policy-form" data-action="page-tool">
+<label for="page-tool-origin">Let agents call the page tools of the origin</label>
+<input id="page-tool-origin" name="origin" required spellcheck="false" autocomplete="off">
+<label for="page-tool-tools">whose names match (a regex: ^(render_chart|search)$)</label>
+<input id="page-tool-tools" name="tools" required spellcheck="false" autocomplete="off">
+<button type="submit">Preview</button>
+</form>
+<div id="policy-edit-result" aria-live="polite"></div>
+</div>
 </section>
 
 <section aria-labelledby="pair-heading">
@@ -220,7 +258,7 @@ export const CLIENT_ASSETS: ReadonlyMap<string, { type: string; body: string }> 
       }),
     },
   ],
-  ...["api.js", "browsers.js", "pages.js", "preview.js", "audit.js", "controls.js", "chat.js", "asks.js"].map(
+  ...["api.js", "browsers.js", "pages.js", "preview.js", "audit.js", "controls.js", "chat.js", "asks.js", "policy.js"].map(
     (file): [string, { type: string; body: string }] => [`/dashboard/${file}`, { type: JS_TYPE, body: client(file) }],
   ),
 ]);

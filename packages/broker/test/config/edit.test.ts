@@ -2,7 +2,18 @@
 // default; `tabrelay policy` edits keep every comment and line they do not touch.
 import { describe, expect, it } from "vitest";
 import { type z } from "zod";
-import { allowRead, grantWrite } from "../../src/config/edit.js";
+import {
+  addWriteGrant,
+  allowPageTools,
+  allowRead,
+  denyEntry,
+  exactPattern,
+  grantWrite,
+  policyEntries,
+  removeEntry,
+  type PolicyEntry,
+} from "../../src/config/edit.js";
+import { compileRegex } from "../../src/policy/text.js";
 import { compileSettings, configFileSchema, parseConfigText } from "../../src/config/build.js";
 import { CONFIG_TEMPLATE } from "../../src/config/template.js";
 
@@ -128,5 +139,113 @@ describe("tabrelay policy's edits", () => {
   it("refuses what is not a host", () => {
     expect(() => allowRead(mine, "https://x.example/")).toThrow(/is not a host name/);
     expect(() => allowRead(mine, "a b")).toThrow(/is not a host name/);
+  });
+});
+
+describe("the dashboard's edits", () => {
+  const mine = `# my broker\npolicy:\n  deny:\n    - { host: bank.example, path: ".*" } # never\n  write:\n    click:\n      "Shop.Example": { label: "^Checkout$" } # the one button\n`;
+  /** The file as a start would take it: what editFile.ts checks before it writes. */
+  const valid = (text: string) => compileSettings(parseConfigText(text, "t"), "t", RANKING);
+  const label = (text: string, kind: string, host: string) => {
+    const grants: unknown = Reflect.get(parseConfigText(text, "t").policy?.write ?? {}, kind);
+    return grants && typeof grants === "object" ? (Reflect.get(grants, host) as { label: string } | undefined)?.label : undefined;
+  };
+  const whole = (regex: string) => compileRegex(regex, "t", "the label", { full: true });
+
+  it("grants an exact label as that label and no other: every character a regex reads as syntax is escaped", () => {
+    for (const text of [".*", "Buy|Delete", "a+b (2) [x] {3} ^$ \\ ?", "€ 5.00"]) {
+      const pattern = exactPattern(text);
+      expect(whole(pattern).test(text), text).toBe(true);
+      for (const other of ["", "anything", "Buy", "Delete", "a", `${text}!`, ` ${text}`]) expect(whole(pattern).test(other), `${text} vs ${other}`).toBe(false);
+    }
+    const { text } = addWriteGrant("", "click", "shop.example", { exact: "Buy|Delete" });
+    expect(label(text, "click", "shop.example")).toBe("^Buy\\|Delete$");
+    valid(text);
+  });
+
+  it("adds a new grant, and joins a label to a host's grant (spelled as the file has it) rather than replacing it", () => {
+    const added = addWriteGrant(mine, "type", "shop.example", { exact: "Email" });
+    expect(added.said).toBe('added policy.write.type["shop.example"]: {"label":"^Email$"}');
+    expect(added.key).toBe('policy.write.type["shop.example"]');
+    const joined = addWriteGrant(mine, "click", "shop.example", { exact: "Add to cart" });
+    expect(label(joined.text, "click", "Shop.Example")).toBe("^Checkout$|^Add to cart$");
+    expect(joined.said).toContain('it was "^Checkout$"');
+    expect(joined.key).toBe('policy.write.click["Shop.Example"].label');
+    for (const kept of ["# my broker", "# never", "# the one button"]) expect(joined.text).toContain(kept);
+    const grant = whole(label(joined.text, "click", "Shop.Example") ?? "");
+    expect([grant.test("Checkout"), grant.test("Add to cart"), grant.test("Add to cart!")]).toEqual([true, true, false]);
+    valid(joined.text);
+    // What the grant allows already is left as it is.
+    const again = addWriteGrant(joined.text, "click", "SHOP.example", { exact: "Add to cart" });
+    expect(again.text).toBe(joined.text);
+    expect(again.said).toContain("already");
+  });
+
+  it("keeps a flag group of the old label to itself: a case-blind label does not make the new one case-blind", () => {
+    const text = addWriteGrant('policy:\n  write:\n    click:\n      "a.example": { label: "(?i)^buy$" }\n', "click", "a.example", { exact: "Sell" }).text;
+    const grant = whole(label(text, "click", "a.example") ?? "");
+    expect([grant.test("BUY"), grant.test("Sell"), grant.test("SELL"), grant.test("sell")]).toEqual([true, true, false, false]);
+  });
+
+  it("pairs a keys grant's keys with its label: a label joins it, other keys are refused", () => {
+    const keys = 'policy:\n  write:\n    keys:\n      "mail.example": { keys: "^Control\\\\+Enter$", label: "^Message$" }\n';
+    const joined = addWriteGrant(keys, "keys", "mail.example", { exact: "Reply" });
+    expect(parseConfigText(joined.text, "t").policy?.write?.keys).toEqual({ "mail.example": { keys: "^Control\\+Enter$", label: "^Message$|^Reply$" } });
+    expect(() => addWriteGrant(keys, "keys", "mail.example", { exact: "Reply" }, "^Escape$")).toThrow(/pairs its keys with its label/);
+    expect(() => addWriteGrant("", "keys", "mail.example", { regex: "^Message$" })).toThrow(/needs the key combos/);
+  });
+
+  it("refuses what is no narrow grant: an empty label, a host that is not one, a whole top-level domain", () => {
+    expect(() => addWriteGrant(mine, "click", "shop.example", { exact: " " })).toThrow(/cannot be empty/);
+    expect(() => addWriteGrant(mine, "click", "https://shop.example/", { exact: "Buy" })).toThrow(/is not a host name/);
+    expect(() => addWriteGrant(mine, "click", "*.com", { exact: "Buy" })).toThrow(/every site under \.com/);
+    expect(() => addWriteGrant(mine, "click", "shop.example", { regex: "" })).toThrow(/regex is empty/);
+  });
+
+  it("grants page tools of an origin, finding the grant however the file spells the origin", () => {
+    const added = allowPageTools("", "app.example", { exact: "render.chart" });
+    expect(parseConfigText(added.text, "t").policy?.write?.page_tools).toEqual({ "https://app.example": { tools: "^render\\.chart$" } });
+    const spelled = 'policy:\n  write:\n    page_tools:\n      "app.example": { tools: "^search$" }\n';
+    const joined = allowPageTools(spelled, "https://app.example", { exact: "render.chart" });
+    expect(parseConfigText(joined.text, "t").policy?.write?.page_tools).toEqual({ "app.example": { tools: "^search$|^render\\.chart$" } });
+    valid(joined.text);
+    expect(() => allowPageTools("", "https://app.example/path", { exact: "x" })).toThrow(/not an origin/);
+  });
+
+  it("adds a deny entry to the list, once, keeping the others and their comments", () => {
+    const denied = denyEntry(mine, "Admin.Example", "^/admin");
+    expect(parseConfigText(denied.text, "t").policy?.deny).toEqual([
+      { host: "bank.example", path: ".*" },
+      { host: "admin.example", path: "^/admin" },
+    ]);
+    expect(denied.text).toContain("# never");
+    expect(denied.key).toBe("policy.deny[1]");
+    expect(denyEntry(denied.text, "admin.example", "^/admin").text).toBe(denied.text);
+    expect(parseConfigText(denyEntry("", "bank.example", "").text, "t").policy?.deny).toEqual([{ host: "bank.example", path: ".*" }]);
+    expect(() => denyEntry(mine, "not a host", "")).toThrow(/is not a host name/);
+    valid(denied.text);
+  });
+
+  it("lists the policy's entries as the file holds them, and removes each, keeping the rest and its comments", () => {
+    const text = allowRead(allowPageTools(mine, "app.example", { regex: "^search$" }).text, "docs.example/guide").text;
+    const listed = policyEntries(text);
+    expect(listed.map((e) => e.key)).toEqual([
+      'policy.read.allow["docs.example"]',
+      "policy.deny[0]",
+      'policy.write.click["Shop.Example"]',
+      'policy.write.page_tools["https://app.example"]',
+    ]);
+    let left = text;
+    for (const { entry } of listed) {
+      const removed = removeEntry(left, entry);
+      expect(removed.said).toMatch(/^removed /);
+      left = removed.text;
+      valid(left);
+    }
+    expect(policyEntries(left)).toEqual([]);
+    expect(left).toContain("# my broker");
+    const gone: PolicyEntry = { section: "write", kind: "click", host: "shop.example" };
+    expect(() => removeEntry(mine, gone)).toThrow(/is not in config.yaml \(any more\)/);
+    expect(() => removeEntry(mine, { section: "deny", host: "bank.example", path: "^/other" })).toThrow(/not in config.yaml/);
   });
 });

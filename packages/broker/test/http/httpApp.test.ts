@@ -200,6 +200,7 @@ describe("broker HTTP app", () => {
       "/dashboard/controls.js",
       "/dashboard/dom.js",
       "/dashboard/pages.js",
+      "/dashboard/policy.js",
       "/dashboard/preview.js",
     ]);
   });

@@ -4,7 +4,7 @@
 import { byId, setText } from "./dom.js";
 
 /**
- * What /dashboard/api/state, /preview, /audit, /stop and /config answer (packages/broker/src/dashboard/api.ts).
+ * What /dashboard/api/state, /preview, /audit, /stop, /config and /policy answer (packages/broker/src/dashboard/api.ts, policyApi.ts).
  * @typedef {{ code: string, message: string }} WireError
  * @typedef {{ tabId: number, url: string, title: string, active: boolean, status: string, shared: boolean, owner: { client: string, since: number } | null }} Tab
  * @typedef {{ id: string, label: string, extensionVersion?: string, connectedAt: number, tabs: Tab[], tabsError?: WireError, broker?: string }} Browser
@@ -15,10 +15,14 @@ import { byId, setText } from "./dom.js";
  * @typedef {{ path: string, ok: boolean, error?: string, since?: number, restart: string[] }} ConfigStatus
  * @typedef {{ stopped: boolean, stoppedAt: number | null, browsers: Browser[], broker?: string, unreachable?: string[], audit?: AuditHealth, pages?: PagesView | null, config?: ConfigStatus | null }} State
  * @typedef {{ ok: true, png: string, width: number, height: number, url: string, capturedAt: number } | { ok: false, error: WireError }} Preview
- * @typedef {{ id: number, time: number, decision: string, tool: string, client?: string, browser?: string, tab?: number, origin?: string, target?: string, rule?: string, code?: string, durationMs: number }} AuditRecord
+ * @typedef {{ offer: string, key: string, fields: Record<string, string> } | { none: string }} GrantSuggestion
+ * @typedef {{ id: number, time: number, decision: string, tool: string, client?: string, browser?: string, tab?: number, origin?: string, target?: string, rule?: string, code?: string, durationMs: number, suggestion?: GrantSuggestion }} AuditRecord
  * @typedef {{ stoppedAt: number, disconnected: { label: string }[], cluster?: { ok: true, brokers: number } | { ok: false, error: string } }} StopResult
  * @typedef {{ approved: true, origin: string, name: string, state: string, hash: string | null }} ApproveResult
- * @typedef {{ configFile: string | null, configPathChecked: string, readPolicy: string[], writePolicy: string[], bridgeUrl: string, pairingToken: string, extensionDir: string | null, extensionDirError: string | null }} DashboardConfig
+ * @typedef {{ entry: Record<string, string>, key: string, value: unknown }} PolicyEntry
+ * @typedef {{ entries: PolicyEntry[] } | { error: string }} PolicyView
+ * @typedef {{ changed: boolean, said: string, key: string | null, base?: string }} PolicyChange
+ * @typedef {{ configFile: string | null, configPathChecked: string, readPolicy: string[], writePolicy: string[], bridgeUrl: string, pairingToken: string, extensionDir: string | null, extensionDirError: string | null, policy: PolicyView | null }} DashboardConfig
  */
 
 const csrfMeta = document.querySelector('meta[name="csrf-token"]');

@@ -1,8 +1,10 @@
 // @ts-check
 // The activity table: the audit stream (Server-Sent Events from /dashboard/api/audit), newest first, at most
-// MAX_ROWS rows, filtered by decision, new calls announced to screen readers.
+// MAX_ROWS rows, filtered by decision, new calls announced to screen readers. On an admin's page a refused call
+// carries the grant that would have allowed it, offered under its rule (policy.js previews it before writing).
 import { hasEnded, sessionEnded } from "./api.js";
 import { byId, byIdOf, clock, el, pageBdi, pageString, setText } from "./dom.js";
+import { offerOf } from "./policy.js";
 
 /** @typedef {import("./api.js").AuditRecord} AuditRecord */
 
@@ -24,7 +26,7 @@ function auditRow(r) {
     el("td", {}, where),
     el("td", { className: "url" }, [r.origin ? pageBdi(r.origin) : ""]),
     el("td", { className: "target" }, [r.target ? pageBdi(r.target) : ""]),
-    el("td", { text: outcome }),
+    el("td", { className: "outcome" }, [outcome, offerOf(r.suggestion)]),
     el("td", { text: r.durationMs + " ms" }),
   ]);
 }

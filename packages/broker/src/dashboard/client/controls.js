@@ -1,9 +1,10 @@
 // @ts-check
 // What the user does and sets up: the emergency stop and resume buttons, approving a changed page tool, logging
-// out, and the policy and pairing details (loaded once).
+// out, and the policy and pairing details (loaded once, and again after a change of the policy: policy.js).
 import { endQuietly, getJson, hasEnded, post } from "./api.js";
 import { scheduleState } from "./browsers.js";
 import { byId, byIdOf, clock, el, messageOf, pageBdi, setParts, setText } from "./dom.js";
+import { renderPolicyEditor } from "./policy.js";
 
 /**
  * @typedef {import("./api.js").DashboardConfig} DashboardConfig
@@ -98,6 +99,7 @@ export async function loadConfig() {
     const list = (id, lines) => byId(id).replaceChildren(...lines.map((line) => el("li", { text: line })));
     list("read-policy", c.readPolicy);
     list("write-policy", c.writePolicy);
+    renderPolicyEditor(c.policy, () => void loadConfig());
     setText(byId("bridge-url"), c.bridgeUrl);
     setText(byId("pairing-token"), c.pairingToken);
     setText(byId("extension-dir"), c.extensionDir || "packages/extension/dist of your tabrelay checkout (" + (c.extensionDirError || "not found") + ")");

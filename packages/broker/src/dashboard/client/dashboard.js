@@ -10,6 +10,7 @@
 //   audit.js     the activity table, from the audit stream
 //   controls.js  emergency stop and resume, approving a changed page tool, log out, policy and pairing
 //   asks.js      the questions put to you (policy.ask): allow once, always, or deny
+//   policy.js    changing the policy (an admin's): the policy section's forms and Remove buttons, the activity's offers
 //   chat.js      the chat panel: a task for the model, its programs, their results, refusals and the answer, streamed
 import { pollAsks } from "./asks.js";
 import { startAudit } from "./audit.js";
