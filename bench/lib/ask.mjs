@@ -43,7 +43,10 @@ export async function benchAsk(lib, site) {
     if (result.isError) throw new Error(`the click failed after the answer: ${JSON.stringify(result.content).slice(0, 300)}`);
     if (i >= (N.clickWarmup ?? 3)) samples.push(ms);
   }
-  return { answerToLanded: { median: median(samples), p90: [...samples].sort((a, b) => a - b)[Math.floor(samples.length * 0.9)], n: samples.length }, questionShown: median(waits) };
+  return {
+    answerToLanded: { median: median(samples), p90: [...samples].sort((a, b) => a - b)[Math.floor(samples.length * 0.9)], n: samples.length },
+    questionShown: median(waits),
+  };
 }
 
 export function askRows(r) {
@@ -52,7 +55,9 @@ export function askRows(r) {
   return [
     {
       figure: "21. ask: the user's answer (allow once) to the click's result (median; p90)",
-      tabrelay: r.error ? `failed: ${String(r.error).slice(0, 70)}` : `${ms.toFixed(1)} ms; ${r.answerToLanded.p90.toFixed(1)} ms (question shown after ${r.questionShown.toFixed(0)} ms)`,
+      tabrelay: r.error
+        ? `failed: ${String(r.error).slice(0, 70)}`
+        : `${ms.toFixed(1)} ms; ${r.answerToLanded.p90.toFixed(1)} ms (question shown after ${r.questionShown.toFixed(0)} ms)`,
       playwright: "no such feature",
       devtools: "no such feature",
       target: `< 100 ms${ms === undefined ? "" : ms < 100 ? " [met]" : " [MISSED]"}`,

@@ -71,7 +71,9 @@ function renderTab(status: Status): void {
   const recent = view?.recent ?? [];
   $("recent-none").hidden = !tab?.agents || recent.length > 0;
   $("recent").replaceChildren(
-    ...recent.map((r) => el("li", `${new Date(r.time).toLocaleTimeString()} ${r.tool}${r.target ? ` ${r.target}` : ""}: ${r.decision}${r.code ? ` (${r.code})` : ""}`)),
+    ...recent.map((r) =>
+      el("li", `${new Date(r.time).toLocaleTimeString()} ${r.tool}${r.target ? ` ${r.target}` : ""}: ${r.decision}${r.code ? ` (${r.code})` : ""}`),
+    ),
   );
   const policy = view?.policy ?? [];
   $("policy-heading").hidden = policy.length === 0;

@@ -155,7 +155,8 @@ export const ERRORS = [
   },
   {
     code: "ask_timeout",
-    meaning: "the write needed the user's answer (policy.ask) and none came in time: the call was held for policy.ask.timeout_s, then refused; nothing was done",
+    meaning:
+      "the write needed the user's answer (policy.ask) and none came in time: the call was held for policy.ask.timeout_s, then refused; nothing was done",
     next: "tell the user what you wanted to do; retry when they are there to answer, or ask them to grant it",
     hint: REFUSED,
   },

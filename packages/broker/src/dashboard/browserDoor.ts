@@ -54,7 +54,8 @@ export class BrowserDoor {
     const questions = this.#options.asks.pending(ownerOf(browser.info)).map(notice);
     const sent = await browser.call("browser.asks", { questions }, { timeoutMs: PUSH_TIMEOUT_MS });
     // An extension older than the broker does not know the command: its user answers in the dashboard or the CLI.
-    if (!sent.ok && sent.error.code !== "browser_disconnected") this.#options.log.warn(`asks: browser "${browser.info.label}" was not told: ${sent.error.message}`);
+    if (!sent.ok && sent.error.code !== "browser_disconnected")
+      this.#options.log.warn(`asks: browser "${browser.info.label}" was not told: ${sent.error.message}`);
   }
 
   #onEvent(browser: BrowserDriver, frame: BridgeEvent): void {

@@ -237,14 +237,20 @@ class CheckedTab {
     const highlight = at
       ? () => void this.call("page.act", { ref: at.ref, revision: at.revision, action: "highlight", value: "4000" }).catch(() => undefined)
       : undefined;
-    return await askWrite(this.#ctx.asks, this.#ctx.config.ask.timeoutMs, this.#asking, {
-      action,
-      facts,
-      grant: decision.ask,
-      tab: { url: this.tab.url, tabId: this.tab.tabId, browserId: this.#browser.info.browserId },
-      ...(at?.value !== undefined && action === "press" ? { keys: at.value } : {}),
-      ...(highlight ? { highlight } : {}),
-    }, this.#ctx.config.ask.elicit);
+    return await askWrite(
+      this.#ctx.asks,
+      this.#ctx.config.ask.timeoutMs,
+      this.#asking,
+      {
+        action,
+        facts,
+        grant: decision.ask,
+        tab: { url: this.tab.url, tabId: this.tab.tabId, browserId: this.#browser.info.browserId },
+        ...(at?.value !== undefined && action === "press" ? { keys: at.value } : {}),
+        ...(highlight ? { highlight } : {}),
+      },
+      this.#ctx.config.ask.elicit,
+    );
   }
 
   /** Whether the action changes state, so the page must find the element as judged before it acts. */

@@ -176,7 +176,9 @@ export function createMcpServer(
                   message,
                   requestedSchema: {
                     type: "object",
-                    properties: { answer: { type: "string", title: "Your answer", enum: ["once", "deny"], description: "once: allow this one action; deny: refuse it" } },
+                    properties: {
+                      answer: { type: "string", title: "Your answer", enum: ["once", "deny"], description: "once: allow this one action; deny: refuse it" },
+                    },
                     required: ["answer"],
                   },
                 },
