@@ -36,7 +36,7 @@ import { enforceOnCommit } from "./gate/enforce.js";
 import { tabLeases } from "./gate/leases.js";
 import { Denials } from "./gate/tabRecord.js";
 import { AskDesk } from "./gate/asks.js";
-import { grantWrite } from "./config/edit.js";
+import { addWriteGrant } from "./config/edit.js";
 import { editConfigFile } from "./config/editFile.js";
 import { SnapshotCache } from "./tools/snapshotCache.js";
 import { answerStartedBrowsers } from "./tools/sessions.js";
@@ -206,12 +206,13 @@ export class Broker {
             log: this.#log,
           })
         : undefined;
-    // The questions put to the user (policy.ask): "Always" writes the narrow grant as `tabrelay policy grant` would,
-    // into the asking user's own section for a team's user (the reload applies it within a second).
+    // The questions put to the user (policy.ask): "Always" adds the narrow grant as the dashboard's grant does (an
+    // existing grant for the host keeps what it allowed), into the asking user's own section for a team's user (the
+    // reload applies it within a second).
     this.asks = new AskDesk({
       grant: async (question, grant) =>
         editConfigFile(this.config, (text) =>
-          grantWrite(text, grant.kind, grant.host, grant.label, undefined, question.user === DEFAULT_USER_ID ? undefined : question.userName),
+          addWriteGrant(text, grant.kind, grant.host, { regex: grant.label }, undefined, question.user === DEFAULT_USER_ID ? undefined : question.userName),
         ).said,
       audit: this.audit,
       log: this.#log,

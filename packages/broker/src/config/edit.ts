@@ -44,23 +44,19 @@ export function allowRead(text: string, target: string): Edited {
   return { text: doc.toString(), said: `added ${JSON.stringify(host)}: ${JSON.stringify([...paths, pattern])} under policy.read.allow`, key };
 }
 
-/**
- * Sets policy.write.KIND[HOST] to { label } ({ keys, label } for keys); an earlier grant for that host is replaced and
- * named. With `user`, the grant is that user's alone: users.USER.policy.write.KIND[HOST].
- */
-export function grantWrite(text: string, kind: GrantKind, host: string, label: string, keys?: string, user?: string): Edited {
+/** Sets policy.write.KIND[HOST] to { label } ({ keys, label } for keys); an earlier grant for that host is replaced and named. */
+export function grantWrite(text: string, kind: GrantKind, host: string, label: string, keys?: string): Edited {
   const name = host.trim().toLowerCase();
   if (!/^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(name)) throw new Error(`${JSON.stringify(host)} is not a host name (HOST, HOST:PORT or *.HOST)`);
   if (kind === "keys" && keys === undefined) throw new Error('a keys grant needs --keys REGEX, the key combos allowed (e.g. "^Enter$")');
   refuseSuffixWildcard(name);
   const doc = parseDocument(text);
-  const at = [...(user === undefined ? [] : ["users", user]), "policy", "write", kind, name];
+  const at = ["policy", "write", kind, name];
   const before: unknown = doc.getIn(at);
   const grant = kind === "keys" ? { keys, label } : { label };
   setIn(doc, at, grant);
   const was = before === undefined ? "" : ` (it replaced ${JSON.stringify(toJs(before))})`;
-  const where = user === undefined ? "policy" : `users.${user}.policy`;
-  return { text: doc.toString(), said: `set ${where}.write.${kind}[${JSON.stringify(name)}] to ${JSON.stringify(grant)}${was}` };
+  return { text: doc.toString(), said: `set policy.write.${kind}[${JSON.stringify(name)}] to ${JSON.stringify(grant)}${was}` };
 }
 
 /** A label or a page tool's name as a grant takes it: a regex a person wrote, or a text to match exactly and only. */
@@ -80,15 +76,17 @@ export function exactPattern(text: string): string {
  * alternative, so nothing it allowed is lost (grantWrite, the command's, replaces). A keys grant pairs its keys with
  * its label: one with other keys is refused rather than merged, which would allow either keys on either label.
  */
-export function addWriteGrant(text: string, kind: GrantKind, host: string, label: Pattern, keys?: string): Edited {
+export function addWriteGrant(text: string, kind: GrantKind, host: string, label: Pattern, keys?: string, user?: string): Edited {
   const name = hostKey(host);
   refuseSuffixWildcard(name);
   const wanted = patternText(label, "label");
   if (kind === "keys" && keys === "") throw new Error('a keys grant needs the key combos allowed, a regex (e.g. "^Enter$")');
   const doc = parseDocument(text);
-  const key = keyIn(doc, ["policy", "write", kind], (written) => sameHost(written, name)) ?? name;
-  const where = `policy.write.${kind}[${JSON.stringify(key)}]`;
-  return addPattern(doc, text, ["policy", "write", kind, key], where, "label", label, wanted, (before) => {
+  // With `user`, the grant is that user's alone (users.USER.policy.write), as a team user's answer to a question.
+  const section = [...(user === undefined ? [] : ["users", user]), "policy", "write", kind];
+  const key = keyIn(doc, section, (written) => sameHost(written, name)) ?? name;
+  const where = `${section.join(".")}[${JSON.stringify(key)}]`;
+  return addPattern(doc, text, [...section, key], where, "label", label, wanted, (before) => {
     if (before === undefined) {
       if (kind !== "keys") return { label: wanted };
       if (keys === undefined) throw new Error('a keys grant needs the key combos allowed, a regex (e.g. "^Enter$")');

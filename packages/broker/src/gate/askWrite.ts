@@ -4,7 +4,7 @@
 import type { ActionKind, ElementFacts } from "@tabrelay/protocol";
 import { canonicalizeUrl } from "../policy/canonicalUrl.js";
 import { normalizeLabel } from "../policy/decoy.js";
-import type { AskGrant } from "../policy/writeRules.js";
+import { hostOf, type AskGrant } from "../policy/writeRules.js";
 import { TabrelayError } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import type { Principal } from "../users/principal.js";
@@ -47,7 +47,8 @@ export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking,
     ...(write.keys !== undefined ? { keys: write.keys } : {}),
     role: write.facts.role,
     label,
-    host: grant.host,
+    // The tab's own site, as the person knows it (the grant's key may be a wider one it joins: *.shop.example).
+    host: url.ok ? hostOf(url.url) : grant.host,
     url: url.ok ? url.url.href : write.tab.url,
     browserId: write.tab.browserId,
     tabId: write.tab.tabId,
@@ -55,7 +56,7 @@ export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking,
   };
   // For the model: the label is the page's words, quoted as page text; the rest is tabrelay's.
   const what = about.action === "press" && about.keys ? `press ${pageText(about.keys, 40)} in` : about.action;
-  const said = `${what} ${about.role} ${pageText(label, PAGE_TEXT_MAX.name)} on ${grant.host}`;
+  const said = `${what} ${about.role} ${pageText(label, PAGE_TEXT_MAX.name)} on ${about.host}`;
   write.highlight?.();
   // One more place to ask (policy.ask.elicit): the agent's client, whose answer is one more door's; closed once any
   // answer came.

@@ -61,6 +61,7 @@ import {
   compileWriteRules,
   describeWriteRules,
   askable,
+  bestGrant,
   exampleKey,
   grantsFor,
   hostOf,
@@ -132,10 +133,14 @@ export function compileWritePolicy(input: WritePolicyInput, options: { asking?: 
     const tab = canonicalizeUrlDetailed(tabUrl);
     const label = narrowLabel(facts);
     if (!tab.ok || label === undefined) return refusal;
-    const grant: AskGrant = { kind, host: hostOf(tab.url), label };
+    // Where a grant of the kind already decides for this page (its label did not match), the label joins it, as the
+    // dashboard's grant does (config/edit.ts addWriteGrant): a new key more specific than it would shadow what it allows.
+    const deciding = bestGrant(rules, kind, tab.url);
+    const grant: AskGrant = { kind, host: deciding?.key ?? hostOf(tab.url), label };
     const write = input.write ?? {};
+    const joined = deciding ? `(?:${deciding.labelSource})|(?:${label})` : label;
     const lifted = compileWritePolicy(
-      { ...input, write: { ...write, [kind]: { ...(write[kind] ?? {}), [grant.host]: { label: grant.label } } } },
+      { ...input, write: { ...write, [kind]: { ...(write[kind] ?? {}), [grant.host]: { label: joined } } } },
       { asking: false },
     );
     return lifted.check(action, tabUrl, facts).ok ? { ...refusal, ask: grant } : refusal;

@@ -234,7 +234,8 @@ export function compileWriteRules(input: WritePolicyInput): WriteRules {
   return Object.freeze({ configName, denyRules, grants, anyGrant });
 }
 
-function bestGrant(rules: WriteRules, kind: GrantKind, url: CanonicalUrl): Grant | undefined {
+/** The grant of `kind` that decides for `url`: the most specific host key that covers it. */
+export function bestGrant(rules: WriteRules, kind: GrantKind, url: CanonicalUrl): Grant | undefined {
   let best: Grant | undefined;
   for (const grant of rules.grants[kind]) {
     if (!hostMatches(grant.pattern, url)) continue;

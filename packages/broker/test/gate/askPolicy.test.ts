@@ -3,9 +3,12 @@
 import { describe, expect, it } from "vitest";
 import type { ElementFacts, ReachedElement } from "@tabrelay/protocol";
 import { compileAskPolicy } from "../../src/policy/askPolicy.js";
-import { compileWritePolicy, type WriteDecision } from "../../src/policy/writePolicy.js";
+import { parse } from "yaml";
+import { addWriteGrant } from "../../src/config/edit.js";
+import { compileWritePolicy, type WriteDecision, type WritePolicyInput } from "../../src/policy/writePolicy.js";
+import type { AskGrant } from "../../src/policy/writeRules.js";
 
-const SHOP = "https://shop.example:8443/cart";
+const SHOP = "https://www.shop.example:8443/cart";
 
 function facts(overrides: Partial<ElementFacts> = {}): ElementFacts {
   const label = overrides.visibleText ?? "Add to cart";
@@ -32,10 +35,10 @@ describe("the narrow grant a refusal offers to ask for", () => {
   const none = compileWritePolicy({ deny: [], write: {} });
 
   it("offers the exact host (with its port) and the literal label, for a write no grant allows", () => {
-    expect(ask(none.check("click", SHOP, facts()))).toEqual({ kind: "click", host: "shop.example:8443", label: "^Add to cart$" });
+    expect(ask(none.check("click", SHOP, facts()))).toEqual({ kind: "click", host: "www.shop.example:8443", label: "^Add to cart$" });
     expect(ask(none.check("fill", SHOP, facts({ role: "textbox", visibleText: "Search", editable: true })))).toEqual({
       kind: "type",
-      host: "shop.example:8443",
+      host: "www.shop.example:8443",
       label: "^Search$",
     });
   });
@@ -45,7 +48,7 @@ describe("the narrow grant a refusal offers to ask for", () => {
     expect(ask(wild)).toMatchObject({ label: "^\\.\\*$" });
     const either = none.check("click", SHOP, facts({ visibleText: "Buy|Delete" }));
     const grant = (either as { ask: { label: string } }).ask;
-    const lifted = compileWritePolicy({ deny: [], write: { click: { "shop.example:8443": { label: grant.label } } } });
+    const lifted = compileWritePolicy({ deny: [], write: { click: { "www.shop.example:8443": { label: grant.label } } } });
     expect(lifted.check("click", SHOP, facts({ visibleText: "Buy|Delete" })).ok).toBe(true);
     expect(lifted.check("click", SHOP, facts({ visibleText: "Buy" })).ok).toBe(false);
     expect(lifted.check("click", SHOP, facts({ visibleText: "Delete" })).ok).toBe(false);
@@ -56,9 +59,19 @@ describe("the narrow grant a refusal offers to ask for", () => {
     expect(ask(d)).toMatchObject({ label: "^(?:X|Close dialog)$" });
   });
 
-  it("offers one where a grant exists for other labels, replacing nothing the user wrote", () => {
-    const some = compileWritePolicy({ deny: [], write: { click: { "*.example": { label: "^Remove$" } } } });
-    expect(ask(some.check("click", SHOP, facts()))).toEqual({ kind: "click", host: "shop.example:8443", label: "^Add to cart$" });
+  it("offers to join the grant that decides for the page, so nothing it allows is shadowed by a narrower key", () => {
+    const some = compileWritePolicy({ deny: [], write: { click: { "*.shop.example": { label: "^Remove$" } } } });
+    const grant = (some.check("click", SHOP, facts()) as { ask: AskGrant }).ask;
+    expect(grant).toEqual({ kind: "click", host: "*.shop.example", label: "^Add to cart$" });
+    // What "Always" writes (config/edit.ts addWriteGrant): the label joins that grant, and Remove stays allowed.
+    const written = addWriteGrant('policy:\n  write:\n    click:\n      "*.shop.example": { label: "^Remove$" }\n', "click", grant.host, {
+      regex: grant.label,
+    });
+    const file = parse(written.text) as { policy: { write: WritePolicyInput["write"] } };
+    const after = compileWritePolicy({ deny: [], write: file.policy.write });
+    expect(after.check("click", SHOP, facts()).ok).toBe(true);
+    expect(after.check("click", SHOP, facts({ visibleText: "Remove" })).ok).toBe(true);
+    expect(after.check("click", SHOP, facts({ visibleText: "Delete" })).ok).toBe(false);
   });
 
   it("offers none where the grant would not be enough: disabled, a deny entry, another site's frame, a reached element, a key combo", () => {
