@@ -235,7 +235,7 @@ describe("the policy API's door", () => {
 
   it("lets a member change nothing, shows them no policy, and offers them no grant", async () => {
     const mia = await session.broker.broker.users.add("mia");
-    const cookie = await dashboardLogin(session.broker.url, mia.token);
+    const cookie = await dashboardLogin(session.broker.url, mia.dashboardToken);
     const member = { cookie, csrf: await csrfOf(cookie) };
     const before = readFileSync(configPath, "utf8");
     const refused = await policyPost(member, { ...fields, preview: "1" });
@@ -277,7 +277,7 @@ describe("the policy API's door", () => {
 
   it("audits a change with the name of the admin who made it", async () => {
     const ada = await session.broker.broker.users.add("ada", { role: "admin" });
-    const cookie = await dashboardLogin(session.broker.url, ada.token);
+    const cookie = await dashboardLogin(session.broker.url, ada.dashboardToken);
     const done = await previewAndSave({ cookie, csrf: await csrfOf(cookie) }, fields);
     expect(done).toMatchObject({ saved: true, said: 'added {"host":"door.example","path":".*"} to policy.deny' });
     expect(auditRows(session.broker, "policy").at(-1)).toMatchObject({
