@@ -264,16 +264,51 @@ describe("policy.ask: answering from the machine (tabrelay ask), Always, and the
     expect(yaml).toContain("# my own notes stay");
     expect(yaml).toContain(`127.0.0.1:${site.port}`);
     expect(yaml).toContain("^Add to cart$");
-    // Applied live: the next click passes without a question.
-    await waitFor("the grant applied", async () => {
-      const s = await snapshotOf(agent, tab);
-      const r = await call(agent, "click", { tab, ref: s.ref("Add to cart", "button"), revision: s.revision });
-      return r.isError ? undefined : r;
-    });
+    // Applied live (the broker reloads the file within a second): the next click passes without a question.
+    await waitFor("the broker to apply the grant", () => broker.config.writePolicy.describe().some((l) => l.includes(`127.0.0.1:${site.port}`)) || undefined);
+    const s = await snapshotOf(agent, tab);
+    const again = await call(agent, "click", { tab, ref: s.ref("Add to cart", "button"), revision: s.revision });
+    expect(again.isError, again.text).toBe(false);
     const asks = auditRows(broker, "ask");
     expect(asks.map((r) => JSON.parse(String(r.detail)).via)).toEqual(["cli"]);
     // "Delete account" is still asked (the grant is for the one label): refused when nobody answers is the proof.
   }, 90_000);
+
+  it("takes the ask list from the dashboard: a site taken off it is refused at once, put back it is asked again", async () => {
+    const person = await Person.login(broker.url);
+    const change = async (fields: Record<string, string>): Promise<void> => {
+      const post = (extra: Record<string, string>) =>
+        raw(`${broker.url}/dashboard/api/policy`, {
+          method: "POST",
+          headers: { Cookie: person.cookie, Origin: broker.url, "X-CSRF-Token": person.csrf, "Content-Type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ ...fields, ...extra }).toString(),
+        });
+      const preview = await post({ preview: "1" });
+      expect(preview.status, preview.body).toBe(200);
+      const saved = await post({ base: (JSON.parse(preview.body) as { base: string }).base });
+      expect(saved.status, saved.body).toBe(200);
+    };
+    const clickDelete = async () => {
+      const tab = await openTab(agent, `${site.origin}/shop`);
+      const snap = await snapshotOf(agent, tab);
+      return call(agent, "click", { tab, ref: snap.ref("Delete account", "button"), revision: snap.revision });
+    };
+    const asks = () => broker.config.ask.asksWrite(`${site.origin}/shop`);
+    await change({ action: "remove", section: "ask.write", host: "127.0.0.1" });
+    await waitFor("the broker to apply the ask list", () => !asks() || undefined);
+    const refused = await clickDelete();
+    expect(refused.isError).toBe(true);
+    expect(refused.text).toContain("write_denied");
+    expect(refused.text).not.toContain("declined");
+    expect(await person.questions()).toEqual([]);
+    await change({ action: "ask", host: "127.0.0.1" });
+    expect(readFileSync(join(broker.dataDir, "config.yaml"), "utf8")).toContain("# my own notes stay");
+    await waitFor("the broker to apply the ask list", () => asks() || undefined);
+    const asked = clickDelete();
+    const q = await person.question("Delete account");
+    expect((await person.answer(q.id, "deny")).status).toBe(200);
+    expect((await asked).text).toContain("the user declined");
+  }, 60_000);
 
   it("refuses the agent's MCP token at the approval endpoints, and a made-up id", async () => {
     const tab = await openTab(agent, `${site.origin}/shop`);

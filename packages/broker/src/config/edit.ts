@@ -135,12 +135,34 @@ export function denyEntry(text: string, host: string, path: string): Edited {
   return { text: doc.toString(), said: `added ${JSON.stringify(entry)} to policy.deny`, key: `policy.deny[${entries.length}]` };
 }
 
-/** An entry of the policy section that the dashboard lists, and removes: a host's read paths, a deny entry, a grant. */
+/**
+ * Adds HOST to policy.ask.write: a write no grant allows there is asked of the user (held while they answer) rather
+ * than refused. A host there already changes nothing.
+ */
+export function askAbout(text: string, host: string): Edited {
+  const name = hostKey(host);
+  refuseSuffixWildcard(name);
+  const doc = parseDocument(text);
+  const list = doc.getIn(["policy", "ask", "write"], true);
+  if (list !== undefined && !isSeq(list)) throw new Error("policy.ask.write is not a list in config.yaml; fix it there first");
+  const hosts = isSeq(list) ? list.items.map((item) => String(toJs(item))) : [];
+  if (hosts.some((h) => sameHost(h, name))) return { text, said: `${JSON.stringify(name)} is on policy.ask.write already`, key: "policy.ask.write" };
+  if (isSeq(list)) list.add(doc.createNode(name));
+  else setIn(doc, ["policy", "ask", "write"], [name]);
+  return {
+    text: doc.toString(),
+    said: `added ${JSON.stringify(name)} to policy.ask.write (a write without a grant there is asked of you)`,
+    key: "policy.ask.write",
+  };
+}
+
+/** An entry of the policy section that the dashboard lists, and removes: a host's read paths, a deny entry, a grant, an ask. */
 export type PolicyEntry =
   | { section: "read.allow"; host: string }
   | { section: "deny"; host: string; path: string }
   | { section: "write"; kind: string; host: string }
-  | { section: "page_tools"; origin: string };
+  | { section: "page_tools"; origin: string }
+  | { section: "ask.write"; host: string };
 
 export interface ListedEntry {
   entry: PolicyEntry;
@@ -167,6 +189,11 @@ export function policyEntries(text: string): ListedEntry[] {
       listed.push({ entry: { section: "deny", host: e["host"], path: typeof e["path"] === "string" ? e["path"] : "" }, key: `policy.deny[${i}]`, value: e });
     }
   }
+  const ask = policy["ask"];
+  const asked = isRecord(ask) ? ask["write"] : undefined;
+  for (const [i, host] of (Array.isArray(asked) ? asked : []).entries()) {
+    if (typeof host === "string") listed.push({ entry: { section: "ask.write", host }, key: `policy.ask.write[${i}]`, value: host });
+  }
   const write = policy["write"];
   for (const [kind, hosts] of Object.entries(isRecord(write) ? write : {})) {
     if (!isRecord(hosts) || (kind !== "page_tools" && !WRITE_SECTIONS.includes(kind))) continue;
@@ -192,6 +219,18 @@ export function removeEntry(text: string, entry: PolicyEntry): Edited {
     if (index < 0 || !isSeq(list)) throw gone(`the deny entry ${JSON.stringify(entry.host)} ${JSON.stringify(entry.path)}`);
     list.delete(index);
     return { text: doc.toString(), said: `removed ${JSON.stringify(items[index])} from policy.deny`, key: `policy.deny[${index}]` };
+  }
+  if (entry.section === "ask.write") {
+    const list = doc.getIn(["policy", "ask", "write"], true);
+    const items = isSeq(list) ? list.items.map((item) => toJs(item)) : [];
+    const index = items.findIndex((h) => h === entry.host);
+    if (index < 0 || !isSeq(list)) throw gone(`${JSON.stringify(entry.host)} on policy.ask.write`);
+    list.delete(index);
+    return {
+      text: doc.toString(),
+      said: `removed ${JSON.stringify(entry.host)} from policy.ask.write (a write without a grant there is refused)`,
+      key: `policy.ask.write[${index}]`,
+    };
   }
   if (entry.section === "write" && !WRITE_SECTIONS.includes(entry.kind)) throw new Error(`${JSON.stringify(entry.kind)} is not a kind of write grant`);
   const path =

@@ -323,7 +323,7 @@ export class DashboardApi {
       configFile: existsSync(config.configPath) ? config.configPath : null,
       configPathChecked: config.configPath,
       readPolicy: policies.policy.describe(),
-      writePolicy: policies.writePolicy.describe(),
+      writePolicy: [...policies.writePolicy.describe(), ...policies.ask.describe()],
       bridgeUrl: `ws://${host}:${port}/bridge`,
       extensionDir,
       extensionDirError,

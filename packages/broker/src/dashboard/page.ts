@@ -213,6 +213,11 @@ export function dashboardPage(options: { csrf: string; version: string }): strin
 <input id="page-tool-tools" name="tools" required spellcheck="false" autocomplete="off">
 <button type="submit">Preview</button>
 </form>
+<form class="policy-form" data-action="ask">
+<label for="ask-host">Ask me (rather than refuse) when an agent wants to write without a grant on the host</label>
+<input id="ask-host" name="host" required spellcheck="false" autocomplete="off">
+<button type="submit">Preview</button>
+</form>
 <div id="policy-edit-result" aria-live="polite"></div>
 </div>
 </section>

@@ -12,6 +12,7 @@ import type { BrokerConfig } from "../config/config.js";
 import {
   addWriteGrant,
   allowPageTools,
+  askAbout,
   allowRead,
   denyEntry,
   policyEntries,
@@ -195,10 +196,14 @@ function changeOf(form: URLSearchParams): Change | string {
       if (typeof tools === "string") return tools;
       return { asked: `grant the page tools ${JSON.stringify(tools)} of ${origin}`, edit: (text) => allowPageTools(text, origin, tools) };
     }
+    case "ask": {
+      if (host === "") return "pass host: the site where a write without a grant is asked of you (HOST, HOST:PORT or *.HOST)";
+      return { asked: `ask about writes on ${host}`, edit: (text) => askAbout(text, host) };
+    }
     case "remove":
       return removal(form);
   }
-  return `pass action: allow-read, deny, grant, page-tool or remove, not ${JSON.stringify(field("action"))}`;
+  return `pass action: allow-read, deny, grant, page-tool, ask or remove, not ${JSON.stringify(field("action"))}`;
 }
 
 /** A regex a person typed (`label`, `tools`), or a page's text to match exactly (`exact`, the activity list's offers). */
@@ -219,6 +224,7 @@ function removal(form: URLSearchParams): Change | string {
   else if (section === "deny") entry = { section, host: field("host"), path: field("path") };
   else if (section === "write") entry = { section, kind: field("kind"), host: field("host") };
   else if (section === "page_tools") entry = { section, origin: field("origin") };
-  else return `pass section: read.allow, deny, write or page_tools, not ${JSON.stringify(section)}`;
+  else if (section === "ask.write") entry = { section, host: field("host") };
+  else return `pass section: read.allow, deny, write, page_tools or ask.write, not ${JSON.stringify(section)}`;
   return { asked: `remove ${JSON.stringify(entry)}`, edit: (text) => removeEntry(text, entry) };
 }

@@ -6,6 +6,7 @@ import {
   addWriteGrant,
   allowPageTools,
   allowRead,
+  askAbout,
   denyEntry,
   exactPattern,
   grantWrite,
@@ -247,5 +248,29 @@ describe("the dashboard's edits", () => {
     const gone: PolicyEntry = { section: "write", kind: "click", host: "shop.example" };
     expect(() => removeEntry(mine, gone)).toThrow(/is not in config.yaml \(any more\)/);
     expect(() => removeEntry(mine, { section: "deny", host: "bank.example", path: "^/other" })).toThrow(/not in config.yaml/);
+  });
+});
+
+describe("the ask list's edits (policy.ask.write)", () => {
+  const FILE = '# mine\npolicy:\n  read:\n    allow:\n      "shop.example": [".*"]\n';
+
+  it("adds a host once, keeps the comments, validates, and lists and removes it", () => {
+    const added = askAbout(FILE, "Shop.Example");
+    expect(added.text).toContain("# mine");
+    expect(added.said).toContain('added "shop.example" to policy.ask.write');
+    const settings = compileSettings(parseConfigText(added.text, "config.yaml"), "config.yaml", RANKING);
+    expect(settings.ask.asksWrite("https://shop.example/cart")).toBe(true);
+    expect(askAbout(added.text, "shop.example").text).toBe(added.text);
+    const listed = policyEntries(added.text).filter((e) => e.entry.section === "ask.write");
+    expect(listed).toEqual([{ entry: { section: "ask.write", host: "shop.example" }, key: "policy.ask.write[0]", value: "shop.example" }]);
+    const removed = removeEntry(added.text, { section: "ask.write", host: "shop.example" });
+    const after = compileSettings(parseConfigText(removed.text, "config.yaml"), "config.yaml", RANKING);
+    expect(after.ask.asksWrite("https://shop.example/cart")).toBe(false);
+    expect(() => removeEntry(removed.text, { section: "ask.write", host: "shop.example" })).toThrow(/not in config.yaml/);
+  });
+
+  it("refuses a wildcard over a whole top-level domain, and a bad host", () => {
+    expect(() => askAbout(FILE, "*.com")).toThrow(/every site under \.com/);
+    expect(() => askAbout(FILE, "https://shop.example/")).toThrow();
   });
 });
