@@ -39,8 +39,9 @@ export class BrowserDoor {
     this.#options = options;
     const { registry, asks } = options;
     asks.subscribe((change) => this.#push(change.question.user));
+    // A browser that connects while questions are open hears of them (none open: nothing is sent, nothing to clear).
     registry.on("connected", (browser) => {
-      if (browser.info.kind === "extension") void this.#pushTo(browser);
+      if (browser.info.kind === "extension" && asks.pending(ownerOf(browser.info)).length > 0) void this.#pushTo(browser);
     });
     registry.on("event", (browser, frame) => this.#onEvent(browser, frame));
   }
