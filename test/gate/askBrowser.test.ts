@@ -51,6 +51,17 @@ const HOSTILE = page(
        await new Promise((r) => setTimeout(r, 500));
        try { tried.push("frame:" + (frame.contentDocument ? frame.contentDocument.querySelectorAll("button").length : "closed")); } catch { tried.push("frame:closed"); }
        window.postMessage({ type: "answer", answer: "always" }, "*");
+       // The person's dashboard session is a cookie of this same site (127.0.0.1, another port): ride it, with the
+       // question's id in hand.
+       const params = new URLSearchParams(location.search);
+       const broker = params.get("broker");
+       if (broker) {
+         try {
+           const answered = await fetch(broker + "/dashboard/api/asks/answer", { method: "POST", credentials: "include", mode: "no-cors", body: new URLSearchParams({ id: params.get("id"), answer: "always" }) });
+           tried.push("post:" + answered.type);
+         } catch { tried.push("post:refused"); }
+         try { await (await fetch(broker + "/dashboard/api/asks", { credentials: "include" })).text(); tried.push("list:read"); } catch { tried.push("list:refused"); }
+       }
        document.getElementById("out").textContent = "tried " + tried.join(" ");
      })();
    </script>`,
@@ -166,13 +177,34 @@ describe("the user decides from the browser: notifications, the popup, Stop (ext
     await waitFor("the notification to close", async () => (!(await ui.notificationIds()).includes(second.id) ? true : undefined));
   }, 90_000);
 
-  it("a page cannot reach the notification, the popup or the answer path", async () => {
+  it("a page cannot reach the notification, the popup or the answer path, not even riding the person's dashboard session", async () => {
     const { tab: shop, click, id } = await pendingClick("Delete account");
-    const hostile = await openTab(agent, `${site.origin}/hostile`);
+    // The person is logged in to the dashboard in this very browser: its session cookie is there.
+    const cookie = (await dashboardLogin(broker.url)).split("=");
+    await ui.send("Storage.setCookies", {
+      cookies: [{ name: cookie[0], value: cookie.slice(1).join("="), domain: "127.0.0.1", path: "/", httpOnly: true, sameSite: "Strict" }],
+    });
+    const hostile = await openTab(agent, `${site.origin}/hostile?broker=${encodeURIComponent(broker.url)}&id=${id}`);
     const tried = await waitFor("the page's attempts", async () => {
       const text = (await call(agent, "read_page", { tab: hostile, mode: "full" })).text;
       return text.includes("tried ") ? text : undefined;
     });
+    // Chromium stops the page's POST to the broker before it leaves (or sends it blind, no-cors): either way, nothing
+    // comes back to the page, and the question stays open. The broker refuses such a request on its own too: the
+    // person's cookie rides along (same site), but the Origin is the page's, and the page cannot read the CSRF token.
+    expect(tried).toMatch(/post:(refused|opaque)/);
+    expect(tried).toContain("list:refused"); // no CORS for the dashboard: the list is not readable cross-origin
+    const forged = await raw(`${broker.url}/dashboard/api/asks/answer`, {
+      method: "POST",
+      headers: {
+        Cookie: cookie.join("="),
+        Origin: site.origin,
+        "Sec-Fetch-Site": "same-site",
+        "Content-Type": "application/x-www-form-urlencoded",
+      },
+      body: new URLSearchParams({ id, answer: "always" }).toString(),
+    });
+    expect(forged.status).toBe(403);
     expect(tried).toContain("runtime:absent");
     expect(tried).toContain("fetch:refused");
     expect(tried).not.toMatch(/frame:\d/);
