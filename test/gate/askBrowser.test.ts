@@ -219,6 +219,36 @@ describe("the user decides from the browser: notifications, the popup, Stop (ext
     expect((await click).text).toContain("the user declined");
   }, 90_000);
 
+  it("a refused read becomes a grant from the popup (shown with its key, saved once confirmed) and the same call passes", async () => {
+    const tab = await openTab(agent, `${site.origin}/shop`);
+    const elsewhere = `http://localhost:${site.port}/shop`;
+    const refused = await call(agent, "navigate", { tab, url: elsewhere });
+    expect(refused.text).toContain("policy_denied");
+    const popup = await ui.popup(tab);
+    try {
+      const offered = String(
+        await waitFor("the popup's offer", async () => {
+          const text = String(await popup.eval("[...document.querySelectorAll('#recent [data-offer]')].map((b) => b.textContent).join('|')"));
+          return text !== "" ? text : undefined;
+        }),
+      );
+      expect(offered).toContain(`localhost:${site.port}`);
+      await popup.eval("document.querySelector('#recent [data-offer]').click()");
+      const shown = String(await popup.eval("document.querySelector('#recent .offer').textContent"));
+      expect(shown).toContain("This writes policy.read.allow");
+      expect(readFileSync(join(broker.dataDir, "config.yaml"), "utf8")).not.toContain("localhost");
+      await popup.eval("document.querySelector('#recent [data-save]').click()");
+      await waitFor("the broker to apply the grant", () => broker.config.policy.check(elsewhere).ok || undefined);
+    } finally {
+      await popup.close();
+    }
+    expect(readFileSync(join(broker.dataDir, "config.yaml"), "utf8")).toContain(`localhost:${site.port}`);
+    const passed = await call(agent, "navigate", { tab, url: elsewhere });
+    expect(passed.isError, passed.text).toBe(false);
+    const changes = broker.broker.audit.list().filter((r) => r.tool === "policy");
+    expect(changes.map((r) => [r.client, r.decision])).toEqual([["extension", "allowed"]]);
+  }, 90_000);
+
   it("Stop takes the tab back mid-task: the open question is answered no, the next call is tab_taken_back, then the tab is the user's", async () => {
     const { tab, click, id } = await pendingClick("Delete account");
     const popup = await ui.popup(tab);

@@ -70,17 +70,61 @@ function renderTab(status: Status): void {
   $("stop").hidden = !tab || !(tab.agents || view?.holder);
   const recent = view?.recent ?? [];
   $("recent-none").hidden = !tab?.agents || recent.length > 0;
-  $("recent").replaceChildren(
-    ...recent.map((r) =>
-      el("li", `${new Date(r.time).toLocaleTimeString()} ${r.tool}${r.target ? ` ${r.target}` : ""}: ${r.decision}${r.code ? ` (${r.code})` : ""}`),
-    ),
-  );
+  // The list is rebuilt only when it changed: an offer being confirmed keeps its buttons while the popup polls.
+  const key = JSON.stringify(recent);
+  if (key !== shownRecent) {
+    shownRecent = key;
+    $("recent").replaceChildren(
+      ...recent.map((r) => {
+        const item = el(
+          "li",
+          `${new Date(r.time).toLocaleTimeString()} ${r.tool}${r.target ? ` ${r.target}` : ""}: ${r.decision}${r.code ? ` (${r.code})` : ""}`,
+        );
+        if (r.offer && tab) item.append(offerButton(tab.tabId, r.offer));
+        return item;
+      }),
+    );
+  }
   const policy = view?.policy ?? [];
   $("policy-heading").hidden = policy.length === 0;
   $("policy").replaceChildren(...policy.map((line) => el("li", line)));
 }
 
+/** A button of the popup's (type button: no form is submitted). */
+const button = (text: string, className?: string): HTMLButtonElement => {
+  const node = document.createElement("button");
+  node.type = "button";
+  node.textContent = text;
+  if (className) node.className = className;
+  return node;
+};
+
 let shownQuestions = "";
+let shownRecent = "";
+
+/** The grant the broker offers under a refused call: shown with its key first, written only once confirmed. */
+function offerButton(tabId: number, offer: { record: number; text: string; key: string }): HTMLElement {
+  const box = el("div", undefined, "offer");
+  const propose = button(offer.text);
+  propose.dataset["offer"] = String(offer.record);
+  propose.addEventListener("click", () => {
+    const save = button("Save this change");
+    save.dataset["save"] = String(offer.record);
+    const cancel = button("Cancel");
+    cancel.addEventListener("click", () => box.replaceChildren(propose));
+    save.addEventListener("click", () => {
+      save.disabled = true;
+      cancel.disabled = true;
+      void ask({ type: "grant", tabId, record: offer.record }).then((status) => {
+        box.replaceChildren(el("div", `Saved to config.yaml (${offer.key}); tabrelay applies it within a second.`, "muted"));
+        render(status);
+      });
+    });
+    box.replaceChildren(el("div", `This writes ${offer.key} in config.yaml.`, "muted"), save, cancel);
+  });
+  box.append(propose);
+  return box;
+}
 
 function renderQuestions(questions: AskNotice[]): void {
   $("questions").hidden = questions.length === 0;
@@ -97,14 +141,13 @@ function renderQuestions(questions: AskNotice[]): void {
       const always: Choice[] = q.always ? [["always", "Always allow", undefined]] : [];
       const buttons: Choice[] = [["once", "Allow once", undefined], ...always, ["deny", "Deny", "danger"]];
       for (const [answer, label, className] of buttons) {
-        const button = el("button", label, className) as HTMLButtonElement;
-        button.type = "button";
-        button.dataset["answer"] = answer;
-        button.addEventListener("click", () => {
+        const choice = button(label, className);
+        choice.dataset["answer"] = answer;
+        choice.addEventListener("click", () => {
           item.querySelectorAll("button").forEach((b) => (b.disabled = true));
           void ask({ type: "answer", id: q.id, answer, ...tabField() }).then(render);
         });
-        item.append(button);
+        item.append(choice);
       }
       return item;
     }),

@@ -16,7 +16,8 @@ type PopupMessage =
   | { type: "share"; tabId: number }
   | { type: "unshare"; tabId: number }
   | { type: "answer"; id: string; answer: "once" | "always" | "deny"; tabId?: number }
-  | { type: "stop"; tabId: number };
+  | { type: "stop"; tabId: number }
+  | { type: "grant"; tabId: number; record: number };
 
 const POPUP_PAGE = chrome.runtime.getURL("popup.html");
 
@@ -44,6 +45,9 @@ chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendRespons
       answer(message.id, message.answer, "popup");
     } else if (message.type === "stop") {
       await takeBack(message.tabId);
+    } else if (message.type === "grant") {
+      // The broker's own offer for its own record: it recomputes what to write, and writes nothing else.
+      emit({ type: "event", event: "policy.grant", params: { tabId: message.tabId, record: message.record } });
     }
     const tabId = "tabId" in message ? message.tabId : undefined;
     // Each look at a tab asks the broker again; its answer (browser.tabState) is there by the popup's next poll.

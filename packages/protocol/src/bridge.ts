@@ -471,7 +471,15 @@ export interface TabStateView {
   /** Whether the user took the tab back from the agents (Stop): their calls on it are refused. */
   takenBack: boolean;
   /** The last actions on the tab, newest first: tool, target, decision, time. */
-  recent: Array<{ time: number; tool: string; target: string; decision: string; code?: string }>;
+  recent: Array<{
+    time: number;
+    tool: string;
+    target: string;
+    decision: string;
+    code?: string;
+    /** For a refused call: the narrow grant that would have allowed it (the broker's offer), and where it writes it. */
+    offer?: { record: number; text: string; key: string };
+  }>;
   /** The read and write policy for the tab's site, in words. */
   policy: string[];
 }

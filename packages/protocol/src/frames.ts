@@ -104,6 +104,11 @@ export interface BridgeEvents {
   "tab.stop": { tabId: number };
   /** The popup opened on this tab: the broker answers with browser.tabState. */
   "popup.opened": { tabId: number; url: string };
+  /**
+   * The user confirmed, in the popup, the grant the broker offered for a refused call on this tab (`record`, the audit
+   * record's id): the broker recomputes the offer from its own record and writes it (config.yaml, applied live).
+   */
+  "policy.grant": { tabId: number; record: number };
 }
 
 export type BridgeEventName = keyof BridgeEvents;

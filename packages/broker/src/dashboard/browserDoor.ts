@@ -8,7 +8,7 @@
 // the user's own browser; inside it, only the extension's popup and notifications send them (the extension's
 // popupMessages.ts refuses content scripts). A CDP browser has no popup: it neither gets questions nor sends answers.
 import type { AskNotice, BridgeEvent, TabStateView } from "@tabrelay/protocol";
-import type { AuditLog } from "../audit/auditLog.js";
+import type { AuditLog, StoredAuditRecord } from "../audit/auditLog.js";
 import type { BrokerConfig } from "../config/config.js";
 import { configFor } from "../config/userPolicies.js";
 import type { BrowserDriver } from "../drivers/driver.js";
@@ -17,7 +17,8 @@ import { describeQuestion, type AskDesk, type Question } from "../gate/asks.js";
 import { tabLeases } from "../gate/leases.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
-import { DEFAULT_USER_ID, ownerOf } from "../users/principal.js";
+import { DEFAULT_PRINCIPAL, DEFAULT_USER_ID, ownerOf } from "../users/principal.js";
+import { applyOffer, suggestionFor } from "./policyApi.js";
 
 export interface BrowserDoorOptions {
   registry: BrowserRegistry;
@@ -89,11 +90,45 @@ export class BrowserDoor {
         detail: JSON.stringify({ by: who, hadLease: session !== undefined, questionsDenied: withdrawn }),
       });
       this.#options.log.info(`stop: ${who} took tab ${tabId} back${session ? " from its agent" : ""}`);
+    } else if (frame.event === "policy.grant") {
+      const { tabId, record } = frame.params;
+      if (!Number.isInteger(tabId) || !Number.isInteger(record)) return;
+      this.#grant(browser, tabId, record, who);
     } else if (frame.event === "popup.opened") {
       const { tabId, url } = frame.params;
       if (!Number.isInteger(tabId) || typeof url !== "string") return;
       void browser.call("browser.tabState", this.#tabState(browser, tabId, url), { timeoutMs: PUSH_TIMEOUT_MS });
     }
+  }
+
+  /**
+   * The person confirmed the offer under a refused call of this tab: the offer is the broker's own, recomputed from its
+   * record (which must be of this browser and tab), and only the broker's own user's browsers may take one (a team
+   * member's policy is the admin's to change).
+   */
+  #grant(browser: BrowserDriver, tabId: number, recordId: number, who: string): void {
+    const { audit, config, log } = this.#options;
+    if (ownerOf(browser.info) !== DEFAULT_USER_ID) {
+      log.warn(`extension: ${who} asked for a grant; only the broker's own user changes the policy from a browser`);
+      return;
+    }
+    const found = this.#recent(browser, tabId).find((r) => r.id === recordId);
+    const offer = found ? offerOf(config, found) : undefined;
+    if (!found || !offer) {
+      log.warn(`extension: ${who} asked for a grant for record ${recordId}, which offers none on tab ${tabId}`);
+      return;
+    }
+    const done = applyOffer({ config, audit, log }, offer.fields, DEFAULT_PRINCIPAL);
+    if (!done.ok) log.warn(`extension: the grant ${who} confirmed was not written: ${done.error}`);
+  }
+
+  /** This tab's records, oldest first (the last RECENT_SCANNED of the user's). */
+  #recent(browser: BrowserDriver, tabId: number): StoredAuditRecord[] {
+    const owner = ownerOf(browser.info);
+    const name = browser.info.ownerName ?? "default";
+    return this.#options.audit
+      .list({ limit: RECENT_SCANNED, user: owner === DEFAULT_USER_ID ? "default" : name })
+      .filter((r) => r.tab === tabId && (r.browser ?? "").includes(browser.info.browserId));
   }
 
   /** What the popup shows of a tab: its holder, the agents' last actions there, and the site's policy in words. */
@@ -103,18 +138,21 @@ export class BrowserDoor {
     const lease = leases.holder(browser.info.browserId, tabId, Date.now());
     const owner = ownerOf(browser.info);
     const name = browser.info.ownerName ?? "default";
-    const recent = audit
-      .list({ limit: RECENT_SCANNED, user: owner === DEFAULT_USER_ID ? "default" : name })
-      .filter((r) => r.tab === tabId && (r.browser ?? "").includes(browser.info.browserId))
+    const mine = owner === DEFAULT_USER_ID;
+    const recent = this.#recent(browser, tabId)
       .slice(-RECENT_SHOWN)
       .reverse()
-      .map((r) => ({
-        time: r.time,
-        tool: r.tool,
-        target: plainLine(r.target ?? r.origin ?? ""),
-        decision: r.decision,
-        ...(r.code ? { code: r.code } : {}),
-      }));
+      .map((r) => {
+        const offer = mine ? offerOf(config, r) : undefined;
+        return {
+          time: r.time,
+          tool: r.tool,
+          target: plainLine(r.target ?? r.origin ?? ""),
+          decision: r.decision,
+          ...(r.code ? { code: r.code } : {}),
+          ...(offer ? { offer: { record: r.id, text: plainLine(offer.offer), key: plainLine(offer.key) } } : {}),
+        };
+      });
     return {
       tabId,
       holder: lease ? { client: plainLine(lease.client), since: lease.since } : null,
@@ -141,6 +179,12 @@ function sitePolicy(config: BrokerConfig, url: string): string[] {
   lines.push(...(writes.length > 0 ? writes : [`Writing on ${host}: nothing is granted.`]));
   if (config.ask.asksWrite(url)) lines.push(`A write without a grant here is asked of you (policy.ask, ${config.ask.timeoutMs / 1000} s).`);
   return lines;
+}
+
+/** The grant the broker offers for a refused call (config/grantSuggestion.ts, as the dashboard's activity list offers it). */
+function offerOf(config: BrokerConfig, record: StoredAuditRecord): { offer: string; key: string; fields: Record<string, string> } | undefined {
+  const suggested = suggestionFor(config, record);
+  return suggested && "offer" in suggested ? suggested : undefined;
 }
 
 function notice(q: Question): AskNotice {

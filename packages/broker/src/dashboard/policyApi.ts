@@ -24,7 +24,7 @@ import {
 } from "../config/edit.js";
 import { editConfigFile } from "../config/editFile.js";
 import { readOwnFile } from "../config/fileSafety.js";
-import { suggestGrant, type PolicyNow } from "../config/grantSuggestion.js";
+import { suggestGrant, type GrantSuggestion, type PolicyNow } from "../config/grantSuggestion.js";
 import { configFor } from "../config/userPolicies.js";
 import { gateNavigation } from "../gate/decisions.js";
 import { DEFAULT_USER_ID, type Principal } from "../users/principal.js";
@@ -90,6 +90,31 @@ export function policyEdit(deps: PolicyApiDeps, form: URLSearchParams, principal
   return json(200, { saved: changed, ...answer });
 }
 
+/**
+ * A grant the person confirmed in the extension's popup (browserDoor.ts): the broker's own offer for one refused call
+ * of theirs, recomputed here from the audit record (never the browser's words), written without a second preview (the
+ * popup showed the offer and its key before the person confirmed it), and audited as through the extension.
+ */
+export function applyOffer(
+  deps: Omit<PolicyApiDeps, "secrets">,
+  fields: Record<string, string>,
+  principal: Principal,
+): { ok: true; said: string } | { ok: false; error: string } {
+  const change = changeOf(new URLSearchParams(fields));
+  if (typeof change === "string") return { ok: false, error: change };
+  const started = Date.now();
+  try {
+    const done = editConfigFile(deps.config, change.edit);
+    deps.log.info(`extension: ${principal.name} changed the policy in ${deps.config.configPath}: ${done.said}`);
+    record(deps, principal, { target: done.said, decision: "allowed", started, detail: { key: done.key } }, "extension");
+    return { ok: true, said: done.said };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    record(deps, principal, { target: change.asked, decision: "refused", code: "config_invalid", started, detail: { error: message } }, "extension");
+    return { ok: false, error: message };
+  }
+}
+
 /** The entries of the policy section an admin may remove, as the file holds them (or why the file cannot be read). */
 export function policyView(config: Pick<BrokerConfig, "configPath">): { entries: ListedEntry[] } | { error: string } {
   const read = readOwnFile(config.configPath, "config");
@@ -103,18 +128,23 @@ export function policyView(config: Pick<BrokerConfig, "configPath">): { entries:
 
 /** A record of the audit stream with the grant that would have allowed it, when it is a refused call (config/grantSuggestion.ts). */
 export function withSuggestion(config: BrokerConfig, record: { id: number }): object {
+  const suggestion = suggestionFor(config, record);
+  return suggestion === undefined ? record : { ...record, suggestion };
+}
+
+/** The grant that would have allowed a refused call (or why there is none); undefined for any other record. */
+export function suggestionFor(config: BrokerConfig, record: object): GrantSuggestion | undefined {
   const text = (key: string): string | undefined => {
     const value: unknown = Reflect.get(record, key);
     return typeof value === "string" ? value : undefined;
   };
   const tool = text("tool");
   const decision = text("decision");
-  if (tool === undefined || decision === undefined) return record;
-  const suggestion = suggestGrant(
+  if (tool === undefined || decision === undefined) return undefined;
+  return suggestGrant(
     { tool, decision, origin: text("origin"), target: text("target"), code: text("code"), rule: text("rule") },
     policyNow(configFor(config, text("user"))),
   );
-  return suggestion === undefined ? record : { ...record, suggestion };
 }
 
 const ACTIONS: Readonly<Record<"click" | "type" | "upload", ActionKind>> = { click: "click", type: "fill", upload: "upload" };
@@ -148,14 +178,15 @@ function policyNow(config: Pick<BrokerConfig, "policy" | "writePolicy">): Policy
 
 /** Who changed the policy, and what: the implicit user's record names no user, as every record of theirs. */
 function record(
-  deps: PolicyApiDeps,
+  deps: Omit<PolicyApiDeps, "secrets">,
   principal: Principal,
   what: { target: string; decision: "allowed" | "refused"; code?: string; started: number; detail: Record<string, unknown> },
+  client: "dashboard" | "extension" = "dashboard",
 ): void {
   deps.audit.record({
     time: what.started,
     tool: "policy",
-    client: "dashboard",
+    client,
     ...(principal.user !== DEFAULT_USER_ID ? { user: principal.name } : {}),
     target: what.target,
     decision: what.decision,
