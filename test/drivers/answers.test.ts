@@ -116,6 +116,8 @@ describe("answers as the protocol documents them", () => {
       [
         "browser.ping",
         "browser.rules",
+        "browser.asks",
+        "browser.tabState",
         "tabs.list",
         "tabs.open",
         "tabs.close",
