@@ -58,6 +58,8 @@ const yaml = () => `policy:
   read:
     allow:
       "127.0.0.1": [".*"]
+  ask:
+    write: ["127.0.0.1"]
 mcp:
   allowed_hosts: ["127.0.0.1"]
   trusted_proxies: ["127.0.0.1"]
@@ -173,6 +175,7 @@ async function loggedIn(page: Page, token: string): Promise<void> {
 beforeAll(async () => {
   [redis, pg, site] = await Promise.all([startRedis(), startPostgres(), startSite("127.0.0.1")]);
   site.route("/shop", sitePage("Alice's shop", "<p>Things for sale.</p>"));
+  site.route("/ask", sitePage("Alice's cart", "<button>Add to cart</button>"));
   for (let i = 0; i < 3; i++) brokers.push(await startBroker({ yaml: yaml() }));
   const a = await brokers[0]!.broker.users.add("alice");
   const b = await brokers[0]!.broker.users.add("bob");
@@ -325,6 +328,38 @@ describe("the dashboard of three brokers behind nginx (TLS)", () => {
     const records = await seen;
     expect(records.find(fresh)).toMatchObject({ decision: "allowed", user: "alice", origin: site.origin, broker: brokers[0]!.broker.brokerId });
     expect(records.every((r) => r["user"] === "alice")).toBe(true);
+  });
+
+  it("lists a question held on the broker with the browser at every broker's door, and takes the answer at any of them (tabrelay ask's bearer)", async () => {
+    const tab = await openTab(alice.client, `${site.origin}/ask`);
+    const snap = await call(alice.client, "snapshot", { tab });
+    const ref = /- button "Add to cart" \[ref=([^\]]+)\]/.exec(snap.text)?.[1];
+    const revision = /revision: (\S+)/.exec(snap.text)?.[1];
+    const click = call(alice.client, "click", { tab, ref, revision });
+    // The call runs on broker 0 (Alice's browser); broker 1 holds nothing of hers and lists it all the same.
+    const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+    const listed = await waitFor("the question at broker 1", async () => {
+      const r = await raw(`${brokers[1]!.url}/dashboard/api/asks`, { headers: bearer(alice.dashboardToken) });
+      const qs = (JSON.parse(r.body) as { questions: Array<{ id: string; label: string; user: string }> }).questions;
+      return qs.length > 0 ? qs : undefined;
+    });
+    expect(listed.map((q) => [q.label, q.user])).toEqual([["Add to cart", "alice"]]);
+    expect(brokers[0]!.broker.asks.pending().map((q) => q.id)).toEqual([listed[0]!.id]);
+    // Bob, a member, sees none of Alice's questions, and cannot answer one.
+    const bobs = await raw(`${brokers[2]!.url}/dashboard/api/asks`, { headers: bearer(bob.dashboardToken) });
+    expect((JSON.parse(bobs.body) as { questions: unknown[] }).questions).toEqual([]);
+    const answer = (b: TestBroker, token: string) =>
+      raw(`${b.url}/dashboard/api/asks/answer`, {
+        method: "POST",
+        headers: { ...bearer(token), "Content-Type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ id: listed[0]!.id, answer: "once" }).toString(),
+      });
+    expect((await answer(brokers[2]!, bob.dashboardToken)).status).toBe(404);
+    const answered = await answer(brokers[1]!, alice.dashboardToken);
+    expect(answered.status, answered.body).toBe(200);
+    const done = await click;
+    expect(done.isError, done.text).toBe(false);
+    expect((await answer(brokers[2]!, alice.dashboardToken)).status).toBe(409);
   });
 
   it("a logout on one broker ends the login on every broker", async () => {

@@ -21,7 +21,7 @@ import { DEFAULT_USER_ID } from "../users/principal.js";
 import { configFor } from "../config/userPolicies.js";
 import { captureForPerson } from "../gate/stage.js";
 import { auditStream, type AuditSource } from "./auditStream.js";
-import { answerQuestion, listQuestions } from "./asksApi.js";
+import { answerEverywhere, answerPeersAsks, listEverywhere } from "./asksApi.js";
 import type { Answerer, AskDesk } from "../gate/asks.js";
 import type { Principal } from "../users/principal.js";
 import { policyEdit, policyView } from "./policyApi.js";
@@ -116,6 +116,7 @@ export class DashboardApi {
       const owner = ownerIn(body);
       return owner === null ? undefined : await this.#browsers(owner);
     });
+    answerPeersAsks(link, this.#options.asks, this.#options.log);
     link.answer("dashboard.preview", async (body) => {
       const owner = ownerIn(body);
       if (owner === null || !body || typeof body !== "object") return undefined;
@@ -184,9 +185,9 @@ export class DashboardApi {
   /** The questions put to the user (asksApi.ts): listed, or answered, through a person's door. */
   async asks(path: string, principal: Principal, form: URLSearchParams | undefined, via: Answerer["via"]): Promise<Response | undefined> {
     const { asks, log } = this.#options;
-    if (path === "/dashboard/api/asks") return this.#json(200, listQuestions(asks, principal));
+    if (path === "/dashboard/api/asks") return this.#json(200, await listEverywhere(asks, this.#link, principal));
     if (path !== "/dashboard/api/asks/answer") return undefined;
-    const answered = await answerQuestion(asks, principal, form ?? new URLSearchParams(), via, log);
+    const answered = await answerEverywhere(asks, this.#link, principal, form ?? new URLSearchParams(), via, log);
     return this.#json(answered.status, answered.body);
   }
 

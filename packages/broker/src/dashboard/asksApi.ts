@@ -7,6 +7,7 @@ import { describeQuestion } from "../gate/asks.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
 import type { Principal } from "../users/principal.js";
+import type { ClusterLink } from "../tools/clusterLink.js";
 
 const ANSWERS: ReadonlySet<string> = new Set(["once", "always", "deny"]);
 const TEXT_MAX = 300;
@@ -79,4 +80,70 @@ function scopeOf(principal: Principal): string | undefined {
 function capped(value: string): string {
   const chars = Array.from(plainLine(value));
   return chars.length > TEXT_MAX ? `${chars.slice(0, TEXT_MAX - 1).join("")}…` : chars.join("");
+}
+
+// In a cluster a question waits on the broker holding the browser, while the person's dashboard (or `tabrelay ask`,
+// through the load balancer) may be on any: every live broker's questions are listed, and an answer goes to the one
+// that knows the id. Who answers travels with the request, as the door that checked their credential found them.
+const ASKS_LIST = "dashboard.asks";
+const ASKS_ANSWER = "dashboard.asks.answer";
+/** How long a door waits for another broker of the cluster. */
+const PEER_TIMEOUT_MS = 3_500;
+
+/** The open questions the principal may answer, on this broker and every other live one of the cluster. */
+export async function listEverywhere(desk: AskDesk, link: ClusterLink | undefined, principal: Principal): Promise<{ questions: QuestionView[] }> {
+  const here = listQuestions(desk, principal).questions;
+  if (!link) return { questions: here };
+  const theirs = await Promise.all(
+    link.peers().map((peer) => link.ask(peer, ASKS_LIST, { principal }, PEER_TIMEOUT_MS).then((answer) => (Array.isArray(answer) ? answer : []))),
+  );
+  return { questions: [...here, ...(theirs.flat() as QuestionView[])] };
+}
+
+/** An answer, given here when the question is this broker's, else by the broker of the cluster that holds it. */
+export async function answerEverywhere(
+  desk: AskDesk,
+  link: ClusterLink | undefined,
+  principal: Principal,
+  form: URLSearchParams,
+  via: Answerer["via"],
+  log: Logger,
+): Promise<{ status: number; body: unknown }> {
+  const answered = await answerQuestion(desk, principal, form, via, log);
+  if (answered.status !== 404 || !link) return answered;
+  for (const peer of link.peers()) {
+    const theirs = await link.ask(peer, ASKS_ANSWER, { principal, via, fields: Object.fromEntries(form) }, PEER_TIMEOUT_MS);
+    if (isAnswered(theirs) && theirs.status !== 404) return theirs;
+  }
+  return answered;
+}
+
+/** This broker's questions, listed and answered for a person at another broker's door. */
+export function answerPeersAsks(link: ClusterLink, desk: AskDesk, log: Logger): void {
+  link.answer(ASKS_LIST, async (body) => {
+    const principal = principalIn(body);
+    return principal ? listQuestions(desk, principal).questions : undefined;
+  });
+  link.answer(ASKS_ANSWER, async (body) => {
+    const principal = principalIn(body);
+    const via: unknown = body && typeof body === "object" ? Reflect.get(body, "via") : undefined;
+    const fields: unknown = body && typeof body === "object" ? Reflect.get(body, "fields") : undefined;
+    if (!principal || (via !== "dashboard" && via !== "cli") || !fields || typeof fields !== "object") return undefined;
+    const form = new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)]));
+    return await answerQuestion(desk, principal, form, via, log);
+  });
+}
+
+/** The person another broker's door authenticated, as it sent them (the brokers of a cluster trust each other). */
+function principalIn(body: unknown): Principal | undefined {
+  const principal: unknown = body && typeof body === "object" ? Reflect.get(body, "principal") : undefined;
+  if (!principal || typeof principal !== "object") return undefined;
+  const user: unknown = Reflect.get(principal, "user");
+  const name: unknown = Reflect.get(principal, "name");
+  const role: unknown = Reflect.get(principal, "role");
+  return typeof user === "string" && typeof name === "string" && (role === "admin" || role === "member") ? { user, name, role } : undefined;
+}
+
+function isAnswered(value: unknown): value is { status: number; body: unknown } {
+  return !!value && typeof value === "object" && typeof Reflect.get(value, "status") === "number";
 }
