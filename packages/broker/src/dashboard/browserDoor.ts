@@ -133,7 +133,7 @@ export class BrowserDoor {
 
   /** What the popup shows of a tab: its holder, the agents' last actions there, and the site's policy in words. */
   #tabState(browser: BrowserDriver, tabId: number, url: string): TabStateView {
-    const { registry, config, audit } = this.#options;
+    const { registry, config } = this.#options;
     const leases = tabLeases(registry, config);
     const lease = leases.holder(browser.info.browserId, tabId, Date.now());
     const owner = ownerOf(browser.info);
