@@ -15,7 +15,7 @@ import { brokerIdentity } from "./cluster/identity.js";
 import { getRequestListener } from "@hono/node-server";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
-import { BrowserDoor } from "./dashboard/browserDoor.js";
+import { openAskDesk } from "./dashboard/browserDoor.js";
 import type { DashboardChat } from "./dashboard/chat.js";
 import { createHttpApp, type HttpApp } from "./app.js";
 import { dashboardTeam } from "./dashboard/team.js";
@@ -35,9 +35,7 @@ import { useNodeExtractRunner } from "./extract/nodeRunner.js";
 import { enforceOnCommit } from "./gate/enforce.js";
 import { tabLeases } from "./gate/leases.js";
 import { Denials } from "./gate/tabRecord.js";
-import { AskDesk } from "./gate/asks.js";
-import { addWriteGrant } from "./config/edit.js";
-import { editConfigFile } from "./config/editFile.js";
+import type { AskDesk } from "./gate/asks.js";
 import { SnapshotCache } from "./tools/snapshotCache.js";
 import { answerStartedBrowsers } from "./tools/sessions.js";
 import type { ToolContext } from "./tools/tool.js";
@@ -206,19 +204,8 @@ export class Broker {
             log: this.#log,
           })
         : undefined;
-    // The questions put to the user (policy.ask): "Always" adds the narrow grant as the dashboard's grant does (an
-    // existing grant for the host keeps what it allowed), into the asking user's own section for a team's user (the
-    // reload applies it within a second).
-    this.asks = new AskDesk({
-      grant: async (question, grant) =>
-        editConfigFile(this.config, (text) =>
-          addWriteGrant(text, grant.kind, grant.host, { regex: grant.label }, undefined, question.user === DEFAULT_USER_ID ? undefined : question.userName),
-        ).said,
-      audit: this.audit,
-      log: this.#log,
-    });
-    // The extension's notifications and popup: questions pushed, answers, Stop and a tab's state taken back.
-    new BrowserDoor({ registry: this.registry, asks: this.asks, audit: this.audit, config: this.config, log: this.#log });
+    // The questions put to the user (policy.ask), and the extension's notifications and popup that show them.
+    this.asks = openAskDesk({ registry: this.registry, audit: this.audit, config: this.config, log: this.#log });
     this.context = {
       registry: this.registry,
       config: this.config,

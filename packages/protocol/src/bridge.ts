@@ -1,6 +1,7 @@
 // The bridge's methods, their parameters and results, and the types they carry (index.ts re-exports it with the
 // frames, the in-page contract, the handshake and the error table). frames.ts and inpage.ts build on these; this
-// module imports none of them, so the package has no circle.
+// module imports none of them (only person.ts's types, which import nothing), so the package has no circle.
+import type { AskNotice, TabStateView } from "./person.js";
 
 /**
  * Bumped when a frame changes shape; the broker refuses a browser that speaks another version. 2: the welcome
@@ -444,44 +445,6 @@ export interface BridgeMethods {
   "browser.asks": { params: { questions: AskNotice[] }; result: { shown: number } };
   /** What the popup shows of a tab (answering the popup's `popup.opened`): who holds it, what it did, the site's policy. */
   "browser.tabState": { params: TabStateView; result: Record<string, never> };
-}
-
-/**
- * A question as the extension shows it (broker gate/asks.ts). `text` is the broker's words with the page's label in
- * them: the extension shows it as text, never as markup.
- */
-export interface AskNotice {
-  id: string;
-  /** "click button «Add to cart» on shop.example" */
-  text: string;
-  /** The agent's MCP client. */
-  client: string;
-  tabId: number;
-  url: string;
-  expiresAt: number;
-  /** The grant "Always" writes, in the config's words; null where only once or deny can be answered. */
-  always: string | null;
-}
-
-/** The popup's view of one tab, from the broker. */
-export interface TabStateView {
-  tabId: number;
-  /** The agent session holding the tab: its client and since when; null when no agent holds it. */
-  holder: { client: string; since: number } | null;
-  /** Whether the user took the tab back from the agents (Stop): their calls on it are refused. */
-  takenBack: boolean;
-  /** The last actions on the tab, newest first: tool, target, decision, time. */
-  recent: Array<{
-    time: number;
-    tool: string;
-    target: string;
-    decision: string;
-    code?: string;
-    /** For a refused call: the narrow grant that would have allowed it (the broker's offer), and where it writes it. */
-    offer?: { record: number; text: string; key: string };
-  }>;
-  /** The read and write policy for the tab's site, in words. */
-  policy: string[];
 }
 
 export interface CaptureParams {

@@ -20,3 +20,4 @@ export * from "./errors.js";
 export * from "./frames.js";
 export * from "./handshake.js";
 export * from "./inpage.js";
+export * from "./person.js";

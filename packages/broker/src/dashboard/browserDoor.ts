@@ -13,12 +13,33 @@ import type { BrokerConfig } from "../config/config.js";
 import { configFor } from "../config/userPolicies.js";
 import type { BrowserDriver } from "../drivers/driver.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
-import { describeQuestion, type AskDesk, type Question } from "../gate/asks.js";
+import { AskDesk, describeQuestion, type Question } from "../gate/asks.js";
+import { addWriteGrant } from "../config/edit.js";
+import { editConfigFile } from "../config/editFile.js";
 import { tabLeases } from "../gate/leases.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
 import { DEFAULT_PRINCIPAL, DEFAULT_USER_ID, ownerOf } from "../users/principal.js";
 import { applyOffer, suggestionFor } from "./policyApi.js";
+
+/**
+ * The broker's desk of questions (gate/asks.ts) with its doors in the user's browsers: "Always" adds the narrow grant
+ * as the dashboard's grant does (an existing grant for the host keeps what it allowed), into the asking user's own
+ * section for a team's user; the reload applies it within a second.
+ */
+export function openAskDesk(options: Omit<BrowserDoorOptions, "asks">): AskDesk {
+  const { config } = options;
+  const asks = new AskDesk({
+    grant: async (question, grant) =>
+      editConfigFile(config, (text) =>
+        addWriteGrant(text, grant.kind, grant.host, { regex: grant.label }, undefined, question.user === DEFAULT_USER_ID ? undefined : question.userName),
+      ).said,
+    audit: options.audit,
+    log: options.log,
+  });
+  new BrowserDoor({ ...options, asks });
+  return asks;
+}
 
 export interface BrowserDoorOptions {
   registry: BrowserRegistry;
