@@ -47,7 +47,17 @@ const SHOP = page(
   `<button id="add" onclick="document.getElementById('out').textContent = 'Added ' + (++window.n || (window.n = 1))">Add to cart</button>
    <button onclick="document.getElementById('out').textContent = 'Deleted'">Delete account</button>
    <button disabled>Pay</button>
-   <p id="out">nothing yet</p>`,
+   <p id="out">nothing yet</p>
+   <p id="seen"></p>
+   <script>
+     // What the person sees while asked: tabrelay outlines the element in question (an overlay element of its own).
+     const watch = new MutationObserver(() => {
+       if (!document.querySelector("tabrelay-highlight")) return;
+       watch.disconnect();
+       document.getElementById("seen").textContent = "outlined while asked";
+     });
+     watch.observe(document.documentElement, { childList: true, subtree: true });
+   </script>`,
 );
 
 /** A person's dashboard: a session (cookie and CSRF token) logged in with the dashboard credential. */
@@ -128,6 +138,10 @@ for (const driver of DRIVERS) {
       const done = await click;
       expect(done.isError, done.text).toBe(false);
       expect((await call(agent, "read_page", { tab })).text).toContain("Added 1");
+      // The outline was drawn while the person was asked (sent before the question; the page saw it appear).
+      await waitFor("the page to have seen the outline", async () =>
+        (await call(agent, "read_page", { tab })).text.includes("outlined while asked") ? true : undefined,
+      );
 
       // Once is once: the same click asks again, and this time the person says no.
       const snap = await snapshotOf(agent, tab);
