@@ -257,7 +257,7 @@ describe("what the dashboard shows", () => {
     const readRules = await page.locator("#read-policy li").allTextContents();
     expect(readRules.some((line) => line.includes("127.0.0.1"))).toBe(true);
     expect(readRules).toEqual(broker.config.policy.describe());
-    expect(await page.locator("#write-policy li").allTextContents()).toEqual(broker.config.writePolicy.describe());
+    expect(await page.locator("#write-policy li").allTextContents()).toEqual([...broker.config.writePolicy.describe(), ...broker.config.ask.describe()]);
     await expect(page.locator("#bridge-url").textContent()).resolves.toBe(`ws://127.0.0.1:${broker.port}/bridge`);
     await expect(page.locator("#pairing-token").textContent()).resolves.toBe(PAIRING_TOKEN);
     await expect(page.locator("#extension-dir").textContent()).resolves.toMatch(/extension/);
