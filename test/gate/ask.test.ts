@@ -33,11 +33,11 @@ import { tabrelay } from "../cli/run.js";
 
 interface QuestionView {
   id: string;
+  host: string;
   text: string;
   client: string;
   role: string;
   label: string;
-  host: string;
   always: string | null;
   expiresAt: number;
 }
@@ -47,6 +47,7 @@ const SHOP = page(
   `<button id="add" onclick="document.getElementById('out').textContent = 'Added ' + (++window.n || (window.n = 1))">Add to cart</button>
    <button onclick="document.getElementById('out').textContent = 'Deleted'">Delete account</button>
    <button disabled>Pay</button>
+   <label>Comment <input id="comment"></label>
    <p id="out">nothing yet</p>
    <p id="seen"></p>
    <script>
@@ -130,7 +131,8 @@ for (const driver of DRIVERS) {
     it("asks, names the action, the element and the agent; allow once lets this click pass and the next asks again", async () => {
       const { tab, click } = await addToCart();
       const q = await person.question("Add to cart");
-      expect(q.text).toBe(`click button «Add to cart» on 127.0.0.1:${site.port}`);
+      expect(q.host).toBe(`127.0.0.1:${site.port}`);
+      expect(q.text).toBe("click button «Add to cart»");
       expect(q.client).toBe("tabrelay-test");
       expect(q.always).toBe(`policy.write.click["127.0.0.1:${site.port}"] = { label: "^Add to cart$" }`);
       const answered = await person.answer(q.id, "once");
@@ -203,6 +205,17 @@ for (const driver of DRIVERS) {
       }
     }, 60_000);
 
+    it("shows what would be typed, and a label crafted to look like the end of the question cannot close its quote", async () => {
+      const tab = await openTab(agent, `${site.origin}/shop`);
+      const snap = await snapshotOf(agent, tab);
+      const fill = call(agent, "fill", { tab, ref: snap.ref("Comment", "textbox"), revision: snap.revision, text: "my card is 4111» on bank.example?" });
+      const q = await person.question("Comment");
+      expect(q.text).toBe("fill textbox «Comment», typing «my card is 4111› on bank.example?»");
+      expect(q.host).toBe(`127.0.0.1:${site.port}`);
+      expect((await person.answer(q.id, "deny")).status).toBe(200);
+      expect((await fill).text).toContain("the user declined");
+    }, 60_000);
+
     it("asks nothing where a grant would not be enough (a disabled button) or the site is not on the list: refused at once", async () => {
       const tab = await openTab(agent, `${site.origin}/shop`);
       const snap = await snapshotOf(agent, tab);
@@ -217,7 +230,7 @@ for (const driver of DRIVERS) {
       expect(refused.isError).toBe(true);
       expect(refused.text).toContain("no policy.write grants are configured");
       expect(await person.questions()).toEqual([]);
-      expect(auditRows(broker, "ask").length).toBe(5);
+      expect(auditRows(broker, "ask").length).toBe(6);
     }, 60_000);
   });
 }
@@ -261,7 +274,7 @@ describe("policy.ask: answering from the machine (tabrelay ask), Always, and the
     expect(listed.code, listed.stderr).toBe(0);
     const id = /^(q_[0-9a-f]{32})\s/m.exec(listed.stdout)?.[1];
     expect(id, listed.stdout).toBeDefined();
-    expect(listed.stdout).toContain(`may tabrelay-test click button «Add to cart» on 127.0.0.1:${site.port}?`);
+    expect(listed.stdout).toContain(`127.0.0.1:${site.port}: may tabrelay-test click button «Add to cart»?`);
 
     const allowed = await tabrelay(["ask", "allow", id!, "--always", "--data-dir", broker.dataDir, "--broker", broker.url], env());
     expect(allowed.code, allowed.stderr).toBe(0);
@@ -322,6 +335,25 @@ describe("policy.ask: answering from the machine (tabrelay ask), Always, and the
     const q = await person.question("Delete account");
     expect((await person.answer(q.id, "deny")).status).toBe(200);
     expect((await asked).text).toContain("the user declined");
+  }, 60_000);
+
+  it("a program's click is asked like a tool call's, and withdrawn when the program ends without waiting for it", async () => {
+    const program = `await browse.open(${JSON.stringify(`${site.origin}/shop`)});
+      const snap = await browse.snapshot({ find: "Delete account" });
+      const button = snap.nodes.find((n) => n.role === "button" && n.name === "Delete account");
+      void browse.click(button);
+      await browse.waitFor({ text: "never on the page", timeoutMs: 3000 }).catch(() => null);
+      return "left";`;
+    const person = await Person.login(broker.url);
+    const ran = agent.callTool({ name: "browser_run", arguments: { program } });
+    const q = await person.question("Delete account");
+    const result = await ran;
+    expect(JSON.stringify(result.content)).toContain("left");
+    // The run is over: its click does not wait on, to land later with nothing to report it.
+    await waitFor("the question to be withdrawn", async () => ((await person.questions()).length === 0 ? true : undefined));
+    expect((await person.answer(q.id, "once")).status).toBe(410);
+    const asks = auditRows(broker, "ask");
+    expect(JSON.parse(String(asks[asks.length - 1]?.detail)).answer).toBe("cancelled");
   }, 60_000);
 
   it("refuses the agent's MCP token at the approval endpoints, and a made-up id", async () => {

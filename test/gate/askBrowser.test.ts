@@ -122,7 +122,7 @@ describe("the user decides from the browser: notifications, the popup, Stop (ext
           return t.includes("Add to cart") ? t : undefined;
         }),
       );
-      expect(text).toContain(`May tabrelay-test click button «Add to cart» on 127.0.0.1:${site.port}?`);
+      expect(text).toContain(`127.0.0.1:${site.port}May the agent click button «Add to cart»?Asked by tabrelay-test (its own name)`);
       expect(text).toContain('Always writes policy.write.click["127.0.0.1:' + site.port + '"]');
       expect(await popup.eval(clickAnswer(id, "once"))).toBe("clicked");
       const done = await click;
@@ -249,7 +249,7 @@ describe("the user decides from the browser: notifications, the popup, Stop (ext
     expect(changes.map((r) => [r.client, r.decision])).toEqual([["extension", "allowed"]]);
   }, 90_000);
 
-  it("Stop takes the tab back mid-task: the open question is answered no, the next call is tab_taken_back, then the tab is the user's", async () => {
+  it("Stop takes the tab back mid-task: the waiting call and the next are tab_taken_back, then the tab is the user's", async () => {
     const { tab, click, id } = await pendingClick("Delete account");
     const popup = await ui.popup(tab);
     try {
@@ -257,7 +257,7 @@ describe("the user decides from the browser: notifications, the popup, Stop (ext
       await popup.eval("document.getElementById('stop').click()");
       const refused = await click;
       expect(refused.isError).toBe(true);
-      expect(refused.text).toContain("the user declined");
+      expect(refused.text).toMatch(/^tab_taken_back: the user took tab \d+ back \(Stop in the tabrelay popup\) while asked/);
       expect(broker.broker.asks.pending().map((q) => q.id)).not.toContain(id);
       const next = await call(agent, "snapshot", { tab });
       expect(next.isError).toBe(true);

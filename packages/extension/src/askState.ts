@@ -23,9 +23,10 @@ export async function showQuestions(list: readonly AskNotice[]): Promise<number>
     void chrome.notifications.create(q.id, {
       type: "basic",
       iconUrl: chrome.runtime.getURL("icons/icon-128.png"),
-      title: `May ${q.client} do this?`,
+      // The site first, in the title: a long label can never push it out of sight. The client is the agent's own name.
+      title: `${q.host}: may the agent do this?`,
       message: q.text,
-      contextMessage: `Tab ${q.tabId}: ${q.url}`.slice(0, 200),
+      contextMessage: `Asked by ${q.client} (its own name) · tab ${q.tabId}`.slice(0, 200),
       buttons: [{ title: "Allow once" }, { title: "Deny" }],
       requireInteraction: true,
       priority: 2,

@@ -6,6 +6,7 @@
 // extension's own pages, never from a content script).
 import { forgetQuestion, isOpenQuestion, questionOf } from "./askState.js";
 import { emit } from "./connection.js";
+import { loadSettings } from "./settings.js";
 
 /** The user's answer, sent to the broker (the first answer anywhere wins there). */
 export function answer(id: string, value: "once" | "always" | "deny", via: "notification" | "popup"): boolean {
@@ -20,10 +21,14 @@ chrome.notifications.onButtonClicked.addListener((id, index) => {
 });
 
 // The notification itself: the popup, as a small window, on the question (three answers there, and the tab's state).
+// A question about another browser's tab opens the popup on its list alone: this browser's tab of that number is another.
 chrome.notifications.onClicked.addListener((id) => {
   const q = questionOf(id);
   if (!q) return;
-  void chrome.windows.create({ url: chrome.runtime.getURL(`popup.html?tab=${q.tabId}`), type: "popup", width: 420, height: 640 });
+  void loadSettings().then((settings) => {
+    const about = q.browserId === settings.browserId ? `?tab=${q.tabId}` : "?tab=none";
+    return chrome.windows.create({ url: chrome.runtime.getURL(`popup.html${about}`), type: "popup", width: 420, height: 640 });
+  });
 });
 
 export async function askTabState(tabId: number): Promise<void> {

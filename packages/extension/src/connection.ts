@@ -15,6 +15,7 @@ import {
   type BrokerToBrowser,
   type WireError,
 } from "@tabrelay/protocol";
+import { showQuestions } from "./askState.js";
 import { handlers } from "./commands.js";
 import { CommandError } from "./commandError.js";
 import { setNavigationRules } from "./navigationRules.js";
@@ -104,6 +105,8 @@ export async function connect(): Promise<void> {
       if (bridge.socket === ws) bridge.socket = undefined;
       if (current === link) current = undefined;
       stopPing();
+      // No broker to answer: its questions' notifications go (a broker that still holds them sends them again).
+      if (link.step === "serving") void showQuestions([]);
       if (bridge.state !== "rejected") setState("disconnected");
       // A draining broker (1012) is going away on purpose and the URL reaches another one: dial again at once, at
       // the same URL, whether or not this socket was welcomed. Any other close keeps the backoff.

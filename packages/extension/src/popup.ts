@@ -135,7 +135,11 @@ function renderQuestions(questions: AskNotice[]): void {
     ...questions.map((q) => {
       const item = el("li", undefined, "question");
       item.dataset["question"] = q.id;
-      item.append(el("div", `May ${q.client} ${q.text}?`), el("div", `Tab ${q.tabId}: ${q.url}`, "muted"));
+      item.append(
+        el("strong", q.host),
+        el("div", `May the agent ${q.text}?`),
+        el("div", `Asked by ${q.client} (its own name) · tab ${q.tabId}: ${q.url}`, "muted"),
+      );
       if (q.always) item.append(el("div", `Always writes ${q.always}`, "muted"));
       type Choice = ["once" | "always" | "deny", string, string | undefined];
       const always: Choice[] = q.always ? [["always", "Always allow", undefined]] : [];
@@ -198,7 +202,9 @@ async function poll(): Promise<void> {
 }
 
 void (async () => {
-  const fromNotification = Number(new URLSearchParams(location.search).get("tab"));
-  aboutTab = Number.isInteger(fromNotification) && fromNotification > 0 ? fromNotification : await activeTabId();
+  // Opened from a notification: on its tab (?tab=N), or on the questions alone (?tab=none: another browser's tab).
+  const asked = new URLSearchParams(location.search).get("tab");
+  const fromNotification = Number(asked);
+  aboutTab = asked === "none" ? undefined : Number.isInteger(fromNotification) && fromNotification > 0 ? fromNotification : await activeTabId();
   await poll();
 })();

@@ -8,10 +8,14 @@
  */
 export interface AskNotice {
   id: string;
-  /** "click button «Add to cart» on shop.example" */
+  /** The site the agent wants to act on: shown first, never cut. */
+  host: string;
+  /** What it wants to do: "click button «Add to cart»", "fill textbox «Comment», typing «hi»". */
   text: string;
-  /** The agent's MCP client. */
+  /** The agent's MCP client (as it named itself: the agent's words). */
   client: string;
+  /** The browser and tab the agent wants to act in (a user's question goes to every browser of theirs). */
+  browserId: string;
   tabId: number;
   url: string;
   expiresAt: number;

@@ -40,7 +40,16 @@ const OPENS_TAB = new Set(["open", "tabs.new"]);
 export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec: ProgramRun, signal: AbortSignal): Promise<RunResult> {
   const commands: string[] = allowedCommands(ctx.config).map((c) => c.name);
   // The whole run talks to one browser: the one named, else the newest when it starts (not whichever is newest later).
-  const state = new RunState({ run: spec.run, ctx, signal, browser: spec.browser ?? browserAtStart(ctx), tab: spec.tab });
+  // A command still running when the run ends (a program that returned without awaiting it, a budget) ends with it:
+  // one held for the user's answer (policy.ask) is withdrawn rather than acting later, with no run around it.
+  const ended = new AbortController();
+  const state = new RunState({
+    run: spec.run,
+    ctx,
+    signal: AbortSignal.any([signal, ended.signal]),
+    browser: spec.browser ?? browserAtStart(ctx),
+    tab: spec.tab,
+  });
   const turns = new Turns(RUN_IN_FLIGHT);
   let tabsOpened = 0;
   const call = async (c: HostCall): Promise<HostAnswer> => {
@@ -78,6 +87,7 @@ export async function runProgram(ctx: CallContext, sandbox: SandboxRunner, spec:
     // Commands still waiting for a turn when the run ends (a budget, a program that returned without awaiting them)
     // never reach the browser.
     turns.close();
+    ended.abort();
     // The program's own tabs go with it, unless it returned them (a failed run returned nothing): no run leaves
     // tabs behind as free tabs the next session could take.
     const kept = result?.status === "ok" ? returnedTabs(result.value) : new Set<number>();

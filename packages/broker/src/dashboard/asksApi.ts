@@ -3,7 +3,7 @@
 // a bearer header). Never an agent's credential: the dashboard's login and this bearer take the dashboard token alone
 // (sessions.ts), not the MCP token or a page's. A member sees and answers only their own agents' questions.
 import type { AskAnswer, AskDesk, Answerer, Question } from "../gate/asks.js";
-import { describeQuestion } from "../gate/asks.js";
+import { describeAction } from "../gate/asks.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
 import type { Principal } from "../users/principal.js";
@@ -34,7 +34,7 @@ export interface QuestionView {
 export function questionView(q: Question): QuestionView {
   return {
     id: q.id,
-    text: capped(describeQuestion(q)),
+    text: capped(describeAction(q)),
     action: q.action,
     keys: q.keys === undefined ? null : capped(q.keys),
     role: capped(q.role),
@@ -66,7 +66,7 @@ export async function answerQuestion(
   const id = form.get("id") ?? "";
   const answer = form.get("answer") ?? "";
   if (!id || !ANSWERS.has(answer)) return { status: 400, body: { error: "pass id (the question's) and answer: once, always or deny" } };
-  const result = await desk.answer(id, answer as AskAnswer, { via, who: principal.name }, scopeOf(principal));
+  const result = await desk.answer(id, answer as AskAnswer, { via, who: principal.name, admin: principal.role === "admin" }, scopeOf(principal));
   if (!result.ok) return { status: result.status, body: { error: result.message } };
   log.info(`ask ${id}: ${principal.name} answered ${answer} through the ${via}${result.said ? ` (${result.said})` : ""}`);
   return { status: 200, body: { answered: answer, question: questionView(result.question), ...(result.said ? { grant: result.said } : {}) } };

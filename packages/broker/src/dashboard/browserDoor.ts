@@ -13,7 +13,7 @@ import type { BrokerConfig } from "../config/config.js";
 import { configFor } from "../config/userPolicies.js";
 import type { BrowserDriver } from "../drivers/driver.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
-import { AskDesk, describeQuestion, type Question } from "../gate/asks.js";
+import { AskDesk, describeAction, type Question } from "../gate/asks.js";
 import { addWriteGrant } from "../config/edit.js";
 import { editConfigFile } from "../config/editFile.js";
 import { tabLeases } from "../gate/leases.js";
@@ -50,6 +50,8 @@ export interface BrowserDoorOptions {
 }
 
 const RECENT_SHOWN = 6;
+/** What a question's id looks like (gate/asks.ts): anything else from a browser is dropped before it is used or logged. */
+const QUESTION_ID = /^q_[0-9a-f]{32}$/;
 /** How far back the popup looks for a tab's actions (records of every tab of the user). */
 const RECENT_SCANNED = 400;
 const PUSH_TIMEOUT_MS = 5_000;
@@ -66,6 +68,8 @@ export class BrowserDoor {
       if (browser.info.kind === "extension" && asks.pending(ownerOf(browser.info)).length > 0) void this.#pushTo(browser);
     });
     registry.on("event", (browser, frame) => this.#onEvent(browser, frame));
+    // A question about a browser that went away, or a tab that closed, is closed: nobody is asked about nothing.
+    registry.on("disconnected", (browser) => void asks.withdraw(browser.info.browserId, undefined, "browser"));
   }
 
   /** Every extension browser of the user gets the user's open questions. */
@@ -82,14 +86,18 @@ export class BrowserDoor {
   }
 
   #onEvent(browser: BrowserDriver, frame: BridgeEvent): void {
+    if (frame.event === "tab.removed") this.#options.asks.withdraw(browser.info.browserId, frame.params.tabId, "tab");
     if (browser.info.kind !== "extension") return;
     const owner = ownerOf(browser.info);
     const who = `${browser.info.ownerName ?? (owner === DEFAULT_USER_ID ? "default" : owner)} in browser ${plainLine(browser.info.label)}`;
+    // The broker's own user is its admin; a team member answers their own agents' questions, once or no.
+    const admin = owner === DEFAULT_USER_ID;
     if (frame.event === "ask.answer") {
       const { id, answer } = frame.params;
-      if (typeof id !== "string" || (answer !== "once" && answer !== "always" && answer !== "deny")) return;
-      void this.#options.asks.answer(id, answer, { via: "extension", who }, owner).then((result) => {
-        if (result.ok) this.#options.log.info(`ask ${id}: ${who} answered ${answer} (${frame.params.via})`);
+      if (typeof id !== "string" || !QUESTION_ID.test(id) || (answer !== "once" && answer !== "always" && answer !== "deny")) return;
+      const through = frame.params.via === "notification" ? "notification" : "popup";
+      void this.#options.asks.answer(id, answer, { via: "extension", who, admin }, owner).then((result) => {
+        if (result.ok) this.#options.log.info(`ask ${id}: ${who} answered ${answer} (${through})`);
         else this.#options.log.warn(`ask ${id}: an answer from ${who} changed nothing: ${result.message}`);
         // A refused answer (late, or "always" failing to write) leaves the browser's list to be set right.
         if (!result.ok) void this.#pushTo(browser);
@@ -98,7 +106,7 @@ export class BrowserDoor {
       const tabId = frame.params.tabId;
       if (!Number.isInteger(tabId)) return;
       const session = tabLeases(this.#options.registry, this.#options.config).takeBack(browser.info.browserId, tabId, Date.now());
-      const withdrawn = this.#options.asks.withdraw(browser.info.browserId, tabId, { via: "extension", who: `${who} (Stop)` });
+      const withdrawn = this.#options.asks.withdraw(browser.info.browserId, tabId, "stop", { via: "extension", who: `${who} (Stop)`, admin });
       this.#options.audit.record({
         time: Date.now(),
         tool: "stop",
@@ -211,8 +219,10 @@ function offerOf(config: BrokerConfig, record: StoredAuditRecord): { offer: stri
 function notice(q: Question): AskNotice {
   return {
     id: q.id,
-    text: describeQuestion(q),
-    client: plainLine(q.client),
+    host: q.host,
+    text: describeAction(q),
+    client: q.client,
+    browserId: q.browserId,
     tabId: q.tabId,
     url: plainLine(q.url),
     expiresAt: q.expiresAt,

@@ -94,7 +94,9 @@ export class DashboardSessions {
    * and wrong tokens count on every broker, so that guesses spread over the brokers are held to the same limits.
    */
   useCluster(link: ClusterLink): void {
-    const directory = link.directory<SharedLogin>("dashboard");
+    // "dashboard-2": logins since the dashboard took its own credential. One an older broker kept (it may have been
+    // opened with the MCP token an agent holds) is never taken on, though it lives on in Redis until it expires.
+    const directory = link.directory<SharedLogin>("dashboard-2");
     this.#shared = directory;
     this.#link = link;
     link.onBroadcast(LOGIN_FAILED, (body) => {
@@ -173,21 +175,21 @@ export class DashboardSessions {
   async bearer(req: Request, peer: Peer): Promise<Principal | { status: number; message: string; headers?: Record<string, string> }> {
     const address = remoteAddress(peer);
     const now = Date.now();
+    const header = req.headers.get("authorization") ?? "";
+    const token = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+    // The right credential is taken whatever the throttle says: wrong ones from an agent on this machine must not lock
+    // the person's own command out (a 192-bit token is no guess; the failures are still counted and limited).
+    const principal = token ? await this.#authenticate(token) : undefined;
+    if (principal) return principal;
     const limit = this.#loginThrottle.check({ address }, now);
     if (!limit.ok) {
       const seconds = Math.ceil(limit.waitMs / 1000);
       return { status: 429, message: `${LIMITED_BECAUSE[limit.scope]} Wait ${seconds} s, then try again.`, headers: { "Retry-After": String(seconds) } };
     }
-    const header = req.headers.get("authorization") ?? "";
-    const token = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
-    const principal = token ? await this.#authenticate(token) : undefined;
-    if (!principal) {
-      this.#loginThrottle.failed({ address }, now);
-      this.#link?.broadcast(LOGIN_FAILED, { address, at: now });
-      this.#log.warn(`dashboard: refused a bearer request from ${address} (not the dashboard credential)`);
-      return { status: 401, message: "that is not the dashboard credential (the dashboard-token file in the data dir); an MCP token is refused here" };
-    }
-    return principal;
+    this.#loginThrottle.failed({ address }, now);
+    this.#link?.broadcast(LOGIN_FAILED, { address, at: now });
+    this.#log.warn(`dashboard: refused a bearer request from ${address} (not the dashboard credential)`);
+    return { status: 401, message: "that is not the dashboard credential (the dashboard-token file in the data dir); an MCP token is refused here" };
   }
 
   /** The login page, with a fresh signed nonce in its form and the matching cookie. */

@@ -6,9 +6,9 @@ import { canonicalizeUrl } from "../policy/canonicalUrl.js";
 import { normalizeLabel } from "../policy/decoy.js";
 import { hostOf, type AskGrant } from "../policy/writeRules.js";
 import { TabrelayError } from "../util/errors.js";
-import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
+import { cleanLine } from "../util/pageText.js";
 import type { Principal } from "../users/principal.js";
-import { describeQuestion, type AskDesk, type Question } from "./asks.js";
+import { OPEN_PER_USER, describeAction, type AskDesk, type Question } from "./asks.js";
 
 /** Who asks: the call's user and client, the call's end, and where its waiting is told (progress notifications). */
 export interface Asking {
@@ -30,33 +30,43 @@ export interface WriteInQuestion {
   grant: AskGrant;
   tab: { url: string; tabId: number; browserId: string };
   keys?: string;
+  /** The action's value (the text typed, the option, the files as JSON), shown in the question. */
+  value?: string;
   /** Outlines the element in the tab while the user decides. */
   highlight?: () => void;
 }
 
+/** How much of a page's (or an agent's) words a question shows: enough to recognise, never enough to push the site out. */
+const SHOWN = { label: 80, role: 30, value: 80, client: 60 } as const;
+
 /** Asks the user about one write; returns the rule the call passes under, or throws the answer's refusal. */
 export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking, write: WriteInQuestion, useElicitation = false): Promise<string> {
   const url = canonicalizeUrl(write.tab.url);
-  const label = normalizeLabel(write.facts.visibleText || write.facts.name);
-  const { grant } = write;
+  const { grant, facts } = write;
+  const label = shown(normalizeLabel(facts.visibleText || facts.name), SHOWN.label);
+  const name = shown(normalizeLabel(facts.name), SHOWN.label);
+  // A role is the page's attribute as much as the label: a word of ARIA's, or "element".
+  const role = /^[a-z][a-z-]{0,29}$/.test(facts.role) ? facts.role : "element";
+  const value = valueInWords(write.action, write.value, facts);
   const about: Omit<Question, "id" | "askedAt" | "expiresAt"> = {
     user: asking.user.user,
     userName: asking.user.name,
-    client: asking.client,
+    client: shown(asking.client, SHOWN.client),
     action: write.action,
-    ...(write.keys !== undefined ? { keys: write.keys } : {}),
-    role: write.facts.role,
+    ...(write.keys !== undefined ? { keys: shown(write.keys, 40) } : {}),
+    role,
     label,
-    // The tab's own site, as the person knows it (the grant's key may be a wider one it joins: *.shop.example).
+    ...(name !== "" && name !== label ? { name } : {}),
+    ...(value ? { value } : {}),
+    // The tab's own site, as the person knows it.
     host: url.ok ? hostOf(url.url) : grant.host,
     url: url.ok ? url.url.href : write.tab.url,
     browserId: write.tab.browserId,
     tabId: write.tab.tabId,
     grant,
   };
-  // For the model: the label is the page's words, quoted as page text; the rest is tabrelay's.
-  const what = about.action === "press" && about.keys ? `press ${pageText(about.keys, 40)} in` : about.action;
-  const said = `${what} ${about.role} ${pageText(label, PAGE_TEXT_MAX.name)} on ${about.host}`;
+  // For the model too: the page's words are quoted as page text, and the site named last as in its other messages.
+  const said = `${describeAction(about)} on ${about.host}`;
   write.highlight?.();
   // One more place to ask (policy.ask.elicit): the agent's client, whose answer is one more door's; closed once any
   // answer came.
@@ -64,13 +74,16 @@ export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking,
   const elicit = useElicitation && asking.elicit;
   const outcome = await desk.ask(about, timeoutMs, asking.signal, (waited, question) => {
     if (waited === 0 && elicit) {
-      void elicit(`tabrelay asks: may ${asking.client} ${describeQuestion(question)}? (page: ${question.url})`, elicitation.signal).then(
-        (answer) => (answer ? desk.answer(question.id, answer, { via: "elicitation", who: asking.client }) : undefined),
+      void elicit(
+        `tabrelay asks: may ${question.client} ${describeAction(question)} ${"on " + question.host}? (page: ${question.url})`,
+        elicitation.signal,
+      ).then(
+        (answer) => (answer ? desk.answer(question.id, answer, { via: "elicitation", who: question.client, admin: false }) : undefined),
         () => undefined,
       );
     }
     const left = Math.max(0, Math.round((question.expiresAt - question.askedAt - waited) / 1000));
-    asking.waiting?.(waited, timeoutMs, `waiting for the user to answer: may ${asking.client} ${said}? (${left} s left)`);
+    asking.waiting?.(waited, timeoutMs, `waiting for the user to answer: may ${about.client} ${said}? (${left} s left)`);
     // The outline fades: drawn again while the question is open.
     if (waited > 0) write.highlight?.();
   });
@@ -88,10 +101,57 @@ export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking,
     case "timeout":
       throw new TabrelayError(
         "ask_timeout",
-        `ask_timeout: tabrelay asked the user whether ${asking.client} may ${said}, and no answer came within ${Math.round(timeoutMs / 1000)} s (policy.ask.timeout_s); nothing was done. Tell the user what you wanted to do, and retry when they are there to answer`,
+        `ask_timeout: tabrelay asked the user whether ${about.client} may ${said}, and no answer came within ${Math.round(timeoutMs / 1000)} s (policy.ask.timeout_s); nothing was done. Tell the user what you wanted to do, and retry when they are there to answer`,
         "policy.ask.write: no answer in time",
+      );
+    case "busy":
+      throw new TabrelayError(
+        "write_denied",
+        `write_denied: ${said} needs the user's answer (policy.ask.write), and a question about this tab, or ${OPEN_PER_USER} questions in all, are waiting for them already; nothing was done. Wait for those answers before asking again`,
+        "policy.ask.write: questions waiting",
+      );
+    case "withdrawn":
+      if (outcome.reason === "stop") {
+        throw new TabrelayError(
+          "tab_taken_back",
+          `tab_taken_back: the user took tab ${about.tabId} back (Stop in the tabrelay popup) while asked whether you may ${said}; nothing was done. Do not use that tab again`,
+          "the user took the tab back",
+        );
+      }
+      throw new TabrelayError(
+        outcome.reason === "tab" ? "no_such_tab" : "browser_disconnected",
+        `the ${outcome.reason === "tab" ? "tab closed" : "browser went away"} while the user was asked whether you may ${said}; nothing was done`,
+        "policy.ask.write: withdrawn",
       );
     case "cancelled":
       throw new TabrelayError("cancelled", "the call was cancelled while the user was being asked; nothing was done", "policy.ask.write: cancelled");
   }
+}
+
+/**
+ * The page's (or the agent's) words as a question shows them, to the person and to the model alike: one line, nothing
+ * hidden, no envelope marker (cleanLine), «» unable to close the quote, capped.
+ */
+function shown(text: string, max: number): string {
+  const chars = Array.from(cleanLine(text).replace(/«/g, "‹").replace(/»/g, "›"));
+  return chars.length > max ? `${chars.slice(0, max - 1).join("")}…` : chars.join("");
+}
+
+/** What the action puts into the page, so the person sees it before allowing it: the text, the option, the files. */
+function valueInWords(action: ActionKind, value: string | undefined, facts: ElementFacts): string | undefined {
+  if (action === "fill" && value !== undefined) return `typing «${shown(value, SHOWN.value)}»`;
+  if (action === "select") {
+    const option = facts.option ? normalizeLabel(facts.option.visibleText || facts.option.name) : value;
+    return option === undefined ? undefined : `choosing «${shown(option, SHOWN.value)}»`;
+  }
+  if (action === "upload" && value !== undefined) {
+    try {
+      const files: unknown = JSON.parse(value);
+      const names = Array.isArray(files) ? files.map((f: unknown) => (f && typeof f === "object" ? String(Reflect.get(f, "name") ?? "?") : "?")) : [];
+      return `uploading «${shown(names.join(", ") || "no file", SHOWN.value)}»`;
+    } catch {
+      return "uploading files";
+    }
+  }
+  return undefined;
 }

@@ -17,6 +17,8 @@ export type AskAnswer = "once" | "always" | "deny";
 export interface Answerer {
   via: "dashboard" | "cli" | "extension" | "elicitation";
   who: string;
+  /** An admin may answer "always" (a grant written into config.yaml); a member allows once or denies. */
+  admin: boolean;
 }
 
 /** The grant "Always" writes: policy.write.KIND[host] = { label } (policy/writeRules.ts). */
@@ -33,9 +35,13 @@ export interface Question {
   /** The action (click, fill, select, check, press, drag, upload) and, for press, the key combo. */
   action: string;
   keys?: string;
-  /** The element as the page described it: its role and visible label. */
+  /** The element as the page described it: its role and visible label, cleaned and capped (asks are shown as text). */
   role: string;
   label: string;
+  /** Its accessible name, when it differs from the visible label (the grant "Always" writes matches both). */
+  name?: string;
+  /** What the action puts in: the text typed, the option chosen, the files uploaded, in words ("typing «hi»"). */
+  value?: string;
   /** The site (host, with a port when not the default) and the page's URL. */
   host: string;
   url: string;
@@ -47,9 +53,16 @@ export interface Question {
   grant?: NarrowGrant;
 }
 
-export type AskOutcome = { answer: AskAnswer; by: Answerer } | { answer: "timeout" } | { answer: "cancelled" };
+export type AskOutcome =
+  | { answer: AskAnswer; by: Answerer }
+  | { answer: "timeout" }
+  | { answer: "cancelled" }
+  /** Closed without an answer: the user pressed Stop on the tab, or the browser or the tab went away. */
+  | { answer: "withdrawn"; reason: "stop" | "browser" | "tab"; by?: Answerer }
+  /** Not asked: the tab has a question waiting already, or the user has too many. */
+  | { answer: "busy"; open: number };
 
-export type AnswerResult = { ok: true; question: Question; said?: string } | { ok: false; status: 404 | 409 | 410 | 400 | 500; message: string };
+export type AnswerResult = { ok: true; question: Question; said?: string } | { ok: false; status: 400 | 403 | 404 | 409 | 410 | 500; message: string };
 
 export type DeskChange = { type: "asked"; question: Question } | { type: "closed"; question: Question; outcome: AskOutcome };
 
@@ -63,6 +76,8 @@ export interface AskDeskOptions {
 
 /** How many closed questions are remembered, so a late answer is told it came late rather than "unknown". */
 const CLOSED_KEPT = 500;
+/** Questions a user may have open at once (each a notification, held until answered): past it, a write is refused. */
+export const OPEN_PER_USER = 5;
 
 interface Open {
   question: Question;
@@ -95,6 +110,11 @@ export class AskDesk {
     signal: AbortSignal,
     waiting?: (waitedMs: number, question: Question) => void,
   ): Promise<AskOutcome> {
+    // An agent must not bury the person in questions until one is approved unread: one per tab, a few per user.
+    const theirs = this.pending(about.user);
+    if (theirs.length >= OPEN_PER_USER || theirs.some((q) => q.browserId === about.browserId && q.tabId === about.tabId)) {
+      return Promise.resolve({ answer: "busy", open: theirs.length });
+    }
     const askedAt = this.#now();
     const question: Question = Object.freeze({ ...about, id: randomId(), askedAt, expiresAt: askedAt + timeoutMs });
     return new Promise<AskOutcome>((resolve) => {
@@ -143,11 +163,16 @@ export class AskDesk {
       if (closed === "timeout")
         return { ok: false, status: 410, message: "that question timed out: the agent's call was refused; your answer changed nothing" };
       if (closed === "cancelled") return { ok: false, status: 410, message: "the agent's call that asked was cancelled; your answer changed nothing" };
+      if (closed === "withdrawn")
+        return { ok: false, status: 410, message: "the question was withdrawn (Stop, or its browser or tab went away); your answer changed nothing" };
       if (closed !== undefined) return { ok: false, status: 409, message: `that question was answered already ("${closed}"); your answer changed nothing` };
       return { ok: false, status: 404, message: "no open question has that id (tabrelay ask list shows the open ones)" };
     }
     if (open.answering) return { ok: false, status: 409, message: "that question is being answered already; your answer changed nothing" };
     let said: string | undefined;
+    if (answer === "always" && !by.admin) {
+      return { ok: false, status: 403, message: "only an admin writes a grant into the policy; answer allow once or deny (or ask an admin)" };
+    }
     if (answer === "always") {
       const grant = open.question.grant;
       if (!grant) return { ok: false, status: 400, message: "no narrow grant covers this action (a key combo): answer allow once or deny" };
@@ -169,10 +194,13 @@ export class AskDesk {
     return { ok: true, question: open.question, ...(said ? { said } : {}) };
   }
 
-  /** The user took a tab back (Stop): its open questions are answered no, by that. */
-  withdraw(browserId: string, tabId: number, by: Answerer): number {
-    const mine = [...this.#open.values()].filter((o) => o.question.browserId === browserId && o.question.tabId === tabId && !o.answering);
-    for (const open of mine) open.settle({ answer: "deny", by });
+  /**
+   * Closes the questions about a browser's tab (or all its tabs) without an answer: the user pressed Stop on it, or the
+   * browser or the tab went away. A Stop wins over an "Always" being written.
+   */
+  withdraw(browserId: string, tabId: number | undefined, reason: "stop" | "browser" | "tab", by?: Answerer): number {
+    const mine = [...this.#open.values()].filter((o) => o.question.browserId === browserId && (tabId === undefined || o.question.tabId === tabId));
+    for (const open of mine) open.settle({ answer: "withdrawn", reason, ...(by ? { by } : {}) });
     return mine.length;
   }
 
@@ -203,7 +231,8 @@ export class AskDesk {
 
   /** One audit record per question: what was asked, for which agent, and who answered what through which door. */
   #record(question: Question, outcome: AskOutcome): void {
-    const answered = "by" in outcome ? `${outcome.answer} (${outcome.by.via}, ${outcome.by.who})` : outcome.answer;
+    const by = "by" in outcome ? outcome.by : undefined;
+    const answered = by ? `${outcome.answer} (${by.via}, ${by.who})` : outcome.answer;
     this.#options.audit.record({
       time: question.askedAt,
       tool: "ask",
@@ -214,14 +243,21 @@ export class AskDesk {
       target: `${question.role} ${JSON.stringify(question.label)}`,
       decision: outcome.answer === "once" || outcome.answer === "always" ? "allowed" : "refused",
       rule: `policy.ask.write: ${answered}`,
-      ...(outcome.answer === "timeout" ? { code: "ask_timeout" } : outcome.answer === "deny" ? { code: "write_denied" } : {}),
+      ...(outcome.answer === "timeout"
+        ? { code: "ask_timeout" }
+        : outcome.answer === "deny"
+          ? { code: "write_denied" }
+          : outcome.answer === "withdrawn" && outcome.reason === "stop"
+            ? { code: "tab_taken_back" }
+            : {}),
       durationMs: this.#now() - question.askedAt,
       detail: JSON.stringify({
         question: question.id,
         action: question.action,
         ...(question.keys ? { keys: question.keys } : {}),
         answer: outcome.answer,
-        ...("by" in outcome ? { via: outcome.by.via, by: outcome.by.who } : {}),
+        ...(outcome.answer === "withdrawn" ? { reason: outcome.reason } : {}),
+        ...(by ? { via: by.via, by: by.who } : {}),
       }),
     });
   }
@@ -230,10 +266,18 @@ export class AskDesk {
 /** How often a waiting call hears that it is still waiting. */
 export const PROGRESS_EVERY_MS = 5_000;
 
-/** The question in words, as every door shows it: "click button «Add to cart» on shop.example". */
-export function describeQuestion(q: Pick<Question, "action" | "keys" | "role" | "label" | "host">): string {
+/**
+ * What the agent wants to do, in words: "click button «Add to cart»", "fill textbox «Comment», typing «hi»". The
+ * label, name and value are the page's and the agent's words, cleaned when the question was made (gate/askWrite.ts).
+ */
+export function describeAction(q: Pick<Question, "action" | "keys" | "role" | "label" | "name" | "value">): string {
   const what = q.action === "press" && q.keys ? `press ${q.keys} in` : q.action;
-  return `${what} ${q.role} «${q.label}» on ${q.host}`;
+  return `${what} ${q.role} «${q.label}»${q.name ? ` (accessible name «${q.name}»)` : ""}${q.value ? `, ${q.value}` : ""}`;
+}
+
+/** The question in words, the site first (a long label must never push it out of a notification): "on shop.example: click button «Add to cart»". */
+export function describeQuestion(q: Pick<Question, "action" | "keys" | "role" | "label" | "name" | "value" | "host">): string {
+  return `on ${q.host}: ${describeAction(q)}`;
 }
 
 function randomId(): string {

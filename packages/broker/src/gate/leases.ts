@@ -44,7 +44,7 @@ export class TabLeases {
   readonly #written = new Map<string, number>();
 
   /** Tabs the user took back (Stop in the popup), with the session that held each: its next call there is refused. */
-  readonly #takenBack = new Map<string, string | undefined>();
+  readonly #takenBack = new Map<string, string>();
 
   constructor(idleMs: number) {
     this.idleMs = idleMs;
@@ -58,14 +58,15 @@ export class TabLeases {
   takeBack(browserId: string, tabId: number, now: number): string | undefined {
     const holder = this.holder(browserId, tabId, now);
     this.release(browserId, tabId);
-    this.#takenBack.set(key(browserId, tabId), holder?.session);
+    if (!holder) return undefined;
+    this.#takenBack.set(key(browserId, tabId), holder.session);
     // A tab taken back leaves the agent's tabs, so the browser may never say it went away: the oldest go first.
     while (this.#takenBack.size > ORPHANS_MAX) {
       const oldest = this.#takenBack.keys().next().value;
       if (oldest === undefined) break;
       this.#takenBack.delete(oldest);
     }
-    return holder?.session;
+    return holder.session;
   }
 
   /** Whether the user took the tab back and its agent has not been told yet. */
@@ -85,10 +86,10 @@ export class TabLeases {
    */
   use(browserId: string, tabId: number, caller: Caller | undefined, now: number): LeaseVerdict {
     const k = key(browserId, tabId);
-    if (this.#takenBack.has(k)) {
-      const held = this.#takenBack.get(k);
-      // Told once, to the session that held it (or to the first caller, when none did).
-      if (held === undefined || held === caller?.session) this.#takenBack.delete(k);
+    const held = this.#takenBack.get(k);
+    // Told once, to the session that held it (any other caller meets the tab as the user's, like any tab of theirs).
+    if (held !== undefined && held === caller?.session) {
+      this.#takenBack.delete(k);
       return {
         ok: false,
         code: "tab_taken_back",

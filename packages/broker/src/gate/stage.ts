@@ -237,20 +237,31 @@ class CheckedTab {
     const highlight = at
       ? () => void this.call("page.act", { ref: at.ref, revision: at.revision, action: "highlight", value: "4000" }).catch(() => undefined)
       : undefined;
-    return await askWrite(
+    const asked = decision.ask;
+    const rule = await askWrite(
       this.#ctx.asks,
       this.#ctx.config.ask.timeoutMs,
       this.#asking,
       {
         action,
         facts,
-        grant: decision.ask,
+        grant: asked,
         tab: { url: this.tab.url, tabId: this.tab.tabId, browserId: this.#browser.info.browserId },
+        ...(at?.value !== undefined ? { value: at.value } : {}),
         ...(at?.value !== undefined && action === "press" ? { keys: at.value } : {}),
         ...(highlight ? { highlight } : {}),
       },
       this.#ctx.config.ask.elicit,
     );
+    // The policy as it is now, after a wait of up to policy.ask.timeout_s: a deny entry added meanwhile, or the site
+    // taken off the ask list, wins over the answer.
+    const now = gateWrite(this.#ctx.config.policy, this.#ctx.config.writePolicy, action, this.tab.url, facts);
+    if (now.ok) return now.rule;
+    const same = now.ask !== undefined && now.ask.kind === asked.kind && now.ask.host === asked.host && now.ask.label === asked.label;
+    if (!same || !this.#ctx.config.ask.asksWrite(this.tab.url)) {
+      throw new TabrelayError(now.code, `the policy changed while the user was asked, and now refuses it: ${now.message}`, now.rule);
+    }
+    return rule;
   }
 
   /** Whether the action changes state, so the page must find the element as judged before it acts. */

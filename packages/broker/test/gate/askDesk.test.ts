@@ -30,7 +30,7 @@ function desk(grant: (q: Question) => Promise<string> = async () => "set policy.
   return { desk: new AskDesk({ grant, audit, log: silentLogger }), records };
 }
 
-const CLI = { via: "cli", who: "default" } as const;
+const CLI = { via: "cli", who: "default", admin: true } as const;
 
 describe("AskDesk", () => {
   it("lets the first answer win and tells a second it changed nothing", async () => {
@@ -83,9 +83,9 @@ describe("AskDesk", () => {
     const outcome = d.ask(ABOUT, 10_000, new AbortController().signal);
     const id = d.pending()[0]!.id;
     expect(d.pending("u_bob")).toEqual([]);
-    expect(await d.answer(id, "deny", { via: "dashboard", who: "bob" }, "u_bob")).toMatchObject({ ok: false, status: 404 });
+    expect(await d.answer(id, "deny", { via: "dashboard", who: "bob", admin: false }, "u_bob")).toMatchObject({ ok: false, status: 404 });
     expect(await d.answer("q_nope", "deny", CLI)).toMatchObject({ ok: false, status: 404 });
-    expect(await d.answer(id, "deny", { via: "dashboard", who: "alice" }, "u_alice")).toMatchObject({ ok: true });
+    expect(await d.answer(id, "deny", { via: "dashboard", who: "alice", admin: false }, "u_alice")).toMatchObject({ ok: true });
     expect(await outcome).toMatchObject({ answer: "deny" });
   });
 
@@ -96,5 +96,40 @@ describe("AskDesk", () => {
     expect(heard).toEqual([0]);
     await d.answer(d.pending()[0]!.id, "deny", CLI);
     await outcome;
+  });
+
+  it("lets only an admin answer Always; a member allows once or denies", async () => {
+    const { desk: d } = desk();
+    const outcome = d.ask(ABOUT, 10_000, new AbortController().signal);
+    const id = d.pending()[0]!.id;
+    expect(await d.answer(id, "always", { via: "dashboard", who: "alice", admin: false }, "u_alice")).toMatchObject({ ok: false, status: 403 });
+    expect(await d.answer(id, "once", { via: "dashboard", who: "alice", admin: false }, "u_alice")).toMatchObject({ ok: true });
+    expect(await outcome).toMatchObject({ answer: "once" });
+  });
+
+  it("asks one question per tab and a few per user; more are refused without asking", async () => {
+    const { desk: d } = desk();
+    const signal = new AbortController().signal;
+    const first = d.ask(ABOUT, 10_000, signal);
+    expect(await d.ask(ABOUT, 10_000, signal)).toEqual({ answer: "busy", open: 1 });
+    const others = [2, 3, 4, 5].map((tabId) => d.ask({ ...ABOUT, tabId }, 10_000, signal));
+    expect(await d.ask({ ...ABOUT, tabId: 6 }, 10_000, signal)).toEqual({ answer: "busy", open: 5 });
+    expect(d.pending()).toHaveLength(5);
+    expect(d.pending("u_bob")).toHaveLength(0);
+    for (const q of d.pending()) await d.answer(q.id, "deny", CLI);
+    await Promise.all([first, ...others]);
+  });
+
+  it("withdraws a tab's questions on Stop (Stop wins), and a browser's when it goes away", async () => {
+    const { desk: d, records } = desk();
+    const signal = new AbortController().signal;
+    const stopped = d.ask(ABOUT, 10_000, signal);
+    const gone = d.ask({ ...ABOUT, tabId: 8 }, 10_000, signal);
+    expect(d.withdraw("b1", 7, "stop", { ...CLI, via: "extension" })).toBe(1);
+    expect(await stopped).toMatchObject({ answer: "withdrawn", reason: "stop" });
+    expect(d.withdraw("b1", undefined, "browser")).toBe(1);
+    expect(await gone).toEqual({ answer: "withdrawn", reason: "browser" });
+    expect(records.map((r) => r.code)).toEqual(["tab_taken_back", undefined]);
+    expect(await d.answer(d.pending()[0]?.id ?? "q_x", "once", CLI)).toMatchObject({ ok: false });
   });
 });

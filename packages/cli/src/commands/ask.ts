@@ -23,6 +23,7 @@ The first answer wins, wherever it is given; an answer for a question that timed
 
 interface QuestionLine {
   id: string;
+  host: string;
   text: string;
   client: string;
   user: string;
@@ -35,8 +36,14 @@ export async function cmdAsk(args: string[]): Promise<number> {
   const { values, positionals } = parse(args, { ...COMMON_OPTIONS, broker: { type: "string" }, always: { type: "boolean" }, json: { type: "boolean" } });
   if (values.help) return printHelp(ASK_HELP);
   const [verb, id, extra] = positionals;
-  const config = configFrom(values);
-  const base = values.broker ? parseBrokerUrl(values.broker).base : `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`;
+  // Reads the data dir's credential, creates nothing (no token file, no config template).
+  const config = configFrom(values, { create: false });
+  const address = parseBrokerUrl(values.broker ?? `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`);
+  // The dashboard token in the clear to another machine is refused, as the other commands refuse plain links there.
+  if (!address.tls && !address.loopback) {
+    throw new UsageError(`refusing to send the dashboard token in the clear to ${new URL(address.base).host}: reach a broker on another machine over https://`);
+  }
+  const base = address.base;
   const call = async (path: string, form?: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> => {
     let response: Response;
     try {
@@ -70,8 +77,11 @@ export async function cmdAsk(args: string[]): Promise<number> {
     }
     for (const q of questions) {
       const left = Math.max(0, Math.round((q.expiresAt - Date.now()) / 1000));
-      process.stdout.write(`${q.id}  may ${q.client} ${q.text}?  (${q.url}; user ${q.user}; ${left} s left)\n`);
-      if (q.always) process.stdout.write(`    --always would write ${q.always}\n`);
+      // The site first; every string through terminal() (the broker cleaned them; a terminal is not trusted to).
+      process.stdout.write(
+        `${terminal(q.id)}  ${terminal(q.host)}: may ${terminal(q.client)} ${terminal(q.text)}?  (${terminal(q.url)}; user ${terminal(q.user)}; ${left} s left)\n`,
+      );
+      if (q.always) process.stdout.write(`    --always would write ${terminal(q.always)}\n`);
     }
     return EXIT.ok;
   }
@@ -83,12 +93,17 @@ export async function cmdAsk(args: string[]): Promise<number> {
   const answer = verb === "deny" ? "deny" : values.always ? "always" : "once";
   const { status, body } = await call("/dashboard/api/asks/answer", { id, answer });
   if (status !== 200) {
-    process.stderr.write(`tabrelay: ${String(body.error ?? `the broker answered ${status}`)}\n`);
+    process.stderr.write(`tabrelay: ${terminal(String(body.error ?? `the broker answered ${status}`))}\n`);
     return EXIT.failure;
   }
   const question = body.question as QuestionLine | undefined;
-  const what = question ? `${question.client} may ${answer === "deny" ? "not " : ""}${question.text}` : id;
+  const what = question ? `on ${terminal(question.host)}, ${terminal(question.client)} may ${answer === "deny" ? "not " : ""}${terminal(question.text)}` : id;
   process.stdout.write(`${answer === "deny" ? "Denied" : answer === "always" ? "Allowed, always" : "Allowed once"}: ${what}.\n`);
-  if (typeof body.grant === "string") process.stdout.write(`${config.configPath}: ${body.grant}.\n`);
+  if (typeof body.grant === "string") process.stdout.write(`${config.configPath}: ${terminal(body.grant)}.\n`);
   return EXIT.ok;
+}
+
+/** A string for the terminal: no control character (C0, C1, DEL) reaches it, so no escape sequence either. */
+function terminal(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ");
 }

@@ -69,20 +69,9 @@ function row(q) {
   always?.addEventListener("click", () => void answer("always"));
   deny.addEventListener("click", () => void answer("deny"));
   const item = el("li", { className: "ask", "data-question": q.id }, [
-    el("p", {}, [
-      "May ",
-      pageBdi(q.client, "client"),
-      " " + (q.action === "press" && q.keys ? "press " : q.action + " "),
-      q.action === "press" && q.keys ? pageBdi(q.keys) : null,
-      q.action === "press" && q.keys ? " in " : null,
-      q.role + " «",
-      pageBdi(q.label, "label"),
-      "» on ",
-      el("strong", { text: q.host }),
-      "?",
-    ]),
+    el("p", {}, [el("strong", { text: q.host }), ": may ", pageBdi(q.client, "client"), " ", pageBdi(q.text, "label"), "?"]),
     el("p", { className: "meta" }, [
-      "Tab " + q.tabId + " at ",
+      "Asked by the agent's client (its own name) · tab " + q.tabId + " at ",
       pageBdi(q.url, "url"),
       q.user !== "default" ? " · for user " + q.user : null,
       " · ",
