@@ -77,6 +77,6 @@ export function questionOf(id: string): AskNotice | undefined {
 
 function isNotice(value: unknown): value is AskNotice {
   if (!value || typeof value !== "object") return false;
-  const q = value as Record<string, unknown>;
-  return typeof q["id"] === "string" && typeof q["text"] === "string" && typeof q["client"] === "string" && typeof q["tabId"] === "number";
+  const field = (key: string): unknown => Reflect.get(value, key);
+  return typeof field("id") === "string" && typeof field("text") === "string" && typeof field("client") === "string" && typeof field("tabId") === "number";
 }

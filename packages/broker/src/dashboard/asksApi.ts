@@ -9,7 +9,9 @@ import { plainLine } from "../util/pageText.js";
 import type { Principal } from "../users/principal.js";
 import type { ClusterLink } from "../tools/clusterLink.js";
 
-const ANSWERS: ReadonlySet<string> = new Set(["once", "always", "deny"]);
+function isAnswer(value: string): value is AskAnswer {
+  return value === "once" || value === "always" || value === "deny";
+}
 const TEXT_MAX = 300;
 
 /** A question as a person's door shows it: its strings (labels, URLs, the client's name) one line each, capped. */
@@ -65,8 +67,8 @@ export async function answerQuestion(
 ): Promise<{ status: number; body: unknown }> {
   const id = form.get("id") ?? "";
   const answer = form.get("answer") ?? "";
-  if (!id || !ANSWERS.has(answer)) return { status: 400, body: { error: "pass id (the question's) and answer: once, always or deny" } };
-  const result = await desk.answer(id, answer as AskAnswer, { via, who: principal.name, admin: principal.role === "admin" }, scopeOf(principal));
+  if (!id || !isAnswer(answer)) return { status: 400, body: { error: "pass id (the question's) and answer: once, always or deny" } };
+  const result = await desk.answer(id, answer, { via, who: principal.name, admin: principal.role === "admin" }, scopeOf(principal));
   if (!result.ok) return { status: result.status, body: { error: result.message } };
   log.info(`ask ${id}: ${principal.name} answered ${answer} through the ${via}${result.said ? ` (${result.said})` : ""}`);
   return { status: 200, body: { answered: answer, question: questionView(result.question), ...(result.said ? { grant: result.said } : {}) } };
