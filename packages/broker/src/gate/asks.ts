@@ -141,8 +141,16 @@ export class AskDesk {
       this.#options.log.info(`ask ${question.id}: ${describeQuestion(question)} (for ${question.client}); waiting ${Math.round(timeoutMs / 1000)} s`);
       this.#emit({ type: "asked", question });
       if (waiting) {
-        waiting(0, question);
-        ticker = setInterval(() => waiting(this.#now() - askedAt, question), PROGRESS_EVERY_MS);
+        // What the waiting call does with the news (progress, the outline again) never leaves a question behind.
+        const tell = (waited: number) => {
+          try {
+            waiting(waited, question);
+          } catch (error) {
+            this.#options.log.warn(`ask ${question.id}: telling the waiting call failed: ${errorText(error)}`);
+          }
+        };
+        tell(0);
+        ticker = setInterval(() => tell(this.#now() - askedAt), PROGRESS_EVERY_MS);
       }
     });
   }
@@ -188,7 +196,13 @@ export class AskDesk {
         };
       }
       // The call may have timed out while the file was written: the grant stays (the person chose it), the call does not pass.
-      if (!this.#open.has(id)) return { ok: true, question: open.question, said: `${said}; the agent's call had timed out meanwhile` };
+      if (!this.#open.has(id)) {
+        return {
+          ok: true,
+          question: open.question,
+          said: `${said}; the agent's call had ended meanwhile (timed out, cancelled, or its tab taken back), so it did not go on`,
+        };
+      }
     }
     open.settle({ answer, by });
     return { ok: true, question: open.question, ...(said ? { said } : {}) };
