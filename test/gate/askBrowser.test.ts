@@ -4,7 +4,7 @@
 // policy; Stop takes the tab back mid-task (the pending question is answered no, the agent's next call is refused with
 // tab_taken_back, and the tab is the user's again). A page cannot reach any of it. The popup and the notifications are
 // driven through the browser's DevTools port, as a person's clicks (headless Chromium draws no notification).
-import { mkdtempSync, readFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -237,6 +237,18 @@ describe("the user decides from the browser: notifications, the popup, Stop (ext
       const shown = String(await popup.eval("document.querySelector('#recent .offer').textContent"));
       expect(shown).toContain("This writes policy.read.allow");
       expect(readFileSync(join(broker.dataDir, "config.yaml"), "utf8")).not.toContain("localhost");
+      // The file changes under the shown offer (the person edits it): the save is refused, nothing is written.
+      appendFileSync(join(broker.dataDir, "config.yaml"), "# a line of the person's own\n");
+      await popup.eval("document.querySelector('#recent [data-save]').click()");
+      await waitFor("the stale save to be refused", () =>
+        broker.broker.audit.list().some((r) => r.tool === "policy" && r.decision === "refused") ? true : undefined,
+      );
+      expect(readFileSync(join(broker.dataDir, "config.yaml"), "utf8")).not.toContain(`localhost:${site.port}`);
+      // Shown again on the file as it is now, and confirmed: written.
+      await waitFor("the offer shown again", async () =>
+        (await popup.eval("document.querySelector('#recent [data-offer]') ? 'yes' : ''")) === "yes" ? true : undefined,
+      );
+      await popup.eval("document.querySelector('#recent [data-offer]').click()");
       await popup.eval("document.querySelector('#recent [data-save]').click()");
       await waitFor("the broker to apply the grant", () => broker.config.policy.check(elsewhere).ok || undefined);
     } finally {
@@ -246,7 +258,10 @@ describe("the user decides from the browser: notifications, the popup, Stop (ext
     const passed = await call(agent, "navigate", { tab, url: elsewhere });
     expect(passed.isError, passed.text).toBe(false);
     const changes = broker.broker.audit.list().filter((r) => r.tool === "policy");
-    expect(changes.map((r) => [r.client, r.decision])).toEqual([["extension", "allowed"]]);
+    expect(changes.map((r) => [r.client, r.decision])).toEqual([
+      ["extension", "refused"],
+      ["extension", "allowed"],
+    ]);
   }, 90_000);
 
   it("Stop takes the tab back mid-task: the waiting call and the next are tab_taken_back, then the tab is the user's", async () => {

@@ -103,7 +103,7 @@ let shownQuestions = "";
 let shownRecent = "";
 
 /** The grant the broker offers under a refused call: shown with its key first, written only once confirmed. */
-function offerButton(tabId: number, offer: { record: number; text: string; key: string }): HTMLElement {
+function offerButton(tabId: number, offer: { record: number; text: string; key: string; base: string }): HTMLElement {
   const box = el("div", undefined, "offer");
   const propose = button(offer.text);
   propose.dataset["offer"] = String(offer.record);
@@ -115,8 +115,11 @@ function offerButton(tabId: number, offer: { record: number; text: string; key: 
     save.addEventListener("click", () => {
       save.disabled = true;
       cancel.disabled = true;
-      void ask({ type: "grant", tabId, record: offer.record }).then((status) => {
-        box.replaceChildren(el("div", `Saved to config.yaml (${offer.key}); tabrelay applies it within a second.`, "muted"));
+      void ask({ type: "grant", tabId, record: offer.record, base: offer.base }).then((status) => {
+        // The broker writes it unless config.yaml changed since the offer was made; the site's policy below says when it is in force.
+        box.replaceChildren(
+          el("div", `Sent: tabrelay writes ${offer.key} unless config.yaml changed since (then the offer shows again); it applies within a second.`, "muted"),
+        );
         render(status);
       });
     });

@@ -17,7 +17,7 @@ type PopupMessage =
   | { type: "unshare"; tabId: number }
   | { type: "answer"; id: string; answer: "once" | "always" | "deny"; tabId?: number }
   | { type: "stop"; tabId: number }
-  | { type: "grant"; tabId: number; record: number };
+  | { type: "grant"; tabId: number; record: number; base: string };
 
 const POPUP_PAGE = chrome.runtime.getURL("popup.html");
 
@@ -47,7 +47,7 @@ chrome.runtime.onMessage.addListener((message: PopupMessage, sender, sendRespons
       await takeBack(message.tabId);
     } else if (message.type === "grant") {
       // The broker's own offer for its own record: it recomputes what to write, and writes nothing else.
-      emit({ type: "event", event: "policy.grant", params: { tabId: message.tabId, record: message.record } });
+      emit({ type: "event", event: "policy.grant", params: { tabId: message.tabId, record: message.record, base: message.base } });
     }
     const tabId = "tabId" in message ? message.tabId : undefined;
     // Each look at a tab asks the broker again; its answer (browser.tabState) is there by the popup's next poll.

@@ -108,7 +108,7 @@ export interface BridgeEvents {
    * The user confirmed, in the popup, the grant the broker offered for a refused call on this tab (`record`, the audit
    * record's id): the broker recomputes the offer from its own record and writes it (config.yaml, applied live).
    */
-  "policy.grant": { tabId: number; record: number };
+  "policy.grant": { tabId: number; record: number; base: string };
 }
 
 export type BridgeEventName = keyof BridgeEvents;

@@ -37,8 +37,11 @@ export interface TabStateView {
     target: string;
     decision: string;
     code?: string;
-    /** For a refused call: the narrow grant that would have allowed it (the broker's offer), and where it writes it. */
-    offer?: { record: number; text: string; key: string };
+    /**
+     * For a refused call: the narrow grant that would have allowed it (the broker's offer), where it writes it, and
+     * the hash of config.yaml it was offered on (a save on a file changed since is refused).
+     */
+    offer?: { record: number; text: string; key: string; base: string };
   }>;
   /** The read and write policy for the tab's site, in words. */
   policy: string[];

@@ -20,7 +20,7 @@ import { tabLeases } from "../gate/leases.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
 import { DEFAULT_PRINCIPAL, DEFAULT_USER_ID, ownerOf } from "../users/principal.js";
-import { applyOffer, suggestionFor } from "./policyApi.js";
+import { applyOffer, configHash, suggestionFor } from "./policyApi.js";
 
 /**
  * The broker's desk of questions (gate/asks.ts) with its doors in the user's browsers: "Always" adds the narrow grant
@@ -120,9 +120,9 @@ export class BrowserDoor {
       });
       this.#options.log.info(`stop: ${who} took tab ${tabId} back${session ? " from its agent" : ""}`);
     } else if (frame.event === "policy.grant") {
-      const { tabId, record } = frame.params;
-      if (!Number.isInteger(tabId) || !Number.isInteger(record)) return;
-      this.#grant(browser, tabId, record, who);
+      const { tabId, record, base } = frame.params;
+      if (!Number.isInteger(tabId) || !Number.isInteger(record) || typeof base !== "string") return;
+      this.#grant(browser, tabId, record, base, who);
     } else if (frame.event === "popup.opened") {
       const { tabId, url } = frame.params;
       if (!Number.isInteger(tabId) || typeof url !== "string") return;
@@ -135,7 +135,7 @@ export class BrowserDoor {
    * record (which must be of this browser and tab), and only the broker's own user's browsers may take one (a team
    * member's policy is the admin's to change).
    */
-  #grant(browser: BrowserDriver, tabId: number, recordId: number, who: string): void {
+  #grant(browser: BrowserDriver, tabId: number, recordId: number, base: string, who: string): void {
     const { audit, config, log } = this.#options;
     if (ownerOf(browser.info) !== DEFAULT_USER_ID) {
       log.warn(`extension: ${who} asked for a grant; only the broker's own user changes the policy from a browser`);
@@ -147,7 +147,7 @@ export class BrowserDoor {
       log.warn(`extension: ${who} asked for a grant for record ${recordId}, which offers none on tab ${tabId}`);
       return;
     }
-    const done = applyOffer({ config, audit, log }, offer.fields, DEFAULT_PRINCIPAL);
+    const done = applyOffer({ config, audit, log }, offer.fields, DEFAULT_PRINCIPAL, base);
     if (!done.ok) log.warn(`extension: the grant ${who} confirmed was not written: ${done.error}`);
   }
 
@@ -168,6 +168,7 @@ export class BrowserDoor {
     const owner = ownerOf(browser.info);
     const name = browser.info.ownerName ?? "default";
     const mine = owner === DEFAULT_USER_ID;
+    const base = mine ? configHash(config) : "";
     const recent = this.#recent(browser, tabId)
       .slice(-RECENT_SHOWN)
       .reverse()
@@ -179,7 +180,7 @@ export class BrowserDoor {
           target: plainLine(r.target ?? r.origin ?? ""),
           decision: r.decision,
           ...(r.code ? { code: r.code } : {}),
-          ...(offer ? { offer: { record: r.id, text: plainLine(offer.offer), key: plainLine(offer.key) } } : {}),
+          ...(offer ? { offer: { record: r.id, text: plainLine(offer.offer), key: plainLine(offer.key), base } } : {}),
         };
       });
     return {

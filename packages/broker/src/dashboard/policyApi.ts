@@ -99,12 +99,17 @@ export function applyOffer(
   deps: Omit<PolicyApiDeps, "secrets">,
   fields: Record<string, string>,
   principal: Principal,
+  base: string,
 ): { ok: true; said: string } | { ok: false; error: string } {
   const change = changeOf(new URLSearchParams(fields));
   if (typeof change === "string") return { ok: false, error: change };
   const started = Date.now();
   try {
-    const done = editConfigFile(deps.config, change.edit);
+    // What the person confirmed was shown on the file as it was then (configHash): a file changed since is refused.
+    const done = editConfigFile(deps.config, (text) => {
+      if (sha256Hex(text) !== base) throw new Error("config.yaml changed since the popup showed this offer; look at the popup again");
+      return change.edit(text);
+    });
     deps.log.info(`extension: ${principal.name} changed the policy in ${deps.config.configPath}: ${done.said}`);
     record(deps, principal, { target: done.said, decision: "allowed", started, detail: { key: done.key } }, "extension");
     return { ok: true, said: done.said };
@@ -113,6 +118,12 @@ export function applyOffer(
     record(deps, principal, { target: change.asked, decision: "refused", code: "config_invalid", started, detail: { error: message } }, "extension");
     return { ok: false, error: message };
   }
+}
+
+/** The hash of config.yaml as it is now (what an offer is made on), or "" when it cannot be read. */
+export function configHash(config: Pick<BrokerConfig, "configPath">): string {
+  const read = readOwnFile(config.configPath, "config");
+  return read.ok ? sha256Hex(read.value ?? "") : "";
 }
 
 /** The entries of the policy section an admin may remove, as the file holds them (or why the file cannot be read). */
