@@ -12,6 +12,8 @@ import { TabrelayError } from "./util/errors.js";
 import type { Logger } from "./util/log.js";
 import type { SecretRegistry } from "./util/secrets.js";
 
+import type { ReadAllowances } from "./gate/readAllowances.js";
+
 export interface CdpAttachOptions {
   label: string;
   /** The broker launched it: closing the driver ends the browser (an attached one is left running). */
@@ -29,6 +31,8 @@ export interface CdpAttachContext {
   webmcp: () => boolean;
   /** The broker is closing: a browser attached meanwhile is let go. */
   closing: () => boolean;
+  /** The sites the user allowed once for a tab (policy.ask.read): the browser's network asks them at each request. */
+  readAllowances?: ReadAllowances;
 }
 
 export class CdpAttacher {
@@ -91,11 +95,14 @@ export class CdpAttacher {
       callTimeoutMs: config().callTimeoutMs,
       // Held to its user's read policy at the network layer, as an extension browser is by its welcome's rules.
       // Read at each request, so a config.yaml change applied live (config/reload.ts) holds it at once.
-      ...cdpPolicyOptions({
-        get policy() {
-          return configFor(config(), ownerName).policy;
+      ...cdpPolicyOptions(
+        {
+          get policy() {
+            return configFor(config(), ownerName).policy;
+          },
         },
-      }),
+        this.#ctx.readAllowances ? { browserId: () => holder.driver?.info.browserId, allowances: this.#ctx.readAllowances } : undefined,
+      ),
       ...(this.#ctx.webmcp() ? { webmcpOrigins: config().pages.allowedOrigins } : {}),
       onEvent: (frame) => {
         if (holder.driver) registry.emit("event", holder.driver, frame);

@@ -36,6 +36,7 @@ import { enforceOnCommit } from "./gate/enforce.js";
 import { tabLeases } from "./gate/leases.js";
 import { Denials } from "./gate/tabRecord.js";
 import type { AskDesk } from "./gate/asks.js";
+import { ReadAllowances } from "./gate/readAllowances.js";
 import { SnapshotCache } from "./tools/snapshotCache.js";
 import { answerStartedBrowsers } from "./tools/sessions.js";
 import type { ToolContext } from "./tools/tool.js";
@@ -77,6 +78,8 @@ export class Broker {
   readonly audit: AuditLog;
   /** The questions put to the user (policy.ask), answered from the dashboard or `tabrelay ask`. */
   readonly asks: AskDesk;
+  /** The sites the user allowed once for a tab (policy.ask.read): the gate's judges and both drivers' networks. */
+  readonly readAllowances = new ReadAllowances();
   /** Who the MCP tokens and pairing codes belong to (the implicit user, and a team's users in the store). */
   readonly users: Users;
   /** Whose forwarded headers are believed: mcp.trusted_proxies (http/forwarded.ts), one rule for the door and the dashboard. */
@@ -142,6 +145,7 @@ export class Broker {
       log: this.#log,
       webmcp: () => this.config.pages.webmcp && this.pages !== undefined,
       closing: () => this.#closing,
+      readAllowances: this.readAllowances,
     });
     this.secrets.register(this.config.store.postgresUrl, "secret");
     this.secrets.register(this.config.cluster.redisUrl, "secret");
@@ -205,11 +209,12 @@ export class Broker {
           })
         : undefined;
     // The questions put to the user (policy.ask), and the extension's notifications and popup that show them.
-    this.asks = openAskDesk({ registry: this.registry, audit: this.audit, config: this.config, log: this.#log });
+    this.asks = openAskDesk({ registry: this.registry, audit: this.audit, config: this.config, log: this.#log }, this.readAllowances);
     this.context = {
       registry: this.registry,
       config: this.config,
       asks: this.asks,
+      readAllowances: this.readAllowances,
       docs: new DocCache(),
       denials: new Denials(),
       snapshots: new SnapshotCache(),

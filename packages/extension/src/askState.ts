@@ -26,7 +26,7 @@ export async function showQuestions(list: readonly AskNotice[]): Promise<number>
       // The site first, in the title: a long label can never push it out of sight. The client is the agent's own name.
       title: `${q.host}: may the agent do this?`,
       message: q.text,
-      contextMessage: `Asked by ${q.client} (its own name) · tab ${q.tabId}`.slice(0, 200),
+      contextMessage: `Asked by ${q.client} (its own name) · ${q.tabId >= 0 ? `tab ${q.tabId}` : "a tab it opens"}`.slice(0, 200),
       buttons: [{ title: "Allow once" }, { title: "Deny" }],
       requireInteraction: true,
       priority: 2,

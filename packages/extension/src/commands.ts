@@ -15,7 +15,7 @@ import { noteAgentRequest, noteAgentRequestTab } from "./downloads.js";
 import { readDocument } from "./frames.js";
 import { callInpage, injectInpage, runInFrame, scriptingError, type InpageResult } from "./inpageScript.js";
 import { watchNavigation } from "./navigation.js";
-import { scopeNewTabs, setNavigationRules } from "./navigationRules.js";
+import { scopeNewTabs, setNavigationRules, setTabRules } from "./navigationRules.js";
 import { evaluate, setViewport } from "./pageControl.js";
 import { callWebMcp, watchWebMcp } from "./webmcp.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
@@ -36,6 +36,8 @@ export const handlers: Handlers = {
 
   // The questions the broker puts to this browser's user (policy.ask), and the popup's view of a tab.
   "browser.asks": async ({ questions }) => ({ shown: await showQuestions(Array.isArray(questions) ? questions : []) }),
+  // Sites the user allowed once for a tab (policy.ask.read): rules scoped to the tab, installed before the answer.
+  "browser.tabRules": async ({ tabs }) => ({ installed: await setTabRules(Array.isArray(tabs) ? tabs : []) }),
   "browser.tabState": async (view) => {
     setTabState(view);
     return {};

@@ -66,6 +66,16 @@ export async function setNavigationRules(next: unknown): Promise<void> {
   await syncNavigationRules();
 }
 
+/** Rules the broker scoped to one agent tab (sites the user allowed once for it), by tab. */
+let tabRules = new Map<number, NavigationRule[]>();
+
+/** The broker's tab-scoped rules (the whole list each time); resolves once they are in place. Returns how many tabs. */
+export async function setTabRules(next: ReadonlyArray<{ tabId: number; rules: NavigationRule[] }>): Promise<number> {
+  tabRules = new Map(next.filter((t) => Number.isInteger(t.tabId) && Array.isArray(t.rules)).map((t) => [t.tabId, t.rules]));
+  await syncNavigationRules();
+  return tabRules.size;
+}
+
 /** The last installation problem, for the popup ("" when the rules are in place). */
 export function navigationRulesError(): string {
   return lastError;
@@ -172,6 +182,11 @@ async function install(): Promise<void> {
   if (opening > 0) scopes.push(known.length > 0 ? { excludedTabIds: known, resourceTypes: NAVIGATIONS } : { resourceTypes: NAVIGATIONS });
   const build = (list: NavigationRule[]) => scopes.flatMap((scope, s) => list.map((rule, i) => toDnr(rule, s * list.length + i + 1, scope)));
   const wanted = build(rules ?? BLOCK_ALL);
+  // A tab's own rules, for an agent tab only, numbered after the others.
+  for (const [tabId, own] of tabRules) {
+    if (!agent.includes(tabId)) continue;
+    for (const rule of own) wanted.push(toDnr(rule, wanted.length + 1, { tabIds: [tabId], resourceTypes: NAVIGATIONS }));
+  }
   try {
     await chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds, addRules: wanted });
     installedIds = wanted.map((rule) => rule.id);

@@ -141,7 +141,7 @@ function renderQuestions(questions: AskNotice[]): void {
       item.append(
         el("strong", q.host),
         el("div", `May the agent ${q.text}?`),
-        el("div", `Asked by ${q.client} (its own name) · tab ${q.tabId}: ${q.url}`, "muted"),
+        el("div", `Asked by ${q.client} (its own name) · ${q.tabId >= 0 ? `tab ${q.tabId}` : "a tab it opens"}: ${q.url}`, "muted"),
       );
       if (q.always) item.append(el("div", `Always writes ${q.always}`, "muted"));
       type Choice = ["once" | "always" | "deny", string, string | undefined];

@@ -443,6 +443,11 @@ export interface BridgeMethods {
    * notification, keeps the list for its popup, and clears the notifications of those no longer listed.
    */
   "browser.asks": { params: { questions: AskNotice[] }; result: { shown: number } };
+  /**
+   * The sites the user allowed once for a tab (policy.ask.read), as navigation rules scoped to that tab: the whole
+   * list for this browser each time (a tab not listed has none). Installed before the answer.
+   */
+  "browser.tabRules": { params: { tabs: Array<{ tabId: number; rules: NavigationRule[] }> }; result: { installed: number } };
   /** What the popup shows of a tab (answering the popup's `popup.opened`): who holds it, what it did, the site's policy. */
   "browser.tabState": { params: TabStateView; result: Record<string, never> };
 }

@@ -117,6 +117,7 @@ const fileSchema = z
         ask: z
           .object({
             timeout_s: z.number().int().min(5).max(600).optional(),
+            read: z.array(z.string()).optional(),
             write: z.array(z.string()).optional(),
             elicit: z.boolean().optional(),
           })

@@ -136,24 +136,22 @@ export function denyEntry(text: string, host: string, path: string): Edited {
 }
 
 /**
- * Adds HOST to policy.ask.write: a write no grant allows there is asked of the user (held while they answer) rather
- * than refused. A host there already changes nothing.
+ * Adds HOST to policy.ask.write (a write no grant allows there is asked of the user rather than refused) or to
+ * policy.ask.read (a read outside the allowlist there is asked). A host there already changes nothing.
  */
-export function askAbout(text: string, host: string): Edited {
+export function askAbout(text: string, host: string, list: "read" | "write" = "write"): Edited {
   const name = hostKey(host);
   refuseSuffixWildcard(name);
   const doc = parseDocument(text);
-  const list = doc.getIn(["policy", "ask", "write"], true);
-  if (list !== undefined && !isSeq(list)) throw new Error("policy.ask.write is not a list in config.yaml; fix it there first");
-  const hosts = isSeq(list) ? list.items.map((item) => String(toJs(item))) : [];
-  if (hosts.some((h) => sameHost(h, name))) return { text, said: `${JSON.stringify(name)} is on policy.ask.write already`, key: "policy.ask.write" };
-  if (isSeq(list)) list.add(doc.createNode(name));
-  else setIn(doc, ["policy", "ask", "write"], [name]);
-  return {
-    text: doc.toString(),
-    said: `added ${JSON.stringify(name)} to policy.ask.write (a write without a grant there is asked of you)`,
-    key: "policy.ask.write",
-  };
+  const key = `policy.ask.${list}`;
+  const seq = doc.getIn(["policy", "ask", list], true);
+  if (seq !== undefined && !isSeq(seq)) throw new Error(`${key} is not a list in config.yaml; fix it there first`);
+  const hosts = isSeq(seq) ? seq.items.map((item) => String(toJs(item))) : [];
+  if (hosts.some((h) => sameHost(h, name))) return { text, said: `${JSON.stringify(name)} is on ${key} already`, key };
+  if (isSeq(seq)) seq.add(doc.createNode(name));
+  else setIn(doc, ["policy", "ask", list], [name]);
+  const what = list === "write" ? "a write without a grant there is asked of you" : "a read of it outside the allowlist is asked of you";
+  return { text: doc.toString(), said: `added ${JSON.stringify(name)} to ${key} (${what})`, key };
 }
 
 /** An entry of the policy section that the dashboard lists, and removes: a host's read paths, a deny entry, a grant, an ask. */
@@ -162,7 +160,8 @@ export type PolicyEntry =
   | { section: "deny"; host: string; path: string }
   | { section: "write"; kind: string; host: string }
   | { section: "page_tools"; origin: string }
-  | { section: "ask.write"; host: string };
+  | { section: "ask.write"; host: string }
+  | { section: "ask.read"; host: string };
 
 export interface ListedEntry {
   entry: PolicyEntry;
@@ -190,9 +189,11 @@ export function policyEntries(text: string): ListedEntry[] {
     }
   }
   const ask = policy["ask"];
-  const asked = isRecord(ask) ? ask["write"] : undefined;
-  for (const [i, host] of (Array.isArray(asked) ? asked : []).entries()) {
-    if (typeof host === "string") listed.push({ entry: { section: "ask.write", host }, key: `policy.ask.write[${i}]`, value: host });
+  for (const list of ["write", "read"] as const) {
+    const asked = isRecord(ask) ? ask[list] : undefined;
+    for (const [i, host] of (Array.isArray(asked) ? asked : []).entries()) {
+      if (typeof host === "string") listed.push({ entry: { section: `ask.${list}`, host }, key: `policy.ask.${list}[${i}]`, value: host });
+    }
   }
   const write = policy["write"];
   for (const [kind, hosts] of Object.entries(isRecord(write) ? write : {})) {
@@ -220,16 +221,17 @@ export function removeEntry(text: string, entry: PolicyEntry): Edited {
     list.delete(index);
     return { text: doc.toString(), said: `removed ${JSON.stringify(items[index])} from policy.deny`, key: `policy.deny[${index}]` };
   }
-  if (entry.section === "ask.write") {
-    const list = doc.getIn(["policy", "ask", "write"], true);
-    const items = isSeq(list) ? list.items.map((item) => toJs(item)) : [];
+  if (entry.section === "ask.write" || entry.section === "ask.read") {
+    const list = entry.section === "ask.write" ? "write" : "read";
+    const seq = doc.getIn(["policy", "ask", list], true);
+    const items = isSeq(seq) ? seq.items.map((item) => toJs(item)) : [];
     const index = items.findIndex((h) => h === entry.host);
-    if (index < 0 || !isSeq(list)) throw gone(`${JSON.stringify(entry.host)} on policy.ask.write`);
-    list.delete(index);
+    if (index < 0 || !isSeq(seq)) throw gone(`${JSON.stringify(entry.host)} on policy.ask.${list}`);
+    seq.delete(index);
     return {
       text: doc.toString(),
-      said: `removed ${JSON.stringify(entry.host)} from policy.ask.write (a write without a grant there is refused)`,
-      key: `policy.ask.write[${index}]`,
+      said: `removed ${JSON.stringify(entry.host)} from policy.ask.${list} (refused there again, not asked)`,
+      key: `policy.ask.${list}[${index}]`,
     };
   }
   if (entry.section === "write" && !WRITE_SECTIONS.includes(entry.kind)) throw new Error(`${JSON.stringify(entry.kind)} is not a kind of write grant`);

@@ -33,7 +33,8 @@ export const CONFIG_TEMPLATE = `# tabrelay's configuration. Every setting is sho
 #     page_tools: { "https://app.example": { tools: "^(search_orders)$" } }   # which page tools agents may call
 #   ask:                                   # ask you instead of refusing a write that has no grant (dashboard, tabrelay ask)
 #     timeout_s: 60                        # how long the agent's call waits for your answer (5-600)
-#     write: ["shop.example"]              # the sites where you are asked
+#     write: ["shop.example"]              # the sites where you are asked about writes
+#     read: ["news.example"]               # ... and about reads outside the allowlist (once: that tab, until it closes)
 #     elicit: false                        # also ask through the agent's MCP client (trusts it not to answer for you)
 
 # A team's broker: per-user policy on top of the above (more deny entries, more write grants of the same kinds).

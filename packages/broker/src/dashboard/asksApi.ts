@@ -3,7 +3,7 @@
 // a bearer header). Never an agent's credential: the dashboard's login and this bearer take the dashboard token alone
 // (sessions.ts), not the MCP token or a page's. A member sees and answers only their own agents' questions.
 import type { AskAnswer, AskDesk, Answerer, Question } from "../gate/asks.js";
-import { describeAction } from "../gate/asks.js";
+import { describeAction, grantInWords } from "../gate/asks.js";
 import type { Logger } from "../util/log.js";
 import { plainLine } from "../util/pageText.js";
 import type { Principal } from "../users/principal.js";
@@ -48,7 +48,7 @@ export function questionView(q: Question): QuestionView {
     tabId: q.tabId,
     askedAt: q.askedAt,
     expiresAt: q.expiresAt,
-    always: q.grant ? `policy.write.${q.grant.kind}[${JSON.stringify(q.grant.host)}] = { label: ${JSON.stringify(q.grant.label)} }` : null,
+    always: q.grant ? grantInWords(q.grant) : null,
   };
 }
 

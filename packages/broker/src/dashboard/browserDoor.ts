@@ -13,8 +13,9 @@ import type { BrokerConfig } from "../config/config.js";
 import { configFor } from "../config/userPolicies.js";
 import type { BrowserDriver } from "../drivers/driver.js";
 import type { BrowserRegistry } from "../drivers/registry.js";
-import { AskDesk, describeAction, type Question } from "../gate/asks.js";
-import { addWriteGrant } from "../config/edit.js";
+import { AskDesk, describeAction, grantInWords, type Question } from "../gate/asks.js";
+import { addWriteGrant, allowRead } from "../config/edit.js";
+import type { ReadAllowances } from "../gate/readAllowances.js";
 import { editConfigFile } from "../config/editFile.js";
 import { tabLeases } from "../gate/leases.js";
 import type { Logger } from "../util/log.js";
@@ -27,17 +28,24 @@ import { applyOffer, configHash, suggestionFor } from "./policyApi.js";
  * as the dashboard's grant does (an existing grant for the host keeps what it allowed), into the asking user's own
  * section for a team's user; the reload applies it within a second.
  */
-export function openAskDesk(options: Omit<BrowserDoorOptions, "asks">): AskDesk {
-  const { config } = options;
+export function openAskDesk(options: Omit<BrowserDoorOptions, "asks">, readAllowances: ReadAllowances): AskDesk {
+  const { config, registry } = options;
   const asks = new AskDesk({
     grant: async (question, grant) =>
       editConfigFile(config, (text) =>
-        addWriteGrant(text, grant.kind, grant.host, { regex: grant.label }, undefined, question.user === DEFAULT_USER_ID ? undefined : question.userName),
+        grant.kind === "read"
+          ? allowRead(text, grant.host)
+          : addWriteGrant(text, grant.kind, grant.host, { regex: grant.label }, undefined, question.user === DEFAULT_USER_ID ? undefined : question.userName),
       ).said,
     audit: options.audit,
     log: options.log,
   });
   new BrowserDoor({ ...options, asks });
+  // What the user allowed a tab to read goes with the tab, and with its browser.
+  registry.on("event", (browser, frame) => {
+    if (frame.event === "tab.removed") readAllowances.forget(browser.info.browserId, frame.params.tabId);
+  });
+  registry.on("disconnected", (browser) => readAllowances.forget(browser.info.browserId));
   return asks;
 }
 
@@ -227,6 +235,6 @@ function notice(q: Question): AskNotice {
     tabId: q.tabId,
     url: plainLine(q.url),
     expiresAt: q.expiresAt,
-    always: q.grant ? `policy.write.${q.grant.kind}[${JSON.stringify(q.grant.host)}] = { label: ${JSON.stringify(q.grant.label)} }` : null,
+    always: q.grant ? grantInWords(q.grant) : null,
   };
 }

@@ -214,7 +214,9 @@ export function dashboardPage(options: { csrf: string; version: string }): strin
 <button type="submit">Preview</button>
 </form>
 <form class="policy-form" data-action="ask">
-<label for="ask-host">Ask me (rather than refuse) when an agent wants to write without a grant on the host</label>
+<label for="ask-list">Ask me (rather than refuse) when an agent wants to</label>
+<select id="ask-list" name="list"><option value="write">write without a grant</option><option value="read">read outside the allowlist</option></select>
+<label for="ask-host">on the host</label>
 <input id="ask-host" name="host" required spellcheck="false" autocomplete="off">
 <button type="submit">Preview</button>
 </form>

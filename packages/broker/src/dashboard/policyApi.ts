@@ -239,8 +239,9 @@ function changeOf(form: URLSearchParams): Change | string {
       return { asked: `grant the page tools ${JSON.stringify(tools)} of ${origin}`, edit: (text) => allowPageTools(text, origin, tools) };
     }
     case "ask": {
-      if (host === "") return "pass host: the site where a write without a grant is asked of you (HOST, HOST:PORT or *.HOST)";
-      return { asked: `ask about writes on ${host}`, edit: (text) => askAbout(text, host) };
+      const list = field("list") === "read" ? "read" : "write";
+      if (host === "") return "pass host: the site where you are asked (HOST, HOST:PORT or *.HOST), and list: write or read";
+      return { asked: `ask about ${list}s on ${host}`, edit: (text) => askAbout(text, host, list) };
     }
     case "remove":
       return removal(form);
@@ -266,7 +267,7 @@ function removal(form: URLSearchParams): Change | string {
   else if (section === "deny") entry = { section, host: field("host"), path: field("path") };
   else if (section === "write") entry = { section, kind: field("kind"), host: field("host") };
   else if (section === "page_tools") entry = { section, origin: field("origin") };
-  else if (section === "ask.write") entry = { section, host: field("host") };
-  else return `pass section: read.allow, deny, write, page_tools or ask.write, not ${JSON.stringify(section)}`;
+  else if (section === "ask.write" || section === "ask.read") entry = { section, host: field("host") };
+  else return `pass section: read.allow, deny, write, page_tools, ask.write or ask.read, not ${JSON.stringify(section)}`;
   return { asked: `remove ${JSON.stringify(entry)}`, edit: (text) => removeEntry(text, entry) };
 }

@@ -235,6 +235,7 @@ export const bridgeAnswers = {
   "page.webmcpWatch": exactly<ResultOf<"page.webmcpWatch">>()(z.object({}).strict()),
   "browser.asks": exactly<ResultOf<"browser.asks">>()(z.object({ shown: z.number() })),
   "browser.tabState": exactly<ResultOf<"browser.tabState">>()(z.object({}).strict()),
+  "browser.tabRules": exactly<ResultOf<"browser.tabRules">>()(z.object({ installed: z.number() })),
 } satisfies AnswerSchemas;
 
 /** Where and how an answer is wrong, in words: `frames[0].nodes must be a string`. */

@@ -37,7 +37,7 @@ export interface WriteInQuestion {
 }
 
 /** How much of a page's (or an agent's) words a question shows: enough to recognise, never enough to push the site out. */
-const SHOWN = { label: 80, role: 30, value: 80, client: 60 } as const;
+const SHOWN = { label: 80, role: 30, value: 80, client: 60, url: 200 } as const;
 
 /** Asks the user about one write; returns the rule the call passes under, or throws the answer's refusal. */
 export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking, write: WriteInQuestion, useElicitation = false): Promise<string> {
@@ -65,6 +65,60 @@ export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking,
     tabId: write.tab.tabId,
     grant,
   };
+  return await putQuestion(desk, timeoutMs, asking, about, useElicitation, "write_denied", write.highlight);
+}
+
+/** What the user may be asked about a read: a site the read policy refuses only for want of an allow entry. */
+export const READ_ASKABLE: ReadonlySet<string> = new Set([
+  "default: not in allowlist",
+  "default: IP literal not in allowlist",
+  "top_sites: default port only",
+  "default: https only",
+]);
+
+/**
+ * Asks the user whether the agent may read `url` (policy.ask.read), for the tab `tabId` of `browserId` (undefined: a
+ * tab about to be opened for it). Returns the host allowed; throws the answer's refusal.
+ */
+export async function askRead(
+  desk: AskDesk,
+  timeoutMs: number,
+  asking: Asking,
+  read: { url: string; browserId: string; tabId: number | undefined; grantable: boolean },
+  useElicitation = false,
+): Promise<string> {
+  const url = canonicalizeUrl(read.url);
+  if (!url.ok) throw new TabrelayError("policy_denied", `${read.url} is not a URL tabrelay can read: ${url.reason}`, "default: invalid URL");
+  const host = hostOf(url.url);
+  const about: Omit<Question, "id" | "askedAt" | "expiresAt"> = {
+    user: asking.user.user,
+    userName: asking.user.name,
+    client: shown(asking.client, SHOWN.client),
+    action: "read",
+    role: "page",
+    label: shown(url.url.href, SHOWN.url),
+    host,
+    url: url.url.href,
+    browserId: read.browserId,
+    tabId: read.tabId ?? -1,
+    ...(read.grantable ? { grant: { kind: "read" as const, host } } : {}),
+  };
+  await putQuestion(desk, timeoutMs, asking, about, useElicitation, "policy_denied");
+  return host;
+}
+
+/** Puts the question, waits for the answer (telling the waiting call), and turns the answer into the call's fate. */
+async function putQuestion(
+  desk: AskDesk,
+  timeoutMs: number,
+  asking: Asking,
+  about: Omit<Question, "id" | "askedAt" | "expiresAt">,
+  useElicitation: boolean,
+  refused: "write_denied" | "policy_denied",
+  highlight?: () => void,
+): Promise<string> {
+  const policyKey = refused === "write_denied" ? "policy.ask.write" : "policy.ask.read";
+  const write = { highlight };
   // For the model too: the page's words are quoted as page text, and the site named last as in its other messages.
   const said = `${describeAction(about)} on ${about.host}`;
   write.highlight?.();
@@ -91,24 +145,24 @@ export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking,
   switch (outcome.answer) {
     case "once":
     case "always":
-      return `policy.ask.write: the user answered ${outcome.answer === "once" ? "allow once" : "always"} (${outcome.by.via})`;
+      return `${policyKey}: the user answered ${outcome.answer === "once" ? "allow once" : "always"} (${outcome.by.via})`;
     case "deny":
       throw new TabrelayError(
-        "write_denied",
-        `write_denied: the user declined: ${said} (asked under policy.ask.write, answered in the ${outcome.by.via}). Do not retry it or look for another way to do it; tell the user what you wanted to do`,
-        "policy.ask.write: the user declined",
+        refused,
+        `${refused}: the user declined: ${said} (asked under ${policyKey}, answered in the ${outcome.by.via}). Do not retry it or look for another way to do it; tell the user what you wanted to do`,
+        `${policyKey}: the user declined`,
       );
     case "timeout":
       throw new TabrelayError(
         "ask_timeout",
         `ask_timeout: tabrelay asked the user whether ${about.client} may ${said}, and no answer came within ${Math.round(timeoutMs / 1000)} s (policy.ask.timeout_s); nothing was done. Tell the user what you wanted to do, and retry when they are there to answer`,
-        "policy.ask.write: no answer in time",
+        `${policyKey}: no answer in time`,
       );
     case "busy":
       throw new TabrelayError(
-        "write_denied",
-        `write_denied: ${said} needs the user's answer (policy.ask.write), and a question about this tab, or ${OPEN_PER_USER} questions in all, are waiting for them already; nothing was done. Wait for those answers before asking again`,
-        "policy.ask.write: questions waiting",
+        refused,
+        `${refused}: ${said} needs the user's answer (${policyKey}), and a question about this tab, or ${OPEN_PER_USER} questions in all, are waiting for them already; nothing was done. Wait for those answers before asking again`,
+        `${policyKey}: questions waiting`,
       );
     case "withdrawn":
       if (outcome.reason === "stop") {
@@ -121,10 +175,10 @@ export async function askWrite(desk: AskDesk, timeoutMs: number, asking: Asking,
       throw new TabrelayError(
         outcome.reason === "tab" ? "no_such_tab" : "browser_disconnected",
         `the ${outcome.reason === "tab" ? "tab closed" : "browser went away"} while the user was asked whether you may ${said}; nothing was done`,
-        "policy.ask.write: withdrawn",
+        `${policyKey}: withdrawn`,
       );
     case "cancelled":
-      throw new TabrelayError("cancelled", "the call was cancelled while the user was being asked; nothing was done", "policy.ask.write: cancelled");
+      throw new TabrelayError("cancelled", "the call was cancelled while the user was being asked; nothing was done", `${policyKey}: cancelled`);
   }
 }
 

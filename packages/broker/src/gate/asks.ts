@@ -21,8 +21,15 @@ export interface Answerer {
   admin: boolean;
 }
 
-/** The grant "Always" writes: policy.write.KIND[host] = { label } (policy/writeRules.ts). */
-export type NarrowGrant = AskGrant;
+/** The grant "Always" writes: policy.write.KIND[host] = { label } (policy/writeRules.ts), or for a read policy.read.allow[host]. */
+export type NarrowGrant = AskGrant | { kind: "read"; host: string };
+
+/** The grant in the config file's words, as the doors show what "Always" writes. */
+export function grantInWords(grant: NarrowGrant): string {
+  return grant.kind === "read"
+    ? `policy.read.allow[${JSON.stringify(grant.host)}] = [".*"]`
+    : `policy.write.${grant.kind}[${JSON.stringify(grant.host)}] = { label: ${JSON.stringify(grant.label)} }`;
+}
 
 export interface Question {
   /** Random; names the question in the answer. */

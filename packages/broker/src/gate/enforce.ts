@@ -3,6 +3,8 @@
 // that; the browser's commit and stopped-request events are judged as they arrive, recorded (tabRecord.ts) and
 // audited. The decisions themselves are decisions.ts; nothing here decides on its own.
 import type { AskDesk } from "./asks.js";
+import { tabReadPolicy, type ReadAllowances } from "./readAllowances.js";
+import type { CompiledReadPolicy } from "../policy/readPolicy.js";
 import type { TabInfo } from "@tabrelay/protocol";
 import type { BrowserDriver } from "../drivers/driver.js";
 import type { AuditSink } from "../audit/auditLog.js";
@@ -25,6 +27,13 @@ export interface GateContext {
   log: Logger;
   /** The questions put to the user (policy.ask); absent where no person can answer (the stateless Worker). */
   asks?: AskDesk;
+  /** The sites the user allowed once for a tab (policy.ask.read); absent where nobody is asked. */
+  readAllowances?: ReadAllowances;
+}
+
+/** The read policy a tab's documents are judged by: the policy, with what the user allowed for that tab. */
+export function policyOfTab(ctx: Pick<GateContext, "readAllowances">, policy: CompiledReadPolicy, browserId: string, tabId: number): CompiledReadPolicy {
+  return tabReadPolicy(policy, ctx.readAllowances, browserId, tabId);
 }
 
 /**
@@ -48,7 +57,7 @@ export async function checkLanding(
   options: { requestedUrl?: string; closeOnDeny?: boolean },
 ): Promise<TabInfo> {
   const caught = ctx.denials.peek(browser.info.browserId, tab.tabId);
-  const decision = gateTab(ctx.config.policy, tab.url, caught);
+  const decision = gateTab(policyOfTab(ctx, ctx.config.policy, browser.info.browserId, tab.tabId), tab.url, caught);
   // A landing the policy allows, with a stop recorded since (the page tried to leave after the load the call waited
   // for): the stop stays for the next call on the tab to report, as it would had it come a moment later.
   if (decision.ok) return tab;
@@ -132,7 +141,7 @@ export function enforceOnCommit(ctx: GateContext): void {
     if (frame.event === "tab.blocked") {
       const { tabId, url, frame: inFrame } = frame.params;
       // Judged by the browser's user's policy: the one its network rules came from.
-      const decision = gateStopped(configFor(ctx.config, browser.info.ownerName).policy, url);
+      const decision = gateStopped(policyOfTab(ctx, configFor(ctx.config, browser.info.ownerName).policy, browser.info.browserId, tabId), url);
       // Stopped by something else (another extension's rules): not tabrelay's refusal to report.
       if (!decision) return;
       if (inFrame) ctx.denials.recordFrame(browser.info.browserId, tabId, url);
@@ -197,7 +206,7 @@ export function enforceOnCommit(ctx: GateContext): void {
     const { tabId, url } = frame.params;
     ctx.denials.newDocument(browser.info.browserId, tabId);
     if (url === BLANK || url.startsWith("chrome-error://")) return;
-    const decision = gateTab(configFor(ctx.config, browser.info.ownerName).policy, url, undefined);
+    const decision = gateTab(policyOfTab(ctx, configFor(ctx.config, browser.info.ownerName).policy, browser.info.browserId, tabId), url, undefined);
     if (decision.ok) return;
     ctx.denials.record(browser.info.browserId, tabId, { url, rule: decision.rule, message: decision.message });
     ctx.log.warn(`policy: tab ${tabId} committed ${url}; reset to about:blank (${decision.rule})`);

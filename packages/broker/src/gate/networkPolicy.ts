@@ -6,10 +6,22 @@
 import type { BrokerConfig } from "../config/config.js";
 import type { NewTabFacts } from "../drivers/driver.js";
 import { gateNewTab } from "./decisions.js";
+import { tabReadPolicy, type ReadAllowances } from "./readAllowances.js";
 
-export function cdpPolicyOptions(config: Pick<BrokerConfig, "policy">): {
-  requestPolicy: (url: string, kind: "navigation" | "subresource") => boolean;
+export function cdpPolicyOptions(
+  config: Pick<BrokerConfig, "policy">,
+  /** What the user allowed a tab to read once (policy.ask.read), when asked: the browser's id and the allowances. */
+  allowed?: { browserId: () => string | undefined; allowances: ReadAllowances },
+): {
+  requestPolicy: (url: string, kind: "navigation" | "subresource", tabId: number | undefined) => boolean;
   agentTab: (facts: NewTabFacts) => boolean;
 } {
-  return { requestPolicy: (url, kind) => (kind === "navigation" ? config.policy.check(url).ok : !config.policy.isDenied(url)), agentTab: gateNewTab };
+  const policy = (tabId: number | undefined) => {
+    const browserId = allowed?.browserId();
+    return browserId === undefined || tabId === undefined ? config.policy : tabReadPolicy(config.policy, allowed?.allowances, browserId, tabId);
+  };
+  return {
+    requestPolicy: (url, kind, tabId) => (kind === "navigation" ? policy(tabId).check(url).ok : !config.policy.isDenied(url)),
+    agentTab: gateNewTab,
+  };
 }

@@ -22,10 +22,12 @@ import type {
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../drivers/driver.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
-import { gateEval, gateFrames, gatePageTool, gateStopped, gateTab, gateWrite, judgeFrames, type FrameFacts, type FrameVerdict } from "./decisions.js";
-import { checkBeforeNavigation, checkCommitted, checkLanding, type GateContext } from "./enforce.js";
+import { BLANK, gateEval, gateFrames, gatePageTool, gateStopped, gateTab, gateWrite, judgeFrames, type FrameFacts, type FrameVerdict } from "./decisions.js";
+import { checkBeforeNavigation, checkCommitted, checkLanding, policyOfTab, type GateContext } from "./enforce.js";
 import type { CaughtNavigation, CompiledReadPolicy } from "./decisions.js";
-import { askWrite, type Asking } from "./askWrite.js";
+import { askRead, askWrite, READ_ASKABLE, type Asking } from "./askWrite.js";
+import { canonicalizeUrl } from "../policy/canonicalUrl.js";
+import { hostOf } from "../policy/writeRules.js";
 
 /** What reads or acts on a page: only through a CheckedTab, whose document the gate judged. */
 export type PageMethod =
@@ -63,7 +65,7 @@ export interface CallGate {
    * Judges a URL the call would load, without loading it (what a cached read of it may be served under): throws the
    * refusal, returns the canonical form.
    */
-  judgeUrl(url: string): string;
+  judgeUrl(url: string): Promise<string>;
   /** Opens `url` in a new tab: judged before the browser goes, and where it landed after (redirects included). */
   open(url: string, options: OpenOptions): Promise<CheckedTab>;
   /** Loads `url` in a tab, judged before and after. */
@@ -99,6 +101,49 @@ export function callGate(setup: StageSetup): CallGate {
     return handed(browser, await checkLanding(ctx, browser, tab, { requestedUrl, closeOnDeny }));
   };
   const loadTimeouts = () => ({ timeoutMs: ctx.config.loadTimeoutMs + 10_000 });
+  // Sites the user allowed this call to read (policy.ask.read): read_url judges its URL, then opens it; one question.
+  const allowedThisCall = new Set<string>();
+  /**
+   * The URL judged before the browser goes anywhere; a refusal only an allow entry would lift, on a site of
+   * policy.ask.read, is asked of the user. Returns the URL to load and, when the user allowed it, the host to allow.
+   */
+  const judgeGo = async (url: string, tabId: number | undefined): Promise<{ target: string; host?: string }> => {
+    try {
+      return { target: checkBeforeNavigation(ctx, url) };
+    } catch (error) {
+      const asking = setup.asking;
+      const canonical = canonicalizeUrl(url);
+      if (
+        !(error instanceof TabrelayError) ||
+        error.code !== "policy_denied" ||
+        !READ_ASKABLE.has(error.rule ?? "") ||
+        !canonical.ok ||
+        !asking ||
+        !ctx.asks ||
+        !ctx.readAllowances ||
+        !ctx.config.ask.asksRead(url)
+      ) {
+        throw error;
+      }
+      const host = hostOf(canonical.url);
+      // Allowed for this tab already (the user said yes for it, and it has not closed): no second question.
+      if (tabId !== undefined && ctx.readAllowances.allows(setup.browser().info.browserId, tabId, url)) return { target: canonical.url.href };
+      if (!allowedThisCall.has(host)) {
+        const browserId = setup.browser().info.browserId;
+        // "Always" writes policy.read.allow, which is the base policy: the broker's own user's to widen, not a member's.
+        await askRead(ctx.asks, ctx.config.ask.timeoutMs, asking, { url, browserId, tabId, grantable: asking.user.role === "admin" }, ctx.config.ask.elicit);
+        allowedThisCall.add(host);
+      }
+      return { target: canonical.url.href, host };
+    }
+  };
+  /** What the user allowed, for this tab until it closes: the broker's judges, and the browser's rules before it goes. */
+  const allowFor = async (browser: BrowserDriver, tabId: number, host: string): Promise<void> => {
+    const allowances = ctx.readAllowances;
+    if (!allowances) return;
+    allowances.allow(browser.info.browserId, tabId, host);
+    unwrap(await browser.call("browser.tabRules", { tabs: allowances.tabRules(browser.info.browserId) }));
+  };
   return {
     browser: () => setup.browser(),
     async tab(tabId) {
@@ -108,14 +153,27 @@ export function callGate(setup: StageSetup): CallGate {
       facts({ tab: current.tabId, url: current.url });
       return handed(browser, await checkLanding(ctx, browser, current, {}));
     },
-    judgeUrl(url) {
+    async judgeUrl(url) {
       facts({ url });
-      return checkBeforeNavigation(ctx, url);
+      return (await judgeGo(url, undefined)).target;
     },
     async open(url, options) {
       facts({ url });
-      const target = checkBeforeNavigation(ctx, url);
+      const { target, host } = await judgeGo(url, undefined);
       const browser = setup.browser();
+      if (host !== undefined) {
+        // Allowed once: the tab exists (blank) and is allowed the site before it goes there.
+        const { tab: blank } = unwrap(
+          await browser.call("tabs.open", { url: BLANK, active: options.active, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }),
+        );
+        facts({ tab: blank.tabId });
+        await allowFor(browser, blank.tabId, host);
+        const { tab } = unwrap(
+          await browser.call("tabs.navigate", { tabId: blank.tabId, url: target, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, loadTimeouts()),
+        );
+        facts({ tab: tab.tabId, url: tab.url });
+        return landed(browser, tab, url, options.forThisCall === true);
+      }
       const { tab } = unwrap(
         await browser.call("tabs.open", { url: target, active: options.active, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, loadTimeouts()),
       );
@@ -124,9 +182,10 @@ export function callGate(setup: StageSetup): CallGate {
     },
     async navigate(tabId, url) {
       facts({ url });
-      const target = checkBeforeNavigation(ctx, url);
       const browser = setup.browser();
       setup.useTab(browser.info.browserId, tabId);
+      const { target, host } = await judgeGo(url, tabId);
+      if (host !== undefined) await allowFor(browser, tabId, host);
       ctx.denials.forget(browser.info.browserId, tabId);
       const { tab } = unwrap(
         await browser.call("tabs.navigate", { tabId, url: target, waitUntil: "load", timeoutMs: ctx.config.loadTimeoutMs }, loadTimeouts()),
@@ -182,6 +241,11 @@ class CheckedTab {
     return this.tab.tabId;
   }
 
+  /** The read policy this tab's documents are judged by (with what the user allowed once for it). */
+  #policy(): CompiledReadPolicy {
+    return policyOfTab(this.#ctx, this.#ctx.config.policy, this.#browser.info.browserId, this.tab.tabId);
+  }
+
   get url(): string {
     return this.tab.url;
   }
@@ -209,12 +273,12 @@ class CheckedTab {
 
   /** Frames read with the document (`parent`: the holder's index, -1 for the top document at `topUrl`), in one pass. */
   judgeFrames(topUrl: string, frames: readonly (FrameFacts & { parent: number })[]): FrameVerdict[] {
-    return gateFrames(this.#ctx.config.policy, topUrl, frames);
+    return gateFrames(this.#policy(), topUrl, frames);
   }
 
   /** A snapshot's frames, each judged through the frames holding it. */
   judgeSnapshotFrames(frames: readonly Omit<FrameSnapshot, "nodes">[]): Map<number, FrameVerdict> {
-    return judgeFrames(this.#ctx.config.policy, frames);
+    return judgeFrames(this.#policy(), frames);
   }
 
   /** Frames of the tab's document that the network rules stopped before they loaded (withheld). */
@@ -278,7 +342,7 @@ class CheckedTab {
 
   /** What a capture showed (the page may have moved on since the tab was judged): judged like any document. */
   judgeShown(url: string): void {
-    const shown = gateTab(this.#ctx.config.policy, url, undefined);
+    const shown = gateTab(this.#policy(), url, undefined);
     if (!shown.ok) throw new TabrelayError("policy_denied", `the tab showed ${pageText(url, PAGE_TEXT_MAX.url)} when captured: ${shown.message}`, shown.rule);
   }
 
@@ -334,7 +398,7 @@ function watchEffects(ctx: GateContext, conn: BrowserDriver, tabId: number): Eff
       if (p.openerTabId === tabId && !opened.includes(p.tab.tabId)) opened.push(p.tab.tabId);
     } else if (frame.event === "tab.blocked") {
       const p = frame.params;
-      if (p.tabId === tabId && !p.frame && gateStopped(ctx.config.policy, p.url)) stopped.push(p.url);
+      if (p.tabId === tabId && !p.frame && gateStopped(policyOfTab(ctx, ctx.config.policy, conn.info.browserId, tabId), p.url)) stopped.push(p.url);
     } else if (frame.event === "tab.committed") {
       const p = frame.params;
       if (p.tabId === tabId) committed.push(p.url);

@@ -171,7 +171,7 @@ export const readUrl = defineTool({
   errors: READ_ERRORS,
   async handler(ctx, params, response) {
     // Judged before anything, the cache included: a part served from cache is a read of this URL too.
-    ctx.gate.judgeUrl(params.url);
+    await ctx.gate.judgeUrl(params.url);
     const conn = ctx.browser();
     const mode = params.mode ?? "readable";
     const offset = params.offset ?? 0;

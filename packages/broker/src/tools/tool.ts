@@ -1,6 +1,7 @@
 import { type ErrorCode, type TabInfo } from "@tabrelay/protocol";
 import { z } from "zod";
 import type { AskDesk } from "../gate/asks.js";
+import type { ReadAllowances } from "../gate/readAllowances.js";
 import type { AuditSink } from "../audit/auditLog.js";
 import type { BrowserInfo } from "../drivers/driver.js";
 import type { BrowserHandle, CallGate } from "../gate/stage.js";
@@ -45,6 +46,8 @@ export interface ToolContext {
   cluster?: ClusterLink;
   /** The questions put to the user (policy.ask); absent where no person can answer (the stateless Worker). */
   asks?: AskDesk;
+  /** The sites the user allowed once for a tab (policy.ask.read). */
+  readAllowances?: ReadAllowances;
 }
 
 /** What code mode (browse.pageTools, browse.callPageTool) reaches of the page tools on offer. */

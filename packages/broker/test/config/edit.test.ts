@@ -269,6 +269,19 @@ describe("the ask list's edits (policy.ask.write)", () => {
     expect(() => removeEntry(removed.text, { section: "ask.write", host: "shop.example" })).toThrow(/not in config.yaml/);
   });
 
+  it("keeps the read list apart: a site asked about for reads is listed, judged and removed as such", () => {
+    const added = askAbout(FILE, "news.example", "read");
+    expect(added.said).toContain('added "news.example" to policy.ask.read');
+    const settings = compileSettings(parseConfigText(added.text, "config.yaml"), "config.yaml", RANKING);
+    expect(settings.ask.asksRead("https://news.example/a")).toBe(true);
+    expect(settings.ask.asksWrite("https://news.example/a")).toBe(false);
+    expect(policyEntries(added.text).filter((e) => e.entry.section === "ask.read")).toEqual([
+      { entry: { section: "ask.read", host: "news.example" }, key: "policy.ask.read[0]", value: "news.example" },
+    ]);
+    const removed = removeEntry(added.text, { section: "ask.read", host: "news.example" });
+    expect(compileSettings(parseConfigText(removed.text, "config.yaml"), "config.yaml", RANKING).ask.asksRead("https://news.example/a")).toBe(false);
+  });
+
   it("refuses a wildcard over a whole top-level domain, and a bad host", () => {
     expect(() => askAbout(FILE, "*.com")).toThrow(/every site under \.com/);
     expect(() => askAbout(FILE, "https://shop.example/")).toThrow();

@@ -3,6 +3,8 @@
 import { describe, expect, it } from "vitest";
 import type { ElementFacts, ReachedElement } from "@tabrelay/protocol";
 import { compileAskPolicy } from "../../src/policy/askPolicy.js";
+import { compileReadPolicy } from "../../src/policy/readPolicy.js";
+import { ReadAllowances, tabReadPolicy } from "../../src/gate/readAllowances.js";
 import { parse } from "yaml";
 import { addWriteGrant } from "../../src/config/edit.js";
 import { compileWritePolicy, type WriteDecision, type WritePolicyInput } from "../../src/policy/writePolicy.js";
@@ -112,5 +114,37 @@ describe("policy.ask's list", () => {
 
   it("refuses a bad host with its key", () => {
     expect(() => compileAskPolicy({ write: ["https://shop.example/"] })).toThrow(/policy\.ask\.write\[0\]/);
+  });
+});
+
+describe("policy.ask.read and a tab's allowances", () => {
+  it("asks about reads on the hosts named, apart from writes", () => {
+    const policy = compileAskPolicy({ read: ["news.example"], write: ["shop.example"] });
+    expect(policy.asksRead("https://news.example/a")).toBe(true);
+    expect(policy.asksWrite("https://news.example/a")).toBe(false);
+    expect(policy.asksRead("https://shop.example/")).toBe(false);
+    expect(policy.describe()).toHaveLength(2);
+  });
+
+  it("allows a site for one tab, never past the deny list, never another tab, and forgets it with the tab", () => {
+    const read = compileReadPolicy(
+      { deny: [{ host: "news.example", path: "^/admin" }], read: { enabled: true, top_sites: 0, allow: {} }, configName: "config.yaml" },
+      [],
+    );
+    const allowances = new ReadAllowances();
+    allowances.allow("b1", 7, "news.example");
+    const tab7 = tabReadPolicy(read, allowances, "b1", 7);
+    expect(read.check("https://news.example/story").ok).toBe(false);
+    expect(tab7.check("https://news.example/story").ok).toBe(true);
+    expect(tab7.check("http://news.example/story").ok).toBe(true);
+    expect(tab7.check("https://news.example:8443/story").ok).toBe(false);
+    expect(tab7.check("https://www.news.example/story").ok).toBe(false);
+    expect(tab7.check("https://news.example/admin/users").ok).toBe(false);
+    expect(tabReadPolicy(read, allowances, "b1", 8).check("https://news.example/story").ok).toBe(false);
+    expect(tabReadPolicy(read, allowances, "b2", 7).check("https://news.example/story").ok).toBe(false);
+    expect(allowances.tabRules("b1")).toEqual([{ tabId: 7, rules: [{ priority: 4, action: "allow", regexFilter: "^https?://news\\.example([/?#]|$)" }] }]);
+    allowances.forget("b1", 7);
+    expect(tab7.check("https://news.example/story").ok).toBe(false);
+    expect(allowances.tabRules("b1")).toEqual([]);
   });
 });

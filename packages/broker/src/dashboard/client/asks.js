@@ -71,7 +71,7 @@ function row(q) {
   const item = el("li", { className: "ask", "data-question": q.id }, [
     el("p", {}, [el("strong", { text: q.host }), ": may ", pageBdi(q.client, "client"), " ", pageBdi(q.text, "label"), "?"]),
     el("p", { className: "meta" }, [
-      "Asked by the agent's client (its own name) · tab " + q.tabId + " at ",
+      "Asked by the agent's client (its own name) · " + (q.tabId >= 0 ? "tab " + q.tabId : "a tab it opens") + " at ",
       pageBdi(q.url, "url"),
       q.user !== "default" ? " · for user " + q.user : null,
       " · ",

@@ -261,6 +261,8 @@ export class CdpBrowser implements BrowserDriver {
     // A CDP browser has no popup and no notifications: its user answers in the dashboard or with tabrelay ask.
     "browser.asks": async () => ({ shown: 0 }),
     "browser.tabState": async () => ({}),
+    // A tab's allowances are asked at each request (requestPolicy, with the tab): nothing to install.
+    "browser.tabRules": async ({ tabs }) => ({ installed: tabs.length }),
   };
 
   #dispatch<M extends BridgeMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {

@@ -48,7 +48,7 @@ export interface CdpBrowserOptions {
   /** Whose a new page is (gate/decisions.ts gateNewTab, handed down): the agent's are attached and policed, the user's let go. */
   agentTab: (facts: NewTabFacts) => boolean;
   /** Network-layer policy: requests whose URL this refuses fail with BlockedByClient (subresources too). */
-  requestPolicy?: (url: string, kind: "navigation" | "subresource") => boolean;
+  requestPolicy?: (url: string, kind: "navigation" | "subresource", tabId: number | undefined) => boolean;
   /** WebMCP (pages.webmcp): agent tabs' pages of these origins get document.modelContext; their tools are reported (page.webmcp). */
   webmcpOrigins?: readonly string[];
   callTimeoutMs: number;

@@ -61,7 +61,7 @@ export function onRequestPaused(core: CdpCore, params: Protocol.Fetch.RequestPau
   const navigation = params.resourceType === "Document";
   let allowed = false;
   try {
-    allowed = core.options.requestPolicy?.(url, navigation ? "navigation" : "subresource") === true;
+    allowed = core.options.requestPolicy?.(url, navigation ? "navigation" : "subresource", (tab ?? core.children.get(sessionId))?.tabId) === true;
   } catch {
     // A policy that fails denies.
   }
