@@ -43,7 +43,8 @@ export function openAskDesk(options: Omit<BrowserDoorOptions, "asks">, readAllow
   new BrowserDoor({ ...options, asks });
   // What the user allowed a tab to read goes with the tab, and with its browser.
   registry.on("event", (browser, frame) => {
-    if (frame.event === "tab.removed") readAllowances.forget(browser.info.browserId, frame.params.tabId);
+    // Closed, or taken back with Stop (the tab is the user's then, and stays so if shared again).
+    if (frame.event === "tab.removed" || frame.event === "tab.stop") readAllowances.forget(browser.info.browserId, frame.params.tabId);
   });
   registry.on("disconnected", (browser) => readAllowances.forget(browser.info.browserId));
   return asks;
