@@ -118,6 +118,7 @@ describe("answers as the protocol documents them", () => {
         "browser.rules",
         "browser.asks",
         "browser.tabState",
+        "browser.tabRules",
         "tabs.list",
         "tabs.open",
         "tabs.close",
