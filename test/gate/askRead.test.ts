@@ -136,6 +136,32 @@ for (const driver of DRIVERS) {
       expect((await reopened).isError).toBe(true);
     }, 90_000);
 
+    it("a redirect from the site allowed once to another refused host is stopped before any request reaches it", async () => {
+      const other = await startSite("127.0.0.2");
+      let reached = 0;
+      other.route("/landing", (_req, res) => {
+        reached++;
+        res.writeHead(200, { "Content-Type": "text/html" });
+        res.end(page("Landing", "<p>landed</p>"));
+      });
+      site.route("/bounce", (_req, res) => {
+        res.writeHead(302, { Location: `${other.origin}/landing` });
+        res.end();
+      });
+      try {
+        const read = call(agent, "read_url", { url: `${elsewhere}/bounce` });
+        const q = await person.question(`${elsewhere}/bounce`);
+        expect((await person.answer(q.id, "once")).status).toBe(200);
+        const done = await read;
+        expect(done.isError).toBe(true);
+        expect(done.text).toContain("policy_denied");
+        expect(done.text).not.toContain("landed");
+        expect(reached).toBe(0);
+      } finally {
+        await other.close();
+      }
+    }, 60_000);
+
     it("Always writes policy.read.allow, and the next read is not asked", async () => {
       const read = call(agent, "read_url", { url: `${elsewhere}/other` });
       const q = await person.question(`${elsewhere}/other`);

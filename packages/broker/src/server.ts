@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
@@ -15,6 +15,7 @@ import { brokerIdentity } from "./cluster/identity.js";
 import { getRequestListener } from "@hono/node-server";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
+import { loginKeyFrom } from "./dashboard/sessions.js";
 import { openAskDesk } from "./dashboard/browserDoor.js";
 import type { DashboardChat } from "./dashboard/chat.js";
 import { createHttpApp, type HttpApp } from "./app.js";
@@ -252,14 +253,8 @@ export class Broker {
       forwarding: this.#forwarding,
       // A dashboard token only: never what /mcp takes (an MCP token, an OAuth access token), which agents hold.
       authenticate: (token) => this.users.authenticateDashboard(token),
-      // Derived from the MCP token every broker of a cluster shares (/ready names one that differs). An agent that holds
-      // it can sign a login form, no more: the login itself takes a dashboard token.
-      loginKey: createHmac("sha256", this.config.mcpToken).update("tabrelay dashboard login form").digest(),
-      stillValid: async (principal) => {
-        if (principal.user === DEFAULT_USER_ID) return true;
-        const user = await (await this.users.store()).user(principal.user);
-        return user !== undefined && user.revokedAt === undefined;
-      },
+      loginKey: loginKeyFrom(this.config.mcpToken),
+      stillValid: (principal) => this.users.stillLive(principal),
       users: dashboardTeam({
         users: this.users,
         registry: this.registry,

@@ -58,6 +58,14 @@ export interface DashboardSessionsOptions {
   stillValid: (principal: Principal) => Promise<boolean>;
 }
 
+/**
+ * The key that signs the login form's nonce, derived from the MCP token every broker of a cluster shares (/ready names
+ * one that differs). An agent that holds the token can sign a login form, no more: the login takes a dashboard token.
+ */
+export function loginKeyFrom(mcpToken: string): Uint8Array {
+  return createHmac("sha256", mcpToken).update("tabrelay dashboard login form").digest();
+}
+
 const SESSION_TTL_S = 12 * 60 * 60;
 /** What a broker of a cluster tells the others of a wrong token (its source and when). */
 const LOGIN_FAILED = "dashboard.login-failed";

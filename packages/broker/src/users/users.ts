@@ -79,6 +79,13 @@ export class Users {
    * The user a dashboard login's token belongs to: the broker's own dashboard token, or a user's `trd_` token. Never
    * an MCP token nor an OAuth access token: an agent holds those, and the dashboard answers for the person.
    */
+  /** Whether a principal a login was opened for is still a live user (the implicit user always is). */
+  async stillLive(principal: Principal): Promise<boolean> {
+    if (principal.user === DEFAULT_USER_ID) return true;
+    const user = await (await this.#store).user(principal.user);
+    return user !== undefined && user.revokedAt === undefined;
+  }
+
   async authenticateDashboard(token: string): Promise<Principal | undefined> {
     const own = this.#options.dashboardToken;
     if (own && safeEqual(token, own)) return DEFAULT_PRINCIPAL;
