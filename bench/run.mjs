@@ -84,6 +84,7 @@ import { benchWorker, workerRows } from "./lib/worker.mjs";
 import { benchExtract, benchInProcess, benchTabrelayServe } from "./lib/tabrelay.mjs";
 import { askRows, benchAsk } from "./lib/ask.mjs";
 import { installPackage } from "./lib/installed.mjs";
+import { printTargets, targetRows } from "./lib/targets.mjs";
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -307,7 +308,7 @@ async function main() {
       tabrelay: t.inProcess ? `${fmtMs(t.inProcess.roundTrip, 2)} list_tabs` : `failed: ${errors.inProcess}`,
       playwright: peerCell(pw, (p) => p.roundTrip && `${fmtMs(p.roundTrip, 2)} browser_tabs list`),
       devtools: peerCell(cd, (p) => p.roundTrip && `${fmtMs(p.roundTrip, 2)} list_pages`),
-      target: `<= 5 ms${verdict(t.inProcess ? t.inProcess.roundTrip.median <= 5 : undefined)}`,
+      target: `<= 1 ms${verdict(t.inProcess ? t.inProcess.roundTrip.median <= 1 : undefined)}`,
     },
     {
       figure: "   same, broker in its own process (tabrelay serve)",
@@ -465,6 +466,9 @@ async function main() {
     `\ntabrelay benchmark, ${meta.date}: ${chromiumVersion}, Node ${process.version}, @playwright/mcp ${meta["@playwright/mcp"]}, chrome-devtools-mcp ${meta["chrome-devtools-mcp"]}\n\n`,
   );
   printTable(rows);
+  const targets = targetRows(results);
+  process.stdout.write("\nTargets (issue 28), each judged from this run:\n");
+  printTargets(targets);
   process.stdout.write(`\nNotes:\n${meta.notes.map((n) => `- ${n}`).join("\n")}\n`);
   const failures = [
     ...Object.entries(errors).map(([k, v]) => `tabrelay ${k}: ${v}`),
@@ -483,7 +487,7 @@ async function main() {
   process.stdout.write(`\n(${meta.durationS} s; JSON in bench/results/latest.json)\n`);
 
   mkdirSync(join(BENCH, "results"), { recursive: true });
-  writeFileSync(join(BENCH, "results", "latest.json"), `${JSON.stringify({ meta, table: rows, results, errors }, null, 2)}\n`);
+  writeFileSync(join(BENCH, "results", "latest.json"), `${JSON.stringify({ meta, table: rows, targets, results, errors }, null, 2)}\n`);
 }
 
 let exitCode = 0;

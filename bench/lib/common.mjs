@@ -39,6 +39,7 @@ export const N = {
   roundTripWarmup: 20,
   roundTrip: 100,
   reads: 30, // the workload before RSS is read; the read times are its median
+  newsReads: 10, // 2b: timed reads of the news page after the first (whose text is checked)
   extractWarmup: 5,
   extract: 20,
   coldStart: 3,

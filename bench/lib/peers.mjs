@@ -233,11 +233,13 @@ export async function benchPeer(lib, spec, site) {
     result.read = { calls: spec.readLabel, chars: text.length, parts, hasMarker: text.includes(MARKER), time: readStats(reads) };
     result.rss = { ...procStatus(peer.pid), pid: peer.pid, after: `${N.reads + 2} reads`, series: rssSeries };
 
-    // 2b: the news page, one read, after the RSS figure (which stays the article workload's).
+    // 2b: the news page, one read checked, then N.newsReads timed, after the RSS figure (which stays the article workload's).
     try {
       const news = await withTimeout(spec.read(client, `${site.origin}${NEWS.path}`), 60_000, `${spec.label} news page read`);
       if (!news.text.includes(NEWS.check)) throw new Error(`the read of ${NEWS.path} returned something unexpected: ${news.text.slice(0, 300)}`);
-      result.news = { calls: spec.readLabel, chars: news.text.length, parts: news.parts, hasMarker: news.text.includes(NEWS.marker) };
+      const times = [];
+      for (let i = 0; i < N.newsReads; i++) times.push((await timed(() => spec.read(client, `${site.origin}${NEWS.path}`))).ms);
+      result.news = { calls: spec.readLabel, chars: news.text.length, parts: news.parts, hasMarker: news.text.includes(NEWS.marker), time: readStats(times) };
     } catch (error) {
       result.news = { error: `${message(error)}\n${peer.stderrTail()}` };
     }

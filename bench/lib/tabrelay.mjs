@@ -190,7 +190,7 @@ export async function startServe(lib, { yaml, onListening = () => {}, env = {} }
     if (Date.now() > deadline) throw new Error(`the extension did not connect to tabrelay serve: ${textOf(result)}`);
     await sleep(50);
   }
-  return { server, client, browser, toolsListChars, mcpUrl };
+  return { server, client, browser, toolsListChars, mcpUrl, dataDir };
 }
 
 export async function benchTabrelayServe(lib, site) {
@@ -245,6 +245,9 @@ export async function benchTabrelayServe(lib, site) {
       wholeArticleChars: text.length,
       wholeArticleHasMarker: text.includes(NEWS.marker),
     };
+    const times = [];
+    for (let i = 0; i < N.newsReads; i++) times.push((await timed(() => tabrelayRead(client, `${site.origin}${NEWS.path}`))).ms);
+    news.time = readStats(times);
   } catch (error) {
     news = { error: message(error) };
   }
