@@ -38,15 +38,16 @@ export const SHOP = {
 
 /** The task as a tabrelay program (TypeScript: the types are stripped). */
 export function shopProgram(url) {
+  // As the tool calls do it (and browse.query's doc says): the buttons' refs from one query, clicked by ref. The run
+  // closes the tab it opened before it answers.
   return `const url: string = ${JSON.stringify(url)};
 await browse.open(url);
 const found = await browse.query(".product", { limit: 50 });
-const items = found.matches.map((m) => ({ id: m.attributes.id, price: Number(/\\$(\\d+\\.\\d\\d)/.exec(m.text)?.[1]) }));
+const buttons = await browse.query(".product .add", { limit: 50 });
+const items = found.matches.map((m, i) => ({ ref: buttons.matches[i].ref!, price: Number(/\\$(\\d+\\.\\d\\d)/.exec(m.text)?.[1]) }));
 items.sort((a, b) => a.price - b.price);
-for (const item of items.slice(0, 3)) await browse.click(\`#\${item.id} .add\`);
-const cart = await browse.get("text", "#cart");
-await browse.tabs.close((await browse.tabs.list()).find((t) => t.url === url)!.id);
-return cart;`;
+for (const item of items.slice(0, 3)) await browse.click(item.ref);
+return await browse.get("text", "#cart");`;
 }
 
 /** The same task as Playwright code for playwright-mcp's browser_run_code_unsafe. */

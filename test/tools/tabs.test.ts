@@ -16,6 +16,13 @@ beforeAll(async () => {
   offsite.route("/secret", "<html><head><title>Secret</title></head><body><p>OFFSITE SECRET TEXT</p></body></html>");
   site.route("/page-a", `<html><head><title>Page A</title></head><body><p>Alpha page.</p><a href="/page-b">to B</a></body></html>`);
   site.route("/page-b", `<html><head><title>Page B</title></head><body><p>Beta page.</p></body></html>`);
+  // Retitles itself after its load: a change the agent did not make.
+  site.route(
+    "/lively",
+    `<html><head><title>Before</title></head><body><p>Lively.</p><script>
+      addEventListener("load", () => setTimeout(() => { document.title = "After"; }, 300));
+    </script></body></html>`,
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -49,6 +56,30 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       expect((await call(client, "close_tab", { tab: tabId })).text).toContain("Closed tab");
       const gone = await call(client, "read_page", { tab: tabId });
       expect(gone.text).toMatch(/^(not_agent_tab|no_such_tab):/);
+    });
+
+    it("lists the tabs as they are now: a page's later title, the front tab, a closed tab gone", async () => {
+      const listed = async () => (await call(client, "list_tabs", {})).text;
+      const until = async (ok: (text: string) => boolean) => {
+        const deadline = Date.now() + 5000;
+        let text = await listed();
+        while (!ok(text) && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          text = await listed();
+        }
+        return text;
+      };
+      const lively = Number(/Opened tab (\d+)/.exec((await call(client, "open_tab", { url: `${site.origin}/lively` })).text)?.[1]);
+      const line = (text: string, tab: number) => text.split("\n").find((l) => l.startsWith(`- tab ${tab}:`)) ?? "";
+      expect(line(await until((t) => line(t, lively).includes("«After»")), lively)).toContain("«After»");
+      const other = Number(/Opened tab (\d+)/.exec((await call(client, "open_tab", { url: `${site.origin}/page-a`, active: true })).text)?.[1]);
+      await call(client, "activate_tab", { tab: lively });
+      const now = await listed();
+      expect(line(now, lively)).toMatch(/\[active/);
+      if (driver === "extension") expect(line(now, other)).not.toMatch(/\[active/); // over CDP each agent tab is its own window's front tab
+      await call(client, "close_tab", { tab: other });
+      expect(await listed()).not.toContain(`- tab ${other}:`);
+      await call(client, "close_tab", { tab: lively });
     });
 
     // In a browser tabrelay launched over CDP every tab is the agent's by design; the attached browser's

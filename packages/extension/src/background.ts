@@ -6,6 +6,7 @@ import "./frames.js";
 import "./httpStatus.js";
 import "./downloadWatch.js";
 import "./events.js";
+import "./tabPush.js";
 import "./webmcpEvents.js";
 import "./popupMessages.js";
 import { connect } from "./connection.js";

@@ -181,6 +181,12 @@ function stopPing(): void {
   bridge.pingTimer = undefined;
 }
 
+const servingListeners: (() => void)[] = [];
+/** `listener` hears each welcome: the broker is served from now on (a new connection after a reconnect too). */
+export function onServing(listener: () => void): void {
+  servingListeners.push(listener);
+}
+
 /** The link being served (welcomed), which events go to. */
 let current: Link | undefined;
 
@@ -299,6 +305,7 @@ async function handshake(link: Link, frame: BrokerToBrowser): Promise<void> {
     bridge.drains = 0;
     setState("connected");
     startPing(link);
+    for (const listener of servingListeners) listener();
     return;
   }
   // Anything else before a welcome (a wrong proof, a welcome or a call without one): this listener is not our

@@ -49,8 +49,15 @@ function numberArray(value: unknown): number[] {
   return Array.isArray(value) ? value.filter((v): v is number => typeof v === "number") : [];
 }
 
+const savedListeners: (() => void)[] = [];
+/** `listener` hears each change of the agent's set of tabs (each saveTabs). */
+export function onTabsSaved(listener: () => void): void {
+  savedListeners.push(listener);
+}
+
 /** Persists the agent's tabs and rebuilds the navigation rules for them; resolves once the rules are in place. */
 export async function saveTabs(rules: "wait" | "later" = "wait"): Promise<void> {
+  for (const listener of savedListeners) listener();
   // A tab that left the agent's set needs no rule in a hurry (a rule for it is harmless; it only ever stops more):
   // its rebuild runs in the background, off the path of the call that closed it.
   const rebuilt = syncNavigationRules();

@@ -86,6 +86,12 @@ export interface BridgeEvents {
   "tab.download": { tabId?: number; url: string; outcome: "stopped" | "cancelled" | "deleted" | "left" };
   "tab.removed": { tabId: number };
   /**
+   * The agent's tabs as they are now (what tabs.list answers): sent once the browser serves, and again whenever one of
+   * them changes (URL, title, load state, the front tab, its window) or the agent's set of tabs does. The broker answers
+   * list_tabs from the last one (drivers/tabView.ts); a browser that never sends it is asked each time.
+   */
+  "tabs.now": { tabs: TabInfo[] };
+  /**
    * The response that brings a top document of an agent tab started: its HTTP status. The broker holds it until
    * that document commits (drivers/documentStatus.ts) and shows it for that document only (PageContent.status).
    */

@@ -7,6 +7,7 @@
 // - refs: the agent's refs name their frame ("f12e3": e3 of frame 12, "e3": of the top document); a browser mints
 //   and takes refs of one document, with the frame beside them (page.snapshot, page.query, page.inspect, page.act,
 //   page.rect).
+// - tabs.list: from the broker's view of the tabs (tabView.ts) when the browser keeps it current.
 // - page.content: pageContent.ts, with the document's HTTP status from documentStatus.ts (tabs.close forgets it).
 import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 import type { Composer, RawCall } from "./composer.js";
@@ -67,6 +68,12 @@ const COMPOSED: Composed = {
 
   "page.content": readPage,
 
+  // Answered from the broker's view of the tabs when the browser keeps it current (tabView.ts): no round trip.
+  "tabs.list": async (params, options, raw, driver) => {
+    const tabs = driver.tabView.now();
+    return tabs ? { ok: true, value: { tabs } } : raw("tabs.list", params, options);
+  },
+
   "page.wait": async ({ urlIncludes, ...params }, { signal }, raw) => {
     const started = Date.now();
     const deadline = started + params.timeoutMs;
@@ -105,6 +112,9 @@ function splitRef(ref: string): { ref: string; frameId?: number } {
   return match?.[2] ? { ref: match[2], frameId: Number(match[1]) } : { ref };
 }
 
+/** Calls whose answers tell the broker's view of the tabs something (tabView.ts note). */
+const TAB_CALLS = new Set<BridgeMethod>(["tabs.open", "tabs.get", "tabs.navigate", "tabs.history", "tabs.activate", "tabs.close"]);
+
 /** How often page.wait reads the tab's URL for `urlIncludes`. */
 const URL_POLL_MS = 50;
 /** How long past its own timeout an in-page wait may take to answer (a busy page, a slow link). */
@@ -126,5 +136,10 @@ export function serve<M extends BridgeMethod>(
   raw: RawCall,
 ): Promise<Result<ResultOf<M>>> {
   const composed: Composed[M] = COMPOSED[method];
-  return composed ? driver.calls.run(method, options, () => composed(params, options, raw, driver)) : raw(method, params, options);
+  const answered = composed ? driver.calls.run(method, options, () => composed(params, options, raw, driver)) : raw(method, params, options);
+  if (!TAB_CALLS.has(method)) return answered;
+  return answered.then((result) => {
+    driver.tabView.note(method, params, result);
+    return result;
+  });
 }

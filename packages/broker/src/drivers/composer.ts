@@ -5,6 +5,7 @@ import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protoco
 import type { CallOptions } from "./driver.js";
 import type { DocumentStatus } from "./documentStatus.js";
 import type { PendingCalls } from "./pendingCalls.js";
+import type { TabView } from "./tabView.js";
 
 /** A driver's own call of a method, as the browser answers it (no composition). */
 export type RawCall = <M extends BridgeMethod>(method: M, params: ParamsOf<M>, options?: CallOptions) => Promise<Result<ResultOf<M>>>;
@@ -14,4 +15,6 @@ export interface Composer {
   readonly calls: PendingCalls;
   /** Fed with the driver's events (observe) before the broker sees them. */
   readonly status: DocumentStatus;
+  /** Fed likewise, and with the answers of tab calls: list_tabs is answered from it when the browser keeps it. */
+  readonly tabView: TabView;
 }

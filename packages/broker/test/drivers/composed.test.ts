@@ -1,12 +1,13 @@
 // What the broker composes from a driver's own calls, once for both drivers (drivers/composed.ts), against a
 // scripted driver: each case answers the primitive calls the way a browser would.
-import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
+import type { BridgeMethod, ParamsOf, Result, ResultOf, TabInfo } from "@tabrelay/protocol";
 import { describe, expect, it, vi } from "vitest";
 import { serve } from "../../src/drivers/composed.js";
 import type { RawCall } from "../../src/drivers/composer.js";
 import { DocumentStatus } from "../../src/drivers/documentStatus.js";
 import type { BrowserInfo } from "../../src/drivers/driver.js";
 import { PendingCalls } from "../../src/drivers/pendingCalls.js";
+import { TabView } from "../../src/drivers/tabView.js";
 
 const info: BrowserInfo = { browserId: "b-1", label: "test", userAgent: "", extensionVersion: "", connectedAt: 0, kind: "extension" };
 const tab = (tabId: number, url: string) => ({ tabId, windowId: 1, url, title: "", active: false, status: "complete" as const, shared: false });
@@ -14,7 +15,7 @@ const tab = (tabId: number, url: string) => ({ tabId, windowId: 1, url, title: "
 type Script = { [M in BridgeMethod]?: (params: ParamsOf<M>) => Result<ResultOf<M>> | Promise<Result<ResultOf<M>>> };
 
 /** A driver whose raw calls follow `script`; `calls` records them in order. */
-function scripted(script: Script) {
+function scripted(script: Script, tabView = new TabView()) {
   const calls: { method: BridgeMethod; params: unknown }[] = [];
   const raw: RawCall = async (method, params) => {
     calls.push({ method, params });
@@ -22,7 +23,7 @@ function scripted(script: Script) {
     return answer ? answer(params) : { ok: false, error: { code: "unknown_method", message: method } };
   };
   const call = <M extends BridgeMethod>(method: M, params: ParamsOf<M>, timeoutMs = 5000) =>
-    serve({ calls: new PendingCalls(info), status: new DocumentStatus() }, method, params, { timeoutMs }, raw);
+    serve({ calls: new PendingCalls(info), status: new DocumentStatus(), tabView }, method, params, { timeoutMs }, raw);
   return { calls, call };
 }
 
@@ -270,5 +271,64 @@ describe("page.snapshot", () => {
     const always = scripted({ "page.snapshot": () => gone });
     expect(await always.call("page.snapshot", { tabId: 1, revision: "r1", interactiveOnly: false, viewportOnly: false })).toEqual(gone);
     expect(always.calls).toHaveLength(2);
+  });
+});
+
+describe("tabs.list", () => {
+  const tab = (tabId: number, over: Partial<TabInfo> = {}): TabInfo => ({
+    tabId,
+    windowId: 1,
+    url: `http://x.test/${tabId}`,
+    title: `page ${tabId}`,
+    active: false,
+    status: "complete",
+    shared: false,
+    ...over,
+  });
+
+  it("asks the browser while it has sent no list of its own", async () => {
+    const driver = scripted({ "tabs.list": () => ({ ok: true, value: { tabs: [tab(1)] } }) });
+    expect(await driver.call("tabs.list", {})).toEqual({ ok: true, value: { tabs: [tab(1)] } });
+    expect(driver.calls.map((c) => c.method)).toEqual(["tabs.list"]);
+  });
+
+  it("is answered from the browser's last list, amended by the answers of tab calls since, without asking", async () => {
+    const view = new TabView();
+    const driver = scripted(
+      {
+        "tabs.open": () => ({ ok: true, value: { tab: tab(3, { active: true, title: "opened" }) } }),
+        "tabs.close": () => ({ ok: true, value: { closed: true } }),
+      },
+      view,
+    );
+    view.observe({ type: "event", event: "tabs.now", params: { tabs: [tab(1, { active: true }), tab(2, { windowId: 2, active: true })] } });
+    await driver.call("tabs.open", { url: "http://x.test/3", active: true });
+    await driver.call("tabs.close", { tabId: 2 });
+    // The browser's own news: a page retitled itself; a tab the user closed.
+    view.observe({ type: "event", event: "tab.removed", params: { tabId: 1 } });
+    expect(await driver.call("tabs.list", {})).toEqual({ ok: true, value: { tabs: [tab(3, { active: true, title: "opened" })] } });
+    expect(driver.calls.map((c) => c.method)).toEqual(["tabs.open", "tabs.close"]);
+  });
+
+  it("marks the tab a call brought to the front as the only front tab of its window", async () => {
+    const view = new TabView();
+    const driver = scripted({ "tabs.activate": () => ({ ok: true, value: { tab: tab(2, { active: true }) } }) }, view);
+    view.observe({ type: "event", event: "tabs.now", params: { tabs: [tab(1, { active: true }), tab(2), tab(3, { windowId: 9, active: true })] } });
+    await driver.call("tabs.activate", { tabId: 2 });
+    const listed = await driver.call("tabs.list", {});
+    expect(listed.ok && listed.value.tabs.map((t) => [t.tabId, t.active])).toEqual([
+      [1, false],
+      [2, true],
+      [3, true],
+    ]);
+  });
+
+  it("takes no list it cannot read, and asks the browser again", async () => {
+    const view = new TabView();
+    const driver = scripted({ "tabs.list": () => ({ ok: true, value: { tabs: [] } }) }, view);
+    view.observe({ type: "event", event: "tabs.now", params: { tabs: [tab(1)] } });
+    view.observe({ type: "event", event: "tabs.now", params: { tabs: [{ tabId: "1" }] } } as never);
+    expect(await driver.call("tabs.list", {})).toEqual({ ok: true, value: { tabs: [] } });
+    expect(driver.calls.map((c) => c.method)).toEqual(["tabs.list"]);
   });
 });

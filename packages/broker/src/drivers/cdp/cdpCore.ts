@@ -7,6 +7,7 @@ import { type BridgeEvent, type ErrorCode, type TabInfo, type WireError } from "
 import type { Protocol } from "devtools-protocol";
 import type { BrowserInfo, NewTabFacts } from "../driver.js";
 import { DocumentStatus } from "../documentStatus.js";
+import { TabView } from "../tabView.js";
 import { disconnected, PendingCalls } from "../pendingCalls.js";
 import { readUint32, utf8Bytes } from "../../util/bytes.js";
 import { sha256 } from "../../util/sha256.js";
@@ -171,6 +172,7 @@ export class CdpCore {
   /** Calls in flight (the driver's own, and those a broker call is composed of). */
   readonly calls: PendingCalls;
   readonly status = new DocumentStatus();
+  readonly tabView = new TabView();
 
   constructor(
     readonly client: CdpClient,
@@ -256,6 +258,7 @@ export class CdpCore {
   emit(frame: BridgeEvent): void {
     if (this.closed) return;
     this.status.observe(frame);
+    this.tabView.observe(frame);
     try {
       this.options.onEvent(frame);
     } catch {

@@ -4,6 +4,7 @@ import type { BridgeEvent, BridgeMethod, BridgeResult, ParamsOf, Result, ResultO
 import { parseBridgeAnswer, parseWireError } from "../answers.js";
 import { serve } from "../composed.js";
 import { DocumentStatus } from "../documentStatus.js";
+import { TabView } from "../tabView.js";
 import type { BrowserDriver, BrowserInfo, CallOptions } from "../driver.js";
 import { disconnected, PendingCalls } from "../pendingCalls.js";
 
@@ -19,6 +20,7 @@ export class BrowserConnection implements BrowserDriver {
   readonly #socket: BridgeSocket;
   readonly calls: PendingCalls;
   readonly status = new DocumentStatus();
+  readonly tabView = new TabView();
   /** Calls sent and not answered yet, by frame id: each parses the browser's answer to its own method. */
   readonly #answers = new Map<number, (frame: BridgeResult) => void>();
   readonly #defaultTimeoutMs: number;
@@ -77,6 +79,7 @@ export class BrowserConnection implements BrowserDriver {
   /** An event frame from the browser, before the broker's listeners get it. */
   onEvent(frame: BridgeEvent): void {
     this.status.observe(frame);
+    this.tabView.observe(frame);
   }
 
   /** The socket closed: fail everything in flight now, never after a timeout. */
