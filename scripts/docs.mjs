@@ -8,6 +8,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { z } from "zod";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const at = (path) => new URL(`../${path}`, import.meta.url);
@@ -38,13 +39,16 @@ async function toolsReference() {
   return [
     header("the tool table (packages/broker/src/tools/)"),
     "# Tools\n\n",
-    "Every tool tabrelay offers over MCP, as `tools/list` describes it to the model. `read` tools never change a page;\n",
+    "Every tool tabrelay offers over MCP, as `tools/list` describes it to the model (arguments the server's instructions\n",
+    "describe once for every tool, such as `browser`, `tab` and `ref`, are described here too). `read` tools never change a page;\n",
     "`write` tools act only where a policy.write grant allows (see the [safety model](../safety.md)). Errors: [error codes](errors.md).\n\n",
     "| tool | kind | title |\n|---|---|---|\n",
     ...listed.map((tool) => `| [\`${tool.name}\`](#${tool.name}) | ${tool.kind} | ${tool.title} |\n`),
     ...listed.map((tool) => {
       const schema = advertisedInputSchema(tool);
-      const props = Object.entries(schema.properties ?? {});
+      // What tools/list says once, in the server's instructions (browser, tab, ref, ...), the tool's own schema says here.
+      const own = z.toJSONSchema(tool.input, { io: "input" }).properties ?? {};
+      const props = Object.entries(schema.properties ?? {}).map(([name, p]) => [name, { ...p, description: p.description ?? own[name]?.description }]);
       const required = new Set(schema.required ?? []);
       const args =
         props.length === 0

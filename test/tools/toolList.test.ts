@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ERRORS } from "../../packages/protocol/src/index.js";
-import { connectClient, startBroker, type TestBroker } from "../harness.js";
+import { allowYaml, connectClient, startBroker, type TestBroker } from "../harness.js";
 
 let broker: TestBroker;
 let client: Client;
@@ -41,17 +41,24 @@ it("tools/list matches the reviewed snapshot", async () => {
   await expect(doc).toMatchFileSnapshot("__snapshots__/tools.md");
 });
 
-it("every input field is described (browser, tab and idempotency_key once, in the instructions), and the whole list stays small", async () => {
+it("every input field is described (browser, tab, ref, revision, url, a long result's offset and idempotency_key once, in the instructions), and the whole list stays small", async () => {
   const { tools } = await client.listTools();
   const instructions = client.getInstructions() ?? "";
   expect(instructions).toContain("a tab argument is a tab id from open_tab or list_tabs");
   expect(instructions).toContain("Every tool takes an optional browser: an id or label from list_browsers");
   expect(instructions).toContain("Every write (browser_run too) takes an optional idempotency_key");
+  expect(instructions).toContain("snapshot and query give each actionable element a ref");
+  expect(instructions).toContain("an action takes a ref with its revision");
+  expect(instructions).toContain("A url argument is an absolute http(s) URL.");
+  expect(instructions).toContain("Long results are cut where a marker names the offset to call the tool again with.");
+  const saidOnce = new Set(["browser", "idempotency_key", "tab", "ref", "revision", "url"]);
   for (const tool of tools) {
     const properties = (tool.inputSchema.properties ?? {}) as Record<string, { description?: string }>;
     for (const [field, schema] of Object.entries(properties)) {
-      if (field === "browser" || field === "idempotency_key" || (field === "tab" && !schema.description)) continue;
-      expect(schema.description, `${tool.name}.${field}`).toBeTruthy();
+      if (schema.description) continue;
+      // A long result's offset (read_url, read_page) is the one its truncation marker names; a list's says what it counts.
+      const shared = saidOnce.has(field) || (field === "offset" && ["read_url", "read_page"].includes(tool.name));
+      expect(shared, `${tool.name}.${field} is described`).toBe(true);
     }
   }
   expect(tools.map((t) => t.name)).toContain("query");
@@ -61,8 +68,25 @@ it("every input field is described (browser, tab and idempotency_key once, in th
   // strict), no bound no real value reaches, and browser_run's API line by command names (browser_api has the
   // signatures). The four tools for browsers the model starts (browser_start, ...) are listed only where config
   // names `browsers.source`, so not here. Issue 16's idempotency_key on the writes an agent calls added 230
-  // (described once, in the instructions, with its form).
-  expect(JSON.stringify(tools).length).toBeLessThanOrEqual(12_150);
+  // (described once, in the instructions, with its form). Issue 28: ref, revision, url and a long result's offset
+  // said once in the instructions too, no minimum: 0, browser_run's budgets without units their names carry: 11,053.
+  expect(JSON.stringify(tools).length).toBeLessThanOrEqual(11_100);
+});
+
+it("with every tool a user can enable (browsers.source: the four tools for started browsers; screenshots on), tools/list stays small", async () => {
+  const every = await startBroker({ yaml: allowYaml("screenshots:\n  enabled: true\nbrowsers:\n  source: local\n") });
+  const everyClient = await connectClient(every.url);
+  try {
+    const { tools } = await everyClient.listTools();
+    const names = tools.map((t) => t.name);
+    for (const name of ["browser_run", "browser_api", "screenshot", "browser_start", "browser_live_view", "query", "wait_for"]) expect(names).toContain(name);
+    // As the bench measures it (the JSON of the tools array an SDK client receives): 13,347 before issue 28, 12,268
+    // after (node scripts/tools-size.mjs gives the table by tool and field). Page tools come from pages, not counted.
+    expect(JSON.stringify(tools).length).toBeLessThanOrEqual(12_300);
+  } finally {
+    await everyClient.close();
+    await every.close();
+  }
 });
 
 it("the instructions say once what every tool shares: untrusted page content, refs and revisions, every error code and its next step", async () => {

@@ -35,16 +35,18 @@ export const browserApi = defineTool({
   },
 });
 
+// Each budget's unit is in its name (wall_ms, memory_mb, stack_kb, commands, output_kb), but for instructions': said
+// once in the object's description rather than in six.
 const budgetsInput = z
-  .object(Object.fromEntries(BUDGETS.map((b) => [b.name, z.number().min(b.min).optional().describe(b.unit)])))
+  .object(Object.fromEntries(BUDGETS.map((b) => [b.name, z.number().min(b.min).optional()])))
   .strict()
   .optional()
-  .describe("Lower budgets than config's; above its cap is invalid_params.");
+  .describe("Lower than config's (instructions in ticks); above its cap is invalid_params.");
 
 export const browserRun = defineTool({
   name: "browser_run",
   title: "Run a browser program",
-  description: `Runs a TypeScript program (an async function body) in a sandbox; each browse.* call is a tool call under the same policy and audit. Returns { status, value, logs, failedCall? (the command that failed, with its own error code), error?, usage }; a failed run is not replayed. API: browse.{${apiCompact(COMMANDS)}}, log.{info warn error}; signatures and guide: browser_api.`,
+  description: `Runs a TypeScript program (an async function body) in a sandbox; each browse.* call is a tool call. Returns { status, value, logs, failedCall? (the failed command, with its code), error?, usage }; a failed run is not replayed. API: browse.{${apiCompact(COMMANDS)}}, log.{info warn error}; signatures and guide: browser_api.`,
   input: {
     program: z.string().min(1).max(PROGRAM_MAX).describe("TypeScript or JavaScript; `return` a JSON value."),
     browser: fields.browser,

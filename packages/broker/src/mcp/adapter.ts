@@ -47,7 +47,7 @@ export function instructions(tools: readonly Tool[]): string {
   return [
     "tabrelay reads and acts on the web through the user's own browser (their logins and cookies apply). Start with read_url for a one-shot read; open_tab + read_page keep a page open; snapshot or query a tab, then act on elements by ref.",
     `${UNTRUSTED_NOTE} Results fence page text between <page-content nonce=...> markers and quote strings a page wrote as «...» (page text). Reads are limited by the user's read policy, frames included (a refused frame is withheld and counted).`,
-    "Tabs: only the agent's own tabs (opened by it or by its pages, or shared by the user) are listed and reachable; a tab argument is a tab id from open_tab or list_tabs. Every tool takes an optional browser: an id or label from list_browsers (default: the newest).",
+    "Tabs: only the agent's own tabs (opened by it or by its pages, or shared by the user) are listed and reachable; a tab argument is a tab id from open_tab or list_tabs. Every tool takes an optional browser: an id or label from list_browsers (default: the newest). A url argument is an absolute http(s) URL.",
     "Refs and revisions: snapshot and query give each actionable element a ref (e3; f12e3 inside a frame) and return a revision; an action takes a ref with its revision. A newer snapshot or query starts a new revision: older refs then fail with stale_ref, as they do once the page navigates or the element re-renders (its role or name changed, or it was removed).",
     `Writes (${codes(writes)}) need the user's write grant for the site and the element's label; the other tools need none. Actions report what changed. Every write (browser_run too) takes an optional ${IDEMPOTENCY_FIELD} (1-200 printable characters, no spaces): a retry with the same key and arguments within 24 h gets the first call's outcome and never acts twice; the same key with other arguments is idempotency_conflict.`,
     "Long results are cut where a marker names the offset to call the tool again with.",
@@ -224,6 +224,10 @@ const listings = new WeakMap<readonly Tool[], ListedTool[]>();
 const SHARED_FIELDS = new Map([
   ["browser", fields.browser.description],
   ["tab", fields.tab.description],
+  ["ref", fields.ref.description],
+  ["revision", fields.revision.description],
+  ["url", fields.url.description],
+  ["offset", fields.offset.description],
   [IDEMPOTENCY_FIELD, fields.idempotencyKey.description],
 ]);
 
@@ -252,10 +256,13 @@ export function advertisedInputSchema(tool: Tool): Record<string, unknown> {
       if (jsonSchema.additionalProperties === false) delete jsonSchema.additionalProperties;
       // A string that must not be empty: said by its description; runTool refuses an empty one.
       if (jsonSchema.minLength === 1) delete jsonSchema.minLength;
+      // No count, offset or time is negative: a lower bound of 0 says nothing; runTool still refuses one below it.
+      if (jsonSchema.minimum === 0) delete jsonSchema.minimum;
     },
   });
   // No title: it is for people (a client shows the name without one); the model reads name and description.
-  // browser and tab mean the same in every tool: said once, in the instructions, not in each schema.
+  // browser, tab, ref, revision, url and a long result's offset mean the same in every tool: said once, in the
+  // instructions, not in each schema.
   for (const [field, shared] of SHARED_FIELDS) {
     const property = (schema.properties as Record<string, { description?: string }> | undefined)?.[field];
     if (property && property.description === shared) delete property.description;

@@ -5,8 +5,7 @@ import { PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import type { ToolResponse } from "./response.js";
 import { defineTool, fields, type CallContext } from "./tool.js";
 
-const ref = z.string().describe("From snapshot or query.");
-const revision = z.string().describe("The ref's revision.");
+const { ref, revision } = fields;
 
 /** What hover and scroll can return: they need no write grant, so the write policy never refuses them. */
 const ACT_ERRORS = ["stale_ref", "not_actionable", "policy_denied", "browser_disconnected"] as const;

@@ -12,8 +12,8 @@ export const screenshot = defineTool({
   description: "A tab (viewport, element by ref, or full page) as a short-lived PNG link: a bearer credential, do not share it.",
   input: {
     tab: fields.tab,
-    ref: z.string().optional().describe("Only this element."),
-    revision: z.string().optional().describe("The ref's revision."),
+    ref: fields.ref.optional(),
+    revision: fields.revision.optional(),
     full_page: z.boolean().optional().describe("Whole page."),
     activate: z.boolean().optional().describe("Bring it to the front (default true)."),
     inline: z.boolean().optional().describe("Also return the image itself."),
