@@ -197,11 +197,11 @@ function startCli(dataDir: string) {
   let stderr = "";
   child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   return {
-    async client(what: string) {
+    async client(what: string, { waitForBrowser = true } = {}) {
       const url = await waitFor("the MCP URL on stderr", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1], 20_000);
       const token = await waitFor("the token on stderr", () => /"Authorization": "Bearer ([^"]+)"/.exec(stderr)?.[1]);
       const client = await connectClient(url, token);
-      await waitFor(what, async () => ((await call(client, "list_browsers")).text.includes("connected:") ? true : undefined), 20_000);
+      if (waitForBrowser) await waitFor(what, async () => ((await call(client, "list_browsers")).text.includes("connected:") ? true : undefined), 20_000);
       return client;
     },
     async stop() {
@@ -213,14 +213,15 @@ function startCli(dataDir: string) {
 
 // `tabrelay start` with the extension; browser lifecycle under start --cdp is in lifecycle.test.ts.
 describe("start", () => {
-  it("starts broker + headless Chromium and serves a read from the printed config", async () => {
+  it("starts broker + headless Chromium and serves a read from the printed config, the agent's first call included", async () => {
     const site = await startSite();
     site.route("/article", article("Rivers of the North", 60, "This is the closing paragraph of the article."));
     const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-start-"));
     writeFileSync(join(dataDir, "config.yaml"), `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n`);
     const started = startCli(dataDir);
     try {
-      const startClient = await started.client("a browser");
+      // Called as soon as the endpoint is printed, before the browser connected: it waits for the browser.
+      const startClient = await started.client("a browser", { waitForBrowser: false });
       const read = await call(startClient, "read_url", { url: `${site.origin}/article` });
       expect(read.text).toContain("This is the closing paragraph of the article.");
       await startClient.close();

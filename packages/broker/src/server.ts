@@ -33,6 +33,7 @@ import { toolsFor } from "./catalog.js";
 import { apiDocs } from "./code/browserRun.js";
 import { lazySandbox } from "./code/sandbox.js";
 import { useNodeExtractRunner } from "./extract/nodeRunner.js";
+import { warmExtraction } from "./extract/runner.js";
 import { enforceOnCommit } from "./gate/enforce.js";
 import { tabLeases } from "./gate/leases.js";
 import { Denials } from "./gate/tabRecord.js";
@@ -131,6 +132,8 @@ export class Broker {
     this.#watchConfig = (options.watchConfig ?? true) && this.config.dataDir !== "";
     // Reads convert on worker threads, which the runtime-neutral core cannot choose itself.
     useNodeExtractRunner();
+    // A browser that connects is read soon: a worker loads the conversion libraries meanwhile (ended if idle).
+    this.registry.on("connected", () => warmExtraction());
     this.secrets.register(this.config.mcpToken, "mcp token");
     this.secrets.register(this.config.dashboardToken, "dashboard token");
     this.secrets.register(this.config.pairingToken, "pairing token");

@@ -18,6 +18,36 @@ export class BrowserRegistry extends Emitter<RegistryEvents> {
   /** When a call last picked each browser (epoch ms): a started browser nobody addresses is stopped (launch/sessions.ts). */
   readonly #picked = new Map<string, number>();
 
+  /** Until when (epoch ms) a browser the broker's own process launched is on its way: calls wait for it (arrival). */
+  #expectedUntil = 0;
+  readonly #arrivals = new Set<() => void>();
+
+  /**
+   * A browser is on its way (`tabrelay start` just launched it): a call made before any browser connected waits for
+   * it, up to `ms`, rather than fail with not_connected. `expect(0)`: it will not come (it exited); waiting calls go on.
+   */
+  expect(ms: number): void {
+    this.#expectedUntil = ms > 0 ? Date.now() + ms : 0;
+    if (ms <= 0) for (const arrived of [...this.#arrivals]) arrived();
+  }
+
+  /** Resolves once a browser connects, the expected one is no longer awaited, or `signal` aborts; at once when none is expected. */
+  arrival(signal?: AbortSignal): Promise<void> {
+    const left = this.#expectedUntil - Date.now();
+    if (left <= 0 || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#arrivals.delete(done);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, left);
+      this.#arrivals.add(done);
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+
   /** Whether a browser with this id and owner may join now (add would take it): no other user's browser holds the id. */
   admits(info: { browserId: string; owner?: string }): boolean {
     const previous = this.#browsers.get(info.browserId);
@@ -38,6 +68,7 @@ export class BrowserRegistry extends Emitter<RegistryEvents> {
     if (previous && previous !== driver) previous.close("replaced by a newer connection from the same browser");
     this.#browsers.set(driver.info.browserId, driver);
     this.emit("connected", driver);
+    for (const arrived of [...this.#arrivals]) arrived();
     return true;
   }
 

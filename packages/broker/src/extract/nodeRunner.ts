@@ -29,7 +29,7 @@ export function nodeExtractRunner(): ExtractRunner | undefined {
     idleMs: IDLE_MS,
     resourceLimits: { maxOldGenerationSizeMb: MAX_HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
   });
-  return { run: (job, deadlineMs) => pool.run(job, deadlineMs), close: () => pool.close() };
+  return { run: (job, deadlineMs) => pool.run(job, deadlineMs), warm: () => pool.warm(), close: () => pool.close() };
 }
 
 /**
@@ -40,6 +40,7 @@ const shared: ExtractRunner = (() => {
   let made: ExtractRunner | undefined;
   return {
     run: (job, deadlineMs) => (made ??= nodeExtractRunner() ?? inProcessRunner).run(job, deadlineMs),
+    warm: () => (made ??= nodeExtractRunner() ?? inProcessRunner).warm?.(),
     async close() {
       const pool = made;
       made = undefined;

@@ -12,6 +12,8 @@ export type RunOutcome = { ok: true; value: ReadJobResult } | { ok: false; reaso
 
 export interface ExtractRunner {
   run(job: ReadJob, deadlineMs: number): Promise<RunOutcome>;
+  /** Gets ready for a job soon (a worker loads its libraries), where that takes time; no job is run. */
+  warm?(): void;
   close?(): Promise<void>;
 }
 
@@ -37,6 +39,11 @@ export function setExtractRunner(runner: ExtractRunner): void {
   const previous = chosen;
   chosen = runner;
   if (previous !== runner) void previous.close?.();
+}
+
+/** A read is likely soon (a browser connected): the runner gets ready, off the path of that read. */
+export function warmExtraction(): void {
+  chosen.warm?.();
 }
 
 export interface Converted extends ReadJobResult {

@@ -65,6 +65,17 @@ export class WorkerPool<Req, Res> {
     });
   }
 
+  /**
+   * Starts one worker ahead of the first job when none is running (idle, so ended after `idleMs` like any): the
+   * first job need not wait for a worker to load its script.
+   */
+  warm(): void {
+    if (this.#closed || this.#slots.size > 0) return;
+    const slot = this.#spawn();
+    slot.idleTimer = setTimeout(() => void this.#end(slot), this.#options.idleMs);
+    slot.idleTimer.unref();
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     for (const job of this.#queue.splice(0)) job.settle({ ok: false, reason: "closed", message: "the worker pool is shut down" });

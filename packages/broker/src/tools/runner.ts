@@ -208,6 +208,11 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
   const selector = args && typeof args === "object" ? Reflect.get(args, "browser") : undefined;
   const user = session?.user ?? options.user ?? DEFAULT_PRINCIPAL;
   let picked = ctx.registry.pick(typeof selector === "string" ? selector : undefined, user.user);
+  // The browser `tabrelay start` launched is still on its way: the call waits for it rather than fail.
+  if (!picked.ok && picked.error.code === "not_connected") {
+    await ctx.registry.arrival(signal);
+    picked = ctx.registry.pick(typeof selector === "string" ? selector : undefined, user.user);
+  }
   // In a cluster no browser here is not no browser: with the user's browsers on other brokers, a selector that
   // matched none of them (runWhere) is unknown_browser, as on the broker holding them.
   if (

@@ -584,6 +584,26 @@ describe("the worker pool", () => {
     }
   });
 
+  it("warms one worker ahead of the first job, serves the job on it, and ends it once idle", async () => {
+    const pool = new WorkerPool<string, string>({ script: spin, maxWorkers: 2, idleMs: 300 });
+    try {
+      pool.warm();
+      pool.warm(); // one is enough: a second warm starts none
+      expect(pool.size).toBe(1);
+      expect(await pool.run("warm", 5_000)).toEqual({ ok: true, value: "echo warm" });
+      expect(pool.started).toBe(1);
+      const deadline = Date.now() + 5_000;
+      while (pool.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(pool.size).toBe(0);
+      pool.warm();
+      expect(pool.size).toBe(1);
+      while (pool.size > 0 && Date.now() < deadline + 5_000) await new Promise((r) => setTimeout(r, 20));
+      expect(pool.size, "a warmed worker no job used is ended once idle too").toBe(0);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it("converts a read on the broker's real worker script the same as in-process", async () => {
     const runner = nodeExtractRunner();
     expect(runner, "packages/broker/dist/extract/worker.js is built by npm run build").toBeDefined();

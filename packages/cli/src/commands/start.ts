@@ -23,6 +23,9 @@ Runs the broker and a local Chromium carrying the extension, already paired. Ctr
 needed; for servers and CI). Its profile is temporary unless --profile is given (Chrome 136+ refuses
 remote debugging of the default profile).`;
 
+/** How long a call made before the launched browser connected waits for it (a slow machine's cold Chromium). */
+const BROWSER_ARRIVAL_MS = 15_000;
+
 export async function cmdStart(args: string[]): Promise<number | undefined> {
   const { own, extra } = splitExtra(args);
   const { values } = parse(own, { ...COMMON_OPTIONS, ...LAUNCH_OPTIONS });
@@ -84,8 +87,17 @@ export async function cmdStart(args: string[]): Promise<number | undefined> {
     await local.close(); // removes a temporary profile before the process exits
     return code === 0 ? EXIT.ok : EXIT.failure;
   }
+  // An agent's first call may come before the browser connected: it waits for it rather than fail (not_connected).
+  broker.registry.expect(BROWSER_ARRIVAL_MS);
   printClientConfig(url, config);
-  const browser = await runBrowser(config, { ...values, chromium: chromiumPath }, extra, bridgeUrlOf(config, Number(new URL(url).port)));
+  let browser: Awaited<ReturnType<typeof runBrowser>>;
+  try {
+    browser = await runBrowser(config, { ...values, chromium: chromiumPath }, extra, bridgeUrlOf(config, Number(new URL(url).port)));
+  } catch (error) {
+    broker.registry.expect(0);
+    throw error;
+  }
+  void browser.exited.then(() => broker.registry.expect(0));
   onShutdown(async () => {
     await browser.kill();
     await broker.close();
