@@ -144,6 +144,10 @@ export class AuditLog {
   private failures = 0;
   private failing: { error: string; since: number } | undefined;
 
+  /** Records written by record() and not yet in the file (flush). */
+  #held: { tool: string; params: InsertParams }[] = [];
+  #writing: ReturnType<typeof setImmediate> | undefined;
+
   private constructor(path: string, db: Sqlite, secrets: Redactor) {
     this.path = path;
     this.db = db;
@@ -214,6 +218,7 @@ export class AuditLog {
 
   /** The records of one code-mode run (its browser_run record and its commands'), oldest first. */
   runRecords(run: string): StoredAuditRecord[] {
+    this.flush();
     return this.db.all<Row>("SELECT * FROM audit WHERE run = ? ORDER BY id ASC", run).map(fromRow);
   }
 
@@ -223,13 +228,46 @@ export class AuditLog {
     return row ? { time: row.time, ...(row.user !== null ? { user: row.user } : {}), output: row.output } : undefined;
   }
 
-  /** Writes one record, synchronously. Never throws: a failure is counted (see health) and costs a line on stderr. */
+  /**
+   * Writes one record: held for the rest of this turn of the event loop and written with any others of that turn, in
+   * one transaction (the call's answer goes out first; a busy broker commits once for many calls). Anything that reads
+   * the log, and every begin, writes what is held first, so the order and every reader see them. Never throws: a
+   * failure is counted (see health) and costs a line on stderr.
+   */
   record(rec: AuditRecord): void {
+    let params: InsertParams;
     try {
-      this.insert(this.params(rec));
-      this.succeeded();
+      params = this.params(rec);
     } catch (error) {
       this.failed(rec.tool, error);
+      return;
+    }
+    this.#held.push({ tool: rec.tool, params });
+    this.#writing ??= setImmediate(() => this.flush());
+  }
+
+  /** Writes the records record() holds, in the order they came. */
+  flush(): void {
+    if (this.#writing !== undefined) clearImmediate(this.#writing);
+    this.#writing = undefined;
+    const held = this.#held;
+    if (held.length === 0) return;
+    this.#held = [];
+    try {
+      this.db.transaction(() => {
+        for (const { params } of held) this.insert(params);
+      });
+      this.succeeded();
+    } catch {
+      // One at a time: each record that cannot be written is counted, and the others are kept.
+      for (const { tool, params } of held) {
+        try {
+          this.insert(params);
+          this.succeeded();
+        } catch (error) {
+          this.failed(tool, error);
+        }
+      }
     }
   }
 
@@ -239,6 +277,7 @@ export class AuditLog {
    * Never throws: when the row cannot be written the answer says why, and the caller must not send the write.
    */
   begin(rec: Omit<AuditRecord, "decision" | "durationMs">): AuditBegun {
+    this.flush();
     try {
       const id = this.insert({ ...this.params({ ...rec, decision: "outcome_unknown", durationMs: 0 }), duration_ms: IN_FLIGHT });
       this.succeeded();
@@ -260,6 +299,7 @@ export class AuditLog {
 
   /** Whether the last record could be written; failed attempts since the log was opened. */
   health(): AuditHealth {
+    this.flush();
     return this.failing ? { ok: false, failures: this.failures, error: this.failing.error, since: this.failing.since } : { ok: true, failures: this.failures };
   }
 
@@ -308,6 +348,7 @@ export class AuditLog {
    * short of a write still in flight so that a tail shows its outcome, not its pending record.
    */
   list(options: { afterId?: number; limit?: number; user?: string } = {}): StoredAuditRecord[] {
+    this.flush();
     const limit = options.limit === undefined ? -1 : Math.max(0, Math.trunc(options.limit));
     // One user's records only (the implicit user's are those with none): a member's dashboard sees no one else's.
     const mine = options.user === undefined ? "1" : options.user === DEFAULT_USER_NAME ? "user IS NULL" : "user = @user";
@@ -325,6 +366,7 @@ export class AuditLog {
   }
 
   close(): void {
+    this.flush();
     this.db.close();
   }
 

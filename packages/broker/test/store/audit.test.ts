@@ -7,6 +7,9 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { AUDIT_FIELD_MAX, AUDIT_SCHEMA_VERSION, AuditLog, formatAuditLine, type AuditRecord, type StoredAuditRecord } from "../../src/audit/auditLog.js";
 import { SecretRegistry } from "../../src/util/secrets.js";
 
+/** After the current turn of the event loop, when record() has written what it held. */
+const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
+
 const dirs: string[] = [];
 const logs: AuditLog[] = [];
 
@@ -276,39 +279,60 @@ describe("AuditLog hygiene", () => {
 });
 
 describe("AuditLog failures", () => {
-  it("record() on a closed log does not throw and says so in one stderr line", () => {
+  it("record() on a closed log does not throw and says so in one stderr line, once its turn is over", async () => {
     const log = open(tempDir(), ["s3cret-value"]);
     log.close();
     log.close(); // twice is fine
     const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     expect(() => log.record(rec({ tool: "read_url s3cret-value" }))).not.toThrow();
+    await endOfTurn();
     expect(stderr).toHaveBeenCalledTimes(1);
     const line = String(stderr.mock.calls[0]?.[0]);
     expect(line).toMatch(/^tabrelay: audit log .*audit\.db: could not record read_url \[redacted: secret\]: .+\n$/);
     expect(line.split("\n")).toHaveLength(2);
   });
 
-  it("record() on a broken database does not throw and the log goes on", () => {
+  it("record() on a broken database does not throw and the log goes on", async () => {
     const dir = tempDir();
     const log = open(dir);
     log.record(rec({ tool: "before" }));
+    await endOfTurn();
     const raw = new DatabaseSync(join(dir, "audit.db"));
     raw.exec("DROP TABLE audit");
     raw.close();
     const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     expect(() => log.record(rec({ tool: "during" }))).not.toThrow();
     expect(() => log.record(rec({ tool: "again" }))).not.toThrow();
+    await endOfTurn();
     expect(stderr).toHaveBeenCalledTimes(2);
     expect(String(stderr.mock.calls[0]?.[0])).toContain("could not record during");
   });
 
-  it("record() with an invalid decision from an untyped caller does not throw", () => {
+  it("record() with an invalid decision from an untyped caller does not throw, and loses no other record of its turn", async () => {
     const log = open(tempDir());
     const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     const bad: unknown = { ...rec(), decision: "maybe" };
     expect(() => Reflect.apply(log.record, log, [bad])).not.toThrow();
+    log.record(rec({ tool: "fine" }));
+    await endOfTurn();
     expect(stderr).toHaveBeenCalledTimes(1);
-    expect(log.list()).toEqual([]);
+    expect(log.list().map((r) => r.tool)).toEqual(["fine"]);
+  });
+
+  it("holds the records of one turn and writes them together after it, in order; a reader or a begin writes them first", async () => {
+    const log = open(tempDir());
+    log.record(rec({ tool: "one" }));
+    log.record(rec({ tool: "two" }));
+    expect(log.list().map((r) => r.tool)).toEqual(["one", "two"]);
+    log.record(rec({ tool: "three" }));
+    const begun = log.begin({ time: Date.now(), tool: "click" });
+    expect(begun.ok).toBe(true);
+    log.record(rec({ tool: "four" }));
+    const other = open(tempDir());
+    other.record(rec({ tool: "elsewhere" }));
+    await endOfTurn();
+    expect(log.list().map((r) => r.tool)).toEqual(["one", "two", "three", "click", "four"]);
+    expect(other.list().map((r) => r.tool)).toEqual(["elsewhere"]);
   });
 });
 
