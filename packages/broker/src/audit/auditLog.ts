@@ -254,9 +254,12 @@ export class AuditLog {
     if (held.length === 0) return;
     this.#held = [];
     try {
-      this.db.transaction(() => {
-        for (const { params } of held) this.insert(params);
-      });
+      // One record commits on its own: a transaction around it would only add its BEGIN and COMMIT.
+      if (held.length === 1) this.insert(held[0]!.params);
+      else
+        this.db.transaction(() => {
+          for (const { params } of held) this.insert(params);
+        });
       this.succeeded();
     } catch {
       // One at a time: each record that cannot be written is counted, and the others are kept.
