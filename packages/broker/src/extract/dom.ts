@@ -17,6 +17,8 @@ export interface DomNode {
 
 export interface DomElement extends DomNode {
   readonly tagName: string;
+  readonly ownerDocument: DomDocument;
+  textContent: string | null;
   readonly firstElementChild: DomElement | null;
   readonly lastElementChild: DomElement | null;
   readonly nextElementSibling: DomElement | null;
@@ -30,7 +32,7 @@ export interface DomElement extends DomNode {
   contains(other: DomNode): boolean;
   closest(selectors: string): DomElement | null;
   remove(): void;
-  replaceWith(...nodes: string[]): void;
+  replaceWith(...nodes: (string | DomNode)[]): void;
 }
 
 export interface DomDocument extends DomNode {
@@ -38,6 +40,7 @@ export interface DomDocument extends DomNode {
   readonly body: DomElement | null;
   readonly title: string;
   querySelector(selectors: string): DomElement | null;
+  createElement(tagName: string): DomElement;
   cloneNode(deep: boolean): DomDocument;
 }
 

@@ -5,7 +5,8 @@
  * reader (HIDDEN_MARK_ATTR, judged there from computed style and layout); the broker turns it into compact Markdown
  * for the agent, dropping the marked elements and counting what it withheld. Pipeline (parsed exactly once):
  *
- *   parse (linkedom) -> prune marked, hidden and non-content elements from <body>
+ *   parse (linkedom) -> formulas (MathJax, KaTeX, MathML) to TeX placeholders (formulas.ts)
+ *   -> prune marked, hidden and non-content elements from <body>
  *     readable: drop consent/cookie/newsletter overlays (consent.ts), run Readability (on a clone when a fallback
  *       is likely), keep its article unless it found nothing useful
  *     full (or fallback): use the pruned <body> of the original document
@@ -18,6 +19,7 @@ import { isProbablyReaderable } from "@mozilla/readability";
 import { withThousands } from "../util/format.js";
 import { dropConsentOverlays } from "./consent.js";
 import { parseDocument, type DomElement } from "./dom.js";
+import { keepFormulas, mayHoldFormulas } from "./formulas.js";
 import { baseUrl, fixLinksAndImages } from "./links.js";
 import { turndown } from "./markdown.js";
 import { countWords, dropLeadingTitle, firstNonEmpty, tidy } from "./postprocess.js";
@@ -59,6 +61,7 @@ function removeScripts(root: DomElement): void {
 /** Parses and prunes the page for full conversion. */
 function fullBody(html: string): DomElement | null {
   const body = parseDocument(html).body;
+  if (body !== null && mayHoldFormulas(html)) keepFormulas(body);
   if (body !== null) prune(body, false);
   return body;
 }
@@ -83,6 +86,7 @@ export function extract(input: ExtractInput): Extracted {
   const withheld = new WithheldCount();
 
   const huge = body !== null && input.mode === "readable" && body.querySelectorAll("*").length > READABILITY_MAX_ELEMENTS;
+  if (body !== null && mayHoldFormulas(input.html)) keepFormulas(body); // before pruning: the math's words sit beside its drawing
   if (body !== null && input.mode === "readable" && !huge) {
     prune(body, true, withheld); // hidden text must not reach Readability either
     dropConsentOverlays(body); // else a cookie banner becomes the article's first paragraph

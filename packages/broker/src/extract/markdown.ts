@@ -3,6 +3,7 @@
 // Node build loads a second DOM implementation, domino, at import: ~1 MiB of heap for nothing).
 import TurndownService from "turndown/lib/turndown.browser.cjs.js";
 import { compactLength, elementChildren, isElement, TEXT_NODE, type DomElement, type DomNode } from "./dom.js";
+import { FORMULA_ATTR } from "./formulas.js";
 import { codeLanguage, DROP_TAGS } from "./prune.js";
 import { CELL_END, closestTable, HEAD_ROW, inLayoutTable, isHeadingRow, pipeTable, ROW_END, tableInfo } from "./tables.js";
 
@@ -182,6 +183,18 @@ function createTurndown(): TurndownService {
       const captionText = caption === undefined ? "" : (caption.textContent ?? "").replace(/\s+/g, " ").trim();
       const body = tableInfo(node).layout ? `\n\n${content}\n\n` : pipeTable(content);
       return captionText === "" ? body : `\n\n${td.escape(captionText)}\n\n${body}`;
+    },
+  });
+
+  // Formulas (formulas.ts): TeX as written, never escaped; a display formula as a $$ block.
+  td.addRule("formula", {
+    filter: (node: DomElement) => node.nodeName === "CODE" && node.hasAttribute(FORMULA_ATTR),
+    replacement: (_content: string, node: DomElement) => {
+      const tex = (node.textContent ?? "").trim();
+      if (tex === "") return "";
+      return node.getAttribute(FORMULA_ATTR) === "block"
+        ? `\n\n$$\n${tex}\n$$\n\n`
+        : `$${tex}$${/^[\p{L}\p{N}]/u.test(node.nextSibling?.textContent ?? "") ? " " : ""}`;
     },
   });
 
