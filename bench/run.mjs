@@ -85,6 +85,7 @@ import { benchExtract, benchInProcess, benchTabrelayServe } from "./lib/tabrelay
 import { askRows, benchAsk } from "./lib/ask.mjs";
 import { installPackage } from "./lib/installed.mjs";
 import { printTargets, targetRows } from "./lib/targets.mjs";
+import { benchCorpus } from "./corpus.mjs";
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -293,6 +294,21 @@ async function main() {
   log("21: ask: the user's answer to the write landing ...");
   results.ask = await benchAsk(lib, site).catch((error) => ({ error: message(error) }));
   await runCleanupsExceptSite();
+  // The readable read against a public corpus kept outside the project (bench/README.md says where to get it).
+  const corpusDir = process.env.TABRELAY_READ_CORPUS;
+  if (corpusDir) {
+    log(`the readable read against the corpus in ${corpusDir} ...`);
+    try {
+      // Judged with the issue's own word count (--plain); the fairer count (alt text, TeX, CJK) beside it.
+      const plain = await benchCorpus(lib.extract, corpusDir, { plain: true });
+      const fairer = await benchCorpus(lib.extract, corpusDir);
+      results.corpus = { ...plain, fairer: { f1: fairer.f1, underRecall: fairer.underRecall } };
+    } catch (error) {
+      results.corpus = { error: message(error) };
+    }
+  } else {
+    results.corpus = { error: "set TABRELAY_READ_CORPUS to Mozilla Readability's test/test-pages folder" };
+  }
 
   // ------------------------------------------------------------------ the table
   const t = results.tabrelay;
