@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, ServerResponse, type IncomingMessage, type Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { BridgeServer } from "./drivers/extension/bridgeServer.js";
@@ -13,6 +13,7 @@ import type { Cluster } from "./cluster/cluster.js";
 import { openStore } from "./users/open.js";
 import { brokerIdentity } from "./cluster/identity.js";
 import { getRequestListener } from "@hono/node-server";
+import { sendWhole } from "./http/wholeAnswer.js";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
 import { loginKeyFrom } from "./dashboard/sessions.js";
@@ -294,7 +295,13 @@ export class Broker {
       log: this.#log,
     });
     // A request without a Host header still reaches the routes (and /mcp's Host check refuses it).
-    const listener = getRequestListener(this.app.fetch, { overrideGlobalObjects: false, hostname: "host.invalid" });
+    const listener = getRequestListener(
+      async (req, env) => sendWhole(await this.app.fetch(req, env), env.outgoing instanceof ServerResponse ? env.outgoing : undefined),
+      {
+        overrideGlobalObjects: false,
+        hostname: "host.invalid",
+      },
+    );
     this.#http = createServer((req, res) => {
       if (req.method === "POST" && pathOf(req) === "/mcp") this.#answering.track(res);
       void listener(req, res);
