@@ -1,6 +1,6 @@
 // What a person reads: DOM text plus CSS-generated content, with what they cannot see left out, and the
 // normalised form such text is compared in.
-import { flatChildren, shadowRootOf } from "./flatTree.js";
+import { flatChildren, hostedRoot } from "./flatTree.js";
 
 const INVISIBLE_CHARS = /[\u200b-\u200d\u2060\ufeff\u00ad\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c]/g;
 
@@ -10,7 +10,7 @@ export function normalize(text: string | null | undefined): string {
 
 /** Text nodes reached reading down the flat tree, for names from content (textContent stops at slots and roots). */
 export function flatTextContent(el: Element): string {
-  if (shadowRootOf(el) === null && el.querySelector("slot") === null) return el.textContent ?? "";
+  if (hostedRoot(el) === null && el.querySelector("slot") === null) return el.textContent ?? "";
   const parts: string[] = [];
   let budget = 5000;
   const walk = (node: Node): void => {

@@ -2,7 +2,7 @@
 // and resolved again (stale_ref when anything changed) before an action touches the node.
 import { SNAPSHOT_MAX_NODES, type SnapshotNode } from "@tabrelay/protocol";
 import { fail, type InpageResult } from "./api.js";
-import { accessibleName, INTERACTIVE_ROLES, intersectsViewport, LANDMARK_ROLES, roleOf } from "./dom.js";
+import { accessibleName, INTERACTIVE_ROLES, LANDMARK_ROLES, roleOf } from "./dom.js";
 import { drawnJudge } from "./content.js";
 import { hostedRoot, shadowRootOf } from "./flatTree.js";
 import { normalize } from "./rendered.js";
@@ -69,14 +69,11 @@ function valueOf(el: Element): string | undefined {
   return undefined;
 }
 
+const VISIBILITY_OPTIONS = { checkOpacity: true, checkVisibilityCSS: true };
+
 /** The snapshot's cheap visibility test (one style resolution per element, no ancestor walks), before the reader's rule. */
-function quickHidden(el: Element, rect: DOMRect): boolean {
-  return (
-    !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }) ||
-    rect.width < 2 ||
-    rect.height < 2 ||
-    el.closest('[inert], [aria-hidden="true"]') !== null
-  );
+function quickHidden(el: Element, width: number, height: number): boolean {
+  return !el.checkVisibility(VISIBILITY_OPTIONS) || width < 2 || height < 2 || el.closest('[inert], [aria-hidden="true"]') !== null;
 }
 
 /** One node as a line of the wire format described on FrameSnapshot.nodes. */
@@ -108,11 +105,17 @@ export function snapshot(params: {
   // What the reader's rule hands down from ancestors (content.ts applyDrawing), each ancestor read once for the walk.
   const drawn = drawnJudge();
   const full = !params.interactiveOnly;
+  // The viewport, read once: the page cannot resize it while this script runs.
+  const viewWidth = innerWidth;
+  const viewHeight = innerHeight;
   // Iterative walk over the light DOM and every shadow root; hidden subtrees are skipped whole.
-  const stack: [Element, number][] = [];
+  const stack: Element[] = [];
+  const depths: number[] = [];
   const pushChildren = (parent: Element | ShadowRoot, depth: number) => {
-    const children = parent.children;
-    for (let i = children.length - 1; i >= 0; i--) stack.push([children[i]!, depth]);
+    for (let child = parent.lastElementChild; child; child = child.previousElementSibling) {
+      stack.push(child);
+      depths.push(depth);
+    }
   };
   const body = document.body;
   if (body) {
@@ -122,7 +125,8 @@ export function snapshot(params: {
     pushChildren(body, 0);
   }
   while (stack.length && nodes.length < MAX_NODES) {
-    const [el, depth] = stack.pop()!;
+    const el = stack.pop()!;
+    const depth = depths.pop()!;
     const tag = el.tagName;
     if (tag === "SCRIPT" || tag === "STYLE" || tag === "TEMPLATE" || tag === "NOSCRIPT" || tag === "HEAD") continue;
     // No per-element visibility test here: candidates get one below, which covers hidden ancestors too.
@@ -132,8 +136,8 @@ export function snapshot(params: {
     const structural = role === "heading" || LANDMARK_ROLES.has(role) || role === "iframe";
     if (interactive || (full && (structural || role === "img" || role === "option")) || (!params.interactiveOnly && structural)) {
       const rect = el.getBoundingClientRect();
-      const hidden = quickHidden(el, rect) || drawn(el) !== undefined;
-      const offscreen = !intersectsViewport(rect);
+      const hidden = quickHidden(el, rect.width, rect.height) || drawn(el) !== undefined;
+      const offscreen = !(rect.bottom > 0 && rect.right > 0 && rect.top < viewHeight && rect.left < viewWidth); // intersectsViewport
       if (!(params.viewportOnly && offscreen) && (!hidden || full)) {
         const name = accessibleName(el, role);
         // A hidden node is listed by its role only: its words are withheld as every read withholds them.
