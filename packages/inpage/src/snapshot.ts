@@ -31,16 +31,22 @@ export function isInteractive(el: Element, role: string): boolean {
 
 function statesOf(el: Element, role: string): string[] {
   const states: string[] = [];
-  const aria = (name: string) => el.getAttribute(`aria-${name}`);
+  // The element's attribute names, read in one call: most controls carry none of the states' attributes.
+  const names = el.getAttributeNames();
+  const aria = (name: string) => (names.includes(`aria-${name}`) ? el.getAttribute(`aria-${name}`) : null);
   if (el instanceof HTMLInputElement && (el.type === "checkbox" || el.type === "radio")) {
     if (el.indeterminate) states.push("mixed");
     else if (el.checked) states.push("checked");
-  } else if (aria("checked") === "true") states.push("checked");
-  else if (aria("checked") === "mixed") states.push("mixed");
+  } else {
+    const checked = aria("checked");
+    if (checked === "true") states.push("checked");
+    else if (checked === "mixed") states.push("mixed");
+  }
   if (aria("pressed") === "true") states.push("pressed");
   if (aria("selected") === "true" || (el instanceof HTMLOptionElement && el.selected)) states.push("selected");
-  if (aria("expanded") === "true") states.push("expanded");
-  else if (aria("expanded") === "false") states.push("collapsed");
+  const expanded = aria("expanded");
+  if (expanded === "true") states.push("expanded");
+  else if (expanded === "false") states.push("collapsed");
   if ((el as HTMLButtonElement).disabled === true || aria("disabled") === "true") states.push("disabled");
   if ((el as HTMLInputElement).required === true || aria("required") === "true") states.push("required");
   if ((el as HTMLInputElement).readOnly === true && role === "textbox") states.push("readonly");
@@ -109,24 +115,28 @@ export function snapshot(params: {
   const viewWidth = innerWidth;
   const viewHeight = innerHeight;
   // Iterative walk over the light DOM and every shadow root; hidden subtrees are skipped whole.
+  // Each element with its depth and its tree (what its getRootNode() answers).
   const stack: Element[] = [];
   const depths: number[] = [];
-  const pushChildren = (parent: Element | ShadowRoot, depth: number) => {
+  const trees: (Document | ShadowRoot)[] = [];
+  const pushChildren = (parent: Element | ShadowRoot, depth: number, tree: Document | ShadowRoot) => {
     for (let child = parent.lastElementChild; child; child = child.previousElementSibling) {
       stack.push(child);
       depths.push(depth);
+      trees.push(tree);
     }
   };
   const body = document.body;
   if (body) {
     // The body itself may host a root (closed ones too): what it shows is walked as well as its children.
     const bodyRoot = hostedRoot(body);
-    if (bodyRoot) pushChildren(bodyRoot, 0);
-    pushChildren(body, 0);
+    if (bodyRoot) pushChildren(bodyRoot, 0, bodyRoot);
+    pushChildren(body, 0, document);
   }
   while (stack.length && nodes.length < MAX_NODES) {
     const el = stack.pop()!;
     const depth = depths.pop()!;
+    const tree = trees.pop()!;
     const tag = el.tagName;
     if (tag === "SCRIPT" || tag === "STYLE" || tag === "TEMPLATE" || tag === "NOSCRIPT" || tag === "HEAD") continue;
     // No per-element visibility test here: candidates get one below, which covers hidden ancestors too.
@@ -136,7 +146,7 @@ export function snapshot(params: {
     const structural = role === "heading" || LANDMARK_ROLES.has(role) || role === "iframe";
     if (interactive || (full && (structural || role === "img" || role === "option")) || (!params.interactiveOnly && structural)) {
       const rect = el.getBoundingClientRect();
-      const hidden = quickHidden(el, rect.width, rect.height) || drawn(el) !== undefined;
+      const hidden = quickHidden(el, rect.width, rect.height) || drawn(el, tree) !== undefined;
       const offscreen = !(rect.bottom > 0 && rect.right > 0 && rect.top < viewHeight && rect.left < viewWidth); // intersectsViewport
       if (!(params.viewportOnly && offscreen) && (!hidden || full)) {
         const name = accessibleName(el, role);
@@ -162,8 +172,8 @@ export function snapshot(params: {
     if (interactive && role !== "listbox" && role !== "combobox") continue;
     // Only the elements attachShadow accepts are asked for a closed root (the extension API costs a call).
     const shadow = hostedRoot(el);
-    if (shadow) pushChildren(shadow, childDepth);
-    if (el.firstElementChild) pushChildren(el, childDepth);
+    if (shadow) pushChildren(shadow, childDepth, shadow);
+    if (el.firstElementChild) pushChildren(el, childDepth, tree);
   }
   const capped = stack.length > 0; // stopped at MAX_NODES with elements still to walk
   return {

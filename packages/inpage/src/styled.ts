@@ -77,9 +77,9 @@ export function styledTree(root: Document | ShadowRoot): Styled {
   return styled;
 }
 
-/** Whether some style of the element's tree or of a tree around it can set the family. */
-export function mayBeStyled(el: Element, family: Family): boolean {
-  let node: Node = el.getRootNode();
+/** Whether some style of the element's tree (`root`, when the caller knows it) or of a tree around it can set the family. */
+export function mayBeStyled(el: Element, family: Family, root: Node = el.getRootNode()): boolean {
+  let node: Node = root;
   for (let depth = 0; depth < 64; depth++) {
     const root = node instanceof ShadowRoot ? node : node === document ? document : undefined;
     if (root === undefined) return true;
