@@ -205,7 +205,7 @@ const SEEN_MAX_ELEMENTS = 2000;
  * read's text. Where no stylesheet, style attribute or animation of the document (and of the shadow roots around
  * the element) names opacity, a filter or a mask, none can apply, and nothing is read.
  */
-export function drawnJudge(): (el: Element) => HiddenReason | undefined {
+export function drawnJudge(): (el: Element, root?: Document | ShadowRoot) => HiddenReason | undefined {
   startChecks();
   interface Drawn {
     opacity: number;
@@ -230,8 +230,8 @@ export function drawnJudge(): (el: Element) => HiddenReason | undefined {
     }
     return drawn;
   };
-  return (el) => {
-    if (!mayBeStyled(el, "fades")) return undefined;
+  return (el, root) => {
+    if (!mayBeStyled(el, "fades", root)) return undefined;
     const drawn = drawnAt(el);
     if (drawn.opacity < MIN_OPACITY) return "opacity";
     if (drawn.blur > 0 && drawn.blur >= Number.parseFloat(getComputedStyle(el).fontSize) * MAX_BLUR_PER_FONT_PX) return "unseen";

@@ -125,6 +125,7 @@ const NAME_FROM_CONTENT = new Set([
 
 function byIds(el: Element, attr: string): Element[] {
   const ids = el.getAttribute(attr)?.trim().split(/\s+/) ?? [];
+  if (ids.length === 0) return [];
   const root = el.getRootNode();
   const lookup = root instanceof ShadowRoot || root instanceof Document ? root : el.ownerDocument;
   return ids.map((id) => lookup.getElementById(id)).filter((e): e is HTMLElement => e !== null);

@@ -44,7 +44,7 @@ export function canHostShadow(el: Element): boolean {
 
 /** An element's open root, or its closed one where this script can reach it; null for elements that cannot host one. */
 export function hostedRoot(el: Element): ShadowRoot | null {
-  return el.shadowRoot ?? (canHostShadow(el) ? shadowRootOf(el) : null);
+  return canHostShadow(el) ? (el.shadowRoot ?? shadowRootOf(el)) : null;
 }
 
 /** Open and closed shadow roots; extensions may see closed ones through chrome.dom. */

@@ -1,16 +1,22 @@
 // What a person reads: DOM text plus CSS-generated content, with what they cannot see left out, and the
 // normalised form such text is compared in.
-import { flatChildren, shadowRootOf } from "./flatTree.js";
+import { flatChildren, hostedRoot } from "./flatTree.js";
 
 const INVISIBLE_CHARS = /[\u200b-\u200d\u2060\ufeff\u00ad\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c]/g;
 
+/** Whether normalize would change the text: an invisible character, any whitespace but a lone inner space. */
+const NOT_NORMAL = new RegExp(`${INVISIBLE_CHARS.source}|\\s\\s|[^\\S ]|^\\s|\\s$`);
+
 export function normalize(text: string | null | undefined): string {
-  return (text ?? "").replace(INVISIBLE_CHARS, "").replace(/\s+/g, " ").trim();
+  if (!text) return "";
+  if (!NOT_NORMAL.test(text)) return text;
+  return text.replace(INVISIBLE_CHARS, "").replace(/\s+/g, " ").trim();
 }
 
 /** Text nodes reached reading down the flat tree, for names from content (textContent stops at slots and roots). */
 export function flatTextContent(el: Element): string {
-  if (shadowRootOf(el) === null && el.querySelector("slot") === null) return el.textContent ?? "";
+  // A slot is an element: one without element children holds none.
+  if (hostedRoot(el) === null && (el.firstElementChild === null || el.querySelector("slot") === null)) return el.textContent ?? "";
   const parts: string[] = [];
   let budget = 5000;
   const walk = (node: Node): void => {

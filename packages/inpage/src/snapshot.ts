@@ -2,7 +2,7 @@
 // and resolved again (stale_ref when anything changed) before an action touches the node.
 import { SNAPSHOT_MAX_NODES, type SnapshotNode } from "@tabrelay/protocol";
 import { fail, type InpageResult } from "./api.js";
-import { accessibleName, INTERACTIVE_ROLES, intersectsViewport, LANDMARK_ROLES, roleOf } from "./dom.js";
+import { accessibleName, INTERACTIVE_ROLES, LANDMARK_ROLES, roleOf } from "./dom.js";
 import { drawnJudge } from "./content.js";
 import { hostedRoot, shadowRootOf } from "./flatTree.js";
 import { normalize } from "./rendered.js";
@@ -31,16 +31,22 @@ export function isInteractive(el: Element, role: string): boolean {
 
 function statesOf(el: Element, role: string): string[] {
   const states: string[] = [];
-  const aria = (name: string) => el.getAttribute(`aria-${name}`);
+  // The element's attribute names, read in one call: most controls carry none of the states' attributes.
+  const names = el.getAttributeNames();
+  const aria = (name: string) => (names.includes(`aria-${name}`) ? el.getAttribute(`aria-${name}`) : null);
   if (el instanceof HTMLInputElement && (el.type === "checkbox" || el.type === "radio")) {
     if (el.indeterminate) states.push("mixed");
     else if (el.checked) states.push("checked");
-  } else if (aria("checked") === "true") states.push("checked");
-  else if (aria("checked") === "mixed") states.push("mixed");
+  } else {
+    const checked = aria("checked");
+    if (checked === "true") states.push("checked");
+    else if (checked === "mixed") states.push("mixed");
+  }
   if (aria("pressed") === "true") states.push("pressed");
   if (aria("selected") === "true" || (el instanceof HTMLOptionElement && el.selected)) states.push("selected");
-  if (aria("expanded") === "true") states.push("expanded");
-  else if (aria("expanded") === "false") states.push("collapsed");
+  const expanded = aria("expanded");
+  if (expanded === "true") states.push("expanded");
+  else if (expanded === "false") states.push("collapsed");
   if ((el as HTMLButtonElement).disabled === true || aria("disabled") === "true") states.push("disabled");
   if ((el as HTMLInputElement).required === true || aria("required") === "true") states.push("required");
   if ((el as HTMLInputElement).readOnly === true && role === "textbox") states.push("readonly");
@@ -69,14 +75,11 @@ function valueOf(el: Element): string | undefined {
   return undefined;
 }
 
+const VISIBILITY_OPTIONS = { checkOpacity: true, checkVisibilityCSS: true };
+
 /** The snapshot's cheap visibility test (one style resolution per element, no ancestor walks), before the reader's rule. */
-function quickHidden(el: Element, rect: DOMRect): boolean {
-  return (
-    !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }) ||
-    rect.width < 2 ||
-    rect.height < 2 ||
-    el.closest('[inert], [aria-hidden="true"]') !== null
-  );
+function quickHidden(el: Element, width: number, height: number): boolean {
+  return !el.checkVisibility(VISIBILITY_OPTIONS) || width < 2 || height < 2 || el.closest('[inert], [aria-hidden="true"]') !== null;
 }
 
 /** One node as a line of the wire format described on FrameSnapshot.nodes. */
@@ -108,21 +111,32 @@ export function snapshot(params: {
   // What the reader's rule hands down from ancestors (content.ts applyDrawing), each ancestor read once for the walk.
   const drawn = drawnJudge();
   const full = !params.interactiveOnly;
+  // The viewport, read once: the page cannot resize it while this script runs.
+  const viewWidth = innerWidth;
+  const viewHeight = innerHeight;
   // Iterative walk over the light DOM and every shadow root; hidden subtrees are skipped whole.
-  const stack: [Element, number][] = [];
-  const pushChildren = (parent: Element | ShadowRoot, depth: number) => {
-    const children = parent.children;
-    for (let i = children.length - 1; i >= 0; i--) stack.push([children[i]!, depth]);
+  // Each element with its depth and its tree (what its getRootNode() answers).
+  const stack: Element[] = [];
+  const depths: number[] = [];
+  const trees: (Document | ShadowRoot)[] = [];
+  const pushChildren = (parent: Element | ShadowRoot, depth: number, tree: Document | ShadowRoot) => {
+    for (let child = parent.lastElementChild; child; child = child.previousElementSibling) {
+      stack.push(child);
+      depths.push(depth);
+      trees.push(tree);
+    }
   };
   const body = document.body;
   if (body) {
     // The body itself may host a root (closed ones too): what it shows is walked as well as its children.
     const bodyRoot = hostedRoot(body);
-    if (bodyRoot) pushChildren(bodyRoot, 0);
-    pushChildren(body, 0);
+    if (bodyRoot) pushChildren(bodyRoot, 0, bodyRoot);
+    pushChildren(body, 0, document);
   }
   while (stack.length && nodes.length < MAX_NODES) {
-    const [el, depth] = stack.pop()!;
+    const el = stack.pop()!;
+    const depth = depths.pop()!;
+    const tree = trees.pop()!;
     const tag = el.tagName;
     if (tag === "SCRIPT" || tag === "STYLE" || tag === "TEMPLATE" || tag === "NOSCRIPT" || tag === "HEAD") continue;
     // No per-element visibility test here: candidates get one below, which covers hidden ancestors too.
@@ -132,8 +146,8 @@ export function snapshot(params: {
     const structural = role === "heading" || LANDMARK_ROLES.has(role) || role === "iframe";
     if (interactive || (full && (structural || role === "img" || role === "option")) || (!params.interactiveOnly && structural)) {
       const rect = el.getBoundingClientRect();
-      const hidden = quickHidden(el, rect) || drawn(el) !== undefined;
-      const offscreen = !intersectsViewport(rect);
+      const hidden = quickHidden(el, rect.width, rect.height) || drawn(el, tree) !== undefined;
+      const offscreen = !(rect.bottom > 0 && rect.right > 0 && rect.top < viewHeight && rect.left < viewWidth); // intersectsViewport
       if (!(params.viewportOnly && offscreen) && (!hidden || full)) {
         const name = accessibleName(el, role);
         // A hidden node is listed by its role only: its words are withheld as every read withholds them.
@@ -158,8 +172,8 @@ export function snapshot(params: {
     if (interactive && role !== "listbox" && role !== "combobox") continue;
     // Only the elements attachShadow accepts are asked for a closed root (the extension API costs a call).
     const shadow = hostedRoot(el);
-    if (shadow) pushChildren(shadow, childDepth);
-    if (el.firstElementChild) pushChildren(el, childDepth);
+    if (shadow) pushChildren(shadow, childDepth, shadow);
+    if (el.firstElementChild) pushChildren(el, childDepth, tree);
   }
   const capped = stack.length > 0; // stopped at MAX_NODES with elements still to walk
   return {

@@ -6,7 +6,7 @@ import { withThousands } from "../util/format.js";
 import { capped, cleanLine, PAGE_TEXT_MAX, pageText } from "../util/pageText.js";
 import type { FrameVerdict } from "../gate/decisions.js";
 import { defineTool, fields } from "./tool.js";
-import type { Line } from "./snapshotCache.js";
+import { SnapshotLines, type Line } from "./snapshotCache.js";
 
 // Drawn on first use: a Workers isolate may not generate random values while its module loads.
 let instance: string | undefined;
@@ -54,53 +54,73 @@ function nodeValue(node: SnapshotNode): NonNullable<SnapshotLineValue["node"]> {
   return facts;
 }
 
+/** Parses one line of the format of FrameSnapshot.nodes. */
+function decodeNode(line: string): SnapshotNode {
+  const [ref = "", role = "", name = "", depth = "0", value = "", states = "", level = "", flags = ""] = line.split("\t");
+  const node: SnapshotNode = { role, name, depth: Number(depth) || 0 };
+  if (ref) node.ref = ref;
+  if (value) node.value = value;
+  if (states) node.states = states.split(",");
+  if (level) node.level = Number(level);
+  if (flags.includes("o")) node.offscreen = true;
+  if (flags.includes("h")) node.hidden = true;
+  return node;
+}
+
 /** Parses the line format of FrameSnapshot.nodes. */
 export function decodeNodes(encoded: string): SnapshotNode[] {
-  if (!encoded) return [];
-  return encoded.split("\n").map((line) => {
-    const [ref = "", role = "", name = "", depth = "0", value = "", states = "", level = "", flags = ""] = line.split("\t");
-    const node: SnapshotNode = { role, name, depth: Number(depth) || 0 };
-    if (ref) node.ref = ref;
-    if (value) node.value = value;
-    if (states) node.states = states.split(",");
-    if (level) node.level = Number(level);
-    if (flags.includes("o")) node.offscreen = true;
-    if (flags.includes("h")) node.hidden = true;
-    return node;
-  });
+  return encoded ? encoded.split("\n").map(decodeNode) : [];
 }
 
-interface DecodedFrame extends Omit<FrameSnapshot, "nodes"> {
-  nodes: SnapshotNode[];
+/** Whether a line of FrameSnapshot.nodes shows a hidden element: its last field, the flags, holds "h". */
+function hiddenLine(line: string): boolean {
+  return line.slice(line.lastIndexOf("\t") + 1).includes("h");
 }
 
-function renderFrames(frames: DecodedFrame[], verdictOf: (frame: DecodedFrame) => FrameVerdict | undefined): { lines: Line[]; withheld: string[] } {
-  const lines: Line[] = [];
+/** A line of the list: rendered already (frames, notes), or a node's line of FrameSnapshot.nodes, rendered when read. */
+type Entry = Line | { encoded: string; indent: number };
+
+function renderEntry(entry: Entry): Line {
+  if (!("encoded" in entry)) return entry;
+  const node = decodeNode(entry.encoded);
+  return renderNode(node, entry.indent + node.depth);
+}
+
+function frameEntries(
+  frames: FrameSnapshot[],
+  full: boolean,
+  verdictOf: (frame: FrameSnapshot) => FrameVerdict | undefined,
+): { entries: Entry[]; withheld: string[] } {
+  const entries: Entry[] = [];
   const withheld: string[] = [];
-  const children = new Map<number, DecodedFrame[]>();
+  const children = new Map<number, FrameSnapshot[]>();
   for (const frame of frames) children.set(frame.parentFrameId, [...(children.get(frame.parentFrameId) ?? []), frame]);
-  const visit = (frame: DecodedFrame, indent: number) => {
+  const visit = (frame: FrameSnapshot, indent: number) => {
     if (frame.frameId !== 0) {
       const verdict = verdictOf(frame) ?? { ok: false, url: frame.url, why: "outside the read policy" };
       // A browser error page holds nothing of the page's; a stopped frame is reported once, from the broker's record.
       if (!verdict.ok && verdict.why === "error page") return;
       if (!verdict.ok) {
         withheld.push(frame.url);
-        lines.push({ text: `${"  ".repeat(indent)}- frame at ${pageText(frame.url, PAGE_TEXT_MAX.url)} [withheld: ${verdict.why}]`, haystack: "" });
+        entries.push({ text: `${"  ".repeat(indent)}- frame at ${pageText(frame.url, PAGE_TEXT_MAX.url)} [withheld: ${verdict.why}]`, haystack: "" });
         return;
       }
       const title = frame.title ? `${pageText(frame.title, PAGE_TEXT_MAX.name)} ` : "";
-      lines.push({ text: `${"  ".repeat(indent)}- frame ${title}at ${pageText(frame.url, PAGE_TEXT_MAX.url)}:`, haystack: `frame ${frame.url}`.toLowerCase() });
+      entries.push({
+        text: `${"  ".repeat(indent)}- frame ${title}at ${pageText(frame.url, PAGE_TEXT_MAX.url)}:`,
+        haystack: `frame ${frame.url}`.toLowerCase(),
+      });
       indent += 1;
     }
-    for (const node of frame.nodes) lines.push(renderNode(node, indent + node.depth));
+    // Hidden elements are listed with full=true only.
+    if (frame.nodes) for (const encoded of frame.nodes.split("\n")) if (full || !hiddenLine(encoded)) entries.push({ encoded, indent });
     for (const child of children.get(frame.frameId) ?? []) visit(child, indent);
   };
   const top = frames.find((f) => f.frameId === 0);
   if (top) visit(top, 0);
   // Frames whose parent did not answer (restricted) still appear, at the top level.
   for (const frame of frames) if (frame.frameId !== 0 && !frames.some((f) => f.frameId === frame.parentFrameId)) visit(frame, 0);
-  return { lines, withheld };
+  return { entries, withheld };
 }
 
 export const snapshot = defineTool({
@@ -143,24 +163,19 @@ export const snapshot = defineTool({
       // The top document was judged as the tab (checkLanding above); every frame by the gate's frame rule.
       const verdicts = tab.judgeSnapshotFrames(frames);
       const shown = (frame: { frameId: number }) => verdicts.get(frame.frameId)?.ok === true;
-      const { lines } = renderFrames(
-        frames.map((f) => {
-          const nodes = decodeNodes(f.nodes);
-          return { ...f, nodes: params.full ? nodes : nodes.filter((n) => !n.hidden) };
-        }),
-        (frame) => verdicts.get(frame.frameId),
-      );
+      const { entries } = frameEntries(frames, params.full ?? false, (frame) => verdicts.get(frame.frameId));
       // Frames whose navigation the network rules stopped hold the browser's error page: counted, as read_url does.
       const stopped = tab.stoppedFrames();
       if (stopped > 0)
-        lines.push({ text: `- ${stopped} frame${stopped === 1 ? "" : "s"} [withheld: outside the read policy, stopped before loading]`, haystack: "" });
+        entries.push({ text: `- ${stopped} frame${stopped === 1 ? "" : "s"} [withheld: outside the read policy, stopped before loading]`, haystack: "" });
+      const lines = new SnapshotLines(entries.length, (i) => renderEntry(entries[i]!));
       // Only a frame the agent is shown can make the list incomplete for it.
       const capped = frames.some((f) => f.capped === true && shown(f));
       snap = { revision, url: tab.url, title: tab.tab.title, lines, capped };
       ctx.snapshots.set(conn.info.browserId, tab.tabId, snap);
     }
     const needle = params.find?.toLowerCase();
-    const matching = needle ? snap.lines.filter((l) => l.haystack.includes(needle)) : snap.lines;
+    const matching = needle ? snap.lines.all().filter((l) => l.haystack.includes(needle)) : snap.lines;
     const offset = params.offset ?? 0;
     const limit = params.limit ?? 300;
     const page = matching.slice(offset, offset + limit);

@@ -11,11 +11,43 @@ export interface Line {
   refAt?: number;
 }
 
+/**
+ * A snapshot's lines, each rendered when first read: a call shows one page of a list that may hold thousands, and
+ * only find reads them all.
+ */
+export class SnapshotLines {
+  readonly #rendered: (Line | undefined)[];
+  readonly #render: (index: number) => Line;
+
+  constructor(length: number, render: (index: number) => Line) {
+    this.#rendered = new Array<Line | undefined>(length);
+    this.#render = render;
+  }
+
+  get length(): number {
+    return this.#rendered.length;
+  }
+
+  at(index: number): Line {
+    return (this.#rendered[index] ??= this.#render(index));
+  }
+
+  slice(start: number, end: number): Line[] {
+    const out: Line[] = [];
+    for (let i = Math.max(0, start); i < Math.min(end, this.length); i++) out.push(this.at(i));
+    return out;
+  }
+
+  all(): Line[] {
+    return this.slice(0, this.length);
+  }
+}
+
 export interface CachedSnapshot {
   revision: string;
   url: string;
   title: string;
-  lines: Line[];
+  lines: SnapshotLines;
   /** A frame's walk stopped at the in-page node limit. */
   capped: boolean;
 }
