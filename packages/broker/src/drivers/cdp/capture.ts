@@ -15,22 +15,30 @@ export function pngSize(base64: string): { width: number; height: number } | und
   return { width: readUint32(head, 16), height: readUint32(head, 20) };
 }
 
+/** The viewport: optimizeForSpeed, the same lossless PNG at zlib's fast level (about a quarter larger, the encode a fraction). */
+const VIEWPORT_SHOT: Protocol.Page.CaptureScreenshotRequest = { format: "png", optimizeForSpeed: true };
+
 export async function capture(core: CdpCore, tab: Tab & { sessionId: string }, params: CaptureParams): Promise<CaptureResult> {
-  // A viewport capture needs no layout metrics (the clip and the full page do): asked alongside the visibility.
-  const [seen, metrics] = await Promise.all([
-    isVisible(core, tab),
-    params.clip || params.fullPage ? core.must("Page.getLayoutMetrics", {}, tab.sessionId) : undefined,
-  ]);
+  const viewport = !params.clip && !params.fullPage;
+  // A tab last seen in front (as the call's gate looked at it) has its viewport captured while its visibility is asked;
+  // the capture counts only if the tab is in front. A viewport needs no layout metrics (a clip and a full page do).
+  const early = viewport && tab.lastVisible === true ? core.send("Page.captureScreenshot", VIEWPORT_SHOT, tab.sessionId) : undefined;
+  const [seen, metrics] = await Promise.all([isVisible(core, tab), viewport ? undefined : core.must("Page.getLayoutMetrics", {}, tab.sessionId)]);
   let visible = seen;
+  let data: string | undefined;
+  if (early && visible) {
+    const result = await early;
+    if (!result.ok) throw core.failure(result.error);
+    data = result.value.data;
+  }
   // Chrome stalls captures of a background tab. In a browser whose every page is the agent's (or when asked to) the tab is
   // brought to the front; otherwise the capture is retried (it does complete, irregularly).
   if (!visible && (params.activate || core.allPagesAgents)) {
     await core.must("Target.activateTarget", { targetId: tab.targetId });
     visible = true;
   }
-  // The viewport with optimizeForSpeed: the same lossless PNG, compressed at zlib's fast level (about a quarter larger, the
-  // encode a fraction of the time). A clip or a full page, up to MAX_SCREENSHOT_HEIGHT tall, keeps the smaller file.
-  let shot: Protocol.Page.CaptureScreenshotRequest = { format: "png", optimizeForSpeed: true };
+  // A clip or a full page, up to MAX_SCREENSHOT_HEIGHT tall, keeps the smaller file.
+  let shot = VIEWPORT_SHOT;
   if (metrics && params.clip) {
     // The protocol's clip is viewport-relative; CDP's is in document coordinates.
     const { pageX, pageY } = metrics.cssVisualViewport;
@@ -46,7 +54,6 @@ export async function capture(core: CdpCore, tab: Tab & { sessionId: string }, p
       clip: { x: 0, y: 0, width: Math.ceil(width), height: Math.ceil(Math.min(height, MAX_SCREENSHOT_HEIGHT)), scale: 1 },
     };
   }
-  let data: string | undefined;
   for (let attempt = 0; attempt < (visible ? 1 : 4) && data === undefined; attempt++) {
     const result = await core.send("Page.captureScreenshot", shot, tab.sessionId, visible ? undefined : 3000);
     if (result.ok) data = result.value.data;
