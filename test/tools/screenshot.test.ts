@@ -44,6 +44,10 @@ beforeAll(async () => {
     `<html><head><title>Framed box</title></head><body style="margin:0"><p>Above the frame.</p><iframe src="/box-frame" width="400" height="200"></iframe></body></html>`,
   );
   site.route("/red", `<html><head><title>Red</title></head><body style="margin:0;background:rgb(255,0,0)"><p>red page</p></body></html>`);
+  site.route(
+    "/viewport",
+    `<html><head><title>Viewport</title></head><body style="margin:0;background:rgb(0,0,255)"><p id="size">?</p><script>document.getElementById("size").textContent = "viewport " + Math.round(innerWidth * devicePixelRatio) + " by " + Math.round(innerHeight * devicePixelRatio);</script></body></html>`,
+  );
 });
 
 afterAll(async () => {
@@ -86,6 +90,18 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
       const tampered = link.replace(/sig=([0-9a-f])/, (_m, c: string) => `sig=${c === "0" ? "1" : "0"}`);
       // An altered link leads nowhere, as a made-up one does (and another user's: usersPages.test.ts).
       expect((await fetch(tampered)).status).toBe(404);
+    });
+
+    it("pictures the viewport as the page shows it: its size in device pixels, its colours, there at the link at once", async () => {
+      const tab = await openTab("/viewport");
+      const [, width, height] = /viewport (\d+) by (\d+)/.exec((await call(client, "read_page", { tab })).text) ?? [];
+      const result = await call(client, "screenshot", { tab });
+      expect(result.isError, result.text).toBe(false);
+      expect(result.text).toContain(`${width}x${height} PNG`);
+      const link = /(http:\/\/\S+\/shots\/\S+)/.exec(result.text)?.[1] ?? "";
+      const bytes = Buffer.from(await (await fetch(link)).arrayBuffer());
+      expect(pngSize(bytes)).toEqual({ width: Number(width), height: Number(height) });
+      expect(firstPixel(bytes)).toEqual([0, 0, 255]);
     });
 
     it("four screenshots asked at once are all taken (Chrome allows two captures a second: the driver paces them)", async () => {

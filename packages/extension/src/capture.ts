@@ -85,16 +85,21 @@ async function encode(canvas: OffscreenCanvas): Promise<string> {
   return btoa(binary);
 }
 
-/** Crops (clip) or stitches (full page) the captures; a plain viewport capture passes through untouched. */
+/** Width and height from a base64 PNG's IHDR (bytes 16-23, in its first 32 characters): read, not decoded. */
+export function pngSize(png: string): { width: number; height: number } {
+  const head = atob(png.slice(0, 32));
+  const u32 = (at: number) => ((head.charCodeAt(at) << 24) | (head.charCodeAt(at + 1) << 16) | (head.charCodeAt(at + 2) << 8) | head.charCodeAt(at + 3)) >>> 0;
+  return { width: u32(16), height: u32(20) };
+}
+
+/** Crops the capture to `clip`, or without one stitches the captures of a full page. */
 export async function compose(
   shots: { png: string; y: number }[],
   metrics: PageMetrics,
   clip: { x: number; y: number; width: number; height: number } | undefined,
-  fullPage: boolean,
 ): Promise<{ png: string; width: number; height: number }> {
   const first = await decode(shots[0]!.png);
   const scale = first.width / metrics.innerWidth;
-  if (!clip && !fullPage) return { png: shots[0]!.png, width: first.width, height: first.height };
   if (clip) {
     const sx = Math.max(0, Math.round(clip.x * scale));
     const sy = Math.max(0, Math.round(clip.y * scale));

@@ -9,7 +9,7 @@ import {
   type InpageQuery,
 } from "@tabrelay/protocol";
 import { setTabState, showQuestions } from "./askState.js";
-import { captureFresh, compose, pageMetrics, scrollTo } from "./capture.js";
+import { captureFresh, compose, pageMetrics, pngSize, scrollTo } from "./capture.js";
 import { CommandError } from "./commandError.js";
 import { noteAgentRequest, noteAgentRequestTab } from "./downloads.js";
 import { readDocument } from "./frames.js";
@@ -20,6 +20,13 @@ import { evaluate, setViewport } from "./pageControl.js";
 import { callWebMcp, watchWebMcp } from "./webmcp.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
 import { agentTab, fresh, groupAgentTab, toTabInfo } from "./tabs.js";
+
+/** The tab's URL after a capture, which it must still be in front for (captureVisibleTab pictures the window's front tab). */
+async function stillInFront(tabId: number): Promise<string> {
+  const after = await chrome.tabs.get(tabId);
+  if (!after.active) throw new CommandError("tab_not_visible", `tab ${tabId} stopped being the visible tab during the capture; try again`);
+  return after.url ?? "";
+}
 
 const gone = () => new CommandError("stale_ref", "the document went away while it was read");
 
@@ -265,6 +272,12 @@ export const handlers: Handlers = {
       await chrome.tabs.update(tabId, { active: true });
       tab = await chrome.tabs.get(tabId);
     }
+    if (!clip && !fullPage) {
+      // The viewport as captured: nothing to measure, crop or re-encode.
+      const png = await captureFresh(tabId, tab.windowId);
+      const url = await stillInFront(tabId);
+      return { png, ...pngSize(png), url, capturedAt: Date.now() };
+    }
     const shots: { png: string; y: number }[] = [];
     const metrics = await pageMetrics(tabId);
     if (!fullPage) {
@@ -279,10 +292,9 @@ export const handlers: Handlers = {
       }
       await scrollTo(tabId, metrics.scrollY);
     }
-    const after = await chrome.tabs.get(tabId);
-    if (!after.active) throw new CommandError("tab_not_visible", `tab ${tabId} stopped being the visible tab during the capture; try again`);
-    const composed = await compose(shots, metrics, clip, fullPage === true);
-    return { ...composed, url: after.url ?? "", capturedAt: Date.now() };
+    const url = await stillInFront(tabId);
+    const composed = await compose(shots, metrics, clip);
+    return { ...composed, url, capturedAt: Date.now() };
   },
 
   "tabs.viewport": async ({ tabId, width, height }) => setViewport(await agentTab(tabId), width, height),

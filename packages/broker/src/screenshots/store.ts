@@ -32,6 +32,7 @@ export interface ScreenshotMeta {
 }
 
 export interface ScreenshotStore {
+  /** Stores `png` and resolves with its link once the link serves it (the local store's file may still be being written). */
   put(png: Uint8Array, meta: ScreenshotMeta): Promise<StoredImage>;
   close(): Promise<void>;
 }
@@ -88,6 +89,9 @@ interface Entry {
  * `...?exp=<epoch s>&u=<user id>&sig=<hex HMAC-SHA256(key, id + "." + exp + "." + user id)>` (the HTTP door lets
  * only that user's token through, link.ts). Expired files are deleted on each put and every minute; the oldest are
  * evicted to keep the directory within `quotaBytes`.
+ * A put answers as soon as its link is signed: the file is written behind it, and until it is on disk the link is
+ * served from memory, so a link fetched at once gets the whole image. When a write fails, that link stops working and
+ * the next put waits for its own write, so its caller is told.
  */
 export class LocalScreenshotStore implements ScreenshotStore {
   readonly #dir: string;
@@ -99,6 +103,10 @@ export class LocalScreenshotStore implements ScreenshotStore {
   /** Stored files, oldest first (Map keeps insertion order). */
   readonly #entries = new Map<string, Entry>();
   #totalBytes = 0;
+  /** Images linked whose file is still being written, by id. */
+  readonly #unwritten = new Map<string, Uint8Array>();
+  /** The last write failed: the next put waits for its own. */
+  #writeFailed = false;
   /** Puts and sweeps run one at a time, so quota accounting never interleaves. */
   #queue: Promise<unknown> = Promise.resolve();
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -125,32 +133,45 @@ export class LocalScreenshotStore implements ScreenshotStore {
   async put(png: Uint8Array, meta: ScreenshotMeta): Promise<StoredImage> {
     if (this.#closed) throw new Error("screenshot store is closed");
     if (png.length > this.#quotaBytes) throw new Error(`screenshot of ${png.length} bytes exceeds the whole quota of ${this.#quotaBytes} bytes`);
-    return this.#enqueue(async () => {
-      await this.#sweep();
-      for (const [oldId, entry] of this.#entries) {
-        if (this.#totalBytes + png.length <= this.#quotaBytes) break;
-        await this.#remove(oldId, entry);
-      }
-      const id = newId();
-      const storedAt = this.#now();
-      const exp = Math.floor((storedAt + this.#ttlMs) / 1000);
-      try {
-        await writeFile(this.#file(id), png, { mode: 0o600, flag: "wx" });
-        // The mtime is the store's clock, so a later run orders and expires this file as this one would.
-        await utimes(this.#file(id), new Date(storedAt), new Date(storedAt));
-      } catch (error) {
-        await unlink(this.#file(id)).catch(() => undefined);
-        throw error;
-      }
-      const entry: Entry = { bytes: png.length, expiresAt: exp * 1000 };
-      this.#entries.set(id, entry);
-      this.#totalBytes += entry.bytes;
-      const base = this.#publicBaseUrl().replace(/\/+$/, "");
-      const owner = meta.owner !== undefined && meta.owner !== DEFAULT_USER_ID ? meta.owner : undefined;
-      const named = owner === undefined ? "" : `&${SHOT_OWNER_PARAM}=${encodeURIComponent(owner)}`;
-      const url = `${base}${SHOTS_PATH}${id}.png?exp=${exp}${named}&sig=${this.#sign(id, exp, owner).toString("hex")}`;
-      return { id, url, expiresAt: entry.expiresAt, bytes: entry.bytes, ...(owner === undefined ? {} : { owner }) };
-    });
+    const id = newId();
+    const storedAt = this.#now();
+    const exp = Math.floor((storedAt + this.#ttlMs) / 1000);
+    const entry: Entry = { bytes: png.length, expiresAt: exp * 1000 };
+    this.#unwritten.set(id, png);
+    const written = this.#enqueue(() => this.#write(id, png, storedAt, entry)).finally(() => this.#unwritten.delete(id));
+    void written.then(
+      () => (this.#writeFailed = false),
+      () => (this.#writeFailed = true),
+    );
+    if (this.#writeFailed) await written;
+    const base = this.#publicBaseUrl().replace(/\/+$/, "");
+    const owner = meta.owner !== undefined && meta.owner !== DEFAULT_USER_ID ? meta.owner : undefined;
+    const named = owner === undefined ? "" : `&${SHOT_OWNER_PARAM}=${encodeURIComponent(owner)}`;
+    const url = `${base}${SHOTS_PATH}${id}.png?exp=${exp}${named}&sig=${this.#sign(id, exp, owner).toString("hex")}`;
+    return { id, url, expiresAt: entry.expiresAt, bytes: entry.bytes, ...(owner === undefined ? {} : { owner }) };
+  }
+
+  /** Resolves once every image put so far is on disk (or its write failed). */
+  async settled(): Promise<void> {
+    await this.#queue.catch(() => undefined);
+  }
+
+  async #write(id: string, png: Uint8Array, storedAt: number, entry: Entry): Promise<void> {
+    await this.#sweep();
+    for (const [oldId, old] of this.#entries) {
+      if (this.#totalBytes + png.length <= this.#quotaBytes) break;
+      await this.#remove(oldId, old);
+    }
+    try {
+      await writeFile(this.#file(id), png, { mode: 0o600, flag: "wx" });
+      // The mtime is the store's clock, so a later run orders and expires this file as this one would.
+      await utimes(this.#file(id), new Date(storedAt), new Date(storedAt));
+    } catch (error) {
+      await unlink(this.#file(id)).catch(() => undefined);
+      throw error;
+    }
+    this.#entries.set(id, entry);
+    this.#totalBytes += entry.bytes;
   }
 
   /**
@@ -181,9 +202,9 @@ export class LocalScreenshotStore implements ScreenshotStore {
   }
 
   async #serve(id: string, headOnly: boolean): Promise<Response> {
-    let body: Buffer;
+    let body = this.#unwritten.get(id);
     try {
-      body = await readFile(this.#file(id));
+      body ??= await readFile(this.#file(id));
     } catch {
       return noSuchScreenshot();
     }

@@ -45,16 +45,22 @@ export function bytesToBase64(bytes: Uint8Array): string {
  * but for the padding).
  */
 export function base64ToBytes(text: string): Uint8Array | undefined {
-  const body = text.replace(/[\t\n\f\r ]+/g, "").replace(/={1,2}$/, "");
-  const tail = body.length % 4;
-  const out = new Uint8Array(Math.floor((body.length * 3) / 4));
-  const whole = body.length - tail;
+  const compact = /[\t\n\f\r ]/.test(text) ? text.replace(/[\t\n\f\r ]+/g, "") : text;
+  let length = compact.length;
+  if (compact.charCodeAt(length - 1) === 0x3d) length--;
+  if (compact.charCodeAt(length - 1) === 0x3d) length--;
+  // The characters as bytes in one native pass (a non-ASCII one becomes bytes outside the alphabet), then table lookups.
+  const chars = new Uint8Array(length);
+  if (encoder.encodeInto(length === compact.length ? compact : compact.slice(0, length), chars).read !== length) return undefined;
+  const tail = length % 4;
+  const out = new Uint8Array(Math.floor((length * 3) / 4));
+  const whole = length - tail;
   let o = 0;
   for (let i = 0; i < whole; i += 4) {
-    const a = valueAt(body, i);
-    const b = valueAt(body, i + 1);
-    const c = valueAt(body, i + 2);
-    const d = valueAt(body, i + 3);
+    const a = VALUES[chars[i] ?? 0] ?? -1;
+    const b = VALUES[chars[i + 1] ?? 0] ?? -1;
+    const c = VALUES[chars[i + 2] ?? 0] ?? -1;
+    const d = VALUES[chars[i + 3] ?? 0] ?? -1;
     if ((a | b | c | d) < 0) return undefined;
     const n = (a << 18) | (b << 12) | (c << 6) | d;
     out[o] = n >>> 16;
@@ -62,22 +68,17 @@ export function base64ToBytes(text: string): Uint8Array | undefined {
     out[o + 2] = n & 0xff;
     o += 3;
   }
-  if (tail === 1 && valueAt(body, whole) < 0) return undefined;
+  if (tail === 1 && (VALUES[chars[whole] ?? 0] ?? -1) < 0) return undefined;
   if (tail > 1) {
-    const a = valueAt(body, whole);
-    const b = valueAt(body, whole + 1);
-    const c = tail === 3 ? valueAt(body, whole + 2) : 0;
+    const a = VALUES[chars[whole] ?? 0] ?? -1;
+    const b = VALUES[chars[whole + 1] ?? 0] ?? -1;
+    const c = tail === 3 ? (VALUES[chars[whole + 2] ?? 0] ?? -1) : 0;
     if ((a | b | c) < 0) return undefined;
     const n = (a << 18) | (b << 12) | (c << 6);
     out[o] = n >>> 16;
     if (tail === 3) out[o + 1] = (n >>> 8) & 0xff;
   }
   return out;
-}
-
-function valueAt(text: string, index: number): number {
-  const code = text.charCodeAt(index);
-  return code < 256 ? (VALUES[code] ?? -1) : -1;
 }
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));

@@ -1,7 +1,7 @@
 // The screenshot store: PNG validation on bytes built here, the local store over real HTTP, and the S3 store
 // against a local S3-protocol server (s3rver).
 import { createHmac, randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -299,9 +299,36 @@ describe("LocalScreenshotStore", () => {
     expect(res.headers.has("access-control-allow-origin")).toBe(false);
     expect(res.headers.has("access-control-allow-credentials")).toBe(false);
 
+    await store.settled();
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(readdirSync(dir)).toEqual([`${stored.id}.png`]);
     expect(statSync(join(dir, `${stored.id}.png`)).mode & 0o777).toBe(0o600);
+  });
+
+  it("serves an image in full the moment its link is handed out, while its file is written, and from the file after", async () => {
+    const { store, dir } = await harness();
+    const pngs = Array.from({ length: 5 }, (_, i) => makePng({ width: 40 + i, height: 40 }));
+    // Put one after another and fetch each at once: the later ones' files wait behind the earlier ones' writes.
+    const stored = [];
+    for (const png of pngs) stored.push(await store.put(png, META));
+    const early = await Promise.all(stored.map(async (s) => Buffer.from(await (await fetch(s.url)).arrayBuffer())));
+    early.forEach((body, i) => expect(body.equals(pngs[i] ?? Buffer.alloc(0)), `image ${i}`).toBe(true));
+    await store.settled();
+    expect(readdirSync(dir).sort()).toEqual(stored.map((s) => `${s.id}.png`).sort());
+    for (const [i, s] of stored.entries()) expect(Buffer.from(await (await fetch(s.url)).arrayBuffer()).equals(pngs[i] ?? Buffer.alloc(0))).toBe(true);
+  });
+
+  it("a write that failed is told to the next put, and the store recovers once it can write", async () => {
+    const { store, dir } = await harness();
+    rmSync(dir, { recursive: true });
+    const lost = await store.put(makePng(), META);
+    await store.settled();
+    expect((await fetch(lost.url)).status).toBe(404);
+    await expect(store.put(makePng(), META)).rejects.toThrow(/ENOENT/);
+    mkdirSync(dir, { mode: 0o700 });
+    const png = makePng();
+    const again = await store.put(png, META);
+    expect(Buffer.from(await (await fetch(again.url)).arrayBuffer()).equals(png)).toBe(true);
   });
 
   it("answers HEAD with the headers and no body", async () => {
@@ -411,6 +438,7 @@ describe("LocalScreenshotStore", () => {
     const { store, dir } = await harness({ quotaBytes: size * 3 + size / 2 });
     const stored = [];
     for (let i = 0; i < 5; i++) stored.push(await store.put(makePng(), META));
+    await store.settled();
     expect(dirBytes(dir)).toBeLessThanOrEqual(size * 3 + size / 2);
     expect(readdirSync(dir).sort()).toEqual(
       stored
@@ -429,6 +457,7 @@ describe("LocalScreenshotStore", () => {
     const size = png.length;
     const { store, dir } = await harness({ quotaBytes: size * 2 });
     await Promise.all(Array.from({ length: 8 }, () => store.put(png, META)));
+    await store.settled();
     expect(dirBytes(dir)).toBeLessThanOrEqual(size * 2);
     expect(readdirSync(dir)).toHaveLength(2);
   });
@@ -438,6 +467,7 @@ describe("LocalScreenshotStore", () => {
     const { store, dir } = await harness({ quotaBytes: small.length * 2 });
     await store.put(small, META);
     await expect(store.put(makePng({ width: 60, height: 60 }), META)).rejects.toThrow(/exceeds the whole quota/);
+    await store.settled();
     expect(readdirSync(dir)).toHaveLength(1);
   });
 
@@ -446,6 +476,7 @@ describe("LocalScreenshotStore", () => {
     const old = await store.put(makePng(), META);
     clock.now = old.expiresAt;
     const fresh = await store.put(makePng(), META);
+    await store.settled();
     expect(readdirSync(dir)).toEqual([`${fresh.id}.png`]);
   });
 
@@ -454,6 +485,7 @@ describe("LocalScreenshotStore", () => {
     const { store, dir, clock } = await harness();
     const stored = await store.put(makePng(), META);
     const file = join(dir, `${stored.id}.png`);
+    await store.settled();
     expect(vi.getTimerCount()).toBe(1);
 
     clock.now = stored.expiresAt;
@@ -486,6 +518,7 @@ describe("LocalScreenshotStore", () => {
     const relink = (url: string) => url.replace(first.base, second.base);
     expect((await fetch(relink(b.url))).status).toBe(200);
     await second.store.put(png, META);
+    await second.store.settled();
     expect(readdirSync(dir)).toHaveLength(2);
     expect((await fetch(relink(a.url))).status).toBe(404);
   });
@@ -500,6 +533,7 @@ describe("LocalScreenshotStore", () => {
     const second = await harness({ dir, key });
     second.clock.now = old.expiresAt;
     const fresh = await second.store.put(makePng(), META);
+    await second.store.settled();
     expect(readdirSync(dir)).toEqual([`${fresh.id}.png`]);
   });
 
