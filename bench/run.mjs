@@ -86,6 +86,7 @@ import { askRows, benchAsk } from "./lib/ask.mjs";
 import { installPackage } from "./lib/installed.mjs";
 import { printTargets, targetRows } from "./lib/targets.mjs";
 import { benchCorpus } from "./corpus.mjs";
+import { benchReadFloor } from "./lib/readFloor.mjs";
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -293,6 +294,9 @@ async function main() {
   await runCleanupsExceptSite();
   log("21: ask: the user's answer to the write landing ...");
   results.ask = await benchAsk(lib, site).catch((error) => ({ error: message(error) }));
+  await runCleanupsExceptSite();
+  log("2: read_url beside its floor (the browser's own load over CDP + extract()), article and news page ...");
+  results.readFloor = await benchReadFloor(lib, site).catch((error) => ({ error: message(error) }));
   await runCleanupsExceptSite();
   // The readable read against a public corpus kept outside the project (bench/README.md says where to get it).
   const corpusDir = process.env.TABRELAY_READ_CORPUS;

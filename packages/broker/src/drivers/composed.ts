@@ -136,6 +136,8 @@ export function serve<M extends BridgeMethod>(
   raw: RawCall,
 ): Promise<Result<ResultOf<M>>> {
   const composed: Composed[M] = COMPOSED[method];
+  // A tab being closed is gone from the view as the close is sent (a read's tab closes behind its answer).
+  if (method === "tabs.close") driver.tabView.closing(params);
   const answered = composed ? driver.calls.run(method, options, () => composed(params, options, raw, driver)) : raw(method, params, options);
   if (!TAB_CALLS.has(method)) return answered;
   return answered.then((result) => {

@@ -42,10 +42,15 @@ export class TabView {
     if (ONE_TAB.has(method)) {
       const one = parseBridgeAnswer("tabs.get", result.value);
       if (one.ok) this.#put(one.value.tab);
-    } else if (method === "tabs.close" && params !== null && typeof params === "object") {
-      const tabId: unknown = Reflect.get(params, "tabId");
-      if (typeof tabId === "number") this.#tabs.delete(tabId);
+    } else if (method === "tabs.close") {
+      this.closing(params);
     }
+  }
+
+  /** A tab the broker is closing (tabs.close's params): gone from the view now, not once the browser answered. */
+  closing(params: unknown): void {
+    const tabId: unknown = params !== null && typeof params === "object" ? Reflect.get(params, "tabId") : undefined;
+    if (typeof tabId === "number") this.#tabs?.delete(tabId);
   }
 
   #put(tab: TabInfo): void {

@@ -188,10 +188,12 @@ export const readUrl = defineTool({
     const tab = await ctx.gate.open(params.url, { active: false, forThisCall: true });
     let closed = false;
     try {
-      // The tab is closed while its content is converted: the read is over once the page is read.
-      const close = async () => {
-        await tab.close();
+      // The tab is closed while its content is converted, and not waited for: the read is over once the page is read
+      // (the broker's view of the tabs drops it as the close is sent, so list_tabs no longer shows it).
+      const close = () => {
         closed = true;
+        void tab.close().catch(() => undefined);
+        return Promise.resolve();
       };
       const doc = await extractTab(tab, mode, params.url, closeAfter ? close : undefined);
       ctx.docs.set(key, doc);

@@ -310,6 +310,17 @@ describe("tabs.list", () => {
     expect(driver.calls.map((c) => c.method)).toEqual(["tabs.open", "tabs.close"]);
   });
 
+  it("drops a tab from the view as its close is sent, before the browser answers", async () => {
+    const view = new TabView();
+    let answer: (value: Result<ResultOf<"tabs.close">>) => void = () => undefined;
+    const driver = scripted({ "tabs.close": () => new Promise((resolve) => (answer = resolve)) as never }, view);
+    view.observe({ type: "event", event: "tabs.now", params: { tabs: [tab(1), tab(2)] } });
+    const closing = driver.call("tabs.close", { tabId: 2 });
+    expect((await driver.call("tabs.list", {})).ok && view.now()?.map((t) => t.tabId)).toEqual([1]);
+    answer({ ok: true, value: { closed: true } });
+    await closing;
+  });
+
   it("marks the tab a call brought to the front as the only front tab of its window", async () => {
     const view = new TabView();
     const driver = scripted({ "tabs.activate": () => ({ ok: true, value: { tab: tab(2, { active: true }) } }) }, view);
