@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { createServer, ServerResponse, type IncomingMessage, type Server } from "node:http";
+import type { Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { BridgeServer } from "./drivers/extension/bridgeServer.js";
@@ -12,8 +12,7 @@ import { Answering } from "./http/answering.js";
 import type { Cluster } from "./cluster/cluster.js";
 import { openStore } from "./users/open.js";
 import { brokerIdentity } from "./cluster/identity.js";
-import { getRequestListener } from "@hono/node-server";
-import { sendWhole } from "./http/wholeAnswer.js";
+import { createNodeServer } from "./http/nodeServer.js";
 import { AuditLog } from "./audit/auditLog.js";
 import { Dashboard } from "./dashboard/dashboard.js";
 import { loginKeyFrom } from "./dashboard/sessions.js";
@@ -294,34 +293,22 @@ export class Broker {
       dashboard: this.#dashboard,
       log: this.#log,
     });
-    // A request without a Host header still reaches the routes (and /mcp's Host check refuses it).
-    const listener = getRequestListener(
-      async (req, env) => sendWhole(await this.app.fetch(req, env), env.outgoing instanceof ServerResponse ? env.outgoing : undefined),
-      {
-        overrideGlobalObjects: false,
-        hostname: "host.invalid",
+    this.#http = createNodeServer({
+      fetch: (req, env) => this.app.fetch(req, env),
+      answering: this.#answering,
+      upgrade: (path, req, socket, head) => {
+        // After an emergency stop, browsers stay out until the user resumes from the dashboard; a refused
+        // upgrade (rather than an accepted-then-closed socket) lets the extension back off. 403, not 503: the stop is
+        // the whole cluster's, so there is no other broker to try, and a load balancer counts a 503 as this broker
+        // failing (deploy/nginx.conf: proxy_next_upstream http_503, max_fails=1) and would bench every broker in turn,
+        // agents and the dashboard's resume included. 503 means one thing here: this broker is going, try another.
+        if (path === "/bridge" && this.#dashboard.stopped) socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\nstopped from the dashboard\n");
+        // Draining: a browser dialling in goes to another broker (the load balancer retries elsewhere).
+        else if (this.#draining || this.#closing) socket.end("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\ndraining\n");
+        else if (path === "/bridge") this.#bridge.handleUpgrade(req, socket, head);
+        else if (path === "/page" && this.pages) this.pages.socket.handleUpgrade(req, socket, head);
+        else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
       },
-    );
-    this.#http = createServer((req, res) => {
-      if (req.method === "POST" && pathOf(req) === "/mcp") this.#answering.track(res);
-      void listener(req, res);
-    });
-    // Behind a load balancer that keeps idle connections to the broker (nginx 60 s, most cloud ones 60 s), the broker
-    // keeps them longer, so it never closes one the balancer is about to reuse (a 502 for that request).
-    this.#http.keepAliveTimeout = 65_000;
-    this.#http.headersTimeout = 66_000;
-    this.#http.on("upgrade", (req, socket, head) => {
-      // After an emergency stop, browsers stay out until the user resumes from the dashboard; a refused
-      // upgrade (rather than an accepted-then-closed socket) lets the extension back off. 403, not 503: the stop is
-      // the whole cluster's, so there is no other broker to try, and a load balancer counts a 503 as this broker
-      // failing (deploy/nginx.conf: proxy_next_upstream http_503, max_fails=1) and would bench every broker in turn,
-      // agents and the dashboard's resume included. 503 means one thing here: this broker is going, try another.
-      if (pathOf(req) === "/bridge" && this.#dashboard.stopped) socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\nstopped from the dashboard\n");
-      // Draining: a browser dialling in goes to another broker (the load balancer retries elsewhere).
-      else if (this.#draining || this.#closing) socket.end("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\ndraining\n");
-      else if (pathOf(req) === "/bridge") this.#bridge.handleUpgrade(req, socket, head);
-      else if (pathOf(req) === "/page" && this.pages) this.pages.socket.handleUpgrade(req, socket, head);
-      else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
     });
   }
 
@@ -508,10 +495,4 @@ export class Broker {
     if (cluster && !cluster.ok && cluster.reason !== "draining") reasons.push(`cluster: ${cluster.reason ?? "not ready"}`);
     return { ok: reasons.length === 0, reasons };
   }
-}
-
-function pathOf(req: IncomingMessage): string {
-  const url = req.url ?? "/";
-  const q = url.indexOf("?");
-  return q === -1 ? url : url.slice(0, q);
 }
