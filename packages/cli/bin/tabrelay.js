@@ -12,15 +12,18 @@ process.emitWarning = function (warning, ...rest) {
   if (/^SQLite is an experimental feature/.test(typeof warning === "string" ? warning : String(warning?.message))) return;
   return emitWarning.call(this, warning, ...rest);
 };
-// V8's compiled code for the bundle, kept between runs (Node 22.1+): the broker starts ~30% sooner. In the user's own
-// cache folder, never a shared temporary one another account could write compiled code into.
-try {
-  const { enableCompileCache } = await import("node:module");
-  const { homedir } = await import("node:os");
-  const cache = process.env.XDG_CACHE_HOME || (homedir() && `${homedir()}/.cache`);
-  if (typeof enableCompileCache === "function" && cache) enableCompileCache(`${cache}/tabrelay/compile-cache`);
-} catch {
-  // No cache: the same start, only slower.
+// V8's compiled code for the bundle, kept between runs (Node 22.1+): a broker starts ~30% sooner. In the user's own
+// cache folder, never a shared temporary one another account could write compiled code into; only for the commands
+// that start a broker or a browser (a command that only looks writes nothing).
+if (["start", "serve", "stdio", "launch"].includes(process.argv[2] ?? "")) {
+  try {
+    const { enableCompileCache } = await import("node:module");
+    const { homedir } = await import("node:os");
+    const cache = process.env.XDG_CACHE_HOME || (homedir() && `${homedir()}/.cache`);
+    if (typeof enableCompileCache === "function" && cache) enableCompileCache(`${cache}/tabrelay/compile-cache`);
+  } catch {
+    // No cache: the same start, only slower.
+  }
 }
 try {
   await import("../bundle/main.js");
