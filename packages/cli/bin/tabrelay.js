@@ -19,8 +19,16 @@ if (["start", "serve", "stdio", "launch"].includes(process.argv[2] ?? "")) {
   try {
     const { enableCompileCache } = await import("node:module");
     const { homedir } = await import("node:os");
-    const cache = process.env.XDG_CACHE_HOME || (homedir() && `${homedir()}/.cache`);
-    if (typeof enableCompileCache === "function" && cache) enableCompileCache(`${cache}/tabrelay/compile-cache`);
+    const { mkdirSync, statSync } = await import("node:fs");
+    const xdg = process.env.XDG_CACHE_HOME;
+    const cache = xdg && xdg.startsWith("/") ? xdg : homedir() && `${homedir()}/.cache`;
+    const dir = cache ? `${cache}/tabrelay/compile-cache` : "";
+    if (typeof enableCompileCache === "function" && dir) {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      // Compiled code is code: only from a folder this account owns and no one else may write.
+      const st = statSync(dir);
+      if (st.uid === process.getuid?.() && (st.mode & 0o022) === 0) enableCompileCache(dir);
+    }
   } catch {
     // No cache: the same start, only slower.
   }

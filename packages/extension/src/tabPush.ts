@@ -11,6 +11,8 @@ const PUSH_GAP_MS = 20;
 let pushing = false;
 let again = false;
 let lastPush = 0;
+/** The last list sent on this connection: the same list is not sent again (a page retitling itself to the same title). */
+let lastSent = "";
 
 export function pushTabs(): void {
   if (pushing) {
@@ -25,9 +27,12 @@ export function pushTabs(): void {
         again = false;
         const wait = lastPush + PUSH_GAP_MS - Date.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-        const tabs = await chrome.tabs.query({});
+        const tabs = (await chrome.tabs.query({})).filter((t) => t.id !== undefined && isVisibleToAgent(t.id)).map(toTabInfo);
         lastPush = Date.now();
-        emit({ type: "event", event: "tabs.now", params: { tabs: tabs.filter((t) => t.id !== undefined && isVisibleToAgent(t.id)).map(toTabInfo) } });
+        const text = JSON.stringify(tabs);
+        if (text === lastSent) continue;
+        lastSent = text;
+        emit({ type: "event", event: "tabs.now", params: { tabs } });
       } while (again);
     } catch {
       // The browser is closing: nothing to report.
@@ -39,7 +44,10 @@ export function pushTabs(): void {
 
 const anyAgentTab = () => agentTabs.size + sharedTabs.size > 0;
 
-onServing(pushTabs);
+onServing(() => {
+  lastSent = ""; // a new connection gets the list whatever the last one got
+  pushTabs();
+});
 onTabsSaved(pushTabs);
 chrome.tabs.onUpdated.addListener((tabId, change) => {
   if (!isVisibleToAgent(tabId)) return;

@@ -382,7 +382,8 @@ export interface BridgeMethods {
    * browser was connected: it replaces its rules before it answers.
    */
   "browser.rules": { params: { navigationRules: NavigationRule[] }; result: { installed: number } };
-  "tabs.list": { params: Record<string, never>; result: { tabs: TabInfo[] } };
+  /** `asOf`: when the list was taken (epoch ms), when it is the broker's view rather than the browser's answer now. */
+  "tabs.list": { params: Record<string, never>; result: { tabs: TabInfo[]; asOf?: number } };
   "tabs.open": {
     params: { url: string; active?: boolean; waitUntil?: WaitUntil; timeoutMs?: number };
     result: { tab: TabInfo };

@@ -55,6 +55,11 @@ export type AuditBegun = { ok: true; id: number } | { ok: false; error: string }
 /** Where every tool call leaves its record (the SQLite audit log in the broker). A write is begun before it is sent. */
 export interface AuditSink {
   record(rec: AuditRecord): void;
+  /**
+   * A tool call's record, written as its answer goes out (with the others of that moment, in one commit). Optional:
+   * a sink without it has `record` take them.
+   */
+  recordSoon?(rec: AuditRecord): void;
   begin(rec: Omit<AuditRecord, "decision" | "durationMs">): AuditBegun;
   complete(id: number, rec: AuditRecord): void;
   /**
@@ -137,6 +142,17 @@ type Row = {
 
 type InsertParams = Omit<Row, "id">;
 
+/** Logs holding records (recordSoon): the process's exit writes them (node:sqlite is synchronous). */
+const HOLDING = new Set<AuditLog>();
+let exitHooked = false;
+function hookExit(): void {
+  if (exitHooked) return;
+  exitHooked = true;
+  process.on("exit", () => {
+    for (const log of [...HOLDING]) log.flush();
+  });
+}
+
 export class AuditLog {
   readonly path: string;
   private readonly db: Sqlite;
@@ -144,7 +160,7 @@ export class AuditLog {
   private failures = 0;
   private failing: { error: string; since: number } | undefined;
 
-  /** Records written by record() and not yet in the file (flush). */
+  /** Records written by recordSoon() and not yet in the file (flush). */
   #held: { tool: string; params: InsertParams }[] = [];
   #writing: ReturnType<typeof setImmediate> | undefined;
 
@@ -190,6 +206,7 @@ export class AuditLog {
       db.exec("PRAGMA synchronous = NORMAL");
       db.exec("PRAGMA cache_size = -512"); // 512 KiB: the log is appended to and read in small pages
       migrate(db, path);
+      hookExit();
       return new AuditLog(path, db, isRedactor(secrets) ? secrets : SecretRegistry.of(secrets, "secret"));
     } catch (error) {
       db.close();
@@ -228,13 +245,24 @@ export class AuditLog {
     return row ? { time: row.time, ...(row.user !== null ? { user: row.user } : {}), output: row.output } : undefined;
   }
 
-  /**
-   * Writes one record: held for the rest of this turn of the event loop and written with any others of that turn, in
-   * one transaction (the call's answer goes out first; a busy broker commits once for many calls). Anything that reads
-   * the log, and every begin, writes what is held first, so the order and every reader see them. Never throws: a
-   * failure is counted (see health) and costs a line on stderr.
-   */
+  /** Writes one record, synchronously (after any recordSoon holds). Never throws: a failure is counted (see health) and costs a line on stderr. */
   record(rec: AuditRecord): void {
+    this.flush();
+    try {
+      this.insert(this.params(rec));
+      this.succeeded();
+    } catch (error) {
+      this.failed(rec.tool, error);
+    }
+  }
+
+  /**
+   * A tool call's record: held for the rest of this turn of the event loop and written with any others of that turn,
+   * in one transaction (the call's answer goes out first; a busy broker commits once for many calls). Anything that
+   * reads the log, and every record and begin, writes what is held first, so the order and every reader see them; so
+   * does the process's exit. Never throws: a failure is counted (see health) and costs a line on stderr.
+   */
+  recordSoon(rec: AuditRecord): void {
     let params: InsertParams;
     try {
       params = this.params(rec);
@@ -243,13 +271,17 @@ export class AuditLog {
       return;
     }
     this.#held.push({ tool: rec.tool, params });
-    this.#writing ??= setImmediate(() => this.flush());
+    if (this.#writing === undefined) {
+      this.#writing = setImmediate(() => this.flush());
+      HOLDING.add(this);
+    }
   }
 
-  /** Writes the records record() holds, in the order they came. */
+  /** Writes the records recordSoon() holds, in the order they came. */
   flush(): void {
     if (this.#writing !== undefined) clearImmediate(this.#writing);
     this.#writing = undefined;
+    HOLDING.delete(this);
     const held = this.#held;
     if (held.length === 0) return;
     this.#held = [];

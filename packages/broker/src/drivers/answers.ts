@@ -214,7 +214,7 @@ type AnswerSchemas = { [M in BridgeMethod]: z.ZodType<ResultOf<M>> };
 export const bridgeAnswers = {
   "browser.ping": exactly<ResultOf<"browser.ping">>()(z.object({ now: z.number() })),
   "browser.rules": exactly<ResultOf<"browser.rules">>()(z.object({ installed: z.number() })),
-  "tabs.list": exactly<ResultOf<"tabs.list">>()(z.object({ tabs: z.array(tabInfo) })),
+  "tabs.list": exactly<ResultOf<"tabs.list">>()(z.object({ tabs: z.array(tabInfo), asOf: z.number().optional() })),
   "tabs.open": oneTab,
   "tabs.close": exactly<ResultOf<"tabs.close">>()(z.object({ closed: z.literal(true) })),
   "tabs.activate": oneTab,

@@ -70,8 +70,8 @@ const COMPOSED: Composed = {
 
   // Answered from the broker's view of the tabs when the browser keeps it current (tabView.ts): no round trip.
   "tabs.list": async (params, options, raw, driver) => {
-    const tabs = driver.tabView.now();
-    return tabs ? { ok: true, value: { tabs } } : raw("tabs.list", params, options);
+    const view = driver.tabView.now();
+    return view ? { ok: true, value: view } : raw("tabs.list", params, options);
   },
 
   "page.wait": async ({ urlIncludes, ...params }, { signal }, raw) => {

@@ -68,6 +68,8 @@ export class BrowserRegistry extends Emitter<RegistryEvents> {
     if (previous && previous !== driver) previous.close("replaced by a newer connection from the same browser");
     this.#browsers.set(driver.info.browserId, driver);
     this.emit("connected", driver);
+    // A browser came: calls that find none from now on are told so at once.
+    this.#expectedUntil = 0;
     for (const arrived of [...this.#arrivals]) arrived();
     return true;
   }

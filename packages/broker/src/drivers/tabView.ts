@@ -6,16 +6,28 @@
 import type { BridgeEvent, BridgeMethod, Result, TabInfo } from "@tabrelay/protocol";
 import { parseBridgeAnswer } from "./answers.js";
 
+/** A close that failed with these found the tab gone already. */
+const GONE = new Set(["no_such_tab", "not_agent_tab", "browser_disconnected", "not_connected"]);
+
+function tabIdOf(params: unknown): number | undefined {
+  const tabId: unknown = params !== null && typeof params === "object" ? Reflect.get(params, "tabId") : undefined;
+  return typeof tabId === "number" ? tabId : undefined;
+}
+
 /** Methods whose answer is one tab as it is now. */
 const ONE_TAB = new Set<BridgeMethod>(["tabs.open", "tabs.get", "tabs.navigate", "tabs.history", "tabs.activate"]);
 
 export class TabView {
   /** By tab id, in the browser's order; undefined until the browser sent its first list. */
   #tabs: Map<number, TabInfo> | undefined;
+  /** When the browser's last list came (epoch ms). */
+  #asOf = 0;
+  /** Tabs whose close was sent and not yet answered: put back if it fails while they still exist. */
+  readonly #closing = new Map<number, TabInfo>();
 
-  /** The agent's tabs as the browser last said, or undefined: no view, ask the browser. */
-  now(): TabInfo[] | undefined {
-    return this.#tabs ? [...this.#tabs.values()] : undefined;
+  /** The agent's tabs as the browser last said, and when it said so; or undefined: no view, ask the browser. */
+  now(): { tabs: TabInfo[]; asOf: number } | undefined {
+    return this.#tabs ? { tabs: [...this.#tabs.values()], asOf: this.#asOf } : undefined;
   }
 
   /** An event from the browser, before the broker's listeners get it. */
@@ -25,6 +37,7 @@ export class TabView {
         const parsed = parseBridgeAnswer("tabs.list", frame.params);
         // A list the broker cannot read is no view: list_tabs asks the browser, which says what is wrong.
         this.#tabs = parsed.ok ? new Map(parsed.value.tabs.map((tab) => [tab.tabId, tab])) : undefined;
+        this.#asOf = Date.now();
         return;
       }
       case "tab.removed":
@@ -36,21 +49,31 @@ export class TabView {
     }
   }
 
-  /** A call's answer: a tab it returned is that tab now; a tab it closed is gone. */
+  /**
+   * A call's answer: a tab it returned is that tab now (a new one for tabs.open; any other call only updates a tab the
+   * view still has: one taken back or closed meanwhile stays out); a tab whose close failed while it still exists is
+   * put back.
+   */
   note(method: BridgeMethod, params: unknown, result: Result<unknown>): void {
-    if (!this.#tabs || !result.ok) return;
-    if (ONE_TAB.has(method)) {
-      const one = parseBridgeAnswer("tabs.get", result.value);
-      if (one.ok) this.#put(one.value.tab);
-    } else if (method === "tabs.close") {
-      this.closing(params);
+    if (method === "tabs.close") {
+      const tabId = tabIdOf(params);
+      const was = tabId === undefined ? undefined : this.#closing.get(tabId);
+      if (tabId !== undefined) this.#closing.delete(tabId);
+      if (was && !result.ok && !GONE.has(result.error.code)) this.#tabs?.set(was.tabId, was);
+      return;
     }
+    if (!this.#tabs || !result.ok || !ONE_TAB.has(method)) return;
+    const one = parseBridgeAnswer("tabs.get", result.value);
+    if (one.ok && (method === "tabs.open" || this.#tabs.has(one.value.tab.tabId))) this.#put(one.value.tab);
   }
 
   /** A tab the broker is closing (tabs.close's params): gone from the view now, not once the browser answered. */
   closing(params: unknown): void {
-    const tabId: unknown = params !== null && typeof params === "object" ? Reflect.get(params, "tabId") : undefined;
-    if (typeof tabId === "number") this.#tabs?.delete(tabId);
+    const tabId = tabIdOf(params);
+    const tab = tabId === undefined ? undefined : this.#tabs?.get(tabId);
+    if (tabId === undefined || !tab) return;
+    this.#tabs?.delete(tabId);
+    this.#closing.set(tabId, tab);
   }
 
   #put(tab: TabInfo): void {

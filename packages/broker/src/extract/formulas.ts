@@ -9,7 +9,7 @@
 // from it, when every letter and digit it holds is among the drawn ones and every command is a known TeX command.
 import { HIDDEN_MARK_ATTR, HIDDEN_SUBTREE } from "@tabrelay/protocol";
 import { isElement, type DomElement } from "./dom.js";
-import { annotationTex, mathmlToTex } from "./mathml.js";
+import { annotationTex, mathmlToTex, mathTokens } from "./mathml.js";
 import { TEX_COMMANDS } from "./texCommands.js";
 
 /** The placeholder's attribute: "inline" or "block". Turndown's formula rule reads it. */
@@ -27,6 +27,11 @@ const HIDDEN_STYLE = /(?:^|[;\s])(?:display\s*:\s*none|visibility\s*:\s*(?:hidde
 /** Hidden from people by the in-page reader's mark, the `hidden` attribute or an inline style. */
 function hiddenFromPeople(el: DomElement): boolean {
   return el.getAttribute(HIDDEN_MARK_ATTR) === HIDDEN_SUBTREE || el.hasAttribute("hidden") || HIDDEN_STYLE.test(el.getAttribute("style") ?? "");
+}
+
+/** As hiddenFromPeople, or its own text drawn invisibly (the reader's own-text mark): no drawn letters there. */
+function drawsNoText(el: DomElement): boolean {
+  return hiddenFromPeople(el) || el.hasAttribute(HIDDEN_MARK_ATTR);
 }
 
 /** `el` and its ancestors up to (and with) `top` are shown. */
@@ -48,9 +53,14 @@ function place(target: DomElement, tex: string, block: boolean): void {
   target.replaceWith(code);
 }
 
-/** The TeX of a <math> element: its TeX annotation when it has one, else its MathML written as TeX. */
+/**
+ * The TeX of a <math> element: its TeX annotation when it says no more than the formula draws (an annotation is never
+ * drawn itself: a page could hide words there), else its MathML written as TeX.
+ */
 function texOfMath(math: DomElement): string {
-  return displayStyleless(annotationTex(math) ?? mathmlToTex(math));
+  const annotation = annotationTex(math);
+  const tex = annotation !== undefined && texAgreesWithDrawn(displayStyleless(annotation), mathTokens(math)) ? annotation : mathmlToTex(math);
+  return displayStyleless(tex);
 }
 
 /** Wikipedia wraps every formula in {\displaystyle ...}: the wrapper says nothing to a reader. */
@@ -81,7 +91,7 @@ function shownText(el: DomElement, skip: (e: DomElement) => boolean): string {
     const c = el.childNodes[i];
     if (c === undefined) continue;
     if (isElement(c)) {
-      if (!hiddenFromPeople(c) && !skip(c)) out += shownText(c, skip);
+      if (!drawsNoText(c) && !skip(c)) out += shownText(c, skip);
     } else out += c.nodeValue ?? "";
   }
   return out;

@@ -2,6 +2,7 @@
 // page's own <math>). The output is what an agent reads well: TeX structure (\frac, \sqrt, ^, _) around the
 // formula's own symbols, kept as the Unicode characters the page draws (α, ≤, ∑).
 import { elementChildren, isElement, TEXT_NODE, type DomElement, type DomNode } from "./dom.js";
+import { HIDDEN_MARK_ATTR } from "@tabrelay/protocol";
 
 /** Multi-letter identifiers TeX writes as operator names. */
 const FUNCTIONS = new Set([
@@ -89,6 +90,8 @@ function children(el: DomElement): string[] {
 
 /** One MathML element (and what is below it) as TeX. */
 export function toTex(el: DomElement): string {
+  // Text the in-page reader found no person can see (hidden, or its own text drawn invisibly) is no part of a formula.
+  if (el.hasAttribute(HIDDEN_MARK_ATTR)) return "";
   const kids = elementChildren(el);
   const [a, b, c] = kids.map(toTex);
   switch (el.tagName) {
@@ -162,7 +165,7 @@ export function mathTokens(math: DomElement): string {
   let out = "";
   const walk = (n: DomNode): void => {
     if (n.nodeType === TEXT_NODE) out += n.nodeValue ?? "";
-    else if (isElement(n) && n.tagName !== "ANNOTATION" && n.tagName !== "ANNOTATION-XML")
+    else if (isElement(n) && n.tagName !== "ANNOTATION" && n.tagName !== "ANNOTATION-XML" && !n.hasAttribute(HIDDEN_MARK_ATTR))
       for (let i = 0; i < n.childNodes.length; i++) {
         const c = n.childNodes[i];
         if (c !== undefined) walk(c);

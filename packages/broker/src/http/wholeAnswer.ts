@@ -5,16 +5,40 @@
 import type { ServerResponse } from "node:http";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 
-/** Larger bodies, or those that do not say their length, keep their stream. */
+/** Larger bodies keep their stream. */
 const WHOLE_MAX_BYTES = 4 * 1024 * 1024;
 
-/** Sends `answer` on `outgoing` in one write when it is JSON of a known or small size; otherwise hands it back as it is. */
+/** Sends `answer` on `outgoing` in one write when it is JSON of at most WHOLE_MAX_BYTES; otherwise hands it on as a stream. */
 export async function sendWhole(answer: Response, outgoing: ServerResponse | undefined): Promise<Response> {
   const type = answer.headers.get("content-type") ?? "";
   if (!outgoing || answer.body === null || !/^application\/json\b/i.test(type) || answer.headers.has("transfer-encoding")) return answer;
   const declared = answer.headers.get("content-length");
   if (declared !== null && Number(declared) > WHOLE_MAX_BYTES) return answer;
-  const body = Buffer.from(await answer.arrayBuffer());
+  // Read up to the cap: a larger (or endless) body goes on as a stream, what was read first.
+  const reader = answer.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    size += value.byteLength;
+    if (size > WHOLE_MAX_BYTES) {
+      const rest = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (const chunk of chunks) controller.enqueue(chunk);
+        },
+        async pull(controller) {
+          const next = await reader.read();
+          if (next.done) controller.close();
+          else controller.enqueue(next.value);
+        },
+        cancel: (reason) => reader.cancel(reason),
+      });
+      return new Response(rest, { status: answer.status, statusText: answer.statusText, headers: answer.headers });
+    }
+  }
+  const body = Buffer.concat(chunks);
   const headers: Record<string, string | string[]> = {};
   answer.headers.forEach((value, name) => {
     if (name !== "set-cookie") headers[name] = value;

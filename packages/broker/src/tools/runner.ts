@@ -339,8 +339,10 @@ async function runOnce(tool: Tool, ctx: ToolContext, args: unknown, signal: Abor
     ...factFields(browserHint, { ...facts, ...(rule ? { rule } : {}) }),
     ...(code ? { code } : {}),
   };
-  if (begun === undefined) ctx.audit.record(written);
-  else ctx.audit.complete(begun, written);
+  if (begun === undefined) {
+    if (ctx.audit.recordSoon) ctx.audit.recordSoon(written);
+    else ctx.audit.record(written);
+  } else ctx.audit.complete(begun, written);
   return { result, dispatched: record.dispatched, unknown: decision === "outcome_unknown" };
 }
 

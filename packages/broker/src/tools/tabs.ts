@@ -42,7 +42,10 @@ export const listTabs = defineTool({
   async handler(ctx, _params, response) {
     const conn = ctx.browser();
     const askedAt = Date.now();
-    const { tabs, free, hidden } = ctx.leases.visible(unwrap(await conn.call("tabs.list", {})).tabs, askedAt);
+    const listed = unwrap(await conn.call("tabs.list", {}));
+    // A list from the broker's view is as old as the browser's last list: a lease newer than that is not ended for
+    // want of its tab in it (a popup claimed a moment ago).
+    const { tabs, free, hidden } = ctx.leases.visible(listed.tabs, Math.min(askedAt, listed.asOf ?? askedAt));
     response.structured(tabs.map((tab) => ({ ...tabValue(tab), ...(free.has(tab.tabId) ? { free: true } : {}) })));
     const others = hidden > 0 ? ` ${hidden} more ${hidden === 1 ? "tab belongs" : "tabs belong"} to other agents (not listed; open_tab opens your own).` : "";
     if (tabs.length === 0) {

@@ -306,7 +306,7 @@ describe("tabs.list", () => {
     await driver.call("tabs.close", { tabId: 2 });
     // The browser's own news: a page retitled itself; a tab the user closed.
     view.observe({ type: "event", event: "tab.removed", params: { tabId: 1 } });
-    expect(await driver.call("tabs.list", {})).toEqual({ ok: true, value: { tabs: [tab(3, { active: true, title: "opened" })] } });
+    expect(await driver.call("tabs.list", {})).toEqual({ ok: true, value: { tabs: [tab(3, { active: true, title: "opened" })], asOf: expect.any(Number) } });
     expect(driver.calls.map((c) => c.method)).toEqual(["tabs.open", "tabs.close"]);
   });
 
@@ -316,9 +316,27 @@ describe("tabs.list", () => {
     const driver = scripted({ "tabs.close": () => new Promise((resolve) => (answer = resolve)) as never }, view);
     view.observe({ type: "event", event: "tabs.now", params: { tabs: [tab(1), tab(2)] } });
     const closing = driver.call("tabs.close", { tabId: 2 });
-    expect((await driver.call("tabs.list", {})).ok && view.now()?.map((t) => t.tabId)).toEqual([1]);
+    expect((await driver.call("tabs.list", {})).ok && view.now()?.tabs.map((t) => t.tabId)).toEqual([1]);
     answer({ ok: true, value: { closed: true } });
     await closing;
+  });
+
+  it("puts back a tab whose close failed while it exists, keeps out one taken back during a call on it", async () => {
+    const view = new TabView();
+    const driver = scripted(
+      {
+        "tabs.close": ({ tabId }) =>
+          tabId === 1 ? { ok: false, error: { code: "timeout", message: "no answer" } } : { ok: false, error: { code: "no_such_tab", message: "gone" } },
+        "tabs.get": ({ tabId }) => ({ ok: true, value: { tab: tab(tabId, { title: "late answer" }) } }),
+      },
+      view,
+    );
+    view.observe({ type: "event", event: "tabs.now", params: { tabs: [tab(1), tab(2), tab(3)] } });
+    await driver.call("tabs.close", { tabId: 1 });
+    await driver.call("tabs.close", { tabId: 2 });
+    view.observe({ type: "event", event: "tab.stop", params: { tabId: 3 } });
+    await driver.call("tabs.get", { tabId: 3 });
+    expect(view.now()?.tabs.map((t) => t.tabId)).toEqual([1]);
   });
 
   it("marks the tab a call brought to the front as the only front tab of its window", async () => {

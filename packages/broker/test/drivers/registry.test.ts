@@ -31,6 +31,9 @@ describe("BrowserRegistry arrival", () => {
     expect(await settled(waiting)).toBe(true);
     const picked = registry.pick();
     expect(picked.ok && picked.value.info.browserId).toBe("b1");
+    // Once one came, a call that finds none (another user's, or after it left) is told so at once.
+    registry.remove(picked.ok ? picked.value : browser("b1"));
+    expect(await settled(registry.arrival())).toBe(true);
   });
 
   it("stops waiting when the browser will not come, when the call is cancelled, and when the time is up", async () => {

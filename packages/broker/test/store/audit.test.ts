@@ -312,8 +312,8 @@ describe("AuditLog failures", () => {
     const log = open(tempDir());
     const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     const bad: unknown = { ...rec(), decision: "maybe" };
-    expect(() => Reflect.apply(log.record, log, [bad])).not.toThrow();
-    log.record(rec({ tool: "fine" }));
+    expect(() => Reflect.apply(log.recordSoon, log, [bad])).not.toThrow();
+    log.recordSoon(rec({ tool: "fine" }));
     await endOfTurn();
     expect(stderr).toHaveBeenCalledTimes(1);
     expect(log.list().map((r) => r.tool)).toEqual(["fine"]);
@@ -321,17 +321,19 @@ describe("AuditLog failures", () => {
 
   it("holds the records of one turn and writes them together after it, in order; a reader or a begin writes them first", async () => {
     const log = open(tempDir());
-    log.record(rec({ tool: "one" }));
-    log.record(rec({ tool: "two" }));
+    log.recordSoon(rec({ tool: "one" }));
+    log.recordSoon(rec({ tool: "two" }));
     expect(log.list().map((r) => r.tool)).toEqual(["one", "two"]);
-    log.record(rec({ tool: "three" }));
+    log.recordSoon(rec({ tool: "three" }));
     const begun = log.begin({ time: Date.now(), tool: "click" });
     expect(begun.ok).toBe(true);
-    log.record(rec({ tool: "four" }));
+    log.recordSoon(rec({ tool: "four" }));
+    log.record(rec({ tool: "five" }));
+    log.recordSoon(rec({ tool: "six" }));
     const other = open(tempDir());
-    other.record(rec({ tool: "elsewhere" }));
+    other.recordSoon(rec({ tool: "elsewhere" }));
     await endOfTurn();
-    expect(log.list().map((r) => r.tool)).toEqual(["one", "two", "three", "click", "four"]);
+    expect(log.list().map((r) => r.tool)).toEqual(["one", "two", "three", "click", "four", "five", "six"]);
     expect(other.list().map((r) => r.tool)).toEqual(["elsewhere"]);
   });
 });
