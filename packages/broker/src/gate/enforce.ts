@@ -102,9 +102,11 @@ export function explainByDenial(ctx: GateContext, browser: BrowserDriver, tabId:
   const caught = ctx.denials.take(browser.info.browserId, tabId);
   if (!caught) return undefined;
   if (!browser.closed) void browser.call("tabs.navigate", { tabId, url: BLANK, waitUntil: "commit", timeoutMs: 5000 });
+  // Where the page tried to go is page text: quoted as any (util/pageText.ts), as checkLanding says it.
+  const where = pageText(caught.url, PAGE_TEXT_MAX.url);
   const what = caught.blocked
-    ? `while tabrelay worked on tab ${tabId}, its page tried to go to ${caught.url}, which the read policy does not allow; tabrelay stopped the request before it left the browser`
-    : `while tabrelay worked on tab ${tabId}, its page went to ${caught.url}, which the read policy does not allow`;
+    ? `while tabrelay worked on tab ${tabId}, its page tried to go to ${where}, which the read policy does not allow; tabrelay stopped the request before it left the browser`
+    : `while tabrelay worked on tab ${tabId}, its page went to ${where}, which the read policy does not allow`;
   return new TabrelayError("policy_denied", `${what}; nothing from that page was read and the tab no longer shows it. ${caught.message}`, caught.rule);
 }
 
