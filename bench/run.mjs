@@ -48,7 +48,6 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { pathToFileURL } from "node:url";
 import { BIG_LAST_BUTTON } from "./pages/make-interaction.mjs";
 import { benchCdp, coldStartTabrelay } from "./lib/cdp.mjs";
 import { runClusterBench } from "./lib/cluster.mjs";
@@ -75,6 +74,7 @@ import {
   startSite,
   stats,
   tempDir,
+  loadLib,
 } from "./lib/common.mjs";
 import { cdpRows, cellError, fmtMiB, fmtMs, interactionRows, newsRows, printTable, screenshotRows, verdict } from "./lib/output.mjs";
 import { benchPeer, peerSpecs } from "./lib/peers.mjs";
@@ -101,15 +101,7 @@ async function main() {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (set CHROME_PATH)`);
   ensureBuilt();
   ensureInstalled();
-  const lib = {
-    broker: await import(pathToFileURL(join(ROOT, "packages/broker/dist/index.js")).href),
-    extract: await import(pathToFileURL(join(ROOT, "packages/broker/dist/extract/extract.js")).href),
-    sdk: {
-      ...(await import("@modelcontextprotocol/sdk/client/index.js")),
-      ...(await import("@modelcontextprotocol/sdk/client/streamableHttp.js")),
-      ...(await import("@modelcontextprotocol/sdk/client/stdio.js")),
-    },
-  };
+  const lib = await loadLib();
   const chromiumVersion = (() => {
     try {
       return execFileSync(CHROMIUM, ["--version"], { encoding: "utf8", timeout: 10_000 }).trim();

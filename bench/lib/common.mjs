@@ -412,3 +412,17 @@ export async function runCleanupsExceptSite() {
     }
   }
 }
+
+/** What the figures import from the built tree and the SDK: the broker, extract(), and the MCP client's transports. */
+export async function loadLib() {
+  const { pathToFileURL } = await import("node:url");
+  return {
+    broker: await import(pathToFileURL(join(ROOT, "packages/broker/dist/index.js")).href),
+    extract: await import(pathToFileURL(join(ROOT, "packages/broker/dist/extract/extract.js")).href),
+    sdk: {
+      ...(await import("@modelcontextprotocol/sdk/client/index.js")),
+      ...(await import("@modelcontextprotocol/sdk/client/streamableHttp.js")),
+      ...(await import("@modelcontextprotocol/sdk/client/stdio.js")),
+    },
+  };
+}

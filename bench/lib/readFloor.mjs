@@ -2,7 +2,6 @@
 // of that page's HTML (readable mode), and tabrelay's read_url of the article and the news page through
 // `tabrelay serve` and the extension. `node bench/lib/readFloor.mjs` runs it alone and prints the figures.
 import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import {
@@ -11,7 +10,6 @@ import {
   MARKER,
   N,
   NEWS,
-  ROOT,
   allowYaml,
   cleanups,
   ensureBuilt,
@@ -26,6 +24,7 @@ import {
   tempDir,
   timed,
   withTimeout,
+  loadLib,
 } from "./common.mjs";
 import { startServe } from "./tabrelay.mjs";
 
@@ -169,14 +168,7 @@ export async function benchReadFloor(lib, site) {
 
 async function main() {
   ensureBuilt();
-  const lib = {
-    broker: await import(pathToFileURL(join(ROOT, "packages/broker/dist/index.js")).href),
-    extract: await import(pathToFileURL(join(ROOT, "packages/broker/dist/extract/extract.js")).href),
-    sdk: {
-      ...(await import("@modelcontextprotocol/sdk/client/index.js")),
-      ...(await import("@modelcontextprotocol/sdk/client/streamableHttp.js")),
-    },
-  };
+  const lib = await loadLib();
   const site = await startSite();
   try {
     log(`read_url beside its floor (N=${N.reads} per page, after ${WARMUP} warm-ups, samples alternated) ...`);

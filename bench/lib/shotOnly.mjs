@@ -11,7 +11,6 @@
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { pathToFileURL } from "node:url";
 import {
   CHROMIUM,
   CLI,
@@ -38,6 +37,7 @@ import {
   timed,
   track,
   withTimeout,
+  loadLib,
 } from "./common.mjs";
 import { peerScreenshot, pngDims, resultSizes, tabrelayScreenshot } from "./interaction.mjs";
 import { peerSpecs, startPeer } from "./peers.mjs";
@@ -222,14 +222,7 @@ async function interleaved(ways, site) {
 async function main() {
   ensureBuilt();
   ensureInstalled();
-  const lib = {
-    broker: await import(pathToFileURL(join(ROOT, "packages/broker/dist/index.js")).href),
-    sdk: {
-      ...(await import("@modelcontextprotocol/sdk/client/index.js")),
-      ...(await import("@modelcontextprotocol/sdk/client/streamableHttp.js")),
-      ...(await import("@modelcontextprotocol/sdk/client/stdio.js")),
-    },
-  };
+  const lib = await loadLib();
   const site = await startSite();
   const ways = [
     ...builds.map((b) => ({ key: `extension${b.name}`, kind: "extension", label: `tabrelay serve (extension)${b.name}`, start: () => startExtension(lib, b) })),

@@ -8,10 +8,8 @@
 // big.html to DIR/<way>.txt with the revision masked, to compare results before and after a change byte for byte.
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import {
   CHROMIUM,
-  ROOT,
   allowYaml,
   callText,
   cleanups,
@@ -25,6 +23,7 @@ import {
   tempDir,
   timed,
   withTimeout,
+  loadLib,
 } from "./common.mjs";
 import { connectHttp, spawnTabrelay, startServe } from "./tabrelay.mjs";
 
@@ -89,13 +88,7 @@ async function viaCdp(lib, site) {
 async function main() {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (set CHROME_PATH)`);
   ensureBuilt();
-  const lib = {
-    broker: await import(pathToFileURL(join(ROOT, "packages/broker/dist/index.js")).href),
-    sdk: {
-      ...(await import("@modelcontextprotocol/sdk/client/index.js")),
-      ...(await import("@modelcontextprotocol/sdk/client/streamableHttp.js")),
-    },
-  };
+  const lib = await loadLib();
   const site = await startSite();
   const out = {};
   for (const [way, run] of [
