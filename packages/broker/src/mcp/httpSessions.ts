@@ -5,6 +5,7 @@ import { endSessionLeases } from "../gate/enforce.js";
 import { readLimited } from "../http/body.js";
 import type { Tool, ToolContext } from "../tools/tool.js";
 import { DEFAULT_PRINCIPAL, type Principal } from "../users/principal.js";
+import { jsonWhenWhole } from "./jsonWhenWhole.js";
 import { adoptSession, createMcpServer, initializingClient, sessionTransport, type DynamicTools, type SessionTransport } from "./adapter.js";
 
 /** How many HTTP sessions the broker keeps, and for how long an unused one lives. */
@@ -230,7 +231,8 @@ export class HttpSessions {
     }
     if (req.method !== "GET") {
       const read = parsedBody === undefined && req.method === "POST" ? await jsonBody(req) : { req, parsedBody };
-      return session.transport.handleRequest(read.req, read.parsedBody === undefined ? undefined : { parsedBody: read.parsedBody });
+      const answer = await session.transport.handleRequest(read.req, read.parsedBody === undefined ? undefined : { parsedBody: read.parsedBody });
+      return jsonWhenWhole(answer);
     }
     session.streams++;
     let response: Response;

@@ -48,9 +48,17 @@ async function mcp(method: string, init: { session?: string; body?: unknown; hea
   );
 }
 
-/** The JSON-RPC messages of an SSE answer (the stream ends once every request in the POST is answered). */
-async function messages(response: Response): Promise<unknown[]> {
-  expect(response.headers.get("content-type")).toBe("text/event-stream");
+/**
+ * The JSON-RPC messages of an answer: one JSON object when nothing but the answer was said during the call (mcp/
+ * jsonWhenWhole.ts), else an SSE stream that ends once every request in the POST is answered.
+ */
+async function messages(response: Response, as: "json" | "sse" = "json"): Promise<unknown[]> {
+  const type = response.headers.get("content-type");
+  if (as === "json") {
+    expect(type).toBe("application/json");
+    return [await response.json()];
+  }
+  expect(type).toBe("text/event-stream");
   const text = await response.text();
   return text
     .split("\n")
@@ -138,17 +146,27 @@ describe("/mcp through the fetch core", () => {
     }
   });
 
-  it("streams a call's answer: the SSE response is open while the browser works, and ends with the answer", async () => {
+  it("answers a call that said nothing while the browser worked with one JSON object, once the answer is there", async () => {
     const fake = new FakeBrowser();
     broker.registry.add(fake);
     try {
       const session = await initialize();
       const gate = fake.hold();
-      const response = await mcp("POST", { session, body: { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "list_tabs", arguments: {} } } });
-      expect(response.status).toBe(200);
+      let answered = false;
+      const pending = mcp("POST", { session, body: { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "list_tabs", arguments: {} } } });
+      void pending.then(() => (answered = true));
       await gate.reached;
+      // No header leaves before the answer or something said during the call: the choice of JSON is still open.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(answered).toBe(false);
       gate.release();
-      expect(JSON.stringify(await messages(response))).toContain("http://127.0.0.1/held");
+      const response = await pending;
+      expect(response.status).toBe(200);
+      expect(response.headers.get("mcp-session-id")).toBe(session);
+      expect(response.headers.get("cache-control")).toBeNull();
+      const [answer] = await messages(response);
+      expect(answer).toMatchObject({ jsonrpc: "2.0", id: 5, result: { content: [expect.objectContaining({ type: "text" })] } });
+      expect(JSON.stringify(answer)).toContain("http://127.0.0.1/held");
       await mcp("DELETE", { session });
     } finally {
       broker.registry.remove(fake);
