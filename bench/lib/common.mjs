@@ -36,8 +36,8 @@ export const CHROMIUM_FLAGS = [
 ];
 
 export const N = {
-  roundTripWarmup: 20,
-  roundTrip: 100,
+  roundTripWarmup: 200, // the JIT warm in every process (tabrelay and both peers alike): a steady-state round trip
+  roundTrip: 300,
   reads: 30, // the workload before RSS is read; the read times are its median
   newsReads: 10, // 2b: timed reads of the news page after the first (whose text is checked)
   extractWarmup: 5,
