@@ -12,6 +12,7 @@ export default defineConfig(
       "**/node_modules/",
       "**/dist/",
       "**/dist-tsc/",
+      "**/dist-firefox/",
       "packages/cli/bundle/",
       "packages/cli/assets/",
       "release/",

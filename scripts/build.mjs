@@ -16,7 +16,7 @@ const BUNDLES = [
   { name: "cli", script: "packages/cli/build.mjs", stamp: "packages/cli/bundle/.built" },
   { name: "worker", script: "packages/worker/build.mjs", stamp: "packages/worker/dist/.built" },
 ];
-const SKIP = new Set(["node_modules", "dist", "bundle", "test", ".turbo"]);
+const SKIP = new Set(["node_modules", "dist", "dist-firefox", "bundle", "test", ".turbo"]);
 
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-b"], "tsc -b");
 const inputs = Math.max(newest(join(root, "packages")), statSync(join(root, "package-lock.json")).mtimeMs);

@@ -3,6 +3,7 @@
 //   release/tabrelay-<version>.tgz                      the `tabrelay` package (npm publish release/tabrelay-<version>.tgz)
 //   release/tabrelay-page-<version>.tgz                 @tabrelay/page, for web apps offering their own tools
 //   release/tabrelay-extension-chrome-<version>.zip     the Chrome extension, as the Chrome Web Store takes it
+//   release/tabrelay-extension-firefox-<version>.zip    the same extension built for Firefox, as addons.mozilla.org takes it
 // The `tabrelay` package is packages/cli's bin, bundle and assets (packages/cli/build.mjs puts the broker, the
 // dashboard, the extension's build, the in-page scripts, the top-sites ranking and the sandbox's WASM there) with a
 // package.json written for the registry: public, no dependency to install (all of it is in the bundle), no install
@@ -104,10 +105,23 @@ zipFolder(extensionDir, extensionZip, (name, bytes) => {
   return Buffer.from(`${JSON.stringify(store, null, 2)}\n`);
 });
 
+// The same extension built for Firefox (packages/extension/dist-firefox), as addons.mozilla.org takes it: it has no
+// `key`; its add-on id is in browser_specific_settings.gecko.
+const firefoxZip = join(release, `tabrelay-extension-firefox-${version}.zip`);
+const firefoxDir = join(root, "packages/extension/dist-firefox");
+const firefoxManifest = JSON.parse(readFileSync(join(firefoxDir, "manifest.json"), "utf8"));
+if (firefoxManifest.version !== version)
+  fail(`packages/extension/dist-firefox/manifest.json says ${firefoxManifest.version}, not ${version}: rebuild (npm run build)`);
+zipFolder(firefoxDir, firefoxZip, (name, bytes) => {
+  if (name === "config.json") fail("packages/extension/dist-firefox holds a launcher's config.json (a pairing secret): rebuild the extension");
+  return bytes;
+});
+
 rmSync(join(release, "stage"), { recursive: true, force: true });
-for (const file of [tarball, pageTarball, extensionZip]) console.log(`pack: ${file.slice(root.length)} (${(statSync(file).size / 1024).toFixed(0)} KiB)`);
+for (const file of [tarball, pageTarball, extensionZip, firefoxZip])
+  console.log(`pack: ${file.slice(root.length)} (${(statSync(file).size / 1024).toFixed(0)} KiB)`);
 console.log(
-  `pack: publish with npm publish release/tabrelay-${version}.tgz (and release/tabrelay-page-${version}.tgz); upload the zip in the Chrome Web Store's developer dashboard`,
+  `pack: publish with npm publish release/tabrelay-${version}.tgz (and release/tabrelay-page-${version}.tgz); upload the Chrome zip in the Chrome Web Store's developer dashboard and the Firefox one at addons.mozilla.org (it signs it)`,
 );
 
 /** `npm pack` of `dir` into release/, checked to have made `expected`; its path. */

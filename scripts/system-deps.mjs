@@ -1,4 +1,4 @@
-// The Debian packages the test suite runs (Chromium for the end-to-end tests; Xvfb, x11vnc, noVNC and websockify for
+// The Debian packages the test suite runs (Chromium and Firefox ESR for the end-to-end tests; Xvfb, x11vnc, noVNC and websockify for
 // the headful VNC view; PostgreSQL, Redis and nginx for the shared store and several brokers behind a load balancer):
 // `npm test` runs this first. What is missing is installed with apt-get when this runs as root on a Debian-like
 // system; otherwise it names the command to run and stops, before a test fails for a reason far from its cause.
@@ -9,6 +9,10 @@ const PACKAGES = [
   {
     name: "chromium",
     present: () => existsSync("/usr/lib/chromium/chromium") || Boolean(process.env["CHROME_PATH"] && existsSync(process.env["CHROME_PATH"])),
+  },
+  {
+    name: "firefox-esr",
+    present: () => existsSync("/usr/lib/firefox-esr/firefox-esr") || Boolean(process.env["FIREFOX_PATH"] && existsSync(process.env["FIREFOX_PATH"])),
   },
   { name: "xvfb", present: () => existsSync("/usr/bin/Xvfb") },
   { name: "x11vnc", present: () => existsSync("/usr/bin/x11vnc") },

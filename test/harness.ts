@@ -14,11 +14,15 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { Agent, fetch as undiciFetch } from "undici";
 import {
   Broker,
+  builtFirefoxExtensionDir,
   findChromium,
+  findFirefox,
   launchChromium,
+  launchFirefox,
   launchLocalChromium,
   loadConfig,
   prepareExtension,
+  prepareFirefoxProfile,
   silentLogger,
   type LaunchedBrowser,
   type NodeBrokerConfig,
@@ -155,9 +159,53 @@ export async function launchBrowser(bridgePort: number, pairingCode = PAIRING_TO
   };
 }
 
-/** The two ways a browser serves the broker; suites that must behave the same on both run once per driver. */
-export const DRIVERS = ["extension", "cdp"] as const;
-export type Driver = (typeof DRIVERS)[number];
+/**
+ * A real headless Firefox (ESR) carrying tabrelay's Firefox build, paired with the bridge at `bridgePort`, started by
+ * the launcher `tabrelay start --firefox` uses (launch/firefox.ts). Popups allowed and downloads saved without asking,
+ * as launchBrowser's Chromium.
+ */
+export async function launchFirefoxBrowser(bridgePort: number, pairingCode = PAIRING_TOKEN, label = "test firefox"): Promise<TestBrowser> {
+  const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-ffprofile-"));
+  const downloadsDir = join(profileDir, "downloads");
+  mkdirSync(downloadsDir, { recursive: true });
+  const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${bridgePort}/bridge`, pairingCode, label, process.env, {
+    sourceDir: builtFirefoxExtensionDir(),
+  });
+  prepareFirefoxProfile(profileDir, extensionDir, {
+    "dom.disable_open_during_load": false,
+    "browser.download.folderList": 2,
+    "browser.download.dir": downloadsDir,
+    "browser.download.useDownloadDir": true,
+    "browser.download.always_ask_before_handling_new_types": false,
+  });
+  const browser = launchFirefox({ firefoxPath: findFirefox(), profileDir, headless: true });
+  return {
+    browser,
+    profileDir,
+    downloadsDir,
+    async close() {
+      await browser.kill();
+      await removeProfile(profileDir);
+    },
+  };
+}
+
+/**
+ * The ways a browser serves the broker; suites that must behave the same on each run once per driver: the extension
+ * in Chromium, Chromium over CDP, and the extension's Firefox build in Firefox. TABRELAY_TEST_DRIVERS (a comma list)
+ * narrows a local run to some of them; CI runs them all.
+ */
+const ALL_DRIVERS = ["extension", "cdp", "firefox"] as const;
+export type Driver = (typeof ALL_DRIVERS)[number];
+export const DRIVERS: readonly Driver[] = driversWanted(process.env["TABRELAY_TEST_DRIVERS"]);
+
+function driversWanted(list: string | undefined): readonly Driver[] {
+  if (!list) return ALL_DRIVERS;
+  const wanted = list.split(",").map((d) => d.trim());
+  const unknown = wanted.filter((d) => !(ALL_DRIVERS as readonly string[]).includes(d));
+  if (unknown.length > 0) throw new Error(`TABRELAY_TEST_DRIVERS names ${unknown.join(", ")}; the drivers are ${ALL_DRIVERS.join(", ")}`);
+  return ALL_DRIVERS.filter((d) => wanted.includes(d));
+}
 
 /** A browser attached to a test broker. */
 export interface AttachedBrowser {
@@ -176,8 +224,8 @@ export interface AttachedBrowser {
  */
 export async function attachBrowser(b: TestBroker, driver: Driver, options: { allowPopups?: boolean } = {}): Promise<AttachedBrowser> {
   let browser: AttachedBrowser;
-  if (driver === "extension") {
-    const launched = await launchBrowser(b.port);
+  if (driver === "extension" || driver === "firefox") {
+    const launched = driver === "extension" ? await launchBrowser(b.port) : await launchFirefoxBrowser(b.port);
     browser = { close: () => launched.close(), kill: () => launched.browser.process.kill("SIGKILL"), downloadsDir: launched.downloadsDir };
   } else {
     const local = await launchLocalChromium({

@@ -151,7 +151,7 @@ for (const name of readdirSync(out)) {
 }
 
 // Everything the bundle reads at run time, in the package's own assets/ (the broker's assets.ts looks there when it
-// runs from this bundle): the extension's build (loaded by `tabrelay start`, shown by `tabrelay extension`; it holds
+// runs from this bundle): the extension's builds for Chrome and Firefox (loaded by `tabrelay start`, shown by `tabrelay extension`; it holds
 // the in-page scripts the CDP driver injects too), the dashboard's browser scripts and stylesheet, the top-sites
 // ranking with its licence. `npm run pack` ships bin/, bundle/ and assets/ as the `tabrelay` package.
 const packages = join(root, "..");
@@ -161,6 +161,7 @@ mkdirSync(join(assets, "dashboard"), { recursive: true });
 if (!existsSync(join(packages, "extension/dist/manifest.json")))
   throw new Error("build.mjs: the extension is not built (packages/extension/build.mjs runs first)");
 cpSync(join(packages, "extension/dist"), join(assets, "extension"), { recursive: true, filter: (path) => !/[\\/]\.[^\\/]*$/.test(path) }); // not the build stamp
+cpSync(join(packages, "extension/dist-firefox"), join(assets, "extension-firefox"), { recursive: true });
 for (const name of readdirSync(join(packages, "broker/src/dashboard/client"))) {
   if (/\.(js|css)$/.test(name)) copyFileSync(join(packages, "broker/src/dashboard/client", name), join(assets, "dashboard", name));
 }

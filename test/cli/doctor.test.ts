@@ -1,16 +1,16 @@
 // `tabrelay doctor` through the real CLI: each failing branch a user can run into (port taken by another program,
 // a bad config, CHROME_PATH pointing nowhere, a token file others can read), and the all-ok branch against a
-// real broker with a browser connected; then the judgements themselves, on facts doctor cannot make up here.
+// real broker with a browser connected (a stub extension, then a real Firefox with the Firefox build); then the judgements themselves, on facts doctor cannot make up here.
 import { chmodSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MCP_TOKEN, PAIRING_TOKEN, closedPort, startBroker, type TestBroker } from "../harness.js";
+import { MCP_TOKEN, PAIRING_TOKEN, attachBrowser, closedPort, startBroker, type AttachedBrowser, type TestBroker } from "../harness.js";
 import { StubExtension } from "../stubExtension.js";
 import { VERSION } from "../../packages/broker/src/index.js";
 import { browserChecks, browserVersionCheck, nodeCheck, satisfies, tokenFileCheck } from "../../packages/cli/src/doctorChecks.js";
-import { tabrelay, tempDir } from "./run.js";
+import { ROOT, tabrelay, tempDir } from "./run.js";
 
 /** A data dir holding the test tokens (0600), as `tabrelay serve` would have left it. */
 function dataDirWithTokens(): string {
@@ -115,6 +115,29 @@ describe("tabrelay doctor against a running broker", () => {
   });
 });
 
+describe("tabrelay doctor with a real Firefox paired", () => {
+  let b: TestBroker;
+  let firefox: AttachedBrowser;
+  beforeAll(async () => {
+    b = await startBroker({ dataDir: dataDirWithTokens() });
+    firefox = await attachBrowser(b, "firefox");
+  }, 60_000);
+  afterAll(async () => {
+    await firefox?.close();
+    await b?.close();
+  });
+
+  it("names the Firefox it would start, the extension's Firefox build, and the Firefox connected with its version", async () => {
+    const result = await tabrelay(["doctor", "--data-dir", b.dataDir, "--port", String(b.port)]);
+    expect(result.stdout).not.toMatch(/^fail/m);
+    expect(line(result.stdout, "firefox")).toMatch(/^ok +firefox: \/\S+ \(Mozilla Firefox \d+/);
+    expect(line(result.stdout, "firefox extension")).toBe(
+      `ok    firefox extension: built at ${join(ROOT, "packages/cli/assets/extension-firefox")} (version ${VERSION})`,
+    );
+    expect(line(result.stdout, "connected")).toBe(`ok    connected: test firefox (Firefox): extension ${VERSION}, same as the broker`);
+  });
+});
+
 describe("doctor's judgements", () => {
   it("Node: below engines fails, outside it warns, past its end of life warns, a current LTS is ok", () => {
     const day = new Date("2026-12-01T00:00:00Z");
@@ -146,6 +169,11 @@ describe("doctor's judgements", () => {
     expect(same?.status).toBe("ok");
     expect(cdp?.status).toBe("ok");
     expect(browserChecks([], "0.1.0")[0]?.status).toBe("warn");
+    // A Firefox is named so, and told where its extensions are.
+    const [, firefox] = browserChecks([{ label: "home", kind: "extension", product: "firefox", extensionVersion: "0.0.9" }], "0.1.0");
+    expect(firefox?.message).toBe(
+      "home (Firefox): extension 0.0.9, broker 0.1.0; run npm run build, then reload the extension on about:debugging#/runtime/this-firefox (tabrelay launch copies the new one itself)",
+    );
   });
 
   it("browser versions: too old fails, unbranded Chromium is ok as is", () => {

@@ -48,7 +48,7 @@ describe.each(DRIVERS)("with the %s driver", (driver) => {
   let broker: TestBroker;
   let client: Client;
   let browser: AttachedBrowser | undefined;
-  const label = driver === "cdp" ? "test cdp" : "test chromium";
+  const label = { cdp: "test cdp", extension: "test chromium", firefox: "test firefox" }[driver];
 
   async function connectBrowser(): Promise<void> {
     // Popups allowed over CDP too, as for the extension's browser (harness.ts).

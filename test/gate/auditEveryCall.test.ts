@@ -70,6 +70,6 @@ screenshots:
     const tools = new Set(broker.broker.audit.list({ limit: 1000 }).map((r) => r.tool));
     for (const tool of ["read_url", "open_tab", "snapshot", "fill", "click", "screenshot"]) expect(tools.has(tool), tool).toBe(true);
     const browsers = new Set(broker.broker.audit.list({ limit: 1000 }).map((r) => r.browser ?? ""));
-    expect([...browsers].some((b) => b.includes(driver === "cdp" ? "test cdp" : "test chromium"))).toBe(true);
+    expect([...browsers].some((b) => b.includes({ cdp: "test cdp", extension: "test chromium", firefox: "test firefox" }[driver]))).toBe(true);
   });
 });

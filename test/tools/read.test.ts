@@ -46,7 +46,9 @@ beforeAll(async () => {
     res.end("not a page");
   });
   site.route("/stalled", (_req, res) => {
-    res.writeHead(200, { "Content-Type": "text/html" });
+    // With its charset said: Firefox holds an undeclared page's first 1,024 bytes to guess it, and shows nothing
+    // of this one, which never sends that many.
+    res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
     res.write(
       "<html><head><title>Stalled</title></head><body><article><h1>Stalled</h1><p>Everything an agent needs is already here, though the page never finishes loading.</p></article>",
     );

@@ -18,6 +18,7 @@ function paths() {
     return {
       topSitesCsv: join(assets, "top-sites.csv"),
       extensionDir: join(assets, "extension"),
+      firefoxExtensionDir: join(assets, "extension-firefox"),
       dashboardClient: join(assets, "dashboard"),
       inpageScript: join(assets, "extension", "inpage.js"),
       webmcpScript: join(assets, "extension", "webmcp.js"),
@@ -28,6 +29,7 @@ function paths() {
   return {
     topSitesCsv: join(packagesDir, "broker", "data", "top-sites.csv"),
     extensionDir: join(packagesDir, "extension", "dist"),
+    firefoxExtensionDir: join(packagesDir, "extension", "dist-firefox"),
     dashboardClient: join(packagesDir, "broker", "src", "dashboard", "client"),
     inpageScript: join(packagesDir, "extension", "dist", "inpage.js"),
     webmcpScript: join(packagesDir, "extension", "dist", "webmcp.js"),
@@ -41,6 +43,8 @@ export const assetPaths: {
   readonly topSitesCsv: string;
   /** The built MV3 extension (what `tabrelay start` loads, and `tabrelay extension` shows). */
   readonly extensionDir: string;
+  /** The same extension built for Firefox (what `tabrelay start --firefox` installs, and `tabrelay extension --firefox` shows). */
+  readonly firefoxExtensionDir: string;
   /** The dashboard's browser scripts (ES modules) and stylesheet (dashboard/page.ts serves them). */
   readonly dashboardClient: string;
   /** The in-page snapshot/act script, built with the extension; the CDP driver injects the same file. */

@@ -23,6 +23,7 @@ export { Relay, type RelayOptions } from "./mcp/relay.js";
 export { StdinLines, STDIO_LINE_LIMIT, type StdinLine, type JsonRpcMessage } from "./mcp/stdioLines.js";
 export { tools, toolsFor } from "./catalog.js";
 export { findChromium, builtExtensionDir, prepareExtension, launchChromium, chromiumArgs, LaunchError, type LaunchedBrowser } from "./launch/chromium.js";
+export { FIREFOX_ADDON_ID, builtFirefoxExtensionDir, findFirefox, firefoxArgs, launchFirefox, prepareFirefoxProfile } from "./launch/firefox.js";
 export { parseRankingCsv } from "./policy/topSites.js";
 export { allowRead, grantWrite, type GrantKind, type Edited } from "./config/edit.js";
 export { editConfigFile } from "./config/editFile.js";

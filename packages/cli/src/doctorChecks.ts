@@ -234,6 +234,8 @@ export interface HealthBrowser {
   id?: unknown;
   label?: unknown;
   kind?: unknown;
+  /** The extension's browser: "chrome" or "firefox" (absent from brokers before the Firefox build). */
+  product?: unknown;
   extensionVersion?: unknown;
 }
 
@@ -241,24 +243,26 @@ export interface HealthBrowser {
 export function browserChecks(browsers: HealthBrowser[], brokerVersion: string): Check[] {
   const label = "browsers";
   if (browsers.length === 0) {
-    return [{ status: "warn", label, message: "no browser is connected; run tabrelay launch (or start), or pair your own Chrome (tabrelay pair)" }];
+    return [{ status: "warn", label, message: "no browser is connected; run tabrelay launch (or start), or pair your own Chrome or Firefox (tabrelay pair)" }];
   }
   const checks: Check[] = [{ status: "ok", label, message: `${browsers.length} connected` }];
   for (const b of browsers) {
-    const name = `${String(b.label ?? b.id ?? "a browser")}${b.kind === "cdp" ? " (CDP)" : ""}`;
+    const firefox = b.product === "firefox";
+    const name = `${String(b.label ?? b.id ?? "a browser")}${b.kind === "cdp" ? " (CDP)" : firefox ? " (Firefox)" : ""}`;
+    const extensionsPage = firefox ? "about:debugging#/runtime/this-firefox" : "chrome://extensions";
     if (b.kind === "cdp") {
       checks.push({ status: "ok", label: "connected", message: `${name}: driven over CDP, no extension` });
     } else if (typeof b.extensionVersion !== "string" || b.extensionVersion === "") {
       checks.push({
         status: "warn",
         label: "connected",
-        message: `${name}: the broker does not report its extension version; compare it on chrome://extensions with ${brokerVersion}`,
+        message: `${name}: the broker does not report its extension version; compare it on ${extensionsPage} with ${brokerVersion}`,
       });
     } else if (b.extensionVersion !== brokerVersion) {
       checks.push({
         status: "warn",
         label: "connected",
-        message: `${name}: extension ${b.extensionVersion}, broker ${brokerVersion}; run npm run build, then reload the extension on chrome://extensions (tabrelay launch copies the new one itself)`,
+        message: `${name}: extension ${b.extensionVersion}, broker ${brokerVersion}; run npm run build, then reload the extension on ${extensionsPage} (tabrelay launch copies the new one itself)`,
       });
     } else {
       checks.push({ status: "ok", label: "connected", message: `${name}: extension ${b.extensionVersion}, same as the broker` });

@@ -2,6 +2,7 @@
 // (browser.tabState): kept here, shown as notifications; asks.ts sends the user's answers back. Apart from asks.ts so
 // that the commands the broker calls (commands.ts) need nothing that sends on the connection.
 import type { AskNotice, TabStateView } from "@tabrelay/protocol";
+import { questionNotification } from "./platform.js";
 
 let questions: AskNotice[] = [];
 const notified = new Set<string>();
@@ -20,17 +21,15 @@ export async function showQuestions(list: readonly AskNotice[]): Promise<number>
   for (const q of questions) {
     if (notified.has(q.id)) continue;
     notified.add(q.id);
-    void chrome.notifications.create(q.id, {
-      type: "basic",
-      iconUrl: chrome.runtime.getURL("icons/icon-128.png"),
-      // The site first, in the title: a long label can never push it out of sight. The client is the agent's own name.
-      title: `${q.host}: may the agent do this?`,
-      message: q.text,
-      contextMessage: `Asked by ${q.client} (its own name) · ${q.tabId >= 0 ? `tab ${q.tabId}` : "a tab it opens"}`.slice(0, 200),
-      buttons: [{ title: "Allow once" }, { title: "Deny" }],
-      requireInteraction: true,
-      priority: 2,
-    });
+    void chrome.notifications.create(
+      q.id,
+      questionNotification({
+        // The site first, in the title: a long label can never push it out of sight. The client is the agent's own name.
+        title: `${q.host}: may the agent do this?`,
+        message: q.text,
+        context: `Asked by ${q.client} (its own name) · ${q.tabId >= 0 ? `tab ${q.tabId}` : "a tab it opens"}`.slice(0, 200),
+      }),
+    );
   }
   await chrome.action.setBadgeText({ text: questions.length > 0 ? "?" : "" }).catch(() => undefined);
   return questions.length;

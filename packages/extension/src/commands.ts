@@ -17,6 +17,7 @@ import { callInpage, injectInpage, runInFrame, scriptingError, type InpageResult
 import { watchNavigation } from "./navigation.js";
 import { scopeNewTabs, setNavigationRules, setTabRules } from "./navigationRules.js";
 import { evaluate, setViewport } from "./pageControl.js";
+import { replacedWhileScripting } from "./platform.js";
 import { callWebMcp, watchWebMcp } from "./webmcp.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
 import { agentTab, fresh, groupAgentTab, toTabInfo } from "./tabs.js";
@@ -85,7 +86,11 @@ export const handlers: Handlers = {
       void groupAgentTab(tab);
       try {
         await nav.wait(tab.id, waitUntil, timeoutMs);
-        return { tab: await fresh(tab.id) };
+        const opened = await fresh(tab.id);
+        // Nothing committed yet (the server has not answered): Chrome says so with an empty URL, Firefox with the
+        // about:blank the tab was created on, which is no page of the agent's.
+        if (opened.url === "about:blank" && !nav.committed(tab.id) && url !== "about:blank") return { tab: { ...opened, url: "" } };
+        return { tab: opened };
       } catch (error) {
         // Named in the error, so the broker closes it (drivers/composed.ts): the agent never learns its id.
         throw new CommandError(error instanceof CommandError ? error.code : "internal", error instanceof Error ? error.message : String(error), tab.id);
@@ -321,8 +326,10 @@ export const handlers: Handlers = {
       // instead of the script waiting for document_idle until the call times out.
       // No result at all ("none"), or the frame removed under the script: the document went away before it answered
       // (a refresh loop, a script reloading); the broker reads again (drivers/pageContent.ts).
-      const read = await readDocument(tabId, frameId ?? 0, frameId === undefined ? CONTENT_MAX_CHARS : FRAME_HTML_BUDGET).catch((error: unknown) => {
-        throw /was removed|document.*unloaded|No frame with id/i.test(String(error)) ? gone() : error;
+      const read = await readDocument(tabId, frameId ?? 0, frameId === undefined ? CONTENT_MAX_CHARS : FRAME_HTML_BUDGET).catch(async (error: unknown) => {
+        if (/was removed|document.*unloaded|No frame with id/i.test(String(error))) throw gone();
+        if (replacedWhileScripting(String(error)) && /^https?:/.test((await chrome.tabs.get(tabId).catch(() => undefined))?.url ?? "")) throw gone();
+        throw error;
       });
       if (read === "none") throw gone();
       if (frameId !== undefined) return read;

@@ -19,6 +19,7 @@ import { showQuestions } from "./askState.js";
 import { handlers } from "./commands.js";
 import { CommandError } from "./commandError.js";
 import { setNavigationRules } from "./navigationRules.js";
+import { PRODUCT } from "./platform.js";
 import { DRAIN_CLOSE_CODE, drainRedialDelay, reconnectDelay } from "./reconnect.js";
 import { isLoopback, loadSettings, plainRemoteRefusal, type Settings } from "./settings.js";
 import { bridge, scopesWatched, tabsLoaded, type ConnState } from "./state.js";
@@ -152,10 +153,12 @@ async function listening(bridgeUrl: string): Promise<boolean> {
 let keptAliveAt = 0;
 /**
  * Chrome stops an MV3 service worker after 30 s without events or extension API calls, and with no socket open the
- * probe loop would die with it until the next alarm. Any extension API call resets that timer (Chrome 110+).
+ * probe loop would die with it until the next alarm. Any extension API call resets that timer (Chrome 110+); Firefox
+ * suspends its background page alike, socket or not.
  */
 function keepWorkerAlive(): void {
-  if (Date.now() - keptAliveAt < KEEPALIVE_CALL_MS) return;
+  // At most one call per half period: the ping timer's own calls, every KEEPALIVE_CALL_MS, are never skipped.
+  if (Date.now() - keptAliveAt < KEEPALIVE_CALL_MS / 2) return;
   keptAliveAt = Date.now();
   void chrome.runtime.getPlatformInfo();
 }
@@ -171,9 +174,14 @@ export function reconnectNow(): void {
 
 function startPing(link: Link): void {
   stopPing();
-  // A message every 20 s keeps an MV3 service worker alive (Chrome 116+); without it Chrome kills the
-  // worker after 30 s idle and the socket dies with it.
-  bridge.pingTimer = setInterval(() => sendOn(link, { type: "ping", at: Date.now() }), PING_MS);
+  // A message every 20 s keeps an MV3 service worker alive (Chrome 116+); without it Chrome kills the worker after
+  // 30 s idle and the socket dies with it. Firefox counts no socket traffic: it suspends the background page 30 s
+  // after its last extension event or API call, so an API call every 10 s keeps it there (keepWorkerAlive).
+  let ticks = 0;
+  bridge.pingTimer = setInterval(() => {
+    keepWorkerAlive();
+    if (++ticks % (PING_MS / KEEPALIVE_CALL_MS) === 0) sendOn(link, { type: "ping", at: Date.now() });
+  }, KEEPALIVE_CALL_MS);
 }
 
 function stopPing(): void {
@@ -292,6 +300,7 @@ async function handshake(link: Link, frame: BrokerToBrowser): Promise<void> {
         proof: await bridgeProof(settings.pairingToken, "browser", transcript),
         label: settings.label,
         userAgent: navigator.userAgent,
+        product: PRODUCT,
       });
       return;
     }

@@ -1,6 +1,7 @@
 import type { BridgeEvents } from "@tabrelay/protocol";
 import { emit } from "./connection.js";
 import { onLateClaim } from "./navigationRules.js";
+import { loadError, requestError } from "./platform.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs, tabsLoaded } from "./state.js";
 import { groupAgentTab, toTabInfo } from "./tabs.js";
 
@@ -8,22 +9,42 @@ import { groupAgentTab, toTabInfo } from "./tabs.js";
 // extension's): the broker decides whether it was its policy, records it and tells the agent.
 // A popup's first request is stopped before the tab is claimed as the agent's: it is reported once it is.
 const stoppedBeforeClaim = new Map<number, BridgeEvents["tab.blocked"]>();
+/** Stops reported in the last moments, by tab, frame and URL: each is heard twice (below), and reported once. */
+const reportedStops = new Map<string, number>();
+const REPORTED_STOP_MS = 2000;
+
+function reportStopped(tabId: number, url: string, frame: boolean): void {
+  const key = `${tabId} ${frame ? "frame" : "top"} ${url}`;
+  const now = Date.now();
+  if (now - (reportedStops.get(key) ?? Number.NEGATIVE_INFINITY) < REPORTED_STOP_MS) return;
+  reportedStops.set(key, now);
+  if (reportedStops.size > 200) for (const [k, at] of reportedStops) if (now - at >= REPORTED_STOP_MS) reportedStops.delete(k);
+  const params = { tabId, url, frame };
+  void tabsLoaded.then(() => {
+    if (isVisibleToAgent(tabId)) {
+      emit({ type: "event", event: "tab.blocked", params });
+    } else if (!frame) {
+      stoppedBeforeClaim.set(tabId, params);
+      // Kept past the longest late claim (navigationRules.ts: ten rounds of a second).
+      setTimeout(() => stoppedBeforeClaim.delete(tabId), 15_000);
+    }
+  });
+}
+
+// Heard from the request (webRequest) and from the navigation (webNavigation), whichever comes first: Chrome tells
+// the request's first, Firefox the navigation's, and the command that waited for that navigation answers on the
+// second. The broker must know of the stop before it reads that answer.
 chrome.webRequest.onErrorOccurred.addListener(
   (details) => {
-    if (details.error !== "net::ERR_BLOCKED_BY_CLIENT" || details.tabId < 0) return;
-    const params = { tabId: details.tabId, url: details.url, frame: details.type !== "main_frame" };
-    void tabsLoaded.then(() => {
-      if (isVisibleToAgent(details.tabId)) {
-        emit({ type: "event", event: "tab.blocked", params });
-      } else if (!params.frame) {
-        stoppedBeforeClaim.set(details.tabId, params);
-        // Kept past the longest late claim (navigationRules.ts: ten rounds of a second).
-        setTimeout(() => stoppedBeforeClaim.delete(details.tabId), 15_000);
-      }
-    });
+    if (requestError(details.error) === "net::ERR_BLOCKED_BY_CLIENT" && details.tabId >= 0)
+      reportStopped(details.tabId, details.url, details.type !== "main_frame");
   },
   { urls: ["<all_urls>"], types: ["main_frame", "sub_frame"] },
 );
+chrome.webNavigation.onErrorOccurred.addListener((details) => {
+  if (loadError(details.error) === "net::ERR_BLOCKED_BY_CLIENT" && details.tabId >= 0 && /^https?:/.test(details.url))
+    reportStopped(details.tabId, details.url, details.frameId !== 0);
+});
 
 function reportStoppedBeforeClaim(tabId: number): void {
   const params = stoppedBeforeClaim.get(tabId);

@@ -1,5 +1,6 @@
 import { CommandError } from "./commandError.js";
 import { DOWNLOAD_NOTE } from "./downloads.js";
+import { loadError } from "./platform.js";
 
 /**
  * Collects top-frame navigation events from before an action starts, so a fast load that finishes before
@@ -8,7 +9,10 @@ import { DOWNLOAD_NOTE } from "./downloads.js";
  */
 export function watchNavigation() {
   type Outcome =
-    { kind: "completed"; at: number } | { kind: "committed"; at: number } | { kind: "error"; error: string; at: number } | { kind: "removed"; at: number };
+    | { kind: "completed"; url: string; at: number }
+    | { kind: "committed"; at: number }
+    | { kind: "error"; error: string; at: number }
+    | { kind: "removed"; at: number };
   const seen = new Map<number, Outcome[]>();
   let wake: (() => void) | undefined;
   const record = (tabId: number, outcome: Outcome) => {
@@ -25,10 +29,10 @@ export function watchNavigation() {
   };
   // Same-document navigations (#fragment, pushState) have no load: they are complete when they happen.
   const onCompleted = (d: { tabId: number; frameId: number; url: string }) => {
-    if (d.frameId === 0) record(d.tabId, { kind: "completed", at: Date.now() });
+    if (d.frameId === 0) record(d.tabId, { kind: "completed", url: d.url, at: Date.now() });
   };
   const onError = (d: chrome.webNavigation.WebNavigationFramedErrorCallbackDetails) => {
-    if (d.frameId === 0) record(d.tabId, { kind: "error", error: d.error, at: Date.now() });
+    if (d.frameId === 0) record(d.tabId, { kind: "error", error: loadError(d.error), at: Date.now() });
   };
   // Chrome closes a tab that was opened only to download a file.
   const onRemoved = (tabId: number) => record(tabId, { kind: "removed", at: Date.now() });
@@ -64,6 +68,10 @@ export function watchNavigation() {
         });
       }
     },
+    /** Whether a document committed in the tab's top frame since the watch began. */
+    committed(tabId: number): boolean {
+      return (seen.get(tabId) ?? []).some((o) => o.kind === "committed");
+    },
     moved(tabId: number): boolean {
       return (seen.get(tabId) ?? []).length > 0;
     },
@@ -73,7 +81,13 @@ export function watchNavigation() {
       for (;;) {
         const outcomes = seen.get(tabId) ?? [];
         const last = outcomes[outcomes.length - 1];
-        if (last?.kind === "completed") return;
+        if (last?.kind === "completed") {
+          // Firefox completes a navigation that became a download (nothing replaced the page) in a tab that stays
+          // on about:blank; Chrome closes such a tab or aborts the navigation (below).
+          if (/^https?:/.test(last.url) && (await chrome.tabs.get(tabId).catch(() => undefined))?.url === "about:blank")
+            throw new CommandError("navigation_failed", `no page loaded: the URL is most likely a file download (${DOWNLOAD_NOTE})`);
+          return;
+        }
         if (last?.kind === "removed")
           throw new CommandError("navigation_failed", `the tab closed while loading: the URL is most likely a file download (${DOWNLOAD_NOTE})`);
         if (until === "commit" && outcomes.length > 0 && last?.kind !== "error") return;

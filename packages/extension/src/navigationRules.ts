@@ -12,6 +12,7 @@
 // - while the agent opens a tab (tabs.open), every tab not known yet: the new tab is created with its URL, and
 //   its first request is sent before its id can be named.
 import type { NavigationRule } from "@tabrelay/protocol";
+import { requestError } from "./platform.js";
 
 const STORAGE_KEY = "navigationRules";
 type ResourceType = chrome.declarativeNetRequest.ResourceType;
@@ -293,7 +294,7 @@ const resent = new Set<string>();
 
 chrome.webRequest.onErrorOccurred.addListener(
   (details) => {
-    if (details.error !== "net::ERR_BLOCKED_BY_CLIENT" || details.tabId < 0 || isAgentTab(details.tabId) || details.method !== "GET") return;
+    if (requestError(details.error) !== "net::ERR_BLOCKED_BY_CLIENT" || details.tabId < 0 || isAgentTab(details.tabId) || details.method !== "GET") return;
     stopped.set(details.tabId, details.url);
     // Known as the user's already (the error can arrive after the tab was classified): send it again now.
     if (userTabs.has(details.tabId)) retryStopped(details.tabId);

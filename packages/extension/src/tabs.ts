@@ -1,6 +1,7 @@
 // The agent's tabs as commands and events see them.
 import type { TabInfo } from "@tabrelay/protocol";
 import { CommandError } from "./commandError.js";
+import { tabTitle } from "./platform.js";
 import { agentTabs, isVisibleToAgent, saveTabs, sharedTabs } from "./state.js";
 
 const GROUP_TITLE = "tabrelay";
@@ -10,7 +11,7 @@ export function toTabInfo(tab: chrome.tabs.Tab): TabInfo {
     tabId: tab.id ?? -1,
     windowId: tab.windowId,
     url: tab.url ?? tab.pendingUrl ?? "",
-    title: tab.title ?? "",
+    title: tabTitle(tab),
     active: tab.active,
     status: tab.status === "complete" ? "complete" : tab.status === "unloaded" ? "unloaded" : "loading",
     shared: tab.id !== undefined && sharedTabs.has(tab.id) && !agentTabs.has(tab.id),

@@ -7,13 +7,14 @@
 // webmcpEvents.ts.
 import type { BridgeMethods } from "@tabrelay/protocol";
 import { CommandError } from "./commandError.js";
+import { originMatches } from "./platform.js";
 
 const SCRIPTS = ["tabrelay-webmcp-main", "tabrelay-webmcp-relay"];
 
 export async function watchWebMcp({ enabled, origins }: BridgeMethods["page.webmcpWatch"]["params"]): Promise<BridgeMethods["page.webmcpWatch"]["result"]> {
   const registered = await chrome.scripting.getRegisteredContentScripts({ ids: SCRIPTS });
   if (registered.length) await chrome.scripting.unregisterContentScripts({ ids: registered.map((r) => r.id) });
-  const matches = origins.filter((o) => /^https?:\/\/[^/*]+$/.test(o)).map((o) => `${o}/*`);
+  const matches = originMatches(origins);
   if (!enabled || matches.length === 0) return {};
   await chrome.scripting.registerContentScripts([
     { id: SCRIPTS[1]!, js: ["webmcpRelay.js"], matches, runAt: "document_start", persistAcrossSessions: false },

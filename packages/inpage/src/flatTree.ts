@@ -47,7 +47,10 @@ export function hostedRoot(el: Element): ShadowRoot | null {
   return canHostShadow(el) ? (el.shadowRoot ?? shadowRootOf(el)) : null;
 }
 
-/** Open and closed shadow roots; extensions may see closed ones through chrome.dom. */
+/**
+ * Open and closed shadow roots; extensions see closed ones through chrome.dom (Chrome) or the element's own
+ * openOrClosedShadowRoot (Firefox, to content scripts).
+ */
 export function shadowRootOf(el: Element): ShadowRoot | null {
   const api = typeof chrome === "object" ? chrome?.dom?.openOrClosedShadowRoot : undefined;
   if (api) {
@@ -57,6 +60,8 @@ export function shadowRootOf(el: Element): ShadowRoot | null {
       return el.shadowRoot;
     }
   }
+  const firefox = (el as Element & { openOrClosedShadowRoot?: ShadowRoot | null }).openOrClosedShadowRoot;
+  if (firefox !== undefined) return firefox;
   return el.shadowRoot ?? adoptedRoots.get(el) ?? null;
 }
 

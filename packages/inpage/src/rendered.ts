@@ -58,8 +58,12 @@ function inkVisible(style: CSSStyleDeclaration): boolean {
   return stroke > 0 && alphaOf(style.getPropertyValue("-webkit-text-stroke-color")) >= 0.1;
 }
 
-/** The strings of a computed `content` value (attr() is already resolved there); counters, quotes, images and the alt text after "/" are not text a label is made of. */
-export function contentStrings(value: string): string {
+/**
+ * The strings of a computed `content` value; counters, quotes, images and the alt text after "/" are not text a label
+ * is made of. attr() is resolved in the computed value by Chrome; Firefox leaves it as written, so it is resolved here
+ * against `el`, the element the ::before or ::after belongs to (its words are drawn all the same).
+ */
+export function contentStrings(value: string, el?: Element): string {
   if (value === "none" || value === "normal" || value === "") return "";
   let out = "";
   let i = 0;
@@ -87,7 +91,9 @@ export function contentStrings(value: string): string {
       continue;
     }
     if (c === "(") {
-      // counter(...), url(...), attr(...) left unresolved: skip the whole function.
+      const name = /([a-zA-Z-]+)$/.exec(value.slice(0, i))?.[1]?.toLowerCase();
+      const start = i + 1;
+      // counter(...), url(...) and the like: skip the whole function.
       let depth = 1;
       i++;
       while (i < value.length && depth > 0) {
@@ -95,11 +101,22 @@ export function contentStrings(value: string): string {
         else if (value[i] === ")") depth--;
         i++;
       }
+      if (name === "attr" && el) out += attrText(value.slice(start, i - 1), el);
       continue;
     }
     i++;
   }
   return out.replace(PRIVATE_USE, "");
+}
+
+/** attr(name), attr(name type) or attr(name type, fallback) as drawn for `el`: the attribute's value, else the fallback. */
+function attrText(args: string, el: Element): string {
+  const [head = "", ...rest] = args.split(",");
+  const attribute = head.trim().split(/\s+/)[0] ?? "";
+  const value = attribute ? el.getAttribute(attribute) : null;
+  if (value !== null) return value;
+  const fallback = rest.join(",").trim();
+  return fallback ? contentStrings(fallback) : "";
 }
 
 /** Counter styles that draw only numbers, letters of the alphabet in order or bullets. */
@@ -131,7 +148,7 @@ function customCounter(content: string): boolean {
 
 function generatedText(el: Element, which: "::before" | "::after" | "::marker", opacity: number): string {
   const style = getComputedStyle(el, which);
-  const text = contentStrings(style.content) + (customCounter(style.content) ? " [text drawn by a custom CSS counter style] " : "");
+  const text = contentStrings(style.content, el) + (customCounter(style.content) ? " [text drawn by a custom CSS counter style] " : "");
   // Content with no letter or digit (arrows, stars, separators, icon glyphs) decorates; it is not words.
   if (!WORDY.test(text) || style.display === "none" || opacity * Number(style.opacity || "1") < 0.05 || !inkVisible(style)) return "";
   return text;

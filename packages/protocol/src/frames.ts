@@ -32,12 +32,17 @@ export interface ChallengeFrame {
   proof: string;
 }
 
+/** The browser an extension's build is for (packages/extension/build.mjs). */
+export type BrowserProduct = "chrome" | "firefox";
+
 /** Browser -> broker, only once the broker's proof checked out: the browser's proof, then who it is. */
 export interface AuthFrame {
   type: "auth";
   proof: string;
   label: string;
   userAgent: string;
+  /** Absent from extensions older than the Firefox build: those are Chrome's. */
+  product?: BrowserProduct;
 }
 
 export interface WelcomeFrame {

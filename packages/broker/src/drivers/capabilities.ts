@@ -1,6 +1,7 @@
-// What each kind of driver can and cannot do, where the two really differ. Tools read these flags instead of
-// finding out from a driver's error, and list_browsers and docs/servers.md state them; everything else behaves the same
-// on both drivers.
+// What each kind of driver can and cannot do, where they really differ. Tools read these flags instead of finding out
+// from a driver's error, and list_browsers and docs/servers.md state them; everything else behaves the same on every
+// driver.
+import type { BrowserInfo } from "./driver.js";
 
 export interface DriverCapabilities {
   /** A screenshot of one element inside a frame (screenshot with a frame's ref). */
@@ -15,7 +16,14 @@ export interface DriverCapabilities {
   viewportOfTabOnly: boolean;
 }
 
-const CAPABILITIES: Record<"extension" | "cdp", DriverCapabilities> = {
+/** A driver and, for the extension, the browser it runs in: where capabilities can differ. */
+export type DriverFlavor = "extension" | "cdp" | "firefox";
+
+export function flavorOf(info: Pick<BrowserInfo, "kind" | "product">): DriverFlavor {
+  return info.kind === "extension" && info.product === "firefox" ? "firefox" : info.kind;
+}
+
+const CAPABILITIES: Record<DriverFlavor, DriverCapabilities> = {
   // chrome.tabs.captureVisibleTab sees the top frame's viewport; a frame's offset in it is not known to the extension.
   // An extension cannot answer a page's dialog: it waits for the person at the browser.
   // captureVisibleTab pictures whatever tab is in front, so a background tab must come to the front first.
@@ -26,14 +34,16 @@ const CAPABILITIES: Record<"extension" | "cdp", DriverCapabilities> = {
   // Page.captureScreenshot renders the tab it is asked for, in front or not.
   // Runtime.evaluate is DevTools' own evaluation, which a page's CSP does not govern; device metrics are per tab.
   cdp: { frameElementScreenshot: true, backgroundCapture: true, dialogs: "dismissed", evalUnderCsp: true, viewportOfTabOnly: true },
+  // The same WebExtension APIs in Firefox (tabs.captureVisibleTab, scripting's MAIN world under the page's CSP).
+  firefox: { frameElementScreenshot: false, backgroundCapture: false, dialogs: "left to the person", evalUnderCsp: false, viewportOfTabOnly: false },
 };
 
-export function capabilitiesOf(kind: "extension" | "cdp"): DriverCapabilities {
-  return CAPABILITIES[kind];
+export function capabilitiesOf(flavor: DriverFlavor): DriverCapabilities {
+  return CAPABILITIES[flavor];
 }
 
 /** The capabilities in words, for list_browsers. */
-export function describeCapabilities(kind: "extension" | "cdp"): string {
-  const c = capabilitiesOf(kind);
+export function describeCapabilities(flavor: DriverFlavor): string {
+  const c = capabilitiesOf(flavor);
   return `element screenshots in frames: ${c.frameElementScreenshot ? "yes" : "no"}; background tab screenshots: ${c.backgroundCapture ? "yes" : "no"}; page dialogs: ${c.dialogs}`;
 }

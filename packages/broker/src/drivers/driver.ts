@@ -3,7 +3,7 @@
 // run the commands the broker sends, enforce the decisions handed to them, and answer with values. What a method
 // does beyond that is composed once, over either driver's own calls (composed.ts), and so are the bookkeeping of
 // calls in flight (pendingCalls.ts) and the document's HTTP status (documentStatus.ts).
-import type { BridgeMethod, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
+import type { BridgeMethod, BrowserProduct, ParamsOf, Result, ResultOf } from "@tabrelay/protocol";
 
 export interface BrowserInfo {
   browserId: string;
@@ -12,6 +12,8 @@ export interface BrowserInfo {
   extensionVersion: string;
   connectedAt: number;
   kind: "extension" | "cdp";
+  /** The browser an extension's build is for (CDP drives Chromium). */
+  product?: BrowserProduct;
   /** The user the browser belongs to (users/principal.ts ownerOf): absent is the implicit user. */
   owner?: string;
   /** That user's name (with owner): whose policy (config `users:`) the browser is held to. */

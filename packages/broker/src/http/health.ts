@@ -13,6 +13,7 @@ export function healthOf(registry: BrowserRegistry, audit: AuditLog, secrets: Se
     id: b.info.browserId,
     label: b.info.label,
     kind: b.info.kind,
+    ...(b.info.product ? { product: b.info.product } : {}),
     extensionVersion: b.info.extensionVersion,
     connectedAt: new Date(b.info.connectedAt).toISOString(),
   }));

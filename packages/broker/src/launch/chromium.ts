@@ -63,11 +63,11 @@ export function prepareExtension(
   pairingToken: string,
   label: string,
   env: NodeJS.ProcessEnv = process.env,
-  options: { unsafePlainWs?: boolean } = {},
+  options: { unsafePlainWs?: boolean; /** The build to copy (default: Chrome's, builtExtensionDir). */ sourceDir?: string } = {},
 ): string {
   const target = join(profileDir, "tabrelay-extension");
   rmSync(target, { recursive: true, force: true });
-  cpSync(builtExtensionDir(env), target, { recursive: true });
+  cpSync(options.sourceDir ?? builtExtensionDir(env), target, { recursive: true });
   const seed = { url: bridgeUrl, token: pairingToken, label, ...(options.unsafePlainWs ? { unsafePlainWs: true } : {}) };
   writeFileSync(join(target, "config.json"), `${JSON.stringify(seed)}\n`, { mode: 0o600 });
   return target;

@@ -5,7 +5,7 @@
 // the model reads stays as it is; browse.* commands call them (code/pageCommands.ts).
 import { EVAL_MAX_CHARS, UPLOAD_MAX_BYTES, type DragSpec, type UploadFile } from "@tabrelay/protocol";
 import { z } from "zod";
-import { capabilitiesOf } from "../drivers/capabilities.js";
+import { capabilitiesOf, flavorOf } from "../drivers/capabilities.js";
 import { base64ToBytes, bytesToBase64, utf8Bytes } from "../util/bytes.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { perform } from "./act.js";
@@ -174,8 +174,9 @@ export const evaluate = defineTool({
     if (
       !evaluated.ok &&
       evaluated.error.code === "not_actionable" &&
-      /Content.Security.Policy/i.test(evaluated.error.message) &&
-      !capabilitiesOf(conn.info.kind).evalUnderCsp
+      // Chrome: "...violates the following Content Security Policy directive"; Firefox: "call to eval() blocked by CSP".
+      /Content.Security.Policy|blocked by CSP/i.test(evaluated.error.message) &&
+      !capabilitiesOf(flavorOf(conn.info)).evalUnderCsp
     ) {
       throw new TabrelayError(
         "not_actionable",

@@ -3,7 +3,7 @@ import { validatePng } from "../screenshots/png.js";
 import { base64ToBytes } from "../util/bytes.js";
 import { TabrelayError, unwrap } from "../util/errors.js";
 import { PAGE_TEXT_MAX } from "../util/pageText.js";
-import { capabilitiesOf } from "../drivers/capabilities.js";
+import { capabilitiesOf, flavorOf } from "../drivers/capabilities.js";
 import { defineTool, fields } from "./tool.js";
 
 export const screenshot = defineTool({
@@ -31,7 +31,7 @@ export const screenshot = defineTool({
     }
     if (params.ref && !params.revision) throw new TabrelayError("invalid_params", "a ref needs the revision of the snapshot it came from");
     const conn = ctx.browser();
-    if (params.ref && /^f\d+e/.test(params.ref) && !capabilitiesOf(conn.info.kind).frameElementScreenshot) {
+    if (params.ref && /^f\d+e/.test(params.ref) && !capabilitiesOf(flavorOf(conn.info)).frameElementScreenshot) {
       throw new TabrelayError(
         "not_actionable",
         `${params.ref} is inside a frame, and this browser (connected through the extension) cannot capture an element inside a frame: take the screenshot without a ref (the viewport shows the frame), or use a browser attached over CDP`,

@@ -1,26 +1,67 @@
 // Starting the local browser for `launch` and `start`: with the extension paired to a bridge URL, or over CDP
 // handed to a broker, and what to say when it exits.
 import { join } from "node:path";
-import { ConfigError, findChromium, launchChromium, launchLocalChromium, prepareExtension, type BrokerConfig } from "@tabrelay/broker";
+import {
+  ConfigError,
+  builtFirefoxExtensionDir,
+  findChromium,
+  findFirefox,
+  launchChromium,
+  launchFirefox,
+  launchLocalChromium,
+  prepareExtension,
+  prepareFirefoxProfile,
+  type BrokerConfig,
+} from "@tabrelay/broker";
 import { brokerBaseUrl, handOver, HandoverRefused } from "../handover.js";
 import { parseBrokerUrl, plainRemoteRefusal, type BrokerAddress } from "../brokerUrl.js";
 import { UsageError, bridgeUrlOf } from "./shared.js";
 
 export async function runBrowser(
   config: BrokerConfig,
-  values: { headless?: boolean; profile?: string; broker?: string; chromium?: string; "unsafe-plain-ws"?: boolean },
+  values: {
+    headless?: boolean;
+    profile?: string;
+    broker?: string;
+    chromium?: string;
+    firefox?: boolean;
+    "firefox-path"?: string;
+    "unsafe-plain-ws"?: boolean;
+  },
   extra: string[],
   bridgeUrl: string,
   env?: NodeJS.ProcessEnv,
 ) {
   const bridge = extensionBridgeUrl(values, bridgeUrl);
+  const seed = { unsafePlainWs: values["unsafe-plain-ws"] === true };
+  if (values.firefox) {
+    const firefoxPath = findFirefox(process.env, values["firefox-path"]);
+    // A profile of its own: Firefox and Chromium profiles are not each other's.
+    const profileDir = values.profile ?? join(config.dataDir, "profile-firefox");
+    const extensionDir = prepareExtension(profileDir, bridge, config.pairingToken, "tabrelay launch (Firefox)", process.env, {
+      ...seed,
+      sourceDir: builtFirefoxExtensionDir(process.env),
+    });
+    prepareFirefoxProfile(profileDir, extensionDir);
+    process.stderr.write(`tabrelay: starting ${firefoxPath}${values.headless ? " (headless)" : ""} with profile ${profileDir}\n`);
+    return launchFirefox({ firefoxPath, profileDir, headless: values.headless ?? false, extraArgs: extra, ...(env ? { env } : {}) });
+  }
   const chromiumPath = findChromium(process.env, values.chromium);
   const profileDir = values.profile ?? join(config.dataDir, "profile");
-  const extensionDir = prepareExtension(profileDir, bridge, config.pairingToken, "tabrelay launch", process.env, {
-    unsafePlainWs: values["unsafe-plain-ws"] === true,
-  });
+  const extensionDir = prepareExtension(profileDir, bridge, config.pairingToken, "tabrelay launch", process.env, seed);
   process.stderr.write(`tabrelay: starting ${chromiumPath}${values.headless ? " (headless)" : ""} with profile ${profileDir}\n`);
   return launchChromium({ chromiumPath, profileDir, extensionDir, headless: values.headless ?? false, extraArgs: extra, ...(env ? { env } : {}) });
+}
+
+/** --firefox with options that only mean something for Chromium: refused before anything starts. */
+export function checkFirefoxOptions(values: { firefox?: boolean; cdp?: boolean; vnc?: boolean; chromium?: string; "firefox-path"?: string }): void {
+  if (!values.firefox) {
+    if (values["firefox-path"] !== undefined) throw new UsageError("--firefox-path names the Firefox that --firefox starts: add --firefox");
+    return;
+  }
+  if (values.cdp) throw new UsageError("--cdp drives Chromium over the DevTools protocol; Firefox runs tabrelay's extension: leave out --cdp or --firefox");
+  if (values.chromium !== undefined) throw new UsageError("--chromium names a Chromium; with --firefox use --firefox-path");
+  if (values.vnc) throw new UsageError("--vnc shows a Chromium on a virtual display; it does not start Firefox yet: leave out --vnc or --firefox");
 }
 
 /** The bridge URL the launched extension dials: --broker in any of its forms, over TLS unless on this machine. */

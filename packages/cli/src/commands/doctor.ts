@@ -10,9 +10,11 @@ import {
   ConfigError,
   VERSION,
   builtExtensionDir,
+  builtFirefoxExtensionDir,
   checkBroker,
   defaultDataDir,
   findChromium,
+  findFirefox,
   loadConfig,
   type BrokerConfig,
 } from "@tabrelay/broker";
@@ -33,7 +35,8 @@ import { COMMON_OPTIONS, EXIT, UsageError, parse, printHelp } from "./shared.js"
 export const DOCTOR_HELP = `Usage: tabrelay doctor [--host H] [--port P] [--config FILE] [--data-dir DIR]
 
 Checks, one line each (ok / warn / fail, with the fix): Node's version; the Chromium or Chrome tabrelay would
-launch (CHROME_PATH honoured) and its version; the built extension; the config; the data dir's and token files'
+launch (CHROME_PATH honoured) and its version; the built extension; Firefox (FIREFOX_PATH honoured) and the
+extension's Firefox build; the config; the data dir's and token files'
 permissions; the port (free, or a tabrelay broker answering: its version); the browsers connected to it and their
 extension's version. Changes nothing. Exit 0 when nothing fails, 1 otherwise.`;
 
@@ -129,6 +132,38 @@ function extensionLines(env: NodeJS.ProcessEnv): { checks: Check[]; minimumChrom
       ? { status: "ok", label: "extension", message: `built at ${dir} (version ${version})` }
       : { status: "warn", label: "extension", message: `built at ${dir} is version ${version}, the broker ${VERSION}; run npm run build` };
   return { checks: [check], minimumChrome };
+}
+
+/**
+ * Firefox, for `start --firefox` and a Firefox the user pairs: the binary (its absence is no fault: Chrome needs none)
+ * and the extension's Firefox build.
+ */
+function firefoxLines(env: NodeJS.ProcessEnv): Check[] {
+  const lines: Check[] = [];
+  try {
+    const path = findFirefox(env);
+    const result = spawnSync(path, ["--version"], { encoding: "utf8", timeout: 15_000 });
+    const version = result.status === 0 ? (result.stdout ?? "").trim() : "";
+    lines.push({ status: "ok", label: "firefox", message: `${path}${env["FIREFOX_PATH"] ? " (from FIREFOX_PATH)" : ""}${version ? ` (${version})` : ""}` });
+  } catch (error) {
+    lines.push({
+      status: env["FIREFOX_PATH"] ? "fail" : "ok",
+      label: "firefox",
+      message: env["FIREFOX_PATH"] ? errorText(error) : "none found (only tabrelay start --firefox needs one)",
+    });
+  }
+  try {
+    const dir = builtFirefoxExtensionDir(env);
+    const version = String((JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as { version?: unknown }).version ?? "?");
+    lines.push(
+      version === VERSION
+        ? { status: "ok", label: "firefox extension", message: `built at ${dir} (version ${version})` }
+        : { status: "warn", label: "firefox extension", message: `built at ${dir} is version ${version}, the broker ${VERSION}; run npm run build` },
+    );
+  } catch (error) {
+    lines.push({ status: "warn", label: "firefox extension", message: `${errorText(error)} (only Firefox needs it)` });
+  }
+  return lines;
 }
 
 interface Options {
@@ -303,7 +338,7 @@ export async function cmdDoctor(args: string[]): Promise<number> {
   const me = typeof process.getuid === "function" ? process.getuid() : undefined;
   const checks: Check[] = [nodeLine()];
   const extension = extensionLines(env);
-  checks.push(...browserLines(env, extension.minimumChrome), ...extension.checks);
+  checks.push(...browserLines(env, extension.minimumChrome), ...extension.checks, ...firefoxLines(env));
   const files = fileLines(options, me);
   // A config file the broker would refuse (a link in its data dir, writable by others) is not loaded at all.
   const config: ReturnType<typeof configLine> = files.configFile

@@ -2,10 +2,10 @@
 // extension or handed over CDP.
 import { startVncDisplay } from "@tabrelay/broker";
 import { launchWithVnc, vncWindowArgs } from "../vnc.js";
-import { reportBrowserExit, runBrowser, runCdpBrowser, splitExtra } from "./browser.js";
+import { checkFirefoxOptions, reportBrowserExit, runBrowser, runCdpBrowser, splitExtra } from "./browser.js";
 import { COMMON_OPTIONS, EXIT, LAUNCH_OPTIONS, UsageError, bridgeUrlOf, configFrom, onShutdown, parse, printHelp } from "./shared.js";
 
-export const LAUNCH_HELP = `Usage: tabrelay launch [--headless | --vnc] [--cdp] [--profile DIR] [--broker URL] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
+export const LAUNCH_HELP = `Usage: tabrelay launch [--headless | --vnc] [--cdp | --firefox] [--profile DIR] [--broker URL] [--chromium PATH | --firefox-path PATH] [-- EXTRA_BROWSER_ARGS]
 
 Starts Chromium/Chrome with the tabrelay extension loaded and paired with the broker, on a persistent
 profile (default <data-dir>/profile). --broker is where the broker is, in any mode: http(s)://HOST:PORT or
@@ -16,6 +16,9 @@ install paths. Arguments after -- go to the browser unchanged. Ctrl-C closes the
 drives the browser over the DevTools protocol. The profile is temporary unless --profile is given (Chrome 136+
 refuses remote debugging of its default profile). Uses the MCP token of the same --data-dir or
 TABRELAY_MCP_TOKEN; waits for the broker if it is not up yet and hands the browser over again after a restart.
+--firefox: Firefox with tabrelay's Firefox build of the extension instead (profile <data-dir>/profile-firefox;
+found via --firefox-path, FIREFOX_PATH, or the usual install paths). The add-on is not signed by Mozilla: it loads
+in Firefox ESR, Developer Edition and Nightly; a release Firefox pairs the signed one from addons.mozilla.org.
 --vnc: headful on a virtual display (Xvfb), viewable through a noVNC link on loopback with a password,
 so a person can log in once on a server (needs: apt-get install xvfb x11vnc novnc websockify).`;
 
@@ -23,6 +26,7 @@ export async function cmdLaunch(args: string[]): Promise<number | undefined> {
   const { own, extra } = splitExtra(args);
   const { values } = parse(own, { ...COMMON_OPTIONS, ...LAUNCH_OPTIONS });
   if (values.help) return printHelp(LAUNCH_HELP);
+  checkFirefoxOptions(values);
   const config = configFrom(values);
   if (values.vnc) {
     if (values.headless) throw new UsageError("--vnc shows the browser on a virtual display: leave out --headless");

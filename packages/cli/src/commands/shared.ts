@@ -27,6 +27,8 @@ export const LAUNCH_OPTIONS = {
   profile: { type: "string" },
   broker: { type: "string" },
   chromium: { type: "string" },
+  firefox: { type: "boolean" },
+  "firefox-path": { type: "string" },
   "unsafe-plain-ws": { type: "boolean" },
 } as const satisfies ParseArgsConfig["options"];
 

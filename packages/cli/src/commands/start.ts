@@ -1,7 +1,7 @@
 // `tabrelay start`: the broker and a local Chromium in one process, stopped together.
-import { findChromium, launchLocalChromium, startVncDisplay } from "@tabrelay/broker";
+import { findChromium, findFirefox, launchLocalChromium, startVncDisplay } from "@tabrelay/broker";
 import { launchWithVnc, vncWindowArgs } from "../vnc.js";
-import { reportBrowserExit, runBrowser, splitExtra } from "./browser.js";
+import { checkFirefoxOptions, reportBrowserExit, runBrowser, splitExtra } from "./browser.js";
 import {
   COMMON_OPTIONS,
   EXIT,
@@ -16,9 +16,11 @@ import {
   startBroker,
 } from "./shared.js";
 
-export const START_HELP = `Usage: tabrelay start [--headless | --vnc] [--cdp] [--host H] [--port P] [--config FILE] [--data-dir DIR] [--profile DIR] [--chromium PATH] [-- EXTRA_CHROMIUM_ARGS]
+export const START_HELP = `Usage: tabrelay start [--headless | --vnc] [--cdp | --firefox] [--host H] [--port P] [--config FILE] [--data-dir DIR] [--profile DIR] [--chromium PATH | --firefox-path PATH] [-- EXTRA_BROWSER_ARGS]
 
 Runs the broker and a local Chromium carrying the extension, already paired. Ctrl-C stops both.
+--firefox starts Firefox (ESR, Developer Edition or Nightly: the add-on is not signed by Mozilla) carrying
+tabrelay's Firefox build of the extension instead.
 --cdp drives the local Chromium over the DevTools protocol instead of the extension (no extension
 needed; for servers and CI). Its profile is temporary unless --profile is given (Chrome 136+ refuses
 remote debugging of the default profile).`;
@@ -30,9 +32,12 @@ export async function cmdStart(args: string[]): Promise<number | undefined> {
   const { own, extra } = splitExtra(args);
   const { values } = parse(own, { ...COMMON_OPTIONS, ...LAUNCH_OPTIONS });
   if (values.help) return printHelp(START_HELP);
+  checkFirefoxOptions(values);
   const config = configFrom(values);
   if (values.vnc && values.headless) throw new UsageError("--vnc shows the browser on a virtual display: leave out --headless");
-  const chromiumPath = findChromium(process.env, values.chromium); // fail before the broker starts
+  // Fail before the broker starts.
+  const browserPath = values.firefox ? findFirefox(process.env, values["firefox-path"]) : findChromium(process.env, values.chromium);
+  const chromiumPath = browserPath;
   const { broker, url } = await startBroker(config);
   if (values.vnc) {
     printClientConfig(url, config);
@@ -92,7 +97,8 @@ export async function cmdStart(args: string[]): Promise<number | undefined> {
   printClientConfig(url, config);
   let browser: Awaited<ReturnType<typeof runBrowser>>;
   try {
-    browser = await runBrowser(config, { ...values, chromium: chromiumPath }, extra, bridgeUrlOf(config, Number(new URL(url).port)));
+    const found = values.firefox ? { "firefox-path": browserPath } : { chromium: browserPath };
+    browser = await runBrowser(config, { ...values, ...found }, extra, bridgeUrlOf(config, Number(new URL(url).port)));
   } catch (error) {
     broker.registry.expect(0);
     throw error;

@@ -49,6 +49,14 @@ export interface BridgeServerOptions {
 }
 
 /**
+ * A Firefox add-on's origin. Firefox gives every installed add-on a random UUID of its own per profile, so the bridge
+ * cannot pin tabrelay's as it pins a Chrome extension's id (bridge.extension_ids): it takes any add-on's, which no web
+ * page can send. Either way the pairing handshake below is the boundary, as against any program on this machine
+ * (which can send any Origin).
+ */
+const FIREFOX_EXTENSION = /^moz-extension:\/\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
  * The `/bridge` endpoint: only our extension's origin, and only a browser that proves it knows the pairing secret
  * after we proved it first (protocol handshake.ts); the secret itself never crosses the socket. The proofs name the
  * endpoint this socket reached (its local address, never a header), so the browser refuses them when it dialled a
@@ -67,7 +75,7 @@ export class BridgeServer {
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     const origin = request.headers.origin;
     const allowed = this.#options.extensionIds();
-    if (!origin || !allowed.some((allowedId) => origin === `chrome-extension://${allowedId}`)) {
+    if (!origin || !(allowed.some((allowedId) => origin === `chrome-extension://${allowedId}`) || FIREFOX_EXTENSION.test(origin))) {
       const id = /^chrome-extension:\/\/([a-p]{32})$/.exec(origin ?? "")?.[1];
       this.#options.log.warn(
         id === undefined
@@ -153,6 +161,7 @@ export class BridgeServer {
           extensionVersion: pending.extensionVersion,
           connectedAt: Date.now(),
           kind: "extension",
+          product: frame.product === "firefox" ? "firefox" : "chrome",
           ...(pending.owner.user !== DEFAULT_USER_ID ? { owner: pending.owner.user, ownerName: pending.owner.name } : {}),
         },
         { send: (text) => sealed.send(text), close: (code, reason) => ws.close(code, reason) },
