@@ -39,6 +39,8 @@
 //  16. code mode: sandbox start to first command (bench/sandbox.mjs). `--only=codemode` runs 15 and 16 alone.
 //  17. page tools: one page tool call through the broker to a real page and back, beside a built-in call; the page
 //      library's gzipped bundle (bench/lib/pages.mjs). `--only=pages` runs it alone.
+//  22. the extension in Firefox beside the same extension in Chromium: figures 1, 2, 7 and 8 (bench/lib/firefox.mjs);
+//      `--only=firefox` runs it alone. No peer drives the user's Firefox.
 //  21. ask instead of refuse (policy.ask): from the user's "allow once" to the click's result (bench/lib/ask.mjs);
 //      `--only=ask` runs it alone. No peer asks.
 //  19. memory per idle connected browser on one broker (1,000 simulated browsers); 20. three brokers sharing Redis
@@ -53,6 +55,7 @@ import { benchCdp, coldStartTabrelay } from "./lib/cdp.mjs";
 import { runClusterBench } from "./lib/cluster.mjs";
 import { benchCodeMode, benchHostileResults, codeModeRows, hostileRows, sandboxRows } from "./lib/codemode.mjs";
 import { benchPageTools, benchWebMcp, pageToolRows, webMcpRows } from "./lib/pages.mjs";
+import { benchFirefox, firefoxRows } from "./lib/firefox.mjs";
 import {
   BENCH,
   CHROMIUM,
@@ -164,6 +167,15 @@ async function main() {
     printTable([...codeModeRows(codeMode), ...sandboxRows(sandbox), ...fairnessRows(fairness), ...hostileRows(hostile)]);
     mkdirSync(join(BENCH, "results"), { recursive: true });
     writeFileSync(join(BENCH, "results", "codemode.json"), `${JSON.stringify({ codeMode, sandbox, fairness, hostile }, null, 2)}\n`);
+    return;
+  }
+  if (process.argv.includes("--only=firefox")) {
+    // Figure 22 alone (the extension in Firefox beside Chromium: figures 1, 2, 7, 8): `node bench/run.mjs --only=firefox`.
+    log("22: the extension in Firefox beside Chromium ...");
+    const firefox = await benchFirefox(lib, site);
+    printTable(firefoxRows(firefox));
+    mkdirSync(join(BENCH, "results"), { recursive: true });
+    writeFileSync(join(BENCH, "results", "firefox.json"), `${JSON.stringify(firefox, null, 2)}\n`);
     return;
   }
   if (process.argv.includes("--only=pages")) {
@@ -280,6 +292,9 @@ async function main() {
   await runCleanupsExceptSite();
   log("17b: WebMCP tool round trip, tabrelay and chrome-devtools-mcp ...");
   results.webmcp = await benchWebMcp(lib).catch((error) => ({ tabrelay: { error: message(error) } }));
+  await runCleanupsExceptSite();
+  log("22: the extension in Firefox beside Chromium ...");
+  results.firefox = await benchFirefox(lib, site).catch((error) => ({ firefox: { error: message(error) } }));
   await runCleanupsExceptSite();
   log("18: the Worker under workerd: cold start, navigate + snapshot ...");
   results.worker = await benchWorker(lib, site).catch((error) => ({ error: message(error) }));
@@ -431,6 +446,7 @@ async function main() {
     ...hostileRows(results.hostile),
     ...pageToolRows(results.pages),
     ...(results.webmcp ? webMcpRows(results.webmcp) : []),
+    ...(results.firefox ? firefoxRows(results.firefox) : []),
     ...workerRows(results.worker),
     ...askRows(results.ask),
   ];

@@ -85,6 +85,8 @@ export class Cluster implements ClusterLink {
   #handler: CallHandler | undefined;
   #timers: NodeJS.Timeout[] = [];
   #draining = false;
+  /** When this broker's own beat last landed in Redis (#mayJudge). */
+  #beatAt = Date.now();
   #left = false;
   #healthy = true;
   readonly #fingerprint: string;
@@ -302,7 +304,18 @@ export class Cluster implements ClusterLink {
 
   async #beat(): Promise<void> {
     await this.#cmd.set(K.broker(this.brokerId), JSON.stringify({ draining: this.#draining, at: Date.now(), secrets: this.#fingerprint }), "PX", DEAD_AFTER_MS);
+    this.#beatAt = Date.now();
     await this.#cmd.sadd(K.members, this.brokerId);
+  }
+
+  /**
+   * Whether this broker may judge another dead by its missing beat: only while its own beats land on time. One that
+   * was itself held up (its event loop stalled, Redis slow to it) has just woken on the same starved machine as the
+   * others may have, and the beat it finds missing may be one the other broker is about to write: it judges at its
+   * next beat instead.
+   */
+  #mayJudge(): boolean {
+    return Date.now() - this.#beatAt <= 2 * HEARTBEAT_MS;
   }
 
   async #announce(info: BrowserInfo): Promise<void> {
@@ -338,9 +351,10 @@ export class Cluster implements ClusterLink {
     const members = await this.#checkMembers();
     this.#peers = members;
     await this.#shared.reconcile(members);
+    const judged = this.#mayJudge();
     this.#remote.clear();
-    for (const entry of parsed) if (entry.broker !== this.brokerId && alive.has(entry.broker)) this.#remote.set(entry.info.browserId, entry);
-    for (const [, pending] of this.#pending) if (!alive.has(pending.broker)) pending.resolve(lost(pending.broker, "it stopped answering"));
+    for (const entry of parsed) if (entry.broker !== this.brokerId && (alive.has(entry.broker) || !judged)) this.#remote.set(entry.info.browserId, entry);
+    if (judged) for (const [, pending] of this.#pending) if (!alive.has(pending.broker)) pending.resolve(lost(pending.broker, "it stopped answering"));
   }
 
   /** Every live member's shared-secrets digest against this one's; members without a beat leave the set. The live ones. */
@@ -370,7 +384,7 @@ export class Cluster implements ClusterLink {
   }
 
   async #checkPending(): Promise<void> {
-    if (this.#pending.size === 0) return;
+    if (this.#pending.size === 0 || !this.#mayJudge()) return;
     const brokers = [...new Set([...this.#pending.values()].map((p) => p.broker))];
     const beats = await this.#cmd.mget(...brokers.map(K.broker));
     const dead = new Set(brokers.filter((_, i) => !beats[i]));

@@ -1,6 +1,6 @@
 // The HTTP status of each agent tab's top document, once for both drivers, from what they observe (BridgeEvents):
 // a response (tab.response) is held until its document commits (tab.committed) and kept only if that document is
-// the one it brought (same URL, fragments aside); a document that commits without one (the back/forward cache, a
+// the one it brought (same URL, fragments aside), or, told just after that commit (Firefox's order), taken by it; a document that commits without one (the back/forward cache, a
 // service worker's answer) has no status. A status is never shown for another document than the one it came with.
 import type { BridgeEvent } from "@tabrelay/protocol";
 
@@ -9,17 +9,30 @@ interface Response {
   status: number;
 }
 
+/** How long after a document commits a response for its URL may still be its own, told late (Firefox). */
+const LATE_RESPONSE_MS = 2000;
+
 export class DocumentStatus {
   readonly #pending = new Map<number, Response>();
   readonly #current = new Map<number, Response>();
+  /** Each tab's last committed document, with when, for a response told after its commit. */
+  readonly #committed = new Map<number, { url: string; at: number }>();
 
   observe(frame: BridgeEvent): void {
     switch (frame.event) {
-      case "tab.response":
-        this.#pending.set(frame.params.tabId, { url: withoutFragment(frame.params.url), status: frame.params.status });
+      case "tab.response": {
+        const { tabId } = frame.params;
+        const response = { url: withoutFragment(frame.params.url), status: frame.params.status };
+        this.#pending.set(tabId, response);
+        // Firefox may tell a document's commit before its response: a response for the URL that just committed,
+        // with no status yet, is that document's. (Kept pending too: it may be the next load of the same URL.)
+        const last = this.#committed.get(tabId);
+        if (last && last.url === response.url && Date.now() - last.at <= LATE_RESPONSE_MS && !this.#current.has(tabId)) this.#current.set(tabId, response);
         return;
+      }
       case "tab.committed": {
         const { tabId, url } = frame.params;
+        this.#committed.set(tabId, { url: withoutFragment(url), at: Date.now() });
         // A blank document (a tab reset after a refused landing, a new tab's initial one) can commit after the next
         // page's response was seen: it brought no response and takes none away from the page that follows.
         if (url === "about:blank") {
@@ -52,6 +65,7 @@ export class DocumentStatus {
   forget(tabId: number): void {
     this.#pending.delete(tabId);
     this.#current.delete(tabId);
+    this.#committed.delete(tabId);
   }
 
   /** The status of the response that brought the tab's document at `url`, when it was seen. */

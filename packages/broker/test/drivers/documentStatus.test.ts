@@ -1,6 +1,6 @@
 // The HTTP status of a tab's document, matched once for both drivers from their events (drivers/documentStatus.ts).
 import type { BridgeEvent } from "@tabrelay/protocol";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { DocumentStatus } from "../../src/drivers/documentStatus.js";
 
 const response = (url: string, status: number): BridgeEvent => ({ type: "event", event: "tab.response", params: { tabId: 1, url, status } });
@@ -28,6 +28,28 @@ describe("document status", () => {
     book.observe(response("http://x.test/c", 404));
     book.observe(committed("http://x.test/d")); // a response for another document than the one that committed
     expect(book.of(1, "http://x.test/d")).toBeUndefined();
+  });
+
+  it("takes a response told just after its document committed (Firefox's order), and none for another URL or long after", () => {
+    const book = new DocumentStatus();
+    book.observe(committed("http://x.test/missing"));
+    book.observe(response("http://x.test/missing", 404));
+    expect(book.of(1, "http://x.test/missing")).toBe(404);
+    book.observe(committed("http://x.test/other"));
+    book.observe(response("http://x.test/third", 500));
+    expect(book.of(1, "http://x.test/other")).toBeUndefined();
+    // The same response told before the next commit of that URL (a reload) is that document's, as before.
+    book.observe(committed("http://x.test/third"));
+    expect(book.of(1, "http://x.test/third")).toBe(500);
+    vi.useFakeTimers();
+    try {
+      book.observe(committed("http://x.test/late"));
+      vi.advanceTimersByTime(5000);
+      book.observe(response("http://x.test/late", 404));
+      expect(book.of(1, "http://x.test/late")).toBeUndefined();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("keeps the next page's response across a blank document committing in between, and forgets a closed tab", () => {
