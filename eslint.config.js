@@ -51,7 +51,7 @@ export default defineConfig(
     files: ["packages/*/src/**/*.ts", "packages/*/test/**/*.ts", "test/**/*.ts"],
     languageOptions: {
       parserOptions: {
-        project: ["packages/*/tsconfig.json", "tsconfig.test.json"],
+        project: ["packages/*/tsconfig.json", "packages/inpage/test/tsconfig.json", "tsconfig.test.json"],
         tsconfigRootDir: import.meta.dirname,
       },
     },

@@ -31,6 +31,15 @@ async function stillInFront(tabId: number): Promise<string> {
 
 const gone = () => new CommandError("stale_ref", "the document went away while it was read");
 
+/** Whether the tab's top document is being replaced: it is loading, or another document is there 150 ms later. */
+async function documentMoving(tabId: number): Promise<boolean> {
+  const documentOf = async () => ((await chrome.webNavigation.getFrame({ tabId, frameId: 0 }).catch(() => null)) as { documentId?: string } | null)?.documentId;
+  const before = await documentOf();
+  if ((await chrome.tabs.get(tabId).catch(() => undefined))?.status === "loading") return true;
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  return (await documentOf()) !== before || (await chrome.tabs.get(tabId).catch(() => undefined))?.status === "loading";
+}
+
 type Handlers = { [M in BridgeMethod]: (params: BridgeMethods[M]["params"]) => Promise<BridgeMethods[M]["result"]> };
 
 export const handlers: Handlers = {
@@ -328,7 +337,9 @@ export const handlers: Handlers = {
       // (a refresh loop, a script reloading); the broker reads again (drivers/pageContent.ts).
       const read = await readDocument(tabId, frameId ?? 0, frameId === undefined ? CONTENT_MAX_CHARS : FRAME_HTML_BUDGET).catch(async (error: unknown) => {
         if (/was removed|document.*unloaded|No frame with id/i.test(String(error))) throw gone();
-        if (replacedWhileScripting(String(error)) && /^https?:/.test((await chrome.tabs.get(tabId).catch(() => undefined))?.url ?? "")) throw gone();
+        // Between documents if the tab is loading or its document changes within a moment: a page of a domain the
+        // browser keeps from extensions (its add-on store) is refused the same way, stays, and is restricted_page below.
+        if (replacedWhileScripting(String(error)) && (await documentMoving(tabId))) throw gone();
         throw error;
       });
       if (read === "none") throw gone();

@@ -9,25 +9,35 @@ import { groupAgentTab, toTabInfo } from "./tabs.js";
 // extension's): the broker decides whether it was its policy, records it and tells the agent.
 // A popup's first request is stopped before the tab is claimed as the agent's: it is reported once it is.
 const stoppedBeforeClaim = new Map<number, BridgeEvents["tab.blocked"]>();
-/** Stops reported in the last moments, by tab, frame and URL: each is heard twice (below), and reported once. */
-const reportedStops = new Map<string, number>();
-const REPORTED_STOP_MS = 2000;
+/** Stops reported in the last moments, by tab, frame and URL, with which listener told them (below). */
+const reportedStops = new Map<string, { at: number; source: "request" | "navigation" }>();
+/** Both listeners tell one stop within this long of each other. */
+const STOP_PAIR_MS = 2000;
 
-function reportStopped(tabId: number, url: string, frame: boolean): void {
-  const key = `${tabId} ${frame ? "frame" : "top"} ${url}`;
-  const now = Date.now();
-  if (now - (reportedStops.get(key) ?? Number.NEGATIVE_INFINITY) < REPORTED_STOP_MS) return;
-  reportedStops.set(key, now);
-  if (reportedStops.size > 200) for (const [k, at] of reportedStops) if (now - at >= REPORTED_STOP_MS) reportedStops.delete(k);
+/**
+ * One stop is heard twice, from the request and from the navigation: the second of such a pair is dropped. The same
+ * listener telling the same URL again is another stop (a retry, a page looping), reported again.
+ */
+function reportStopped(tabId: number, url: string, frame: boolean, source: "request" | "navigation"): void {
   const params = { tabId, url, frame };
   void tabsLoaded.then(() => {
-    if (isVisibleToAgent(tabId)) {
-      emit({ type: "event", event: "tab.blocked", params });
-    } else if (!frame) {
+    if (!isVisibleToAgent(tabId)) {
+      if (frame) return;
       stoppedBeforeClaim.set(tabId, params);
       // Kept past the longest late claim (navigationRules.ts: ten rounds of a second).
       setTimeout(() => stoppedBeforeClaim.delete(tabId), 15_000);
+      return;
     }
+    const key = `${tabId} ${frame ? "frame" : "top"} ${url.split("#")[0]}`;
+    const now = Date.now();
+    const told = reportedStops.get(key);
+    if (told && told.source !== source && now - told.at < STOP_PAIR_MS) {
+      reportedStops.delete(key);
+      return;
+    }
+    reportedStops.set(key, { at: now, source });
+    if (reportedStops.size > 200) for (const [k, t] of reportedStops) if (now - t.at >= STOP_PAIR_MS) reportedStops.delete(k);
+    emit({ type: "event", event: "tab.blocked", params });
   });
 }
 
@@ -37,13 +47,13 @@ function reportStopped(tabId: number, url: string, frame: boolean): void {
 chrome.webRequest.onErrorOccurred.addListener(
   (details) => {
     if (requestError(details.error) === "net::ERR_BLOCKED_BY_CLIENT" && details.tabId >= 0)
-      reportStopped(details.tabId, details.url, details.type !== "main_frame");
+      reportStopped(details.tabId, details.url, details.type !== "main_frame", "request");
   },
   { urls: ["<all_urls>"], types: ["main_frame", "sub_frame"] },
 );
 chrome.webNavigation.onErrorOccurred.addListener((details) => {
   if (loadError(details.error) === "net::ERR_BLOCKED_BY_CLIENT" && details.tabId >= 0 && /^https?:/.test(details.url))
-    reportStopped(details.tabId, details.url, details.frameId !== 0);
+    reportStopped(details.tabId, details.url, details.frameId !== 0, "navigation");
 });
 
 function reportStoppedBeforeClaim(tabId: number): void {

@@ -84,7 +84,11 @@ export function watchNavigation() {
         if (last?.kind === "completed") {
           // Firefox completes a navigation that became a download (nothing replaced the page) in a tab that stays
           // on about:blank; Chrome closes such a tab or aborts the navigation (below).
-          if (/^https?:/.test(last.url) && (await chrome.tabs.get(tabId).catch(() => undefined))?.url === "about:blank")
+          if (
+            /^https?:/.test(last.url) &&
+            !outcomes.some((o) => o.kind === "committed") &&
+            (await chrome.tabs.get(tabId).catch(() => undefined))?.url === "about:blank"
+          )
             throw new CommandError("navigation_failed", `no page loaded: the URL is most likely a file download (${DOWNLOAD_NOTE})`);
           return;
         }

@@ -58,10 +58,38 @@ function inkVisible(style: CSSStyleDeclaration): boolean {
   return stroke > 0 && alphaOf(style.getPropertyValue("-webkit-text-stroke-color")) >= 0.1;
 }
 
+/** Said in place of generated text the reader cannot resolve: it has letters, so no label matches it. */
+const UNREADABLE = " [generated text that could not be read] ";
+
+/** A CSS string starting at value[i] (its quote): its text, escapes undone, and the index past its closing quote. */
+function cssString(value: string, i: number): { text: string; end: number } {
+  const quote = value[i]!;
+  let text = "";
+  i++;
+  while (i < value.length && value[i] !== quote) {
+    if (value[i] === "\\") {
+      const hex = /^[0-9a-fA-F]{1,6} ?/.exec(value.slice(i + 1));
+      if (hex) {
+        text += String.fromCodePoint(Math.min(Number.parseInt(hex[0].trim(), 16), 0x10ffff));
+        i += 1 + hex[0].length;
+      } else {
+        text += value[i + 1] ?? "";
+        i += 2;
+      }
+    } else {
+      text += value[i];
+      i++;
+    }
+  }
+  return { text, end: i + 1 };
+}
+
 /**
- * The strings of a computed `content` value; counters, quotes, images and the alt text after "/" are not text a label
- * is made of. attr() is resolved in the computed value by Chrome; Firefox leaves it as written, so it is resolved here
- * against `el`, the element the ::before or ::after belongs to (its words are drawn all the same).
+ * The strings of a computed `content` value; counters' numbers, quotes, images and the alt text after "/" are not
+ * text a label is made of. attr() is resolved in the computed value by Chrome; Firefox leaves it as written, so it
+ * is resolved here against `el`, the element the ::before or ::after belongs to (its words are drawn all the same).
+ * What cannot be read with certainty (an unbalanced function, an attribute in a namespace) is said as UNREADABLE:
+ * the gate then matches no label, rather than reading less than the person sees.
  */
 export function contentStrings(value: string, el?: Element): string {
   if (value === "none" || value === "normal" || value === "") return "";
@@ -71,37 +99,34 @@ export function contentStrings(value: string, el?: Element): string {
     const c = value[i]!;
     if (c === "/") break; // alternative text for speech, not drawn
     if (c === '"' || c === "'") {
-      i++;
-      while (i < value.length && value[i] !== c) {
-        if (value[i] === "\\") {
-          const hex = /^[0-9a-fA-F]{1,6} ?/.exec(value.slice(i + 1));
-          if (hex) {
-            out += String.fromCodePoint(Math.min(Number.parseInt(hex[0].trim(), 16), 0x10ffff));
-            i += 1 + hex[0].length;
-          } else {
-            out += value[i + 1] ?? "";
-            i += 2;
-          }
-        } else {
-          out += value[i];
-          i++;
-        }
-      }
-      i++;
+      const string = cssString(value, i);
+      out += string.text;
+      i = string.end;
       continue;
     }
     if (c === "(") {
       const name = /([a-zA-Z-]+)$/.exec(value.slice(0, i))?.[1]?.toLowerCase();
       const start = i + 1;
-      // counter(...), url(...) and the like: skip the whole function.
+      // The whole function, its quoted arguments skipped as strings (a bracket inside one is text, not syntax).
+      const strings: string[] = [];
       let depth = 1;
       i++;
       while (i < value.length && depth > 0) {
-        if (value[i] === "(") depth++;
-        else if (value[i] === ")") depth--;
+        const d = value[i]!;
+        if (d === '"' || d === "'") {
+          const string = cssString(value, i);
+          strings.push(string.text);
+          i = string.end;
+          continue;
+        }
+        if (d === "(") depth++;
+        else if (d === ")") depth--;
         i++;
       }
-      if (name === "attr" && el) out += attrText(value.slice(start, i - 1), el);
+      if (depth > 0) return (out + UNREADABLE).replace(PRIVATE_USE, "");
+      if (name === "attr") out += el ? attrText(value.slice(start, i - 1), el) : UNREADABLE;
+      // counters(name, "separator"): the separator is drawn between the numbers.
+      else if (name === "counters") out += strings[0] ?? "";
       continue;
     }
     i++;
@@ -109,14 +134,26 @@ export function contentStrings(value: string, el?: Element): string {
   return out.replace(PRIVATE_USE, "");
 }
 
+/** A CSS identifier as written in a computed value, its escapes undone ("data-a\\.b" is the attribute data-a.b). */
+function cssIdent(text: string): string {
+  return text.replace(/\\([0-9a-fA-F]{1,6} ?|[^\n])/g, (_, escaped: string) =>
+    /^[0-9a-fA-F]{1,6} ?$/.test(escaped) ? String.fromCodePoint(Math.min(Number.parseInt(escaped.trim(), 16), 0x10ffff)) : escaped,
+  );
+}
+
 /** attr(name), attr(name type) or attr(name type, fallback) as drawn for `el`: the attribute's value, else the fallback. */
 function attrText(args: string, el: Element): string {
-  const [head = "", ...rest] = args.split(",");
-  const attribute = head.trim().split(/\s+/)[0] ?? "";
-  const value = attribute ? el.getAttribute(attribute) : null;
+  const comma = args.search(/,(?=(?:[^"']|"[^"]*"|'[^']*')*$)/);
+  const head = (comma < 0 ? args : args.slice(0, comma)).trim();
+  const fallback = comma < 0 ? "" : args.slice(comma + 1).trim();
+  // The name as written, up to its type: a hex escape takes the one space after it (backslash, "31 x" is "1x").
+  const written = /^(?:\\[0-9a-fA-F]{1,6} ?|\\.|[^\s\\])+/.exec(head)?.[0] ?? "";
+  // An attribute in a namespace (ns|name) is not one getAttribute can name.
+  if (/^[^|]*\|/.test(written.replace(/\\./g, "__")) && !written.startsWith("|")) return UNREADABLE;
+  const name = cssIdent(written.replace(/^\|/, ""));
+  const value = name ? el.getAttribute(name) : null;
   if (value !== null) return value;
-  const fallback = rest.join(",").trim();
-  return fallback ? contentStrings(fallback) : "";
+  return fallback ? contentStrings(fallback, el) : "";
 }
 
 /** Counter styles that draw only numbers, letters of the alphabet in order or bullets. */

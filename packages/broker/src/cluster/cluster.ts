@@ -315,7 +315,9 @@ export class Cluster implements ClusterLink {
    * next beat instead.
    */
   #mayJudge(): boolean {
-    return Date.now() - this.#beatAt <= 2 * HEARTBEAT_MS;
+    const late = Date.now() - this.#beatAt;
+    // Beats that fail for long (Redis refusing this broker's writes) do not switch the judging off for good.
+    return late <= 2 * HEARTBEAT_MS || late > 3 * DEAD_AFTER_MS;
   }
 
   async #announce(info: BrowserInfo): Promise<void> {
@@ -330,6 +332,8 @@ export class Cluster implements ClusterLink {
 
   /** Re-reads presence and liveness: drops dead brokers' browsers, and fails calls waiting on a dead broker. */
   async #reconcile(): Promise<void> {
+    // Before any await: this broker's own beat, sent in the same wake-up, may land meanwhile.
+    const judged = this.#mayJudge();
     const entries = await this.#cmd.hgetall(K.browsers);
     const parsed: RemoteBrowser[] = [];
     for (const value of Object.values(entries)) {
@@ -351,7 +355,6 @@ export class Cluster implements ClusterLink {
     const members = await this.#checkMembers();
     this.#peers = members;
     await this.#shared.reconcile(members);
-    const judged = this.#mayJudge();
     this.#remote.clear();
     for (const entry of parsed) if (entry.broker !== this.brokerId && (alive.has(entry.broker) || !judged)) this.#remote.set(entry.info.browserId, entry);
     if (judged) for (const [, pending] of this.#pending) if (!alive.has(pending.broker)) pending.resolve(lost(pending.broker, "it stopped answering"));

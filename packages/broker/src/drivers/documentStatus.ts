@@ -7,6 +7,8 @@ import type { BridgeEvent } from "@tabrelay/protocol";
 interface Response {
   url: string;
   status: number;
+  /** When it was told (a response told before its tab's last commit belongs to no later document). */
+  at: number;
 }
 
 /** How long after a document commits a response for its URL may still be its own, told late (Firefox). */
@@ -22,26 +24,32 @@ export class DocumentStatus {
     switch (frame.event) {
       case "tab.response": {
         const { tabId } = frame.params;
-        const response = { url: withoutFragment(frame.params.url), status: frame.params.status };
-        this.#pending.set(tabId, response);
+        const response = { url: withoutFragment(frame.params.url), status: frame.params.status, at: Date.now() };
         // Firefox may tell a document's commit before its response: a response for the URL that just committed,
-        // with no status yet, is that document's. (Kept pending too: it may be the next load of the same URL.)
+        // with no status yet, is that document's, and no later one's.
         const last = this.#committed.get(tabId);
-        if (last && last.url === response.url && Date.now() - last.at <= LATE_RESPONSE_MS && !this.#current.has(tabId)) this.#current.set(tabId, response);
+        if (last && last.url === response.url && response.at - last.at <= LATE_RESPONSE_MS && !this.#current.has(tabId)) {
+          this.#current.set(tabId, response);
+          this.#pending.delete(tabId);
+          return;
+        }
+        this.#pending.set(tabId, response);
         return;
       }
       case "tab.committed": {
         const { tabId, url } = frame.params;
-        this.#committed.set(tabId, { url: withoutFragment(url), at: Date.now() });
         // A blank document (a tab reset after a refused landing, a new tab's initial one) can commit after the next
         // page's response was seen: it brought no response and takes none away from the page that follows.
         if (url === "about:blank") {
           this.#current.delete(tabId);
           return;
         }
+        const previous = this.#committed.get(tabId);
+        this.#committed.set(tabId, { url: withoutFragment(url), at: Date.now() });
         const pending = this.#pending.get(tabId);
         this.#pending.delete(tabId);
-        if (pending && pending.url === withoutFragment(url)) this.#current.set(tabId, pending);
+        // A response told before the tab's previous commit was that document's or none's, never this one's.
+        if (pending && pending.url === withoutFragment(url) && (!previous || pending.at >= previous.at)) this.#current.set(tabId, pending);
         else this.#current.delete(tabId);
         return;
       }
@@ -58,7 +66,7 @@ export class DocumentStatus {
    * stateless host's next request), as the page itself reports it. Observed events take precedence.
    */
   seed(tabId: number, url: string, status: number): void {
-    if (!this.#current.has(tabId) && !this.#pending.has(tabId)) this.#current.set(tabId, { url: withoutFragment(url), status });
+    if (!this.#current.has(tabId) && !this.#pending.has(tabId)) this.#current.set(tabId, { url: withoutFragment(url), status, at: Date.now() });
   }
 
   /** The tab is gone (closed by the page, the person or the broker's tabs.close). */

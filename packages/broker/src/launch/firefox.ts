@@ -48,12 +48,15 @@ export function builtFirefoxExtensionDir(env: NodeJS.ProcessEnv = process.env): 
 /**
  * Preferences of tabrelay's own Firefox profile: its add-on enabled without a prompt (add-ons in the profile's folder
  * are otherwise disabled until the person agrees), unsigned allowed (honoured by the builds named above only), and no
- * first-run pages, default-browser question, telemetry or update checks in a browser no one may be looking at.
+ * first-run pages, default-browser question or telemetry in a browser no one may be looking at (updates are left to
+ * Firefox, as in any profile).
  */
 const PREFS: Record<string, boolean | number | string> = {
   "xpinstall.signatures.required": false,
-  "extensions.autoDisableScopes": 0,
-  "extensions.enabledScopes": 15,
+  // Add-ons from the profile's own folder only (scope 1), enabled without a prompt; none from the user's or the
+  // system's folders (an add-on another program put there is not loaded into tabrelay's browser).
+  "extensions.enabledScopes": 1,
+  "extensions.autoDisableScopes": 14,
   // Look at the profile's add-ons at every start: a new tabrelay's build replaces the copy a profile already holds.
   "extensions.startupScanScopes": 1,
   "browser.shell.checkDefaultBrowser": false,
@@ -62,8 +65,6 @@ const PREFS: Record<string, boolean | number | string> = {
   "startup.homepage_welcome_url": "about:blank",
   "datareporting.policy.dataSubmissionEnabled": false,
   "toolkit.telemetry.reportingpolicy.firstRun": false,
-  "app.update.auto": false,
-  "app.update.checkInstallTime": false,
   "browser.tabs.warnOnClose": false,
   "browser.warnOnQuit": false,
 };
@@ -73,12 +74,29 @@ const PREFS: Record<string, boolean | number | string> = {
  * at start: user.js with PREFS (and `extraPrefs`), and the proxy file extensions/<add-on id> naming the copy.
  */
 export function prepareFirefoxProfile(profileDir: string, extensionDir: string, extraPrefs: Record<string, boolean | number | string> = {}): void {
+  refuseForeignProfile(profileDir);
   mkdirSync(join(profileDir, "extensions"), { recursive: true, mode: 0o700 });
   const lines = Object.entries({ ...PREFS, ...extraPrefs }).map(([name, value]) => `user_pref(${JSON.stringify(name)}, ${JSON.stringify(value)});`);
-  writeFileSync(join(profileDir, "user.js"), `// Written by tabrelay for the Firefox it starts; rewritten at each start.\n${lines.join("\n")}\n`, {
+  writeFileSync(join(profileDir, "user.js"), `${USER_JS_HEADER}\n${lines.join("\n")}\n`, {
     mode: 0o600,
   });
   writeFileSync(join(profileDir, "extensions", FIREFOX_ADDON_ID), `${extensionDir}\n`, { mode: 0o600 });
+}
+
+const USER_JS_HEADER = "// Written by tabrelay for the Firefox it starts; rewritten at each start.";
+
+/**
+ * A folder that is already a Firefox profile tabrelay did not make (the person's everyday one, given as --profile) is
+ * refused: tabrelay's preferences turn signature checks off and load add-ons unasked, which a profile someone browses
+ * with must not keep, and its own user.js would be lost.
+ */
+function refuseForeignProfile(profileDir: string): void {
+  const userJs = join(profileDir, "user.js");
+  if (existsSync(userJs) && readFileSync(userJs, "utf8").startsWith(USER_JS_HEADER)) return;
+  if (existsSync(userJs) || existsSync(join(profileDir, "prefs.js")))
+    throw new LaunchError(
+      `${profileDir} is a Firefox profile tabrelay did not create; tabrelay allows unsigned add-ons in the profile it starts, which a profile you browse with must not keep: give --profile a new folder (or leave it out: <data-dir>/profile-firefox)`,
+    );
 }
 
 export interface FirefoxLaunchOptions {

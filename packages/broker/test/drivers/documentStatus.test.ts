@@ -41,6 +41,16 @@ describe("document status", () => {
     // The same response told before the next commit of that URL (a reload) is that document's, as before.
     book.observe(committed("http://x.test/third"));
     expect(book.of(1, "http://x.test/third")).toBe(500);
+    // A reload of a page whose status came late: its own response counts, not the one before.
+    book.observe(committed("http://x.test/reloaded"));
+    book.observe(response("http://x.test/reloaded", 503));
+    expect(book.of(1, "http://x.test/reloaded")).toBe(503);
+    book.observe(response("http://x.test/reloaded", 200));
+    book.observe(committed("http://x.test/reloaded"));
+    expect(book.of(1, "http://x.test/reloaded")).toBe(200);
+    // ... and one from the back/forward cache, with no response, has none.
+    book.observe(committed("http://x.test/reloaded"));
+    expect(book.of(1, "http://x.test/reloaded")).toBeUndefined();
     vi.useFakeTimers();
     try {
       book.observe(committed("http://x.test/late"));
