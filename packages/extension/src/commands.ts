@@ -14,7 +14,7 @@ import { CommandError } from "./commandError.js";
 import { noteAgentRequest, noteAgentRequestTab } from "./downloads.js";
 import { readDocument } from "./frames.js";
 import { callInpage, injectInpage, runInFrame, scriptingError, type InpageResult } from "./inpageScript.js";
-import { watchNavigation } from "./navigation.js";
+import { loadErrorOf, watchNavigation } from "./navigation.js";
 import { scopeNewTabs, setNavigationRules, setTabRules } from "./navigationRules.js";
 import { evaluate, setViewport } from "./pageControl.js";
 import { replacedWhileScripting } from "./platform.js";
@@ -339,7 +339,12 @@ export const handlers: Handlers = {
         if (/was removed|document.*unloaded|No frame with id/i.test(String(error))) throw gone();
         // Between documents if the tab is loading or its document changes within a moment: a page of a domain the
         // browser keeps from extensions (its add-on store) is refused the same way, stays, and is restricted_page below.
-        if (replacedWhileScripting(String(error)) && (await documentMoving(tabId))) throw gone();
+        if (replacedWhileScripting(String(error))) {
+          if (await documentMoving(tabId)) throw gone();
+          // Firefox's own error page for a load that failed (scripts are refused there as on its add-on store).
+          const failed = await loadErrorOf(tabId, (await chrome.tabs.get(tabId).catch(() => undefined))?.url ?? "", 1000);
+          if (failed) throw new CommandError("navigation_failed", `the page failed to load: ${failed}`);
+        }
         throw error;
       });
       if (read === "none") throw gone();

@@ -2,6 +2,24 @@ import { CommandError } from "./commandError.js";
 import { DOWNLOAD_NOTE } from "./downloads.js";
 import { loadError } from "./platform.js";
 
+/** Each tab's last top-frame load error, by URL: Firefox may commit its error page before (or instead of) saying so. */
+const loadErrors = new Map<number, { url: string; error: string }>();
+chrome.webNavigation.onErrorOccurred.addListener((d) => {
+  if (d.frameId === 0) loadErrors.set(d.tabId, { url: d.url.split("#")[0] ?? d.url, error: loadError(d.error) });
+});
+chrome.tabs.onRemoved.addListener((tabId) => loadErrors.delete(tabId));
+
+/** The load error of the tab's document at `url`, waiting up to `ms` for it to be told; undefined when there is none. */
+export async function loadErrorOf(tabId: number, url: string, ms: number): Promise<string | undefined> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const found = loadErrors.get(tabId);
+    if (found && found.url === (url.split("#")[0] ?? url) && found.error !== "net::ERR_ABORTED") return found.error;
+    if (Date.now() >= deadline) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /**
  * Collects top-frame navigation events from before an action starts, so a fast load that finishes before
  * tabs.create resolves is not missed. (Right after tabs.update, tabs.get still reports "complete" for the
