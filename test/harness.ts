@@ -147,16 +147,11 @@ export async function launchBrowser(bridgePort: number, pairingCode = PAIRING_TO
   const downloadsDir = presetDownloadFolder(profileDir);
   const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${bridgePort}/bridge`, pairingCode, label);
   // Popups allowed, as many users allow them for sites they use: the tests need pages that open tabs.
-  const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--disable-popup-blocking"] });
-  return {
-    browser,
+  return testBrowser(
+    launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--disable-popup-blocking"] }),
     profileDir,
     downloadsDir,
-    async close() {
-      await browser.kill();
-      await removeProfile(profileDir);
-    },
-  };
+  );
 }
 
 /**
@@ -178,7 +173,11 @@ export async function launchFirefoxBrowser(bridgePort: number, pairingCode = PAI
     "browser.download.useDownloadDir": true,
     "browser.download.always_ask_before_handling_new_types": false,
   });
-  const browser = launchFirefox({ firefoxPath: findFirefox(), profileDir, headless: true });
+  return testBrowser(launchFirefox({ firefoxPath: findFirefox(), profileDir, headless: true }), profileDir, downloadsDir);
+}
+
+/** A launched browser with its profile: close() ends it and removes the profile. */
+function testBrowser(browser: LaunchedBrowser, profileDir: string, downloadsDir: string): TestBrowser {
   return {
     browser,
     profileDir,

@@ -255,6 +255,42 @@ describe("extension", () => {
   });
 });
 
+describe("extension --firefox and the --firefox options", () => {
+  it("names the Firefox build (its add-on id, how to load it) and copies it where asked", () => {
+    const home = mkdtempSync(join(tmpdir(), "tabrelay-home-"));
+    const shown = run(["extension", "--firefox"], { HOME: home });
+    expect(shown.code).toBe(0);
+    const folder = /\n {2}(\/\S+)\n/.exec(shown.stdout)?.[1] ?? "";
+    const manifest = JSON.parse(readFileSync(join(folder, "manifest.json"), "utf8"));
+    expect(manifest.browser_specific_settings.gecko.id).toBe("extension@tabrelay");
+    expect(shown.stdout).toContain(`tabrelay's Firefox extension ${manifest.version}`);
+    expect(shown.stdout).toContain("add-on id extension@tabrelay");
+    expect(shown.stdout).toContain("about:debugging#/runtime/this-firefox");
+    const out = join(home, "tabrelay-firefox");
+    expect(run(["extension", "--firefox", "--out", out], { HOME: home }).code).toBe(0);
+    expect(readFileSync(join(out, "background.js"), "utf8")).toBe(readFileSync(join(folder, "background.js"), "utf8"));
+    expect(existsSync(join(home, ".tabrelay"))).toBe(false);
+  });
+
+  it("refuses --firefox with options only Chromium takes, before anything starts, saying which", () => {
+    const home = mkdtempSync(join(tmpdir(), "tabrelay-home-"));
+    for (const [args, said] of [
+      [["start", "--firefox", "--cdp"], "--cdp drives Chromium"],
+      [["launch", "--firefox", "--chromium", "/usr/bin/chromium"], "with --firefox use --firefox-path"],
+      [["start", "--firefox", "--vnc"], "it does not start Firefox yet"],
+      [["launch", "--firefox-path", "/usr/bin/firefox-esr"], "add --firefox"],
+    ] as const) {
+      const refused = run([...args], { HOME: home });
+      expect(refused.code, args.join(" ")).not.toBe(0);
+      expect(refused.stderr, args.join(" ")).toContain(said);
+    }
+    expect(existsSync(join(home, ".tabrelay"))).toBe(false);
+    const missing = run(["start", "--firefox", "--firefox-path", "/nowhere/firefox"], { HOME: home });
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain("no browser at /nowhere/firefox (from --firefox-path)");
+  });
+});
+
 describe("start again", () => {
   // Chrome keeps a service worker's imported scripts with its registration across restarts: a seed read that way
   // (importScripts) made the second start's browser dial the first one's port for good.

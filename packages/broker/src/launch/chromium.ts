@@ -126,10 +126,12 @@ export function chromiumArgs(options: LaunchOptions): string[] {
 
 export function launchChromium(options: LaunchOptions): LaunchedBrowser {
   mkdirSync(options.profileDir, { recursive: true, mode: 0o700 });
-  const child = spawn(options.chromiumPath, chromiumArgs(options), {
-    stdio: ["ignore", "ignore", options.stderr ?? "ignore"],
-    env: options.env ?? process.env,
-  });
+  return spawnBrowser(options.chromiumPath, chromiumArgs(options), options.stderr, options.env ?? process.env);
+}
+
+/** A browser process, started with its stdout discarded; kill() ends it (SIGTERM, then SIGKILL after 5 s). */
+export function spawnBrowser(path: string, args: string[], stderr: "inherit" | "ignore" = "ignore", env: NodeJS.ProcessEnv = process.env): LaunchedBrowser {
+  const child = spawn(path, args, { stdio: ["ignore", "ignore", stderr], env });
   const exited = new Promise<number | null>((resolveExit) => {
     child.once("exit", (code) => resolveExit(code));
     child.once("error", () => resolveExit(-1));

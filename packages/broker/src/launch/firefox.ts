@@ -4,12 +4,11 @@
 // naming the prepared copy, which Firefox loads at start. An add-on Mozilla did not sign loads only where
 // xpinstall.signatures.required may be turned off: Firefox ESR, Developer Edition, Nightly and unbranded builds
 // (Debian's firefox-esr is one). A release Firefox takes the signed add-on from addons.mozilla.org instead.
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { platform } from "node:os";
 import { join } from "node:path";
 import { assetPaths } from "../assets.js";
-import { LaunchError, type LaunchedBrowser } from "./chromium.js";
+import { LaunchError, spawnBrowser, type LaunchedBrowser } from "./chromium.js";
 
 /** The add-on id in the Firefox build's manifest (packages/extension/build.mjs GECKO_ID). */
 export const FIREFOX_ADDON_ID = "extension@tabrelay";
@@ -123,24 +122,6 @@ export function firefoxArgs(options: FirefoxLaunchOptions): string[] {
 
 export function launchFirefox(options: FirefoxLaunchOptions): LaunchedBrowser {
   mkdirSync(options.profileDir, { recursive: true, mode: 0o700 });
-  const child = spawn(options.firefoxPath, firefoxArgs(options), {
-    stdio: ["ignore", "ignore", options.stderr ?? "ignore"],
-    // MOZ_CRASHREPORTER_DISABLE: no crash reporter window for a browser tabrelay started.
-    env: { ...(options.env ?? process.env), MOZ_CRASHREPORTER_DISABLE: "1" },
-  });
-  const exited = new Promise<number | null>((resolveExit) => {
-    child.once("exit", (code) => resolveExit(code));
-    child.once("error", () => resolveExit(-1));
-  });
-  return {
-    process: child,
-    exited,
-    async kill() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+  // MOZ_CRASHREPORTER_DISABLE: no crash reporter window for a browser tabrelay started.
+  return spawnBrowser(options.firefoxPath, firefoxArgs(options), options.stderr, { ...(options.env ?? process.env), MOZ_CRASHREPORTER_DISABLE: "1" });
 }
