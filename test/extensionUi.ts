@@ -1,14 +1,57 @@
-// The extension's own UI as a person uses it, reached through the browser's DevTools port (the test's hands, not
-// tabrelay's: the browser launched with --remote-debugging-port=0): the popup opened on a tab (popup.html?tab=N, as
-// the extension opens it from a notification) and read and clicked in its DOM, and the notifications the service
-// worker shows (chrome.notifications.getAll), which a headless browser draws nowhere.
+// The extension's own UI as a person uses it, reached through the browser's remote port (the test's hands, not
+// tabrelay's): the popup opened on a tab (popup.html?tab=N, as the extension opens it from a notification) and read and
+// clicked in its DOM, and the notifications the extension shows, which a headless browser draws nowhere.
+// - Chromium: its DevTools port (the browser launched with --remote-debugging-port=0); the notifications are the
+//   service worker's chrome.notifications.getAll().
+// - Firefox: Marionette (test/marionette.ts; the browser launched with it); the popup opened at the add-on's
+//   moz-extension:// origin, the notifications asked from that extension page.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import WebSocket from "ws";
-import { BUILTIN_EXTENSION_ID } from "../packages/broker/src/index.js";
+import { BUILTIN_EXTENSION_ID, FIREFOX_ADDON_ID } from "../packages/broker/src/index.js";
 import { waitFor } from "./harness.js";
+import { Marionette } from "./marionette.js";
 
-export class ExtensionUi {
+/** The popup, open on a tab of the browser: evaluate an expression in it (promises awaited), close it. */
+export interface PopupPage {
+  eval(expression: string): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/** A cookie as a person's browser holds it (a dashboard session). */
+export interface UiCookie {
+  name: string;
+  value: string;
+  domain: string;
+  path: string;
+  httpOnly: boolean;
+  sameSite: "Strict" | "Lax" | "None";
+}
+
+export interface BrowserUi {
+  /** The popup loaded, on tab `tabId` (as a notification opens it) or on none (as the toolbar button opens it). */
+  popup(tabId?: number): Promise<PopupPage>;
+  /** The ids of the notifications the extension shows now (a question's notification has the question's id). */
+  notificationIds(): Promise<string[]>;
+  /** Puts a cookie in the browser's jar, as a person's earlier visit would have. */
+  setCookie(cookie: UiCookie): Promise<void>;
+  close(): void;
+}
+
+/** The popup's page, queried until `ready` holds for the answer, then closed: one look at it. */
+export async function popupLook(ui: BrowserUi, expression: string, ready: (value: string) => boolean = () => true): Promise<string> {
+  const popup = await ui.popup();
+  try {
+    return await waitFor("the popup to answer", async () => {
+      const value = String((await popup.eval(expression)) ?? "");
+      return ready(value) ? value : undefined;
+    });
+  } finally {
+    await popup.close();
+  }
+}
+
+export class ExtensionUi implements BrowserUi {
   readonly #ws: WebSocket;
   #id = 0;
   readonly #pending = new Map<number, { resolve: (value: Record<string, unknown>) => void; reject: (error: Error) => void }>();
@@ -54,8 +97,9 @@ export class ExtensionUi {
   }
 
   /** The popup on tab `tabId`, loaded: evaluate in it, and close it. */
-  async popup(tabId: number): Promise<{ eval: (expression: string) => Promise<unknown>; close: () => Promise<void> }> {
-    const { targetId } = (await this.send("Target.createTarget", { url: `chrome-extension://${BUILTIN_EXTENSION_ID}/popup.html?tab=${tabId}` })) as {
+  async popup(tabId?: number): Promise<PopupPage> {
+    const query = tabId === undefined ? "" : `?tab=${tabId}`;
+    const { targetId } = (await this.send("Target.createTarget", { url: `chrome-extension://${BUILTIN_EXTENSION_ID}/popup.html${query}` })) as {
       targetId: string;
     };
     const { sessionId } = (await this.send("Target.attachToTarget", { targetId, flatten: true })) as { sessionId: string };
@@ -70,7 +114,6 @@ export class ExtensionUi {
     };
   }
 
-  /** The ids of the notifications the extension shows now (a question's notification has the question's id). */
   async notificationIds(): Promise<string[]> {
     const { targetInfos } = (await this.send("Target.getTargets")) as { targetInfos: { targetId: string; type: string; url: string }[] };
     const worker = targetInfos.find((t) => t.type === "service_worker" && t.url === `chrome-extension://${BUILTIN_EXTENSION_ID}/background.js`);
@@ -84,7 +127,79 @@ export class ExtensionUi {
     }
   }
 
+  async setCookie(cookie: UiCookie): Promise<void> {
+    await this.send("Storage.setCookies", { cookies: [cookie] });
+  }
+
   close(): void {
     this.#ws.close();
+  }
+}
+
+export class FirefoxUi implements BrowserUi {
+  readonly #marionette: Marionette;
+  readonly #origin: string;
+
+  private constructor(marionette: Marionette, origin: string) {
+    this.#marionette = marionette;
+    this.#origin = origin;
+  }
+
+  /** The UI of the Firefox whose profile is `profileDir`, started with Marionette (launchFirefoxBrowser's option). */
+  static async open(profileDir: string): Promise<FirefoxUi> {
+    const marionette = await Marionette.open(profileDir);
+    const origin = await waitFor("the add-on to load", async () => {
+      try {
+        return await marionette.extensionOrigin(FIREFOX_ADDON_ID);
+      } catch {
+        return undefined;
+      }
+    });
+    return new FirefoxUi(marionette, origin);
+  }
+
+  get marionette(): Marionette {
+    return this.#marionette;
+  }
+
+  /** The add-on's moz-extension:// origin (random per profile). */
+  get origin(): string {
+    return this.#origin;
+  }
+
+  async popup(tabId?: number): Promise<PopupPage> {
+    const query = tabId === undefined ? "" : `?tab=${tabId}`;
+    const handle = await this.#marionette.openTab(`${this.#origin}/popup.html${query}`);
+    // Marionette's Navigate returns once the document loaded; one tab is current at a time, so each call switches to it.
+    const evaluate = async (expression: string) => {
+      await this.#marionette.switchTo(handle);
+      return this.#marionette.content(`return (${expression});`);
+    };
+    await waitFor("the popup to load", async () => ((await evaluate("location.protocol + document.readyState")) === "moz-extension:complete" ? true : undefined));
+    return { eval: evaluate, close: () => this.#marionette.closeTab(handle) };
+  }
+
+  async notificationIds(): Promise<string[]> {
+    // Firefox keeps an add-on's notifications per add-on: any of its pages lists them.
+    const popup = await this.popup();
+    try {
+      return JSON.parse(String(await popup.eval("browser.notifications.getAll().then((all) => JSON.stringify(Object.keys(all)))"))) as string[];
+    } finally {
+      await popup.close();
+    }
+  }
+
+  async setCookie(cookie: UiCookie): Promise<void> {
+    const sameSite = { Strict: "Ci.nsICookie.SAMESITE_STRICT", Lax: "Ci.nsICookie.SAMESITE_LAX", None: "Ci.nsICookie.SAMESITE_NONE" }[cookie.sameSite];
+    await this.#marionette.chrome(
+      `const [c] = arguments;
+       Services.cookies.add(c.domain, c.path, c.name, c.value, false, c.httpOnly, false, Date.now() / 1000 + 3600, {}, ${sameSite}, Ci.nsICookie.SCHEME_HTTP);
+       return true;`,
+      [cookie],
+    );
+  }
+
+  close(): void {
+    this.#marionette.close();
   }
 }

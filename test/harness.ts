@@ -28,6 +28,7 @@ import {
   type NodeBrokerConfig,
 } from "../packages/broker/src/index.js";
 import { AUDIT_DB_FILE } from "../packages/broker/src/audit/auditLog.js";
+import { MARIONETTE_ARGS, MARIONETTE_PREFS } from "./marionette.js";
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -141,17 +142,31 @@ export async function removeProfile(profileDir: string): Promise<void> {
   }
 }
 
+/**
+ * How a test launches a browser beyond its bridge port: `bridgeUrl` pairs it with another address (an impostor, a
+ * relay), `remote` opens the test's hands on it (Chromium's DevTools port, Firefox's Marionette: test/extensionUi.ts),
+ * which tabrelay's own launch never does.
+ */
+export interface TestLaunchOptions {
+  bridgeUrl?: string;
+  remote?: boolean;
+  /** Headful, drawing on the display this environment names (a virtual one: startVncDisplay's env). */
+  displayEnv?: NodeJS.ProcessEnv;
+}
+
 /** A real headless Chromium whose extension dials the broker's bridge, paired with `pairingCode` (the broker's own by default). */
-export async function launchBrowser(bridgePort: number, pairingCode = PAIRING_TOKEN, label = "test chromium"): Promise<TestBrowser> {
+export async function launchBrowser(
+  bridgePort: number,
+  pairingCode = PAIRING_TOKEN,
+  label = "test chromium",
+  options: TestLaunchOptions = {},
+): Promise<TestBrowser> {
   const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
   const downloadsDir = presetDownloadFolder(profileDir);
-  const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${bridgePort}/bridge`, pairingCode, label);
+  const extensionDir = prepareExtension(profileDir, options.bridgeUrl ?? `ws://127.0.0.1:${bridgePort}/bridge`, pairingCode, label);
   // Popups allowed, as many users allow them for sites they use: the tests need pages that open tabs.
-  return testBrowser(
-    launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--disable-popup-blocking"] }),
-    profileDir,
-    downloadsDir,
-  );
+  const extraArgs = ["--disable-popup-blocking", ...(options.remote ? ["--remote-debugging-port=0"] : [])];
+  return testBrowser(launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs }), profileDir, downloadsDir);
 }
 
 /**
@@ -159,11 +174,16 @@ export async function launchBrowser(bridgePort: number, pairingCode = PAIRING_TO
  * the launcher `tabrelay start --firefox` uses (launch/firefox.ts). Popups allowed and downloads saved without asking,
  * as launchBrowser's Chromium.
  */
-export async function launchFirefoxBrowser(bridgePort: number, pairingCode = PAIRING_TOKEN, label = "test firefox"): Promise<TestBrowser> {
+export async function launchFirefoxBrowser(
+  bridgePort: number,
+  pairingCode = PAIRING_TOKEN,
+  label = "test firefox",
+  options: TestLaunchOptions = {},
+): Promise<TestBrowser> {
   const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-ffprofile-"));
   const downloadsDir = join(profileDir, "downloads");
   mkdirSync(downloadsDir, { recursive: true });
-  const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${bridgePort}/bridge`, pairingCode, label, process.env, {
+  const extensionDir = prepareExtension(profileDir, options.bridgeUrl ?? `ws://127.0.0.1:${bridgePort}/bridge`, pairingCode, label, process.env, {
     sourceDir: builtFirefoxExtensionDir(),
   });
   prepareFirefoxProfile(profileDir, extensionDir, {
@@ -172,8 +192,14 @@ export async function launchFirefoxBrowser(bridgePort: number, pairingCode = PAI
     "browser.download.dir": downloadsDir,
     "browser.download.useDownloadDir": true,
     "browser.download.always_ask_before_handling_new_types": false,
+    ...(options.remote ? MARIONETTE_PREFS : {}),
+    // Notifications drawn by Firefox itself (shown ~20 s), not the desktop's notification service: there is none here,
+    // and Firefox then closes an add-on's notification as soon as it is made.
+    "alerts.useSystemBackend": false,
   });
-  return testBrowser(launchFirefox({ firefoxPath: findFirefox(), profileDir, headless: true }), profileDir, downloadsDir);
+  const extraArgs = options.remote ? MARIONETTE_ARGS : [];
+  const display = options.displayEnv ? { headless: false, env: options.displayEnv } : { headless: true };
+  return testBrowser(launchFirefox({ firefoxPath: findFirefox(), profileDir, extraArgs, ...display }), profileDir, downloadsDir);
 }
 
 /** A launched browser with its profile: close() ends it and removes the profile. */
