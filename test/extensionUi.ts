@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import WebSocket from "ws";
 import { BUILTIN_EXTENSION_ID, FIREFOX_ADDON_ID } from "../packages/broker/src/index.js";
-import { waitFor } from "./harness.js";
+import { DRIVERS, PAIRING_TOKEN, launchBrowser, launchFirefoxBrowser, waitFor, type TestBrowser, type TestLaunchOptions } from "./harness.js";
 import { Marionette } from "./marionette.js";
 
 /** The popup, open on a tab of the browser: evaluate an expression in it (promises awaited), close it. */
@@ -29,6 +29,8 @@ export interface UiCookie {
 }
 
 export interface BrowserUi {
+  /** The extension's origin (Chrome's is fixed by its key; Firefox gives each profile its own). */
+  readonly origin: string;
   /** The popup loaded, on tab `tabId` (as a notification opens it) or on none (as the toolbar button opens it). */
   popup(tabId?: number): Promise<PopupPage>;
   /** The ids of the notifications the extension shows now (a question's notification has the question's id). */
@@ -36,6 +38,32 @@ export interface BrowserUi {
   /** Puts a cookie in the browser's jar, as a person's earlier visit would have. */
   setCookie(cookie: UiCookie): Promise<void>;
   close(): void;
+}
+
+/** The drivers that run tabrelay's extension (its Chrome build in Chromium, its Firefox build in Firefox). */
+export type ExtensionDriver = "extension" | "firefox";
+export const EXTENSION_DRIVERS: readonly ExtensionDriver[] = DRIVERS.filter((d): d is ExtensionDriver => d !== "cdp");
+
+/**
+ * A headless browser of `driver` carrying the extension paired with `bridgeUrl` (pairing code PAIRING_TOKEN unless
+ * given), with the test's hands on its UI.
+ */
+export async function launchWithUi(
+  driver: ExtensionDriver,
+  bridgeUrl: string,
+  label: string,
+  options: Omit<TestLaunchOptions, "bridgeUrl" | "remote"> & { pairingCode?: string } = {},
+): Promise<{ browser: TestBrowser; ui: BrowserUi }> {
+  const launchOptions = { ...options, bridgeUrl, remote: true };
+  const code = options.pairingCode ?? PAIRING_TOKEN;
+  const browser = driver === "firefox" ? await launchFirefoxBrowser(0, code, label, launchOptions) : await launchBrowser(0, code, label, launchOptions);
+  try {
+    const ui = driver === "firefox" ? await FirefoxUi.open(browser.profileDir) : await ExtensionUi.open(browser.profileDir);
+    return { browser, ui };
+  } catch (error) {
+    await browser.close();
+    throw error;
+  }
 }
 
 /** The popup's page, queried until `ready` holds for the answer, then closed: one look at it. */
@@ -52,6 +80,7 @@ export async function popupLook(ui: BrowserUi, expression: string, ready: (value
 }
 
 export class ExtensionUi implements BrowserUi {
+  readonly origin = `chrome-extension://${BUILTIN_EXTENSION_ID}`;
   readonly #ws: WebSocket;
   #id = 0;
   readonly #pending = new Map<number, { resolve: (value: Record<string, unknown>) => void; reject: (error: Error) => void }>();
@@ -175,7 +204,9 @@ export class FirefoxUi implements BrowserUi {
       await this.#marionette.switchTo(handle);
       return this.#marionette.content(`return (${expression});`);
     };
-    await waitFor("the popup to load", async () => ((await evaluate("location.protocol + document.readyState")) === "moz-extension:complete" ? true : undefined));
+    await waitFor("the popup to load", async () =>
+      (await evaluate("location.protocol + document.readyState")) === "moz-extension:complete" ? true : undefined,
+    );
     return { eval: evaluate, close: () => this.#marionette.closeTab(handle) };
   }
 

@@ -150,8 +150,6 @@ export async function removeProfile(profileDir: string): Promise<void> {
 export interface TestLaunchOptions {
   bridgeUrl?: string;
   remote?: boolean;
-  /** Headful, drawing on the display this environment names (a virtual one: startVncDisplay's env). */
-  displayEnv?: NodeJS.ProcessEnv;
 }
 
 /** A real headless Chromium whose extension dials the broker's bridge, paired with `pairingCode` (the broker's own by default). */
@@ -198,8 +196,7 @@ export async function launchFirefoxBrowser(
     "alerts.useSystemBackend": false,
   });
   const extraArgs = options.remote ? MARIONETTE_ARGS : [];
-  const display = options.displayEnv ? { headless: false, env: options.displayEnv } : { headless: true };
-  return testBrowser(launchFirefox({ firefoxPath: findFirefox(), profileDir, extraArgs, ...display }), profileDir, downloadsDir);
+  return testBrowser(launchFirefox({ firefoxPath: findFirefox(), profileDir, headless: true, extraArgs }), profileDir, downloadsDir);
 }
 
 /** A launched browser with its profile: close() ends it and removes the profile. */

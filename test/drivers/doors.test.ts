@@ -1,11 +1,12 @@
 // The browser obeys only its own broker (issue 10, point 1). A program that takes the broker's port while
 // tabrelay is stopped (any local process can) gets neither the pairing secret nor service from the real
-// extension in real Chromium, nor the MCP token from `tabrelay stdio`, nor a DevTools endpoint from
+// extension in real Chromium and in real Firefox (its Firefox build), nor the MCP token from `tabrelay stdio`, nor a DevTools endpoint from
 // `tabrelay launch --cdp`; the real broker still pairs, and the popup says what happened. And the broker's own
 // doors, against a stub browser on the real bridge protocol (test/stubExtension.ts): /health, /mcp, /browsers and
 // /bridge refuse what they must (no token, a foreign Host or Origin, a wrong pairing proof, an old protocol).
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { BUILTIN_EXTENSION_ID } from "../../packages/broker/src/index.js";
+import { mkdtempSync } from "node:fs";
 import { createServer, request, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -13,7 +14,6 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUILTIN_EXTENSION_ID, findChromium, launchChromium, prepareExtension, type LaunchedBrowser } from "../../packages/broker/src/index.js";
 import {
   FrameOpener,
   FrameSealer,
@@ -32,13 +32,16 @@ import {
   browserConnected,
   call,
   connectClient,
-  removeProfile,
+  launchBrowser,
+  launchFirefoxBrowser,
   startBroker,
   startSite,
   waitFor,
   type TestBroker,
+  type TestBrowser,
   type TestSite,
 } from "../harness.js";
+import { EXTENSION_DRIVERS, launchWithUi, popupLook, type BrowserUi } from "../extensionUi.js";
 import { stubBrokerPerTest } from "../stubExtension.js";
 
 const CLI = fileURLToPath(new URL("../../packages/cli/bin/tabrelay.js", import.meta.url));
@@ -98,57 +101,19 @@ async function startImpostor(port = 0): Promise<Impostor> {
 
 let witnessOrigin = "";
 
-/** The popup's status line, as the user reads it: popup.html opened in a tab through DevTools. */
-function popupStatus(profileDir: string, until: (status: string) => boolean = () => true): Promise<string> {
-  return popupEval(profileDir, "document.getElementById('state')?.textContent ?? ''", (value) => value.startsWith("State:") && until(value));
+/** The popup's status line, as the user reads it: popup.html opened in a tab through the test's hands on the browser. */
+function popupStatus(ui: BrowserUi, until: (status: string) => boolean = () => true): Promise<string> {
+  return popupLook(ui, "document.getElementById('state')?.textContent ?? ''", (value) => value.startsWith("State:") && until(value));
 }
 
-/** Evaluates `expression` (awaited) in the extension's popup page, opened in a tab through DevTools. */
-async function popupEval(profileDir: string, expression: string, ready: (value: string) => boolean = () => true): Promise<string> {
-  const active = readFileSync(join(profileDir, "DevToolsActivePort"), "utf8").split("\n");
-  const devtools = new WebSocket(`ws://127.0.0.1:${active[0]}${active[1]}`);
-  await new Promise((resolve, reject) => devtools.once("open", resolve).once("error", reject));
-  let id = 0;
-  const send = (method: string, params: object, sessionId?: string) =>
-    new Promise<Record<string, unknown>>((resolve) => {
-      const mine = ++id;
-      const onMessage = (data: WebSocket.RawData) => {
-        const message = JSON.parse(data.toString()) as { id?: number; result?: Record<string, unknown> };
-        if (message.id !== mine) return;
-        devtools.off("message", onMessage);
-        resolve(message.result ?? {});
-      };
-      devtools.on("message", onMessage);
-      devtools.send(JSON.stringify({ id: mine, method, params, ...(sessionId ? { sessionId } : {}) }));
-    });
-  try {
-    const { targetId } = await send("Target.createTarget", { url: `chrome-extension://${BUILTIN_EXTENSION_ID}/popup.html` });
-    const { sessionId } = await send("Target.attachToTarget", { targetId, flatten: true });
-    // The new tab starts on about:blank; an expression evaluated there finds no chrome.runtime and yields "".
-    // Wait until the popup's own document has loaded, then ask.
-    await waitFor("the popup to load", async () => {
-      const result = await send("Runtime.evaluate", { expression: "location.protocol + document.readyState", returnByValue: true }, String(sessionId));
-      return (result["result"] as { value?: unknown } | undefined)?.value === "chrome-extension:complete" ? true : undefined;
-    });
-    const text = await waitFor("the popup to answer", async () => {
-      const result = await send("Runtime.evaluate", { expression, returnByValue: true, awaitPromise: true }, String(sessionId));
-      const value = String((result["result"] as { value?: unknown } | undefined)?.value ?? "");
-      return ready(value) ? value : undefined;
-    });
-    await send("Target.closeTarget", { targetId });
-    return text;
-  } finally {
-    devtools.close();
-  }
-}
-
-describe("the extension obeys only its own broker", () => {
+describe.each(EXTENSION_DRIVERS)("the extension obeys only its own broker (%s)", (driver) => {
   let witness: TestSite;
   const stolen: string[] = [];
   let impostor: Impostor;
-  let profileDir = "";
-  let browser: LaunchedBrowser | undefined;
+  let browser: TestBrowser | undefined;
+  let ui: BrowserUi;
   let broker: TestBroker | undefined;
+  const label = `test ${driver}`;
 
   beforeAll(async () => {
     witness = await startSite();
@@ -158,17 +123,15 @@ describe("the extension obeys only its own broker", () => {
       res.end("<title>stolen</title>");
     });
     impostor = await startImpostor();
-    profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
-    const extensionDir = prepareExtension(profileDir, `ws://127.0.0.1:${impostor.port}/bridge`, PAIRING_TOKEN, "test chromium");
-    browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--remote-debugging-port=0"] });
+    ({ browser, ui } = await launchWithUi(driver, `ws://127.0.0.1:${impostor.port}/bridge`, label));
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.kill();
+    ui?.close();
+    await browser?.close();
     await impostor?.close();
     await broker?.close();
     await witness?.close();
-    await removeProfile(profileDir);
   });
 
   const hellos = () => impostor.frames.filter((f) => f.includes('"type":"hello"')).length;
@@ -181,7 +144,7 @@ describe("the extension obeys only its own broker", () => {
     expect(all).not.toContain(PAIRING_TOKEN);
     expect(impostor.frames.every((f) => (JSON.parse(f) as { type: string }).type === "hello")).toBe(true);
     expect(stolen).toEqual([]);
-    expect(await popupStatus(profileDir)).toMatch(/did not prove it is your tabrelay broker.*sent it nothing and serves it nothing/);
+    expect(await popupStatus(ui)).toMatch(/did not prove it is your tabrelay broker.*sent it nothing and serves it nothing/);
   }, 60_000);
 
   it("a listener whose challenge carries a wrong or replayed proof gets no proof back", async () => {
@@ -203,17 +166,17 @@ describe("the extension obeys only its own broker", () => {
     broker = await startBroker({ port });
     await browserConnected(broker, 40_000);
     const client = await connectClient(broker.url);
-    expect((await call(client, "list_browsers")).text).toContain("test chromium");
+    expect((await call(client, "list_browsers")).text).toContain(label);
     await client.close();
-    const status = await popupStatus(profileDir);
+    const status = await popupStatus(ui);
     expect(status).toMatch(/^State: connected/);
     expect(status).not.toContain("did not prove");
   }, 60_000);
 
   it("the popup says where the pairing code is: the dashboard of the broker it is set to", async () => {
     // Read once the popup has shown the extension's status (it fills the URL, and the link, from it).
-    const where = await popupEval(
-      profileDir,
+    const where = await popupLook(
+      ui,
       "JSON.stringify({ state: document.getElementById('state').textContent, text: document.getElementById('where').textContent, href: document.getElementById('dashboard').href })",
       (value) => (JSON.parse(value || "{}") as { state?: string }).state?.startsWith("State:") === true,
     );
@@ -223,8 +186,8 @@ describe("the extension obeys only its own broker", () => {
   }, 30_000);
 
   it("the popup refuses to pair with a plain ws:// broker on another machine, and keeps the working pairing", async () => {
-    const reply = await popupEval(
-      profileDir,
+    const reply = await popupLook(
+      ui,
       `chrome.runtime.sendMessage({ type: "pair", url: "ws://10.9.8.7:9333/bridge", token: "x".repeat(32) }).then((s) => s.lastError)`,
     );
     expect(reply).toMatch(/refusing ws:\/\/10\.9\.8\.7:9333: a broker on another machine is reached only over wss:\/\//);
@@ -338,19 +301,17 @@ async function startRelay(host: string, port: number, brokerPort: number, secret
 
 const typeOf = (text: string) => (JSON.parse(text) as { type?: string }).type;
 
-describe("a program relaying the bridge to the real broker gets no service (the proofs name the address dialled)", () => {
+describe.each(EXTENSION_DRIVERS)("a program relaying the bridge to the real broker gets no service (the proofs name the address dialled) (%s)", (driver) => {
   let site: TestSite;
   let broker: TestBroker;
   const secret = "USER-SECRET-PAGE-TEXT";
   const stolen: string[] = [];
-  const browsers: Array<{ browser: LaunchedBrowser; profileDir: string }> = [];
+  const browsers: Array<{ browser: TestBrowser; ui: BrowserUi }> = [];
 
-  function launchPaired(bridgeUrl: string, label = "test chromium"): string {
-    const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
-    const extensionDir = prepareExtension(profileDir, bridgeUrl, PAIRING_TOKEN, label);
-    const browser = launchChromium({ chromiumPath: findChromium(), profileDir, extensionDir, headless: true, extraArgs: ["--remote-debugging-port=0"] });
-    browsers.push({ browser, profileDir });
-    return profileDir;
+  async function launchPaired(bridgeUrl: string, label = `test ${driver}`): Promise<BrowserUi> {
+    const launched = await launchWithUi(driver, bridgeUrl, label);
+    browsers.push(launched);
+    return launched.ui;
   }
 
   beforeAll(async () => {
@@ -363,9 +324,9 @@ describe("a program relaying the bridge to the real broker gets no service (the 
   }, 60_000);
 
   afterAll(async () => {
-    for (const { browser, profileDir } of browsers.splice(0)) {
-      await browser.kill();
-      await removeProfile(profileDir);
+    for (const { browser, ui } of browsers.splice(0)) {
+      ui.close();
+      await browser.close();
     }
     await broker?.close();
     await site?.close();
@@ -374,7 +335,7 @@ describe("a program relaying the bridge to the real broker gets no service (the 
   it("paired as ws://localhost:P, the browser dials 127.0.0.1:P: a relay on [::1]:P gets no socket, and the real broker is served (p13)", async () => {
     const relay = await startRelay("::1", broker.port, broker.port, `${site.origin}/secret?relayed`);
     try {
-      const profileDir = launchPaired(`ws://localhost:${broker.port}/bridge`, "localhost chromium");
+      const ui = await launchPaired(`ws://localhost:${broker.port}/bridge`, `localhost ${driver}`);
       await browserConnected(broker, 40_000);
       const client = await connectClient(broker.url);
       const read = await call(client, "read_url", { url: `${site.origin}/secret` });
@@ -386,8 +347,8 @@ describe("a program relaying the bridge to the real broker gets no service (the 
       expect(relay.requests).toEqual([]);
       expect(relay.injected).toEqual([]);
       expect(stolen).toEqual(["/secret"]); // the real broker's read, and nothing for the relay
-      expect(await popupStatus(profileDir)).toMatch(/^State: connected/);
-      await browsers.at(-1)?.browser.kill();
+      expect(await popupStatus(ui)).toMatch(/^State: connected/);
+      await browsers.at(-1)?.browser.browser.kill();
       await waitFor("the localhost browser to leave", () => broker.broker.registry.list().length === 0 || undefined, 20_000);
     } finally {
       await relay.close();
@@ -398,13 +359,13 @@ describe("a program relaying the bridge to the real broker gets no service (the 
     const relay = await startRelay("127.0.0.1", 0, broker.port, `${site.origin}/secret?relayed`);
     const brokerEndpoint = `http://127.0.0.1:${broker.port}`;
     try {
-      const profileDir = launchPaired(`ws://127.0.0.1:${relay.port}/bridge`);
+      const ui = await launchPaired(`ws://127.0.0.1:${relay.port}/bridge`);
       const hellos = () => relay.fromBrowser.filter((t) => typeOf(t) === "hello").length;
       // Frames passed as they are: the challenge names the broker's address.
       await waitFor("the browser to dial the relay", () => hellos() >= 1 || undefined, 30_000);
       await waitFor("the broker's challenge", () => relay.fromBroker.some((t) => typeOf(t) === "challenge") || undefined);
       expect(JSON.parse(relay.fromBroker.find((t) => typeOf(t) === "challenge") ?? "{}").endpoint).toBe(brokerEndpoint);
-      expect(await popupStatus(profileDir, (s) => s.includes("passed on the proof"))).toContain(
+      expect(await popupStatus(ui, (s) => s.includes("passed on the proof"))).toContain(
         `the listener at ws://127.0.0.1:${relay.port}/bridge did not prove it is your tabrelay broker: it passed on the proof of a broker at ${brokerEndpoint}`,
       );
       // The relay claims the broker's own address in the browser's hello: the broker proves for that, the browser still refuses.
@@ -521,7 +482,7 @@ async function startInjector(stolenUrl: string): Promise<{
   return state;
 }
 
-describe("every frame after the proofs is sealed: one that is not closes the link, unserved", () => {
+describe.each(EXTENSION_DRIVERS)("every frame after the proofs is sealed: one that is not closes the link, unserved (%s)", (driver) => {
   it("the extension answers a sealed call, and closes at once on an unsealed, mis-sealed, replayed or skipped one without serving it", async () => {
     const witness = await startSite();
     const stolen: string[] = [];
@@ -530,14 +491,7 @@ describe("every frame after the proofs is sealed: one that is not closes the lin
       res.end("<title>stolen</title>");
     });
     const injector = await startInjector(`${witness.origin}/stolen`);
-    const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
-    const browser = launchChromium({
-      chromiumPath: findChromium(),
-      profileDir,
-      extensionDir: prepareExtension(profileDir, `ws://127.0.0.1:${injector.port}/bridge`, PAIRING_TOKEN, "t"),
-      headless: true,
-      extraArgs: ["--remote-debugging-port=0"],
-    });
+    const { browser, ui } = await launchWithUi(driver, `ws://127.0.0.1:${injector.port}/bridge`, "t");
     try {
       for (const mode of ["control", "plain", "bad-mac", "replay", "skip"] as const) {
         injector.mode = mode;
@@ -562,14 +516,14 @@ describe("every frame after the proofs is sealed: one that is not closes the lin
       await new Promise((r) => setTimeout(r, 1000));
       expect(stolen).toEqual([]);
       expect(injector.log.every((e) => e.answers.every((a) => !a.startsWith("UNSEALED")))).toBe(true);
-      expect(await popupStatus(profileDir, (s) => s.includes("failed its check"))).toMatch(
+      expect(await popupStatus(ui, (s) => s.includes("failed its check"))).toMatch(
         new RegExp(`a frame on the link to ws://127\\.0\\.0\\.1:${injector.port}/bridge failed its check .*the link was closed and the frame not served`),
       );
     } finally {
-      await browser.kill();
+      ui.close();
+      await browser.close();
       await injector.close();
       await witness.close();
-      await removeProfile(profileDir);
     }
   }, 120_000);
 
@@ -578,13 +532,10 @@ describe("every frame after the proofs is sealed: one that is not closes the lin
     await new Promise<void>((resolve) => free.listen(0, "127.0.0.1", resolve));
     const port = (free.address() as AddressInfo).port;
     await new Promise<void>((resolve) => free.close(() => resolve()));
-    const profileDir = mkdtempSync(join(tmpdir(), "tabrelay-profile-"));
-    const browser = launchChromium({
-      chromiumPath: findChromium(),
-      profileDir,
-      extensionDir: prepareExtension(profileDir, `ws://localhost:${port}/bridge`, PAIRING_TOKEN, "waiting"),
-      headless: true,
-    });
+    const browser =
+      driver === "firefox"
+        ? await launchFirefoxBrowser(0, PAIRING_TOKEN, "waiting", { bridgeUrl: `ws://localhost:${port}/bridge` })
+        : await launchBrowser(0, PAIRING_TOKEN, "waiting", { bridgeUrl: `ws://localhost:${port}/bridge` });
     let broker: TestBroker | undefined;
     try {
       await new Promise((r) => setTimeout(r, 4000)); // the extension is up and probing the silent port
@@ -597,9 +548,8 @@ describe("every frame after the proofs is sealed: one that is not closes the lin
       // 4 s of refusals would be seconds (2.5 to 5 s at loopback's cap). The figure itself is bench's, not this test's.
       expect(ms).toBeLessThan(2500);
     } finally {
-      await browser.kill();
+      await browser.close();
       await broker?.close();
-      await removeProfile(profileDir);
     }
   }, 60_000);
 });

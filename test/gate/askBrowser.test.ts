@@ -8,16 +8,11 @@ import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUILTIN_EXTENSION_ID } from "../../packages/broker/src/index.js";
 import {
-  DRIVERS,
-  PAIRING_TOKEN,
   browserConnected,
   call,
   connectClient,
   openTab,
-  launchBrowser,
-  launchFirefoxBrowser,
   page,
   snapshotOf,
   startBroker,
@@ -28,7 +23,7 @@ import {
   type TestSite,
 } from "../harness.js";
 import { dashboardLogin } from "../dashboardLogin.js";
-import { ExtensionUi, FirefoxUi, type BrowserUi } from "../extensionUi.js";
+import { EXTENSION_DRIVERS, launchWithUi, type BrowserUi } from "../extensionUi.js";
 import { raw } from "../rawHttp.js";
 
 const SHOP = page(
@@ -75,12 +70,11 @@ const HOSTILE = page(
    </script>`,
 );
 
-describe.each(DRIVERS.filter((d) => d !== "cdp"))("the user decides from the browser: notifications, the popup, Stop (%s)", (driver) => {
+describe.each(EXTENSION_DRIVERS)("the user decides from the browser: notifications, the popup, Stop (%s)", (driver) => {
   let site: TestSite;
   let broker: TestBroker;
   let browser: TestBrowser;
   let ui: BrowserUi;
-  let extensionOrigin: string;
   let agent: Client;
 
   beforeAll(async () => {
@@ -90,16 +84,7 @@ describe.each(DRIVERS.filter((d) => d !== "cdp"))("the user decides from the bro
     broker = await startBroker({
       yaml: `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n  ask:\n    timeout_s: 30\n    write: ["127.0.0.1"]\n`,
     });
-    if (driver === "firefox") {
-      browser = await launchFirefoxBrowser(broker.port, PAIRING_TOKEN, "test firefox", { remote: true });
-      const firefoxUi = await FirefoxUi.open(browser.profileDir);
-      extensionOrigin = firefoxUi.origin;
-      ui = firefoxUi;
-    } else {
-      browser = await launchBrowser(broker.port, PAIRING_TOKEN, "test chromium", { remote: true });
-      ui = await ExtensionUi.open(browser.profileDir);
-      extensionOrigin = `chrome-extension://${BUILTIN_EXTENSION_ID}`;
-    }
+    ({ browser, ui } = await launchWithUi(driver, `ws://127.0.0.1:${broker.port}/bridge`, `test ${driver}`));
     await browserConnected(broker, 40_000);
     agent = await connectClient(broker.url);
   }, 90_000);
@@ -195,7 +180,7 @@ describe.each(DRIVERS.filter((d) => d !== "cdp"))("the user decides from the bro
     // The person is logged in to the dashboard in this very browser: its session cookie is there.
     const cookie = (await dashboardLogin(broker.url)).split("=");
     await ui.setCookie({ name: cookie[0] ?? "", value: cookie.slice(1).join("="), domain: "127.0.0.1", path: "/", httpOnly: true, sameSite: "Strict" });
-    const hostile = await openTab(agent, `${site.origin}/hostile?broker=${encodeURIComponent(broker.url)}&id=${id}&ext=${encodeURIComponent(extensionOrigin)}`);
+    const hostile = await openTab(agent, `${site.origin}/hostile?broker=${encodeURIComponent(broker.url)}&id=${id}&ext=${encodeURIComponent(ui.origin)}`);
     const tried = await waitFor("the page's attempts", async () => {
       const text = (await call(agent, "read_page", { tab: hostile, mode: "full" })).text;
       return text.includes("tried ") ? text : undefined;
