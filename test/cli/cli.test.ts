@@ -277,7 +277,6 @@ describe("extension --firefox and the --firefox options", () => {
     for (const [args, said] of [
       [["start", "--firefox", "--cdp"], "--cdp drives Chromium"],
       [["launch", "--firefox", "--chromium", "/usr/bin/chromium"], "with --firefox use --firefox-path"],
-      [["start", "--firefox", "--vnc"], "it does not start Firefox yet"],
       [["launch", "--firefox-path", "/usr/bin/firefox-esr"], "add --firefox"],
     ] as const) {
       const refused = run([...args], { HOME: home });

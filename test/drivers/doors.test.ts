@@ -32,6 +32,7 @@ import {
   browserConnected,
   call,
   connectClient,
+  DRIVERS,
   launchBrowser,
   launchFirefoxBrowser,
   startBroker,
@@ -745,6 +746,25 @@ describe("--broker has one meaning in every mode, and a broker off this machine 
       await broker.close();
     }
   }, 120_000);
+
+  it.runIf(DRIVERS.includes("firefox"))(
+    "launch --firefox pairs Firefox with a running broker given as its base URL, and takes it away on SIGTERM",
+    async () => {
+      const broker = await startBroker();
+      try {
+        const connected = browserConnected(broker, 40_000);
+        const run = launch(["--firefox", "--broker", `http://127.0.0.1:${broker.port}`], () => false, 45_000, connected);
+        await connected;
+        expect(broker.broker.registry.list()[0]?.info.product).toBe("firefox");
+        const { stderr } = await run;
+        expect(stderr).toMatch(/starting \S*firefox\S* \(headless\) with profile \S+profile-firefox/);
+        await waitFor("the Firefox launched to leave", () => broker.broker.registry.list().length === 0 || undefined, 20_000);
+      } finally {
+        await broker.close();
+      }
+    },
+    90_000,
+  );
 
   it("launch --cdp hands its browser to the broker given as its base URL and as its bridge URL", async () => {
     const broker = await startBroker();

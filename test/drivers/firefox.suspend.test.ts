@@ -84,7 +84,9 @@ describe.runIf(DRIVERS.includes("firefox"))("Firefox suspends the event page: th
     await waitFor("the broker to see the browser leave", () => (!connected() ? true : undefined), 5000);
     // Nothing wakes it before its alarm in this idle browser: no tab loads, no agent calls.
     const back = await waitFor("the browser back in the registry", () => (connected() ? performance.now() : undefined), 40_000);
-    figures.push(`  suspended while connected: back ${((back - suspendedAt) / 1000).toFixed(1)} s later, ${Math.round(back - alarmAt)} ms after its alarm fired`);
+    figures.push(
+      `  suspended while connected: back ${((back - suspendedAt) / 1000).toFixed(1)} s later, ${Math.round(back - alarmAt)} ms after its alarm fired`,
+    );
     expect(back).toBeGreaterThan(alarmAt - 500); // the alarm woke it, not anything sooner
     expect(back - alarmAt).toBeLessThan(NOTICEABLE_MS);
     const client = await connectClient(broker.url);

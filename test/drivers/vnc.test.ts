@@ -3,18 +3,35 @@
 // it. The VNC side is checked as a person's viewer meets it: the noVNC page, then the RFB protocol over
 // websockify's WebSocket (password required, the browser's pixels on screen), and noVNC itself connecting
 // with the printed link. Needs: apt-get install xvfb x11vnc novnc websockify chromium.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { chromiumArgs, findChromium, launchChromium, prepareExtension, type LaunchedBrowser } from "../../packages/broker/src/index.js";
 import { startVncDisplay, type VncDisplay } from "../../packages/broker/src/launch/vnc.js";
 import { launchWithVnc, vncBanner, vncWindowArgs, type VncView } from "../../packages/cli/src/vnc.js";
-import { browserConnected, article, call, connectClient, PAIRING_TOKEN, startBroker, startSite, waitFor, type TestBroker, type TestSite } from "../harness.js";
+import {
+  DRIVERS,
+  MCP_TOKEN,
+  browserConnected,
+  article,
+  call,
+  connectClient,
+  PAIRING_TOKEN,
+  startBroker,
+  startSite,
+  waitFor,
+  type TestBroker,
+  type TestSite,
+} from "../harness.js";
+
+const CLI = fileURLToPath(new URL("../../packages/cli/bin/tabrelay.js", import.meta.url));
 
 /** The start page's colour, looked for in the VNC framebuffer. */
 const PINK = { r: 255, g: 0, b: 170 };
@@ -598,6 +615,79 @@ describe("a headful Chromium with the extension, seen through noVNC", () => {
     expect(existsSync(`/tmp/.X${number}-lock`)).toBe(false);
     expect(existsSync(authFile)).toBe(false);
   }, 30_000);
+});
+
+// The same view with Firefox: `tabrelay start --firefox --vnc` as a person runs it on a server, its printed link and
+// MCP endpoint taken from its output, Firefox headful on the display with tabrelay's Firefox build paired.
+describe.runIf(DRIVERS.includes("firefox"))("tabrelay start --firefox --vnc: a headful Firefox seen through noVNC", () => {
+  it("prints the link, pairs Firefox, reads through it, shows its page to a VNC viewer, and stops it all on SIGTERM", async () => {
+    const site = await startSite("127.0.0.1");
+    site.route(
+      "/pink",
+      `<!doctype html><html><head><title>Pink</title><style>html,body{margin:0;height:100%;background:rgb(${PINK.r},${PINK.g},${PINK.b})}</style></head><body><p id="ua">?</p><script>document.getElementById("ua").textContent = "User agent: " + navigator.userAgent;</script></body></html>`,
+    );
+    const dataDir = mkdtempSync(join(tmpdir(), "tabrelay-vnc-firefox-"));
+    writeFileSync(join(dataDir, "config.yaml"), `policy:\n  read:\n    allow:\n      "127.0.0.1": [".*"]\n`);
+    const child = spawn(process.execPath, [CLI, "start", "--firefox", "--vnc", "--port", "0", "--data-dir", dataDir], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, TABRELAY_MCP_TOKEN: MCP_TOKEN },
+    });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    let client: Client | undefined;
+    try {
+      const link = await waitFor("the VNC link", () => /\n {4}(http:\/\/127\.0\.0\.1:\d+\/vnc\.html#\S+)\n/.exec(stderr)?.[1], 30_000);
+      const url = await waitFor("the MCP URL", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1], 30_000);
+      expect(stderr).toContain("on the virtual display");
+      client = await connectClient(url);
+      const connected = client;
+      const listed = await waitFor(
+        "Firefox to pair",
+        async () => {
+          const text = (await call(connected, "list_browsers")).text;
+          return text.includes("connected:") ? text : undefined;
+        },
+        60_000,
+      );
+      expect(listed).toContain("kind: extension (Firefox)");
+      const ua = await call(client, "read_url", { url: `${site.origin}/pink`, mode: "full" });
+      expect(ua.isError, ua.text).toBe(false);
+      expect(ua.text).toMatch(/User agent: Mozilla\/5\.0 .*Firefox\//);
+      // What a person sees through the link: the agent's pink tab in front, filling the screen (--width/--height).
+      const password = new URL(link).hash.match(/password=([^&]+)/)?.[1] ?? "";
+      const rfb = await RfbOverWebSocket.open(`ws://127.0.0.1:${new URL(link).port}/websockify`, new URL(link).origin);
+      try {
+        expect((await rfb.authenticate(password)).result).toBe(0);
+        const init = await rfb.init();
+        const opened = await call(client, "open_tab", { url: `${site.origin}/pink`, active: true });
+        expect(opened.isError, opened.text).toBe(false);
+        let last: Buffer | undefined;
+        const share = await waitFor(
+          "Firefox's pink page on the VNC screen",
+          async () => {
+            last = await rfb.frame(init.width, init.height);
+            const s = pinkShare(last);
+            return s > 0.5 ? s : undefined;
+          },
+          60_000,
+        ).catch((error: unknown) => {
+          throw new Error(`${String(error)}; the last frame: ${last ? screenSummary(last) : "none"}`);
+        });
+        expect(share).toBeGreaterThan(0.5);
+      } finally {
+        rfb.close();
+      }
+    } finally {
+      await client?.close();
+      child.kill("SIGTERM");
+      await exited;
+      await site.close();
+    }
+    expect(stderr).toContain("stopping the browser and the VNC view");
+    await waitFor("Firefox's processes to exit", () => processesMentioning(join(dataDir, "profile-firefox")).length === 0 || undefined, 15_000);
+    rmSync(dataDir, { recursive: true, force: true });
+  }, 150_000);
 });
 
 describe("exposing the page on the network, when asked to", () => {

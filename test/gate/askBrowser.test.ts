@@ -23,7 +23,7 @@ import {
   type TestSite,
 } from "../harness.js";
 import { dashboardLogin } from "../dashboardLogin.js";
-import { EXTENSION_DRIVERS, launchWithUi, type BrowserUi } from "../extensionUi.js";
+import { EXTENSION_DRIVERS, launchWithUi, type BrowserUi, type FirefoxUi } from "../extensionUi.js";
 import { raw } from "../rawHttp.js";
 
 const SHOP = page(
@@ -147,6 +147,45 @@ describe.each(EXTENSION_DRIVERS)("the user decides from the browser: notificatio
     const asks = JSON.parse(String((broker.broker.audit.list().find((r) => r.tool === "ask") ?? { detail: "{}" }).detail)) as { via?: string };
     expect(asks.via).toBe("extension");
   }, 90_000);
+
+  // Firefox's notifications take no buttons: clicking one is how a person gets to the answers (Chrome's has the buttons).
+  it.runIf(driver === "firefox")(
+    "clicking the notification opens the popup on the question, where the answer is given",
+    async () => {
+      const { tab, click, id } = await pendingClick("Add to cart");
+      await waitFor("the notification", async () => ((await ui.notificationIds()).includes(id) ? true : undefined));
+      const marionette = (ui as FirefoxUi).marionette;
+      // The notification as Firefox draws it (its own alert window, with this extension's title), clicked.
+      const shown = String(
+        await marionette.chrome(`
+        for (const win of Services.wm.getEnumerator("alert:alert")) {
+          const label = win.document.getElementById("alertTitleLabel");
+          const title = label?.getAttribute("value") || label?.textContent || "";
+          if (!title.includes("may the agent do this?")) continue;
+          win.document.getElementById("alertBox").click();
+          return title;
+        }
+        return "";`),
+      );
+      expect(shown).toBe(`127.0.0.1:${site.port}: may the agent do this?`);
+      const handle = await waitFor("the popup window on the question", async () => {
+        for (const h of (await marionette.send("WebDriver:GetWindowHandles")) as string[]) {
+          // A tab closed meanwhile (the look at the notifications) is gone from the list by the next round.
+          const url = await marionette
+            .switchTo(h)
+            .then(() => marionette.content("return location.href;"))
+            .catch(() => "");
+          if (url === `${ui.origin}/popup.html?tab=${tab}`) return h;
+        }
+        return undefined;
+      });
+      await waitFor("the Allow once button", async () => ((await marionette.content(`return ${clickAnswer(id, "once")};`)) === "clicked" ? true : undefined));
+      const done = await click;
+      expect(done.isError, done.text).toBe(false);
+      await marionette.closeTab(handle);
+    },
+    60_000,
+  );
 
   it("Always from the popup writes the narrow grant; an answer in the dashboard closes the browser's question", async () => {
     const first = await pendingClick("Add to cart");

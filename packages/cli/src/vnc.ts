@@ -31,7 +31,9 @@ export interface LaunchWithVncArgs {
 }
 
 /** Arguments that make the browser window fill the virtual screen (there is no window manager to do it). */
-export function vncWindowArgs(view: { width: number; height: number }): string[] {
+export function vncWindowArgs(view: { width: number; height: number }, browser: "chromium" | "firefox" = "chromium"): string[] {
+  // Firefox's --window-size is for headless screenshots only; its startup window takes --width and --height.
+  if (browser === "firefox") return ["--width", String(view.width), "--height", String(view.height)];
   return ["--window-position=0,0", `--window-size=${view.width},${view.height}`];
 }
 

@@ -26,6 +26,7 @@ export async function runBrowser(
     chromium?: string;
     firefox?: boolean;
     "firefox-path"?: string;
+    vnc?: boolean;
     "unsafe-plain-ws"?: boolean;
   },
   extra: string[],
@@ -42,7 +43,9 @@ export async function runBrowser(
       ...seed,
       sourceDir: builtFirefoxExtensionDir(process.env),
     });
-    prepareFirefoxProfile(profileDir, extensionDir);
+    // On a virtual display no desktop notification service runs: Firefox draws the ask notifications itself there
+    // (otherwise it closes an add-on's notification as soon as it is made).
+    prepareFirefoxProfile(profileDir, extensionDir, values.vnc ? { "alerts.useSystemBackend": false } : {});
     process.stderr.write(`tabrelay: starting ${firefoxPath}${values.headless ? " (headless)" : ""} with profile ${profileDir}\n`);
     return launchFirefox({ firefoxPath, profileDir, headless: values.headless ?? false, extraArgs: extra, ...(env ? { env } : {}) });
   }
@@ -54,14 +57,13 @@ export async function runBrowser(
 }
 
 /** --firefox with options that only mean something for Chromium: refused before anything starts. */
-export function checkFirefoxOptions(values: { firefox?: boolean; cdp?: boolean; vnc?: boolean; chromium?: string; "firefox-path"?: string }): void {
+export function checkFirefoxOptions(values: { firefox?: boolean; cdp?: boolean; chromium?: string; "firefox-path"?: string }): void {
   if (!values.firefox) {
     if (values["firefox-path"] !== undefined) throw new UsageError("--firefox-path names the Firefox that --firefox starts: add --firefox");
     return;
   }
   if (values.cdp) throw new UsageError("--cdp drives Chromium over the DevTools protocol; Firefox runs tabrelay's extension: leave out --cdp or --firefox");
   if (values.chromium !== undefined) throw new UsageError("--chromium names a Chromium; with --firefox use --firefox-path");
-  if (values.vnc) throw new UsageError("--vnc shows a Chromium on a virtual display; it does not start Firefox yet: leave out --vnc or --firefox");
 }
 
 /** The bridge URL the launched extension dials: --broker in any of its forms, over TLS unless on this machine. */

@@ -35,7 +35,7 @@ export async function cmdLaunch(args: string[]): Promise<number | undefined> {
       headfulCommand: (env, view) =>
         values.cdp
           ? runCdpBrowser(config, values, [...vncWindowArgs(view), ...extra], env)
-          : runBrowser(config, values, [...vncWindowArgs(view), ...extra], bridgeUrlOf(config), env),
+          : runBrowser(config, values, [...vncWindowArgs(view, values.firefox ? "firefox" : "chromium"), ...extra], bridgeUrlOf(config), env),
     });
   }
   if (values.cdp) {

@@ -20,7 +20,7 @@ export const START_HELP = `Usage: tabrelay start [--headless | --vnc] [--cdp | -
 
 Runs the broker and a local Chromium carrying the extension, already paired. Ctrl-C stops both.
 --firefox starts Firefox (ESR, Developer Edition or Nightly: the add-on is not signed by Mozilla) carrying
-tabrelay's Firefox build of the extension instead.
+tabrelay's Firefox build of the extension instead (with --vnc too).
 --cdp drives the local Chromium over the DevTools protocol instead of the extension (no extension
 needed; for servers and CI). Its profile is temporary unless --profile is given (Chrome 136+ refuses
 remote debugging of the default profile).`;
@@ -37,7 +37,7 @@ export async function cmdStart(args: string[]): Promise<number | undefined> {
   if (values.vnc && values.headless) throw new UsageError("--vnc shows the browser on a virtual display: leave out --headless");
   // Fail before the broker starts.
   const browserPath = values.firefox ? findFirefox(process.env, values["firefox-path"]) : findChromium(process.env, values.chromium);
-  const chromiumPath = browserPath;
+  const found = values.firefox ? { "firefox-path": browserPath } : { chromium: browserPath };
   const { broker, url } = await startBroker(config);
   if (values.vnc) {
     printClientConfig(url, config);
@@ -46,10 +46,10 @@ export async function cmdStart(args: string[]): Promise<number | undefined> {
     return launchWithVnc({
       startDisplay: startVncDisplay,
       headfulCommand: async (env, view) => {
-        const browserArgs = [...vncWindowArgs(view), ...extra];
-        if (!values.cdp) return runBrowser(config, { ...values, chromium: chromiumPath }, browserArgs, bridgeUrl, env);
+        const browserArgs = [...vncWindowArgs(view, values.firefox ? "firefox" : "chromium"), ...extra];
+        if (!values.cdp) return runBrowser(config, { ...values, ...found }, browserArgs, bridgeUrl, env);
         const local = await launchLocalChromium({
-          chromiumPath,
+          chromiumPath: browserPath,
           headless: false,
           env,
           extraArgs: browserArgs,
@@ -69,7 +69,7 @@ export async function cmdStart(args: string[]): Promise<number | undefined> {
   }
   if (values.cdp) {
     const local = await launchLocalChromium({
-      chromiumPath,
+      chromiumPath: browserPath,
       headless: values.headless ?? false,
       extraArgs: extra,
       ...(values.profile ? { profileDir: values.profile } : {}),
@@ -97,7 +97,6 @@ export async function cmdStart(args: string[]): Promise<number | undefined> {
   printClientConfig(url, config);
   let browser: Awaited<ReturnType<typeof runBrowser>>;
   try {
-    const found = values.firefox ? { "firefox-path": browserPath } : { chromium: browserPath };
     browser = await runBrowser(config, { ...values, ...found }, extra, bridgeUrlOf(config, Number(new URL(url).port)));
   } catch (error) {
     broker.registry.expect(0);
