@@ -1,12 +1,12 @@
 // What a page can tell about the browser it runs in (issue 12, section 1): tabrelay's own browsers do not announce
-// automation. navigator.webdriver is false on both drivers (the CDP driver launches Chromium without the
-// AutomationControlled blink feature), and a console-serialisation probe (an Error whose `stack` getter runs only
-// when an attached DevTools client serialises console arguments) stays silent on both.
+// automation. navigator.webdriver is false on every driver (the CDP driver launches Chromium without the
+// AutomationControlled blink feature; tabrelay's Firefox runs no remote protocol), and a console-serialisation probe
+// (an Error whose `stack` getter runs only when an attached DevTools client serialises console arguments) stays
+// silent on each.
 // The tells that remain on the CDP path are stated in docs/servers.md ("What a page can tell").
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findChromium, launchLocalChromium } from "../../packages/broker/src/index.js";
-import { browserConnected, call, connectClient, launchBrowser, startBroker, startSite, type TestBroker, type TestSite } from "../harness.js";
+import { DRIVERS, attachBrowser, call, connectClient, startBroker, startSite, type TestBroker, type TestSite } from "../harness.js";
 
 const PROBE = `<html><head><title>Tells</title></head><body><p id="out">pending</p><script>
   let devtools = false;
@@ -18,7 +18,7 @@ const PROBE = `<html><head><title>Tells</title></head><body><p id="out">pending<
   }, 200);
 </script></body></html>`;
 
-describe.each(["extension", "cdp"] as const)("with the %s driver, a page", (driver) => {
+describe.each(DRIVERS)("with the %s driver, a page", (driver) => {
   let site: TestSite;
   let broker: TestBroker;
   let client: Client;
@@ -28,15 +28,10 @@ describe.each(["extension", "cdp"] as const)("with the %s driver, a page", (driv
     site = await startSite();
     site.route("/tells", PROBE);
     broker = await startBroker();
-    if (driver === "extension") {
-      const browser = await launchBrowser(broker.port);
-      stop = () => browser.close();
-    } else {
-      const local = await launchLocalChromium({ chromiumPath: findChromium(), headless: true });
-      await broker.broker.attachCdp(local.endpoint, { label: "tells cdp", ownsBrowser: true });
-      stop = () => local.close();
-    }
-    await browserConnected(broker);
+    // Each as tabrelay starts it: the extension in Chromium or in Firefox (no Marionette, no WebDriver BiDi), or
+    // Chromium over CDP.
+    const browser = await attachBrowser(broker, driver);
+    stop = () => browser.close();
     client = await connectClient(broker.url);
   }, 60_000);
 
