@@ -222,12 +222,15 @@ export class FirefoxUi implements BrowserUi {
 
   async setCookie(cookie: UiCookie): Promise<void> {
     const sameSite = { Strict: "Ci.nsICookie.SAMESITE_STRICT", Lax: "Ci.nsICookie.SAMESITE_LAX", None: "Ci.nsICookie.SAMESITE_NONE" }[cookie.sameSite];
-    await this.#marionette.chrome(
+    const held = await this.#marionette.chrome(
       `const [c] = arguments;
-       Services.cookies.add(c.domain, c.path, c.name, c.value, false, c.httpOnly, false, Date.now() / 1000 + 3600, {}, ${sameSite}, Ci.nsICookie.SCHEME_HTTP);
-       return true;`,
+       // The expiry in milliseconds (Firefox 138 and later; an hour from now).
+       const added = Services.cookies.add(c.domain, c.path, c.name, c.value, false, c.httpOnly, false, Date.now() + 3600_000, {}, ${sameSite}, Ci.nsICookie.SCHEME_HTTP);
+       const kept = Services.cookies.getCookiesFromHost(c.domain, {}).some((k) => k.name === c.name && k.value === c.value);
+       return kept ? true : "not kept: " + String(added?.result ?? added);`,
       [cookie],
     );
+    if (held !== true) throw new Error(`Firefox did not keep the cookie ${cookie.name} for ${cookie.domain} (${String(held)})`);
   }
 
   close(): void {

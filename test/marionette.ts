@@ -23,6 +23,13 @@ export class Marionette {
 
   private constructor(socket: Socket) {
     this.#socket = socket;
+    // Firefox gone (crashed, killed): every command waiting for an answer fails at once instead of hanging.
+    const fail = (why: string) => {
+      for (const pending of this.#pending.values()) pending.reject(new Error(`marionette: ${why}`));
+      this.#pending.clear();
+    };
+    socket.on("close", () => fail("the connection to Firefox closed"));
+    socket.on("error", (error) => fail(error.message));
     socket.on("data", (chunk: Buffer) => {
       this.#buffer = Buffer.concat([this.#buffer, chunk]);
       for (;;) {
@@ -60,6 +67,7 @@ export class Marionette {
   }
 
   send(name: string, params: object = {}): Promise<unknown> {
+    if (this.#socket.destroyed) return Promise.reject(new Error("marionette: the connection to Firefox is closed"));
     const id = ++this.#id;
     const text = JSON.stringify([0, id, name, params]);
     return new Promise((resolve, reject) => {

@@ -492,8 +492,10 @@ describe.each(EXTENSION_DRIVERS)("every frame after the proofs is sealed: one th
       res.end("<title>stolen</title>");
     });
     const injector = await startInjector(`${witness.origin}/stolen`);
-    const { browser, ui } = await launchWithUi(driver, `ws://127.0.0.1:${injector.port}/bridge`, "t");
+    let launched: Awaited<ReturnType<typeof launchWithUi>> | undefined;
     try {
+      launched = await launchWithUi(driver, `ws://127.0.0.1:${injector.port}/bridge`, "t");
+      const { ui } = launched;
       for (const mode of ["control", "plain", "bad-mac", "replay", "skip"] as const) {
         injector.mode = mode;
         const entry = await waitFor(`a connection in ${mode} mode`, () => injector.log.find((e) => e.mode === mode && e.authMs >= 0), 30_000);
@@ -521,8 +523,8 @@ describe.each(EXTENSION_DRIVERS)("every frame after the proofs is sealed: one th
         new RegExp(`a frame on the link to ws://127\\.0\\.0\\.1:${injector.port}/bridge failed its check .*the link was closed and the frame not served`),
       );
     } finally {
-      ui.close();
-      await browser.close();
+      launched?.ui.close();
+      await launched?.browser.close();
       await injector.close();
       await witness.close();
     }

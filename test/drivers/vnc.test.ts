@@ -636,8 +636,13 @@ describe.runIf(DRIVERS.includes("firefox"))("tabrelay start --firefox --vnc: a h
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     let client: Client | undefined;
+    // What the run showed, for the checks after it stopped.
+    const seen = { code: null as number | null, webPort: 0, display: "" };
     try {
       const link = await waitFor("the VNC link", () => /\n {4}(http:\/\/127\.0\.0\.1:\d+\/vnc\.html#\S+)\n/.exec(stderr)?.[1], 30_000);
+      seen.webPort = Number(new URL(link).port);
+      seen.display = /on the virtual display (:\d+)/.exec(stderr)?.[1] ?? "";
+      expect(seen.display).toMatch(/^:\d+$/);
       const url = await waitFor("the MCP URL", () => /MCP endpoint:\s+(\S+)\/mcp/.exec(stderr)?.[1], 30_000);
       expect(stderr).toContain("on the virtual display");
       client = await connectClient(url);
@@ -681,12 +686,21 @@ describe.runIf(DRIVERS.includes("firefox"))("tabrelay start --firefox --vnc: a h
     } finally {
       await client?.close();
       child.kill("SIGTERM");
-      await exited;
+      // A CLI that does not stop within 20 s is killed, so that the run goes on; its exit code then fails the test.
+      const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      seen.code = await exited;
+      clearTimeout(timer);
       await site.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
+    expect(seen.code).toBe(0);
     expect(stderr).toContain("stopping the browser and the VNC view");
-    await waitFor("Firefox's processes to exit", () => processesMentioning(join(dataDir, "profile-firefox")).length === 0 || undefined, 15_000);
-    rmSync(dataDir, { recursive: true, force: true });
+    // Everything it started is gone: Firefox (its parent carries the profile; its helpers are its children), the
+    // display's X server (its lock file and socket), x11vnc and websockify (their ports).
+    await waitFor("Firefox to exit", () => (processesMentioning(dataDir).length === 0 ? true : undefined), 10_000);
+    const number = seen.display.slice(1);
+    await waitFor("the X server to go", () => (!existsSync(`/tmp/.X${number}-lock`) && !existsSync(`/tmp/.X11-unix/X${number}`) ? true : undefined), 10_000);
+    expect(await accepts("127.0.0.1", seen.webPort)).toBe(false);
   }, 150_000);
 });
 

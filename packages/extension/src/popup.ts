@@ -1,5 +1,13 @@
 import type { AskNotice, TabStateView } from "@tabrelay/protocol";
 
+// Never inside another document's frame: a page that got the popup framed (the browsers refuse that to web pages;
+// this holds should one not) could lay its own content over it and lure a click onto Always. Nothing is shown and no
+// button is wired.
+if (window.top !== window) {
+  document.documentElement.replaceChildren();
+  throw new Error("tabrelay's popup does not run inside a frame");
+}
+
 interface Status {
   state: string;
   lastError: string;

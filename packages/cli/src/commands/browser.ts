@@ -44,8 +44,9 @@ export async function runBrowser(
       sourceDir: builtFirefoxExtensionDir(process.env),
     });
     // On a virtual display no desktop notification service runs: Firefox draws the ask notifications itself there
-    // (otherwise it closes an add-on's notification as soon as it is made).
-    prepareFirefoxProfile(profileDir, extensionDir, values.vnc ? { "alerts.useSystemBackend": false } : {});
+    // (otherwise it closes an add-on's notification as soon as it is made). Written at every start, either way: the
+    // profile keeps a preference it was once given, and a later start without --vnc has the desktop's service again.
+    prepareFirefoxProfile(profileDir, extensionDir, { "alerts.useSystemBackend": values.vnc !== true });
     process.stderr.write(`tabrelay: starting ${firefoxPath}${values.headless ? " (headless)" : ""} with profile ${profileDir}\n`);
     return launchFirefox({ firefoxPath, profileDir, headless: values.headless ?? false, extraArgs: extra, ...(env ? { env } : {}) });
   }
