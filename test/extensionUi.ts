@@ -66,6 +66,21 @@ export async function launchWithUi(
   }
 }
 
+/**
+ * The DevTools WebSocket of the Chromium whose profile is `profileDir` (launched with --remote-debugging-port=0).
+ * Chromium writes DevToolsActivePort in two steps (the port, then the browser's path): read once both are there.
+ */
+export function devToolsEndpoint(profileDir: string): Promise<string> {
+  return waitFor("DevToolsActivePort", () => {
+    try {
+      const [port = "", path = ""] = readFileSync(join(profileDir, "DevToolsActivePort"), "utf8").split("\n");
+      return /^\d+$/.test(port) && path.startsWith("/devtools/browser/") ? `ws://127.0.0.1:${port}${path}` : undefined;
+    } catch {
+      return undefined;
+    }
+  });
+}
+
 /** The popup's page, queried until `ready` holds for the answer, then closed: one look at it. */
 export async function popupLook(ui: BrowserUi, expression: string, ready: (value: string) => boolean = () => true): Promise<string> {
   const popup = await ui.popup();
@@ -98,15 +113,7 @@ export class ExtensionUi implements BrowserUi {
   }
 
   static async open(profileDir: string): Promise<ExtensionUi> {
-    const active = await waitFor("DevToolsActivePort", () => {
-      try {
-        return readFileSync(join(profileDir, "DevToolsActivePort"), "utf8");
-      } catch {
-        return undefined;
-      }
-    });
-    const [port, path] = active.split("\n");
-    const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`);
+    const ws = new WebSocket(await devToolsEndpoint(profileDir));
     await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
     return new ExtensionUi(ws);
   }

@@ -8,7 +8,7 @@
 // - The extension's delay schedule (reconnectDelay), for the remote case.
 // Each figure is the time from the restarted broker's listen() to the browser in its registry, printed.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,6 +29,7 @@ import {
   waitFor,
   type TestBroker,
 } from "../harness.js";
+import { devToolsEndpoint } from "../extensionUi.js";
 
 const CLI = fileURLToPath(new URL("../../packages/cli/bin/tabrelay.js", import.meta.url));
 /** "Within a second" as a user notices it, with a little slack for a loaded CI machine. */
@@ -115,15 +116,7 @@ class DevTools {
   }
 
   static async open(profileDir: string): Promise<DevTools> {
-    const active = await waitFor("DevToolsActivePort", () => {
-      try {
-        return readFileSync(join(profileDir, "DevToolsActivePort"), "utf8");
-      } catch {
-        return undefined;
-      }
-    });
-    const [port, path] = active.split("\n");
-    const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`);
+    const ws = new WebSocket(await devToolsEndpoint(profileDir));
     await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
     const devtools = new DevTools(ws);
     await devtools.send("Target.setDiscoverTargets", { discover: true });

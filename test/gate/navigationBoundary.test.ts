@@ -4,7 +4,7 @@
 // real extension (declarativeNetRequest) and over CDP (Fetch interception), the real MCP SDK client. Then what the
 // agent sees when a page leaves the policy (the call refused, the tab reset, no tab left behind), and the user's
 // own tabs, which are never scoped.
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -29,6 +29,7 @@ import {
   type TestBroker,
   type TestSite,
 } from "../harness.js";
+import { devToolsEndpoint } from "../extensionUi.js";
 
 /** The refused host: "localhost" is outside the test policy (which allows 127.0.0.1). Logs every request. */
 interface Witness {
@@ -362,14 +363,7 @@ setInterval(async () => {
     await browserConnected(broker);
     client = await connectClient(broker.url);
     // The user opens a tab of their own (here through DevTools, which the extension knows nothing about).
-    const active = await waitFor("DevTools to listen", () => {
-      try {
-        return readFileSync(join(profileDir, "DevToolsActivePort"), "utf8").split("\n");
-      } catch {
-        return undefined;
-      }
-    });
-    const devtools = new WebSocket(`ws://127.0.0.1:${active[0]}${active[1]}`);
+    const devtools = new WebSocket(await devToolsEndpoint(profileDir));
     await new Promise((resolve, reject) => devtools.once("open", resolve).once("error", reject));
     devtools.send(JSON.stringify({ id: 1, method: "Target.createTarget", params: { url: `${site.origin}/user-start` } }));
     await waitFor("the user's page to load and poll", () => polls.length > 0 || undefined, 20_000);

@@ -19,6 +19,7 @@ import type { BrowserRegistry } from "../drivers/registry.js";
 import type { CallOutcome } from "../tools/idempotency.js";
 import type { Logger } from "../util/log.js";
 import { ownerOf } from "../users/principal.js";
+import { MissingBeats } from "./liveness.js";
 import type {
   ClusterLink,
   Directory,
@@ -87,6 +88,8 @@ export class Cluster implements ClusterLink {
   #draining = false;
   /** When this broker's own beat last landed in Redis (#mayJudge). */
   #beatAt = Date.now();
+  /** Brokers whose beat was missing at a look: dead only if still missing a heartbeat later (liveness.ts). */
+  readonly #missing = new MissingBeats(HEARTBEAT_MS);
   #left = false;
   #healthy = true;
   readonly #fingerprint: string;
@@ -345,19 +348,20 @@ export class Cluster implements ClusterLink {
       }
     }
     const brokers = [...new Set([...parsed.map((b) => b.broker), ...[...this.#pending.values()].map((p) => p.broker)])].filter((b) => b !== this.brokerId);
-    const alive = new Set<string>();
+    const beating = new Map<string, boolean>();
     if (brokers.length > 0) {
       const beats = await this.#cmd.mget(...brokers.map(K.broker));
-      brokers.forEach((b, i) => {
-        if (beats[i]) alive.add(b);
-      });
+      brokers.forEach((b, i) => beating.set(b, Boolean(beats[i])));
     }
+    const dead = judged ? this.#missing.look(beating, Date.now()) : new Set<string>();
     const members = await this.#checkMembers();
     this.#peers = members;
     await this.#shared.reconcile(members);
     this.#remote.clear();
-    for (const entry of parsed) if (entry.broker !== this.brokerId && (alive.has(entry.broker) || !judged)) this.#remote.set(entry.info.browserId, entry);
-    if (judged) for (const [, pending] of this.#pending) if (!alive.has(pending.broker)) pending.resolve(lost(pending.broker, "it stopped answering"));
+    // A browser is listed while its broker beats (a look that finds the beat missing hides it until the next look); a
+    // call waiting on a broker fails only once the broker is confirmed dead.
+    for (const entry of parsed) if (entry.broker !== this.brokerId && (beating.get(entry.broker) || !judged)) this.#remote.set(entry.info.browserId, entry);
+    for (const [, pending] of this.#pending) if (dead.has(pending.broker)) pending.resolve(lost(pending.broker, "it stopped answering"));
   }
 
   /** Every live member's shared-secrets digest against this one's; members without a beat leave the set. The live ones. */
@@ -390,9 +394,10 @@ export class Cluster implements ClusterLink {
     if (this.#pending.size === 0 || !this.#mayJudge()) return;
     const brokers = [...new Set([...this.#pending.values()].map((p) => p.broker))];
     const beats = await this.#cmd.mget(...brokers.map(K.broker));
-    const dead = new Set(brokers.filter((_, i) => !beats[i]));
+    const beating = new Map(brokers.map((b, i) => [b, Boolean(beats[i])]));
+    for (const [id, entry] of this.#remote) if (beating.get(entry.broker) === false) this.#remote.delete(id);
+    const dead = this.#missing.look(beating, Date.now());
     if (dead.size === 0) return;
-    for (const [id, entry] of this.#remote) if (dead.has(entry.broker)) this.#remote.delete(id);
     for (const [, pending] of this.#pending) if (dead.has(pending.broker)) pending.resolve(lost(pending.broker, "it stopped answering"));
   }
 
